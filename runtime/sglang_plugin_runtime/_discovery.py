@@ -1,0 +1,342 @@
+"""One scan of the installed distributions, shared by every entry-point group of every namespace.
+
+``importlib.metadata.entry_points()`` builds a ``Distribution`` object per installed package, reads each one's
+``METADATA`` to learn its name, and SGLang calls it up to three times per process. Here one pass over ``sys.path``
+reads only the ``entry_points.txt`` files that exist, takes the distribution's name and version from the
+``*.dist-info`` folder name (the wheel spec fixes that format), and caches the result per process.
+
+What the fast path cannot see (zip files on ``sys.path``, distributions served by custom meta-path finders) is
+read through ``importlib.metadata`` itself, so the result is the same set ``importlib.metadata`` would give.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+logger = logging.getLogger(__name__)
+
+# ``module`` or ``module:attr.attr`` with optional ``[extras]`` -- the grammar of the packaging spec.
+_ENTRY_POINT_VALUE = re.compile(
+    r"^(?P<module>[\w.]+)\s*(?::\s*(?P<attr>[\w.]+)\s*)?(?:\[(?P<extras>[^\]]*)\])?\s*$"
+)
+_NORMALIZE = re.compile(r"[-_.]+")
+
+
+def normalize_distribution_name(name: str) -> str:
+    """The PEP 503 form of a distribution name: lower case, runs of ``-_.`` collapsed to ``-``."""
+    return _NORMALIZE.sub("-", name).lower()
+
+
+@dataclass(frozen=True)
+class PluginEntryPoint:
+    """An entry point together with the distribution that offers it.
+
+    Unlike ``importlib.metadata.EntryPoint`` the distribution's name and version are plain fields, read once
+    during the scan, so asking for them never re-parses metadata.
+    """
+
+    group: str
+    name: str
+    value: str
+    dist_name: str
+    """PEP 503 normalised distribution name."""
+    dist_version: str
+    dist_path: str
+    """The ``*.dist-info`` / ``*.egg-info`` folder (or a description of where it came from)."""
+
+    @property
+    def module(self) -> str:
+        match = _ENTRY_POINT_VALUE.match(self.value)
+        assert match is not None  # validated when the scan built it
+        return match.group("module")
+
+    @property
+    def attr(self) -> str | None:
+        match = _ENTRY_POINT_VALUE.match(self.value)
+        assert match is not None
+        return match.group("attr")
+
+    @property
+    def dist_label(self) -> str:
+        """``name version``, as users see it in messages."""
+        return f"{self.dist_name} {self.dist_version}"
+
+    def load(self) -> Any:
+        """Import the module and walk to the attribute, as ``EntryPoint.load()`` does."""
+        obj: Any = importlib.import_module(self.module)
+        attr = self.attr
+        if attr:
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        return obj
+
+
+@dataclass(frozen=True)
+class MalformedDistribution:
+    """A distribution whose metadata could not be read; it is skipped, the others are not."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class DiscoveryResult:
+    """Everything one scan found: entry points by group, and the distributions it had to skip."""
+
+    entry_points: dict[str, tuple[PluginEntryPoint, ...]] = field(default_factory=dict)
+    malformed: tuple[MalformedDistribution, ...] = ()
+    distribution_count: int = 0
+
+    def group(self, name: str) -> tuple[PluginEntryPoint, ...]:
+        """Entry points of one group, sorted by (distribution, entry-point name)."""
+        return self.entry_points.get(name, ())
+
+    def duplicates(self, group: str) -> dict[str, tuple[PluginEntryPoint, ...]]:
+        """Entry-point names that more than one distribution offers in ``group``."""
+        by_name: dict[str, list[PluginEntryPoint]] = {}
+        for ep in self.group(group):
+            by_name.setdefault(ep.name, []).append(ep)
+        return {name: tuple(eps) for name, eps in by_name.items() if len(eps) > 1}
+
+
+class MalformedEntryPoints(ValueError):
+    """Raised while parsing an ``entry_points.txt`` that does not follow the format."""
+
+
+def parse_entry_points_text(text: str) -> Iterator[tuple[str, str, str]]:
+    """Yield ``(group, name, value)`` from the INI-like ``entry_points.txt`` format.
+
+    Stricter than ``importlib.metadata``: a line without ``=`` or a value that is not ``module[:attr]`` is an
+    error, so a broken plugin is reported instead of failing later at load time.
+    """
+    group: str | None = None
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line[0] == "[":
+            if not line.endswith("]") or len(line) < 3:
+                raise MalformedEntryPoints(f"line {lineno}: bad section header {raw!r}")
+            group = line[1:-1].strip()
+            continue
+        if group is None:
+            raise MalformedEntryPoints(f"line {lineno}: entry point {raw!r} outside any [group] section")
+        name, sep, value = line.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name:
+            raise MalformedEntryPoints(f"line {lineno}: expected 'name = module:attr', got {raw!r}")
+        if not _ENTRY_POINT_VALUE.match(value):
+            raise MalformedEntryPoints(
+                f"line {lineno}: entry point {name!r} has value {value!r}, expected 'module' or 'module:attr'"
+            )
+        yield group, name, value
+
+
+def _read_metadata_headers(folder: str) -> dict[str, str]:
+    """Name and Version from METADATA / PKG-INFO, reading only the header block."""
+    for filename in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(folder, filename), encoding="utf-8") as handle:
+                headers: dict[str, str] = {}
+                for line in handle:
+                    if not line.strip():
+                        break
+                    key, sep, value = line.partition(":")
+                    if sep and key in ("Name", "Version"):
+                        headers.setdefault(key, value.strip())
+                return headers
+        except FileNotFoundError:
+            continue
+    return {}
+
+
+@dataclass
+class _Scan:
+    """Mutable state of one scan in progress."""
+
+    seen: set[str] = field(default_factory=set)
+    found: list[PluginEntryPoint] = field(default_factory=list)
+    malformed: list[MalformedDistribution] = field(default_factory=list)
+    count: int = 0
+
+    def claim(self, normalized_name: str) -> bool:
+        """First distribution of a name on ``sys.path`` wins, as in ``importlib.metadata``."""
+        if normalized_name in self.seen:
+            return False
+        self.seen.add(normalized_name)
+        self.count += 1
+        return True
+
+    def add_text(self, text: str, dist_name: str, version: str, where: str) -> None:
+        try:
+            parsed = list(parse_entry_points_text(text))
+        except MalformedEntryPoints as exc:
+            self.malformed.append(MalformedDistribution(where, f"entry_points.txt {exc}"))
+            logger.warning("Skipping distribution at %s: malformed entry_points.txt (%s)", where, exc)
+            return
+        for group, name, value in parsed:
+            self.found.append(PluginEntryPoint(group, name, value, dist_name, version, where))
+
+
+def _scan_directory(directory: str, scan: _Scan) -> None:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    # Sorted so that, within one folder, which of two same-named distributions wins is stable.
+    for entry in sorted(names):
+        lower = entry.lower()
+        if lower.endswith(".dist-info"):
+            suffix = ".dist-info"
+        elif lower.endswith(".egg-info"):
+            suffix = ".egg-info"
+        else:
+            continue
+        stem = entry[: -len(suffix)]
+        raw_name, _, rest = stem.partition("-")
+        if not scan.claim(normalize_distribution_name(raw_name)):
+            continue
+        folder = os.path.join(directory, entry)
+        try:
+            with open(os.path.join(folder, "entry_points.txt"), encoding="utf-8") as handle:
+                text = handle.read()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            scan.malformed.append(MalformedDistribution(folder, f"unreadable entry_points.txt: {exc}"))
+            logger.warning("Skipping distribution at %s: unreadable entry_points.txt (%s)", folder, exc)
+            continue
+        version = rest.partition("-")[0] if suffix == ".egg-info" else rest
+        if not version:
+            version = _read_metadata_headers(folder).get("Version", "")
+        if not version:
+            scan.malformed.append(MalformedDistribution(folder, "no version in the folder name or METADATA"))
+            logger.warning("Skipping distribution at %s: it has no version", folder)
+            continue
+        scan.add_text(text, normalize_distribution_name(raw_name), version, folder)
+
+
+def _scan_with_importlib(distributions: Iterable[Any], where: str, scan: _Scan) -> None:
+    """The slow path, for what a folder scan cannot see."""
+    for dist in distributions:
+        try:
+            name = dist.metadata["Name"]
+            version = dist.version
+        except Exception as exc:  # a broken custom distribution must not hide the others
+            scan.malformed.append(MalformedDistribution(where, f"unreadable metadata: {exc}"))
+            continue
+        if not name or not scan.claim(normalize_distribution_name(name)):
+            continue
+        text = dist.read_text("entry_points.txt")
+        if text:
+            location = getattr(dist, "_path", None)
+            scan.add_text(text, normalize_distribution_name(name), version, str(location or where))
+
+
+def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
+    """Scan ``path`` (default ``sys.path``) once; no caching. Prefer :func:`discover_entry_points`."""
+    search_path = list(sys.path if path is None else path)
+    scan = _Scan()
+    for entry in search_path:
+        directory = entry or os.getcwd()
+        if os.path.isdir(directory):
+            _scan_directory(directory, scan)
+        elif os.path.isfile(directory):
+            from importlib.metadata import distributions
+
+            _scan_with_importlib(distributions(path=[directory]), directory, scan)
+    if path is None:
+        _scan_custom_finders(search_path, scan)
+    groups: dict[str, list[PluginEntryPoint]] = {}
+    for ep in scan.found:
+        groups.setdefault(ep.group, []).append(ep)
+    ordered = {
+        group: tuple(sorted(eps, key=lambda ep: (ep.dist_name, ep.name))) for group, eps in groups.items()
+    }
+    return DiscoveryResult(ordered, tuple(scan.malformed), scan.count)
+
+
+def _scan_custom_finders(search_path: list[str], scan: _Scan) -> None:
+    """Distributions offered by meta-path finders other than the standard path finder."""
+    from importlib.machinery import PathFinder
+
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_distributions", None)
+        if find is None or finder is PathFinder:
+            continue
+        from importlib.metadata import DistributionFinder
+
+        try:
+            found = list(find(DistributionFinder.Context(path=search_path)))
+        except Exception as exc:
+            scan.malformed.append(MalformedDistribution(repr(finder), f"finder failed: {exc}"))
+            continue
+        _scan_with_importlib(found, repr(finder), scan)
+
+
+class _DiscoveryCache:
+    """The per-process cache: keyed by pid (dropped after ``fork``) and by ``sys.path``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[int, tuple[str, ...]] | None = None
+        self._result: DiscoveryResult | None = None
+        self.scans = 0
+
+    def get(self, refresh: bool = False) -> DiscoveryResult:
+        key = (os.getpid(), tuple(sys.path))
+        result = self._result
+        if not refresh and result is not None and self._key == key:
+            return result
+        with self._lock:
+            if refresh or self._result is None or self._key != key:
+                self._result = scan_distributions()
+                self._key = key
+                self.scans += 1
+                logger.debug(
+                    "Scanned %d distributions: %d entry-point groups, %d malformed",
+                    self._result.distribution_count,
+                    len(self._result.entry_points),
+                    len(self._result.malformed),
+                )
+            return self._result
+
+    def clear(self) -> None:
+        with self._lock:
+            self._key = None
+            self._result = None
+
+    def after_fork(self) -> None:
+        """In a forked child: start empty, with a fresh lock (the parent's may have been held)."""
+        self._lock = threading.Lock()
+        self._key = None
+        self._result = None
+
+
+_CACHE = _DiscoveryCache()
+
+
+def discover_entry_points(refresh: bool = False) -> DiscoveryResult:
+    """The cached scan for this process; ``refresh=True`` rescans (e.g. after installing a package)."""
+    return _CACHE.get(refresh)
+
+
+def refresh_discovery() -> None:
+    """Drop the cached scan; the next :func:`discover_entry_points` rescans."""
+    _CACHE.clear()
+
+
+def scan_count() -> int:
+    """How many scans this process has run (the CLI and tests use it to prove the cache works)."""
+    return _CACHE.scans
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_CACHE.after_fork)

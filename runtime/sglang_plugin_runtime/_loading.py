@@ -1,0 +1,297 @@
+"""Loading general plugins: filter, import with attribution, run ``register()``, record what happened.
+
+Written once for every namespace. The public functions with SGLang's signatures live in
+:mod:`sglang_plugin_runtime.plugins`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
+from ._namespace import PluginNamespace, known_namespaces
+from .errors import DuplicatePluginError, PluginLoadError
+
+logger = logging.getLogger(__name__)
+
+# Statuses of a general plugin; part of the CLI's JSON schema, so values only ever get added.
+LOADED = "loaded"
+SKIPPED_ALLOWLIST = "skipped-allowlist"
+SKIPPED_PLATFORM = "skipped-unselected-platform"
+FAILED_IMPORT = "failed-import"
+FAILED_REGISTER = "failed-register"
+FAILED_DUPLICATE = "failed-duplicate"
+NOT_INSTALLED = "not-installed"
+
+
+@dataclass(frozen=True)
+class PluginRecord:
+    """What happened to one general plugin."""
+
+    plugin: str
+    status: str
+    reason: str = ""
+    dist_name: str | None = None
+    dist_version: str | None = None
+    value: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.status.startswith("failed") and self.status != NOT_INSTALLED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plugin": self.plugin,
+            "status": self.status,
+            "reason": self.reason,
+            "distribution": self.dist_name,
+            "version": self.dist_version,
+            "value": self.value,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass
+class LoadReport:
+    """Everything :func:`load_general_plugins` did in this process for one namespace."""
+
+    namespace: str
+    records: list[PluginRecord] = field(default_factory=list)
+    completed: bool = False
+
+    @property
+    def problems(self) -> list[PluginRecord]:
+        return [r for r in self.records if not r.ok]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "completed": self.completed,
+            "plugins": [r.to_dict() for r in self.records],
+        }
+
+
+def namespace_for_group(group: str, default: PluginNamespace) -> PluginNamespace:
+    for namespace in known_namespaces():
+        if group in (namespace.plugin_group, namespace.platform_group):
+            return namespace
+    return default
+
+
+def unselected_platform_dists(namespace: PluginNamespace, discovery: DiscoveryResult) -> set[str]:
+    """Distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects.
+
+    A distribution that offers the selected platform is never in the set, even when it offers others too.
+    """
+    selected = namespace.selected_platform()
+    if not selected:
+        return set()
+    offering: dict[str, bool] = {}
+    for ep in discovery.group(namespace.platform_group):
+        offering[ep.dist_name] = offering.get(ep.dist_name, False) or ep.name == selected
+    return {dist for dist, offers_selected in offering.items() if not offers_selected}
+
+
+def _source_for(ep: PluginEntryPoint) -> Any:
+    from .plugins.hook_registry import HookSource
+
+    return HookSource(plugin_name=ep.name, dist_name=ep.dist_name)
+
+
+def _attributed(ep: PluginEntryPoint, action: Callable[[], Any]) -> Any:
+    """Run ``action`` with ``ep`` as the current plugin source, so hooks it registers are attributed to it."""
+    from .plugins.hook_registry import _current_plugin_source
+
+    token = _current_plugin_source.set(_source_for(ep))
+    try:
+        return action()
+    finally:
+        _current_plugin_source.reset(token)
+
+
+def _fail(
+    report: LoadReport | None, record: PluginRecord, strict: bool, strict_env: str, error: BaseException | None
+) -> None:
+    if report is not None:
+        report.records.append(record)
+    where = f"plugin {record.plugin!r}" + (f" (distribution {record.dist_name} {record.dist_version})" if record.dist_name else "")
+    message = f"General {where} failed: {record.reason}"
+    if strict:
+        raise PluginLoadError(f"{message} ({strict_env}=1 makes this an error)", plugin=record.plugin, dist=record.dist_name) from error
+    logger.warning("%s. It was skipped; the other plugins are unaffected.", message)
+
+
+def load_entry_points(
+    group: str,
+    namespace: PluginNamespace,
+    *,
+    excluded_dists: Iterable[str] | None = None,
+    apply_allowlist: bool,
+    report: LoadReport | None = None,
+    discovery: DiscoveryResult | None = None,
+) -> dict[str, tuple[Callable[..., Any], str | None]]:
+    """Import the entry points of ``group`` and return ``{name: (callable, dist_name)}``, in sorted order.
+
+    Imports run with the plugin as the current hook source. Failures are recorded in ``report`` and logged
+    (strict mode raises); they never stop the other plugins.
+    """
+    discovery = discovery if discovery is not None else discover_entry_points()
+    strict = namespace.strict()
+    excluded = {normalize_distribution_name(d) for d in (excluded_dists or ())}
+    allowed = namespace.allowed_plugins() if apply_allowlist else None
+    entries = discovery.group(group)
+    duplicates = discovery.duplicates(group)
+    if allowed is not None:
+        for missing in sorted(allowed - {ep.name for ep in entries}):
+            logger.warning(
+                "%s lists %r, but no plugin of that name is installed in group %r.", namespace.plugins_env, missing, group
+            )
+            if report is not None:
+                report.records.append(PluginRecord(missing, NOT_INSTALLED, f"listed in {namespace.plugins_env} but not installed"))
+    loaded: dict[str, tuple[Callable[..., Any], str | None]] = {}
+    for ep in entries:
+        base = dict(dist_name=ep.dist_name, dist_version=ep.dist_version, value=ep.value)
+        if allowed is not None and ep.name not in allowed:
+            logger.info("Skipping plugin %r: not in %s", ep.name, namespace.plugins_env)
+            if report is not None:
+                report.records.append(PluginRecord(ep.name, SKIPPED_ALLOWLIST, f"not in {namespace.plugins_env}", **base))
+            continue
+        if ep.dist_name in excluded:
+            reason = f"its distribution offers only platforms other than {namespace.platform_env}={namespace.selected_platform()!r}"
+            logger.info("Skipping plugin %r (%s): %s", ep.name, ep.dist_label, reason)
+            if report is not None:
+                report.records.append(PluginRecord(ep.name, SKIPPED_PLATFORM, reason, **base))
+            continue
+        if ep.name in duplicates:
+            dists = " and ".join(other.dist_label for other in duplicates[ep.name])
+            reason = f"the name {ep.name!r} is offered by {dists}; uninstall one of them"
+            if strict:
+                raise DuplicatePluginError(f"Plugin name {ep.name!r} in group {group!r}: {reason}", plugin=ep.name, dist=ep.dist_name)
+            _fail(report, PluginRecord(ep.name, FAILED_DUPLICATE, reason, **base), False, namespace.strict_env, None)
+            continue
+        start = time.perf_counter()
+        try:
+            func = _attributed(ep, ep.load)
+        except Exception as exc:
+            reason = f"import of {ep.value!r} failed: {type(exc).__name__}: {exc}"
+            _discard_hooks(ep)
+            _fail(report, PluginRecord(ep.name, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, **base), strict, namespace.strict_env, exc)
+            continue
+        loaded[ep.name] = (func, ep.dist_name)
+    return loaded
+
+
+def _discard_hooks(ep: PluginEntryPoint) -> None:
+    """Drop hooks a failed plugin registered before failing, so nothing half-done gets applied."""
+    from .plugins.hook_registry import HookRegistry
+
+    HookRegistry.discard_source(_source_for(ep))
+
+
+class _LoadState:
+    """Per-process, per-namespace state of :func:`load_general_plugins`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.report: LoadReport | None = None
+        self.loading = False
+
+    def after_fork(self) -> None:
+        # The child inherits registered and applied hooks (they live in its copied memory), so a completed load
+        # stays completed; an in-flight one (another thread of the parent) did not survive the fork.
+        self.lock = threading.RLock()
+        self.loading = False
+        if self.report is not None and not self.report.completed:
+            self.report = None
+
+
+_STATES: dict[str, _LoadState] = {}
+
+
+def _state(namespace: PluginNamespace) -> _LoadState:
+    return _STATES.setdefault(namespace.name, _LoadState())
+
+
+def last_load_report(namespace: PluginNamespace) -> LoadReport | None:
+    return _STATES[namespace.name].report if namespace.name in _STATES else None
+
+
+def reset_load_state(namespace: PluginNamespace | None = None) -> None:
+    """Forget that plugins were loaded (tests); hooks are reset separately via ``HookRegistry.reset()``."""
+    for name, state in list(_STATES.items()):
+        if namespace is None or name == namespace.name:
+            with state.lock:
+                state.report = None
+
+
+def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
+    """Load ``namespace``'s general plugins once per process, then apply the registered hooks.
+
+    Idempotent: later calls only re-apply hooks (cheap; picks up hooks registered since). A re-entrant call
+    from inside a plugin's ``register()`` returns the report in progress. If discovery itself fails, nothing
+    is marked as loaded, so the next call tries again.
+    """
+    from .plugins.hook_registry import HookRegistry
+
+    state = _state(namespace)
+    with state.lock:
+        if state.loading:
+            assert state.report is not None
+            return state.report
+        if state.report is not None and state.report.completed:
+            HookRegistry.apply_hooks()
+            return state.report
+        state.loading = True
+        try:
+            discovery = discover_entry_points()
+            report = LoadReport(namespace.name)
+            state.report = report
+            plugins = load_entry_points(
+                namespace.plugin_group,
+                namespace,
+                excluded_dists=unselected_platform_dists(namespace, discovery),
+                apply_allowlist=True,
+                report=report,
+                discovery=discovery,
+            )
+            eps = {ep.name: ep for ep in discovery.group(namespace.plugin_group)}
+            for name, (func, _dist) in plugins.items():
+                _run_register(eps[name], func, namespace, report)
+            report.completed = True
+        except BaseException:
+            state.report = None
+            raise
+        finally:
+            state.loading = False
+    HookRegistry.apply_hooks()
+    return report
+
+
+def _run_register(ep: PluginEntryPoint, func: Callable[..., Any], namespace: PluginNamespace, report: LoadReport) -> None:
+    base = dict(dist_name=ep.dist_name, dist_version=ep.dist_version, value=ep.value)
+    start = time.perf_counter()
+    try:
+        _attributed(ep, func)
+    except Exception as exc:
+        _discard_hooks(ep)
+        reason = f"{ep.value}() raised {type(exc).__name__}: {exc}"
+        _fail(report, PluginRecord(ep.name, FAILED_REGISTER, reason, seconds=time.perf_counter() - start, **base), namespace.strict(), namespace.strict_env, exc)
+        return
+    seconds = time.perf_counter() - start
+    logger.info("Loaded general plugin %r (%s) in %.1f ms", ep.name, ep.dist_label, seconds * 1e3)
+    report.records.append(PluginRecord(ep.name, LOADED, "", seconds=seconds, **base))
+
+
+def _after_fork_in_child() -> None:
+    for state in _STATES.values():
+        state.after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,100 @@
+"""A plugin namespace: the handful of names that differ between SGLang's SRT and diffusion plugin systems.
+
+The discovery, selection and loading logic is written once and parameterised by one of these, so a host (the
+diffusion engine, or another project) declares its own namespace instead of copying code.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Union
+
+#: A class given by its import path (``"pkg.mod:Class"`` or ``"pkg.mod.Class"``), or a callable returning a class,
+#: so a namespace can name its base and fallback classes without importing them.
+ClassRef = Union[str, Callable[[], type]]
+
+
+@dataclass(frozen=True)
+class PluginNamespace:
+    """Group names, environment variables and classes of one plugin namespace."""
+
+    name: str
+    platform_group: str
+    plugin_group: str
+    base_class: ClassRef
+    fallback_class: ClassRef | None = None
+    """Used when no platform plugin activates; ``None`` means the base class."""
+    platform_env: str = "SGLANG_PLATFORM"
+    plugins_env: str = "SGLANG_PLUGINS"
+    strict_env: str = "SGLANG_PLUGINS_STRICT"
+
+    def resolve_base_class(self) -> type:
+        return _resolve_class_ref(self.base_class)
+
+    def resolve_fallback_class(self) -> type:
+        return _resolve_class_ref(self.fallback_class if self.fallback_class is not None else self.base_class)
+
+    def selected_platform(self) -> str | None:
+        """The platform the user asked for with the namespace's env var, or ``None``; whitespace ignored."""
+        value = os.environ.get(self.platform_env, "").strip()
+        return value or None
+
+    def allowed_plugins(self) -> frozenset[str] | None:
+        """The general-plugin allowlist (comma-separated, whitespace-tolerant), or ``None`` for all."""
+        raw = os.environ.get(self.plugins_env, "")
+        if not raw.strip():
+            return None
+        return frozenset(part.strip() for part in raw.split(",") if part.strip())
+
+    def strict(self) -> bool:
+        return os.environ.get(self.strict_env, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _resolve_class_ref(ref: ClassRef) -> type:
+    if callable(ref) and not isinstance(ref, str):
+        return ref()
+    import pkgutil
+
+    return pkgutil.resolve_name(ref)
+
+
+SRT = PluginNamespace(
+    name="srt",
+    platform_group="sglang.srt.platforms",
+    plugin_group="sglang.srt.plugins",
+    base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
+)
+
+MULTIMODAL = PluginNamespace(
+    name="multimodal_gen",
+    platform_group="sglang.multimodal_gen.platforms",
+    plugin_group="sglang.multimodal_gen.plugins",
+    base_class="sglang_plugin_runtime.platforms.multimodal:MMPlatform",
+    platform_env="SGLANG_DIFFUSION_PLATFORM_OVERRIDE",
+)
+
+_NAMESPACES: dict[str, PluginNamespace] = {SRT.name: SRT, MULTIMODAL.name: MULTIMODAL}
+
+
+def register_namespace(namespace: PluginNamespace) -> PluginNamespace:
+    """Make a host's namespace known by name (for the CLI's ``--namespace``)."""
+    existing = _NAMESPACES.get(namespace.name)
+    if existing is not None and existing != namespace:
+        raise ValueError(f"a different plugin namespace named {namespace.name!r} is already registered")
+    _NAMESPACES[namespace.name] = namespace
+    return namespace
+
+
+def get_namespace(name: str | PluginNamespace) -> PluginNamespace:
+    if isinstance(name, PluginNamespace):
+        return name
+    try:
+        return _NAMESPACES[name]
+    except KeyError:
+        known = ", ".join(sorted(_NAMESPACES))
+        raise ValueError(f"unknown plugin namespace {name!r} (known: {known})") from None
+
+
+def known_namespaces() -> tuple[PluginNamespace, ...]:
+    return tuple(_NAMESPACES.values())

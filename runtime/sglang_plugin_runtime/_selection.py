@@ -1,0 +1,414 @@
+"""Platform selection: SGLang's decision tree, with every step recorded and every failure said out loud.
+
+- ``SGLANG_PLATFORM`` set: only that entry point is imported and activated; unknown name, ``None`` and raising
+  ``activate()`` are errors.
+- unset: every platform plugin is imported and activated; 0 activated -> the namespace's fallback, 1 -> it,
+  N -> error. A plugin that fails to import or activate is a WARNING (an error in strict mode), never silent.
+
+What ``activate()`` returns is validated (a non-empty ``module.Class`` / ``module:Class`` string naming a subclass of
+the namespace's base class, out-of-tree, with a device name and type) before anything is instantiated.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pkgutil
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points
+from ._namespace import PluginNamespace
+from .errors import (
+    AmbiguousPlatformError,
+    DuplicatePluginError,
+    InvalidPlatformError,
+    PlatformNotFoundError,
+    PlatformUnavailableError,
+    PluginLoadError,
+)
+
+logger = logging.getLogger(__name__)
+
+#: How a platform was chosen; part of the CLI's JSON schema, so values only ever get added.
+RULE_EXPLICIT = "explicit"  # SGLANG_PLATFORM named it
+RULE_SINGLE = "single-activated"  # auto mode, exactly one plugin activated
+RULE_FALLBACK = "fallback"  # auto mode, none activated
+RULE_OVERRIDE = "override"  # set by code (tests, a host) through set_current_platform()
+
+
+@dataclass(frozen=True)
+class Activation:
+    """What one platform plugin's ``activate()`` did."""
+
+    plugin: str
+    dist_name: str
+    dist_version: str
+    value: str
+    status: str
+    """``activated``, ``unavailable`` (returned None), ``failed`` (import or activate raised, or a bad return)."""
+    result: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "plugin": self.plugin,
+            "distribution": self.dist_name,
+            "version": self.dist_version,
+            "value": self.value,
+            "status": self.status,
+            "result": self.result,
+            "error": self.error,
+            "seconds": self.seconds,
+        }
+
+
+@dataclass(frozen=True)
+class PlatformSelection:
+    """The chosen platform class and its provenance: which plugin, which distribution, which rule, and why."""
+
+    namespace: str
+    platform_class: type
+    rule: str
+    reason: str
+    plugin: str | None = None
+    dist_name: str | None = None
+    dist_version: str | None = None
+    activations: tuple[Activation, ...] = ()
+    problems: tuple[str, ...] = field(default=())
+    """Plugins that failed and were skipped (auto mode only); empty means a clean selection."""
+
+    @property
+    def class_path(self) -> str:
+        return f"{self.platform_class.__module__}.{self.platform_class.__qualname__}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "platform_class": self.class_path,
+            "rule": self.rule,
+            "reason": self.reason,
+            "plugin": self.plugin,
+            "distribution": self.dist_name,
+            "version": self.dist_version,
+            "activations": [a.to_dict() for a in self.activations],
+            "problems": list(self.problems),
+        }
+
+
+def _describe(ep: PluginEntryPoint) -> str:
+    return f"platform plugin {ep.name!r} (distribution {ep.dist_label}, entry point {ep.value!r})"
+
+
+def _reject_duplicates(discovery: DiscoveryResult, group: str, names: set[str] | None = None) -> None:
+    for name, eps in discovery.duplicates(group).items():
+        if names is not None and name not in names:
+            continue
+        dists = " and ".join(ep.dist_label for ep in eps)
+        raise DuplicatePluginError(
+            f"Platform plugin name {name!r} in group {group!r} is offered by {dists}. "
+            f"Entry-point names must be unique: uninstall one of these distributions.",
+            plugin=name,
+            dist=eps[0].dist_name,
+        )
+
+
+def _validate_result(ep: PluginEntryPoint, result: object, namespace: PluginNamespace) -> type:
+    """Check what ``activate()`` returned and load the class it names."""
+    where = _describe(ep)
+    if not isinstance(result, str):
+        raise InvalidPlatformError(
+            f"{where}: activate() returned {result!r} ({type(result).__name__}); it must return a qualified class "
+            f"name such as 'my_plugin.platform:MyPlatform', or None when the hardware is absent.",
+            plugin=ep.name,
+            dist=ep.dist_name,
+        )
+    qualname = result.strip()
+    if not qualname or ("." not in qualname and ":" not in qualname):
+        raise InvalidPlatformError(
+            f"{where}: activate() returned {result!r}; it must be a qualified class name 'module.Class' or "
+            f"'module:Class'.",
+            plugin=ep.name,
+            dist=ep.dist_name,
+        )
+    try:
+        cls = pkgutil.resolve_name(qualname)
+    except Exception as exc:
+        raise InvalidPlatformError(
+            f"{where}: activate() returned {qualname!r}, which cannot be imported: "
+            f"{type(exc).__name__}: {exc}",
+            plugin=ep.name,
+            dist=ep.dist_name,
+        ) from exc
+    base = namespace.resolve_base_class()
+    if not isinstance(cls, type) or not issubclass(cls, base):
+        raise InvalidPlatformError(
+            f"{where}: activate() returned {qualname!r}, which is {cls!r}, not a subclass of "
+            f"{base.__module__}.{base.__qualname__}.",
+            plugin=ep.name,
+            dist=ep.dist_name,
+        )
+    problems = out_of_tree_identity_problems(cls)
+    if problems:
+        raise InvalidPlatformError(
+            f"{where}: class {qualname!r} is not a valid out-of-tree platform: " + "; ".join(problems),
+            plugin=ep.name,
+            dist=ep.dist_name,
+        )
+    return cls
+
+
+def out_of_tree_identity_problems(cls: type) -> list[str]:
+    """What is missing for ``cls`` to identify itself as an out-of-tree platform."""
+    from .platforms.device_mixin import PlatformEnum
+
+    problems = []
+    enum_value = getattr(cls, "_enum", None)
+    if enum_value is not PlatformEnum.OOT:
+        problems.append(f"_enum is {enum_value!r}, it must be PlatformEnum.OOT")
+    for attr in ("device_name", "device_type"):
+        value = getattr(cls, attr, None)
+        if not isinstance(value, str) or not value.strip():
+            problems.append(f"{attr} is {value!r}, it must be a non-empty string")
+    return problems
+
+
+def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activation, type | None, BaseException | None]:
+    """Import and call one plugin's ``activate()``; never raises, the caller decides what a failure means."""
+    start = time.perf_counter()
+    try:
+        activate = ep.load()
+    except Exception as exc:
+        seconds = time.perf_counter() - start
+        error = f"import failed: {type(exc).__name__}: {exc}"
+        return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, "failed", None, error, seconds), None, exc
+    try:
+        result = activate()
+    except Exception as exc:
+        seconds = time.perf_counter() - start
+        error = f"activate() raised {type(exc).__name__}: {exc}"
+        return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, "failed", None, error, seconds), None, exc
+    seconds = time.perf_counter() - start
+    if result is None:
+        return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, "unavailable", None, None, seconds), None, None
+    try:
+        cls = _validate_result(ep, result, namespace)
+    except InvalidPlatformError as exc:
+        return (
+            Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, "failed", repr(result), str(exc), seconds),
+            None,
+            exc,
+        )
+    return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, "activated", result, None, seconds), cls, None
+
+
+def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | None = None) -> PlatformSelection:
+    """Run the decision tree for ``namespace`` and return the chosen class with its provenance.
+
+    Does not instantiate the class and does not cache; :class:`PlatformHolder` does both.
+    """
+    discovery = discovery if discovery is not None else discover_entry_points()
+    group = namespace.platform_group
+    candidates = discovery.group(group)
+    selected = namespace.selected_platform()
+    if selected:
+        return _select_explicit(namespace, discovery, candidates, selected)
+    return _select_automatic(namespace, discovery, candidates)
+
+
+def _select_explicit(
+    namespace: PluginNamespace, discovery: DiscoveryResult, candidates: tuple[PluginEntryPoint, ...], selected: str
+) -> PlatformSelection:
+    matches = [ep for ep in candidates if ep.name == selected]
+    if not matches:
+        available = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep in candidates) or "none installed"
+        raise PlatformNotFoundError(
+            f"{namespace.platform_env}={selected!r} does not match any platform plugin in group "
+            f"{namespace.platform_group!r} (available: {available}). Install the plugin's package "
+            f"(pip install <package>, or pip install -e <path> for a checkout) so it registers its entry point, "
+            f"or unset {namespace.platform_env} to pick automatically.",
+            plugin=selected,
+        )
+    _reject_duplicates(discovery, namespace.platform_group, {selected})
+    ep = matches[0]
+    activation, cls, error = _activate(ep, namespace)
+    if error is not None:
+        if isinstance(error, InvalidPlatformError):
+            raise error
+        raise PluginLoadError(
+            f"{_describe(ep)} selected by {namespace.platform_env} failed: {activation.error}",
+            plugin=ep.name,
+            dist=ep.dist_name,
+        ) from error
+    if cls is None:
+        raise PlatformUnavailableError(
+            f"{_describe(ep)} is selected by {namespace.platform_env}={selected!r}, but its activate() returned "
+            f"None: its hardware or backend is not available on this machine. Check the device and its driver, "
+            f"or unset {namespace.platform_env}.",
+            plugin=ep.name,
+            dist=ep.dist_name,
+        )
+    logger.info("Platform plugin %r (%s) selected by %s -> %s", ep.name, ep.dist_label, namespace.platform_env, cls)
+    return PlatformSelection(
+        namespace=namespace.name,
+        platform_class=cls,
+        rule=RULE_EXPLICIT,
+        reason=f"{namespace.platform_env}={selected!r}; only that plugin was imported and activated",
+        plugin=ep.name,
+        dist_name=ep.dist_name,
+        dist_version=ep.dist_version,
+        activations=(activation,),
+    )
+
+
+def _select_automatic(
+    namespace: PluginNamespace, discovery: DiscoveryResult, candidates: tuple[PluginEntryPoint, ...]
+) -> PlatformSelection:
+    _reject_duplicates(discovery, namespace.platform_group)
+    strict = namespace.strict()
+    activations: list[Activation] = []
+    activated: list[tuple[PluginEntryPoint, type]] = []
+    problems: list[str] = []
+    for ep in candidates:
+        activation, cls, error = _activate(ep, namespace)
+        activations.append(activation)
+        if error is not None:
+            message = f"{_describe(ep)} was skipped: {activation.error}"
+            if strict:
+                raise PluginLoadError(
+                    f"{message} ({namespace.strict_env}=1 makes this an error)", plugin=ep.name, dist=ep.dist_name
+                ) from error
+            logger.warning("%s. Set %s=1 to make this an error.", message, namespace.strict_env)
+            problems.append(message)
+        elif cls is not None:
+            logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.dist_label, activation.result)
+            activated.append((ep, cls))
+    if len(activated) > 1:
+        names = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep, _ in activated)
+        raise AmbiguousPlatformError(
+            f"Several platform plugins activated: {names}. Set {namespace.platform_env} to the one to use, "
+            f"e.g. {namespace.platform_env}={activated[0][0].name}.",
+        )
+    note = f"; {len(problems)} plugin(s) failed and were skipped" if problems else ""
+    if len(activated) == 1:
+        ep, cls = activated[0]
+        return PlatformSelection(
+            namespace=namespace.name,
+            platform_class=cls,
+            rule=RULE_SINGLE,
+            reason=f"{namespace.platform_env} unset; {ep.name!r} was the only plugin whose activate() "
+            f"returned a class (of {len(candidates)} installed){note}",
+            plugin=ep.name,
+            dist_name=ep.dist_name,
+            dist_version=ep.dist_version,
+            activations=tuple(activations),
+            problems=tuple(problems),
+        )
+    fallback = namespace.resolve_fallback_class()
+    if candidates:
+        why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
+    else:
+        why = f"no platform plugin is installed in group {namespace.platform_group!r}"
+    if problems:
+        logger.warning("Falling back to %s: %s.", fallback.__qualname__, why)
+    else:
+        logger.info("Using fallback platform %s: %s.", fallback.__qualname__, why)
+    return PlatformSelection(
+        namespace=namespace.name,
+        platform_class=fallback,
+        rule=RULE_FALLBACK,
+        reason=f"{namespace.platform_env} unset; {why}",
+        activations=tuple(activations),
+        problems=tuple(problems),
+    )
+
+
+class PlatformHolder:
+    """The lazy, thread-safe, per-process platform singleton of one namespace."""
+
+    def __init__(self, namespace: PluginNamespace) -> None:
+        self.namespace = namespace
+        self._lock = threading.RLock()
+        self._platform: Any = None
+        self._selection: PlatformSelection | None = None
+
+    def get(self) -> Any:
+        platform = self._platform
+        if platform is not None:
+            return platform
+        with self._lock:
+            if self._platform is None:
+                selection = select_platform(self.namespace)
+                try:
+                    platform = selection.platform_class()
+                except Exception as exc:
+                    raise PluginLoadError(
+                        f"Platform class {selection.class_path} (plugin {selection.plugin!r}, distribution "
+                        f"{selection.dist_name}) could not be instantiated: {type(exc).__name__}: {exc}",
+                        plugin=selection.plugin,
+                        dist=selection.dist_name,
+                    ) from exc
+                # Publish the instance and its provenance together, only once both exist.
+                self._selection = selection
+                self._platform = platform
+            return self._platform
+
+    def selection(self) -> PlatformSelection:
+        """The provenance of the current platform, resolving it first if needed."""
+        self.get()
+        assert self._selection is not None
+        return self._selection
+
+    def peek_selection(self) -> PlatformSelection | None:
+        """The provenance if the platform was already resolved; never triggers selection."""
+        return self._selection
+
+    def override(self, platform: Any) -> None:
+        """Use ``platform`` (an instance or a class) from now on; for tests and hosts that choose themselves."""
+        instance = platform() if isinstance(platform, type) else platform
+        cls = type(instance)
+        with self._lock:
+            self._platform = instance
+            self._selection = PlatformSelection(
+                namespace=self.namespace.name,
+                platform_class=cls,
+                rule=RULE_OVERRIDE,
+                reason="set by code through set_current_platform()",
+            )
+
+    def reset(self) -> None:
+        """Forget the current platform; the next access selects again."""
+        with self._lock:
+            self._platform = None
+            self._selection = None
+
+    def after_fork(self) -> None:
+        # The resolved platform is inherited and still right; only the lock may be in a bad state.
+        self._lock = threading.RLock()
+
+
+_HOLDERS: dict[str, PlatformHolder] = {}
+_HOLDERS_LOCK = threading.Lock()
+
+
+def platform_holder(namespace: PluginNamespace) -> PlatformHolder:
+    """The process-wide holder of ``namespace``'s current platform."""
+    holder = _HOLDERS.get(namespace.name)
+    if holder is None:
+        with _HOLDERS_LOCK:
+            holder = _HOLDERS.setdefault(namespace.name, PlatformHolder(namespace))
+    return holder
+
+
+def _after_fork_in_child() -> None:
+    global _HOLDERS_LOCK
+    _HOLDERS_LOCK = threading.Lock()
+    for holder in _HOLDERS.values():
+        holder.after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

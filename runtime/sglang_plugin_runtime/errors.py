@@ -1,0 +1,39 @@
+"""The errors the runtime raises. All are ``RuntimeError`` subclasses, as SGLang raises ``RuntimeError``."""
+
+from __future__ import annotations
+
+
+class PluginError(RuntimeError):
+    """A plugin could not be used; the message names the plugin and its distribution and says how to fix it."""
+
+    def __init__(self, message: str, *, plugin: str | None = None, dist: str | None = None) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.dist = dist
+
+
+class PlatformNotFoundError(PluginError):
+    """``SGLANG_PLATFORM`` names a platform plugin that is not installed."""
+
+
+class PlatformUnavailableError(PluginError):
+    """The selected platform plugin's ``activate()`` returned ``None``: its hardware is not here."""
+
+
+class AmbiguousPlatformError(PluginError):
+    """Several platform plugins activated and none was chosen with ``SGLANG_PLATFORM``."""
+
+
+class DuplicatePluginError(PluginError):
+    """Two distributions offer an entry point with the same name in the same group."""
+
+
+class PluginLoadError(PluginError):
+    """A plugin's module failed to import, or its function raised."""
+
+
+class InvalidPlatformError(PluginError, TypeError):
+    """``activate()`` returned something that is not a usable platform class.
+
+    Also a ``TypeError``, which is what SGLang raises for a class that is not a platform subclass.
+    """

@@ -1,0 +1,114 @@
+"""The current platform of the SRT namespace, and the selection API.
+
+``from sglang_plugin_runtime.platforms import current_platform`` resolves the platform on first access (lazily,
+once per process, thread-safe) and never imports torch. ``current_platform_selection()`` says which plugin and
+distribution provided it and which rule chose it.
+
+The platform classes themselves (``SRTPlatform``, ``MMPlatform``, ``DeviceMixin``) are imported lazily too, so that
+asking "which platform am I on" costs only what it must.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .._discovery import refresh_discovery
+from .._namespace import MULTIMODAL, SRT, PluginNamespace, get_namespace
+from .._selection import (
+    RULE_EXPLICIT,
+    RULE_FALLBACK,
+    RULE_OVERRIDE,
+    RULE_SINGLE,
+    Activation,
+    PlatformSelection,
+    platform_holder,
+    select_platform,
+)
+
+if TYPE_CHECKING:
+    from .device_mixin import CpuArchEnum, DeviceCapability, DeviceMixin, PlatformEnum
+    from .interface import SRTPlatform
+    from .multimodal import MMPlatform
+
+    current_platform: SRTPlatform
+
+#: Entry-point group of SRT platform plugins (same name as SGLang's constant).
+PLATFORM_PLUGINS_GROUP = SRT.platform_group
+#: Entry-point group of SRT general plugins.
+GENERAL_PLUGINS_GROUP = SRT.plugin_group
+#: Entry-point group of diffusion platform plugins.
+MM_PLATFORM_PLUGINS_GROUP = MULTIMODAL.platform_group
+
+__all__ = [
+    "GENERAL_PLUGINS_GROUP",
+    "MM_PLATFORM_PLUGINS_GROUP",
+    "PLATFORM_PLUGINS_GROUP",
+    "RULE_EXPLICIT",
+    "RULE_FALLBACK",
+    "RULE_OVERRIDE",
+    "RULE_SINGLE",
+    "Activation",
+    "CpuArchEnum",
+    "DeviceCapability",
+    "DeviceMixin",
+    "MMPlatform",
+    "PlatformEnum",
+    "PlatformSelection",
+    "SRTPlatform",
+    "current_platform",
+    "current_platform_selection",
+    "get_current_platform",
+    "refresh_discovery",
+    "reset_current_platform",
+    "select_platform",
+    "set_current_platform",
+]
+
+_LAZY_CLASSES = {
+    "SRTPlatform": ".interface",
+    "MMPlatform": ".multimodal",
+    "DeviceMixin": ".device_mixin",
+    "PlatformEnum": ".device_mixin",
+    "DeviceCapability": ".device_mixin",
+    "CpuArchEnum": ".device_mixin",
+    "describe_contract": "._contract",
+}
+
+
+def get_current_platform(namespace: str | PluginNamespace = SRT) -> Any:
+    """The platform instance of ``namespace`` (``"srt"`` by default), selecting it on first use."""
+    return platform_holder(get_namespace(namespace)).get()
+
+
+def current_platform_selection(namespace: str | PluginNamespace = SRT) -> PlatformSelection:
+    """How the current platform was chosen: plugin, distribution, version, rule, reason, every activation."""
+    return platform_holder(get_namespace(namespace)).selection()
+
+
+def set_current_platform(platform: Any, namespace: str | PluginNamespace = SRT) -> None:
+    """Override the current platform with an instance or a class (tests; hosts that choose themselves)."""
+    platform_holder(get_namespace(namespace)).override(platform)
+
+
+def reset_current_platform(namespace: str | PluginNamespace = SRT, *, rescan: bool = False) -> None:
+    """Forget the current platform so the next access selects again; ``rescan`` also drops the discovery cache."""
+    platform_holder(get_namespace(namespace)).reset()
+    if rescan:
+        refresh_discovery()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "current_platform":
+        return platform_holder(SRT).get()
+    module = _LAZY_CLASSES.get(name)
+    if module is not None:
+        import importlib
+
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

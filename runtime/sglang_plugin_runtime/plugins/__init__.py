@@ -1,0 +1,83 @@
+"""General plugins: ``load_plugins()`` and ``load_plugins_by_group()``, with SGLang's signatures.
+
+``load_plugins()`` loads the ``sglang.srt.plugins`` entry points (filtered by ``SGLANG_PLUGINS``), runs each
+plugin's function with the plugin as the current hook source, then applies the registered hooks. Call it early
+in every process (server, scheduler, workers); it is idempotent and safe after ``fork``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+from .._loading import LoadReport, PluginRecord, last_load_report, load_entry_points, load_general_plugins, namespace_for_group
+from .._namespace import MULTIMODAL, SRT, PluginNamespace, get_namespace
+
+if TYPE_CHECKING:
+    from .hook_registry import HookRegistry, HookSource, HookType, plugin_hook
+
+#: Entry-point group of platform plugins (same name as SGLang's constant).
+PLATFORM_PLUGINS_GROUP = SRT.platform_group
+#: Entry-point group of general plugins.
+GENERAL_PLUGINS_GROUP = SRT.plugin_group
+#: The diffusion side's general-plugin group.
+MM_GENERAL_PLUGINS_GROUP = MULTIMODAL.plugin_group
+
+__all__ = [
+    "GENERAL_PLUGINS_GROUP",
+    "MM_GENERAL_PLUGINS_GROUP",
+    "PLATFORM_PLUGINS_GROUP",
+    "HookRegistry",
+    "HookSource",
+    "HookType",
+    "LoadReport",
+    "PluginRecord",
+    "load_plugins",
+    "load_plugins_by_group",
+    "plugin_hook",
+    "plugin_load_report",
+]
+
+
+def load_plugins_by_group(
+    group: str,
+    excluded_dists: set[str] | None = None,
+) -> dict[str, tuple[Callable[[], Any], str | None]]:
+    """Import the plugins of ``group`` and return ``{name: (function, distribution name)}``.
+
+    Entry points of distributions in ``excluded_dists`` are never imported. ``SGLANG_PLUGINS`` filters
+    general-plugin groups only, never platform groups. A plugin that fails to import is logged and skipped
+    (raised with ``SGLANG_PLUGINS_STRICT=1``). Distribution names are PEP 503 normalised.
+    """
+    namespace = namespace_for_group(group, SRT)
+    return load_entry_points(
+        group,
+        namespace,
+        excluded_dists=excluded_dists,
+        apply_allowlist=group == namespace.plugin_group,
+    )
+
+
+def load_plugins(namespace: str | PluginNamespace = SRT) -> LoadReport:
+    """Load and run the general plugins once per process, then apply the registered hooks.
+
+    Returns what happened to each plugin (SGLang's version returns ``None``; callers that ignore the result
+    are unaffected). When ``SGLANG_PLATFORM`` is set, plugins of distributions that offer only other platforms
+    are skipped without being imported.
+    """
+    return load_general_plugins(get_namespace(namespace))
+
+
+def plugin_load_report(namespace: str | PluginNamespace = SRT) -> LoadReport | None:
+    """What the last ``load_plugins()`` of this process did, or ``None`` if it has not run."""
+    return last_load_report(get_namespace(namespace))
+
+
+def __getattr__(name: str) -> Any:
+    # SGLang's module exposes the registry names too; import them only when asked.
+    if name in ("HookRegistry", "HookSource", "HookType", "plugin_hook", "_current_plugin_source"):
+        from . import hook_registry
+
+        value = getattr(hook_registry, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,55 @@
+"""Fake installed distributions: a ``*.dist-info`` folder with ``entry_points.txt``, plus module files, on disk.
+
+Exactly what ``pip install`` leaves behind, minus the copying, so discovery (ours and ``importlib.metadata``)
+sees them as installed once their folder is on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+from typing import Mapping
+
+EntryPoints = Mapping[str, Mapping[str, str]]
+"""``{group: {entry-point name: "module:attr"}}``."""
+
+
+def _wheel_escape(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name)
+
+
+def write_fake_distribution(
+    root: str | Path,
+    name: str,
+    version: str = "1.0",
+    entry_points: EntryPoints | None = None,
+    modules: Mapping[str, str] | None = None,
+    *,
+    entry_points_text: str | None = None,
+) -> Path:
+    """Write distribution ``name`` into ``root`` and return its ``.dist-info`` folder.
+
+    ``modules`` maps paths relative to ``root`` (``"my_plugin/__init__.py"``) to source text, dedented.
+    ``entry_points_text`` writes ``entry_points.txt`` verbatim instead (to test malformed files).
+    """
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    dist_info = root / f"{_wheel_escape(name)}-{version}.dist-info"
+    dist_info.mkdir(exist_ok=True)
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n", encoding="utf-8")
+    (dist_info / "INSTALLER").write_text("sglang-plugin-runtime-testing\n", encoding="utf-8")
+    if entry_points_text is None and entry_points:
+        lines = []
+        for group, eps in entry_points.items():
+            lines.append(f"[{group}]")
+            lines.extend(f"{ep_name} = {value}" for ep_name, value in eps.items())
+            lines.append("")
+        entry_points_text = "\n".join(lines)
+    if entry_points_text is not None:
+        (dist_info / "entry_points.txt").write_text(entry_points_text, encoding="utf-8")
+    for relative, source in (modules or {}).items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return dist_info
