@@ -1,0 +1,200 @@
+"""``SRTPlatform``: what the LLM serving runtime (SRT) asks of a platform.
+
+The SRT-specific half of the contract: server-argument defaults, the backend
+initialisation lifecycle, factories for the attention backend, graph runners, KV pools,
+allocators and compile backends, and the capability flags core reads before it picks a
+code path. Out-of-tree platforms subclass it (``sglang.srt.platforms`` entry point) and
+override what their hardware needs; everything else keeps a conservative default.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Literal, Optional
+
+from . import _contract
+from ._contract import active
+from .device_mixin import DeviceMixin, PlatformEnum
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "KVPoolKind",
+    "PlatformCapabilities",
+    "PlatformEnum",
+    "SRTPlatform",
+    "reject_out_of_tree_path",
+    "require_out_of_tree_impl",
+]
+
+logger = logging.getLogger(__name__)
+
+KVPoolKind = Literal["mha", "mla", "dsa"]
+_KV_POOL_KINDS: tuple[str, ...] = ("mha", "mla", "dsa")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformCapabilities:
+    """What a platform can do, read by core before it builds anything.
+
+    Every flag defaults to the conservative answer, so a new platform is never handed a
+    code path it cannot serve. ``supports_triton``: Triton kernels launch on the device.
+    ``graph_capture``: the decode graph runner (``get_graph_runner_cls``) runs.
+    ``piecewise_graph``: the prefill piecewise compilation backend runs.
+    ``hicache_device_kernels``: the HiCache transfer kernels exist. ``supports_pynccl``:
+    model-parallel groups may build a PyNccl communicator. ``supports_fp8``: fp8
+    kernels run (not in SGLang 0.5.23; added so the flag lives beside the others).
+    """
+
+    supports_triton: bool = False
+    graph_capture: bool = False
+    piecewise_graph: bool = False
+    hicache_device_kernels: bool = False
+    supports_pynccl: bool = False
+    supports_fp8: bool = False
+
+
+class SRTPlatform(DeviceMixin, _contract_class=True):
+    """Base class of SRT platforms; a plugin subclasses it with its device mixin.
+
+    Retired hooks (``get_mha_kv_pool_cls`` and friends) are refused when a subclass is
+    defined, so ``get_kv_pool_cls`` needs no fallback to them.
+    """
+
+    supported_quantization: list[str] = []
+    capabilities: PlatformCapabilities = PlatformCapabilities()
+
+    _CONTRACT_ATTRIBUTES = {"supported_quantization": "active", "capabilities": "active"}
+
+    # ---- configuration lifecycle ---------------------------------------------------------
+
+    @active
+    def apply_server_args_defaults(self, server_args: Any) -> None:
+        """Adjust parsed server arguments to the platform's defaults, in place."""
+
+    @active
+    def init_backend(self) -> None:
+        """One-time backend initialisation in each worker; raising aborts startup."""
+
+    @active
+    def post_load_model(self, model: torch.nn.Module) -> None:
+        """Adjust a loaded model in place (relocate weights, swap quant methods, add hooks)."""
+
+    # ---- subsystem factories -------------------------------------------------------------
+
+    @active(required=True)
+    def get_default_attention_backend(self) -> str:
+        """Name of the attention backend used when the user names none."""
+        raise _contract.not_implemented(self, "get_default_attention_backend")
+
+    @active(required=True)
+    def get_default_speculative_draft_attention_backend(self, algorithm: str) -> str:
+        """Draft-model attention backend for a speculative algorithm."""
+        raise _contract.not_implemented(self, "get_default_speculative_draft_attention_backend")
+
+    @active
+    def get_graph_runner_cls(self) -> Optional[type]:
+        """Decode graph runner class, or ``None`` for the in-tree device-keyed choice."""
+        return None
+
+    @active
+    def get_full_graph_backend_cls(self) -> Optional[type]:
+        """Full device-graph backend class, or ``None`` for the in-tree default."""
+        return None
+
+    @active
+    def get_kv_pool_cls(self, *, kind: KVPoolKind) -> Optional[type]:
+        """KV pool class for ``kind`` (``"mha"``, ``"mla"`` or ``"dsa"``), or ``None`` for in-tree."""
+        if kind not in _KV_POOL_KINDS:
+            raise KeyError(f"unknown KV pool kind {kind!r}; expected one of {_KV_POOL_KINDS}")
+        return None
+
+    @active
+    def get_paged_allocator_cls(self) -> Optional[type]:
+        """Paged allocator class, or ``None`` for the in-tree one."""
+        return None
+
+    @active
+    def get_compile_backend(self, mode: str | None = None) -> str:
+        """``torch.compile`` backend name; ``mode`` is an optional platform hint."""
+        return "inductor"
+
+    @active
+    def get_piecewise_backend_cls(self) -> Optional[type]:
+        """Piecewise compilation backend class, or ``None`` for the in-tree default."""
+        return None
+
+    @active
+    def get_speculative_cache_locs_fn(self) -> Optional[Callable[..., Any]]:
+        """Platform implementation of speculative KV-cache locations, or ``None``."""
+        return None
+
+    @active
+    def get_speculative_worker_cls(self, algorithm: str) -> Optional[type]:
+        """Worker class replacing the built-in one for ``algorithm``, or ``None`` to keep it."""
+        return None
+
+    @active
+    def get_speculative_graph_runner_cls(self, algorithm: str, phase: str) -> Optional[type]:
+        """Draft graph runner for ``phase``; ``None`` runs the draft eagerly."""
+        return None
+
+    @active
+    def get_quantization_config(self, quantization: str) -> Optional[type]:
+        """Hardware-specific quantization config class, or ``None`` for the default."""
+        return None
+
+    # ---- speculative decoding support ------------------------------------------------
+
+    @active
+    def supports_speculative_algorithm(self, algorithm: str) -> bool:
+        """Whether the named speculative algorithm runs here (no by default)."""
+        return False
+
+    @active
+    def supports_speculative_draft_attention_backend(self, algorithm: str, backend: str) -> bool:
+        """Whether ``backend`` can serve as draft attention for ``algorithm`` (no by default)."""
+        return False
+
+    @active
+    def support_mamba_cache_extra_buffer(self) -> bool:
+        """Whether Mamba cache snapshots are supported (no by default)."""
+        return False
+
+    # ---- distributed and dispatch ------------------------------------------------------
+
+    @active
+    def get_group_coordinator_device(self, local_rank: int) -> torch.device:
+        """Device a ``GroupCoordinator`` binds to on this rank (CPU by default)."""
+        import torch
+
+        return torch.device("cpu")
+
+    @active
+    def get_dispatch_key_name(self) -> str:
+        """Which ``forward_<key>()`` fused ops select on this platform (``"native"`` by default)."""
+        return "native"
+
+
+def require_out_of_tree_impl(platform: SRTPlatform, *, hook: str, subsystem: str) -> None:
+    """Refuse an out-of-tree platform's "no opinion" where the fallback assumes CUDA."""
+    if not platform.is_out_of_tree():
+        return
+    raise NotImplementedError(
+        f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) "
+        f"provides no {subsystem}: override {hook} on your SRTPlatform subclass, because "
+        f"the in-tree fallback is chosen by device and would give this device CUDA's."
+    )
+
+
+def reject_out_of_tree_path(platform: SRTPlatform, *, subsystem: str) -> None:
+    """Refuse an out-of-tree platform on an in-tree-only path that has no platform seam."""
+    if not platform.is_out_of_tree():
+        return
+    raise NotImplementedError(
+        f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) "
+        f"reached {subsystem}, which has no platform seam yet and would build in-tree "
+        f"classes that assume CUDA."
+    )
