@@ -1,0 +1,191 @@
+"""Discovery: one cached scan, the same answer as importlib.metadata, on every supported Python."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import PluginSite, find_python
+from sglang_plugin_runtime._discovery import (
+    MalformedEntryPoints,
+    normalize_distribution_name,
+    parse_entry_points_text,
+    scan_distributions,
+)
+
+# Compares our scan with importlib.metadata over the whole sys.path, for every group, in the running interpreter.
+COMPARE_WITH_IMPORTLIB = """
+import importlib.metadata as md, json, sys
+from sglang_plugin_runtime._discovery import discover_entry_points, normalize_distribution_name as norm
+ours = {(ep.group, ep.name, ep.value, ep.dist_name, ep.dist_version)
+        for eps in discover_entry_points().entry_points.values() for ep in eps}
+groups = {ep.group for dist in md.distributions() for ep in dist.entry_points}
+theirs = {(ep.group, ep.name, ep.value, norm(ep.dist.name), ep.dist.version)
+          for group in groups for ep in md.entry_points(group=group)}
+print(json.dumps({"python": sys.version_info[:2], "same": ours == theirs, "count": len(ours),
+                  "diff": sorted(map(list, ours ^ theirs))}))
+"""
+
+
+def _populate(site: PluginSite) -> None:
+    site.add("Acme_NPU.Plugin", "1.2.3", {"sglang.srt.platforms": {"acme": "acme:activate"}, "console_scripts": {"acme-tool": "acme.cli:main"}})
+    site.add("zeta", "0.1", {"sglang.srt.plugins": {"zeta_hooks": "zeta.hooks:register"}})
+    site.add("no-entry-points", "2.0")
+    egg = site.root / "legacy_pkg.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: legacy-pkg\nVersion: 0.9\n\n")
+    (egg / "entry_points.txt").write_text("[sglang.srt.plugins]\nlegacy = legacy_pkg:register\n")
+
+
+@pytest.mark.parametrize("version", ["3.10", "3.11", "3.12", "3.13"])
+def test_scan_matches_importlib_metadata_on_each_python(site: PluginSite, version: str) -> None:
+    python = find_python(version)
+    if python is None:
+        pytest.skip(f"python{version} is not installed here (looked on PATH and under pyenv)")
+    _populate(site)
+    out = site.run_json(COMPARE_WITH_IMPORTLIB, python=python)
+    assert out["python"] == [int(part) for part in version.split(".")]
+    assert out["same"], out["diff"]
+    assert out["count"] >= 4
+
+
+def test_entry_points_carry_normalised_distribution_name_and_version(site: PluginSite) -> None:
+    _populate(site)
+    result = scan_distributions([str(site.root)])
+    (acme,) = result.group("sglang.srt.platforms")
+    assert (acme.dist_name, acme.dist_version, acme.module, acme.attr) == ("acme-npu-plugin", "1.2.3", "acme", "activate")
+
+
+def test_egg_info_version_is_read_from_its_metadata(site: PluginSite) -> None:
+    _populate(site)
+    legacy = [ep for ep in scan_distributions([str(site.root)]).group("sglang.srt.plugins") if ep.name == "legacy"]
+    assert [(ep.dist_name, ep.dist_version) for ep in legacy] == [("legacy-pkg", "0.9")]
+
+
+def test_entry_points_are_sorted_by_distribution_then_name(site: PluginSite) -> None:
+    site.add("zzz", entry_points={"g": {"b": "m:f", "a": "m:f"}})
+    site.add("aaa", entry_points={"g": {"z": "m:f"}})
+    eps = scan_distributions([str(site.root)]).group("g")
+    assert [(ep.dist_name, ep.name) for ep in eps] == [("aaa", "z"), ("zzz", "a"), ("zzz", "b")]
+
+
+def test_first_distribution_of_a_name_on_the_path_wins(site: PluginSite, tmp_path) -> None:
+    other = PluginSite(tmp_path / "other")
+    other.add("acme", "9.9", {"g": {"x": "m:f"}})
+    site.add("acme", "1.0", {"g": {"x": "m:f"}})
+    eps = scan_distributions([str(site.root), str(other.root)]).group("g")
+    assert [ep.dist_version for ep in eps] == ["1.0"]
+
+
+def test_duplicate_names_across_distributions_are_reported_with_both(site: PluginSite) -> None:
+    site.add("one", entry_points={"g": {"same": "m:f"}})
+    site.add("two", entry_points={"g": {"same": "n:f"}})
+    duplicates = scan_distributions([str(site.root)]).duplicates("g")
+    assert {ep.dist_name for ep in duplicates["same"]} == {"one", "two"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[g]\nno equals sign here\n",
+        "[g\nx = m:f\n",
+        "x = m:f\n",
+        "[g]\nx = not a module path\n",
+        "[g]\n = m:f\n",
+    ],
+)
+def test_malformed_entry_points_file_is_skipped_with_its_path(site: PluginSite, text: str) -> None:
+    bad = site.add("bad", entry_points_text=text)
+    site.add("good", entry_points={"g": {"ok": "m:f"}})
+    result = scan_distributions([str(site.root)])
+    assert [ep.name for ep in result.group("g")] == ["ok"]
+    assert [m.path for m in result.malformed] == [str(bad)]
+
+
+def test_unreadable_entry_points_file_is_reported_not_raised(site: PluginSite) -> None:
+    bad = site.add("bad", entry_points_text="[g]\nx = m:f\n")
+    (bad / "entry_points.txt").write_bytes(b"[g]\nx = m:\xff\n")
+    result = scan_distributions([str(site.root)])
+    assert result.malformed and "unreadable" in result.malformed[0].reason
+
+
+def test_parse_accepts_comments_extras_and_blank_lines() -> None:
+    text = "# comment\n[g]\n\n; other comment\nx = pkg.mod:obj.attr [extra1, extra2]\n"
+    assert list(parse_entry_points_text(text)) == [("g", "x", "pkg.mod:obj.attr [extra1, extra2]")]
+
+
+def test_parse_rejects_an_entry_point_outside_a_section() -> None:
+    with pytest.raises(MalformedEntryPoints, match="outside any"):
+        list(parse_entry_points_text("x = m:f\n"))
+
+
+def test_normalisation_follows_pep_503() -> None:
+    assert normalize_distribution_name("Foo__Bar.baz-Qux") == "foo-bar-baz-qux"
+
+
+def test_zip_entries_on_sys_path_are_read_through_importlib(site: PluginSite, tmp_path) -> None:
+    import zipfile
+
+    archive = tmp_path / "plugins.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n")
+        zf.writestr("zipped-1.0.dist-info/entry_points.txt", "[g]\nz = zipped_mod:f\n")
+    eps = scan_distributions([str(archive)]).group("g")
+    assert [(ep.name, ep.dist_name, ep.dist_version) for ep in eps] == [("z", "zipped", "1.0")]
+
+
+def test_one_scan_serves_platform_selection_and_plugin_loading(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    site.add("zeta", entry_points={"sglang.srt.plugins": {"zeta": "zeta_hooks:register"}}, modules={"zeta_hooks.py": "def register():\n    pass\n"})
+    out = site.run_json(
+        """
+        import json, importlib.metadata as md
+        calls = []
+        original = md.entry_points
+        md.entry_points = lambda *a, **k: calls.append(1) or original(*a, **k)
+        from sglang_plugin_runtime._discovery import scan_count
+        from sglang_plugin_runtime.platforms import current_platform, current_platform_selection
+        from sglang_plugin_runtime.plugins import load_plugins, load_plugins_by_group
+        current_platform
+        load_plugins()
+        load_plugins_by_group("sglang.srt.platforms")
+        current_platform_selection("multimodal_gen")
+        print(json.dumps([scan_count(), len(calls)]))
+        """
+    )
+    assert out == [1, 0]
+
+
+def test_cache_is_dropped_in_a_forked_child(site: PluginSite) -> None:
+    out = site.run_json(
+        """
+        import json, os
+        from sglang_plugin_runtime._discovery import discover_entry_points, scan_count
+        discover_entry_points()
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            discover_entry_points()
+            os.write(write, str(scan_count()).encode()); os._exit(0)
+        os.waitpid(pid, 0)
+        child = int(os.read(read, 16))
+        discover_entry_points()
+        print(json.dumps([scan_count(), child]))
+        """
+    )
+    assert out == [1, 2]
+
+
+def test_changing_sys_path_triggers_a_rescan(site: PluginSite, tmp_path) -> None:
+    late = PluginSite(tmp_path / "late")
+    late.add("late-plugin", entry_points={"g": {"late": "m:f"}})
+    out = site.run_json(
+        f"""
+        import json, sys
+        from sglang_plugin_runtime._discovery import discover_entry_points
+        before = [ep.name for ep in discover_entry_points().group("g")]
+        sys.path.append({str(late.root)!r})
+        after = [ep.name for ep in discover_entry_points().group("g")]
+        print(json.dumps([before, after]))
+        """
+    )
+    assert out == [[], ["late"]]

@@ -1,0 +1,289 @@
+"""load_plugins() and load_plugins_by_group(), each scenario in a fresh process over fake installed distributions."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import PluginSite
+
+# A module with a function to hook, and a general plugin that counts its register() calls and hooks it.
+TARGET_MODULE = """
+CALLS = []
+
+def work(x):
+    CALLS.append(x)
+    return x * 2
+"""
+
+
+def general_plugin(name: str, *, at_import: str = "", in_register: str = "") -> str:
+    return f"""
+import os
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType, _current_plugin_source
+IMPORT_SOURCE = _current_plugin_source.get()
+REGISTER_SOURCES = []
+{at_import}
+
+def register():
+    REGISTER_SOURCES.append(_current_plugin_source.get())
+    with open(os.path.join(os.path.dirname(__file__), "{name}.registered"), "a") as f:
+        f.write("x")
+{in_register}
+"""
+
+
+AROUND_HOOK = """
+    def around(original, x):
+        return original(x) + 1000
+    HookRegistry.register("target_mod.work", around, HookType.AROUND)
+"""
+
+
+def add_general(site: PluginSite, dist: str, name: str, **kwargs: str) -> None:
+    module = f"{name}_plugin"
+    site.add(dist, entry_points={"sglang.srt.plugins": {name: f"{module}:register"}}, modules={f"{module}.py": general_plugin(name, **kwargs)})
+
+
+def registered_count(site: PluginSite, name: str) -> int:
+    marker = site.root / f"{name}.registered"
+    return len(marker.read_text()) if marker.exists() else 0
+
+
+LOAD = """
+import json, logging, sys
+logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+from sglang_plugin_runtime.plugins import load_plugins
+report = load_plugins()
+print(json.dumps({r.plugin: [r.status, r.reason] for r in report.records}))
+"""
+
+
+def test_load_plugins_runs_every_plugin_and_reports_it(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    add_general(site, "beta-dist", "beta")
+    out = site.run_json(LOAD)
+    assert out == {"alpha": ["loaded", ""], "beta": ["loaded", ""]}
+    assert registered_count(site, "alpha") == registered_count(site, "beta") == 1
+
+
+def test_registered_hooks_are_applied_after_loading(site: PluginSite) -> None:
+    site.add("target", modules={"target_mod.py": TARGET_MODULE})
+    add_general(site, "alpha-dist", "alpha", in_register=AROUND_HOOK)
+    out = site.run_json(
+        """
+        import json
+        import target_mod
+        from sglang_plugin_runtime.plugins import load_plugins
+        load_plugins()
+        print(json.dumps(target_mod.work(1)))
+        """
+    )
+    assert out == 1002
+
+
+def test_allowlist_loads_only_named_plugins_and_tolerates_whitespace(site: PluginSite) -> None:
+    for name in ("alpha", "beta", "gamma"):
+        add_general(site, f"{name}-dist", name)
+    out = site.run_json(LOAD, {"SGLANG_PLUGINS": " alpha , gamma,, "})
+    assert out["alpha"][0] == out["gamma"][0] == "loaded"
+    assert out["beta"][0] == "skipped-allowlist"
+    assert registered_count(site, "beta") == 0
+
+
+def test_allowlisted_name_that_is_not_installed_is_warned(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    result = site.run(LOAD, {"SGLANG_PLUGINS": "alpha,missing"})
+    assert "WARNING" in result.stderr and "'missing'" in result.stderr and "not installed" in result.stderr
+
+
+def test_allowlist_does_not_filter_platform_plugins(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.platforms import current_platform_selection
+        from sglang_plugin_runtime.plugins import load_plugins_by_group
+        print(json.dumps([current_platform_selection().plugin, sorted(load_plugins_by_group("sglang.srt.platforms"))]))
+        """,
+        {"SGLANG_PLUGINS": "something-else"},
+    )
+    assert out == ["acme", ["acme"]]
+
+
+def test_plugins_of_distributions_offering_only_other_platforms_are_not_imported(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    marker = site.root / "zeta-general-imported"
+    site.add(
+        "zeta-mlu",
+        entry_points={
+            "sglang.srt.platforms": {"zeta": "zeta_platform:activate"},
+            "sglang.srt.plugins": {"zeta_hooks": "zeta_general:register"},
+        },
+        modules={
+            "zeta_platform.py": "def activate():\n    return None\n",
+            "zeta_general.py": f"open({str(marker)!r}, 'w').close()\ndef register():\n    pass\n",
+        },
+    )
+    out = site.run_json(LOAD, {"SGLANG_PLATFORM": "acme"})
+    assert out["zeta_hooks"][0] == "skipped-unselected-platform"
+    assert not marker.exists()
+
+
+def test_distribution_offering_the_selected_platform_is_never_skipped(site: PluginSite) -> None:
+    site.add(
+        "multi-vendor",
+        entry_points={
+            "sglang.srt.platforms": {"acme": "acme_platform:activate", "zeta": "zeta_platform:activate"},
+            "sglang.srt.plugins": {"vendor_hooks": "vendor_plugin:register"},
+        },
+        modules={"vendor_plugin.py": general_plugin("vendor")},
+    )
+    out = site.run_json(LOAD, {"SGLANG_PLATFORM": "acme"})
+    assert out["vendor_hooks"][0] == "loaded"
+
+
+def test_plugin_source_is_current_during_import_and_during_register(site: PluginSite) -> None:
+    add_general(site, "Alpha.Dist", "alpha")
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.plugins import load_plugins
+        load_plugins()
+        import alpha_plugin
+        print(json.dumps([list(alpha_plugin.IMPORT_SOURCE), [list(s) for s in alpha_plugin.REGISTER_SOURCES]]))
+        """
+    )
+    assert out == [["alpha", "alpha-dist"], [["alpha", "alpha-dist"]]]
+
+
+def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    site.add("broken-dist", entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}}, modules={"broken_plugin.py": "raise RuntimeError('boom at import')\n"})
+    add_general(site, "gamma-dist", "gamma")
+    result = site.run(LOAD)
+    out = __import__("json").loads(result.stdout.splitlines()[-1])
+    assert out["alpha"][0] == out["gamma"][0] == "loaded"
+    assert out["broken"][0] == "failed-import" and "boom at import" in out["broken"][1]
+    assert "WARNING" in result.stderr and "broken-dist" in result.stderr
+
+
+def test_plugin_whose_register_raises_leaves_the_others_loaded_and_its_hooks_discarded(site: PluginSite) -> None:
+    site.add("target", modules={"target_mod.py": TARGET_MODULE})
+    add_general(site, "alpha-dist", "alpha", in_register=AROUND_HOOK + "    raise ValueError('half-way')\n")
+    add_general(site, "beta-dist", "beta")
+    out = site.run_json(
+        """
+        import json
+        import target_mod
+        from sglang_plugin_runtime.plugins import load_plugins
+        report = load_plugins()
+        print(json.dumps([{r.plugin: r.status for r in report.records}, target_mod.work(1)]))
+        """
+    )
+    assert out == [{"alpha": "failed-register", "beta": "loaded"}, 2]
+
+
+def test_strict_mode_raises_on_a_failing_plugin(site: PluginSite) -> None:
+    site.add("broken-dist", entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}}, modules={"broken_plugin.py": "def register():\n    raise ValueError('nope')\n"})
+    result = site.run(LOAD, {"SGLANG_PLUGINS_STRICT": "1"})
+    assert result.returncode != 0
+    assert "PluginLoadError" in result.stderr and "'broken'" in result.stderr and "broken-dist" in result.stderr
+
+
+def test_same_plugin_name_from_two_distributions_fails_naming_both(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    site.add("alpha-fork", "3.0", entry_points={"sglang.srt.plugins": {"alpha": "alpha_fork:register"}}, modules={"alpha_fork.py": "def register():\n    pass\n"})
+    out = site.run_json(LOAD)
+    assert out["alpha"][0] == "failed-duplicate"
+    assert "alpha-dist 1.0" in out["alpha"][1] and "alpha-fork 3.0" in out["alpha"][1]
+
+
+def test_load_plugins_is_idempotent_within_a_process(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    site.run("from sglang_plugin_runtime.plugins import load_plugins\nload_plugins(); load_plugins(); load_plugins()", check=True)
+    assert registered_count(site, "alpha") == 1
+
+
+def test_a_discovery_failure_does_not_poison_later_calls(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    out = site.run_json(
+        """
+        import json
+        import sglang_plugin_runtime._loading as loading
+        real = loading.discover_entry_points
+        def failing(*a, **k):
+            raise OSError("site-packages unreadable")
+        loading.discover_entry_points = failing
+        from sglang_plugin_runtime.plugins import load_plugins
+        try:
+            load_plugins()
+            first = "no error"
+        except OSError as exc:
+            first = str(exc)
+        loading.discover_entry_points = real
+        print(json.dumps([first, [r.status for r in load_plugins().records]]))
+        """
+    )
+    assert out == ["site-packages unreadable", ["loaded"]]
+
+
+def test_load_plugins_by_group_returns_callables_with_their_distribution(site: PluginSite) -> None:
+    add_general(site, "Alpha_Dist", "alpha")
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.plugins import load_plugins_by_group
+        plugins = load_plugins_by_group("sglang.srt.plugins")
+        print(json.dumps({name: [fn.__name__, dist] for name, (fn, dist) in plugins.items()}))
+        """
+    )
+    assert out == {"alpha": ["register", "alpha-dist"]}
+
+
+def test_load_plugins_by_group_skips_excluded_distributions_without_importing(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    out = site.run_json(
+        """
+        import json, sys
+        from sglang_plugin_runtime.plugins import load_plugins_by_group
+        plugins = load_plugins_by_group("sglang.srt.plugins", excluded_dists={"Alpha_Dist"})
+        print(json.dumps([sorted(plugins), "alpha_plugin" in sys.modules]))
+        """
+    )
+    assert out == [[], False]
+
+
+@pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+def test_children_end_with_hooks_applied_exactly_once(site: PluginSite, method: str) -> None:
+    site.add("target", modules={"target_mod.py": TARGET_MODULE})
+    add_general(site, "alpha-dist", "alpha", in_register=AROUND_HOOK)
+    site.add(
+        "child",
+        modules={
+            "child_main.py": """
+            def child(queue):
+                import target_mod
+                from sglang_plugin_runtime.plugins import load_plugins
+                load_plugins()
+                load_plugins()
+                queue.put(target_mod.work(1))
+            """
+        },
+    )
+    out = site.run_json(
+        f"""
+        import json, multiprocessing as mp
+        import target_mod, child_main
+        from sglang_plugin_runtime.plugins import load_plugins
+        load_plugins()
+        parent = target_mod.work(1)
+        ctx = mp.get_context({method!r})
+        queue = ctx.Queue()
+        proc = ctx.Process(target=child_main.child, args=(queue,))
+        proc.start(); result = queue.get(timeout=60); proc.join(60)
+        print(json.dumps([parent, result, proc.exitcode]))
+        """
+    )
+    assert out == [1002, 1002, 0]
+    # The fork child inherits the loaded state; spawn and forkserver children load afresh, once each.
+    assert registered_count(site, "alpha") == (1 if method == "fork" else 2)

@@ -1,0 +1,353 @@
+"""The platform decision tree, branch by branch, each in a fresh process over fake installed distributions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conftest import PluginSite
+
+SELECT = """
+import json, logging, sys
+logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+from sglang_plugin_runtime.platforms import current_platform_selection
+try:
+    out = current_platform_selection().to_dict()
+except Exception as exc:
+    out = {
+        "error": type(exc).__name__,
+        "is_runtime_error": isinstance(exc, RuntimeError),
+        "message": str(exc),
+        "cause": type(exc.__cause__).__name__ if exc.__cause__ else None,
+    }
+out["imported"] = sorted(m for m in sys.modules if m.endswith("_platform"))
+print(json.dumps(out))
+"""
+
+
+def select(site: PluginSite, **env: str) -> dict[str, Any]:
+    result = site.run(SELECT, env)
+    assert result.returncode == 0, result.stderr
+    out = __import__("json").loads(result.stdout.strip().splitlines()[-1])
+    out["stderr"] = result.stderr
+    return out
+
+
+# --- SGLANG_PLATFORM unset -------------------------------------------------------------------------------------
+
+
+def test_no_plugin_installed_falls_back_to_base_srt_platform(site: PluginSite) -> None:
+    out = select(site)
+    assert out["platform_class"] == "sglang_plugin_runtime.platforms.interface.SRTPlatform"
+    assert out["rule"] == "fallback"
+    assert "no platform plugin is installed" in out["reason"]
+
+
+def test_single_activated_plugin_is_selected_with_provenance(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    out = select(site)
+    assert out["platform_class"] == "acme_platform.AcmePlatform"
+    assert (out["rule"], out["plugin"], out["distribution"], out["version"]) == ("single-activated", "acme", "acme-npu", "1.0")
+    assert out["activations"][0]["status"] == "activated"
+    assert out["activations"][0]["seconds"] >= 0
+
+
+def test_plugin_returning_none_leads_to_fallback_and_is_recorded_unavailable(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "return None")
+    out = select(site)
+    assert out["rule"] == "fallback"
+    assert out["activations"][0]["status"] == "unavailable"
+    assert out["problems"] == []
+
+
+def test_two_activated_plugins_raise_naming_both_and_the_env_var(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    site.add_platform("zeta-mlu", "zeta", "zetamlu")
+    out = select(site)
+    assert out["error"] == "AmbiguousPlatformError" and out["is_runtime_error"]
+    assert "'acme' (acme-npu 1.0)" in out["message"] and "'zeta' (zeta-mlu 1.0)" in out["message"]
+    assert "SGLANG_PLATFORM" in out["message"]
+
+
+def test_plugin_whose_module_fails_to_import_is_warned_and_skipped(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    site.add(
+        "broken-dist",
+        entry_points={"sglang.srt.platforms": {"broken": "broken_platform:activate"}},
+        modules={"broken_platform.py": "raise ImportError('libbroken.so not found')\n"},
+    )
+    out = select(site)
+    assert out["plugin"] == "acme"
+    assert "WARNING" in out["stderr"] and "'broken'" in out["stderr"] and "broken-dist" in out["stderr"]
+    assert "libbroken.so not found" in out["stderr"]
+    assert len(out["problems"]) == 1 and "libbroken.so" in out["problems"][0]
+    assert [a["status"] for a in out["activations"]] == ["activated", "failed"]
+
+
+def test_plugin_whose_activate_raises_is_warned_and_skipped(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "raise RuntimeError('driver too old')")
+    out = select(site)
+    assert out["rule"] == "fallback"
+    assert "driver too old" in out["stderr"] and "acme-npu" in out["stderr"]
+    assert "failed and were skipped" in out["reason"]
+
+
+def test_strict_mode_turns_an_activate_failure_into_an_error(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "raise RuntimeError('driver too old')")
+    out = select(site, SGLANG_PLUGINS_STRICT="1")
+    assert out["error"] == "PluginLoadError" and out["cause"] == "RuntimeError"
+    assert "'acme'" in out["message"] and "acme-npu" in out["message"]
+
+
+def test_strict_mode_turns_an_import_failure_into_an_error(site: PluginSite) -> None:
+    site.add(
+        "broken-dist",
+        entry_points={"sglang.srt.platforms": {"broken": "broken_platform:activate"}},
+        modules={"broken_platform.py": "import does_not_exist\n"},
+    )
+    out = select(site, SGLANG_PLUGINS_STRICT="1")
+    assert out["error"] == "PluginLoadError" and out["cause"] == "ModuleNotFoundError"
+
+
+# --- SGLANG_PLATFORM set ---------------------------------------------------------------------------------------
+
+
+def test_explicit_platform_is_selected_and_no_other_plugin_module_is_imported(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    marker = site.root / "zeta-was-imported"
+    site.add(
+        "zeta-mlu",
+        entry_points={"sglang.srt.platforms": {"zeta": "zeta_platform:activate"}},
+        modules={"zeta_platform.py": f"open({str(marker)!r}, 'w').close()\ndef activate():\n    return None\n"},
+    )
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert (out["rule"], out["plugin"]) == ("explicit", "acme")
+    assert out["imported"] == ["acme_platform"]
+    assert not marker.exists()
+
+
+def test_explicit_platform_name_tolerates_surrounding_whitespace(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    assert select(site, SGLANG_PLATFORM="  acme ")["plugin"] == "acme"
+
+
+def test_unknown_explicit_platform_lists_available_names_and_how_to_install(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    out = select(site, SGLANG_PLATFORM="nvidia")
+    assert out["error"] == "PlatformNotFoundError" and out["is_runtime_error"]
+    assert "'nvidia'" in out["message"] and "'acme' (acme-npu 1.0)" in out["message"]
+    assert "pip install" in out["message"]
+    assert out["imported"] == []
+
+
+def test_unknown_explicit_platform_with_nothing_installed_says_so(site: PluginSite) -> None:
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert "none installed" in out["message"]
+
+
+def test_explicit_platform_returning_none_is_a_hardware_unavailable_error(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "return None")
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert out["error"] == "PlatformUnavailableError" and out["is_runtime_error"]
+    assert "returned None" in out["message"] and "acme-npu" in out["message"]
+
+
+def test_explicit_platform_whose_activate_raises_propagates_chained_with_plugin_and_dist(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "raise OSError('no /dev/acme0')")
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert out["error"] == "PluginLoadError" and out["cause"] == "OSError"
+    assert "'acme'" in out["message"] and "acme-npu 1.0" in out["message"] and "no /dev/acme0" in out["message"]
+
+
+def test_explicit_platform_whose_module_fails_to_import_propagates_chained(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={"acme_platform.py": "raise ImportError('libacme.so: cannot open shared object file')\n"},
+    )
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert out["error"] == "PluginLoadError" and out["cause"] == "ImportError"
+    assert "libacme.so" in out["message"]
+
+
+# --- what activate() returns -----------------------------------------------------------------------------------
+
+BAD_RESULTS = {
+    "non_str": ("return 42", "returned 42"),
+    "empty": ("return '  '", "qualified class name"),
+    "no_module": ("return 'AcmePlatform'", "qualified class name"),
+    "unresolvable": ("return 'acme_nowhere.mod:Cls'", "cannot be imported"),
+    "not_a_subclass": ("return 'collections:OrderedDict'", "not a subclass"),
+    "not_a_class": ("return 'os.path:join'", "not a subclass"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RESULTS))
+def test_bad_activate_result_is_an_error_naming_the_plugin_when_selected(site: PluginSite, case: str) -> None:
+    body, expected = BAD_RESULTS[case]
+    site.add_platform("acme-npu", "acme", "acmenpu", body)
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert out["error"] == "InvalidPlatformError" and out["is_runtime_error"]
+    assert expected in out["message"] and "'acme'" in out["message"] and "acme-npu" in out["message"]
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RESULTS))
+def test_bad_activate_result_is_warned_and_skipped_in_auto_mode(site: PluginSite, case: str) -> None:
+    body, expected = BAD_RESULTS[case]
+    site.add_platform("acme-npu", "acme", "acmenpu", body)
+    out = select(site)
+    assert out["rule"] == "fallback"
+    assert expected in out["problems"][0]
+
+
+def test_class_without_oot_enum_is_rejected(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={
+            "acme_platform.py": """
+            from sglang_plugin_runtime.platforms.interface import SRTPlatform
+
+            class AcmePlatform(SRTPlatform):
+                device_name = "acme"
+                device_type = "acme"
+
+            def activate():
+                return "acme_platform.AcmePlatform"
+            """
+        },
+    )
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert out["error"] == "InvalidPlatformError"
+    assert "PlatformEnum.OOT" in out["message"]
+
+
+def test_class_with_empty_device_type_is_rejected(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "")
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert out["error"] == "InvalidPlatformError"
+    assert "device_type" in out["message"] and "device_name" in out["message"]
+
+
+def test_colon_form_of_the_class_name_is_accepted(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "return 'acme_platform:AcmePlatform'")
+    assert select(site)["platform_class"] == "acme_platform.AcmePlatform"
+
+
+# --- distributions ---------------------------------------------------------------------------------------------
+
+
+def test_same_platform_name_from_two_distributions_is_an_error_naming_both(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    site.add(
+        "acme-fork",
+        "2.0",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_fork_platform:activate"}},
+        modules={"acme_fork_platform.py": "def activate():\n    return None\n"},
+    )
+    for env in ({}, {"SGLANG_PLATFORM": "acme"}):
+        out = select(site, **env)
+        assert out["error"] == "DuplicatePluginError"
+        assert "acme-npu 1.0" in out["message"] and "acme-fork 2.0" in out["message"]
+
+
+def test_malformed_distribution_is_reported_and_does_not_hide_a_good_plugin(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    bad = site.add("garbled", entry_points_text="[sglang.srt.platforms]\nthis line has no equals sign\n")
+    out = select(site)
+    assert out["plugin"] == "acme"
+    assert str(bad) in out["stderr"] and "malformed" in out["stderr"]
+
+
+# --- the singleton ---------------------------------------------------------------------------------------------
+
+
+def test_current_platform_is_an_instance_of_the_selected_class(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.platforms import current_platform
+        print(json.dumps([type(current_platform).__name__, current_platform.is_out_of_tree()]))
+        """
+    )
+    assert out == ["AcmePlatform", True]
+
+
+def test_current_platform_is_resolved_once_across_threads(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "import time; time.sleep(0.05); CALLS.append(1); return __name__ + '.{cls}'")
+    (site.root / "acme_platform.py").write_text("CALLS = []\n" + (site.root / "acme_platform.py").read_text())
+    out = site.run_json(
+        """
+        import json, threading
+        import sglang_plugin_runtime.platforms as platforms
+        seen = []
+        threads = [threading.Thread(target=lambda: seen.append(id(platforms.current_platform))) for _ in range(8)]
+        [t.start() for t in threads]; [t.join() for t in threads]
+        import acme_platform
+        print(json.dumps([len(set(seen)), len(acme_platform.CALLS)]))
+        """
+    )
+    assert out == [1, 1]
+
+
+def test_override_and_reset_replace_and_forget_the_current_platform(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime import platforms
+        from sglang_plugin_runtime.platforms.interface import SRTPlatform
+        first = type(platforms.current_platform).__name__
+        platforms.set_current_platform(SRTPlatform)
+        overridden = (type(platforms.current_platform).__name__, platforms.current_platform_selection().rule)
+        platforms.reset_current_platform()
+        print(json.dumps([first, overridden, type(platforms.current_platform).__name__]))
+        """
+    )
+    assert out == ["AcmePlatform", ["SRTPlatform", "override"], "AcmePlatform"]
+
+
+def test_resolving_the_platform_imports_no_torch(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    out = site.run_json(
+        """
+        import json, sys
+        from sglang_plugin_runtime.platforms import current_platform
+        current_platform.get_torch_distributed_backend_str()
+        print(json.dumps("torch" in sys.modules))
+        """
+    )
+    assert out is False
+
+
+def test_multimodal_namespace_selects_with_its_own_group_and_env_var(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.multimodal_gen.platforms": {"acme": "acme_mm:activate"}},
+        modules={
+            "acme_mm.py": """
+            from sglang_plugin_runtime.platforms import MMPlatform, PlatformEnum
+
+            class AcmeMMPlatform(MMPlatform):
+                _enum = PlatformEnum.OOT
+                device_name = "acme"
+                device_type = "acme"
+
+            def activate():
+                return "acme_mm:AcmeMMPlatform"
+            """
+        },
+    )
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.platforms import current_platform_selection
+        mm = current_platform_selection("multimodal_gen")
+        srt = current_platform_selection()
+        print(json.dumps([mm.class_path, mm.rule, srt.rule]))
+        """,
+        {"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "acme"},
+    )
+    assert out == ["acme_mm.AcmeMMPlatform", "explicit", "fallback"]
