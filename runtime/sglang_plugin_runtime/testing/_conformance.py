@@ -1,0 +1,349 @@
+"""Conformance check for a platform class: every problem at once, before a host finds one.
+
+It reports identity attributes a host validates, required methods still inheriting the
+fail-fast base, cheap methods whose results do not match the contract's annotations, and
+unknown, misspelled, retired or wrongly-shaped overrides (also in classes created with
+the definition-time check bypassed). Methods that touch the device are called only while
+a simulated device of the platform's ``device_type`` is active.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import inspect
+import logging
+import sys
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..platforms import _contract
+from ..platforms.device_mixin import DeviceMixin, PlatformEnum
+from ._simulated_device import active_simulated_device
+
+__all__ = ["ConformanceProblem", "assert_platform_conformance", "check_platform_conformance"]
+
+logger = logging.getLogger(__name__)
+
+_NO_RESULT = object()
+
+
+@dataclass(frozen=True)
+class ConformanceProblem:
+    """One defect of a platform class.
+
+    ``kind`` is one of ``not_a_platform``, ``identity``, ``attribute_type``,
+    ``instantiation``, ``not_implemented``, ``return_type``, ``raises``, ``unknown``,
+    ``retired``, ``signature``, ``binding``.
+    """
+
+    attribute: str
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# Cheap, side-effect-free calls: (method, args, kwargs). Run on every check.
+_CHEAP_PROBES: tuple[tuple[str, tuple[Any, ...], dict[str, Any]], ...] = (
+    ("is_cuda", (), {}),
+    ("is_rocm", (), {}),
+    ("is_cpu", (), {}),
+    ("is_xpu", (), {}),
+    ("is_musa", (), {}),
+    ("is_npu", (), {}),
+    ("is_mlu", (), {}),
+    ("is_tpu", (), {}),
+    ("is_mps", (), {}),
+    ("is_sail", (), {}),
+    ("is_cuda_alike", (), {}),
+    ("is_out_of_tree", (), {}),
+    ("is_pin_memory_available", (), {}),
+    ("get_torch_distributed_backend_str", (), {}),
+    ("get_communicator_class", (), {}),
+    ("get_cpu_architecture", (), {}),
+    ("get_torch_profiler_activity_str", (), {}),
+    # SRTPlatform
+    ("get_default_attention_backend", (), {}),
+    ("get_graph_runner_cls", (), {}),
+    ("get_full_graph_backend_cls", (), {}),
+    ("get_kv_pool_cls", (), {"kind": "mha"}),
+    ("get_kv_pool_cls", (), {"kind": "mla"}),
+    ("get_kv_pool_cls", (), {"kind": "dsa"}),
+    ("get_paged_allocator_cls", (), {}),
+    ("get_compile_backend", (), {}),
+    ("get_piecewise_backend_cls", (), {}),
+    ("get_speculative_cache_locs_fn", (), {}),
+    ("support_mamba_cache_extra_buffer", (), {}),
+    ("get_dispatch_key_name", (), {}),
+    # MMPlatform
+    ("get_torch_library_dispatch_key", (), {}),
+    ("is_gfx1151", (), {}),
+    ("is_amp_supported", (), {}),
+    ("is_float64_supported", (), {}),
+    ("supports_distributed_device_id", (), {}),
+    ("enable_dit_layerwise_offload_by_default", (), {}),
+    ("device_shares_host_memory", (), {}),
+    ("get_modelopt_flashinfer_fp4_backend", (), {}),
+    ("get_device_communicator_cls", (), {}),
+    ("get_all_to_all_communicator_cls", (), {}),
+)
+
+# Calls that reach the device: only under a simulated device of the platform's type.
+_DEVICE_PROBES: tuple[tuple[str, tuple[Any, ...], dict[str, Any]], ...] = (
+    ("get_device_total_memory", (0,), {}),
+    ("get_current_memory_usage", (), {}),
+    ("get_device", (0,), {}),
+    ("get_device_name", (0,), {}),
+    ("get_device_uuid", (0,), {}),
+    ("get_device_capability", (0,), {}),
+    ("get_available_memory", (0,), {}),
+    ("empty_cache", (), {}),
+    ("synchronize", (), {}),
+    ("get_torch_profiler_activity", (), {}),
+    ("get_local_torch_device", (), {}),
+)
+
+
+def check_platform_conformance(
+    cls: type, *, out_of_tree: bool = True, include_reserved: bool = True
+) -> list[ConformanceProblem]:
+    """Every conformance problem of platform class ``cls`` (an empty list when it conforms).
+
+    ``out_of_tree`` demands ``_enum is PlatformEnum.OOT`` (a plugin platform);
+    ``include_reserved=False`` stops requiring the reserved (not yet called) methods.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, DeviceMixin)):
+        return [ConformanceProblem(
+            "<class>", "not_a_platform",
+            f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform",
+        )]
+    name = cls.__name__
+    problems: list[ConformanceProblem] = []
+    problems.extend(_identity_problems(cls, out_of_tree))
+    problems.extend(
+        ConformanceProblem(p.attribute, p.kind, p.message)
+        for p in _contract.find_override_problems(cls, whole_mro=True)
+    )
+    contract = _contract.contract_members(cls)
+    problems.extend(_attribute_type_problems(cls, contract))
+
+    reported: set[str] = set()
+    for member in contract.values():
+        if not member.required or (member.status == "reserved" and not include_reserved):
+            continue
+        implementation = inspect.getattr_static(cls, member.name, None)
+        declared = member.declared_in.__dict__.get(member.name)
+        if implementation is declared:
+            reported.add(member.name)
+            problems.append(ConformanceProblem(
+                member.name, "not_implemented",
+                f"{name}.{member.name}() is required ({member.status}) and still raises "
+                f"NotImplementedError from {member.qualname}: override it",
+            ))
+
+    try:
+        instance = cls()
+    except Exception as exc:  # noqa: BLE001 - any failure is the finding
+        problems.append(ConformanceProblem(
+            "__init__", "instantiation", f"{name}() raised {type(exc).__name__}: {exc}",
+        ))
+        return problems
+
+    probes = list(_CHEAP_PROBES)
+    simulation = active_simulated_device(getattr(cls, "device_type", None))
+    if simulation is not None:
+        probes.extend(_DEVICE_PROBES)
+    for method, args, kwargs in probes:
+        member = contract.get(method)
+        if member is None or method in reported:
+            continue
+        if member.status == "reserved" and member.required and not include_reserved:
+            continue
+        problem = _probe(instance, member, args, kwargs)
+        if problem is not None:
+            if problem.kind == "not_implemented":
+                reported.add(method)
+            problems.append(problem)
+
+    if simulation is not None and "set_device" in contract and "get_device" not in reported:
+        problem = _probe_set_device(instance, contract["set_device"])
+        if problem is not None:
+            problems.append(problem)
+    return problems
+
+
+def assert_platform_conformance(
+    cls: type, *, out_of_tree: bool = True, include_reserved: bool = True
+) -> None:
+    """Raise ``AssertionError`` listing every conformance problem of ``cls``."""
+    __tracebackhide__ = True
+    problems = check_platform_conformance(
+        cls, out_of_tree=out_of_tree, include_reserved=include_reserved
+    )
+    if problems:
+        label = getattr(cls, "__name__", repr(cls))
+        lines = "\n".join(f"  - [{p.kind}] {p.message}" for p in problems)
+        raise AssertionError(
+            f"{label} does not conform to the platform contract "
+            f"({len(problems)} problem{'s' if len(problems) != 1 else ''}):\n{lines}"
+        )
+
+
+# --------------------------------------------------------------------------------------
+
+
+def _identity_problems(cls: type, out_of_tree: bool) -> list[ConformanceProblem]:
+    problems = []
+    name = cls.__name__
+    enum_value = getattr(cls, "_enum", None)
+    if out_of_tree and enum_value is not PlatformEnum.OOT:
+        problems.append(ConformanceProblem(
+            "_enum", "identity",
+            f"{name}._enum is {enum_value}; an out-of-tree platform must set "
+            f"_enum = PlatformEnum.OOT",
+        ))
+    for attribute in ("device_name", "device_type"):
+        value = getattr(cls, attribute, None)
+        if not isinstance(value, str) or not value.strip():
+            problems.append(ConformanceProblem(
+                attribute, "identity",
+                f"{name}.{attribute} is {value!r}; it must be a non-empty string",
+            ))
+        elif out_of_tree and _defined_only_by_contract(cls, attribute):
+            problems.append(ConformanceProblem(
+                attribute, "identity",
+                f"{name}.{attribute} is DeviceMixin's placeholder {value!r}; set it on "
+                f"your platform (or device mixin) class",
+            ))
+    return problems
+
+
+def _defined_only_by_contract(cls: type, attribute: str) -> bool:
+    for klass in cls.__mro__:
+        if attribute in klass.__dict__:
+            return _contract.is_contract_class(klass)
+    return True
+
+
+def _attribute_type_problems(
+    cls: type, contract: dict[str, _contract.ContractMethod]
+) -> list[ConformanceProblem]:
+    problems = []
+    for member in contract.values():
+        if member.kind != "attribute" or member.name in ("device_name", "device_type"):
+            continue
+        annotation = member.declared_in.__dict__.get("__annotations__", {}).get(member.name)
+        hint = _resolve(annotation, member.declared_in)
+        if hint is _NO_RESULT:
+            continue
+        value = getattr(cls, member.name, None)
+        if not _conforms(value, hint):
+            problems.append(ConformanceProblem(
+                member.name, "attribute_type",
+                f"{cls.__name__}.{member.name} is {value!r}; the contract declares "
+                f"{_hint_text(annotation)}",
+            ))
+    return problems
+
+
+def _probe(
+    instance: Any, member: _contract.ContractMethod, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> ConformanceProblem | None:
+    cls_name = type(instance).__name__
+    call = f"{cls_name}.{member.name}({_call_text(args, kwargs)})"
+    try:
+        result = getattr(instance, member.name)(*args, **kwargs)
+    except NotImplementedError as exc:
+        return ConformanceProblem(
+            member.name, "not_implemented", f"{call} raised NotImplementedError: {exc}"
+        )
+    except Exception as exc:  # noqa: BLE001 - any failure is the finding
+        return ConformanceProblem(
+            member.name, "raises", f"{call} raised {type(exc).__name__}: {exc}"
+        )
+    declared = member.declared_in.__dict__.get(member.name)
+    function = getattr(declared, "__func__", declared)
+    annotation = getattr(function, "__annotations__", {}).get("return")
+    hint = _resolve(annotation, member.declared_in)
+    if hint is _NO_RESULT or _conforms(result, hint):
+        return None
+    return ConformanceProblem(
+        member.name, "return_type",
+        f"{call} returned {result!r} ({type(result).__name__}); the contract declares "
+        f"{_hint_text(annotation)}",
+    )
+
+
+def _probe_set_device(instance: Any, member: _contract.ContractMethod) -> ConformanceProblem | None:
+    try:
+        device = instance.get_device(0)
+    except Exception:  # noqa: BLE001 - get_device's own probe reports it
+        return None
+    return _probe(instance, member, (device,), {})
+
+
+def _call_text(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    return ", ".join(parts)
+
+
+def _hint_text(annotation: Any) -> str:
+    return annotation if isinstance(annotation, str) else repr(annotation)
+
+
+def _resolve(annotation: Any, owner: type) -> Any:
+    """Evaluate a (string) annotation from the contract's module; ``_NO_RESULT`` if it cannot."""
+    if annotation is None:
+        return _NO_RESULT
+    if not isinstance(annotation, str):
+        return annotation
+    module = sys.modules.get(owner.__module__)
+    namespace: dict[str, Any] = dict(vars(module)) if module is not None else {}
+    namespace.setdefault("typing", typing)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        namespace["torch"] = torch
+    try:
+        return eval(annotation, namespace)  # noqa: S307 - the contract's own annotations
+    except Exception:  # noqa: BLE001 - an unresolvable hint is simply not checked
+        return _NO_RESULT
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    """A small runtime type check covering the forms the contract's annotations use."""
+    if hint is Any or hint is inspect.Parameter.empty:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Union or (hasattr(types, "UnionType") and origin is types.UnionType):
+        return any(_conforms(value, arg) for arg in args)
+    if origin is typing.Literal:
+        return value in args
+    if origin is type:
+        return isinstance(value, type)
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(v, args[0]) for v in value)
+        return len(value) == len(args) and all(_conforms(v, a) for v, a in zip(value, args))
+    if origin in (list, collections.abc.Sequence):
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value) if args else isinstance(value, list)
+    if origin is dict:
+        return isinstance(value, dict)
+    if origin is collections.abc.Callable or hint is Callable:
+        return callable(value)
+    if origin is collections.abc.Iterator:
+        return isinstance(value, collections.abc.Iterator)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True
