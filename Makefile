@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv clean
+.PHONY: demo test venv clean bench bench-quick test-sglang docs
 
 $(STAMP): requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,18 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup tests
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+bench-quick: $(STAMP)
+	$(PY) benchmarks/run.py --quick
+
+test-sglang: $(STAMP)
+	bash scripts/test-sglang.sh
+
+docs: $(STAMP)
+	$(PY) -m mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) build dist site .cache
