@@ -17,8 +17,7 @@ import os
 import re
 import sys
 import threading
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +33,7 @@ def normalize_distribution_name(name: str) -> str:
     return _NORMALIZE.sub("-", name).lower()
 
 
-@dataclass(frozen=True)
-class PluginEntryPoint:
+class PluginEntryPoint(NamedTuple):
     """An entry point together with the distribution that offers it.
 
     Unlike ``importlib.metadata.EntryPoint`` the distribution's name and version are plain fields, read once
@@ -78,21 +76,27 @@ class PluginEntryPoint:
         return obj
 
 
-@dataclass(frozen=True)
-class MalformedDistribution:
+class MalformedDistribution(NamedTuple):
     """A distribution whose metadata could not be read; it is skipped, the others are not."""
 
     path: str
     reason: str
 
 
-@dataclass(frozen=True)
 class DiscoveryResult:
     """Everything one scan found: entry points by group, and the distributions it had to skip."""
 
-    entry_points: dict[str, tuple[PluginEntryPoint, ...]] = field(default_factory=dict)
-    malformed: tuple[MalformedDistribution, ...] = ()
-    distribution_count: int = 0
+    __slots__ = ("entry_points", "malformed", "distribution_count")
+
+    def __init__(
+        self,
+        entry_points: dict[str, tuple[PluginEntryPoint, ...]] | None = None,
+        malformed: tuple[MalformedDistribution, ...] = (),
+        distribution_count: int = 0,
+    ) -> None:
+        self.entry_points = entry_points if entry_points is not None else {}
+        self.malformed = malformed
+        self.distribution_count = distribution_count
 
     def group(self, name: str) -> tuple[PluginEntryPoint, ...]:
         """Entry points of one group, sorted by (distribution, entry-point name)."""
@@ -157,14 +161,14 @@ def _read_metadata_headers(folder: str) -> dict[str, str]:
     return {}
 
 
-@dataclass
 class _Scan:
     """Mutable state of one scan in progress."""
 
-    seen: set[str] = field(default_factory=set)
-    found: list[PluginEntryPoint] = field(default_factory=list)
-    malformed: list[MalformedDistribution] = field(default_factory=list)
-    count: int = 0
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.found: list[PluginEntryPoint] = []
+        self.malformed: list[MalformedDistribution] = []
+        self.count = 0
 
     def claim(self, normalized_name: str) -> bool:
         """First distribution of a name on ``sys.path`` wins, as in ``importlib.metadata``."""

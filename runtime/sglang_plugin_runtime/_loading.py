@@ -10,8 +10,7 @@ import logging
 import os
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
 from ._namespace import PluginNamespace, known_namespaces
@@ -29,8 +28,7 @@ FAILED_DUPLICATE = "failed-duplicate"
 NOT_INSTALLED = "not-installed"
 
 
-@dataclass(frozen=True)
-class PluginRecord:
+class PluginRecord(NamedTuple):
     """What happened to one general plugin."""
 
     plugin: str
@@ -57,13 +55,13 @@ class PluginRecord:
         }
 
 
-@dataclass
 class LoadReport:
     """Everything :func:`load_general_plugins` did in this process for one namespace."""
 
-    namespace: str
-    records: list[PluginRecord] = field(default_factory=list)
-    completed: bool = False
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self.records: list[PluginRecord] = []
+        self.completed = False
 
     @property
     def problems(self) -> list[PluginRecord]:

@@ -7,16 +7,14 @@ diffusion engine, or another project) declares its own namespace instead of copy
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable, NamedTuple, Union
 
 #: A class given by its import path (``"pkg.mod:Class"`` or ``"pkg.mod.Class"``), or a callable returning a class,
 #: so a namespace can name its base and fallback classes without importing them.
 ClassRef = Union[str, Callable[[], type]]
 
 
-@dataclass(frozen=True)
-class PluginNamespace:
+class PluginNamespace(NamedTuple):
     """Group names, environment variables and classes of one plugin namespace."""
 
     name: str
@@ -51,12 +49,40 @@ class PluginNamespace:
         return os.environ.get(self.strict_env, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def resolve_qualified_name(name: str) -> object:
+    """Import ``pkg.mod:Obj.attr`` or ``pkg.mod.Obj`` (the longest importable module prefix wins).
+
+    The same forms ``pkgutil.resolve_name`` accepts, without importing pkgutil on the start-up path.
+    """
+    import importlib
+
+    module_name, colon, attr_path = name.partition(":")
+    if colon:
+        obj: object = importlib.import_module(module_name)
+        for part in filter(None, attr_path.split(".")):
+            obj = getattr(obj, part)
+        return obj
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError as exc:
+            # Only "this prefix is not a module" means: try a shorter one. A missing dependency of an
+            # existing module is a real error.
+            candidate = ".".join(parts[:cut])
+            if exc.name is None or not (candidate == exc.name or candidate.startswith(exc.name + ".")):
+                raise
+            continue
+        for part in parts[cut:]:
+            obj = getattr(obj, part)
+        return obj
+    raise ModuleNotFoundError(f"No module named {parts[0]!r}", name=parts[0])
+
+
 def _resolve_class_ref(ref: ClassRef) -> type:
     if callable(ref) and not isinstance(ref, str):
         return ref()
-    import pkgutil
-
-    return pkgutil.resolve_name(ref)
+    return resolve_qualified_name(ref)  # type: ignore[return-value]
 
 
 SRT = PluginNamespace(

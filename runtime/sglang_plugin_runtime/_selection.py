@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import logging
 import os
-import pkgutil
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points
-from ._namespace import PluginNamespace
+from ._namespace import PluginNamespace, resolve_qualified_name
 from .errors import (
     AmbiguousPlatformError,
     DuplicatePluginError,
@@ -39,8 +37,7 @@ RULE_FALLBACK = "fallback"  # auto mode, none activated
 RULE_OVERRIDE = "override"  # set by code (tests, a host) through set_current_platform()
 
 
-@dataclass(frozen=True)
-class Activation:
+class Activation(NamedTuple):
     """What one platform plugin's ``activate()`` did."""
 
     plugin: str
@@ -66,8 +63,7 @@ class Activation:
         }
 
 
-@dataclass(frozen=True)
-class PlatformSelection:
+class PlatformSelection(NamedTuple):
     """The chosen platform class and its provenance: which plugin, which distribution, which rule, and why."""
 
     namespace: str
@@ -78,7 +74,7 @@ class PlatformSelection:
     dist_name: str | None = None
     dist_version: str | None = None
     activations: tuple[Activation, ...] = ()
-    problems: tuple[str, ...] = field(default=())
+    problems: tuple[str, ...] = ()
     """Plugins that failed and were skipped (auto mode only); empty means a clean selection."""
 
     @property
@@ -135,7 +131,7 @@ def _validate_result(ep: PluginEntryPoint, result: object, namespace: PluginName
             dist=ep.dist_name,
         )
     try:
-        cls = pkgutil.resolve_name(qualname)
+        cls = resolve_qualified_name(qualname)
     except Exception as exc:
         raise InvalidPlatformError(
             f"{where}: activate() returned {qualname!r}, which cannot be imported: "
