@@ -1,0 +1,59 @@
+"""Fixtures of the template tests: the template as a user gets it, rendering, and real virtual environments.
+
+Rendering goes through Copier's Python API exactly as ``copier copy`` does (no ``--trust``); the template is
+snapshotted from the working tree (``copier.yml`` and ``templates/``) so that uncommitted template changes are
+what is tested. Virtual environments are real (``python -m venv``, no system site-packages); the runtime is
+installed into them from a snapshot of this repository's source.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from template_support import IGNORE, REPO_ROOT, Render, VirtualEnv, copy_template, render_template
+
+
+@pytest.fixture(scope="session")
+def template_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The template, copied out of the working tree."""
+    return copy_template(tmp_path_factory.mktemp("template"))
+
+
+@pytest.fixture(scope="session")
+def render(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Render:
+    """``render(**answers)``: a freshly generated project in a new folder."""
+
+    def _render(**answers: Any) -> Path:
+        kind = str(answers.get("plugin_kind", "platform"))
+        return render_template(template_dir, tmp_path_factory.mktemp(f"gen-{kind}"), **answers)
+
+    return _render
+
+
+@pytest.fixture(scope="session")
+def runtime_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A snapshot of the runtime distribution's source, so pip never builds inside the shared checkout."""
+    source = tmp_path_factory.mktemp("runtime-src")
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        if (REPO_ROOT / name).exists():
+            shutil.copy2(REPO_ROOT / name, source / name)
+    shutil.copytree(REPO_ROOT / "runtime", source / "runtime", ignore=IGNORE)
+    return source
+
+
+@pytest.fixture(scope="session")
+def make_venv(
+    tmp_path_factory: pytest.TempPathFactory, runtime_source: Path
+) -> Callable[..., VirtualEnv]:
+    """``make_venv(name, *requirements)``: a new venv with the runtime and ``requirements`` installed."""
+
+    def _make(name: str, *requirements: Any) -> VirtualEnv:
+        env = VirtualEnv(tmp_path_factory.mktemp(f"venv-{name}"))
+        env.pip_install(runtime_source, *requirements)
+        return env
+
+    return _make

@@ -1,0 +1,83 @@
+"""Every question refuses a bad answer with a message that says what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from template_support import render_template
+
+BAD_ANSWERS: list[tuple[str, dict[str, Any], str]] = [
+    ("distribution_name", {"distribution_name": "my plugin"}, "not a valid distribution name"),
+    ("distribution_name", {"distribution_name": "-leading-dash"}, "not a valid distribution name"),
+    ("distribution_name", {"distribution_name": "pkg/evil"}, "not a valid distribution name"),
+    ("distribution_name", {"distribution_name": "SGLang_Plugin.Runtime"}, "already taken"),
+    ("package_name", {"package_name": "class"}, "is a Python keyword"),
+    ("package_name", {"package_name": "None"}, "lowercase Python identifier"),
+    ("package_name", {"package_name": "My-Package"}, "lowercase Python identifier"),
+    ("package_name", {"package_name": "1st"}, "lowercase Python identifier"),
+    ("package_name", {"package_name": "../escape"}, "lowercase Python identifier"),
+    ("package_name", {"package_name": "torch"}, "would shadow"),
+    ("entry_point_name", {"entry_point_name": "my device"}, "not a valid entry-point name"),
+    ("entry_point_name", {"entry_point_name": "a,b"}, "not a valid entry-point name"),
+    ("entry_point_name", {"entry_point_name": "a/b"}, "not a valid entry-point name"),
+    ("entry_point_name", {"entry_point_name": "a=b"}, "not a valid entry-point name"),
+    ("entry_point_name", {"entry_point_name": ""}, "not a valid entry-point name"),
+    ("project_name", {"project_name": "  "}, "must not be empty"),
+    ("project_name", {"project_name": "two\nlines"}, "no control characters"),
+    ("description", {"description": "tab\there"}, "control characters are not allowed"),
+    ("description", {"description": "line\nbreak"}, "control characters are not allowed"),
+    ("description", {"description": "nul\x00byte"}, "control characters are not allowed"),
+    ("description", {"description": "escape \x1b[31mred"}, "control characters are not allowed"),
+    ("description", {"description": "line\u2028separator"}, "control characters are not allowed"),
+    ("author_name", {"author_name": "bell\x07"}, "no control characters"),
+    ("author_name", {"author_name": "A <a@example.org>"}, "must not contain"),
+    ("author_email", {"author_email": "not-an-address"}, "not a plain e-mail address"),
+    ("author_email", {"author_email": "a@b"}, "not a plain e-mail address"),
+    ("device_name", {"device_name": "my device"}, "starts with a letter"),
+    ("device_name", {"device_name": "9lives"}, "starts with a letter"),
+    ("device_type", {"device_type": "cuda"}, "built into torch"),
+    ("device_type", {"device_type": "cpu"}, "built into torch"),
+    ("device_type", {"device_type": "meta"}, "built into torch"),
+    ("device_type", {"device_type": "xpu"}, "built into torch"),
+    ("device_type", {"device_type": "Npu"}, "not a valid torch device type"),
+    ("device_type", {"device_type": "my-dev"}, "not a valid torch device type"),
+    ("backend_module", {"backend_module": "torch"}, "always importable"),
+    ("backend_module", {"backend_module": "torch-npu"}, "not an importable module name"),
+    ("backend_module", {"backend_module": "a..b"}, "not an importable module name"),
+    ("backend_module", {"package_name": "acme", "backend_module": "acme.backend"}, "not this plugin"),
+    ("distributed_backend", {"distributed_backend": "HCCL"}, "not a valid torch.distributed backend"),
+    ("python_min", {"python_min": "3.9"}, "Invalid choice"),
+    ("license", {"license": "WTFPL"}, "Invalid choice"),
+    ("plugin_kind", {"plugin_kind": "kernel"}, "Invalid choice"),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "answers", "message"),
+    BAD_ANSWERS,
+    ids=[f"{q}={next(iter(a.values()))!r}" for q, a, _ in BAD_ANSWERS],
+)
+def test_bad_answer_is_refused_with_a_message_saying_what_is_allowed(
+    template_dir: Path, tmp_path: Path, question: str, answers: dict[str, Any], message: str
+) -> None:
+    destination = tmp_path / "out"
+    with pytest.raises(ValueError, match=question) as excinfo:
+        render_template(template_dir, destination, **answers)
+    assert message in str(excinfo.value)
+    assert not (destination / "pyproject.toml").exists()
+
+
+def test_general_example_hooks_refuse_an_unknown_choice(template_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="example_hooks"):
+        render_template(template_dir, tmp_path / "out", plugin_kind="general", example_hooks=["sideways"])
+
+
+def test_hpu_is_accepted_as_a_device_type_for_gaudi_style_stacks(
+    template_dir: Path, tmp_path: Path
+) -> None:
+    project = render_template(
+        template_dir, tmp_path / "out", device_type="hpu", backend_module="habana_frameworks.torch"
+    )
+    assert 'device_type = "hpu"' in next(project.glob("*/device.py")).read_text(encoding="utf-8")
