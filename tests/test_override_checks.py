@@ -301,3 +301,45 @@ def test_cached_property_override_of_cpu_arch_is_accepted() -> None:
             return None
 
     assert Plat().cpu_arch is None
+
+
+def test_positional_only_parameter_is_a_signature_problem() -> None:
+    with pytest.raises(TypeError, match=r"parameter 'device_id' is positional-only here"):
+        class Plat(SRTPlatform):
+            def get_device(self, device_id: int = 0, /) -> object:
+                return None
+
+
+def test_wrapped_override_is_checked_through_its_wrapped_function() -> None:
+    import functools
+
+    with pytest.raises(TypeError, match=r"missing parameter 'algorithm'"):
+        class Plat(SRTPlatform):
+            @functools.lru_cache(maxsize=1)
+            def supports_speculative_algorithm(self) -> bool:
+                return True
+
+
+def test_defining_a_valid_platform_imports_no_inspect_dataclasses_or_difflib() -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(
+        """
+        import sys
+        from sglang_plugin_runtime.platforms.interface import SRTPlatform
+        from sglang_plugin_runtime.platforms.multimodal import MMPlatform
+
+        class Plat(SRTPlatform):
+            def get_device_name(self, device_id: int = 0) -> str:
+                return "x"
+            def get_kv_pool_cls(self, *, kind):
+                return None
+
+        loaded = [m for m in ("inspect", "dataclasses", "difflib", "torch") if m in sys.modules]
+        assert not loaded, loaded
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

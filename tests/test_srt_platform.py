@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import pickle
 import subprocess
 import sys
 
@@ -29,7 +29,7 @@ def test_srt_platform_is_a_device_mixin() -> None:
 
 
 def test_capabilities_default_to_conservative_answers() -> None:
-    assert dataclasses.asdict(PlatformCapabilities()) == {
+    assert PlatformCapabilities().as_dict() == {
         "supports_triton": False,
         "graph_capture": False,
         "piecewise_graph": False,
@@ -40,8 +40,22 @@ def test_capabilities_default_to_conservative_answers() -> None:
 
 
 def test_capabilities_are_frozen() -> None:
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError, match="frozen"):
         PlatformCapabilities().graph_capture = True  # type: ignore[misc]
+
+
+def test_capabilities_compare_and_hash_by_value() -> None:
+    assert PlatformCapabilities(graph_capture=True) == PlatformCapabilities(graph_capture=True)
+    assert len({PlatformCapabilities(), PlatformCapabilities()}) == 1
+
+
+def test_capabilities_replace_changes_named_flags() -> None:
+    assert PlatformCapabilities().replace(supports_fp8=True) == PlatformCapabilities(supports_fp8=True)
+
+
+def test_capabilities_survive_pickling() -> None:
+    caps = PlatformCapabilities(supports_triton=True)
+    assert pickle.loads(pickle.dumps(caps)) == caps
 
 
 def test_capabilities_are_keyword_only() -> None:

@@ -7,16 +7,21 @@ checked against the union of the contract classes in its MRO when it is defined:
 misspelled, unknown or retired public name, or an override that cannot accept every call
 the contract accepts, is a ``TypeError`` listing every problem at once. A hook that is
 silently never called is the failure this module exists to prevent.
+
+The check runs at import of every platform module, on the start-up path, so it reads
+parameters straight from code objects and imports ``inspect`` and ``difflib`` only to
+render a signature or suggest a name.
 """
 
 from __future__ import annotations
 
-import difflib
-import inspect
 import logging
-from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, Literal, TypeVar
+from types import FunctionType
+from typing import TYPE_CHECKING, Any, Callable, Literal, NamedTuple, TypeVar
+
+if TYPE_CHECKING:
+    import inspect
 
 logger = logging.getLogger(__name__)
 
@@ -47,14 +52,17 @@ RETIRED_NAMES: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class _Mark:
+class _Mark(NamedTuple):
     status: Status
     required: bool
 
 
-@dataclass(frozen=True)
-class ContractMethod:
+# A parameter as the check needs it: (name, kind, has_default); kinds as in inspect.
+_POSITIONAL_ONLY, _POSITIONAL_OR_KEYWORD, _VAR_POSITIONAL, _KEYWORD_ONLY, _VAR_KEYWORD = range(5)
+_Param = tuple  # (str, int, bool)
+
+
+class ContractMethod(NamedTuple):
     """One public member of the platform contract, as code (and the docs) can read it.
 
     ``status`` is ``"active"`` when a host calls it today through ``current_platform``
@@ -68,24 +76,32 @@ class ContractMethod:
     status: Status
     required: bool
     kind: MemberKind
-    signature: inspect.Signature | None
     declared_in: type
     summary: str
+    function: Any
+    params: tuple[_Param, ...] | None
 
     @property
     def qualname(self) -> str:
         """``DeclaringClass.name``, the form the docs and error messages use."""
         return f"{self.declared_in.__name__}.{self.name}"
 
+    @property
+    def signature(self) -> inspect.Signature | None:
+        """The contract signature without ``self``/``cls`` (``None`` for data and properties)."""
+        if self.params is None:
+            return None
+        return _inspect_signature(self.kind, self.function)
+
     def render(self) -> str:
         """A one-line rendering such as ``get_device(device_id: int = 0) -> torch.device``."""
-        if self.signature is None:
+        signature = self.signature
+        if signature is None:
             return self.name
-        return f"{self.name}{_display(self.signature)}"
+        return f"{self.name}{_display(signature)}"
 
 
-@dataclass(frozen=True)
-class OverrideProblem:
+class OverrideProblem(NamedTuple):
     """One way a platform subclass does not fit the contract."""
 
     owner: str
@@ -158,7 +174,7 @@ def _kind_of(raw: Any) -> tuple[str, Any]:
         return "property", raw.func
     if isinstance(raw, type):
         return "attribute", None
-    if inspect.isfunction(raw) or (callable(raw) and hasattr(type(raw), "__get__")):
+    if isinstance(raw, FunctionType) or (callable(raw) and hasattr(type(raw), "__get__")):
         return "method", raw
     if callable(raw):
         # A callable object without __get__ is not bound: it behaves like a staticmethod.
@@ -166,7 +182,10 @@ def _kind_of(raw: Any) -> tuple[str, Any]:
     return "attribute", None
 
 
-def _callable_signature(kind: str, func: Any) -> inspect.Signature | None:
+def _inspect_signature(kind: str, func: Any) -> inspect.Signature | None:
+    """``inspect.signature`` without the bound first parameter; ``None`` when unavailable."""
+    import inspect
+
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError):
@@ -179,6 +198,55 @@ def _callable_signature(kind: str, func: Any) -> inspect.Signature | None:
         ):
             sig = sig.replace(parameters=params[1:])
     return sig
+
+
+def _params(kind: str, func: Any) -> tuple[_Param, ...] | None:
+    """The parameters of ``func`` as ``(name, kind, has_default)``, without ``self``/``cls``.
+
+    Plain functions are read from their code object (fast, no ``inspect``); wrapped or
+    exotic callables fall back to ``inspect.signature``. ``None`` means "cannot tell".
+    """
+    # Follow functools.wraps chains as inspect.signature does (contextmanager, lru_cache).
+    for _ in range(100):
+        if hasattr(func, "__signature__") or not hasattr(func, "__wrapped__"):
+            break
+        func = func.__wrapped__
+    code = getattr(func, "__code__", None)
+    if isinstance(func, FunctionType) and code is not None and not hasattr(func, "__signature__"):
+        names = code.co_varnames
+        n_pos = code.co_argcount
+        n_posonly = code.co_posonlyargcount
+        n_kwonly = code.co_kwonlyargcount
+        defaults = func.__defaults__ or ()
+        kwdefaults = func.__kwdefaults__ or {}
+        first_default = n_pos - len(defaults)
+        params: list[_Param] = []
+        for index in range(n_pos):
+            kind_code = _POSITIONAL_ONLY if index < n_posonly else _POSITIONAL_OR_KEYWORD
+            params.append((names[index], kind_code, index >= first_default))
+        position = n_pos + n_kwonly
+        if code.co_flags & 0x04:  # CO_VARARGS
+            params.append((names[position], _VAR_POSITIONAL, False))
+            position += 1
+        for index in range(n_pos, n_pos + n_kwonly):
+            params.append((names[index], _KEYWORD_ONLY, names[index] in kwdefaults))
+        if code.co_flags & 0x08:  # CO_VARKEYWORDS
+            params.append((names[position], _VAR_KEYWORD, False))
+        # Keep inspect's order: positional, *args, keyword-only, **kwargs.
+        params.sort(key=lambda p: (p[1] if p[1] != _POSITIONAL_OR_KEYWORD else _POSITIONAL_ONLY))
+    else:
+        sig = _inspect_signature("staticmethod", func)
+        if sig is None:
+            return None
+        params = [
+            (p.name, int(p.kind), p.default is not p.empty) for p in sig.parameters.values()
+        ]
+    if kind in ("method", "classmethod") and params and params[0][1] in (
+        _POSITIONAL_ONLY,
+        _POSITIONAL_OR_KEYWORD,
+    ):
+        params = params[1:]
+    return tuple(params)
 
 
 class _Text:
@@ -204,8 +272,8 @@ def _display(sig: inspect.Signature) -> str:
 
 
 def _summary(func: Any) -> str:
-    doc = inspect.getdoc(func) if func is not None else None
-    return doc.strip().splitlines()[0] if doc else ""
+    doc = getattr(func, "__doc__", None) if func is not None else None
+    return doc.strip().splitlines()[0].strip() if doc and doc.strip() else ""
 
 
 def register_contract_class(cls: type) -> None:
@@ -226,20 +294,20 @@ def register_contract_class(cls: type) -> None:
         kind, func = _kind_of(raw)
         if name in attributes:
             members[name] = ContractMethod(
-                name, attributes.pop(name), False, "attribute", None, cls, ""
+                name, attributes.pop(name), False, "attribute", cls, "", None, None
             )
             continue
         mark = getattr(func, _MARK, None) if func is not None else None
         if mark is None:
             errors.append(f"{cls.__name__}.{name} has no @active/@reserved marker")
             continue
-        signature = None if kind == "property" else _callable_signature(kind, func)
+        params = None if kind == "property" else _params(kind, func)
         members[name] = ContractMethod(
-            name, mark.status, mark.required, kind, signature, cls, _summary(func)  # type: ignore[arg-type]
+            name, mark.status, mark.required, kind, cls, _summary(func), func, params  # type: ignore[arg-type]
         )
     for name, status in attributes.items():
         # Declared attributes that only have an annotation (no value) still count.
-        members[name] = ContractMethod(name, status, False, "attribute", None, cls, "")
+        members[name] = ContractMethod(name, status, False, "attribute", cls, "", None, None)
     if errors:
         raise TypeError("invalid contract class:\n  - " + "\n  - ".join(errors))
     _OWN_MEMBERS[cls] = members
@@ -276,7 +344,7 @@ def describe_contract(cls: type) -> list[ContractMethod]:
 # Override checks
 # --------------------------------------------------------------------------------------
 
-_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+_POSITIONAL = (_POSITIONAL_ONLY, _POSITIONAL_OR_KEYWORD)
 _KIND_WORDS = {
     "method": "an instance method",
     "classmethod": "a classmethod",
@@ -286,67 +354,75 @@ _KIND_WORDS = {
 }
 
 
-def _signature_reasons(base: inspect.Signature, over: inspect.Signature) -> list[str]:
+def _signature_reasons(base: tuple[_Param, ...], over: tuple[_Param, ...]) -> list[str]:
     """Why ``over`` cannot accept every call that ``base`` accepts (empty if it can)."""
-    empty = inspect.Parameter.empty
     reasons: list[str] = []
-    b_params = list(base.parameters.values())
-    o_params = list(over.parameters.values())
-    b_pos = [p for p in b_params if p.kind in _POSITIONAL]
-    o_pos = [p for p in o_params if p.kind in _POSITIONAL]
-    o_var_pos = any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in o_params)
-    o_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in o_params)
+    b_pos = [p for p in base if p[1] in _POSITIONAL]
+    o_pos = [p for p in over if p[1] in _POSITIONAL]
+    o_var_pos = any(p[1] == _VAR_POSITIONAL for p in over)
+    o_var_kw = any(p[1] == _VAR_KEYWORD for p in over)
 
-    b_names = [p.name for p in b_pos]
-    o_names = [p.name for p in o_pos[: len(b_pos)]]
+    b_names = [p[0] for p in b_pos]
+    o_names = [p[0] for p in o_pos[: len(b_pos)]]
     reordered = (
         len(o_names) == len(b_names) and o_names != b_names and sorted(o_names) == sorted(b_names)
     )
     if reordered:
-        reasons.append(f"parameters reordered: the contract has ({', '.join(b_names)}), "
-                       f"this has ({', '.join(o_names)})")
+        reasons.append(
+            f"parameters reordered: the contract has ({', '.join(b_names)}), "
+            f"this has ({', '.join(o_names)})"
+        )
 
-    for index, bp in enumerate(b_pos):
+    for index, (b_name, b_kind, b_default) in enumerate(b_pos):
         if index < len(o_pos):
-            op = o_pos[index]
-            if bp.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and not reordered:
-                if op.name != bp.name:
+            o_name, o_kind, o_default = o_pos[index]
+            if b_kind == _POSITIONAL_OR_KEYWORD and not reordered:
+                if o_name != b_name:
                     reasons.append(
-                        f"parameter {index + 1} is named {op.name!r}; the contract names it "
-                        f"{bp.name!r} (callers may pass {bp.name}=...)"
+                        f"parameter {index + 1} is named {o_name!r}; the contract names it "
+                        f"{b_name!r} (callers may pass {b_name}=...)"
                     )
-                elif op.kind is inspect.Parameter.POSITIONAL_ONLY:
-                    reasons.append(f"parameter {bp.name!r} is positional-only here; callers may pass it by keyword")
-            if bp.default is not empty and op.default is empty:
-                reasons.append(f"parameter {op.name!r} has no default; the contract's {bp.name!r} is optional")
+                elif o_kind == _POSITIONAL_ONLY:
+                    reasons.append(
+                        f"parameter {b_name!r} is positional-only here; callers may pass it by keyword"
+                    )
+            if b_default and not o_default:
+                reasons.append(
+                    f"parameter {o_name!r} has no default; the contract's {b_name!r} is optional"
+                )
         elif o_var_pos:
-            if bp.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and not o_var_kw:
-                reasons.append(f"parameter {bp.name!r} cannot be passed by keyword here")
+            if b_kind == _POSITIONAL_OR_KEYWORD and not o_var_kw:
+                reasons.append(f"parameter {b_name!r} cannot be passed by keyword here")
         else:
-            reasons.append(f"missing parameter {bp.name!r}")
+            reasons.append(f"missing parameter {b_name!r}")
 
-    o_by_name = {p.name: p for p in o_params}
-    for bp in b_params:
-        if bp.kind is inspect.Parameter.KEYWORD_ONLY:
-            op = o_by_name.get(bp.name)
-            if op is None or op.kind not in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+    o_by_name = {p[0]: p for p in over}
+    for b_name, b_kind, b_default in base:
+        if b_kind == _KEYWORD_ONLY:
+            match = o_by_name.get(b_name)
+            if match is None or match[1] not in (_KEYWORD_ONLY, _POSITIONAL_OR_KEYWORD):
                 if not o_var_kw:
-                    reasons.append(f"missing keyword-only parameter {bp.name!r}")
-            elif bp.default is not empty and op.default is empty:
-                reasons.append(f"parameter {bp.name!r} has no default; the contract's is optional")
-        elif bp.kind is inspect.Parameter.VAR_POSITIONAL and not o_var_pos:
-            reasons.append(f"the contract accepts *{bp.name}; this does not")
-        elif bp.kind is inspect.Parameter.VAR_KEYWORD and not o_var_kw:
-            reasons.append(f"the contract accepts **{bp.name}; this does not")
+                    reasons.append(f"missing keyword-only parameter {b_name!r}")
+            elif b_default and not match[2]:
+                reasons.append(f"parameter {b_name!r} has no default; the contract's is optional")
+        elif b_kind == _VAR_POSITIONAL and not o_var_pos:
+            reasons.append(f"the contract accepts *{b_name}; this does not")
+        elif b_kind == _VAR_KEYWORD and not o_var_kw:
+            reasons.append(f"the contract accepts **{b_name}; this does not")
 
-    known = {p.name for p in b_params}
-    for index, op in enumerate(o_pos):
-        if index >= len(b_pos) and op.default is empty:
-            reasons.append(f"new required parameter {op.name!r}")
-    for op in o_params:
-        if op.kind is inspect.Parameter.KEYWORD_ONLY and op.name not in known and op.default is empty:
-            reasons.append(f"new required keyword-only parameter {op.name!r}")
+    known = {p[0] for p in base}
+    for index, (o_name, _kind, o_default) in enumerate(o_pos):
+        if index >= len(b_pos) and not o_default:
+            reasons.append(f"new required parameter {o_name!r}")
+    for o_name, o_kind, o_default in over:
+        if o_kind == _KEYWORD_ONLY and o_name not in known and not o_default:
+            reasons.append(f"new required keyword-only parameter {o_name!r}")
     return reasons
+
+
+def _rendered(name: str, kind: str, func: Any) -> str:
+    signature = _inspect_signature(kind, func)
+    return f"{name}{_display(signature)}" if signature is not None else name
 
 
 def _check_member(owner: type, name: str, raw: Any, member: ContractMethod) -> OverrideProblem | None:
@@ -375,19 +451,18 @@ def _check_member(owner: type, name: str, raw: Any, member: ContractMethod) -> O
             owner.__name__, name, "binding",
             f"{where}: {member.qualname} is {_KIND_WORDS[member.kind]}; {detail}",
         )
-    if member.signature is None:
+    if member.params is None:
         return None
-    signature = _callable_signature(kind, func)
-    if signature is None:
+    params = _params(kind, func)
+    if params is None:
         return None
-    reasons = _signature_reasons(member.signature, signature)
+    reasons = _signature_reasons(member.params, params)
     if not reasons:
         return None
     return OverrideProblem(
         owner.__name__, name, "signature",
-        f"{where}{_display(signature)} is incompatible with "
-        f"{member.qualname}{_display(member.signature)}: "
-        + "; ".join(reasons),
+        f"{owner.__name__}.{_rendered(name, kind, func)} is incompatible with "
+        f"{member.declared_in.__name__}.{member.render()}: " + "; ".join(reasons),
     )
 
 
@@ -405,6 +480,8 @@ def _check_namespace(owner: type, contract: dict[str, ContractMethod]) -> list[O
             continue
         member = contract.get(name)
         if member is None:
+            import difflib
+
             close = difflib.get_close_matches(name, contract, n=1, cutoff=0.75)
             hint = f"did you mean {close[0]!r}? " if close else ""
             problems.append(OverrideProblem(

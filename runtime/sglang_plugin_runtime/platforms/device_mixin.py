@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -278,6 +277,8 @@ class DeviceMixin:
         """Seed ``random``, numpy and torch (when installed) for reproducible runs."""
         if seed is None:
             return
+        import random
+
         random.seed(seed)
         try:
             import numpy

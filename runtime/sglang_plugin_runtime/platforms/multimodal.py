@@ -12,7 +12,6 @@ differences.
 from __future__ import annotations
 
 import logging
-from pkgutil import resolve_name
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from . import _contract
@@ -275,6 +274,8 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     @active
     def get_attn_backend(self, *args: Any, **kwargs: Any) -> Any:
         """Resolve ``get_attn_backend_cls_str(...)`` to the class it names."""
+        from pkgutil import resolve_name
+
         return resolve_name(self.get_attn_backend_cls_str(*args, **kwargs))
 
     @classmethod
