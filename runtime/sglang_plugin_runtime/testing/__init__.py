@@ -1,21 +1,34 @@
 """Testing kit for plugin authors, and a pytest plugin (registered through the ``pytest11`` entry point).
 
-Helpers: fake distributions on ``sys.path`` without installing, a simulated torch device module, and a
-conformance check for platform classes. Importing this module is cheap (pytest imports it at start-up in every
-project where the runtime is installed): the helpers are imported on first use.
+Fixtures (in every pytest run where the runtime is installed): ``plugin_env``, ``fake_distributions``,
+``hook_registry``, ``platform_override`` and ``simulated_device``. Helpers: fake distributions on ``sys.path``
+without installing, a simulated torch device module, and a conformance check for platform classes.
+
+Importing this module is cheap (pytest imports it at start-up in every project where the runtime is installed):
+it imports neither pytest nor torch, and the helpers are imported on first use. See docs/testing-kit.md.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+#: Read by pytest when it registers this module as a plugin: the fixtures live in their own module, so that
+#: importing the kit outside pytest does not import pytest.
+pytest_plugins = ["sglang_plugin_runtime.testing._fixtures"]
+
 if TYPE_CHECKING:
     from ._conformance import ConformanceProblem, assert_platform_conformance, check_platform_conformance
+    from ._environment import PluginEnv
     from ._fake_distributions import write_fake_distribution
+    from ._fake_site import FakeDistributions
+    from ._platform_override import PlatformOverride
     from ._simulated_device import SimulatedDevice, simulated_device
 
 __all__ = [
     "ConformanceProblem",
+    "FakeDistributions",
+    "PlatformOverride",
+    "PluginEnv",
     "SimulatedDevice",
     "assert_platform_conformance",
     "check_platform_conformance",
@@ -24,6 +37,9 @@ __all__ = [
 ]
 
 _LAZY = {
+    "FakeDistributions": "._fake_site",
+    "PlatformOverride": "._platform_override",
+    "PluginEnv": "._environment",
     "ConformanceProblem": "._conformance",
     "assert_platform_conformance": "._conformance",
     "check_platform_conformance": "._conformance",

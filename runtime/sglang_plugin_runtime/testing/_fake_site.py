@@ -1,0 +1,93 @@
+"""A folder of fake installed distributions on ``sys.path``, cleaned up completely afterwards."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Mapping
+
+from ._fake_distributions import EntryPoints, write_fake_distribution
+
+
+class FakeDistributions:
+    """Write fake distributions into ``root`` and make the runtime see them, as if ``pip install``-ed.
+
+    Call the object to add one distribution. :meth:`stop` removes ``root`` from ``sys.path``, forgets every module
+    imported from it, and drops the runtime's cached discovery, load state and any platform selected from it,
+    so nothing leaks into the next test.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._entry = str(self.root)
+        self._started = False
+
+    def start(self) -> FakeDistributions:
+        if not self._started:
+            sys.path.insert(0, self._entry)
+            self._started = True
+            self.refresh()
+        return self
+
+    def __call__(
+        self,
+        name: str,
+        version: str = "1.0",
+        entry_points: EntryPoints | None = None,
+        modules: Mapping[str, str] | None = None,
+        *,
+        entry_points_text: str | None = None,
+    ) -> Path:
+        """Write distribution ``name`` (``entry_points`` as ``{group: {name: "module:attr"}}``, ``modules`` as
+        ``{"pkg/__init__.py": source}``) and return its ``.dist-info`` folder; discovery sees it immediately."""
+        if not self._started:
+            raise RuntimeError("FakeDistributions.start() must be called before adding distributions")
+        dist_info = write_fake_distribution(
+            self.root, name, version, entry_points, modules, entry_points_text=entry_points_text
+        )
+        self.refresh()
+        return dist_info
+
+    add = __call__
+
+    def refresh(self) -> None:
+        """Make new files visible: the import system's directory caches and the runtime's discovery scan."""
+        from .._discovery import refresh_discovery
+        from .._loading import reset_load_state
+
+        importlib.invalidate_caches()
+        refresh_discovery()
+        reset_load_state()
+
+    def imported_modules(self) -> list[str]:
+        """Names of the modules in ``sys.modules`` that were imported from ``root``."""
+        prefix = os.path.join(os.path.realpath(self._entry), "")
+        names = []
+        for name, module in list(sys.modules.items()):
+            locations = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
+            if any(isinstance(p, str) and os.path.realpath(p).startswith(prefix) for p in locations):
+                names.append(name)
+        return names
+
+    def stop(self) -> None:
+        if not self._started:
+            return
+        from .._namespace import known_namespaces
+        from .._selection import platform_holder
+
+        removed = set(self.imported_modules())
+        for name in removed:
+            sys.modules.pop(name, None)
+        while self._entry in sys.path:
+            sys.path.remove(self._entry)
+        sys.path_importer_cache.pop(self._entry, None)
+        for namespace in known_namespaces():
+            holder = platform_holder(namespace)
+            selection = holder.peek_selection()
+            if selection is not None and selection.platform_class.__module__ in removed:
+                holder.reset()
+        self._started = False
+        self.refresh()

@@ -1,0 +1,89 @@
+"""The pytest fixtures of the testing kit; pytest loads this module through ``sglang_plugin_runtime.testing``.
+
+Every fixture undoes what it did when the test ends, whether it passed or failed, so tests can run in any order
+and in parallel workers without seeing each other's environment, distributions, platforms or patches.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from ._environment import PluginEnv
+from ._fake_site import FakeDistributions
+from ._platform_override import PlatformOverride
+
+
+@pytest.fixture
+def plugin_env() -> Iterator[PluginEnv]:
+    """The plugin environment variables, all unset; set them with ``plugin_env.set()`` / ``.platform()`` /
+    ``.plugins()`` / ``.strict()``; every one is restored after the test."""
+    env = PluginEnv().start()
+    try:
+        yield env
+    finally:
+        env.stop()
+
+
+@pytest.fixture
+def hook_registry() -> Iterator[Any]:
+    """An empty hook registry for this test; every patch it applied is undone and the previous registry state
+    comes back afterwards. Yields the registry to call ``register()`` / ``apply_hooks()`` on."""
+    from ..plugins import hook_registry as module
+
+    isolated = getattr(module, "isolated_registry", None)
+    if isolated is not None:
+        with isolated() as registry:
+            yield registry if registry is not None else module.HookRegistry
+        return
+    registry = module.HookRegistry
+    registry.reset()
+    try:
+        yield registry
+    finally:
+        registry.reset()
+
+
+@pytest.fixture
+def platform_override() -> Iterator[PlatformOverride]:
+    """Set (``.set(cls_or_instance)``), forget (``.reset()``) or re-select (``.select()``) the current platform;
+    the platform of every namespace is exactly what it was before the test afterwards."""
+    override = PlatformOverride().start()
+    try:
+        yield override
+    finally:
+        override.stop()
+
+
+@pytest.fixture
+def fake_distributions(tmp_path: Path, hook_registry: Any, platform_override: PlatformOverride) -> Iterator[FakeDistributions]:
+    """A factory writing fake installed distributions into a folder on ``sys.path``:
+    ``fake_distributions("my-dist", entry_points={...}, modules={...})``. Discovery, ``load_plugins()`` state,
+    hooks registered by the fake plugins, their imported modules and the path entry are all gone afterwards."""
+    site = FakeDistributions(tmp_path / "fake-site").start()
+    try:
+        yield site
+    finally:
+        site.stop()
+
+
+@pytest.fixture
+def simulated_device() -> Iterator[Callable[..., Any]]:
+    """A factory for simulated torch device modules: ``sim = simulated_device("npu", device_count=2)`` installs
+    ``torch.npu`` now; every one started is stopped (in reverse order) after the test. Needs torch."""
+    from ._simulated_device import SimulatedDevice, simulated_device as make
+
+    started: list[SimulatedDevice] = []
+
+    def factory(device_type: str = "npu", **options: Any) -> SimulatedDevice:
+        device = make(device_type, **options).start()
+        started.append(device)
+        return device
+
+    try:
+        yield factory
+    finally:
+        for device in reversed(started):
+            device.stop()

@@ -1,0 +1,69 @@
+"""Override or re-select the current platform in a test, and put the previous one back afterwards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._namespace import PluginNamespace, get_namespace, known_namespaces
+from .._selection import PlatformHolder, PlatformSelection, platform_holder
+
+
+def _snapshot(holder: PlatformHolder) -> tuple[Any, Any]:
+    with holder._lock:
+        return holder._platform, holder._selection
+
+
+def _restore(holder: PlatformHolder, state: tuple[Any, Any]) -> None:
+    with holder._lock:
+        holder._platform, holder._selection = state
+
+
+class PlatformOverride:
+    """Set, reset or re-select ``current_platform`` per namespace; :meth:`stop` restores what was there before.
+
+    Restoring is exact: a platform resolved before the test is the same instance afterwards, and one that was not
+    resolved yet is left unresolved.
+    """
+
+    def __init__(self) -> None:
+        self._saved: dict[str, tuple[PlatformHolder, tuple[Any, Any]]] = {}
+
+    def start(self) -> PlatformOverride:
+        for namespace in known_namespaces():
+            self._remember(namespace)
+        return self
+
+    def _remember(self, namespace: PluginNamespace) -> PlatformHolder:
+        holder = platform_holder(namespace)
+        if namespace.name not in self._saved:
+            self._saved[namespace.name] = (holder, _snapshot(holder))
+        return holder
+
+    def set(self, platform: Any, namespace: str | PluginNamespace = "srt") -> Any:
+        """Make ``platform`` (an instance, or a class to instantiate) current; returns the instance."""
+        holder = self._remember(get_namespace(namespace))
+        holder.override(platform)
+        return holder.get()
+
+    def reset(self, namespace: str | PluginNamespace = "srt", *, rescan: bool = False) -> None:
+        """Forget the current platform, so the next access runs the real selection (``rescan``: rescan too)."""
+        from .._discovery import refresh_discovery
+
+        self._remember(get_namespace(namespace)).reset()
+        if rescan:
+            refresh_discovery()
+
+    def select(self, namespace: str | PluginNamespace = "srt") -> PlatformSelection:
+        """Run the real selection now (with the current environment) and return its provenance."""
+        holder = self._remember(get_namespace(namespace))
+        holder.reset()
+        return holder.selection()
+
+    def current(self, namespace: str | PluginNamespace = "srt") -> Any:
+        """The current platform instance, selecting it if needed."""
+        return self._remember(get_namespace(namespace)).get()
+
+    def stop(self) -> None:
+        for holder, state in self._saved.values():
+            _restore(holder, state)
+        self._saved.clear()
