@@ -1,0 +1,228 @@
+"""The fused wrapper: one generated function runs a target's whole hook chain.
+
+SGLang nests one closure per hook. Here the chain is compiled once, when the target is
+(re)built, into straight-line code: BEFORE and AFTER hooks between two AROUND hooks run inline in
+one frame, and each AROUND gets one extra function (its ``original_fn``) only where there is
+something left to run inside it. Hooks are bound as closure constants, so a call does no tuple
+iteration and no per-hook dispatch.
+
+The semantics are exactly those of SGLang's nesting; ``hooks`` arrives outermost first:
+
+- BEFORE ``fn(*args, **kwargs) -> (args, kwargs) | None`` replaces the arguments seen by
+  everything inside it;
+- AFTER ``fn(result, *args, **kwargs) -> new | None`` sees the arguments as they were at its own
+  level (inner BEFORE hooks do not leak outwards) and may replace the result;
+- AROUND ``fn(original_fn, *args, **kwargs)`` receives a callable that runs the rest of the chain.
+
+For ``async def`` targets the wrapper is ``async def`` too. An ``async def`` hook is awaited; a
+plain AROUND (or REPLACE) hook's return value is awaited when it is awaitable, so a sync timer that
+returns ``original_fn(...)`` works unchanged.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+import itertools
+import linecache
+from collections.abc import Callable, Sequence
+
+from ._types import HookType
+
+_counter = itertools.count(1)
+_BEFORE = HookType.BEFORE
+_AFTER = HookType.AFTER
+_AROUND = HookType.AROUND
+
+#: Set on every generated wrapper; holds the canonical target it was built for.
+WRAPPER_MARKER = "__sglang_hook_target__"
+
+
+def is_async_callable(obj: object) -> bool:
+    """True for ``async def`` functions (and partials of them), False for async generators."""
+    return inspect.iscoroutinefunction(obj)
+
+
+def check_hook_kinds(
+    func: object, hooks: Sequence[tuple[HookType, Callable[..., object]]]
+) -> None:
+    """Reject combinations that cannot work: an ``async def`` hook on a synchronous target."""
+    if is_async_callable(func):
+        return
+    for hook_type, hook in hooks:
+        if hook_type is not HookType.REPLACE and is_async_callable(hook):
+            raise TypeError(
+                f"{hook_type.name} hook {getattr(hook, '__qualname__', hook)!r} is 'async def' "
+                "but the target is synchronous; its coroutine would never be awaited"
+            )
+
+
+def build_wrapper(
+    func: Callable[..., object],
+    core: Callable[..., object],
+    hooks: Sequence[tuple[HookType, Callable[..., object]]],
+    label: str,
+) -> Callable[..., object]:
+    """Compile the chain ``hooks`` (outermost first, no REPLACE) around ``core``.
+
+    ``func`` is the original target: it supplies the metadata (``__wrapped__``, names, doc) and
+    decides whether the wrapper is a coroutine function.
+    """
+    is_async = is_async_callable(func)
+    segments: list[tuple[list[tuple[int, HookType]], int | None]] = []
+    current: list[tuple[int, HookType]] = []
+    for index, (hook_type, _hook) in enumerate(hooks):
+        if hook_type is _AROUND:
+            segments.append((current, index))
+            current = []
+        elif hook_type is _BEFORE or hook_type is _AFTER:
+            current.append((index, hook_type))
+        else:
+            raise ValueError(f"Unknown hook type in chain: {hook_type!r}")
+    segments.append((current, None))
+
+    hook_async = [is_async and is_async_callable(hook) for _t, hook in hooks]
+    core_async = is_async and is_async_callable(core)
+
+    def callable_name(k: int) -> str:
+        ops, terminator = segments[k]
+        if k > 0 and not ops and terminator is None:
+            return "_core"
+        return "_hook_wrapper" if k == 0 else f"_chain{k}"
+
+    body: list[str] = []
+    for k in range(len(segments) - 1, -1, -1):
+        if k > 0 and callable_name(k) == "_core":
+            continue
+        body.extend(_segment_source(k, segments, callable_name, hook_async, core_async, is_async))
+    params = ", ".join(["_core", "_isawaitable"] + [f"_h{i}" for i in range(len(hooks))])
+    source = f"def _make({params}):\n" + "".join(f"    {line}\n" for line in body)
+    source += "    return _hook_wrapper\n"
+
+    filename = f"<sglang-plugin hooks for {label} #{next(_counter)}>"
+    code = compile(source, filename, "exec")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict[str, object] = {"__builtins__": builtins, "__name__": __name__}
+    exec(code, namespace)
+    make = namespace["_make"]
+    wrapper = make(core, inspect.isawaitable, *(hook for _t, hook in hooks))  # type: ignore[operator]
+    functools.update_wrapper(wrapper, func)  # type: ignore[arg-type]
+    setattr(wrapper, WRAPPER_MARKER, label)
+    return wrapper  # type: ignore[no-any-return]
+
+
+#: Calls without keyword arguments and with up to this many positional ones get a specialised
+#: path that calls hooks with plain positional arguments (CPython calls those much faster than
+#: ``f(*args, **kwargs)``). Other calls take the generic path; results are identical.
+_FAST_ARITY = 3
+
+
+def _segment_source(
+    k: int,
+    segments: list[tuple[list[tuple[int, HookType]], int | None]],
+    callable_name: Callable[[int], str],
+    hook_async: list[bool],
+    core_async: bool,
+    is_async: bool,
+) -> list[str]:
+    ops, terminator = segments[k]
+    if terminator is None:
+        head, certain_await = "_core(", core_async
+    else:
+        head, certain_await = f"_h{terminator}({callable_name(k + 1)}, ", hook_async[terminator]
+    ctx = _Emitter(ops, head, certain_await, hook_async, is_async)
+    lines = [
+        f"{'async ' if is_async else ''}def {callable_name(k)}(*args, **kwargs):",
+        "    __tracebackhide__ = True",
+    ]
+    befores = sum(1 for _i, t in ops if t is _BEFORE)
+    if befores <= 3:
+        lines.append("    if not kwargs:")
+        lines.append("        _n = len(args)")
+        for n in range(_FAST_ARITY + 1):
+            names = [f"_p{j}" for j in range(n)]
+            lines.append(f"        {'if' if n == 0 else 'elif'} _n == {n}:")
+            if n:
+                lines.append(f"            {', '.join(names)}, = args")
+            ctx.emit(lines, 3, 0, ", ".join(names), [])
+    ctx.emit(lines, 1, 0, None, [])
+    return lines
+
+
+class _Emitter:
+    """Writes the straight-line code of one segment, for one argument mode.
+
+    ``positional`` is the argument list of the fast path (``"_p0, _p1"``) or ``None`` for the
+    generic ``*args, **kwargs`` mode. A BEFORE that returns new arguments switches the rest of
+    the segment to the generic mode.
+    """
+
+    def __init__(
+        self,
+        ops: list[tuple[int, HookType]],
+        head: str,
+        certain_await: bool,
+        hook_async: list[bool],
+        is_async: bool,
+    ) -> None:
+        self.ops = ops
+        self.head = head
+        self.certain_await = certain_await
+        self.hook_async = hook_async
+        self.is_async = is_async
+
+    def emit(
+        self,
+        out: list[str],
+        depth: int,
+        start: int,
+        positional: str | None,
+        afters: list[tuple[int, str]],
+    ) -> None:
+        pad = "    " * depth
+        generic = "*args, **kwargs"
+        spread = generic if positional is None else positional
+        afters = list(afters)
+        for pos in range(start, len(self.ops)):
+            i, hook_type = self.ops[pos]
+            aw = "await " if self.hook_async[i] else ""
+            if hook_type is _BEFORE:
+                out.append(f"{pad}_r = {aw}_h{i}({spread})")
+                if positional is None:
+                    out += [f"{pad}if _r is not None:", f"{pad}    args, kwargs = _r"]
+                    continue
+                out += [f"{pad}if _r is not None:", f"{pad}    args, kwargs = _r"]
+                self.emit(out, depth + 1, pos + 1, None, afters)
+                continue
+            if positional is None and any(t is _BEFORE for _i, t in self.ops[pos + 1 :]):
+                # An inner BEFORE may replace the arguments; this AFTER keeps its own level's.
+                out.append(f"{pad}_a{i}, _k{i} = args, kwargs")
+                afters.append((i, f"*_a{i}, **_k{i}"))
+            else:
+                afters.append((i, spread))
+        call = f"{self.head}{spread})" if spread else f"{self.head.rstrip(', ')})"
+        if self.certain_await:
+            first = [f"_res = await {call}"]
+        elif self.is_async:
+            first = [f"_res = {call}", "if _isawaitable(_res):", "    _res = await _res"]
+        else:
+            first = [f"_res = {call}"]
+        if not afters:
+            if self.certain_await:
+                out.append(f"{pad}return await {call}")
+            elif self.is_async:
+                out += [pad + line for line in first] + [f"{pad}return _res"]
+            else:
+                out.append(f"{pad}return {call}")
+            return
+        out += [pad + line for line in first]
+        for i, after_spread in reversed(afters):
+            aw = "await " if self.hook_async[i] else ""
+            sep = ", " if after_spread else ""
+            out += [
+                f"{pad}_m = {aw}_h{i}(_res{sep}{after_spread})",
+                f"{pad}if _m is not None:",
+                f"{pad}    _res = _m",
+            ]
+        out.append(f"{pad}return _res")
