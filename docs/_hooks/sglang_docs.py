@@ -1,0 +1,108 @@
+"""MkDocs hooks of the SGLang plugin kit's docs (listed under ``hooks:`` in mkdocs.yml).
+
+- ``on_config``: writes the demo installation (``demo_site.py``) into a temporary ``site-packages`` folder and
+  sets the environment every ``exec="on"`` block runs in: that folder on ``PYTHONPATH``, the venv's ``bin`` first on
+  ``PATH`` (so ``sglang-plugins`` is the one of this checkout), no ``SGLANG_*`` variables, a fixed width, no colour.
+  So the CLI output on the site is produced by running the command, at every build.
+- ``on_page_markdown``: replaces ``<!-- sglang-docs: contract-table module:Class [own] -->`` with the platform
+  contract table generated from the code's own ``@active`` / ``@reserved`` markers
+  (``sglang_plugin_runtime.platforms._contract.describe_contract``), and strips the doc-test options
+  (``test="..."``, ``group="..."``, ``site="..."``) from code fences so they never reach the page.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from demo_site import build_demo_site  # noqa: E402
+
+_state: dict[str, Any] = {}
+
+_MARKER = re.compile(r"^<!--\s*sglang-docs:\s*contract-table\s+(?P<target>[\w.]+[:.]\w+)(?P<own>\s+own)?\s*-->\s*$", re.M)
+# A fence opener with our doc-test options: ```py test="skip" / ```python group="tour" site="demo".
+_FENCE_OPTION = re.compile(r'^(?P<open>\s*(?:```|~~~)[^\n]*?)\s+(?:test|group|site|reason)="[^"]*"', re.M)
+
+
+def on_config(config: Any) -> Any:
+    old = _state.pop("tmp", None)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
+    tmp = tempfile.mkdtemp(prefix="sglang-docs-")
+    _state["tmp"] = tmp
+    site = build_demo_site(Path(tmp) / "site-packages")
+    for name in [k for k in os.environ if k.startswith("SGLANG_")]:
+        del os.environ[name]
+    os.environ["PYTHONPATH"] = str(site)
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    os.environ["SGLANG_DOCS_DEMO_SITE"] = str(site)
+    os.environ["COLUMNS"] = "100"
+    os.environ["NO_COLOR"] = "1"
+    os.environ.pop("FORCE_COLOR", None)
+    return config
+
+
+def on_shutdown() -> None:
+    tmp = _state.pop("tmp", None)
+    if tmp:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _resolve(target: str) -> type:
+    module, _, name = target.partition(":") if ":" in target else target.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def _cell(text: str, *, code: bool = False) -> str:
+    # Python-Markdown's tables never split on a pipe inside a code span, and print a backslash there verbatim.
+    text = text.replace("\n", " ")
+    return f"`{text}`" if code else text.replace("|", "\\|")
+
+
+def contract_table(cls: type, *, own_only: bool = False) -> str:
+    """The Markdown table of ``cls``'s platform contract, one row per member, in declaration order."""
+    from sglang_plugin_runtime.platforms._contract import describe_contract
+
+    rows = [
+        "| member | kind | a host calls it | must override | declared in | what it is for |",
+        "|---|---|---|---|---|---|",
+    ]
+    for member in describe_contract(cls):
+        if own_only and member.declared_in is not cls:
+            continue
+        status = "yes (active)" if member.status == "active" else "not yet (reserved)"
+        rows.append(
+            "| "
+            + " | ".join(
+                [
+                    _cell(member.render(), code=True),
+                    member.kind,
+                    status,
+                    "**yes**" if member.required else "no",
+                    f"`{member.declared_in.__name__}`",
+                    _cell(member.summary),
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(rows)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    def render(match: re.Match[str]) -> str:
+        return contract_table(_resolve(match.group("target")), own_only=bool(match.group("own")))
+
+    markdown = _MARKER.sub(render, markdown)
+    while True:
+        stripped = _FENCE_OPTION.sub(r"\g<open>", markdown)
+        if stripped == markdown:
+            return markdown
+        markdown = stripped

@@ -1,0 +1,260 @@
+"""The doc-test machinery: find every Python example in README.md and docs/, run each in a fresh process.
+
+Used by ``tests/test_docs.py`` (the real docs) and ``tests/test_docs_machinery.py`` (a broken example fails).
+The conventions it implements are the ones docs/contributing.md documents:
+
+- A fence whose language is ``python`` or ``py`` is executed, as its own fresh ``python`` process in an empty
+  temporary folder with no ``SGLANG_*`` variables set: exactly what a reader gets by pasting it into a file.
+  A failure names the page and the line (the script is padded so its line numbers are the page's).
+- ``test="skip"`` (with a ``reason="..."``): not run. For fragments and code that needs what a test machine has
+  not (hardware, the network).
+- ``group="NAME"``: the blocks of one page with the same group run in order, as one script (a tutorial).
+- ``site="demo"``: the docs' demo installation (``docs/_hooks/demo_site.py``) is on ``PYTHONPATH``.
+- A block with ``#>`` lines is run with pytest-examples' print check: every ``print()`` in it must be followed by
+  the ``#>`` lines it prints.
+- ``exec="on"``: run by markdown-exec when the site is built (``make docs``), not here.
+
+Run as a script (``python tests/_docs_support.py print-check PAGE LINE...``) it is the child process of a
+print-checked example.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DOCS_DIR = REPO_ROOT / "docs"
+RUN_LANGUAGES = {"py", "python", "python3"}
+TIMEOUT_S = 120
+
+
+def doc_files(root: Path = REPO_ROOT) -> list[Path]:
+    """README.md and every page of docs/ (not the build hooks), sorted."""
+    docs = sorted(p for p in (root / "docs").rglob("*.md") if "_hooks" not in p.relative_to(root / "docs").parts)
+    readme = root / "README.md"
+    return ([readme] if readme.exists() else []) + docs
+
+
+def _language(prefix: str) -> str:
+    words = prefix.strip(" {}").split()
+    return words[0].lstrip(".") if words else ""
+
+
+def _is_exec(settings: dict[str, str]) -> bool:
+    return settings.get("exec", "").lower() in {"1", "on", "true", "yes"}
+
+
+@dataclass
+class DocExample:
+    """One test: a single fenced block, or the blocks of one group of one page."""
+
+    path: Path
+    examples: list = field(default_factory=list)  # pytest_examples.CodeExample
+    group: str | None = None
+    site: str | None = None
+    skip_reason: str | None = None
+
+    @property
+    def first_line(self) -> int:
+        return self.examples[0].start_line
+
+    def label(self, root: Path = REPO_ROOT) -> str:
+        try:
+            rel = self.path.relative_to(root)
+        except ValueError:
+            rel = self.path
+        where = f"{rel}:{self.first_line}"
+        return f"{where}[{self.group}]" if self.group else where
+
+    @property
+    def checks_prints(self) -> bool:
+        return any(re.search(r"^\s*#>", ex.source, re.M) for ex in self.examples)
+
+
+def collect(paths: Iterable[Path]) -> list[DocExample]:
+    """Every runnable example of ``paths``, in page order; skipped ones carry their reason."""
+    from pytest_examples import find_examples
+
+    tests: list[DocExample] = []
+    for path in paths:
+        groups: dict[str, DocExample] = {}
+        for example in find_examples(path):
+            if _language(example.prefix) not in RUN_LANGUAGES:
+                continue
+            settings = example.prefix_settings()
+            if _is_exec(settings):
+                continue  # markdown-exec runs it at build time
+            group = settings.get("group")
+            site = settings.get("site")
+            if group is not None and group in groups:
+                test = groups[group]
+                test.examples.append(example)
+                test.site = test.site or site
+                continue
+            test = DocExample(path, [example], group, site)
+            if settings.get("test") == "skip":
+                test.skip_reason = settings.get("reason", "marked test=\"skip\"")
+            if group is not None:
+                groups[group] = test
+            tests.append(test)
+    return tests
+
+
+def invalid_settings(paths: Iterable[Path]) -> list[str]:
+    """Fence options the runner does not understand (a typo would silently change what runs)."""
+    from pytest_examples import find_examples
+
+    problems = []
+    for path in paths:
+        for example in find_examples(path):
+            if _language(example.prefix) not in RUN_LANGUAGES:
+                continue
+            settings = example.prefix_settings()
+            where = f"{path}:{example.start_line}"
+            if settings.get("test") not in (None, "skip", "run"):
+                problems.append(f'{where}: test="{settings["test"]}" (use test="skip" or nothing)')
+            if settings.get("site") not in (None, "demo"):
+                problems.append(f'{where}: site="{settings["site"]}" (only site="demo" exists)')
+            if settings.get("test") == "skip" and "reason" not in settings:
+                problems.append(f'{where}: test="skip" needs reason="..." saying why it cannot run')
+    return problems
+
+
+@dataclass
+class RunResult:
+    ok: bool
+    output: str
+    line: int | None = None
+    error: str = ""
+
+    def report(self, label: str) -> str:
+        head = f"{label}: example failed"
+        if self.line is not None:
+            head += f" at line {self.line}"
+        if self.error:
+            head += f": {self.error}"
+        return f"{head}\n\n{self.output}"
+
+
+def _padded_script(test: DocExample) -> str:
+    """The example(s) as one script whose line N is line N of the page."""
+    lines: list[str] = []
+    for example in test.examples:
+        first = example.start_line  # 0-based index of the first code line == 1-based line of the fence
+        while len(lines) < first:
+            lines.append("")
+        lines.extend(example.source.rstrip("\n").splitlines())
+    return "\n".join(lines) + "\n"
+
+
+def child_env(site_dir: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_") and k != "PYTHONPATH"}
+    if site_dir is not None:
+        env["PYTHONPATH"] = str(site_dir)
+        env["SGLANG_DOCS_DEMO_SITE"] = str(site_dir)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["COLUMNS"] = "100"
+    return env
+
+
+def _failing_line(output: str, page: str) -> int | None:
+    lines = [int(m.group(1)) for m in re.finditer(rf'File "{re.escape(page)}", line (\d+)', output)]
+    return lines[-1] if lines else None
+
+
+def _last_error(output: str) -> str:
+    for line in reversed(output.strip().splitlines()):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)?\b.*", line) and not line.startswith(" "):
+            return line.strip()
+    return ""
+
+
+def run_example(test: DocExample, *, demo_site: Path | None = None, workdir: Path | None = None) -> RunResult:
+    """Run ``test`` in a fresh Python process; return whether it passed, and a report naming page and line."""
+    page = str(test.path)
+    site_dir = demo_site if test.site == "demo" else None
+    if test.site == "demo" and demo_site is None:
+        raise ValueError("site='demo' needs the demo installation")
+    with tempfile.TemporaryDirectory(prefix="sglang-doctest-") as tmp:
+        cwd = Path(workdir or tmp)
+        if test.checks_prints:
+            command = [
+                sys.executable, str(Path(__file__).resolve()), "print-check", page,
+                *[str(ex.start_line) for ex in test.examples],
+            ]
+        else:
+            script = Path(tmp) / (re.sub(r"\W", "_", test.path.stem) + "_md.py")
+            script.write_text(_padded_script(test), encoding="utf-8")
+            command = [sys.executable, str(script)]
+        try:
+            proc = subprocess.run(
+                command, cwd=cwd, env=child_env(site_dir), capture_output=True, text=True, timeout=TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired as exc:
+            out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            return RunResult(False, out, None, f"timed out after {TIMEOUT_S} s")
+        output = proc.stdout + proc.stderr
+        if not test.checks_prints:
+            output = output.replace(str(script), page)
+        if proc.returncode == 0:
+            return RunResult(True, output)
+        return RunResult(False, output, _failing_line(output, page), _last_error(output))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The child side of a print-checked example.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _print_check(page: str, start_lines: Sequence[int]) -> int:
+    import traceback
+
+    from pytest_examples import find_examples
+    from pytest_examples.config import ExamplesConfig
+    from pytest_examples.lint import code_diff
+    from pytest_examples.run_code import run_code
+
+    wanted = set(start_lines)
+    examples = [ex for ex in find_examples(page) if ex.start_line in wanted]
+    config = ExamplesConfig()
+    module_globals: dict = {}
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="sglang-doctest-") as tmp:
+        for example in examples:
+            python_file = Path(tmp) / f"{example.module_name}.py"
+            python_file.write_text(example.source, encoding="utf-8")
+            try:
+                insert_print, module_dict = run_code(
+                    example=example, python_file=python_file, loader=None, config=config,
+                    enable_print_mock=True, print_callback=None, include_print=None,
+                    module_globals=dict(module_globals), call=None,
+                )
+            except BaseException:  # noqa: BLE001 - report anything the example raised, then fail
+                traceback.print_exc()
+                return 1
+            new_source = insert_print.updated_print_statements(example)
+            if new_source is not None:
+                failed = True
+                print(
+                    f'File "{page}", line {example.start_line + 1}\n'
+                    f"The #> lines do not match what the example prints (- shown, + printed):\n"
+                    + code_diff(example, new_source, config)
+                )
+            module_globals.update(module_dict)
+    if failed:
+        print("PrintOutputMismatch: the #> output shown is not what the example prints")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "print-check":
+        sys.exit(_print_check(sys.argv[2], [int(a) for a in sys.argv[3:]]))
+    sys.exit(f"usage: {sys.argv[0]} print-check PAGE LINE...")
