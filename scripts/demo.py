@@ -1,0 +1,219 @@
+"""The main job, end to end: from the Copier template to plugins the runtime discovers, selects and applies.
+
+    .venv/bin/python scripts/demo.py [--keep]
+
+In a scratch folder it generates one package of each kind with the default answers (Copier's Python API, no
+--trust), installs both into this Python environment (pip install -e), runs each package's own tests, builds a
+wheel of each, and shows what the runtime discovered, selected and patched: first on this machine as it is (no
+accelerator), then on a SIMULATED device so the platform plugin activates. At the end both demo packages are
+uninstalled again, so the environment is left as it was (--keep keeps the scratch folder to look at).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import zipfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+
+# What the defaults of copier.yml produce; checked after rendering.
+PLATFORM = {"dist": "sglang-mydevice-platform", "package": "sglang_mydevice_platform", "entry_point": "mydevice"}
+GENERAL = {"dist": "sglang-example-hooks", "package": "sglang_example_hooks", "entry_point": "example"}
+
+
+class DemoError(RuntimeError):
+    """A step of the demo failed; the message says which and shows the output."""
+
+
+def step(title: str) -> None:
+    print(f"\n== {title}", flush=True)
+
+
+def say(text: str = "") -> None:
+    print(textwrap.indent(text, "   "), flush=True)
+
+
+def run(args: list[str | Path], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+    """Run a command; return its stdout, or raise DemoError with everything it printed."""
+    result = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise DemoError(
+            f"command failed ({result.returncode}): {' '.join(map(str, args))}\n"
+            f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        )
+    return result.stdout
+
+
+def python_json(code: str, **env_vars: str) -> dict:
+    """Run ``code`` in a fresh interpreter (fresh discovery, like a new SGLang process); parse its last line."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
+    env.update(env_vars)
+    out = run([PYTHON, "-c", textwrap.dedent(code)], env=env)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def snapshot_template(scratch: Path) -> Path:
+    """The template as a user would get it from this repository (copier.yml and templates/)."""
+    template = scratch / "template"
+    template.mkdir()
+    shutil.copy2(REPO_ROOT / "copier.yml", template / "copier.yml")
+    shutil.copytree(REPO_ROOT / "templates", template / "templates",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return template
+
+
+def generate(template: Path, scratch: Path, kind: str, expected: dict[str, str]) -> Path:
+    from copier import run_copy
+
+    destination = scratch / kind
+    run_copy(str(template), destination, data={"plugin_kind": kind}, defaults=True, unsafe=False, quiet=True)
+    if not (destination / expected["package"]).is_dir():
+        raise DemoError(f"the {kind} package was not generated where expected: {destination}")
+    files = sorted(p.relative_to(destination).as_posix() for p in destination.rglob("*") if p.is_file())
+    say(f"{kind:8} -> {destination}  ({len(files)} files: {', '.join(f for f in files if '/' not in f)}, ...)")
+    return destination
+
+
+def install(project: Path) -> None:
+    run([PYTHON, "-m", "pip", "install", "--quiet", "--no-deps", "-e", project])
+
+
+def own_tests(project: Path) -> str:
+    out = run([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=project)
+    return out.strip().splitlines()[-1]
+
+
+def build_wheel(project: Path, outdir: Path) -> tuple[str, list[str]]:
+    run([PYTHON, "-m", "build", "--wheel", "--outdir", outdir, project])
+    (wheel,) = outdir.glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        (ep_file,) = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        entry_points = [line for line in archive.read(ep_file).decode().splitlines() if line.strip()]
+    return wheel.name, entry_points
+
+
+SELECTION_CODE = """
+    import json
+    {prelude}
+    from sglang_plugin_runtime.platforms import current_platform, current_platform_selection
+    platform = current_platform
+    selection = current_platform_selection()
+    print(json.dumps({{
+        "platform": repr(platform),
+        "rule": selection.rule,
+        "reason": selection.reason,
+        "plugin": selection.plugin,
+        "distribution": selection.dist_name,
+        "version": selection.dist_version,
+        "activations": [[a.plugin, a.dist_name, a.status, a.result] for a in selection.activations],
+    }}))
+"""
+
+SIMULATED_PRELUDE = f"""
+    from sglang_plugin_runtime.testing import simulated_device
+    simulated = simulated_device("mydevice", backend_module="torch_mydevice", name="Simulated MyDevice").start()
+    """
+
+HOOKS_CODE = f"""
+    import json
+    from sglang_plugin_runtime.plugins import load_plugins
+    report = load_plugins()
+    from {GENERAL['package']} import example_target, hooks
+    results = {{
+        "normalize_prompt('  hi  ')": example_target.normalize_prompt("  hi  "),
+        "count_tokens('a b')": example_target.count_tokens("a b"),
+        "Sampler is TieBreakingSampler": example_target.Sampler is hooks.TieBreakingSampler,
+        "Sampler().sample([1, 3, 3])": example_target.Sampler().sample([1.0, 3.0, 3.0]),
+        "Scheduler().run_batch(['a', 'b'])": example_target.Scheduler().run_batch(["a", "b"]),
+        "timer calls recorded": len(hooks.TIMINGS[hooks.TIMER_TARGET]),
+    }}
+    from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
+    HookRegistry.reset()
+    results["after HookRegistry.reset(): count_tokens('a b')"] = example_target.count_tokens("a b")
+    print(json.dumps({{"report": repr(report)[:300], "results": results}}))
+"""
+
+
+def show_selection(title: str, data: dict) -> None:
+    say(title)
+    say(f"  current_platform = {data['platform']}")
+    origin = f"plugin {data['plugin']!r} from {data['distribution']} {data['version']}" if data["plugin"] else "no plugin"
+    say(f"  chosen by rule {data['rule']!r}: {origin}")
+    if data.get("reason"):
+        say(f"  why: {data['reason']}")
+    for plugin, dist, status, result in data["activations"]:
+        say(f"  activate() of {plugin!r} ({dist}): {status}" + (f" -> {result}" if result else ""))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    args = parser.parse_args(argv)
+
+    started = time.monotonic()
+    scratch = Path(tempfile.mkdtemp(prefix="sglang-plugin-demo-"))
+    installed: list[str] = []
+    try:
+        step("1. Generate one package of each kind from the Copier template (default answers, no --trust)")
+        template = snapshot_template(scratch)
+        platform_dir = generate(template, scratch, "platform", PLATFORM)
+        general_dir = generate(template, scratch, "general", GENERAL)
+
+        step(f"2. pip install -e both into this environment ({PYTHON})")
+        for project, info in ((platform_dir, PLATFORM), (general_dir, GENERAL)):
+            install(project)
+            installed.append(info["dist"])
+            say(f"installed {info['dist']} (editable)")
+
+        step("3. Each package's own test suite")
+        for project in (platform_dir, general_dir):
+            say(f"{project.name:8} pytest: {own_tests(project)}")
+
+        step("4. python -m build: a wheel of each, with its entry points")
+        for project in (platform_dir, general_dir):
+            name, entry_points = build_wheel(project, scratch / "dist" / project.name)
+            say(f"{name}: " + "; ".join(entry_points))
+
+        step("5. What the runtime discovers and selects (each in a fresh process)")
+        show_selection("This machine, as it is (no MyDevice hardware):", python_json(SELECTION_CODE.format(prelude="")))
+        say()
+        show_selection(
+            "SIMULATED MyDevice (sglang_plugin_runtime.testing.simulated_device; no real hardware):",
+            python_json(SELECTION_CODE.format(prelude=SIMULATED_PRELUDE), SGLANG_PLATFORM=PLATFORM["entry_point"]),
+        )
+
+        step("6. The general plugin's hooks, loaded by load_plugins() in a fresh process")
+        hooks = python_json(HOOKS_CODE, SGLANG_PLUGINS=GENERAL["entry_point"], SGLANG_PLUGINS_STRICT="1")
+        for expression, value in hooks["results"].items():
+            say(f"{expression:50} -> {value!r}")
+    except DemoError as exc:
+        print(f"\nDEMO FAILED: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if installed:
+            step("7. Clean up: uninstall the demo packages")
+            subprocess.run([PYTHON, "-m", "pip", "uninstall", "--quiet", "--yes", *installed], check=False)
+            say("uninstalled " + ", ".join(installed))
+        if args.keep:
+            say(f"scratch folder kept: {scratch}")
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    print(f"\nDemo passed in {time.monotonic() - started:.0f} s: template -> packages -> tests -> wheels -> "
+          "discovered, selected (simulated device) and hooks applied.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
