@@ -392,52 +392,48 @@ def _plugins_step(namespace: PluginNamespace, problems: _Problems) -> dict[str, 
 # ---- hooks -------------------------------------------------------------------------------------------------
 
 
-def _as_dict(obj: Any) -> dict[str, Any]:
-    if isinstance(obj, dict):
-        return obj
-    to_dict = getattr(obj, "to_dict", None)
-    if callable(to_dict):
-        return to_dict()
-    import dataclasses
-
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.asdict(obj)
-    if hasattr(obj, "_asdict"):
-        return obj._asdict()
-    return dict(vars(obj))
-
-
-def _source_dict(source: Any) -> dict[str, Any] | None:
-    if source is None:
-        return None
-    if isinstance(source, dict):
-        plugin = source.get("plugin", source.get("plugin_name"))
-        dist = source.get("distribution", source.get("dist_name", source.get("dist")))
-        return {"plugin": plugin, "distribution": dist}
-    if isinstance(source, str):
-        return {"plugin": source, "distribution": None}
-    return {
-        "plugin": getattr(source, "plugin_name", None) or getattr(source, "plugin", None),
-        "distribution": getattr(source, "dist_name", None) or getattr(source, "distribution", None),
-    }
-
-
-def _hook_dict(raw: Any, position: int) -> dict[str, Any]:
-    data = _as_dict(raw)
-    hook_type = data.get("type", data.get("hook_type"))
-    hook_type = getattr(hook_type, "value", hook_type)
-    name = data.get("hook", data.get("name", data.get("qualname")))
-    if not isinstance(name, str):
-        from .plugins._hooks._types import describe_callable
-
-        name = describe_callable(name)
+def _hook_dict(hook: Any, position: int) -> dict[str, Any]:
     return {
         "position": position,
-        "hook": name,
-        "type": str(hook_type).lower() if hook_type is not None else None,
-        "priority": data.get("priority"),
-        "source": _source_dict(data.get("source")),
+        "hook": hook.hook,
+        "type": hook.hook_type,
+        "priority": hook.priority,
+        "active": hook.active,
+        "source": {"plugin": hook.plugin, "distribution": hook.dist} if hook.plugin or hook.dist else None,
     }
+
+
+def call_flow(target: dict[str, Any]) -> list[dict[str, Any]]:
+    """The hooks of one target report in the order they run for one call.
+
+    Hooks nest outermost first: BEFORE and AROUND hooks run on the way in, then the active REPLACE (or the
+    original), then AFTER hooks on the way out, innermost first.
+    """
+    hooks = [h for h in target["hooks"] if h["active"]]
+    entering = [h for h in hooks if h["type"] in ("before", "around")]
+    replace = [h for h in hooks if h["type"] == "replace"]
+    leaving = [h for h in reversed(hooks) if h["type"] == "after"]
+    flow = [{"phase": "enter", "position": h["position"], "type": h["type"], "hook": h["hook"]} for h in entering]
+    if replace:
+        flow.append({"phase": "call", "position": replace[-1]["position"], "type": "replace", "hook": replace[-1]["hook"]})
+    else:
+        flow.append({"phase": "call", "position": None, "type": "original", "hook": target["resolved"] or target["target"]})
+    flow.extend({"phase": "exit", "position": h["position"], "type": h["type"], "hook": h["hook"]} for h in leaving)
+    return flow
+
+
+def _target_dict(report: Any) -> dict[str, Any]:
+    data = {
+        "target": report.target,
+        "status": report.status,
+        "resolved": report.resolved,
+        "error": report.error,
+        "rebound": report.rebound,
+        "hooks": [_hook_dict(h, i) for i, h in enumerate(report.hooks, start=1)],
+        "conflicts": [{"kind": c.kind, "message": c.message} for c in report.conflicts],
+    }
+    data["call_flow"] = call_flow(data)
+    return data
 
 
 def _module_exists(target: str) -> bool | None:
@@ -453,39 +449,13 @@ def _module_exists(target: str) -> bool | None:
         return False
 
 
-def _target_dict(raw: Any) -> dict[str, Any]:
-    data = _as_dict(raw)
-    target = str(data.get("target", ""))
-    status = str(data.get("status", "registered")).lower()
-    conflicts = []
-    for conflict in data.get("conflicts", None) or ():
-        if isinstance(conflict, str):
-            conflicts.append({"kind": "conflict", "message": conflict})
-        else:
-            c = _as_dict(conflict)
-            conflicts.append({"kind": str(c.get("kind", "conflict")), "message": str(c.get("message", c))})
-    error = data.get("error")
-    return {
-        "target": target,
-        "status": status,
-        "module": data.get("module", data.get("module_name")),
-        "error": str(error) if error else None,
-        "hooks": [_hook_dict(h, i) for i, h in enumerate(data.get("hooks", None) or (), start=1)],
-        "conflicts": conflicts,
-    }
-
-
 def _describe_hooks(target: str | None = None) -> tuple[bool, str | None, list[dict[str, Any]]]:
     """``(available, why_not, target reports)`` from the hook registry's introspection API."""
     try:
         from .plugins.hook_registry import HookRegistry
-    except ImportError as exc:
-        return False, f"the hook registry is not available: {exc}", []
-    describe = getattr(HookRegistry, "describe", None)
-    if describe is None:
-        return False, "this runtime's HookRegistry has no describe() introspection", []
-    raw = describe(target) if target is not None else describe()
-    return True, None, [_target_dict(r) for r in raw]
+    except ImportError as exc:  # a broken install must still get a report of everything else
+        return False, f"the hook registry could not be imported: {exc}", []
+    return True, None, [_target_dict(r) for r in HookRegistry.describe(target)]
 
 
 def _import_target_modules(reports: list[dict[str, Any]]) -> list[str]:
@@ -501,15 +471,21 @@ def _import_target_modules(reports: list[dict[str, Any]]) -> list[str]:
             try:
                 importlib.import_module(name)
                 break
-            except ModuleNotFoundError:
-                continue
+            except ModuleNotFoundError as exc:
+                if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+                    continue  # not a module: the next shorter prefix may be
+                errors.append(f"importing {name!r} for target {target!r} failed: {_error_text(exc)}")
+                break
             except Exception as exc:
                 errors.append(f"importing {name!r} for target {target!r} failed: {_error_text(exc)}")
                 break
     if reports:
         from .plugins.hook_registry import HookRegistry
 
-        HookRegistry.apply_hooks()
+        try:
+            HookRegistry.apply_hooks()
+        except Exception as exc:  # strict mode raises; the failed targets are in describe() either way
+            errors.append(f"applying hooks failed: {_error_text(exc)}")
     return errors
 
 
@@ -527,14 +503,17 @@ def _hooks_step(
         problems.add(WARNING, "hooks", str(why_not))
     for report in targets:
         sources = sorted({h["source"]["plugin"] for h in report["hooks"] if h["source"] and h["source"]["plugin"]})
+        dists = {h["source"]["distribution"] for h in report["hooks"] if h["source"]}
         who = f" (from {', '.join(sources)})" if sources else ""
         plugin = sources[0] if len(sources) == 1 else None
+        dist = next(iter(dists)) if len(dists) == 1 else None
         if report["status"] == "failed":
             problems.add(
                 ERROR,
                 "hooks",
                 f"hooks on {report['target']!r}{who} failed: {report['error'] or 'see the registry log'}",
                 plugin=plugin,
+                distribution=dist,
                 target=report["target"],
             )
         elif report["status"] == "pending":
@@ -548,6 +527,7 @@ def _hooks_step(
                     f"hooks on {report['target']!r}{who} can never apply: its module is not installed "
                     f"(misspelled target?)",
                     plugin=plugin,
+                    distribution=dist,
                     target=report["target"],
                 )
             else:
@@ -557,10 +537,18 @@ def _hooks_step(
                     f"hooks on {report['target']!r}{who} are pending: the module is not imported in this process "
                     f"yet; they apply when it is (use --import-targets to check now)",
                     plugin=plugin,
+                    distribution=dist,
                     target=report["target"],
                 )
         for conflict in report["conflicts"]:
-            problems.add(WARNING, "hooks", f"{report['target']}: {conflict['message']}", plugin=plugin, target=report["target"])
+            problems.add(
+                WARNING,
+                "hooks",
+                f"{report['target']}: {conflict['message']}",
+                plugin=plugin,
+                distribution=dist,
+                target=report["target"],
+            )
     return {"available": available, "unavailable_reason": why_not, "targets": targets}
 
 

@@ -82,8 +82,10 @@ def _hook_rows(target: dict[str, Any]) -> list[tuple[Any, ...]]:
     rows = []
     for hook in target["hooks"]:
         source = hook["source"] or {}
+        note = None if hook["active"] else "overridden: does not run"
         rows.append(
-            (hook["position"], hook["type"], hook["hook"], _dist(source.get("plugin"), None), source.get("distribution"))
+            (hook["position"], hook["type"], hook["hook"], source.get("plugin"), source.get("distribution"),
+             hook["priority"], note)
         )
     return rows
 
@@ -98,17 +100,11 @@ def _hooks_section(hooks: dict[str, Any]) -> list[str]:
         return lines
     rows = []
     for target in hooks["targets"]:
-        sources = sorted(
-            {
-                _dist(h["source"]["plugin"], None) or "?"
-                for h in target["hooks"]
-                if h["source"] is not None
-            }
-        )
-        kinds = ", ".join(f"{h['type']}" for h in target["hooks"])
+        sources = sorted({h["source"]["plugin"] or "?" for h in target["hooks"] if h["source"] is not None})
+        kinds = ", ".join(h["type"] for h in target["hooks"])
         note = target["error"] or "; ".join(c["message"] for c in target["conflicts"]) or None
         rows.append((target["target"], target["status"], kinds or "-", ", ".join(sources) or "unknown", note))
-    lines.extend(format_table(("TARGET", "STATUS", "HOOKS (run order)", "SOURCES", "NOTE"), rows))
+    lines.extend(format_table(("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE"), rows))
     return lines
 
 
@@ -191,11 +187,21 @@ def render_explain(report: dict[str, Any]) -> str:
         loaded = [p["plugin"] for p in report["plugins"]["plugins"] if p["status"] == "loaded"]
         lines.append(f"Plugins loaded: {', '.join(loaded) if loaded else 'none'}")
     else:
-        lines.append(f"Target   {found['target']}")
-        lines.append(f"Status   {found['status']}" + (f" ({found['error']})" if found["error"] else ""))
+        lines.append(f"Target    {found['target']}")
+        lines.append(f"Resolved  {found['resolved'] or '(not yet: its module is not imported)'}")
+        lines.append(f"Status    {found['status']}" + (f": {found['error']}" if found["error"] else ""))
         lines.append("")
-        lines.append("Hooks in the order they run (1 runs first: outermost wrapper, innermost REPLACE last)")
-        lines.extend(format_table(("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION"), _hook_rows(found)))
+        lines.append("Hooks, outermost first")
+        headers = ("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION", "PRIORITY", "NOTE")
+        lines.extend(format_table(headers, _hook_rows(found)))
+        lines.append("")
+        lines.append("One call, step by step")
+        arrows = {"enter": "->", "call": "==", "exit": "<-"}
+        rows = [
+            (i, arrows[step["phase"]], step["type"], step["hook"] + ("" if step["position"] is None else f"  [#{step['position']}]"))
+            for i, step in enumerate(found["call_flow"], start=1)
+        ]
+        lines.extend(format_table(("STEP", "", "TYPE", "HOOK"), rows))
         if found["conflicts"]:
             lines.append("")
             lines.append("Conflicts")
