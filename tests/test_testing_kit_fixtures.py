@@ -1,0 +1,228 @@
+"""The testing kit's pytest fixtures, exercised through pytester in inner pytest runs: each fixture works, and
+nothing it does (env vars, sys.path, modules, patches, platform, simulated device) leaks into the next test."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
+    pytester.makepyfile(source)
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", *args)
+
+
+def test_fixtures_are_available_without_any_conftest(pytester: pytest.Pytester) -> None:
+    result = run(pytester, """
+        def test_all(plugin_env, fake_distributions, hook_registry, platform_override, simulated_device):
+            pass
+    """)
+    result.assert_outcomes(passed=1)
+
+
+def test_plugin_env_clears_and_restores_variables(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SGLANG_PLATFORM", "outer")
+    monkeypatch.setenv("SGLANG_PLUGINS", "outer-a,outer-b")
+    result = run(pytester, """
+        import os
+
+        def test_cleared_then_set(plugin_env):
+            assert "SGLANG_PLATFORM" not in os.environ and "SGLANG_PLUGINS" not in os.environ
+            plugin_env.platform("acme")
+            plugin_env.plugins("one", "two")
+            plugin_env.strict()
+            assert (os.environ["SGLANG_PLATFORM"], os.environ["SGLANG_PLUGINS"]) == ("acme", "one,two")
+            assert os.environ["SGLANG_PLUGINS_STRICT"] == "1"
+
+        def test_restored_afterwards():
+            assert os.environ["SGLANG_PLATFORM"] == "outer"
+            assert os.environ["SGLANG_PLUGINS"] == "outer-a,outer-b"
+            assert "SGLANG_PLUGINS_STRICT" not in os.environ
+    """)
+    result.assert_outcomes(passed=2)
+
+
+def test_plugin_env_restores_other_variables_the_test_set_through_it(pytester: pytest.Pytester) -> None:
+    result = run(pytester, """
+        import os
+
+        def test_set(plugin_env):
+            plugin_env["MY_VENDOR_FLAG"] = "1"
+
+        def test_gone():
+            assert "MY_VENDOR_FLAG" not in os.environ
+    """)
+    result.assert_outcomes(passed=2)
+
+
+def test_fake_distributions_are_discovered_and_loaded(pytester: pytest.Pytester) -> None:
+    result = run(pytester, """
+        from sglang_plugin_runtime.plugins import load_plugins
+
+        def test_load(fake_distributions, tmp_path):
+            fake_distributions(
+                "acme-tools",
+                entry_points={"sglang.srt.plugins": {"acme": "acme_tools:register"}},
+                modules={"acme_tools/__init__.py": "CALLS = []\\ndef register():\\n    CALLS.append(1)\\n"},
+            )
+            report = load_plugins()
+            assert [(r.plugin, r.status, r.dist_name) for r in report.records] == [("acme", "loaded", "acme-tools")]
+            import acme_tools
+            assert acme_tools.CALLS == [1]
+    """)
+    result.assert_outcomes(passed=1)
+
+
+def test_fake_distributions_leave_no_path_modules_or_load_state(pytester: pytest.Pytester) -> None:
+    result = run(pytester, """
+        import sys
+        from sglang_plugin_runtime._discovery import discover_entry_points
+        from sglang_plugin_runtime.plugins import load_plugins
+
+        STATE = {}
+
+        def test_first(fake_distributions):
+            fake_distributions("one-dist", entry_points={"sglang.srt.plugins": {"one": "one_mod:register"}},
+                               modules={"one_mod.py": "def register():\\n    pass\\n"})
+            assert [r.plugin for r in load_plugins().records] == ["one"]
+            STATE["root"] = str(fake_distributions.root)
+
+        def test_second_sees_nothing_of_the_first(fake_distributions):
+            assert STATE["root"] not in sys.path
+            assert "one_mod" not in sys.modules
+            assert discover_entry_points().group("sglang.srt.plugins") == ()
+            fake_distributions("two-dist", entry_points={"sglang.srt.plugins": {"two": "two_mod:register"}},
+                               modules={"two_mod.py": "def register():\\n    pass\\n"})
+            assert [r.plugin for r in load_plugins().records] == ["two"]
+    """)
+    result.assert_outcomes(passed=2)
+
+
+def test_hook_registry_patches_never_leak_between_tests(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(target_mod="def work(x):\n    return x\n")
+    result = run(pytester, """
+        import target_mod
+        from sglang_plugin_runtime.plugins.hook_registry import HookType
+
+        ORIGINAL = target_mod.work
+
+        def test_patch(hook_registry):
+            hook_registry.register("target_mod.work", lambda result, x: result * 10, HookType.AFTER)
+            hook_registry.apply_hooks()
+            assert target_mod.work(2) == 20
+
+        def test_unpatched_afterwards():
+            assert target_mod.work is ORIGINAL
+            assert target_mod.work(2) == 2
+
+        def test_registry_empty_afterwards(hook_registry):
+            assert hook_registry.describe() == []
+    """)
+    result.assert_outcomes(passed=3)
+
+
+def test_hooks_registered_by_fake_plugins_are_undone(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(target_mod="def work(x):\n    return x\n")
+    result = run(pytester, """
+        import target_mod
+        from sglang_plugin_runtime.plugins import load_plugins
+
+        ORIGINAL = target_mod.work
+        PLUGIN = '''
+        from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+        def register():
+            HookRegistry.register("target_mod.work", lambda original, x: original(x) + 1, HookType.AROUND)
+        '''
+
+        def test_plugin_hooks(fake_distributions):
+            fake_distributions("hooker", entry_points={"sglang.srt.plugins": {"hooker": "hooker:register"}},
+                               modules={"hooker.py": PLUGIN})
+            load_plugins()
+            assert target_mod.work(1) == 2
+
+        def test_clean_afterwards():
+            assert target_mod.work is ORIGINAL
+    """)
+    result.assert_outcomes(passed=2)
+
+
+def test_platform_override_sets_and_restores_the_current_platform(pytester: pytest.Pytester) -> None:
+    result = run(pytester, """
+        from sglang_plugin_runtime.platforms import current_platform_selection, get_current_platform
+        from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
+        from sglang_plugin_runtime.platforms.interface import SRTPlatform
+
+        class FakePlatform(SRTPlatform):
+            _enum = PlatformEnum.OOT
+            device_name = "fake"
+            device_type = "fake"
+
+        BEFORE = {}
+
+        def test_a_before():
+            BEFORE["platform"] = get_current_platform()
+
+        def test_b_override(platform_override):
+            instance = platform_override.set(FakePlatform)
+            assert get_current_platform() is instance
+            assert current_platform_selection().rule == "override"
+
+        def test_c_restored():
+            assert get_current_platform() is BEFORE["platform"]
+            assert type(get_current_platform()) is SRTPlatform
+    """)
+    result.assert_outcomes(passed=3)
+
+
+def test_platform_override_select_runs_the_real_selection_on_fake_distributions(pytester: pytest.Pytester) -> None:
+    result = run(pytester, """
+        PLATFORM = '''
+        from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
+        from sglang_plugin_runtime.platforms.interface import SRTPlatform
+        class AcmePlatform(SRTPlatform):
+            _enum = PlatformEnum.OOT
+            device_name = "acme"
+            device_type = "acme"
+        def activate():
+            return __name__ + ".AcmePlatform"
+        '''
+
+        def test_select(fake_distributions, platform_override, plugin_env):
+            fake_distributions("acme-npu", entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+                               modules={"acme_platform.py": PLATFORM})
+            plugin_env.platform("acme")
+            selection = platform_override.select()
+            assert (selection.plugin, selection.rule, selection.dist_name) == ("acme", "explicit", "acme-npu")
+            assert type(platform_override.current()).__name__ == "AcmePlatform"
+    """)
+    result.assert_outcomes(passed=1)
+
+
+def test_simulated_device_fixture_installs_and_removes_the_module(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("torch")
+    result = run(pytester, """
+        import torch
+
+        def test_simulated(simulated_device):
+            sim = simulated_device("kitnpu", device_count=2)
+            assert torch.kitnpu.device_count() == 2
+            torch.kitnpu.set_device(1)
+            assert sim.current_index == 1 and sim.called("set_device")
+
+        def test_gone():
+            assert not hasattr(torch, "kitnpu")
+    """)
+    result.assert_outcomes(passed=2)
+
+
+def test_importing_the_kit_does_not_import_pytest_or_torch() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, sglang_plugin_runtime.testing; print('pytest' in sys.modules, 'torch' in sys.modules)"
+    env = {k: v for k, v in os.environ.items()}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    assert out.split() == ["False", "False"]
