@@ -83,7 +83,8 @@ echo "test-sglang: runtime installed ($((SECONDS - start)) s so far)"
 flock -u 9
 cd "$REPO_ROOT"
 set +e
-"$VPY" -m pytest tests_sglang -p no:cacheprovider -c tests_sglang/pytest.ini --rootdir "$REPO_ROOT" "$@"
+# No arguments: the ini file's testpaths (tests_sglang). Arguments (paths, -k, -x ...) go to pytest as they are.
+"$VPY" -m pytest -c tests_sglang/pytest.ini --rootdir "$REPO_ROOT" "$@"
 status=$?
 set -e
 echo "test-sglang: finished in $((SECONDS - start)) s"
