@@ -83,6 +83,15 @@ class HookRegistry:
         _engine.reset()
 
     @classmethod
+    def discard_source(cls, source: HookSource) -> int:
+        """Drop every hook registered by ``source`` (a plugin that failed half-way).
+
+        Targets it had patched are rebuilt from their originals without its hooks, or restored
+        when no hook is left. Returns how many registrations were dropped.
+        """
+        return _engine.discard_source(source)
+
+    @classmethod
     def describe(cls, target: str | None = None) -> list[TargetReport]:
         """Report each registered target (or only ``target``, in either spelling)."""
         return _engine.describe(target)

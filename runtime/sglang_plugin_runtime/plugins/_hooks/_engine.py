@@ -469,26 +469,73 @@ def reset() -> None:
         _watcher.uninstall()
 
 
+def _undo_slot(slot: _Slot) -> Replacement | None:
+    """Undo one slot's rebindings and patch; return the walk that restores later copies."""
+    for rb in reversed(slot.rebinds):
+        rb.undo()
+    if slot.patch is not None:
+        slot.patch.undo()
+    restore = None
+    if slot.original.kind in _REBINDABLE_KINDS and slot.history:
+        restore = Replacement(
+            slot.key, slot.name, tuple(slot.history), slot.original.func, slot.original.func
+        )
+    for installed in slot.history:
+        _state.installed.pop(id(installed), None)
+    slot.patch = None
+    slot.rebinds.clear()
+    slot.history.clear()
+    slot.current = None
+    return restore
+
+
 def _undo_all(state: _State) -> None:
-    restore: list[Replacement] = []
-    for key in reversed(state.order):
-        slot = state.slots[key]
-        for rb in reversed(slot.rebinds):
-            rb.undo()
-        if slot.patch is not None:
-            slot.patch.undo()
-        if slot.original.kind in _REBINDABLE_KINDS and slot.history:
-            restore.append(Replacement(
-                key, slot.name, tuple(slot.history), slot.original.func, slot.original.func
-            ))
-        slot.patch = None
-        slot.rebinds.clear()
-        slot.history.clear()
-        slot.current = None
+    restore = [r for key in reversed(state.order) if (r := _undo_slot(state.slots[key])) is not None]
     if restore:
         # Modules that imported a target after it was patched hold our wrapper: give them the
         # original back too (same name rule as the forward walk).
         rebind(restore)
+
+
+def discard_source(source: HookSource) -> int:
+    with _lock:
+        removed = 0
+        touched: list[str] = []
+        for name, record in _state.targets.items():
+            keep = [r for r in record.registrations if r.source != source]
+            if len(keep) != len(record.registrations):
+                removed += len(record.registrations) - len(keep)
+                record.registrations = keep
+                touched.append(name)
+        failures: list[HookFailure] = []
+        restore: list[Replacement] = []
+        rebuilt: list[Replacement] = []
+        for key in {_state.targets[n].key for n in touched} - {None}:
+            slot = _state.slots.get(key)  # type: ignore[arg-type]
+            if slot is None or slot.patch is None:
+                continue
+            if _slot_registrations(slot):
+                rep = _build_slot(slot, failures)
+                if rep is not None:
+                    rebuilt.append(rep)
+            else:
+                rep = _undo_slot(slot)
+                if rep is not None:
+                    restore.append(rep)
+                _state.order.remove(key)  # type: ignore[arg-type]
+                del _state.slots[key]  # type: ignore[arg-type]
+        for name in touched:
+            record = _state.targets[name]
+            if not record.registrations:
+                _unwatch(name)
+                del _state.targets[name]
+        if restore:
+            rebind(restore)
+        for key, records in rebind(rebuilt).items():
+            _state.slots[key].rebinds.extend(records)
+        for failure in failures:
+            logger.error("Failed to rebuild hooks on %s", failure)
+        return removed
 
 
 def _activate(state: _State) -> None:

@@ -1,0 +1,186 @@
+"""Hook registry: failures, strict mode and introspection reports."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from sglang_plugin_runtime.plugins.hook_registry import (
+    HookApplyError,
+    HookRegistry,
+    HookSource,
+    HookType,
+    isolated_registry,
+)
+
+
+@pytest.fixture
+def make_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Write modules into a fresh package on sys.path; isolated registry; modules removed after."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pkg = f"hk_{uuid.uuid4().hex[:10]}"
+    (tmp_path / pkg).mkdir()
+    (tmp_path / pkg / "__init__.py").write_text("")
+    importlib.invalidate_caches()
+
+    def make(name: str, source: str) -> str:
+        (tmp_path / pkg / f"{name}.py").write_text(textwrap.dedent(source))
+        importlib.invalidate_caches()
+        return f"{pkg}.{name}"
+
+    with isolated_registry():
+        yield make
+    for name in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
+        del sys.modules[name]
+
+
+
+def test_missing_attribute_fails_the_target_naming_target_hook_and_source(make_module, caplog):
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+
+    def my_hook(r):
+        return r
+
+    HookRegistry.register(f"{name}.missing", my_hook, source=HookSource("plug", "plug-dist"))
+    HookRegistry.apply_hooks()
+    report = HookRegistry.describe(f"{name}.missing")[0]
+    assert report.status == "failed" and "missing" in report.error
+    logged = " ".join(r.getMessage() for r in caplog.records if r.levelname == "ERROR")
+    assert f"{name}.missing" in logged and "my_hook" in logged and "plugin=plug, dist=plug-dist" in logged
+
+
+def test_strict_apply_raises_listing_every_failure(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}.missing1", lambda r: r)
+    HookRegistry.register(f"{name}.missing2", lambda r: r)
+    with pytest.raises(HookApplyError) as info:
+        HookRegistry.apply_hooks(strict=True)
+    assert isinstance(info.value, RuntimeError)
+    assert sorted(f.target for f in info.value.failures) == [f"{name}.missing1", f"{name}.missing2"]
+
+
+def test_strict_mode_from_the_environment(make_module, monkeypatch):
+    monkeypatch.setenv("SGLANG_PLUGINS_STRICT", "1")
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}.missing", lambda r: r)
+    with pytest.raises(HookApplyError):
+        HookRegistry.apply_hooks()
+
+
+def test_a_failing_target_does_not_block_the_others(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.missing", lambda r: r)
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    assert mod.f() == 2
+
+
+def test_target_in_a_module_that_is_not_installed_stays_pending_with_a_reason(make_module):
+    missing = f"no_such_module_{uuid.uuid4().hex[:8]}"
+    HookRegistry.register(f"{missing}.f", lambda r: r)
+    HookRegistry.apply_hooks()
+    report = HookRegistry.describe(f"{missing}.f")[0]
+    assert report.status == "pending" and "cannot be found" in report.error
+
+
+def test_strict_mode_fails_a_target_whose_module_is_not_installed(make_module):
+    missing = f"no_such_module_{uuid.uuid4().hex[:8]}"
+    HookRegistry.register(f"{missing}.f", lambda r: r)
+    with pytest.raises(HookApplyError):
+        HookRegistry.apply_hooks(strict=True)
+
+
+def test_a_setattr_that_fails_leaves_the_target_untouched_and_failed(make_module):
+    name = make_module(
+        "m",
+        """
+        class Frozen(type):
+            def __setattr__(cls, name, value):
+                raise AttributeError("frozen")
+
+        class C(metaclass=Frozen):
+            def m(self):
+                return 1
+        """,
+    )
+    mod = importlib.import_module(name)
+    raw = mod.C.__dict__["m"]
+    HookRegistry.register(f"{name}.C.m", lambda r, self: r + 1)
+    HookRegistry.apply_hooks()
+    assert mod.C.__dict__["m"] is raw
+    assert HookRegistry.describe(f"{name}.C.m")[0].status == "failed"
+
+
+def test_describe_reports_hooks_outermost_first_with_sources(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+
+    def inner(r):
+        return r
+
+    def outer(r):
+        return r
+
+    def repl():
+        return 0
+
+    HookRegistry.register(f"{name}.f", repl, HookType.REPLACE, source=HookSource("p", "d"))
+    HookRegistry.register(f"{name}.f", inner, source=HookSource("p", "d"))
+    HookRegistry.register(f"{name}.f", outer, source=HookSource("q", None))
+    HookRegistry.apply_hooks()
+    report = HookRegistry.describe(f"{name}.f")[0]
+    assert [(h.hook.rsplit(".", 1)[-1], h.hook_type, h.plugin) for h in report.hooks] == [
+        ("outer", "after", "q"), ("inner", "after", "p"), ("repl", "replace", "p")
+    ]
+    assert report.status == "applied" and report.resolved == f"{name}:f"
+
+
+def test_describe_reports_multiple_around_hooks_as_a_conflict(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", lambda fn: fn(), HookType.AROUND)
+    HookRegistry.register(f"{name}.f", lambda fn: fn(), HookType.AROUND)
+    HookRegistry.apply_hooks()
+    assert [c.kind for c in HookRegistry.describe(f"{name}.f")[0].conflicts] == ["multiple_around"]
+
+
+def test_describe_reports_overridden_replace_as_inactive(make_module):
+    HookRegistry.register("a.b.f", lambda: 1, HookType.REPLACE)
+    HookRegistry.register("a.b.f", lambda: 2, HookType.REPLACE)
+    report = HookRegistry.describe("a.b.f")[0]
+    assert [h.active for h in report.hooks] == [True, False]
+    assert [c.kind for c in report.conflicts] == ["multiple_replace"]
+
+
+def test_reports_serialise_to_json(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", lambda r: r, source=HookSource("p", "d"))
+    HookRegistry.apply_hooks()
+    data = json.loads(json.dumps([r.to_dict() for r in HookRegistry.describe()]))
+    assert data[0]["status"] == "applied" and data[0]["hooks"][0]["plugin"] == "p"
+
+
+def test_method_replace_over_a_class_replace_is_reported(make_module):
+    name = make_module("m", "class C:\n    def m(self):\n        return 1\n")
+    mod = importlib.import_module(name)
+
+    class Replacement(mod.C):
+        def m(self):
+            return 2
+
+    HookRegistry.register(f"{name}.C", Replacement, HookType.REPLACE)
+    HookRegistry.register(f"{name}.C.m", lambda self: 3, HookType.REPLACE)
+    HookRegistry.apply_hooks()
+    assert mod.C().m() == 3
+    kinds = [c.kind for c in HookRegistry.describe(f"{name}.C.m")[0].conflicts]
+    assert kinds == ["method_replace_overrides_class_replace"]

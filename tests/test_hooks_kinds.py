@@ -1,0 +1,318 @@
+"""Hook registry: every kind of target (methods, descriptors, async, generators, classes)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import pickle
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType, isolated_registry
+
+
+@pytest.fixture
+def make_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Write modules into a fresh package on sys.path; isolated registry; modules removed after."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pkg = f"hk_{uuid.uuid4().hex[:10]}"
+    (tmp_path / pkg).mkdir()
+    (tmp_path / pkg / "__init__.py").write_text("")
+    importlib.invalidate_caches()
+
+    def make(name: str, source: str) -> str:
+        (tmp_path / pkg / f"{name}.py").write_text(textwrap.dedent(source))
+        importlib.invalidate_caches()
+        return f"{pkg}.{name}"
+
+    with isolated_registry():
+        yield make
+    for name in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
+        del sys.modules[name]
+
+
+
+CLASSES = """
+class Base:
+    def method(self, x):
+        return ("method", type(self).__name__, x)
+
+    @classmethod
+    def make(cls, x):
+        return ("make", cls.__name__, x)
+
+    @staticmethod
+    def helper(x):
+        return ("helper", x)
+
+    @property
+    def value(self):
+        return self._value
+
+    @value.setter
+    def value(self, v):
+        self._value = v
+
+
+class Sub(Base):
+    pass
+"""
+
+
+def test_instance_method_hook_receives_self(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    seen = []
+    HookRegistry.register(f"{name}.Base.method", lambda self, x: seen.append(type(self).__name__), HookType.BEFORE)
+    HookRegistry.apply_hooks()
+    assert mod.Base().method(1) == ("method", "Base", 1)
+    assert seen == ["Base"]
+
+
+def test_classmethod_stays_a_classmethod(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.Base.make", lambda r, cls, x: r + ("hooked",))
+    HookRegistry.apply_hooks()
+    assert isinstance(mod.Base.__dict__["make"], classmethod)
+    assert mod.Base.make(1) == ("make", "Base", 1, "hooked")
+
+
+def test_staticmethod_stays_a_staticmethod(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.Base.helper", lambda r, x: r + ("hooked",))
+    HookRegistry.apply_hooks()
+    assert isinstance(mod.Base.__dict__["helper"], staticmethod)
+    assert mod.Base().helper(2) == ("helper", 2, "hooked")
+
+
+def test_inherited_classmethod_hooked_through_subclass_works_through_an_instance(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.Sub.make", lambda r, cls, x: r + ("hooked",))
+    HookRegistry.apply_hooks()
+    assert mod.Sub().make(1) == ("make", "Sub", 1, "hooked")
+
+
+def test_hooking_through_a_subclass_never_mutates_the_base_class(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    base_dict = dict(mod.Base.__dict__)
+    HookRegistry.register(f"{name}.Sub.make", lambda r, cls, x: r + ("hooked",))
+    HookRegistry.register(f"{name}.Sub.method", lambda r, self, x: r + ("hooked",))
+    HookRegistry.apply_hooks()
+    assert dict(mod.Base.__dict__) == base_dict
+    assert mod.Base.make(1) == ("make", "Base", 1)
+    assert mod.Sub().method(1) == ("method", "Sub", 1, "hooked")
+
+
+def test_inherited_staticmethod_hooked_through_subclass(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.Sub.helper", lambda r, x: r + ("hooked",))
+    HookRegistry.apply_hooks()
+    assert mod.Sub().helper(3) == ("helper", 3, "hooked")
+    assert mod.Base.helper(3) == ("helper", 3)
+
+
+def test_property_hook_wraps_the_getter_and_keeps_the_setter(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.Base.value", lambda r, self: r * 2)
+    HookRegistry.apply_hooks()
+    obj = mod.Base()
+    obj.value = 21
+    assert obj.value == 42
+    assert isinstance(mod.Base.__dict__["value"], property)
+
+
+def test_async_function_wrapper_is_a_coroutine_function(make_module):
+    name = make_module("m", "async def f(x):\n    return x\n")
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", lambda r, x: None)
+    HookRegistry.apply_hooks()
+    assert inspect.iscoroutinefunction(mod.f)
+
+
+def test_async_after_hook_sees_the_awaited_value(make_module):
+    name = make_module("m", "async def f(x):\n    return x + 1\n")
+    mod = importlib.import_module(name)
+    seen = []
+    HookRegistry.register(f"{name}.f", lambda r, x: seen.append(r))
+    HookRegistry.apply_hooks()
+    assert asyncio.run(mod.f(1)) == 2
+    assert seen == [2]
+
+
+def test_async_def_hooks_are_awaited_on_async_targets(make_module):
+    name = make_module("m", "async def f(x):\n    return x\n")
+    mod = importlib.import_module(name)
+
+    async def before(x):
+        return ((x + 1,), {})
+
+    async def after(r, x):
+        return r * 10
+
+    HookRegistry.register(f"{name}.f", before, HookType.BEFORE)
+    HookRegistry.register(f"{name}.f", after, HookType.AFTER)
+    HookRegistry.apply_hooks()
+    assert asyncio.run(mod.f(1)) == 20
+
+
+def test_async_around_hook_awaits_original_fn(make_module):
+    name = make_module("m", "async def f(x):\n    return x\n")
+    mod = importlib.import_module(name)
+
+    async def around(fn, x):
+        return ("around", await fn(x))
+
+    HookRegistry.register(f"{name}.f", around, HookType.AROUND)
+    HookRegistry.apply_hooks()
+    assert asyncio.run(mod.f(1)) == ("around", 1)
+
+
+def test_sync_around_hook_on_async_target_has_its_returned_awaitable_awaited(make_module):
+    name = make_module("m", "async def f(x):\n    return x\n")
+    mod = importlib.import_module(name)
+    seen = []
+    HookRegistry.register(f"{name}.f", lambda fn, x: fn(x), HookType.AROUND)
+    HookRegistry.register(f"{name}.f", lambda r, x: seen.append(r))
+    HookRegistry.apply_hooks()
+    assert asyncio.run(mod.f(5)) == 5
+    assert seen == [5]
+
+
+def test_async_hook_on_sync_target_fails_the_target(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    mod = importlib.import_module(name)
+    original = mod.f
+
+    async def after(r):
+        return r
+
+    HookRegistry.register(f"{name}.f", after)
+    HookRegistry.apply_hooks()
+    report = HookRegistry.describe(f"{name}.f")[0]
+    assert report.status == "failed" and "async def" in report.error
+    assert mod.f is original
+
+
+def test_generator_hooks_run_when_the_generator_is_created(make_module):
+    name = make_module("m", "def gen(n):\n    yield from range(n)\n")
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.gen", lambda r, n: (x * 10 for x in r))
+    HookRegistry.apply_hooks()
+    assert list(mod.gen(3)) == [0, 10, 20]
+
+
+def test_async_generator_wrapper_returns_an_async_generator(make_module):
+    name = make_module("m", "async def agen(n):\n    for i in range(n):\n        yield i\n")
+    mod = importlib.import_module(name)
+    seen = []
+    HookRegistry.register(f"{name}.agen", lambda n: seen.append(n), HookType.BEFORE)
+    HookRegistry.apply_hooks()
+
+    async def collect():
+        return [i async for i in mod.agen(3)]
+
+    assert asyncio.run(collect()) == [0, 1, 2]
+    assert seen == [3]
+
+
+def test_class_replace_substitutes_the_class_itself(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    original = mod.Base
+
+    class Replacement(original):
+        def method(self, x):
+            return "replaced"
+
+    HookRegistry.register(f"{name}.Base", Replacement, HookType.REPLACE)
+    HookRegistry.apply_hooks()
+    obj = mod.Base()
+    assert mod.Base is Replacement
+    assert isinstance(obj, original) and issubclass(mod.Base, original)
+    assert obj.method(1) == "replaced"
+
+
+def test_class_replace_warns_about_existing_subclasses(make_module, caplog):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+
+    class Replacement(mod.Base):
+        pass
+
+    HookRegistry.register(f"{name}.Base", Replacement, HookType.REPLACE)
+    HookRegistry.apply_hooks()
+    assert any(f"{name}.Sub" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    kinds = [c.kind for c in HookRegistry.describe(f"{name}.Base")[0].conflicts]
+    assert kinds == ["class_replace_subclasses"]
+
+
+def test_method_hooks_apply_to_the_replacement_class(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+
+    class Replacement(mod.Base):
+        pass
+
+    HookRegistry.register(f"{name}.Base.method", lambda r, self, x: r + ("hooked",))
+    HookRegistry.register(f"{name}.Base", Replacement, HookType.REPLACE)
+    HookRegistry.apply_hooks()
+    assert mod.Base().method(1) == ("method", "Replacement", 1, "hooked")
+
+
+def test_non_replace_hook_on_a_class_target_fails_with_type_error_text(make_module):
+    name = make_module("m", CLASSES)
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}.Base", lambda r, *a: r)
+    HookRegistry.apply_hooks()
+    report = HookRegistry.describe(f"{name}.Base")[0]
+    assert report.status == "failed" and report.error.startswith("TypeError") and "is a class" in report.error
+
+
+def test_wrapper_keeps_name_qualname_doc_module_and_signature(make_module):
+    name = make_module("m", "def f(a, b: int = 2) -> int:\n    'The doc.'\n    return a + b\n")
+    mod = importlib.import_module(name)
+    original = mod.f
+    HookRegistry.register(f"{name}.f", lambda r, *a, **k: None)
+    HookRegistry.apply_hooks()
+    assert mod.f is not original and mod.f.__wrapped__ is original
+    assert (mod.f.__name__, mod.f.__qualname__, mod.f.__doc__, mod.f.__module__) == (
+        "f", "f", "The doc.", name
+    )
+    assert inspect.signature(mod.f) == inspect.signature(original)
+
+
+def test_patched_module_level_function_stays_picklable(make_module):
+    name = make_module("m", "def f(x):\n    return x\n")
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", lambda r, x: None)
+    HookRegistry.apply_hooks()
+    assert pickle.loads(pickle.dumps(mod.f)) is mod.f
+
+
+def test_colon_target_spelling_hooks_a_method(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}:Base.method", lambda r, self, x: "hooked")
+    HookRegistry.apply_hooks()
+    assert mod.Base().method(1) == "hooked"
+
+
+def test_both_spellings_of_one_target_share_one_wrapper(make_module):
+    name = make_module("m", "def f(x):\n    return [x]\n")
+    mod = importlib.import_module(name)
+    original = mod.f
+    HookRegistry.register(f"{name}.f", lambda r, x: r + ["dotted"])
+    HookRegistry.register(f"{name}:f", lambda r, x: r + ["colon"])
+    HookRegistry.apply_hooks()
+    assert mod.f(0) == [0, "dotted", "colon"]
+    assert mod.f.__wrapped__ is original

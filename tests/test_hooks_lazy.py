@@ -1,0 +1,155 @@
+"""Hook registry: lazy application on first import, late registration, idempotence."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, isolated_registry
+
+
+@pytest.fixture
+def make_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Write modules into a fresh package on sys.path; isolated registry; modules removed after."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pkg = f"hk_{uuid.uuid4().hex[:10]}"
+    (tmp_path / pkg).mkdir()
+    (tmp_path / pkg / "__init__.py").write_text("")
+    importlib.invalidate_caches()
+
+    def make(name: str, source: str) -> str:
+        (tmp_path / pkg / f"{name}.py").write_text(textwrap.dedent(source))
+        importlib.invalidate_caches()
+        return f"{pkg}.{name}"
+
+    with isolated_registry():
+        yield make
+    for name in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
+        del sys.modules[name]
+
+
+
+def test_apply_hooks_does_not_import_a_target_module(make_module):
+    name = make_module("never", "def f():\n    return 1\n")
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    assert name not in sys.modules
+    assert HookRegistry.describe(f"{name}.f")[0].status == "pending"
+
+
+def test_pending_target_is_patched_on_first_import(make_module):
+    name = make_module("later", "def f():\n    return 1\n")
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    mod = importlib.import_module(name)
+    assert mod.f() == 2
+    assert HookRegistry.describe(f"{name}.f")[0].status == "applied"
+
+
+def test_pending_colon_target_is_patched_on_first_import(make_module):
+    name = make_module("later", "class C:\n    def m(self):\n        return 1\n")
+    HookRegistry.register(f"{name}:C.m", lambda r, self: r + 1)
+    HookRegistry.apply_hooks()
+    mod = importlib.import_module(name)
+    assert mod.C().m() == 2
+
+
+def test_module_importing_a_pending_target_gets_the_patched_function(make_module):
+    target = make_module("target", "def f():\n    return 1\n")
+    user = make_module("user", "from .target import f\n")
+    HookRegistry.register(f"{target}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    assert importlib.import_module(user).f() == 2
+
+
+def test_circular_import_copy_made_during_target_execution_is_rebound(make_module):
+    target = make_module(
+        "target", "def f():\n    return 1\nfrom . import user\n"
+    )
+    user = make_module("user", "from .target import f\n")
+    HookRegistry.register(f"{target}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    importlib.import_module(target)
+    assert sys.modules[user].f() == 2
+
+
+def test_watched_module_keeps_its_real_loader(make_module):
+    name = make_module("later", "def f():\n    return 1\nLOADER = __loader__\n")
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    mod = importlib.import_module(name)
+    assert type(mod.LOADER).__name__ == "SourceFileLoader"
+    assert mod.__loader__ is mod.__spec__.loader is mod.LOADER
+
+
+def test_import_watcher_is_removed_once_nothing_is_pending(make_module):
+    name = make_module("later", "def f():\n    return 1\n")
+    before = list(sys.meta_path)
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    assert len(sys.meta_path) == len(before) + 1
+    importlib.import_module(name)
+    assert sys.meta_path == before
+
+
+def test_registration_before_apply_hooks_is_not_applied_yet(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    assert mod.f() == 1
+    assert HookRegistry.describe(f"{name}.f")[0].status == "registered"
+
+
+def test_late_registration_is_applied_immediately_after_apply_hooks_ran(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    mod = importlib.import_module(name)
+    HookRegistry.apply_hooks()
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    assert mod.f() == 2
+
+
+def test_late_hook_on_a_patched_target_rebuilds_from_the_original(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    mod = importlib.import_module(name)
+    original = mod.f
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    HookRegistry.register(f"{name}.f", lambda r: r * 10)
+    assert mod.f() == 20
+    assert mod.f.__wrapped__ is original
+
+
+def test_late_hook_reaches_modules_that_imported_the_first_wrapper(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    user = make_module("user", "from .m import f\n")
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    user_mod = importlib.import_module(user)
+    HookRegistry.register(f"{name}.f", lambda r: r * 10)
+    assert user_mod.f is mod.f
+    assert user_mod.f() == 20
+
+
+def test_second_apply_hooks_does_not_wrap_again(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    wrapper = mod.f
+    HookRegistry.apply_hooks()
+    assert mod.f is wrapper and mod.f() == 2
+
+
+def test_dotted_target_in_a_submodule_not_yet_imported_waits_for_it(make_module):
+    name = make_module("inner", "def f():\n    return 1\n")
+    package = name.rpartition(".")[0]
+    importlib.import_module(package)
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    assert HookRegistry.describe(f"{name}.f")[0].status == "pending"
+    assert importlib.import_module(name).f() == 2

@@ -1,0 +1,102 @@
+"""Hook registry: stale 'from x import f' copies are rebound by name, aliases are left alone."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType, isolated_registry
+
+
+@pytest.fixture
+def make_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Write modules into a fresh package on sys.path; isolated registry; modules removed after."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pkg = f"hk_{uuid.uuid4().hex[:10]}"
+    (tmp_path / pkg).mkdir()
+    (tmp_path / pkg / "__init__.py").write_text("")
+    importlib.invalidate_caches()
+
+    def make(name: str, source: str) -> str:
+        (tmp_path / pkg / f"{name}.py").write_text(textwrap.dedent(source))
+        importlib.invalidate_caches()
+        return f"{pkg}.{name}"
+
+    with isolated_registry():
+        yield make
+    for name in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
+        del sys.modules[name]
+
+
+
+def test_from_import_copy_made_before_apply_is_rebound(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    user = make_module("user", "from .m import f\n")
+    user_mod = importlib.import_module(user)
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    assert user_mod.f() == 2
+    assert HookRegistry.describe(f"{name}.f")[0].rebound == 1
+
+
+def test_copy_under_another_name_keeps_the_original(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    hooks = make_module("hooks", "from .m import f as _orig\n")
+    hooks_mod = importlib.import_module(hooks)
+    original = sys.modules[name].f
+    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.apply_hooks()
+    assert hooks_mod._orig is original
+
+
+def test_replace_delegating_to_its_own_alias_of_the_original_does_not_recurse(make_module):
+    name = make_module("m", "def f(x):\n    return x\n")
+    hooks = make_module(
+        "hooks",
+        "from .m import f as _orig\n\ndef replacement(x):\n    return _orig(x) + 100\n",
+    )
+    hooks_mod = importlib.import_module(hooks)
+    HookRegistry.register(f"{name}.f", hooks_mod.replacement, HookType.REPLACE)
+    HookRegistry.apply_hooks()
+    assert sys.modules[name].f(1) == 101
+
+
+def test_class_replace_rebinds_copies_of_the_class(make_module):
+    name = make_module("m", "class C:\n    pass\n")
+    user = make_module("user", "from .m import C\n")
+    user_mod = importlib.import_module(user)
+
+    class Replacement(sys.modules[name].C):
+        pass
+
+    HookRegistry.register(f"{name}.C", Replacement, HookType.REPLACE)
+    HookRegistry.apply_hooks()
+    assert user_mod.C is Replacement
+
+
+def test_one_apply_rebinds_copies_for_every_target(make_module):
+    name = make_module("m", "def f():\n    return 1\ndef g():\n    return 2\n")
+    user = make_module("user", "from .m import f, g\n")
+    user_mod = importlib.import_module(user)
+    HookRegistry.register(f"{name}.f", lambda r: r + 10)
+    HookRegistry.register(f"{name}.g", lambda r: r + 20)
+    HookRegistry.apply_hooks()
+    assert (user_mod.f(), user_mod.g()) == (11, 22)
+
+
+def test_target_spelled_through_a_reexporting_module_wraps_the_original_not_our_wrapper(make_module):
+    name = make_module("m", "def f():\n    return []\n")
+    reexport = make_module("api", "from .m import f\n")
+    importlib.import_module(reexport)
+    original = sys.modules[name].f
+    HookRegistry.register(f"{name}.f", lambda r: r + ["core"])
+    HookRegistry.apply_hooks()
+    HookRegistry.register(f"{reexport}.f", lambda r: r + ["api"])
+    assert sys.modules[reexport].f.__wrapped__ is original
+    # The re-export is its own target: built from the original, never on top of our wrapper.
+    assert sys.modules[reexport].f() == ["api"]
+    assert sys.modules[name].f() == ["core"]
