@@ -73,7 +73,7 @@ def render_list(report: dict[str, Any]) -> str:
         rows = [(d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]]
         lines.extend(format_table(("GROUP", "NAME", "DISTRIBUTIONS"), rows))
     lines.append("")
-    lines.append(f"{report['distribution_count']} distribution(s) with entry points scanned; no plugin was imported.")
+    lines.append(f"{report['distribution_count']} installed distribution(s) scanned; no plugin was imported.")
     lines.extend(_footer(report))
     return "\n".join(lines) + "\n"
 
@@ -123,7 +123,7 @@ def render_doctor(report: dict[str, Any]) -> str:
     discovery = report["discovery"]
     lines.append("")
     lines.append(
-        f"Discovery: {discovery['distribution_count']} distribution(s) with entry points, "
+        f"Discovery: {discovery['distribution_count']} installed distribution(s) scanned, "
         f"{discovery['platform_plugins']} platform plugin(s), {discovery['general_plugins']} general plugin(s), "
         f"{len(discovery['malformed'])} malformed"
     )
