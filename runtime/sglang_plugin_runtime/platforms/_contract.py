@@ -278,7 +278,8 @@ def _summary(func: Any) -> str:
 
 def register_contract_class(cls: type) -> None:
     """Record ``cls`` as a contract class; every public member must carry a marker."""
-    attributes: dict[str, Status] = dict(cls.__dict__.get("_CONTRACT_ATTRIBUTES", {}))
+    # _CONTRACT_ATTRIBUTES maps a data attribute to (status, one-line summary).
+    attributes: dict[str, tuple[Status, str]] = dict(cls.__dict__.get("_CONTRACT_ATTRIBUTES", {}))
     inherited = contract_members(cls)
     members: dict[str, ContractMethod] = {}
     errors: list[str] = []
@@ -293,8 +294,9 @@ def register_contract_class(cls: type) -> None:
             continue
         kind, func = _kind_of(raw)
         if name in attributes:
+            status, summary = attributes.pop(name)
             members[name] = ContractMethod(
-                name, attributes.pop(name), False, "attribute", cls, "", None, None
+                name, status, False, "attribute", cls, summary, None, None
             )
             continue
         mark = getattr(func, _MARK, None) if func is not None else None
@@ -305,9 +307,9 @@ def register_contract_class(cls: type) -> None:
         members[name] = ContractMethod(
             name, mark.status, mark.required, kind, cls, _summary(func), func, params  # type: ignore[arg-type]
         )
-    for name, status in attributes.items():
+    for name, (status, summary) in attributes.items():
         # Declared attributes that only have an annotation (no value) still count.
-        members[name] = ContractMethod(name, status, False, "attribute", cls, "", None, None)
+        members[name] = ContractMethod(name, status, False, "attribute", cls, summary, None, None)
     if errors:
         raise TypeError("invalid contract class:\n  - " + "\n  - ".join(errors))
     _OWN_MEMBERS[cls] = members

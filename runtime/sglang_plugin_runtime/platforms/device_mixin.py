@@ -103,7 +103,10 @@ class DeviceMixin:
     device_name: str = "unknown"
     device_type: str = "cpu"
 
-    _CONTRACT_ATTRIBUTES = {"device_name": "active", "device_type": "active"}
+    _CONTRACT_ATTRIBUTES = {
+        "device_name": ("active", "Short human-readable device name (e.g. \"npu\"); non-empty."),
+        "device_type": ("active", "The torch.device type string (e.g. \"npu\"); non-empty."),
+    }
 
     def __init_subclass__(
         cls, *, _contract_class: bool = False, check_overrides: bool = True, **kwargs: Any

@@ -137,7 +137,10 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
     supported_quantization: list[str] = []
     capabilities: PlatformCapabilities = PlatformCapabilities()
 
-    _CONTRACT_ATTRIBUTES = {"supported_quantization": "active", "capabilities": "active"}
+    _CONTRACT_ATTRIBUTES = {
+        "supported_quantization": ("active", "Names of the quantization methods the device runs."),
+        "capabilities": ("active", "A PlatformCapabilities: what core may ask of the device."),
+    }
 
     # ---- configuration lifecycle ---------------------------------------------------------
 

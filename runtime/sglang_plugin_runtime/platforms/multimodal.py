@@ -45,9 +45,9 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     simple_compile_backend: str = "inductor"
 
     _CONTRACT_ATTRIBUTES = {
-        "device": "active",
-        "dispatch_key": "active",
-        "simple_compile_backend": "active",
+        "device": ("active", "A torch.device or None; kept for compatibility with SGLang."),
+        "dispatch_key": ("active", "PyTorch dispatcher key for torch.library registrations."),
+        "simple_compile_backend": ("active", "torch.compile backend for small standalone functions."),
     }
 
     # ---- lifecycle ---------------------------------------------------------------------
