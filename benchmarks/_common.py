@@ -36,6 +36,7 @@ class Context:
     log: "callable"  # type: ignore[valid-type]
     repeats_override: int | None = None
     extra: dict = field(default_factory=dict)
+    warmed: set = field(default_factory=set)
 
     def repeats(self, full: int, quick: int = 1) -> int:
         if self.repeats_override is not None:
@@ -106,6 +107,10 @@ def clean_env(extra: dict[str, str] | None = None, path: list[str] | None = None
     """The children's environment: no inherited SGLANG_* variables, an explicit PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_") and k != "PYTHONPATH"}
     env.pop("BENCH_SIDE", None)
+    # A deployment imports from .pyc files (pip compiles on install). With PYTHONDONTWRITEBYTECODE set,
+    # every child would compile both sides' sources on each start (SGLang's environ.py alone is 2,300
+    # lines), so the warm-up run writes .pyc files and the measured runs use them.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONHASHSEED"] = "0"
     env["PYTHONWARNINGS"] = "ignore"
     # Keep torch from spawning a thread pool per core on a shared 2-core machine.
@@ -153,14 +158,18 @@ def run_child(
     return result
 
 
-def alternate(ctx: Context, repeats: int, sides: list[str], measure) -> dict[str, list[dict]]:
+def alternate(ctx: Context, repeats: int, sides: list[str], measure, warmup_key: str | None = None) -> dict[str, list[dict]]:
     """Run ``measure(side)`` ``repeats`` times per side, interleaving sides to spread machine drift.
 
-    One discarded warm-up per side first (writes ``.pyc`` files, warms the page cache), so every kept
-    measurement sees the same warm file system, as a deployment's second start-up would.
+    Unless in quick mode, one discarded warm-up per side and ``warmup_key`` comes first (it writes
+    ``.pyc`` files and warms the page cache), so every kept measurement sees the same warm file
+    system, as a deployment's second start-up would.
     """
-    for side in sides:
-        measure(side)
+    if not ctx.quick and (warmup_key is None or warmup_key not in ctx.warmed):
+        for side in sides:
+            measure(side)
+        if warmup_key is not None:
+            ctx.warmed.add(warmup_key)
     results: dict[str, list[dict]] = {side: [] for side in sides}
     for i in range(repeats):
         order = sides if i % 2 == 0 else list(reversed(sides))

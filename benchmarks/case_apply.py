@@ -67,7 +67,11 @@ def run(ctx):
     for count in ([1, 20] if ctx.quick else [1, 20, 50]):
         params = {"torch": use_torch, "modules": total, "targets": count, "names_file": names_file}
         results = alternate(
-            ctx, ctx.repeats(5, 1), SIDES, lambda side: run_child(ctx, "apply", side, params, path=[str(folder)])
+            ctx,
+            ctx.repeats(4, 1),
+            SIDES,
+            lambda side: run_child(ctx, "apply", side, params, path=[str(folder)]),
+            warmup_key="apply",
         )
         ours, sgl = results["ours"], results["sglang"]
         for side, rs in results.items():

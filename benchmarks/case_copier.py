@@ -44,8 +44,9 @@ def run(ctx):
 
     rows = []
     for kind in ("platform", "general"):
-        runs = [run_child(ctx, "copier", "ours", {"src": str(REPO), "kind": kind}) for _ in range(ctx.repeats(3, 1) + 1)]
-        runs = runs[1:]  # the first run warms the page cache and .pyc files
+        warm = 0 if ctx.quick else 1  # the first run warms the page cache and .pyc files
+        runs = [run_child(ctx, "copier", "ours", {"src": str(REPO), "kind": kind}) for _ in range(ctx.repeats(3, 1) + warm)]
+        runs = runs[warm:]
         note = (
             f"{runs[0]['files']} files generated; import copier "
             f"{statistics.median(r['import_seconds'] for r in runs) * 1e3:.0f} ms (not included)"

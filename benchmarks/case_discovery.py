@@ -65,12 +65,13 @@ def run(ctx):
         folder = ensure_fake_dists(count, ctx.log)
         for platform_env in ("alpha", None):
             env = {"SGLANG_PLATFORM": platform_env} if platform_env else {}
-            repeats = ctx.repeats(5, 1)
+            repeats = ctx.repeats(4, 1)
             results = alternate(
                 ctx,
                 repeats,
                 SIDES,
                 lambda side: run_child(ctx, "discovery", side, {}, path=[str(folder)], env=env),
+                warmup_key=f"discovery-{count}",
             )
             ours, sgl = results["ours"], results["sglang"]
             for side, rs in results.items():

@@ -92,8 +92,10 @@ def measure(side, params):
 def run(ctx):
     from _common import Row, alternate, run_child
 
-    params = {"number": 20000, "repeat": 3} if ctx.quick else {"number": 200000, "repeat": 7}
-    results = alternate(ctx, ctx.repeats(3, 1), SIDES, lambda side: run_child(ctx, "percall", side, params))
+    params = {"number": 20000, "repeat": 3} if ctx.quick else {"number": 100000, "repeat": 7}
+    results = alternate(
+        ctx, ctx.repeats(5, 1), SIDES, lambda side: run_child(ctx, "percall", side, params), warmup_key="percall"
+    )
     rows = []
     for kind in ("function", "method"):
         for hooks, label in (("around", "AROUND only"), ("three", "BEFORE+AROUND+AFTER")):

@@ -38,10 +38,15 @@ def run(ctx):
 
     rows = []
     variants = [(False, "cold import + first current_platform"), (True, "same, torch+numpy pre-imported")]
+    if ctx.quick:
+        variants = variants[:1]
     for preimport, label in variants:
-        repeats = ctx.repeats(7 if not preimport else 7, 1)
         results = alternate(
-            ctx, repeats, SIDES, lambda side: run_child(ctx, "startup", side, {"preimport_torch": preimport})
+            ctx,
+            ctx.repeats(5, 1),
+            SIDES,
+            lambda side: run_child(ctx, "startup", side, {"preimport_torch": preimport}),
+            warmup_key="startup",
         )
         ours, sgl = results["ours"], results["sglang"]
         note = (

@@ -81,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
             log(f"case {number} FAILED: {failures[number][:2000]}")
         log(f"case {number} took {time.perf_counter() - case_started:.1f}s")
 
+    if args.quick:
+        # Tiny sizes and one repeat say nothing about the goals: show them, judge none.
+        for row in rows:
+            if row.goal:
+                row.goal = f"{row.goal} (full run only)"
+            row.goal_check = None
     table = render_table(rows)
     total = time.perf_counter() - started
     print()
