@@ -14,8 +14,8 @@ The conventions it implements are the ones docs/contributing.md documents:
   the ``#>`` lines it prints.
 - ``exec="on"``: run by markdown-exec when the site is built (``make docs``), not here.
 
-Run as a script (``python tests/_docs_support.py print-check PAGE LINE...``) it is the child process of a
-print-checked example.
+Run as a script (``python tests/_docs_support.py run PAGE SCRIPT [--check-prints]``) it is the child process
+that runs one example.
 """
 
 from __future__ import annotations
@@ -184,77 +184,73 @@ def run_example(test: DocExample, *, demo_site: Path | None = None, workdir: Pat
         raise ValueError("site='demo' needs the demo installation")
     with tempfile.TemporaryDirectory(prefix="sglang-doctest-") as tmp:
         cwd = Path(workdir or tmp)
+        script = Path(tmp) / (re.sub(r"\W", "_", test.path.stem) + "_md.py")
+        script.write_text(_padded_script(test), encoding="utf-8")
+        command = [sys.executable, str(Path(__file__).resolve()), "run", page, str(script)]
         if test.checks_prints:
-            command = [
-                sys.executable, str(Path(__file__).resolve()), "print-check", page,
-                *[str(ex.start_line) for ex in test.examples],
-            ]
-        else:
-            script = Path(tmp) / (re.sub(r"\W", "_", test.path.stem) + "_md.py")
-            script.write_text(_padded_script(test), encoding="utf-8")
-            command = [sys.executable, str(script)]
+            command.append("--check-prints")
         try:
             proc = subprocess.run(
                 command, cwd=cwd, env=child_env(site_dir), capture_output=True, text=True, timeout=TIMEOUT_S
             )
         except subprocess.TimeoutExpired as exc:
-            out = (exc.stdout or b"").decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            return RunResult(False, out, None, f"timed out after {TIMEOUT_S} s")
-        output = proc.stdout + proc.stderr
-        if not test.checks_prints:
-            output = output.replace(str(script), page)
+            out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+            return RunResult(False, out.replace(str(script), page), None, f"timed out after {TIMEOUT_S} s")
+        output = (proc.stdout + proc.stderr).replace(str(script), page)
         if proc.returncode == 0:
             return RunResult(True, output)
         return RunResult(False, output, _failing_line(output, page), _last_error(output))
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The child side of a print-checked example.
+# The child process: run the padded script as ``__main__`` (so multiprocessing's spawn finds its functions), with
+# pytest-examples' print recorder when the example shows ``#>`` output.
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _print_check(page: str, start_lines: Sequence[int]) -> int:
-    import traceback
+def _child(page: str, script: str, check_prints: bool) -> int:
+    import runpy
 
-    from pytest_examples import find_examples
+    script_path = Path(script)
+    sys.argv = [script]
+    sys.path[0] = str(script_path.parent)
+    if not check_prints:
+        runpy.run_path(script, run_name="__main__")
+        return 0
+
+    from pytest_examples import CodeExample
     from pytest_examples.config import ExamplesConfig
     from pytest_examples.lint import code_diff
-    from pytest_examples.run_code import run_code
+    from pytest_examples.run_code import InsertPrintStatements
 
-    wanted = set(start_lines)
-    examples = [ex for ex in find_examples(page) if ex.start_line in wanted]
     config = ExamplesConfig()
-    module_globals: dict = {}
-    failed = False
-    with tempfile.TemporaryDirectory(prefix="sglang-doctest-") as tmp:
-        for example in examples:
-            python_file = Path(tmp) / f"{example.module_name}.py"
-            python_file.write_text(example.source, encoding="utf-8")
-            try:
-                insert_print, module_dict = run_code(
-                    example=example, python_file=python_file, loader=None, config=config,
-                    enable_print_mock=True, print_callback=None, include_print=None,
-                    module_globals=dict(module_globals), call=None,
-                )
-            except BaseException:  # noqa: BLE001 - report anything the example raised, then fail
-                traceback.print_exc()
-                return 1
-            new_source = insert_print.updated_print_statements(example)
-            if new_source is not None:
-                failed = True
-                print(
-                    f'File "{page}", line {example.start_line + 1}\n'
-                    f"The #> lines do not match what the example prints (- shown, + printed):\n"
-                    + code_diff(example, new_source, config)
-                )
-            module_globals.update(module_dict)
-    if failed:
-        print("PrintOutputMismatch: the #> output shown is not what the example prints")
-        return 1
-    return 0
+    recorder = InsertPrintStatements(script_path, config, True, None, None)
+    with recorder:
+        runpy.run_path(script, run_name="__main__")
+    example = CodeExample.create(script_path.read_text(encoding="utf-8"), path=Path(page))
+    new_source = recorder.updated_print_statements(example)
+    if new_source is None:
+        return 0
+    print(
+        "The #> lines are not what the example prints (- the page, + the run; @@ numbers are page lines):\n"
+        + code_diff(example, new_source, config),
+        file=sys.stderr,
+    )
+    first = _first_changed_line(example.source, new_source)
+    if first is not None:
+        print(f'  File "{page}", line {first}', file=sys.stderr)
+    print("PrintOutputMismatch: the #> output shown is not what the example prints", file=sys.stderr)
+    return 1
+
+
+def _first_changed_line(before: str, after: str) -> int | None:
+    for number, (old, new) in enumerate(zip(before.splitlines(), after.splitlines()), start=1):
+        if old.rstrip() != new.rstrip():
+            return number
+    return None
 
 
 if __name__ == "__main__":
-    if len(sys.argv) >= 3 and sys.argv[1] == "print-check":
-        sys.exit(_print_check(sys.argv[2], [int(a) for a in sys.argv[3:]]))
-    sys.exit(f"usage: {sys.argv[0]} print-check PAGE LINE...")
+    if len(sys.argv) >= 4 and sys.argv[1] == "run":
+        sys.exit(_child(sys.argv[2], sys.argv[3], "--check-prints" in sys.argv[4:]))
+    sys.exit(f"usage: {sys.argv[0]} run PAGE SCRIPT [--check-prints]")

@@ -29,7 +29,11 @@ def _load_demo_site_module():
 
 @pytest.fixture(scope="session")
 def demo_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _load_demo_site_module().build_demo_site(tmp_path_factory.mktemp("demo") / "site-packages")
+    module = _load_demo_site_module()
+    found = module.foreign_plugins()
+    if found:
+        pytest.fail(module.unclean_environment_message(found), pytrace=False)
+    return module.build_demo_site(tmp_path_factory.mktemp("demo") / "site-packages")
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.label() for e in EXAMPLES])

@@ -118,3 +118,36 @@ def build_demo_site(root: str | Path) -> Path:
     )
     write_fake_distribution(root, "demo-engine", "0.1.0", modules={"demo_engine.py": DEMO_ENGINE})
     return root
+
+
+PLUGIN_GROUPS = (
+    "sglang.srt.platforms",
+    "sglang.srt.plugins",
+    "sglang.multimodal_gen.platforms",
+    "sglang.multimodal_gen.plugins",
+)
+
+
+def foreign_plugins() -> list[str]:
+    """Plugin entry points installed in this Python environment itself (not in the demo site).
+
+    The docs show what the demo installation does; a plugin left in the dev venv (``scripts/demo.py --keep``, a
+    manual ``pip install -e``) would change every output and example, so the build and the doc tests refuse to run
+    over one and say which.
+    """
+    from importlib.metadata import entry_points
+
+    found = []
+    for group in PLUGIN_GROUPS:
+        for ep in entry_points(group=group):
+            dist = ep.dist.name if ep.dist is not None else "?"
+            found.append(f"{dist} ({group}: {ep.name} = {ep.value})")
+    return sorted(found)
+
+
+def unclean_environment_message(found: list[str]) -> str:
+    return (
+        "The docs are built and tested against the demo installation only, but this Python environment has plugins "
+        "installed itself:\n  - " + "\n  - ".join(found) + "\nUninstall them (`.venv/bin/python -m pip uninstall "
+        "<distribution>`; `scripts/demo.py` does so unless run with --keep), then build or test again."
+    )

@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from demo_site import build_demo_site  # noqa: E402
+from demo_site import build_demo_site, foreign_plugins, unclean_environment_message  # noqa: E402
 
 _state: dict[str, Any] = {}
 
@@ -33,6 +33,11 @@ _FENCE_OPTION = re.compile(r'^(?P<open>\s*(?:```|~~~)[^\n]*?)\s+(?:test|group|si
 
 
 def on_config(config: Any) -> Any:
+    found = foreign_plugins()
+    if found:
+        from mkdocs.exceptions import PluginError
+
+        raise PluginError(unclean_environment_message(found))
     old = _state.pop("tmp", None)
     if old:
         shutil.rmtree(old, ignore_errors=True)
