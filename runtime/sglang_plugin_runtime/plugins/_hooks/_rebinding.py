@@ -61,18 +61,17 @@ def rebind(
     found: dict[str, list[Rebinding]] = {}
     if not by_name:
         return found
-    names = tuple(by_name.items())
+    names = frozenset(by_name)
     if modules is None:
         modules = list(sys.modules.values())
     for module in modules:
         if not isinstance(module, types.ModuleType):
             continue
         namespace = module.__dict__
-        for name, olds in names:
-            value = namespace.get(name)
-            if value is None:
-                continue
-            hit = olds.get(id(value))
+        # A C-level intersection: one hash probe per target name, no Python loop per module.
+        for name in namespace.keys() & names:
+            value = namespace[name]
+            hit = by_name[name].get(id(value))
             if hit is None or hit[0] is not value:
                 continue
             rep = hit[1]

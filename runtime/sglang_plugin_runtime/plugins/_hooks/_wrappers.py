@@ -27,6 +27,7 @@ import inspect
 import itertools
 import linecache
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from ._types import HookType
 
@@ -64,15 +65,35 @@ def build_wrapper(
     hooks: Sequence[tuple[HookType, Callable[..., object]]],
     label: str,
 ) -> Callable[..., object]:
-    """Compile the chain ``hooks`` (outermost first, no REPLACE) around ``core``.
+    """Bind the chain ``hooks`` (outermost first, no REPLACE) around ``core``.
 
     ``func`` is the original target: it supplies the metadata (``__wrapped__``, names, doc) and
     decides whether the wrapper is a coroutine function.
     """
     is_async = is_async_callable(func)
+    hook_async = tuple(is_async and is_async_callable(hook) for _t, hook in hooks)
+    core_async = is_async and is_async_callable(core)
+    shape = (tuple(t for t, _h in hooks), hook_async, core_async, is_async)
+    make = _factory(shape)
+    wrapper = make(core, inspect.isawaitable, *(hook for _t, hook in hooks))  # type: ignore[operator]
+    functools.update_wrapper(wrapper, func)  # type: ignore[arg-type]
+    setattr(wrapper, WRAPPER_MARKER, label)
+    return wrapper  # type: ignore[no-any-return]
+
+
+#: Calls without keyword arguments and with up to this many positional ones get a specialised
+#: path that calls hooks with plain positional arguments (CPython calls those much faster than
+#: ``f(*args, **kwargs)``). Other calls take the generic path; results are identical.
+_FAST_ARITY = 3
+
+
+@functools.lru_cache(maxsize=256)
+def _factory(shape: tuple[tuple[HookType, ...], tuple[bool, ...], bool, bool]) -> Callable[..., Any]:
+    """Compile (once per chain shape) the factory that binds hooks into a wrapper."""
+    types_, hook_async, core_async, is_async = shape
     segments: list[tuple[list[tuple[int, HookType]], int | None]] = []
     current: list[tuple[int, HookType]] = []
-    for index, (hook_type, _hook) in enumerate(hooks):
+    for index, hook_type in enumerate(types_):
         if hook_type is _AROUND:
             segments.append((current, index))
             current = []
@@ -81,9 +102,6 @@ def build_wrapper(
         else:
             raise ValueError(f"Unknown hook type in chain: {hook_type!r}")
     segments.append((current, None))
-
-    hook_async = [is_async and is_async_callable(hook) for _t, hook in hooks]
-    core_async = is_async and is_async_callable(core)
 
     def callable_name(k: int) -> str:
         ops, terminator = segments[k]
@@ -95,27 +113,17 @@ def build_wrapper(
     for k in range(len(segments) - 1, -1, -1):
         if k > 0 and callable_name(k) == "_core":
             continue
-        body.extend(_segment_source(k, segments, callable_name, hook_async, core_async, is_async))
-    params = ", ".join(["_core", "_isawaitable"] + [f"_h{i}" for i in range(len(hooks))])
+        body.extend(_segment_source(k, segments, callable_name, list(hook_async), core_async, is_async))
+    params = ", ".join(["_core", "_isawaitable"] + [f"_h{i}" for i in range(len(types_))])
     source = f"def _make({params}):\n" + "".join(f"    {line}\n" for line in body)
     source += "    return _hook_wrapper\n"
-
-    filename = f"<sglang-plugin hooks for {label} #{next(_counter)}>"
+    kinds = "+".join(t.value for t in types_) or "replace"
+    filename = f"<sglang-plugin hooks: {'async ' if is_async else ''}{kinds} #{next(_counter)}>"
     code = compile(source, filename, "exec")
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, object] = {"__builtins__": builtins, "__name__": __name__}
     exec(code, namespace)
-    make = namespace["_make"]
-    wrapper = make(core, inspect.isawaitable, *(hook for _t, hook in hooks))  # type: ignore[operator]
-    functools.update_wrapper(wrapper, func)  # type: ignore[arg-type]
-    setattr(wrapper, WRAPPER_MARKER, label)
-    return wrapper  # type: ignore[no-any-return]
-
-
-#: Calls without keyword arguments and with up to this many positional ones get a specialised
-#: path that calls hooks with plain positional arguments (CPython calls those much faster than
-#: ``f(*args, **kwargs)``). Other calls take the generic path; results are identical.
-_FAST_ARITY = 3
+    return namespace["_make"]  # type: ignore[return-value]
 
 
 def _segment_source(
