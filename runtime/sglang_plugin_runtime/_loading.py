@@ -148,7 +148,10 @@ def load_entry_points(
     if allowed is not None:
         for missing in sorted(allowed - {ep.name for ep in entries}):
             logger.warning(
-                "%s lists %r, but no plugin of that name is installed in group %r.", namespace.plugins_env, missing, group
+                "%s lists %r, but it is not installed: no plugin of that name in group %r. Check the spelling or install it.",
+                namespace.plugins_env,
+                missing,
+                group,
             )
             if report is not None:
                 report.records.append(PluginRecord(missing, NOT_INSTALLED, f"listed in {namespace.plugins_env} but not installed"))
