@@ -40,6 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=None, help="override every case's repeat count")
     parser.add_argument("--json", dest="json_path", default=None, help="where to write the results JSON")
     parser.add_argument("--python", default=None, help="interpreter for the measurement processes")
+    parser.add_argument(
+        "--update-docs", action="store_true", help="write the table and machine into docs/benchmarks.md (full runs)"
+    )
     args = parser.parse_args(argv)
 
     from _prepare import ensure_light_deps, ensure_sglang, python_for_children
@@ -119,7 +122,41 @@ def main(argv: list[str] | None = None) -> int:
     }
     json_path.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"results: {os.path.relpath(json_path, Path.cwd())}")
+    if args.update_docs:
+        _update_docs(payload)
+        print("updated docs/benchmarks.md")
     return 1 if failures else 0
+
+
+DOCS = REPO / "docs" / "benchmarks.md"
+START, END = "<!-- bench:results:start -->", "<!-- bench:results:end -->"
+
+
+def _update_docs(payload: dict) -> None:
+    """Replace the generated section of docs/benchmarks.md with this run's table and machine."""
+    info = payload["machine"]
+    notes = [
+        f"- case {row['case']}, {row['variant']}: {row['note']}" for row in payload["rows"] if row.get("note")
+    ]
+    section = "\n".join(
+        [
+            START,
+            f"Run of {payload['generated']} ({payload['mode']} mode, {payload['seconds']:.0f} s in all) on "
+            f"{info['cpu']}, {info['cpus']} CPUs, {info['platform']}, Python {info['python']}, "
+            f"torch {info['torch']}, against {payload['sglang']} from its wheel.",
+            "",
+            payload["table"],
+            "",
+            "Details the runner logged for each row:",
+            "",
+            *notes,
+            END,
+        ]
+    )
+    text = DOCS.read_text()
+    before, _, rest = text.partition(START)
+    _, _, after = rest.partition(END)
+    DOCS.write_text(before + section + after)
 
 
 if __name__ == "__main__":
