@@ -12,6 +12,8 @@ The conventions it implements are the ones docs/contributing.md documents:
 - ``site="demo"``: the docs' demo installation (``docs/_hooks/demo_site.py``) is on ``PYTHONPATH``.
 - A block with ``#>`` lines is run with pytest-examples' print check: every ``print()`` in it must be followed by
   the ``#>`` lines it prints.
+- ``setup="on"``: runs here like any block, and also at build time in the page's working directory, before the
+  page's ``exec="on"`` shell blocks (docs/_hooks/sglang_docs.py).
 - ``exec="on"``: run by markdown-exec when the site is built (``make docs``), not here.
 
 Run as a script (``python tests/_docs_support.py run PAGE SCRIPT [--check-prints]``) it is the child process
@@ -120,6 +122,8 @@ def invalid_settings(paths: Iterable[Path]) -> list[str]:
             where = f"{path}:{example.start_line}"
             if settings.get("test") not in (None, "skip", "run"):
                 problems.append(f'{where}: test="{settings["test"]}" (use test="skip" or nothing)')
+            if settings.get("setup") not in (None, "on"):
+                problems.append(f'{where}: setup="{settings["setup"]}" (use setup="on" or nothing)')
             if settings.get("site") not in (None, "demo"):
                 problems.append(f'{where}: site="{settings["site"]}" (only site="demo" exists)')
             if settings.get("test") == "skip" and "reason" not in settings:
@@ -159,6 +163,8 @@ def child_env(site_dir: Path | None) -> dict[str, str]:
     if site_dir is not None:
         env["PYTHONPATH"] = str(site_dir)
         env["SGLANG_DOCS_DEMO_SITE"] = str(site_dir)
+    # As in a reader's activated venv: this interpreter's scripts (sglang-plugins, pytest) come first.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["COLUMNS"] = "100"
     return env

@@ -190,13 +190,30 @@ def test_strict_build_fails_on_a_broken_link_and_a_failing_command(tmp_path: Pat
 
             <!-- sglang-docs: contract-table sglang_plugin_runtime.platforms.interface:SRTPlatform -->
             """,
-        "other.md": "# Other\n\n## A heading\n",
+        "other.md": """
+            # Other
+
+            ## A heading
+
+            ```python setup="on"
+            from sglang_plugin_runtime.testing import write_fake_distribution
+
+            write_fake_distribution("site", "zeta-gpu", "0.3", {"sglang.srt.platforms": {"zeta": "zeta:activate"}})
+            ```
+
+            ```console exec="on" source="console" result="text"
+            $ PYTHONPATH=site sglang-plugins list
+            ```
+            """,
     })
     proc = _build(good)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     html = (good / "site" / "index.html").read_text(encoding="utf-8")
     assert "generated at build time" in html
     assert "get_default_attention_backend() -&gt; str" in html  # the generated contract table
+    other = (good / "site" / "other" / "index.html").read_text(encoding="utf-8")
+    assert "zeta-gpu 0.3" in other  # the console block ran where the page's setup block wrote its site
+    assert "setup=" not in other  # doc-test options never reach the page
 
     broken = _mini_site(tmp_path / "broken", {
         "index.md": """

@@ -4,7 +4,10 @@
   sets the environment every ``exec="on"`` block runs in: that folder on ``PYTHONPATH``, the venv's ``bin`` first on
   ``PATH`` (so ``sglang-plugins`` is the one of this checkout), no ``SGLANG_*`` variables, a fixed width, no colour.
   So the CLI output on the site is produced by running the command, at every build.
-- ``on_page_markdown``: replaces ``<!-- sglang-docs: contract-table module:Class [own] -->`` with the platform
+- ``on_page_markdown``: gives each page with ``exec="on"`` blocks a fresh working directory, runs the page's
+  ``setup="on"`` Python blocks there (in order, as scripts), and runs its shell blocks there, so a page can create a
+  playground (``write_fake_distribution("site", ...)``) and then show ``$ PYTHONPATH=site sglang-plugins list``.
+  It also replaces ``<!-- sglang-docs: contract-table module:Class [own] -->`` with the platform
   contract table generated from the code's own ``@active`` / ``@reserved`` markers
   (``sglang_plugin_runtime.platforms._contract.describe_contract``), and strips the doc-test options
   (``test="..."``, ``group="..."``, ``site="..."``) from code fences so they never reach the page.
@@ -29,7 +32,11 @@ _state: dict[str, Any] = {}
 
 _MARKER = re.compile(r"^<!--\s*sglang-docs:\s*contract-table\s+(?P<target>[\w.]+[:.]\w+)(?P<own>\s+own)?\s*-->\s*$", re.M)
 # A fence opener with our doc-test options: ```py test="skip" / ```python group="tour" site="demo".
-_FENCE_OPTION = re.compile(r'^(?P<open>\s*(?:```|~~~)[^\n]*?)\s+(?:test|group|site|reason)="[^"]*"', re.M)
+_FENCE_OPTION = re.compile(r'^(?P<open>\s*(?:```|~~~)[^\n]*?)\s+(?:test|group|site|reason|setup)="[^"]*"', re.M)
+# A whole fenced block: indent, fence, info string, body.
+_FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$", re.M | re.S)
+_EXEC_ON = re.compile(r'\bexec="(?:1|on|true|yes)"')
+_SHELL_LANGUAGES = {"console", "bash", "sh"}
 
 
 def on_config(config: Any) -> Any:
@@ -101,11 +108,58 @@ def contract_table(cls: type, *, own_only: bool = False) -> str:
     return "\n".join(rows)
 
 
+def _page_workdir(page: Any) -> Path:
+    slug = re.sub(r"\W+", "_", page.file.src_uri)
+    workdir = Path(_state["tmp"]) / "pages" / slug
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    return workdir
+
+
+def _run_setup_blocks(markdown: str, page: Any, workdir: Path) -> None:
+    """Run the page's ``setup="on"`` Python blocks, in order, in the page's working directory."""
+    import logging
+    import subprocess
+    import textwrap
+
+    log = logging.getLogger("mkdocs.hooks.sglang_docs")
+    for number, match in enumerate(_FENCE.finditer(markdown)):
+        info = match.group("info").strip()
+        if not re.match(r"(py|python|python3)\b", info) or 'setup="on"' not in info:
+            continue
+        script = workdir / f"_setup_{number}.py"
+        script.write_text(textwrap.dedent(match.group("body")), encoding="utf-8")
+        line = markdown[: match.start()].count("\n") + 1
+        proc = subprocess.run([sys.executable, script.name], cwd=workdir, capture_output=True, text=True, timeout=300)
+        script.unlink()
+        if proc.returncode != 0:
+            log.warning(
+                "%s:%d: the setup block failed (exit %d):\n%s", page.file.src_uri, line, proc.returncode,
+                textwrap.indent(proc.stdout + proc.stderr, "  "),
+            )
+
+
+def _with_workdir(markdown: str, workdir: Path) -> str:
+    def add(match: re.Match[str]) -> str:
+        info = match.group("info")
+        words = info.strip().split()
+        if not words or words[0] not in _SHELL_LANGUAGES or not _EXEC_ON.search(info) or "workdir=" in info:
+            return match.group(0)
+        return match.group(0).replace(info, f'{info} workdir="{workdir}"', 1)
+
+    return _FENCE.sub(add, markdown)
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     def render(match: re.Match[str]) -> str:
         return contract_table(_resolve(match.group("target")), own_only=bool(match.group("own")))
 
     markdown = _MARKER.sub(render, markdown)
+    if _EXEC_ON.search(markdown):
+        workdir = _page_workdir(page)
+        _run_setup_blocks(markdown, page, workdir)
+        markdown = _with_workdir(markdown, workdir)
     while True:
         stripped = _FENCE_OPTION.sub(r"\g<open>", markdown)
         if stripped == markdown:
