@@ -32,7 +32,7 @@ _state: dict[str, Any] = {}
 
 _MARKER = re.compile(r"^<!--\s*sglang-docs:\s*contract-table\s+(?P<target>[\w.]+[:.]\w+)(?P<own>\s+own)?\s*-->\s*$", re.M)
 # A fence opener with our doc-test options: ```py test="skip" / ```python group="tour" site="demo".
-_FENCE_OPTION = re.compile(r'^(?P<open>\s*(?:```|~~~)[^\n]*?)\s+(?:test|group|site|reason|setup)="[^"]*"', re.M)
+_DOC_TEST_OPTION = re.compile(r'\s+(?:test|group|site|reason|setup)="[^"]*"')
 # A whole fenced block: indent, fence, info string, body.
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$", re.M | re.S)
 _EXEC_ON = re.compile(r'\bexec="(?:1|on|true|yes)"')
@@ -140,15 +140,31 @@ def _run_setup_blocks(markdown: str, page: Any, workdir: Path) -> None:
             )
 
 
-def _with_workdir(markdown: str, workdir: Path) -> str:
-    def add(match: re.Match[str]) -> str:
-        info = match.group("info")
-        words = info.strip().split()
-        if not words or words[0] not in _SHELL_LANGUAGES or not _EXEC_ON.search(info) or "workdir=" in info:
-            return match.group(0)
-        return match.group(0).replace(info, f'{info} workdir="{workdir}"', 1)
+def _rewrite_fences(markdown: str, workdir: Path | None) -> str:
+    """Strip the doc-test options from each fence's info string; point exec'd shell blocks at ``workdir``.
 
-    return _FENCE.sub(add, markdown)
+    Only real fences are touched: a fence shown inside a longer one (```` ````markdown ````) is body text.
+    """
+
+    def rewrite(match: re.Match[str]) -> str:
+        info = match.group("info")
+        new_info = _DOC_TEST_OPTION.sub("", info)
+        words = new_info.strip().split()
+        if (
+            workdir is not None
+            and words
+            and words[0] in _SHELL_LANGUAGES
+            and _EXEC_ON.search(new_info)
+            and "workdir=" not in new_info
+        ):
+            new_info = f'{new_info} workdir="{workdir}"'
+        if new_info == info:
+            return match.group(0)
+        start = match.start("info") - match.start()
+        whole = match.group(0)
+        return whole[:start] + new_info + whole[start + len(info):]
+
+    return _FENCE.sub(rewrite, markdown)
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
@@ -156,12 +172,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         return contract_table(_resolve(match.group("target")), own_only=bool(match.group("own")))
 
     markdown = _MARKER.sub(render, markdown)
+    workdir = None
     if _EXEC_ON.search(markdown):
         workdir = _page_workdir(page)
         _run_setup_blocks(markdown, page, workdir)
-        markdown = _with_workdir(markdown, workdir)
-    while True:
-        stripped = _FENCE_OPTION.sub(r"\g<open>", markdown)
-        if stripped == markdown:
-            return markdown
-        markdown = stripped
+    return _rewrite_fences(markdown, workdir)
