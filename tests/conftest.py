@@ -6,15 +6,18 @@ import glob
 import json
 import os
 import shutil
+import importlib
 import subprocess
 import sys
 import textwrap
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 import pytest
 
+from sglang_plugin_runtime.plugins.hook_registry import isolated_registry
 from sglang_plugin_runtime.testing._fake_distributions import EntryPoints, write_fake_distribution
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -108,3 +111,23 @@ def site(tmp_path: Path) -> PluginSite:
     root = tmp_path / "site"
     root.mkdir()
     return PluginSite(root)
+
+
+@pytest.fixture
+def make_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Write modules into a fresh package on sys.path; isolated registry; modules removed after."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pkg = f"hk_{uuid.uuid4().hex[:10]}"
+    (tmp_path / pkg).mkdir()
+    (tmp_path / pkg / "__init__.py").write_text("")
+    importlib.invalidate_caches()
+
+    def make(name: str, source: str) -> str:
+        (tmp_path / pkg / f"{name}.py").write_text(textwrap.dedent(source))
+        importlib.invalidate_caches()
+        return f"{pkg}.{name}"
+
+    with isolated_registry():
+        yield make
+    for name in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
+        del sys.modules[name]

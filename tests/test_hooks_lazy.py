@@ -4,33 +4,8 @@ from __future__ import annotations
 
 import importlib
 import sys
-import textwrap
-import uuid
-from pathlib import Path
 
-import pytest
-from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, isolated_registry
-
-
-@pytest.fixture
-def make_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Write modules into a fresh package on sys.path; isolated registry; modules removed after."""
-    monkeypatch.syspath_prepend(str(tmp_path))
-    pkg = f"hk_{uuid.uuid4().hex[:10]}"
-    (tmp_path / pkg).mkdir()
-    (tmp_path / pkg / "__init__.py").write_text("")
-    importlib.invalidate_caches()
-
-    def make(name: str, source: str) -> str:
-        (tmp_path / pkg / f"{name}.py").write_text(textwrap.dedent(source))
-        importlib.invalidate_caches()
-        return f"{pkg}.{name}"
-
-    with isolated_registry():
-        yield make
-    for name in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
-        del sys.modules[name]
-
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
 
 
 def test_apply_hooks_does_not_import_a_target_module(make_module):
