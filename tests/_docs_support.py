@@ -8,6 +8,8 @@ The conventions it implements are the ones docs/contributing.md documents:
   A failure names the page and the line (the script is padded so its line numbers are the page's).
 - ``test="skip"`` (with a ``reason="..."``): not run. For fragments and code that needs what a test machine has
   not (hardware, the network).
+- ``test="pytest"``: the block is a test file: it runs under ``python -m pytest`` (the runtime's pytest plugin and
+  its fixtures are active), and every test in it must pass.
 - ``group="NAME"``: the blocks of one page with the same group run in order, as one script (a tutorial).
 - ``site="demo"``: the docs' demo installation (``docs/_hooks/demo_site.py``) is on ``PYTHONPATH``.
 - A block with ``#>`` lines is run with pytest-examples' print check: every ``print()`` in it must be followed by
@@ -76,6 +78,10 @@ class DocExample:
         return f"{where}[{self.group}]" if self.group else where
 
     @property
+    def is_pytest(self) -> bool:
+        return any(ex.prefix_settings().get("test") == "pytest" for ex in self.examples)
+
+    @property
     def checks_prints(self) -> bool:
         return any(re.search(r"^\s*#>", ex.source, re.M) for ex in self.examples)
 
@@ -120,8 +126,8 @@ def invalid_settings(paths: Iterable[Path]) -> list[str]:
                 continue
             settings = example.prefix_settings()
             where = f"{path}:{example.start_line}"
-            if settings.get("test") not in (None, "skip", "run"):
-                problems.append(f'{where}: test="{settings["test"]}" (use test="skip" or nothing)')
+            if settings.get("test") not in (None, "skip", "run", "pytest"):
+                problems.append(f'{where}: test="{settings["test"]}" (use test="skip", test="pytest" or nothing)')
             if settings.get("setup") not in (None, "on"):
                 problems.append(f'{where}: setup="{settings["setup"]}" (use setup="on" or nothing)')
             if settings.get("site") not in (None, "demo"):
@@ -171,7 +177,8 @@ def child_env(site_dir: Path | None) -> dict[str, str]:
 
 
 def _failing_line(output: str, page: str) -> int | None:
-    lines = [int(m.group(1)) for m in re.finditer(rf'File "{re.escape(page)}", line (\d+)', output)]
+    pattern = rf'File "{re.escape(page)}", line (\d+)|^{re.escape(page)}:(\d+):'
+    lines = [int(m.group(1) or m.group(2)) for m in re.finditer(pattern, output, re.M)]
     return lines[-1] if lines else None
 
 
@@ -190,11 +197,15 @@ def run_example(test: DocExample, *, demo_site: Path | None = None, workdir: Pat
         raise ValueError("site='demo' needs the demo installation")
     with tempfile.TemporaryDirectory(prefix="sglang-doctest-") as tmp:
         cwd = Path(workdir or tmp)
-        script = Path(tmp) / (re.sub(r"\W", "_", test.path.stem) + "_md.py")
+        stem = re.sub(r"\W", "_", test.path.stem) + "_md.py"
+        script = Path(tmp) / (f"test_{stem}" if test.is_pytest else stem)
         script.write_text(_padded_script(test), encoding="utf-8")
-        command = [sys.executable, str(Path(__file__).resolve()), "run", page, str(script)]
-        if test.checks_prints:
-            command.append("--check-prints")
+        if test.is_pytest:
+            command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", tmp, str(script)]
+        else:
+            command = [sys.executable, str(Path(__file__).resolve()), "run", page, str(script)]
+            if test.checks_prints:
+                command.append("--check-prints")
         try:
             proc = subprocess.run(
                 command, cwd=cwd, env=child_env(site_dir), capture_output=True, text=True, timeout=TIMEOUT_S
@@ -203,6 +214,7 @@ def run_example(test: DocExample, *, demo_site: Path | None = None, workdir: Pat
             out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
             return RunResult(False, out.replace(str(script), page), None, f"timed out after {TIMEOUT_S} s")
         output = (proc.stdout + proc.stderr).replace(str(script), page)
+        output = re.sub(rf"(?<![\w/]){re.escape(script.name)}\b", page, output)
         if proc.returncode == 0:
             return RunResult(True, output)
         return RunResult(False, output, _failing_line(output, page), _last_error(output))

@@ -80,6 +80,15 @@ assert not any(name.startswith("SGLANG_") for name in os.environ)
 ```bash
 echo "shell blocks are not run by the example runner"
 ```
+
+```python test="pytest"
+def test_passes():
+    assert 1 + 1 == 2
+
+
+def test_fails():
+    assert 1 + 1 == 3
+```
 '''
 
 
@@ -97,7 +106,7 @@ def by_line(tests, line: int):
 
 def test_collects_python_blocks_with_their_options(page: Path) -> None:
     tests = collect([page])
-    assert [t.first_line for t in tests] == [3, 10, 15, 20, 25, 29, 41, 55]
+    assert [t.first_line for t in tests] == [3, 10, 15, 20, 25, 29, 41, 55, 65]
     assert by_line(tests, 25).skip_reason == "a fragment"
     tour = by_line(tests, 29)
     assert tour.group == "tour" and [ex.start_line for ex in tour.examples] == [29, 35]
@@ -232,3 +241,10 @@ def test_strict_build_fails_on_a_broken_link_and_a_failing_command(tmp_path: Pat
     assert proc.returncode != 0
     assert "missing.md" in out and "#nowhere" in out
     assert "unexpected code 3" in out
+
+
+def test_a_pytest_block_runs_its_tests_under_pytest(page: Path) -> None:
+    result = run_example(by_line(collect([page]), 65))
+    assert not result.ok
+    assert "1 failed, 1 passed" in result.output
+    assert result.line == 71  # the page's line of `assert 1 + 1 == 3`
