@@ -8,6 +8,9 @@ installed into them from a snapshot of this repository's source.
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -51,9 +54,39 @@ def make_venv(
 ) -> Callable[..., VirtualEnv]:
     """``make_venv(name, *requirements)``: a new venv with the runtime and ``requirements`` installed."""
 
-    def _make(name: str, *requirements: Any) -> VirtualEnv:
-        env = VirtualEnv(tmp_path_factory.mktemp(f"venv-{name}"))
+    def _make(name: str, *requirements: Any, location: Path | None = None) -> VirtualEnv:
+        env = VirtualEnv(location or tmp_path_factory.mktemp(f"venv-{name}"))
         env.pip_install(runtime_source, *requirements)
         return env
 
     return _make
+
+
+@pytest.fixture(scope="session")
+def build_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, Any]]:
+    """``build_once(name, build)``: run ``build(folder) -> dict`` once for the whole test run, even across
+    xdist workers (a file lock in the folder the workers share), and return its (JSON) result to everyone.
+
+    Expensive set-ups (a venv with torch) are then built once, whichever worker gets their tests first.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+
+    def _build_once(name: str, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+        folder = root / f"shared-{name}"
+        result_file = root / f"shared-{name}.json"
+        with open(root / f"shared-{name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if result_file.exists():
+                    return json.loads(result_file.read_text(encoding="utf-8"))
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                result = build(folder)
+                result_file.write_text(json.dumps(result), encoding="utf-8")
+                return result
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    return _build_once

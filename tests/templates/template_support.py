@@ -81,10 +81,16 @@ def run(
 class VirtualEnv:
     """A real virtual environment (no system site-packages)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, create: bool = True) -> None:
         self.path = path
-        venv.EnvBuilder(with_pip=True, system_site_packages=False, clear=True).create(path)
+        if create:
+            venv.EnvBuilder(with_pip=True, system_site_packages=False, clear=True).create(path)
         self.python = path / ("Scripts" if os.name == "nt" else "bin") / "python"
+
+    @classmethod
+    def existing(cls, path: Path) -> VirtualEnv:
+        """A venv created earlier (by another xdist worker, for example)."""
+        return cls(path, create=False)
 
     def pip_install(self, *requirements: Any) -> None:
         run([self.python, "-m", "pip", "install", "--quiet", *requirements])

@@ -1,13 +1,14 @@
 """End to end, per kind: render, ``pip install -e`` into a real venv, the project's own tests pass,
 ``python -m build`` gives an sdist and a wheel with the entry points, and the runtime discovers the plugin.
 
-One venv per kind and session (each kind runs on one xdist worker); only the platform venv gets torch
-(``torch==2.13.0``, the CPU build), as a vendor's CI would.
+One venv per kind for the whole run (shared by the xdist workers through ``build_once``); only the platform
+venv gets torch (``torch==2.13.0``, the CPU build), as a vendor's CI would.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import tarfile
 import zipfile
 from collections.abc import Callable
@@ -16,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from template_support import TORCH_REQUIREMENT, Render, VirtualEnv
+from template_support import IGNORE, TORCH_REQUIREMENT, VirtualEnv, render_template
 
-PLATFORM_GROUP = pytest.mark.xdist_group("templates-e2e-platform")
+PLATFORM_GROUP = pytest.mark.xdist_group("templates-e2e-platform")  # a hint; build_once shares the venv anyway
 GENERAL_GROUP = pytest.mark.xdist_group("templates-e2e-general")
 pytestmark = pytest.mark.slow
 
@@ -36,25 +37,37 @@ class Installed:
         return self.answers["package_name"]
 
 
-def _install(make_venv: Callable[..., VirtualEnv], render: Render, name: str, *extra: str,
-             **answers: Any) -> Installed:
-    import yaml
+def _install(
+    build_once: Callable[..., dict[str, Any]],
+    make_venv: Callable[..., VirtualEnv],
+    template_dir: Path,
+    name: str,
+    *extra: str,
+    **answers: Any,
+) -> Installed:
+    """Render and install once per test run (shared by the xdist workers)."""
 
-    project = render(**answers)
-    venv = make_venv(name, *extra, "build", "-e", f"{project}[test]")
-    recorded = yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))
-    return Installed(venv, project, recorded)
+    def build(folder: Path) -> dict[str, Any]:
+        import yaml
+
+        project = render_template(template_dir, folder / "project", **answers)
+        venv = make_venv(name, *extra, "build", "-e", f"{project}[test]", location=folder / "venv")
+        recorded = yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))
+        return {"venv": str(venv.path), "project": str(project), "answers": recorded}
+
+    result = build_once(f"e2e-{name}", build)
+    return Installed(VirtualEnv.existing(Path(result["venv"])), Path(result["project"]), result["answers"])
 
 
 @pytest.fixture(scope="session")
-def platform_install(make_venv: Callable[..., VirtualEnv], render: Render) -> Installed:
-    return _install(make_venv, render, "platform", TORCH_REQUIREMENT, plugin_kind="platform")
+def platform_install(build_once, make_venv, template_dir) -> Installed:
+    return _install(build_once, make_venv, template_dir, "platform", TORCH_REQUIREMENT, plugin_kind="platform")
 
 
 @pytest.fixture(scope="session")
-def general_install(make_venv: Callable[..., VirtualEnv], render: Render) -> Installed:
+def general_install(build_once, make_venv, template_dir) -> Installed:
     return _install(
-        make_venv, render, "general", plugin_kind="general",
+        build_once, make_venv, template_dir, "general", plugin_kind="general",
         distribution_name="acme.sglang-hooks_demo", description=GENERAL_DESCRIPTION,
     )
 
@@ -65,9 +78,12 @@ def _own_tests_pass(installed: Installed) -> None:
 
 
 def _build(installed: Installed, tmp_path: Path) -> tuple[Path, Path]:
-    installed.venv.run("-m", "build", "--outdir", tmp_path, installed.project)
-    (wheel,) = tmp_path.glob("*.whl")
-    (sdist,) = tmp_path.glob("*.tar.gz")
+    # Build a clean copy, as a CI checkout would be (the installed project has egg-info and caches).
+    source = tmp_path / "src"
+    shutil.copytree(installed.project, source, ignore=IGNORE)
+    installed.venv.run("-m", "build", "--outdir", tmp_path / "dist", source)
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    (sdist,) = (tmp_path / "dist").glob("*.tar.gz")
     return wheel, sdist
 
 
