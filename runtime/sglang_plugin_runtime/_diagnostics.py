@@ -258,30 +258,6 @@ def _captured_logs() -> Iterator[_LogCapture]:
         root.removeHandler(handler)
 
 
-@contextmanager
-def _recording_activations() -> Iterator[list[Any]]:
-    """Record every ``activate()`` the selection runs, also when the selection then raises.
-
-    Selection errors do not carry the activations that led to them, so the doctor listens in on the one private
-    function that runs them, for the duration of one call, in its own process.
-    """
-    from . import _selection
-
-    recorded: list[Any] = []
-    original = _selection._activate
-
-    def recording(ep: Any, namespace: PluginNamespace) -> Any:
-        outcome = original(ep, namespace)
-        recorded.append(outcome[0])
-        return outcome
-
-    _selection._activate = recording  # type: ignore[assignment]
-    try:
-        yield recorded
-    finally:
-        _selection._activate = original  # type: ignore[assignment]
-
-
 def _error_text(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}"
     cause = exc.__cause__
@@ -295,43 +271,42 @@ def _platform_step(namespace: PluginNamespace, problems: _Problems) -> dict[str,
 
     holder = platform_holder(namespace)
     holder.reset()
-    with _recording_activations() as recorded:
-        start = time.perf_counter()
-        try:
-            holder.get()
-        except Exception as exc:
-            seconds = time.perf_counter() - start
-            activations = getattr(exc, "activations", None) or recorded
-            for activation in activations:
-                if activation.status == "failed":
-                    problems.add(
-                        ERROR,
-                        "selection",
-                        f"platform plugin {activation.plugin!r} failed: {activation.error}",
-                        plugin=activation.plugin,
-                        distribution=activation.dist_name,
-                    )
-            problems.add(
-                ERROR,
-                "selection",
-                f"no platform could be selected: {exc}",
-                plugin=getattr(exc, "plugin", None),
-                distribution=getattr(exc, "dist", None),
-            )
-            return {
-                "status": "failed",
-                "platform_class": None,
-                "rule": None,
-                "reason": None,
-                "plugin": getattr(exc, "plugin", None),
-                "distribution": getattr(exc, "dist", None),
-                "version": None,
-                "error": _error_text(exc),
-                "error_type": type(exc).__name__,
-                "seconds": seconds,
-                "activations": [a.to_dict() for a in activations],
-            }
+    start = time.perf_counter()
+    try:
+        holder.get()
+    except Exception as exc:
         seconds = time.perf_counter() - start
+        activations = getattr(exc, "activations", ())
+        for activation in activations:
+            if activation.status == "failed":
+                problems.add(
+                    ERROR,
+                    "selection",
+                    f"platform plugin {activation.plugin!r} failed: {activation.error}",
+                    plugin=activation.plugin,
+                    distribution=activation.dist_name,
+                )
+        problems.add(
+            ERROR,
+            "selection",
+            f"no platform could be selected: {exc}",
+            plugin=getattr(exc, "plugin", None),
+            distribution=getattr(exc, "dist", None),
+        )
+        return {
+            "status": "failed",
+            "platform_class": None,
+            "rule": None,
+            "reason": None,
+            "plugin": getattr(exc, "plugin", None),
+            "distribution": getattr(exc, "dist", None),
+            "version": None,
+            "error": _error_text(exc),
+            "error_type": type(exc).__name__,
+            "seconds": seconds,
+            "activations": [a.to_dict() for a in activations],
+        }
+    seconds = time.perf_counter() - start
     selection = holder.selection()
     assert selection is not None
     for activation in selection.activations:

@@ -233,11 +233,13 @@ def _select_explicit(
     activation, cls, error = _activate(ep, namespace)
     if error is not None:
         if isinstance(error, InvalidPlatformError):
+            error.activations = (activation,)
             raise error
         raise PluginLoadError(
             f"{_describe(ep)} selected by {namespace.platform_env} failed: {activation.error}",
             plugin=ep.name,
             dist=ep.dist_name,
+            activations=(activation,),
         ) from error
     if cls is None:
         raise PlatformUnavailableError(
@@ -246,6 +248,7 @@ def _select_explicit(
             f"or unset {namespace.platform_env}.",
             plugin=ep.name,
             dist=ep.dist_name,
+            activations=(activation,),
         )
     logger.info("Platform plugin %r (%s) selected by %s -> %s", ep.name, ep.dist_label, namespace.platform_env, cls)
     return PlatformSelection(
@@ -275,7 +278,10 @@ def _select_automatic(
             message = f"{_describe(ep)} was skipped: {activation.error}"
             if strict:
                 raise PluginLoadError(
-                    f"{message} ({namespace.strict_env}=1 makes this an error)", plugin=ep.name, dist=ep.dist_name
+                    f"{message} ({namespace.strict_env}=1 makes this an error)",
+                    plugin=ep.name,
+                    dist=ep.dist_name,
+                    activations=tuple(activations),
                 ) from error
             logger.warning("%s. Set %s=1 to make this an error.", message, namespace.strict_env)
             problems.append(message)
@@ -287,6 +293,7 @@ def _select_automatic(
         raise AmbiguousPlatformError(
             f"Several platform plugins activated: {names}. Set {namespace.platform_env} to the one to use, "
             f"e.g. {namespace.platform_env}={activated[0][0].name}.",
+            activations=tuple(activations),
         )
     note = f"; {len(problems)} plugin(s) failed and were skipped" if problems else ""
     if len(activated) == 1:
@@ -374,6 +381,16 @@ class PlatformHolder:
                 rule=RULE_OVERRIDE,
                 reason="set by code through set_current_platform()",
             )
+
+    def snapshot(self) -> tuple[Any, PlatformSelection | None]:
+        """The current state (instance or ``None``, provenance), for :meth:`restore` (the testing kit uses it)."""
+        with self._lock:
+            return self._platform, self._selection
+
+    def restore(self, state: tuple[Any, PlatformSelection | None]) -> None:
+        """Put back a state taken by :meth:`snapshot`, exactly (same instance, or unresolved)."""
+        with self._lock:
+            self._platform, self._selection = state
 
     def reset(self) -> None:
         """Forget the current platform; the next access selects again."""

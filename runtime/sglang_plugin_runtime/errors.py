@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class PluginError(RuntimeError):
     """A plugin could not be used; the message names the plugin and its distribution and says how to fix it."""
 
-    def __init__(self, message: str, *, plugin: str | None = None, dist: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, plugin: str | None = None, dist: str | None = None, activations: tuple[Any, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.plugin = plugin
         self.dist = dist
+        #: The ``activate()`` outcomes (``Activation`` records) that led to a selection error, for diagnostics.
+        self.activations = activations
 
 
 class PlatformNotFoundError(PluginError):

@@ -8,16 +8,6 @@ from .._namespace import PluginNamespace, get_namespace, known_namespaces
 from .._selection import PlatformHolder, PlatformSelection, platform_holder
 
 
-def _snapshot(holder: PlatformHolder) -> tuple[Any, Any]:
-    with holder._lock:
-        return holder._platform, holder._selection
-
-
-def _restore(holder: PlatformHolder, state: tuple[Any, Any]) -> None:
-    with holder._lock:
-        holder._platform, holder._selection = state
-
-
 class PlatformOverride:
     """Set, reset or re-select ``current_platform`` per namespace; :meth:`stop` restores what was there before.
 
@@ -36,7 +26,7 @@ class PlatformOverride:
     def _remember(self, namespace: PluginNamespace) -> PlatformHolder:
         holder = platform_holder(namespace)
         if namespace.name not in self._saved:
-            self._saved[namespace.name] = (holder, _snapshot(holder))
+            self._saved[namespace.name] = (holder, holder.snapshot())
         return holder
 
     def set(self, platform: Any, namespace: str | PluginNamespace = "srt") -> Any:
@@ -65,5 +55,5 @@ class PlatformOverride:
 
     def stop(self) -> None:
         for holder, state in self._saved.values():
-            _restore(holder, state)
+            holder.restore(state)
         self._saved.clear()
