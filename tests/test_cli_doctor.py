@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from conftest import RUNTIME_SRC, PluginSite
+from _plugin_site import RUNTIME_SRC, PluginSite
 
 SCHEMA = json.loads((RUNTIME_SRC / "sglang_plugin_runtime" / "cli-schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)

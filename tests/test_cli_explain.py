@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import PluginSite
+from _plugin_site import PluginSite
 from test_cli_doctor import add_general, cli
 
 TARGET = "def work(x):\n    return x\n"

@@ -3,7 +3,7 @@ importing a single plugin."""
 
 from __future__ import annotations
 
-from conftest import PluginSite
+from _plugin_site import PluginSite
 from test_cli_doctor import add_general, cli
 
 MARKER = """

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import jsonschema
 
-from conftest import RUNTIME_SRC, PluginSite
+from _plugin_site import RUNTIME_SRC, PluginSite
 from test_cli_doctor import cli
 
 

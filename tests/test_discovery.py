@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import PluginSite, find_python
+from _plugin_site import PluginSite, find_python
 from sglang_plugin_runtime._discovery import (
     MalformedEntryPoints,
     normalize_distribution_name,

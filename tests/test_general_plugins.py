@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import PluginSite
+from _plugin_site import PluginSite
 
 # A module with a function to hook, and a general plugin that counts its register() calls and hooks it.
 TARGET_MODULE = """

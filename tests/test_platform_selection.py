@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from conftest import PluginSite
+from _plugin_site import PluginSite
 
 SELECT = """
 import json, logging, sys
@@ -193,12 +193,13 @@ def test_bad_activate_result_is_an_error_naming_the_plugin_when_selected(site: P
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RESULTS))
-def test_bad_activate_result_is_warned_and_skipped_in_auto_mode(site: PluginSite, case: str) -> None:
+def test_bad_activate_result_is_an_error_in_auto_mode_too(site: PluginSite, case: str) -> None:
+    # The plugin claims its hardware is present; falling back would run on the wrong device.
     body, expected = BAD_RESULTS[case]
     site.add_platform("acme-npu", "acme", "acmenpu", body)
     out = select(site)
-    assert out["rule"] == "fallback"
-    assert expected in out["problems"][0]
+    assert out["error"] == "InvalidPlatformError"
+    assert expected in out["message"] and "'acme'" in out["message"]
 
 
 def test_class_without_oot_enum_is_rejected(site: PluginSite) -> None:

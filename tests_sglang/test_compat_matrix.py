@@ -572,18 +572,14 @@ def activate_raises(e: str, root: Path) -> str:
 
 
 @scenario("Platform activate() names a class that is not a platform (auto mode)", group="platforms",
-          sglang="TypeError: startup stops", ours="WARNING logged; base platform used",
-          why="In auto mode every plugin failure is handled alike: a WARNING naming plugin and distribution, "
-              "recorded for `sglang-plugins doctor`, then skipped; `SGLANG_PLUGINS_STRICT=1` or "
-              "`SGLANG_PLATFORM` make it an error (an `InvalidPlatformError`, also a `TypeError`).")
+          sglang="error: startup stops")
 def not_a_platform(e: str, root: Path) -> str:
     _dist(root, e, "plat-odd", {PLATFORMS: {"odd": "plat_odd:activate"}},
           {"plat_odd.py": "class P:\n    pass\ndef activate():\n    return 'plat_odd.P'\n"})
     out = _select(e, root)
-    if out.startswith("TypeError"):
-        return "TypeError: startup stops"
-    if out.startswith("WARNING") and out.endswith(_base(e)):
-        return "WARNING logged; base platform used"
+    # SGLang raises TypeError; ours InvalidPlatformError (a RuntimeError and a TypeError) naming the plugin.
+    if out.startswith(("TypeError", "RuntimeError")):
+        return "error: startup stops"
     return out
 
 

@@ -274,6 +274,11 @@ def _select_automatic(
     for ep in candidates:
         activation, cls, error = _activate(ep, namespace)
         activations.append(activation)
+        if isinstance(error, InvalidPlatformError):
+            # The plugin says its hardware is here but hands over an unusable class: falling back would run the
+            # job on the wrong device, so this is an error even in auto mode.
+            error.activations = tuple(activations)
+            raise error
         if error is not None:
             message = f"{_describe(ep)} was skipped: {activation.error}"
             if strict:
