@@ -15,6 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -33,7 +34,7 @@ class Context:
     python: str
     #: Folders that go on the children's PYTHONPATH for every measurement (both sides alike).
     base_path: list[str]
-    log: "callable"  # type: ignore[valid-type]
+    log: Callable[[str], None]
     repeats_override: int | None = None
     extra: dict = field(default_factory=dict)
     warmed: set = field(default_factory=set)
@@ -143,6 +144,7 @@ def run_child(
         capture_output=True,
         text=True,
         timeout=timeout,
+        check=False,
     )
     wall = time.perf_counter() - started
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -235,7 +237,7 @@ def machine_info(python: str) -> dict:
     try:
         out = subprocess.run(
             [python, "-c", "import importlib.metadata as m; print(m.version('torch'))"],
-            capture_output=True, text=True, timeout=60,
+            capture_output=True, text=True, timeout=60, check=False,
         )
         info["torch"] = out.stdout.strip() or None
     except Exception:  # pragma: no cover - informational only

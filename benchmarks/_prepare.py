@@ -41,7 +41,7 @@ def _write_stamp(folder: Path, value: str) -> None:
 
 def _pip(python: str, *args: str) -> None:
     cmd = [python, "-m", "pip", "--disable-pip-version-check", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
 

@@ -22,7 +22,8 @@ def measure(side, params):
         import torch  # noqa: F401
     else:
         import numpy  # noqa: F401
-    names = open(params["names_file"]).read().split()
+    with open(params["names_file"]) as handle:
+        names = handle.read().split()
     want = params["modules"]
     import benchsynth.targets as targets
 
@@ -70,7 +71,7 @@ def run(ctx):
             ctx,
             ctx.repeats(4, 1),
             SIDES,
-            lambda side: run_child(ctx, "apply", side, params, path=[str(folder)]),
+            lambda side, params=params: run_child(ctx, "apply", side, params, path=[str(folder)]),
             warmup_key="apply",
         )
         ours, sgl = results["ours"], results["sglang"]

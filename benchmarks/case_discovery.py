@@ -70,7 +70,7 @@ def run(ctx):
                 ctx,
                 repeats,
                 SIDES,
-                lambda side: run_child(ctx, "discovery", side, {}, path=[str(folder)], env=env),
+                lambda side, folder=folder, env=env: run_child(ctx, "discovery", side, {}, path=[str(folder)], env=env),
                 warmup_key=f"discovery-{count}",
             )
             ours, sgl = results["ours"], results["sglang"]

@@ -9,7 +9,6 @@ calls). Overhead = hooked - bare, in nanoseconds per call.
 """
 
 import sys
-import time
 
 SIDES = ["ours", "sglang"]
 

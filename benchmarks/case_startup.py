@@ -45,7 +45,7 @@ def run(ctx):
             ctx,
             ctx.repeats(5, 1),
             SIDES,
-            lambda side: run_child(ctx, "startup", side, {"preimport_torch": preimport}),
+            lambda side, preimport=preimport: run_child(ctx, "startup", side, {"preimport_torch": preimport}),
             warmup_key="startup",
         )
         ours, sgl = results["ours"], results["sglang"]

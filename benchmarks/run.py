@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CACHE, REPO, Context, machine_info, render_table  # noqa: E402
+from _common import CACHE, REPO, Context, machine_info, render_table
 
 CASES = {
     "1": "case_startup",

@@ -28,6 +28,7 @@ def test_quick_benchmark_run_end_to_end(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=900,
+        check=False,
     )
     assert proc.returncode == 0, f"stdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-6000:]}"
     assert "| # | case |" in proc.stdout
@@ -55,6 +56,7 @@ def test_runner_rejects_unknown_case() -> None:
         capture_output=True,
         text=True,
         timeout=120,
+        check=False,
     )
     assert proc.returncode != 0
     assert "unknown case" in proc.stderr
