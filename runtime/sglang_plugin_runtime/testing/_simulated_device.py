@@ -361,6 +361,13 @@ class SimulatedDevice:
         def manual_seed_all(seed: int) -> None:
             sim.seed = int(seed)
 
+        def _is_in_bad_fork() -> bool:
+            # torch.manual_seed() seeds a privateuse1 backend only when its module offers this (and
+            # manual_seed_all); a simulated device is never in a bad fork. Not recorded: torch calls it itself.
+            return False
+
+        module._is_in_bad_fork = _is_in_bad_fork  # type: ignore[attr-defined]
+
         module.__simulated__ = True  # type: ignore[attr-defined]
         return module
 
