@@ -213,6 +213,24 @@ def test_privateuse1_makes_torch_device_parse_in_a_fresh_process() -> None:
     assert result.stdout.strip() == "ok"
 
 
+def test_torch_manual_seed_seeds_a_privateuse1_device_without_warning() -> None:
+    code = textwrap.dedent(
+        """
+        import warnings
+        import torch
+        from sglang_plugin_runtime.testing._simulated_device import simulated_device
+        with simulated_device("npu", privateuse1=True) as sim:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                torch.manual_seed(7)
+            print(sim.seed)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "7"
+
+
 def test_missing_torch_is_a_clear_runtime_error() -> None:
     code = textwrap.dedent(
         """
