@@ -3,7 +3,8 @@
 SGLang has no conformance check of its own; its verdict is what it does with a class: ``_load_platform_class``
 accepts it or not, ``is_out_of_tree()``, and which of its methods still raise ``NotImplementedError`` when called.
 "SGLang's verdict" below asks exactly that of the real classes. Our verdict is ``check_platform_conformance``
-on the same class generated for the runtime host.
+on the same class generated for the runtime host, and on the SGLang-host class itself (the check accepts classes
+built on SGLang's own bases, as a vendor's generated tests call it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,11 @@ from typing import Any
 import pytest
 from conftest import GeneratedPackage
 
-from sglang_plugin_runtime.testing import check_platform_conformance, simulated_device
+from sglang_plugin_runtime.testing import (
+    assert_platform_conformance,
+    check_platform_conformance,
+    simulated_device,
+)
 
 # Arguments for SGLang's platform methods, by parameter name (what SGLang's core passes).
 ARGUMENTS: dict[str, Any] = {
@@ -112,22 +117,45 @@ def _classes(variant: str) -> tuple[type, type]:
     return pair[0], pair[1]
 
 
+VERDICTS = [
+    ("generated", set()),
+    ("no_attention_backend", {"get_default_attention_backend", "get_default_speculative_draft_attention_backend"}),
+    ("no_device_ops", {"get_available_memory", "get_current_memory_usage", "get_device", "get_device_capability",
+                       "get_device_name", "get_device_total_memory", "get_device_uuid",
+                       "get_torch_profiler_activity", "get_torch_profiler_activity_str", "set_device"}),
+    ("not_out_of_tree", {"_enum"}),
+]
+
+
 @pytest.mark.usefixtures("on_path")
-@pytest.mark.parametrize(
-    ("variant", "expected"),
-    [
-        ("generated", set()),
-        ("no_attention_backend", {"get_default_attention_backend", "get_default_speculative_draft_attention_backend"}),
-        ("no_device_ops", {"get_available_memory", "get_current_memory_usage", "get_device", "get_device_capability",
-                           "get_device_name", "get_device_total_memory", "get_device_uuid",
-                           "get_torch_profiler_activity", "get_torch_profiler_activity_str", "set_device"}),
-        ("not_out_of_tree", {"_enum"}),
-    ],
-)
+@pytest.mark.parametrize(("variant", "expected"), VERDICTS)
 def test_our_check_agrees_with_sglang(variant: str, expected: set[str]) -> None:
     sglang_cls, ours_cls = _classes(variant)
     assert sglang_verdict(sglang_cls) == expected
     assert our_verdict(ours_cls) == expected
+
+
+@pytest.mark.usefixtures("on_path")
+@pytest.mark.parametrize(("variant", "expected"), VERDICTS)
+def test_our_check_on_the_sglang_host_class_itself_agrees_with_sglang(variant: str, expected: set[str]) -> None:
+    sglang_cls, _ = _classes(variant)
+    assert sglang_verdict(sglang_cls) == expected
+    assert our_verdict(sglang_cls) == expected
+
+
+@pytest.mark.usefixtures("on_path")
+def test_problems_of_an_sglang_host_class_name_that_class() -> None:
+    sglang_cls, _ = _classes("not_out_of_tree")
+    (problem,) = check_platform_conformance(sglang_cls)
+    assert problem.message.startswith("Variant_not_out_of_tree._enum is PlatformEnum.CPU")
+
+
+@pytest.mark.usefixtures("on_path")
+def test_checking_the_generated_sglang_host_class_leaves_it_unchanged() -> None:
+    sglang_cls, _ = _classes("generated")
+    before = {klass: dict(vars(klass)) for klass in sglang_cls.__mro__}
+    assert_platform_conformance(sglang_cls)
+    assert {klass: dict(vars(klass)) for klass in sglang_cls.__mro__} == before
 
 
 def test_the_contracts_require_the_same_methods() -> None:

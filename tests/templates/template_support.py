@@ -18,6 +18,14 @@ IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_c
 
 Render = Callable[..., Path]
 
+#: What a generated package depends on, per ``host_api`` answer (the runtime, or the released SGLang).
+HOST_REQUIREMENTS = {
+    "runtime": "sglang-plugin-runtime>=0.1,<0.2",
+    "sglang": "sglang>=0.5.23,<0.6",
+}
+#: The package a generated package's own code imports its platform classes and hook registry from.
+HOST_API_PACKAGES = {"runtime": "sglang_plugin_runtime", "sglang": "sglang.srt"}
+
 
 def copy_template(destination: Path) -> Path:
     """Copy the template (``copier.yml`` and ``templates/``) to ``destination``; return it."""

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import yaml
-from template_support import REPO_ROOT, Render
+from template_support import HOST_API_PACKAGES, HOST_REQUIREMENTS, REPO_ROOT, Render
 
 UNUSUAL_TEXT = 'Runs "SGLang" on C:\\npu\\ — Zoë’s 🚀 backend <fast> & {braces} {{ not jinja }} \'quoted\''
 
@@ -70,6 +70,21 @@ CASES: dict[str, dict[str, Any]] = {
         f"general-only-{hook}": {"plugin_kind": "general", "example_hooks": [hook]}
         for hook in ("before", "after", "around_timer", "replace_class")
     },
+    # host_api=sglang: the package imports sglang.srt.* and depends on the released SGLang.
+    "platform-sglang-host": {"plugin_kind": "platform", "host_api": "sglang"},
+    "platform-sglang-host-dotted-hpu": {
+        "plugin_kind": "platform",
+        "host_api": "sglang",
+        "distribution_name": "acme.sglang-gaudi_plugin",
+        "entry_point_name": "acme.gaudi-2",
+        "device_name": "Gaudi-2.x",
+        "device_type": "hpu",
+        "backend_module": "habana_frameworks.torch",
+        "distributed_backend": "hccl",
+        "description": UNUSUAL_TEXT,
+    },
+    "general-sglang-host": {"plugin_kind": "general", "host_api": "sglang"},
+    "general-sglang-host-one-hook": {"plugin_kind": "general", "host_api": "sglang", "example_hooks": ["around_timer"]},
 }
 
 _RENDERED: dict[str, Path] = {}
@@ -112,7 +127,7 @@ def test_pyproject_parses_and_carries_the_answers(case: tuple[dict[str, Any], Pa
     assert data["project"]["description"] == recorded["description"]
     assert data["project"]["authors"][0]["name"] == recorded["author_name"]
     assert data["project"]["requires-python"] == f">={recorded['python_min']}"
-    assert data["project"]["dependencies"] == ["sglang-plugin-runtime>=0.1,<0.2"]
+    assert data["project"]["dependencies"] == [HOST_REQUIREMENTS[recorded["host_api"]]]
     assert not any(dep.startswith("torch") for dep in data["project"]["dependencies"])
     assert data["build-system"]["build-backend"] == "setuptools.build_meta"
 
@@ -134,9 +149,38 @@ def test_entry_points_name_the_plugin_function(case: tuple[dict[str, Any], Path]
     if recorded["plugin_kind"] == "platform":
         assert entry_points["sglang.srt.platforms"] == {name: f"{package}:activate"}
         mm = entry_points.get("sglang.multimodal_gen.platforms")
-        assert mm == ({name: f"{package}:activate_mm"} if recorded["with_mm_platform"] else None)
+        with_mm = recorded.get("with_mm_platform", False)  # not asked with host_api=sglang
+        assert mm == ({name: f"{package}:activate_mm"} if with_mm else None)
     else:
         assert entry_points == {"sglang.srt.plugins": {name: f"{package}:register"}}
+
+
+def test_sglang_host_tests_need_the_testing_kit(case: tuple[dict[str, Any], Path]) -> None:
+    _, project = case
+    recorded = _answers(project)
+    test_extra = _pyproject(project)["project"]["optional-dependencies"]["test"]
+    assert (HOST_REQUIREMENTS["runtime"] in test_extra) == (recorded["host_api"] == "sglang")
+
+
+def test_package_code_imports_only_the_chosen_host_api(case: tuple[dict[str, Any], Path]) -> None:
+    _, project = case
+    recorded = _answers(project)
+    chosen = HOST_API_PACKAGES[recorded["host_api"]]
+    (other,) = set(HOST_API_PACKAGES.values()) - {chosen}
+    imports = []
+    for path in sorted((project / recorded["package_name"]).rglob("*.py")):
+        imports += re.findall(r"(?m)^\s*(?:from|import) ([\w.]+)", path.read_text(encoding="utf-8"))
+    assert not [name for name in imports if name == other or name.startswith(other + ".")]
+
+
+@pytest.mark.parametrize("name", ["platform-defaults", "platform-sglang-host"])
+def test_platform_tests_check_conformance_directly(render: Render, name: str) -> None:
+    # The kit judges classes built on SGLang's own bases too: no copy of the class is built in the test.
+    project = _RENDERED.get(name) or render(**CASES[name])
+    text = (project / "tests" / "test_platform.py").read_text(encoding="utf-8")
+    assert "from sglang_plugin_runtime.testing import assert_platform_conformance\n" in text
+    assert "assert_platform_conformance(platform_class)" in text
+    assert "type(cls.__name__" not in text and "twin" not in text
 
 
 def test_answers_file_records_questions_but_not_derived_values(

@@ -5,6 +5,10 @@ fail-fast base, cheap methods whose results do not match the contract's annotati
 unknown, misspelled, retired or wrongly-shaped overrides (also in classes created with
 the definition-time check bypassed). Methods that touch the device are called only while
 a simulated device of the platform's ``device_type`` is active.
+
+Classes built on SGLang's own platform bases (a plugin generated with ``host_api=sglang``)
+are judged against the same contract, mapped as ``_host_classes`` describes, so a vendor
+needs no copy of the class on our bases to test it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..platforms import _contract
-from ..platforms.device_mixin import DeviceMixin, PlatformEnum
+from ..platforms.device_mixin import PlatformEnum
+from ._host_classes import RuntimePlatformView, has_member, platform_view
 from ._simulated_device import active_simulated_device
 
 __all__ = ["ConformanceProblem", "assert_platform_conformance", "check_platform_conformance"]
@@ -115,33 +120,36 @@ def check_platform_conformance(
     ``out_of_tree`` demands ``_enum is PlatformEnum.OOT`` (a plugin platform);
     ``include_reserved=False`` stops requiring the reserved (not yet called) methods.
     """
-    if not (isinstance(cls, type) and issubclass(cls, DeviceMixin)):
+    view = platform_view(cls)
+    if view is None:
         return [ConformanceProblem(
             "<class>", "not_a_platform",
-            f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform",
+            f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform "
+            f"(sglang_plugin_runtime's, or SGLang's own sglang.srt.platforms.interface.SRTPlatform)",
         )]
     name = cls.__name__
     problems: list[ConformanceProblem] = []
-    problems.extend(_identity_problems(cls, out_of_tree))
+    problems.extend(_identity_problems(view, out_of_tree))
     problems.extend(
-        ConformanceProblem(p.attribute, p.kind, p.message)
-        for p in _contract.find_override_problems(cls, whole_mro=True)
+        ConformanceProblem(p.attribute, p.kind, p.message) for p in view.override_problems()
     )
-    contract = _contract.contract_members(cls)
-    problems.extend(_attribute_type_problems(cls, contract))
+    contract = view.contract
+    problems.extend(_attribute_type_problems(view))
 
     reported: set[str] = set()
     for member in contract.values():
         if not member.required or (member.status == "reserved" and not include_reserved):
             continue
         implementation = inspect.getattr_static(cls, member.name, None)
-        declared = member.declared_in.__dict__.get(member.name)
-        if implementation is declared:
+        if implementation is view.base_definition(member):
             reported.add(member.name)
+            source = (
+                f"still raises NotImplementedError from {member.qualname}"
+                if implementation is not None else "is not defined"
+            )
             problems.append(ConformanceProblem(
                 member.name, "not_implemented",
-                f"{name}.{member.name}() is required ({member.status}) and still raises "
-                f"NotImplementedError from {member.qualname}: override it",
+                f"{name}.{member.name}() is required ({member.status}) and {source}: override it",
             ))
 
     try:
@@ -158,18 +166,18 @@ def check_platform_conformance(
         probes.extend(_DEVICE_PROBES)
     for method, args, kwargs in probes:
         member = contract.get(method)
-        if member is None or method in reported:
-            continue
+        if member is None or method in reported or not has_member(cls, method):
+            continue  # not in this contract, already reported, or a contract name the host's base lacks
         if member.status == "reserved" and member.required and not include_reserved:
             continue
-        problem = _probe(instance, member, args, kwargs)
+        problem = _probe(view, instance, member, args, kwargs)
         if problem is not None:
             if problem.kind == "not_implemented":
                 reported.add(method)
             problems.append(problem)
 
     if simulation is not None and "set_device" in contract and "get_device" not in reported:
-        problem = _probe_set_device(instance, contract["set_device"])
+        problem = _probe_set_device(view, instance, contract["set_device"])
         if problem is not None:
             problems.append(problem)
     return problems
@@ -195,11 +203,12 @@ def assert_platform_conformance(
 # --------------------------------------------------------------------------------------
 
 
-def _identity_problems(cls: type, out_of_tree: bool) -> list[ConformanceProblem]:
+def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[ConformanceProblem]:
+    cls = view.cls
     problems = []
     name = cls.__name__
     enum_value = getattr(cls, "_enum", None)
-    if out_of_tree and enum_value is not PlatformEnum.OOT:
+    if out_of_tree and view.to_runtime(enum_value) is not PlatformEnum.OOT:
         problems.append(ConformanceProblem(
             "_enum", "identity",
             f"{name}._enum is {enum_value}; an out-of-tree platform must set "
@@ -212,7 +221,7 @@ def _identity_problems(cls: type, out_of_tree: bool) -> list[ConformanceProblem]
                 attribute, "identity",
                 f"{name}.{attribute} is {value!r}; it must be a non-empty string",
             ))
-        elif out_of_tree and _defined_only_by_contract(cls, attribute):
+        elif out_of_tree and _defined_only_by_contract(view, attribute):
             problems.append(ConformanceProblem(
                 attribute, "identity",
                 f"{name}.{attribute} is DeviceMixin's placeholder {value!r}; set it on "
@@ -221,26 +230,27 @@ def _identity_problems(cls: type, out_of_tree: bool) -> list[ConformanceProblem]
     return problems
 
 
-def _defined_only_by_contract(cls: type, attribute: str) -> bool:
-    for klass in cls.__mro__:
+def _defined_only_by_contract(view: RuntimePlatformView, attribute: str) -> bool:
+    for klass in view.cls.__mro__:
         if attribute in klass.__dict__:
-            return _contract.is_contract_class(klass)
+            return view.is_contract_class(klass)
     return True
 
 
-def _attribute_type_problems(
-    cls: type, contract: dict[str, _contract.ContractMethod]
-) -> list[ConformanceProblem]:
+def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProblem]:
+    cls = view.cls
     problems = []
-    for member in contract.values():
+    for member in view.contract.values():
         if member.kind != "attribute" or member.name in ("device_name", "device_type"):
             continue
+        if not has_member(cls, member.name):
+            continue  # a contract attribute the host's base does not declare
         annotation = member.declared_in.__dict__.get("__annotations__", {}).get(member.name)
         hint = _resolve(annotation, member.declared_in)
         if hint is _NO_RESULT:
             continue
         value = getattr(cls, member.name, None)
-        if not _conforms(value, hint):
+        if not _conforms(view.to_runtime(value), hint):
             problems.append(ConformanceProblem(
                 member.name, "attribute_type",
                 f"{cls.__name__}.{member.name} is {value!r}; the contract declares "
@@ -250,7 +260,11 @@ def _attribute_type_problems(
 
 
 def _probe(
-    instance: Any, member: _contract.ContractMethod, args: tuple[Any, ...], kwargs: dict[str, Any]
+    view: RuntimePlatformView,
+    instance: Any,
+    member: _contract.ContractMethod,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
 ) -> ConformanceProblem | None:
     cls_name = type(instance).__name__
     call = f"{cls_name}.{member.name}({_call_text(args, kwargs)})"
@@ -268,7 +282,7 @@ def _probe(
     function = getattr(declared, "__func__", declared)
     annotation = getattr(function, "__annotations__", {}).get("return")
     hint = _resolve(annotation, member.declared_in)
-    if hint is _NO_RESULT or _conforms(result, hint):
+    if hint is _NO_RESULT or _conforms(view.to_runtime(result), hint):
         return None
     return ConformanceProblem(
         member.name, "return_type",
@@ -277,12 +291,14 @@ def _probe(
     )
 
 
-def _probe_set_device(instance: Any, member: _contract.ContractMethod) -> ConformanceProblem | None:
+def _probe_set_device(
+    view: RuntimePlatformView, instance: Any, member: _contract.ContractMethod
+) -> ConformanceProblem | None:
     try:
         device = instance.get_device(0)
     except Exception:  # noqa: BLE001 - get_device's own probe reports it
         return None
-    return _probe(instance, member, (device,), {})
+    return _probe(view, instance, member, (device,), {})
 
 
 def _call_text(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:

@@ -1,0 +1,172 @@
+"""What the conformance check sees of a platform class: built on our contract, or on SGLang's own.
+
+A plugin generated with ``host_api=sglang`` subclasses SGLang's ``sglang.srt.platforms.interface.SRTPlatform``
+and ``sglang.srt.platforms.device_mixin.DeviceMixin``, not ours. Our contract mirrors SGLang 0.5.23's
+(``tests_sglang/test_conformance_agreement.py`` proves that both agree), so such a class is judged against our
+contract through a :class:`HostPlatformView`:
+
+- SGLang's two contract classes stand for ours (``SRTPlatform`` -> ``SRTPlatform``, ``DeviceMixin`` ->
+  ``DeviceMixin``); a required method still inheriting SGLang's fail-fast definition is not implemented.
+- Values of SGLang's platform types are mapped onto ours before their types are checked: ``PlatformEnum`` and
+  ``CpuArchEnum`` members by name, ``DeviceCapability`` and ``PlatformCapabilities`` by fields.
+- The class itself is used as it is. Its methods run on SGLang's base, exactly as SGLang would run them; nothing
+  is copied onto our bases (a copy would break zero-argument ``super()``) and nothing is mutated. Every problem
+  names the vendor's own classes.
+- SGLang's classes are recognised by the names and modules in the class's MRO. Judging one of our own classes
+  never imports ``sglang``; judging an SGLang one needs nothing beyond what the class already imported.
+
+SGLang's in-tree implementation classes in the MRO (a vendor building on ``CudaSRTPlatform``, say) belong to the
+host, not the plugin: their names are not checked against our contract.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import logging
+from typing import Any
+
+from ..platforms import _contract
+from ..platforms.device_mixin import CpuArchEnum, DeviceCapability, DeviceMixin, PlatformEnum
+from ..platforms.interface import PlatformCapabilities, SRTPlatform
+
+__all__ = ["HostPlatformView", "RuntimePlatformView", "has_member", "platform_view"]
+
+logger = logging.getLogger(__name__)
+
+#: The host package whose platform classes a plugin may build on.
+_HOST_PACKAGE = "sglang"
+#: SGLang's contract classes, by (module, name), and the name of our class that stands for each.
+_HOST_CONTRACT_CLASSES: dict[tuple[str, str], str] = {
+    ("sglang.srt.platforms.device_mixin", "DeviceMixin"): "DeviceMixin",
+    ("sglang.srt.platforms.interface", "SRTPlatform"): "SRTPlatform",
+}
+#: Where SGLang defines the value types its platform methods return (and the ``_enum`` attribute holds).
+_HOST_VALUE_MODULE_PREFIX = "sglang.srt.platforms."
+#: Our contract classes and value types, by the name SGLang gives its own.
+_RUNTIME_CONTRACT_CLASSES: dict[str, type] = {"DeviceMixin": DeviceMixin, "SRTPlatform": SRTPlatform}
+_RUNTIME_VALUE_TYPES: dict[str, type] = {
+    "PlatformEnum": PlatformEnum,
+    "CpuArchEnum": CpuArchEnum,
+    "DeviceCapability": DeviceCapability,
+    "PlatformCapabilities": PlatformCapabilities,
+}
+
+_MISSING = object()
+
+
+def has_member(cls: type, name: str) -> bool:
+    """Whether ``cls`` (or a base) defines ``name`` at all, without running a descriptor."""
+    return inspect.getattr_static(cls, name, _MISSING) is not _MISSING
+
+
+class RuntimePlatformView:
+    """A platform class built on the runtime's own contract classes: judged as it is."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.contract: dict[str, _contract.ContractMethod] = _contract.contract_members(cls)
+
+    def override_problems(self) -> list[_contract.OverrideProblem]:
+        """Unknown, retired or wrongly shaped public names anywhere in the class's MRO."""
+        return _contract.find_override_problems(self.cls, whole_mro=True)
+
+    def base_definition(self, member: _contract.ContractMethod) -> Any:
+        """The contract's own (for required members: fail-fast) definition of ``member``."""
+        return member.declared_in.__dict__.get(member.name)
+
+    def is_contract_class(self, klass: type) -> bool:
+        """Whether ``klass`` declares the contract (so a value it sets is only a placeholder)."""
+        return _contract.is_contract_class(klass)
+
+    def to_runtime(self, value: Any) -> Any:
+        """``value`` as the contract's annotations expect it (already so for our own classes)."""
+        return value
+
+
+class HostPlatformView(RuntimePlatformView):
+    """A platform class built on SGLang's contract classes, judged against ours (see the module docstring)."""
+
+    def __init__(self, cls: type, host_bases: tuple[type, ...]) -> None:
+        self.cls = cls
+        #: SGLang's contract classes in the class's MRO, most derived first.
+        self.host_bases = host_bases
+        names = {_HOST_CONTRACT_CLASSES[(base.__module__, base.__name__)] for base in host_bases}
+        # SGLang's SRTPlatform includes its DeviceMixin, as ours does: the most derived counterpart decides.
+        root = _RUNTIME_CONTRACT_CLASSES["SRTPlatform" if "SRTPlatform" in names else "DeviceMixin"]
+        self.contract = _contract.contract_members(root)
+
+    def override_problems(self) -> list[_contract.OverrideProblem]:
+        """Our override check applied to each of the vendor's own classes in the MRO (never SGLang's)."""
+        problems: list[_contract.OverrideProblem] = []
+        for klass in self.cls.__mro__:
+            if klass is object or _is_host_class(klass) or _contract.is_contract_class(klass):
+                continue
+            # The per-class check the definition-time enforcement uses; SGLang's bases are not ours, so
+            # find_override_problems() cannot walk this MRO itself.
+            problems.extend(_contract._check_namespace(klass, self.contract))
+        return problems
+
+    def base_definition(self, member: _contract.ContractMethod) -> Any:
+        """SGLang's own definition of ``member`` (``None`` when SGLang's bases do not declare it)."""
+        for base in self.host_bases:
+            if member.name in base.__dict__:
+                return base.__dict__[member.name]
+        return None
+
+    def is_contract_class(self, klass: type) -> bool:
+        return klass in self.host_bases
+
+    def to_runtime(self, value: Any) -> Any:
+        """A value of one of SGLang's platform types as the same value of ours; anything else unchanged.
+
+        A value that cannot be mapped (a member or field ours lacks) stays SGLang's, so the type check that
+        follows reports it with its real ``repr``.
+        """
+        kind = type(value)
+        target = _RUNTIME_VALUE_TYPES.get(kind.__name__)
+        if target is None or not kind.__module__.startswith(_HOST_VALUE_MODULE_PREFIX):
+            return value
+        try:
+            if isinstance(value, enum.Enum):
+                return target[value.name]
+            return target(**_fields(value))
+        except (KeyError, TypeError, ValueError) as exc:
+            logger.debug("cannot map %r onto %s: %s", value, target.__qualname__, exc)
+            return value
+
+
+def platform_view(cls: Any) -> RuntimePlatformView | None:
+    """How to judge ``cls``: on our contract, on SGLang's bases mapped onto ours, or ``None`` (no platform)."""
+    if not isinstance(cls, type):
+        return None
+    if issubclass(cls, DeviceMixin):
+        return RuntimePlatformView(cls)
+    host_bases = tuple(
+        klass for klass in cls.__mro__ if (klass.__module__, klass.__name__) in _HOST_CONTRACT_CLASSES
+    )
+    if host_bases:
+        return HostPlatformView(cls, host_bases)
+    return None
+
+
+# --------------------------------------------------------------------------------------
+
+
+def _is_host_class(klass: type) -> bool:
+    module = getattr(klass, "__module__", "") or ""
+    return module == _HOST_PACKAGE or module.startswith(_HOST_PACKAGE + ".")
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    """The named fields of a NamedTuple, msgspec ``Struct`` or dataclass instance (``TypeError`` otherwise)."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return dict(zip(value._fields, value))
+    struct_fields = getattr(type(value), "__struct_fields__", None)
+    if struct_fields is not None:
+        return {name: getattr(value, name) for name in struct_fields}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    raise TypeError(f"{type(value).__qualname__} has no named fields")
+
