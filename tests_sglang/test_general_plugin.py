@@ -114,3 +114,23 @@ def test_sglang_plugins_allowlist_can_switch_it_off(general_plugin: GeneratedPac
     out = run_python(code, paths=[general_plugin.site], env={"SGLANG_PLUGINS": "someone_else"})
     assert out["registered"] == []
     assert out["imported"] is False
+
+
+def test_doctor_warns_that_hooks_went_to_sglangs_own_registry(general_plugin: GeneratedPackage) -> None:
+    # A host_api=sglang plugin registers with SGLang's HookRegistry; our doctor cannot apply those hooks and says so.
+    outcome = run_python(
+        """
+        import io, json, contextlib
+        from sglang_plugin_runtime._cli import main
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["doctor", "--json"])
+        report({"code": code, "doctor": json.loads(out.getvalue())})
+        """,
+        paths=[general_plugin.site],
+    )
+    messages = [p["message"] for p in outcome["doctor"]["problems"] if p["severity"] == "warning"]
+    foreign = [m for m in messages if "SGLang's own HookRegistry" in m]
+    assert len(foreign) == 1, messages
+    assert "sglang.srt.runtime_context.get_platform" in foreign[0]
+    assert "neither sees nor applies" in foreign[0]

@@ -524,7 +524,25 @@ def _hooks_step(
                 distribution=dist,
                 target=report["target"],
             )
+    foreign = _targets_in_sglang_registry()
+    if foreign:
+        problems.add(
+            WARNING,
+            "hooks",
+            f"hooks on {len(foreign)} target(s) were registered with SGLang's own HookRegistry "
+            f"(sglang.srt.plugins.hook_registry), e.g. by host_api=sglang plugins: {', '.join(foreign)}. "
+            "SGLang's load_plugins() applies those; this runtime neither sees nor applies them.",
+        )
     return {"available": available, "unavailable_reason": why_not, "targets": targets}
+
+
+def _targets_in_sglang_registry() -> list[str]:
+    """Targets with hooks in SGLang's own registry, if a plugin imported it (never imported here)."""
+    module = sys.modules.get("sglang.srt.plugins.hook_registry")
+    hooks = getattr(getattr(module, "HookRegistry", None), "_hooks", None)
+    if not isinstance(hooks, dict):
+        return []
+    return sorted(str(target) for target, entries in hooks.items() if entries)
 
 
 @contextmanager
