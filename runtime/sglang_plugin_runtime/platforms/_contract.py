@@ -52,9 +52,18 @@ RETIRED_NAMES: dict[str, str] = {
 }
 
 
-class _Mark(NamedTuple):
-    status: Status
-    required: bool
+class _Mark:
+    """What ``@active`` / ``@reserved`` attach to a function (a slotted class: cheaper to define than a
+    ``NamedTuple``, and this module is imported on every start-up path)."""
+
+    __slots__ = ("status", "required")
+
+    def __init__(self, status: Status, required: bool) -> None:
+        self.status = status
+        self.required = required
+
+    def __repr__(self) -> str:
+        return f"_Mark(status={self.status!r}, required={self.required!r})"
 
 
 # A parameter as the check needs it: (name, kind, has_default); kinds as in inspect.
@@ -130,9 +139,23 @@ def _mark(func: Any, mark: _Mark) -> Any:
     return func
 
 
+# The four usual marks, shared: the contract classes mark about a hundred members at import.
+_SHARED_MARKS = {
+    (status, required): _Mark(status, required)
+    for status in ("active", "reserved")
+    for required in (False, True)
+}
+
+
+def _mark_for(status: Status, required: bool) -> _Mark:
+    if required is True or required is False:
+        return _SHARED_MARKS[status, required]
+    return _Mark(status, required)
+
+
 def active(func: _F | None = None, *, required: bool = False) -> Any:
     """Mark a contract member that hosts call today through ``current_platform``."""
-    mark = _Mark("active", required)
+    mark = _mark_for("active", required)
     if func is None:
         return lambda f: _mark(f, mark)
     return _mark(func, mark)
@@ -140,7 +163,7 @@ def active(func: _F | None = None, *, required: bool = False) -> Any:
 
 def reserved(func: _F | None = None, *, required: bool = False) -> Any:
     """Mark a contract member that is planned: hosts do not call it yet."""
-    mark = _Mark("reserved", required)
+    mark = _mark_for("reserved", required)
     if func is None:
         return lambda f: _mark(f, mark)
     return _mark(func, mark)

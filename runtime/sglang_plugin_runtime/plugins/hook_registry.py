@@ -13,12 +13,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._hooks import _engine
 from ._hooks._errors import STRICT_ENV, HookApplyError, HookFailure
-from ._hooks._introspection import STATUSES, Conflict, HookReport, TargetReport
 from ._hooks._types import HookSource, HookType, _current_plugin_source
+
+if TYPE_CHECKING:
+    from ._hooks._introspection import STATUSES, Conflict, HookReport, TargetReport
+
+#: Report names, imported from ``_hooks._introspection`` on first use (module ``__getattr__``):
+#: only ``describe()`` needs them, and their dataclasses cost a generated-code ``exec`` each.
+_REPORT_NAMES = frozenset({"STATUSES", "Conflict", "HookReport", "TargetReport"})
 
 __all__ = [
     "STATUSES",
@@ -115,3 +121,13 @@ def isolated_registry() -> Iterator[type[HookRegistry]]:
     """
     with _engine.isolated():
         yield HookRegistry
+
+
+def __getattr__(name: str) -> Any:
+    if name in _REPORT_NAMES:
+        from ._hooks import _introspection
+
+        value = getattr(_introspection, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -13,26 +13,27 @@ not imported yet are handed to the import watcher.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import importlib.util
 import itertools
 import logging
 import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING
 
 from ._attributes import Unwrapped, rewrap_attribute, unwrap_attribute
 from ._errors import HookApplyError, HookFailure, strict_from_env
 from ._import_watch import ImportWatcher
-from ._introspection import Conflict, HookReport, TargetReport
 from ._patching import PatchRecord, install
 from ._rebinding import Rebinding, Replacement, rebind
 from ._targets import Resolution, TargetNotFound, TargetSpec, Unresolved, parse_target, resolve
 from ._types import HookSource, HookType, _current_plugin_source, describe_callable, format_source
 from ._wrappers import build_wrapper, check_hook_kinds
+
+if TYPE_CHECKING:
+    # Reports and conflicts are frozen dataclasses; ``_introspection`` is imported only when one is
+    # built (describe(), or a conflict found while applying), never on the start-up path.
+    from ._introspection import Conflict, HookReport, TargetReport
 
 logger = logging.getLogger(__name__)
 
@@ -40,55 +41,86 @@ logger = logging.getLogger(__name__)
 _REBINDABLE_KINDS = frozenset({"function", "class", "classmethod", "staticmethod", "nonbinding"})
 
 
-class _Registration(NamedTuple):
-    seq: int
-    target: str
-    hook_type: HookType
-    hook: Callable[..., object]
-    source: HookSource | None
-    priority: int
+# The state classes below are plain slotted classes: this module is imported on every start-up
+# path, and a dataclass costs a generated-code ``exec`` per class at import.
+
+
+class _Registration:
+    """One ``register()`` call; ``seq`` orders registrations of equal priority."""
+
+    __slots__ = ("seq", "target", "hook_type", "hook", "source", "priority")
+
+    def __init__(
+        self,
+        seq: int,
+        target: str,
+        hook_type: HookType,
+        hook: Callable[..., object],
+        source: HookSource | None,
+        priority: int,
+    ) -> None:
+        self.seq = seq
+        self.target = target
+        self.hook_type = hook_type
+        self.hook = hook
+        self.source = source
+        self.priority = priority
 
     def label(self) -> str:
         return f"{describe_callable(self.hook)} [{format_source(self.source)}]"
 
 
-@dataclass
 class _Target:
-    spec: TargetSpec
-    registrations: list[_Registration] = field(default_factory=list)
-    status: str = "registered"
-    error: str | None = None
-    key: str | None = None
-    watching: tuple[str, ...] = ()
+    """The registrations and status of one target *string*."""
+
+    __slots__ = ("spec", "registrations", "status", "error", "key", "watching")
+
+    def __init__(self, spec: TargetSpec) -> None:
+        self.spec = spec
+        self.registrations: list[_Registration] = []
+        self.status = "registered"
+        self.error: str | None = None
+        self.key: str | None = None
+        self.watching: tuple[str, ...] = ()
 
 
-@dataclass
 class _Slot:
-    key: str
-    name: str
-    owner: object
-    original: Unwrapped
-    targets: list[str] = field(default_factory=list)
-    patch: PatchRecord | None = None
-    current: object = None
-    #: Every callable installed over time (rebuilds included), for the walk made by reset().
-    history: list[object] = field(default_factory=list)
-    rebinds: list[Rebinding] = field(default_factory=list)
-    conflicts: tuple[Conflict, ...] = ()
+    """One concrete attribute (``module:attr.path``) and everything installed on it."""
+
+    __slots__ = (
+        "key", "name", "owner", "original", "targets", "patch", "current", "history", "rebinds", "conflicts"
+    )
+
+    def __init__(self, key: str, name: str, owner: object, original: Unwrapped) -> None:
+        self.key = key
+        self.name = name
+        self.owner = owner
+        self.original = original
+        self.targets: list[str] = []
+        self.patch: PatchRecord | None = None
+        self.current: object = None
+        #: Every callable installed over time (rebuilds included), for the walk made by reset().
+        self.history: list[object] = []
+        self.rebinds: list[Rebinding] = []
+        self.conflicts: tuple[Conflict, ...] = ()
 
 
-@dataclass
 class _State:
-    targets: dict[str, _Target] = field(default_factory=dict)
-    slots: dict[str, _Slot] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
-    #: module name -> target strings waiting for it; the import watcher tests membership here.
-    watched: dict[str, set[str]] = field(default_factory=dict)
-    #: id(installed callable) -> slot; lets a rebound copy be seen through, not wrapped again.
-    installed: dict[int, _Slot] = field(default_factory=dict)
-    seq: Iterator[int] = field(default_factory=itertools.count)
-    applied: bool = False
-    strict: bool | None = None
+    """Everything the registry knows; ``isolated()`` swaps in a fresh one."""
+
+    __slots__ = ("targets", "slots", "order", "watched", "installed", "seq", "applied", "strict")
+
+    def __init__(self) -> None:
+        self.targets: dict[str, _Target] = {}
+        self.slots: dict[str, _Slot] = {}
+        self.order: list[str] = []
+        #: module name -> target strings waiting for it; the import watcher tests membership here.
+        self.watched: dict[str, set[str]] = {}
+        #: id(installed callable) -> slot; lets a rebound copy be seen through, not wrapped again.
+        self.installed: dict[int, _Slot] = {}
+        self.seq: Iterator[int] = itertools.count()
+        self.applied = False
+        self.strict: bool | None = None
 
 
 _lock = threading.RLock()
@@ -287,7 +319,7 @@ def _new_slot(found: Resolution) -> _Slot:
     other = _state.installed.get(id(original.func))
     if found.owned and other is not None and other.current is original.func:
         # A module global we rebound earlier: hook the real original, not our wrapper.
-        original = dataclasses.replace(original, func=other.original.func)
+        original = Unwrapped(original.kind, other.original.func, original.raw)
     return _Slot(found.key, found.attr_path[-1], found.owner, original)
 
 
@@ -295,7 +327,7 @@ def _set_pending(name: str, found: Unresolved, strict: bool, failures: list[Hook
     record = _state.targets[name]
     top = record.spec.module or record.spec.parts[0]
     top = top.split(".")[0]
-    if top not in sys.modules and importlib.util.find_spec(top) is None:
+    if top not in sys.modules and _find_spec(top) is None:
         message = f"module {top!r} cannot be found (is it installed?)"
         if strict:
             _fail([name], message, failures)
@@ -311,6 +343,12 @@ def _set_pending(name: str, found: Unresolved, strict: bool, failures: list[Hook
         _state.watched.setdefault(module, set()).add(name)
     _watcher.install()
     logger.debug("Hooks on %s deferred: %s", name, found.reason)
+
+
+def _find_spec(name: str) -> object:
+    import importlib.util  # only when a target's module is not imported yet
+
+    return importlib.util.find_spec(name)
 
 
 def _unwatch(name: str) -> None:
@@ -398,6 +436,13 @@ def _build(slot: _Slot, regs: list[_Registration]) -> tuple[object, object, tupl
     return new_callable, new_raw, _conflicts(slot, replaces, others, winner)
 
 
+def _conflict(kind: str, message: str) -> Conflict:
+    """Build a report entry; ``_introspection`` is imported only once there is something to report."""
+    from ._introspection import Conflict
+
+    return Conflict(kind, message)
+
+
 def _conflicts(
     slot: _Slot,
     replaces: list[_Registration],
@@ -406,7 +451,7 @@ def _conflicts(
 ) -> tuple[Conflict, ...]:
     found: list[Conflict] = []
     if len(replaces) > 1:
-        found.append(Conflict(
+        found.append(_conflict(
             "multiple_replace",
             f"{len(replaces)} REPLACE hooks; only {winner.label()} runs, overriding "  # type: ignore[union-attr]
             + ", ".join(r.label() for r in replaces[:-1]),
@@ -417,7 +462,7 @@ def _conflicts(
             f"{len(arounds)} AROUND hooks ({', '.join(r.label() for r in arounds)}); if one skips "
             "original_fn, the hooks inside it are bypassed"
         )
-        found.append(Conflict("multiple_around", message))
+        found.append(_conflict("multiple_around", message))
         logger.warning("Multiple AROUND hooks on '%s': %s", slot.key, message)
     if slot.original.kind == "class" and winner is not None and isinstance(winner.hook, type):
         mine = {id(r.hook) for r in replaces}
@@ -431,7 +476,7 @@ def _conflicts(
                 f"class REPLACE by {winner.label()}: existing subclasses of the original keep "
                 f"inheriting from it: {names}"
             )
-            found.append(Conflict("class_replace_subclasses", message))
+            found.append(_conflict("class_replace_subclasses", message))
             logger.warning("Class REPLACE on '%s': %s", slot.key, message)
     owner_slot = _state.installed.get(id(slot.owner))
     if (
@@ -446,7 +491,7 @@ def _conflicts(
             f"method REPLACE ({winner.label()}) overrides the class REPLACE's own "  # type: ignore[union-attr]
             f"implementation of '{slot.name}' on {owner_slot.key}"
         )
-        found.append(Conflict("method_replace_overrides_class_replace", message))
+        found.append(_conflict("method_replace_overrides_class_replace", message))
         logger.warning("%s: %s", slot.key, message)
     elif slot.patch is not None:
         found.extend(c for c in slot.conflicts if c.kind == "method_replace_overrides_class_replace")
@@ -568,6 +613,8 @@ def isolated() -> Iterator[None]:
 
 
 def describe(target: str | None) -> list[TargetReport]:
+    from ._introspection import TargetReport
+
     with _lock:
         wanted = None if target is None else target.replace(":", ".")
         reports = []
@@ -592,6 +639,8 @@ def describe(target: str | None) -> list[TargetReport]:
 
 
 def _hook_reports(regs: list[_Registration]) -> tuple[HookReport, ...]:
+    from ._introspection import HookReport
+
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     others = [r for r in regs if r.hook_type is not HookType.REPLACE]
 
@@ -617,14 +666,14 @@ def _registration_conflicts(regs: list[_Registration]) -> tuple[Conflict, ...]:
     found = []
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     if len(replaces) > 1:
-        found.append(Conflict(
+        found.append(_conflict(
             "multiple_replace",
             f"{len(replaces)} REPLACE hooks; only {replaces[-1].label()} runs, overriding "
             + ", ".join(r.label() for r in replaces[:-1]),
         ))
     arounds = [r for r in regs if r.hook_type is HookType.AROUND]
     if len(arounds) > 1:
-        found.append(Conflict(
+        found.append(_conflict(
             "multiple_around",
             f"{len(arounds)} AROUND hooks ({', '.join(r.label() for r in arounds)}); if one skips "
             "original_fn, the hooks inside it are bypassed",

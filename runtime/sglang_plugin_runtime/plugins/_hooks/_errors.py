@@ -8,7 +8,6 @@ strict mode (``SGLANG_PLUGINS_STRICT=1`` or ``apply_hooks(strict=True)``) raises
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
 STRICT_ENV = "SGLANG_PLUGINS_STRICT"
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -19,14 +18,53 @@ def strict_from_env() -> bool:
     return os.environ.get(STRICT_ENV, "").strip().lower() in _TRUE
 
 
-@dataclass(frozen=True)
 class HookFailure:
-    """Why one target could not be patched."""
+    """Why one target could not be patched.
+
+    A frozen value with the equality, hash and repr of a frozen dataclass, written by hand:
+    this module is imported on every start-up path and a dataclass costs a generated-code
+    ``exec`` per class at import.
+    """
+
+    __slots__ = ("target", "message", "hooks")
+    __match_args__ = ("target", "message", "hooks")
 
     target: str
     message: str
     #: ``"hook qualname [plugin=..., dist=...]"`` for each hook concerned.
     hooks: tuple[str, ...]
+
+    def __init__(self, target: str, message: str, hooks: tuple[str, ...]) -> None:
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "message", message)
+        object.__setattr__(self, "hooks", hooks)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def _values(self) -> tuple[str, str, tuple[str, ...]]:
+        return (self.target, self.message, self.hooks)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__qualname__}(target={self.target!r}, message={self.message!r}, "
+            f"hooks={self.hooks!r})"
+        )
 
     def __str__(self) -> str:
         hooks = "; ".join(self.hooks) if self.hooks else "no hooks"

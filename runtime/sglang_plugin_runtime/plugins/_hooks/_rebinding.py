@@ -15,18 +15,21 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 
-@dataclass
 class Rebinding:
     """One module global the registry rebound."""
 
-    namespace: dict[str, object]
-    module_name: str
-    name: str
-    restore: object
-    installed: object
+    __slots__ = ("namespace", "module_name", "name", "restore", "installed")
+
+    def __init__(
+        self, namespace: dict[str, object], module_name: str, name: str, restore: object, installed: object
+    ) -> None:
+        self.namespace = namespace
+        self.module_name = module_name
+        self.name = name
+        self.restore = restore
+        self.installed = installed
 
     def undo(self) -> bool:
         """Put the original back if the global still holds our value."""
@@ -36,15 +39,17 @@ class Rebinding:
         return False
 
 
-@dataclass(frozen=True)
 class Replacement:
     """For one target: globals named ``name`` holding one of ``stale`` become ``new``."""
 
-    key: str
-    name: str
-    stale: tuple[object, ...]
-    new: object
-    restore: object
+    __slots__ = ("key", "name", "stale", "new", "restore")
+
+    def __init__(self, key: str, name: str, stale: tuple[object, ...], new: object, restore: object) -> None:
+        self.key = key
+        self.name = name
+        self.stale = stale
+        self.new = new
+        self.restore = restore
 
 
 def rebind(
@@ -64,12 +69,16 @@ def rebind(
     names = frozenset(by_name)
     if modules is None:
         modules = list(sys.modules.values())
+    module_type = types.ModuleType  # a local: this loop runs once per imported module
     for module in modules:
-        if not isinstance(module, types.ModuleType):
+        if not isinstance(module, module_type):
             continue
         namespace = module.__dict__
         # A C-level intersection: one hash probe per target name, no Python loop per module.
-        for name in namespace.keys() & names:
+        hits = namespace.keys() & names
+        if not hits:
+            continue
+        for name in hits:
             value = namespace[name]
             hit = by_name[name].get(id(value))
             if hit is None or hit[0] is not value:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 _MISSING = object()
 
@@ -20,15 +19,28 @@ class TargetNotFound(LookupError):
     """The target's module is imported but the attribute path does not exist."""
 
 
-@dataclass(frozen=True)
+# The three value classes below are plain slotted classes, not dataclasses: this module is imported
+# on every start-up path, and each dataclass costs a generated-code ``exec`` at import.
+
+
 class TargetSpec:
     """A parsed target string."""
+
+    __slots__ = ("text", "module", "parts")
 
     text: str
     #: The module for the ``module:attr`` spelling; ``None`` for the dotted spelling.
     module: str | None
     #: Every dotted component (dotted spelling) or the attribute path (colon spelling).
     parts: tuple[str, ...]
+
+    def __init__(self, text: str, module: str | None, parts: tuple[str, ...]) -> None:
+        self.text = text
+        self.module = module
+        self.parts = parts
+
+    def __repr__(self) -> str:
+        return f"TargetSpec(text={self.text!r}, module={self.module!r}, parts={self.parts!r})"
 
     @property
     def dotted(self) -> str:
@@ -47,9 +59,10 @@ class TargetSpec:
         return tuple(".".join(self.parts[:i]) for i in range(1, len(self.parts)))
 
 
-@dataclass(frozen=True)
 class Resolution:
     """Where a target lives right now."""
+
+    __slots__ = ("module_name", "attr_path", "owner", "raw", "owned")
 
     module_name: str
     attr_path: tuple[str, ...]
@@ -60,19 +73,36 @@ class Resolution:
     #: Whether ``raw`` is in ``owner.__dict__`` itself (False: inherited from a base class).
     owned: bool
 
+    def __init__(
+        self, module_name: str, attr_path: tuple[str, ...], owner: object, raw: object, owned: bool
+    ) -> None:
+        self.module_name = module_name
+        self.attr_path = attr_path
+        self.owner = owner
+        self.raw = raw
+        self.owned = owned
+
     @property
     def key(self) -> str:
         """The canonical spelling, ``module:attr.path``; two spellings of one target share it."""
         return f"{self.module_name}:{'.'.join(self.attr_path)}"
 
 
-@dataclass(frozen=True)
 class Unresolved:
     """The target cannot be resolved yet: its module (or a submodule on the path) is not imported."""
+
+    __slots__ = ("reason", "watch")
 
     reason: str
     #: Module names to watch for: when one of them finishes importing, try again.
     watch: tuple[str, ...]
+
+    def __init__(self, reason: str, watch: tuple[str, ...]) -> None:
+        self.reason = reason
+        self.watch = watch
+
+    def __repr__(self) -> str:
+        return f"Unresolved(reason={self.reason!r}, watch={self.watch!r})"
 
 
 def parse_target(target: object) -> TargetSpec:

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import builtins
 import functools
-import inspect
 import itertools
 import linecache
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,8 +40,21 @@ _AROUND = HookType.AROUND
 WRAPPER_MARKER = "__sglang_hook_target__"
 
 
+_CO_COROUTINE = 0x80  # inspect.CO_COROUTINE, without importing inspect for the common case
+
+
 def is_async_callable(obj: object) -> bool:
-    """True for ``async def`` functions (and partials of them), False for async generators."""
+    """True for ``async def`` functions (and partials of them), False for async generators.
+
+    Exactly ``inspect.iscoroutinefunction``. A plain function answers from its code flags (what
+    ``inspect`` itself reads), so applying hooks does not import ``inspect``; anything else
+    (partials, methods, callables, functions marked with ``inspect.markcoroutinefunction``) asks
+    ``inspect``.
+    """
+    if type(obj) is types.FunctionType and not hasattr(obj, "_is_coroutine_marker"):
+        return bool(obj.__code__.co_flags & _CO_COROUTINE)
+    import inspect
+
     return inspect.iscoroutinefunction(obj)
 
 
@@ -75,10 +88,18 @@ def build_wrapper(
     core_async = is_async and is_async_callable(core)
     shape = (tuple(t for t, _h in hooks), hook_async, core_async, is_async)
     make = _factory(shape)
-    wrapper = make(core, inspect.isawaitable, *(hook for _t, hook in hooks))  # type: ignore[operator]
+    # Only async wrappers test results with ``isawaitable``; sync ones never reference it.
+    isawaitable = _isawaitable() if is_async else None
+    wrapper = make(core, isawaitable, *(hook for _t, hook in hooks))  # type: ignore[operator]
     functools.update_wrapper(wrapper, func)  # type: ignore[arg-type]
     setattr(wrapper, WRAPPER_MARKER, label)
     return wrapper  # type: ignore[no-any-return]
+
+
+def _isawaitable() -> Callable[[object], bool]:
+    import inspect
+
+    return inspect.isawaitable
 
 
 #: Calls without keyword arguments and with up to this many positional ones get a specialised
