@@ -287,3 +287,10 @@ def test_children_end_with_hooks_applied_exactly_once(site: PluginSite, method: 
     assert out == [1002, 1002, 0]
     # The fork child inherits the loaded state; spawn and forkserver children load afresh, once each.
     assert registered_count(site, "alpha") == (1 if method == "fork" else 2)
+
+
+def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    site.add("broken-dist", entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}}, modules={"broken_plugin.py": "raise RuntimeError('boom')\n"})
+    out = site.run("from sglang_plugin_runtime.plugins import load_plugins\nprint(load_plugins())", check=True)
+    assert out.stdout.strip() == "LoadReport(srt: alpha: loaded, broken: failed-import)"

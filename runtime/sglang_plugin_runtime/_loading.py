@@ -67,6 +67,11 @@ class LoadReport:
     def problems(self) -> list[PluginRecord]:
         return [r for r in self.records if not r.ok]
 
+    def __repr__(self) -> str:
+        plugins = ", ".join(f"{r.plugin}: {r.status}" for r in self.records) or "no plugins"
+        state = "" if self.completed else ", incomplete"
+        return f"LoadReport({self.namespace}: {plugins}{state})"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "namespace": self.namespace,

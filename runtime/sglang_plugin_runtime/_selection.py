@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, NamedTuple
 
-from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points
+from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
 from ._namespace import PluginNamespace, resolve_qualified_name
 from .errors import (
     AmbiguousPlatformError,
@@ -135,7 +135,7 @@ def _validate_result(ep: PluginEntryPoint, result: object, namespace: PluginName
     except Exception as exc:
         raise InvalidPlatformError(
             f"{where}: activate() returned {qualname!r}, which cannot be imported: "
-            f"{type(exc).__name__}: {exc}",
+            f"{type(exc).__name__}: {exc}{_sglang_host_hint(ep)}",
             plugin=ep.name,
             dist=ep.dist_name,
         ) from exc
@@ -143,7 +143,7 @@ def _validate_result(ep: PluginEntryPoint, result: object, namespace: PluginName
     if not isinstance(cls, type) or not issubclass(cls, base):
         raise InvalidPlatformError(
             f"{where}: activate() returned {qualname!r}, which is {cls!r}, not a subclass of "
-            f"{base.__module__}.{base.__qualname__}.",
+            f"{base.__module__}.{base.__qualname__}.{_sglang_host_hint(ep)}",
             plugin=ep.name,
             dist=ep.dist_name,
         )
@@ -155,6 +155,34 @@ def _validate_result(ep: PluginEntryPoint, result: object, namespace: PluginName
             dist=ep.dist_name,
         )
     return cls
+
+
+def _sglang_host_hint(ep: PluginEntryPoint) -> str:
+    """Explain a failure caused by a plugin built for SGLang's own classes (the template's ``host_api=sglang``).
+
+    Such a package requires ``sglang`` and not this runtime; importing it here runs SGLang's own platform
+    selection, and its class is not a subclass of ours. Read from its METADATA, only on this error path.
+    """
+    import re
+
+    requires: set[str] = set()
+    try:
+        with open(os.path.join(ep.dist_path, "METADATA"), encoding="utf-8") as handle:
+            for line in handle:
+                if not line.strip():
+                    break
+                name = re.match(r"Requires-Dist:\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
+                if name and "extra" not in line.partition(";")[2]:  # test extras do not count
+                    requires.add(normalize_distribution_name(name.group(1)))
+    except OSError:
+        return ""
+    if "sglang" not in requires or "sglang-plugin-runtime" in requires:
+        return ""
+    return (
+        f" Distribution {ep.dist_label} requires 'sglang', not 'sglang-plugin-runtime': it is built on SGLang's "
+        f"own platform classes (host_api=sglang), which this runtime does not select. Let SGLang select it "
+        f"(sglang.srt.platforms.current_platform), or regenerate the plugin with host_api=runtime."
+    )
 
 
 def out_of_tree_identity_problems(cls: type) -> list[str]:
