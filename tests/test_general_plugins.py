@@ -293,4 +293,5 @@ def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
     site.add("broken-dist", entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}}, modules={"broken_plugin.py": "raise RuntimeError('boom')\n"})
     out = site.run("from sglang_plugin_runtime.plugins import load_plugins\nprint(load_plugins())", check=True)
-    assert out.stdout.strip() == "LoadReport(srt: alpha: loaded, broken: failed-import)"
+    # Records follow what happened: imports first (where broken failed), then the register() calls.
+    assert out.stdout.strip() == "LoadReport(srt: broken: failed-import, alpha: loaded)"
