@@ -376,3 +376,43 @@ def test_multimodal_namespace_selects_with_its_own_group_and_env_var(site: Plugi
         {"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "acme"},
     )
     assert out == ["acme_mm.AcmeMMPlatform", "explicit", "fallback"]
+
+
+def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"myhost.platforms": {"acme": "acme_host:activate"}},
+        modules={
+            "acme_host.py": """
+            from sglang_plugin_runtime.platforms import PlatformEnum, SRTPlatform
+
+            class HostBase(SRTPlatform):
+                pass
+
+            class AcmeHostPlatform(HostBase):
+                _enum = PlatformEnum.OOT
+                device_name = "acme"
+                device_type = "acme"
+
+            def activate():
+                return "acme_host:AcmeHostPlatform"
+            """
+        },
+    )
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.platforms import (
+            PluginNamespace, current_platform_selection, get_current_platform, register_namespace,
+        )
+        host = register_namespace(PluginNamespace(
+            name="myhost", platform_group="myhost.platforms", plugin_group="myhost.plugins",
+            base_class="acme_host:HostBase", fallback_class="acme_host:HostBase", platform_env="MYHOST_PLATFORM",
+        ))
+        chosen = current_platform_selection("myhost")
+        print(json.dumps([chosen.class_path, chosen.rule, type(get_current_platform(host)).__name__,
+                          current_platform_selection().rule]))
+        """,
+        {"MYHOST_PLATFORM": "acme"},
+    )
+    assert out == ["acme_host.AcmeHostPlatform", "explicit", "AcmeHostPlatform", "fallback"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._discovery import refresh_discovery
-from .._namespace import MULTIMODAL, SRT, PluginNamespace, get_namespace
+from .._namespace import MULTIMODAL, SRT, PluginNamespace, get_namespace, register_namespace
 from .._selection import (
     RULE_EXPLICIT,
     RULE_FALLBACK,
@@ -54,11 +54,13 @@ __all__ = [
     "MMPlatform",
     "PlatformEnum",
     "PlatformSelection",
+    "PluginNamespace",
     "SRTPlatform",
     "current_platform",
     "current_platform_selection",
     "get_current_platform",
     "refresh_discovery",
+    "register_namespace",
     "reset_current_platform",
     "select_platform",
     "set_current_platform",
