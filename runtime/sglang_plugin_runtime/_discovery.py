@@ -17,7 +17,12 @@ import os
 import re
 import sys
 import threading
-from typing import Any, Iterable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+if TYPE_CHECKING:
+    from typing import NamedTuple
+else:  # typing.NamedTuple's class, without a compile() per field: see _named_tuple
+    from ._named_tuple import NamedTuple
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +33,9 @@ _NORMALIZE: re.Pattern[str] | None = None
 
 #: Characters of the common ``pkg.mod:attr`` form. A value made only of these, with a non-empty module and at
 #: most one ``:`` followed by a non-empty attribute, matches the grammar above, so the scan checks it with a set
-#: operation and leaves the regular expression (compiled on first use) to extras, spaces and non-ASCII names.
+#: operation and leaves the regular expression (compiled on first use) to other spaces and non-ASCII names.
+#: A trailing ``[extras]`` (``black``'s ``blackd = blackd:patched_main [d]``) is split off first: one such
+#: value in a site-packages would otherwise cost a regex compile on every start-up.
 _PLAIN_VALUE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:")
 
 
@@ -40,7 +47,15 @@ def _value_pattern() -> re.Pattern[str]:
 
 
 def _plain_value(value: str) -> tuple[str, str | None] | None:
-    """``(module, attr)`` of a value in the plain ``pkg.mod[:attr]`` form, or ``None`` for any other form."""
+    """``(module, attr)`` of a value in the plain ``pkg.mod[:attr]`` form, or ``None`` for any other form.
+
+    The plain form may end in ``[extras]``, separated by spaces or not; extras may hold anything but ``]``.
+    """
+    if value.endswith("]"):
+        head, bracket, extras = value.partition("[")
+        if not bracket or "]" in extras[:-1]:
+            return None
+        value = head.rstrip(" ")
     if not value or not _PLAIN_VALUE_CHARS.issuperset(value):
         return None
     module, colon, attr = value.partition(":")
