@@ -17,12 +17,7 @@ import os
 import re
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:  # typing.NamedTuple's class, without a compile() per field: see _named_tuple
-    from ._named_tuple import NamedTuple
+from typing import Any, Iterable, Iterator, NamedTuple
 
 logger = logging.getLogger(__name__)
 

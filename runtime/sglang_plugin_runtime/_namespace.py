@@ -7,12 +7,7 @@ diffusion engine, or another project) declares its own namespace instead of copy
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Union
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:  # typing.NamedTuple's class, without a compile() per field: see _named_tuple
-    from ._named_tuple import NamedTuple
+from typing import Callable, NamedTuple, Union
 
 #: A class given by its import path (``"pkg.mod:Class"`` or ``"pkg.mod.Class"``), or a callable returning a class,
 #: so a namespace can name its base and fallback classes without importing them.

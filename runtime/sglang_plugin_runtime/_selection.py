@@ -15,12 +15,7 @@ import logging
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:  # typing.NamedTuple's class, without a compile() per field: see _named_tuple
-    from ._named_tuple import NamedTuple
+from typing import Any, NamedTuple
 
 from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
 from ._namespace import PluginNamespace, resolve_qualified_name

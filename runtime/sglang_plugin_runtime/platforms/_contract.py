@@ -18,13 +18,10 @@ from __future__ import annotations
 import logging
 from functools import cached_property
 from types import FunctionType
-from typing import TYPE_CHECKING, Any, Callable, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Literal, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     import inspect
-    from typing import NamedTuple
-else:  # typing.NamedTuple's class, without a compile() per field: see _named_tuple
-    from .._named_tuple import NamedTuple
 
 logger = logging.getLogger(__name__)
 

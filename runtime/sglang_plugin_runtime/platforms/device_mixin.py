@@ -16,16 +16,13 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
 from . import _contract
 from ._contract import active, reserved
 
 if TYPE_CHECKING:
     import torch
-    from typing import NamedTuple
-else:  # typing.NamedTuple's class, without a compile() per field: see _named_tuple
-    from .._named_tuple import NamedTuple
 
 __all__ = ["CpuArchEnum", "DeviceCapability", "DeviceMixin", "PlatformEnum"]
 

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import enum
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import NamedTuple
-else:  # typing.NamedTuple's class, without a compile() per field: see _named_tuple
-    from ..._named_tuple import NamedTuple
+from typing import NamedTuple
 
 _PUBLIC_MODULE = "sglang_plugin_runtime.plugins.hook_registry"
 
