@@ -203,30 +203,28 @@ def out_of_tree_identity_problems(cls: type) -> list[str]:
 def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activation, type | None, BaseException | None]:
     """Import and call one plugin's ``activate()``; never raises, the caller decides what a failure means."""
     start = time.perf_counter()
+
+    def record(status: str, result: str | None = None, error: str | None = None) -> Activation:
+        seconds = time.perf_counter() - start
+        return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, status, result, error, seconds)
+
     try:
         activate = ep.load()
     except Exception as exc:
-        seconds = time.perf_counter() - start
-        error = f"import failed: {type(exc).__name__}: {exc}"
-        return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, "failed", None, error, seconds), None, exc
+        return record("failed", error=f"import failed: {type(exc).__name__}: {exc}"), None, exc
     try:
         result = activate()
     except Exception as exc:
-        seconds = time.perf_counter() - start
-        error = f"activate() raised {type(exc).__name__}: {exc}"
-        return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, "failed", None, error, seconds), None, exc
-    seconds = time.perf_counter() - start
+        return record("failed", error=f"activate() raised {type(exc).__name__}: {exc}"), None, exc
     if result is None:
-        return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, "unavailable", None, None, seconds), None, None
+        return record("unavailable"), None, None
+    # The time is activate()'s own; validating the class it names is not the plugin's cost.
+    activation = record("activated", result)
     try:
         cls = _validate_result(ep, result, namespace)
     except InvalidPlatformError as exc:
-        return (
-            Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, "failed", repr(result), str(exc), seconds),
-            None,
-            exc,
-        )
-    return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, "activated", result, None, seconds), cls, None
+        return activation._replace(status="failed", result=repr(result), error=str(exc)), None, exc
+    return activation, cls, None
 
 
 def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | None = None) -> PlatformSelection:
