@@ -3,13 +3,13 @@
 ``importlib.metadata.entry_points()`` builds a ``Distribution`` object per installed package, reads each one's
 ``METADATA`` to learn its name, and SGLang calls it up to three times per process. Here one pass over ``sys.path``
 reads only the ``entry_points.txt`` files that exist, takes the distribution's name and version from the
-``*.dist-info`` folder name (the wheel spec fixes that format), and caches the result per process.
+``*.dist-info`` folder name (the wheel spec fixes that format), and caches the result per process. The scan is
+also saved on disk for the next process, which reuses it while nothing it read has changed (``_discovery_cache``).
 
 What the fast path cannot see (zip files on ``sys.path``, distributions served by custom meta-path finders) is
 read through ``importlib.metadata`` itself, so the result is the same set ``importlib.metadata`` would give.
 """
 
-from __future__ import annotations
 
 import importlib
 import logging
@@ -17,7 +17,10 @@ import os
 import re
 import sys
 import threading
+import time
 from typing import Any, Iterable, Iterator, NamedTuple
+
+from . import _discovery_cache
 
 logger = logging.getLogger(__name__)
 
@@ -140,21 +143,41 @@ class MalformedDistribution(NamedTuple):
 class DiscoveryResult:
     """Everything one scan found: entry points by group, and the distributions it had to skip."""
 
-    __slots__ = ("entry_points", "malformed", "distribution_count")
+    __slots__ = ("_groups", "_saved", "malformed", "distribution_count", "origin")
 
     def __init__(
         self,
         entry_points: dict[str, tuple[PluginEntryPoint, ...]] | None = None,
         malformed: tuple[MalformedDistribution, ...] = (),
         distribution_count: int = 0,
+        origin: str = "scan",
+        saved_groups: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
-        self.entry_points = entry_points if entry_points is not None else {}
+        self._groups = entry_points if entry_points is not None else {}
+        #: Groups read from a saved scan and not asked for yet, as flat rows (see ``_discovery_cache``): a
+        #: start-up asks for two or three groups, so the thousand ``console_scripts`` stay plain strings.
+        self._saved = saved_groups if saved_groups is not None else {}
         self.malformed = malformed
         self.distribution_count = distribution_count
+        #: ``"scan"``, or the saved scan's file when it was read from the on-disk cache.
+        self.origin = origin
+
+    @property
+    def entry_points(self) -> dict[str, tuple[PluginEntryPoint, ...]]:
+        """Every group's entry points."""
+        for name in list(self._saved):
+            self.group(name)
+        return self._groups
 
     def group(self, name: str) -> tuple[PluginEntryPoint, ...]:
         """Entry points of one group, sorted by (distribution, entry-point name)."""
-        return self.entry_points.get(name, ())
+        found = self._groups.get(name)
+        if found is None:
+            flat = self._saved.pop(name, None)
+            if flat is None:
+                return ()
+            found = self._groups[name] = _discovery_cache.entry_points_from_flat(name, flat, PluginEntryPoint)
+        return found
 
     def duplicates(self, group: str) -> dict[str, tuple[PluginEntryPoint, ...]]:
         """Entry-point names that more than one distribution offers in ``group``."""
@@ -223,6 +246,8 @@ class _Scan:
         self.found: list[PluginEntryPoint] = []
         self.malformed: list[MalformedDistribution] = []
         self.count = 0
+        #: Files and folders (besides the path entries) whose change must invalidate a saved copy of this scan.
+        self.watched: list[str] = []
 
     def claim(self, normalized_name: str) -> bool:
         """First distribution of a name on ``sys.path`` wins, as in ``importlib.metadata``."""
@@ -287,14 +312,19 @@ def _scan_directory(directory: str, scan: _Scan) -> None:
         if not scan.claim(dist_name):
             continue
         folder = prefix + entry
+        if egg:
+            # ``setup.py egg_info`` rewrites an egg-info folder in place, and may add its entry_points.txt.
+            scan.watched.append(folder)
+        entry_points_file = folder + os.sep + "entry_points.txt"
         try:
-            text = _read_text(folder + os.sep + "entry_points.txt")
+            text = _read_text(entry_points_file)
         except (FileNotFoundError, NotADirectoryError):
             continue
         except (OSError, UnicodeDecodeError) as exc:
             scan.malformed.append(MalformedDistribution(folder, f"unreadable entry_points.txt: {exc}"))
             logger.warning("Skipping distribution at %s: unreadable entry_points.txt (%s)", folder, exc)
             continue
+        scan.watched.append(entry_points_file)
         version = rest.partition("-")[0] if egg else rest
         if not version:
             version = _read_metadata_headers(folder).get("Version", "")
@@ -324,7 +354,10 @@ def _scan_with_importlib(distributions: Iterable[Any], where: str, scan: _Scan) 
 
 def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
     """Scan ``path`` (default ``sys.path``) once; no caching. Prefer :func:`discover_entry_points`."""
-    search_path = list(sys.path if path is None else path)
+    return _result(_scan(list(sys.path if path is None else path), custom_finders=path is None))
+
+
+def _scan(search_path: list[str], custom_finders: bool) -> _Scan:
     scan = _Scan()
     for entry in search_path:
         directory = entry or os.getcwd()
@@ -334,8 +367,12 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
             from importlib.metadata import distributions
 
             _scan_with_importlib(distributions(path=[directory]), directory, scan)
-    if path is None:
+    if custom_finders:
         _scan_custom_finders(search_path, scan)
+    return scan
+
+
+def _result(scan: _Scan) -> DiscoveryResult:
     groups: dict[str, list[PluginEntryPoint]] = {}
     for ep in scan.found:
         groups.setdefault(ep.group, []).append(ep)
@@ -345,22 +382,46 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
     return DiscoveryResult(ordered, tuple(scan.malformed), scan.count)
 
 
-def _scan_custom_finders(search_path: list[str], scan: _Scan) -> None:
-    """Distributions offered by meta-path finders other than the standard path finder."""
+def _custom_distribution_finders() -> list[Any]:
+    """Meta-path finders other than the standard path finder that can serve distributions."""
     from importlib.machinery import PathFinder
 
-    for finder in sys.meta_path:
-        find = getattr(finder, "find_distributions", None)
-        if find is None or finder is PathFinder:
-            continue
+    return [
+        finder
+        for finder in sys.meta_path
+        if finder is not PathFinder and getattr(finder, "find_distributions", None) is not None
+    ]
+
+
+def _scan_custom_finders(search_path: list[str], scan: _Scan) -> None:
+    """Distributions offered by meta-path finders other than the standard path finder."""
+    for finder in _custom_distribution_finders():
         from importlib.metadata import DistributionFinder
 
         try:
-            found = list(find(DistributionFinder.Context(path=search_path)))
+            found = list(finder.find_distributions(DistributionFinder.Context(path=search_path)))
         except Exception as exc:
             scan.malformed.append(MalformedDistribution(repr(finder), f"finder failed: {exc}"))
             continue
         _scan_with_importlib(found, repr(finder), scan)
+
+
+def _scan_sys_path(use_saved: bool) -> DiscoveryResult:
+    """The scan of ``sys.path``: a valid saved copy when ``use_saved`` allows one, else a fresh scan (saved)."""
+    search_path = list(sys.path)
+    cacheable = _discovery_cache.cache_enabled() and not _custom_distribution_finders()
+    entries = [entry or os.getcwd() for entry in search_path]
+    if cacheable and use_saved:
+        saved = _discovery_cache.load(entries)
+        if saved is not None:
+            groups, count, filename = saved
+            return DiscoveryResult(None, (), count, origin=filename, saved_groups=groups)
+    started = time.time()
+    scan = _scan(search_path, custom_finders=True)
+    result = _result(scan)
+    if cacheable and not scan.malformed:
+        _discovery_cache.store(entries, result.entry_points, result.distribution_count, scan.watched, started)
+    return result
 
 
 class _DiscoveryCache:
@@ -370,6 +431,8 @@ class _DiscoveryCache:
         self._lock = threading.Lock()
         self._key: tuple[int, tuple[str, ...]] | None = None
         self._result: DiscoveryResult | None = None
+        #: Set by an explicit refresh: the next look-up scans even if a valid saved scan exists.
+        self._rescan = False
         self.scans = 0
 
     def get(self, refresh: bool = False) -> DiscoveryResult:
@@ -379,11 +442,14 @@ class _DiscoveryCache:
             return result
         with self._lock:
             if refresh or self._result is None or self._key != key:
-                self._result = scan_distributions()
+                self._result = _scan_sys_path(use_saved=not (refresh or self._rescan))
                 self._key = key
-                self.scans += 1
+                self._rescan = False
+                if self._result.origin == "scan":
+                    self.scans += 1
                 logger.debug(
-                    "Scanned %d distributions: %d entry-point groups, %d malformed",
+                    "%s %d distributions: %d entry-point groups, %d malformed",
+                    "Scanned" if self._result.origin == "scan" else f"Read from {self._result.origin}:",
                     self._result.distribution_count,
                     len(self._result.entry_points),
                     len(self._result.malformed),
@@ -394,6 +460,7 @@ class _DiscoveryCache:
         with self._lock:
             self._key = None
             self._result = None
+            self._rescan = True
 
     def after_fork(self) -> None:
         """In a forked child: start empty, with a fresh lock (the parent's may have been held)."""
@@ -411,7 +478,7 @@ def discover_entry_points(refresh: bool = False) -> DiscoveryResult:
 
 
 def refresh_discovery() -> None:
-    """Drop the cached scan; the next :func:`discover_entry_points` rescans."""
+    """Drop the cached scan; the next :func:`discover_entry_points` rescans (and re-saves it on disk)."""
     _CACHE.clear()
 
 

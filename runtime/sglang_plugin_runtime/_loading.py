@@ -4,7 +4,6 @@ Written once for every namespace. The public functions with SGLang's signatures 
 :mod:`sglang_plugin_runtime.plugins`.
 """
 
-from __future__ import annotations
 
 import logging
 import os

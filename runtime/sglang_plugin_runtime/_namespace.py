@@ -4,7 +4,6 @@ The discovery, selection and loading logic is written once and parameterised by 
 diffusion engine, or another project) declares its own namespace instead of copying code.
 """
 
-from __future__ import annotations
 
 import os
 from typing import Callable, NamedTuple, Union

@@ -9,7 +9,6 @@ What ``activate()`` returns is validated (a non-empty ``module.Class`` / ``modul
 the namespace's base class, out-of-tree, with a device name and type) before anything is instantiated.
 """
 
-from __future__ import annotations
 
 import logging
 import os

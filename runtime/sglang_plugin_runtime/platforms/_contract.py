@@ -13,7 +13,6 @@ parameters straight from code objects and imports ``inspect`` and ``difflib`` on
 render a signature or suggest a name.
 """
 
-from __future__ import annotations
 
 import logging
 from functools import cached_property
@@ -96,7 +95,7 @@ class ContractMethod(NamedTuple):
         return f"{self.declared_in.__name__}.{self.name}"
 
     @property
-    def signature(self) -> inspect.Signature | None:
+    def signature(self) -> "inspect.Signature | None":
         """The contract signature without ``self``/``cls`` (``None`` for data and properties)."""
         if self.params is None:
             return None
@@ -205,7 +204,7 @@ def _kind_of(raw: Any) -> tuple[str, Any]:
     return "attribute", None
 
 
-def _inspect_signature(kind: str, func: Any) -> inspect.Signature | None:
+def _inspect_signature(kind: str, func: Any) -> "inspect.Signature | None":
     """``inspect.signature`` without the bound first parameter; ``None`` when unavailable."""
     import inspect
 
@@ -284,7 +283,7 @@ class _Text:
         return self.text
 
 
-def _display(sig: inspect.Signature) -> str:
+def _display(sig: "inspect.Signature") -> str:
     """Render a signature with string annotations unquoted, as they read in source."""
 
     def plain(annotation: Any) -> Any:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from ._attributes import Unwrapped, rewrap_attribute, unwrap_attribute
 from ._errors import HookApplyError, HookFailure, strict_from_env
-from ._import_watch import ImportWatcher
 from ._patching import PatchRecord, install
 from ._rebinding import Rebinding, Replacement, rebind
 from ._targets import Resolution, TargetNotFound, TargetSpec, Unresolved, parse_target, resolve
@@ -31,6 +30,7 @@ from ._types import HookSource, HookType, _current_plugin_source, describe_calla
 from ._wrappers import build_wrapper, check_hook_kinds
 
 if TYPE_CHECKING:
+    from ._import_watch import ImportWatcher
     # Reports and conflicts are frozen dataclasses; ``_introspection`` is imported only when one is
     # built (describe(), or a conflict found while applying), never on the start-up path.
     from ._introspection import Conflict, HookReport, TargetReport
@@ -88,14 +88,17 @@ class _Slot:
     """One concrete attribute (``module:attr.path``) and everything installed on it."""
 
     __slots__ = (
-        "key", "name", "owner", "original", "targets", "patch", "current", "history", "rebinds", "conflicts"
+        "key", "name", "owner", "original", "unshared", "targets", "patch", "current", "history", "rebinds",
+        "conflicts",
     )
 
-    def __init__(self, key: str, name: str, owner: object, original: Unwrapped) -> None:
+    def __init__(self, key: str, name: str, owner: object, original: Unwrapped, unshared: bool = False) -> None:
         self.key = key
         self.name = name
         self.owner = owner
         self.original = original
+        #: No module global held the original when it was resolved: the first patch needs no walk.
+        self.unshared = unshared
         self.targets: list[str] = []
         self.patch: PatchRecord | None = None
         self.current: object = None
@@ -152,7 +155,24 @@ def _on_module_loaded(name: str, before: frozenset[str]) -> None:
             logger.exception("Hook registry failed while handling the import of %s", name)
 
 
-_watcher = ImportWatcher(_on_module_loaded)
+# The import watcher is built the first time a target has to wait for an import: when every target's
+# module is already imported (the usual start-up), ``_import_watch`` is never imported at all.
+_watcher: ImportWatcher | None = None
+
+
+def _install_watcher() -> None:
+    global _watcher
+    if _watcher is None:
+        from ._import_watch import ImportWatcher
+
+        _watcher = ImportWatcher(_on_module_loaded)
+    _watcher.watched = _state.watched
+    _watcher.install()
+
+
+def _uninstall_watcher() -> None:
+    if _watcher is not None:
+        _watcher.uninstall()
 
 
 def _effective_strict(strict: bool | None) -> bool:
@@ -320,7 +340,10 @@ def _new_slot(found: Resolution) -> _Slot:
     if found.owned and other is not None and other.current is original.func:
         # A module global we rebound earlier: hook the real original, not our wrapper.
         original = Unwrapped(original.kind, other.original.func, original.raw)
-    return _Slot(found.key, found.attr_path[-1], found.owner, original)
+    # The proof covers the namespace entry itself; for a classmethod or a property the stale object is
+    # the function inside it, which the proof says nothing about.
+    unshared = found.unshared and original.func is found.raw
+    return _Slot(found.key, found.attr_path[-1], found.owner, original, unshared)
 
 
 def _set_pending(name: str, found: Unresolved, strict: bool, failures: list[HookFailure]) -> None:
@@ -341,7 +364,7 @@ def _set_pending(name: str, found: Unresolved, strict: bool, failures: list[Hook
     record.watching = found.watch
     for module in found.watch:
         _state.watched.setdefault(module, set()).add(name)
-    _watcher.install()
+    _install_watcher()
     logger.debug("Hooks on %s deferred: %s", name, found.reason)
 
 
@@ -361,7 +384,7 @@ def _unwatch(name: str) -> None:
                 del _state.watched[module]
     record.watching = ()
     if not _state.watched:
-        _watcher.uninstall()
+        _uninstall_watcher()
 
 
 def _build_slot(slot: _Slot, failures: list[HookFailure]) -> Replacement | None:
@@ -404,6 +427,9 @@ def _build_slot(slot: _Slot, failures: list[HookFailure]) -> Replacement | None:
         ", ".join(sorted({format_source(r.source) for r in regs})),
     )
     if slot.original.kind not in _REBINDABLE_KINDS:
+        return None
+    if old_callable is None and slot.unshared:
+        logger.debug("No stale copies of %s can exist (its namespace held the only reference)", slot.key)
         return None
     stale = (slot.original.func,) if old_callable is None else (slot.original.func, old_callable)
     return Replacement(slot.key, slot.name, stale, new_callable, slot.original.func)
@@ -511,7 +537,7 @@ def reset() -> None:
         _state.installed.clear()
         _state.applied = False
         _state.strict = None
-        _watcher.uninstall()
+        _uninstall_watcher()
 
 
 def _undo_slot(slot: _Slot) -> Replacement | None:
@@ -586,14 +612,10 @@ def discard_source(source: HookSource) -> int:
 def _activate(state: _State) -> None:
     global _state
     _state = state
-    _watcher.watched = state.watched
     if state.watched:
-        _watcher.install()
+        _install_watcher()
     else:
-        _watcher.uninstall()
-
-
-_watcher.watched = _state.watched
+        _uninstall_watcher()
 
 
 @contextlib.contextmanager

@@ -7,7 +7,9 @@ value *is* the replaced object. A hook module's ``from x import f as _orig`` the
 original, which is what a REPLACE hook delegating to ``_orig`` needs.
 
 The walk costs one dict lookup per (module, distinct attribute name), not one pass over every
-global of every module per target.
+global of every module per target. It is skipped for a target proven to have no copies: when the
+attribute is resolved, its value's reference count shows that its owner's namespace is the only
+place that holds it (see :func:`references`), so no module global can hold it either.
 """
 
 from __future__ import annotations
@@ -15,6 +17,36 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Iterable
+
+
+_getrefcount = getattr(sys, "getrefcount", None)
+
+
+def references(value: object) -> int:
+    """Strong references to ``value``, for a caller that holds it in one local variable.
+
+    Compare the result with :data:`SOLE_REFERENCE`: equal means the caller's local and one namespace
+    entry are all there is. The count is relative to the caller's own references, so it is calibrated
+    once, on this interpreter, with a value in exactly that position (see ``_calibrate``).
+    """
+    return _getrefcount(value) if _getrefcount is not None else -1
+
+
+def _calibrate() -> int:
+    namespace = {"value": lambda: None}
+    value = namespace["value"]
+    counted = references(value)
+    # Without sys.getrefcount (or with a count that cannot be right) nothing is ever proven unshared.
+    return counted if counted >= 2 else -2
+
+
+#: :func:`references` of a value held by one namespace entry and the caller's local, and nothing else.
+SOLE_REFERENCE = _calibrate()
+
+
+def is_unshared(count: int) -> bool:
+    """Whether a :func:`references` count proves the value is held by its namespace entry alone."""
+    return 0 < count <= SOLE_REFERENCE
 
 
 class Rebinding:

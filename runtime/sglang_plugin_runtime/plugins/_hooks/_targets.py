@@ -12,6 +12,8 @@ import sys
 import types
 from collections.abc import Mapping
 
+from ._rebinding import is_unshared, references
+
 _MISSING = object()
 
 
@@ -62,7 +64,7 @@ class TargetSpec:
 class Resolution:
     """Where a target lives right now."""
 
-    __slots__ = ("module_name", "attr_path", "owner", "raw", "owned")
+    __slots__ = ("module_name", "attr_path", "owner", "raw", "owned", "unshared")
 
     module_name: str
     attr_path: tuple[str, ...]
@@ -72,15 +74,25 @@ class Resolution:
     raw: object
     #: Whether ``raw`` is in ``owner.__dict__`` itself (False: inherited from a base class).
     owned: bool
+    #: Proven when resolved: ``owner.__dict__`` was the only holder of ``raw``, so no module global
+    #: holds a copy that would need rebinding after the patch.
+    unshared: bool
 
     def __init__(
-        self, module_name: str, attr_path: tuple[str, ...], owner: object, raw: object, owned: bool
+        self,
+        module_name: str,
+        attr_path: tuple[str, ...],
+        owner: object,
+        raw: object,
+        owned: bool,
+        unshared: bool = False,
     ) -> None:
         self.module_name = module_name
         self.attr_path = attr_path
         self.owner = owner
         self.raw = raw
         self.owned = owned
+        self.unshared = unshared
 
     @property
     def key(self) -> str:
@@ -221,7 +233,11 @@ def _walk(
             kind = "module" if isinstance(owner, types.ModuleType) else type(owner).__name__
             raise TargetNotFound(f"{kind} {owner_name!r} has no attribute {name!r}")
         if index == len(path) - 1:
-            return Resolution(module_name, path, owner, raw, owned)
+            # ``raw`` is held here by this local and, when owned, by the owner's namespace entry; any
+            # other reference could be a module global that needs rebinding. Counted before anything
+            # else takes a reference.
+            unshared = owned and is_unshared(references(raw))
+            return Resolution(module_name, path, owner, raw, owned, unshared)
         if isinstance(raw, (staticmethod, classmethod)):
             raw = raw.__func__
         owner = raw

@@ -1,6 +1,5 @@
 """Hook types, hook sources and the context variable that attributes registrations to plugins."""
 
-from __future__ import annotations
 
 import contextvars
 import enum
