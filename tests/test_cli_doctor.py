@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -289,3 +290,19 @@ def test_plugin_printing_to_stdout_does_not_corrupt_json(site: PluginSite) -> No
     result = cli(site, "doctor", "--json")
     assert result.json["healthy"]
     assert "hello from a plugin" in result.err
+
+
+def test_doctor_reports_whether_it_read_a_saved_discovery_scan(site: PluginSite, tmp_path) -> None:
+    site.add_platform("acme-npu", "acme", "npu")
+    when = time.time() - 60
+    for path in [site.root, *site.root.rglob("*")]:
+        os.utime(path, (when, when))
+    cache = {"SGLANG_PLUGIN_NO_CACHE": "", "SGLANG_PLUGIN_CACHE_DIR": str(tmp_path / "cache")}
+    first = cli(site, "doctor", "--json", **cache).json["discovery"]["saved_scan"]
+    second = cli(site, "doctor", **cache)
+    third = cli(site, "doctor", "--json", **cache).json["discovery"]["saved_scan"]
+    off = cli(site, "doctor", "--json").json["discovery"]["saved_scan"]
+    assert first == {"enabled": True, "directory": str(tmp_path / "cache"), "used": False, "file": None}
+    assert "Saved scan: read from " + str(tmp_path / "cache") in second.out
+    assert third["used"] and third["file"].startswith(str(tmp_path / "cache"))
+    assert off["enabled"] is False and off["used"] is False
