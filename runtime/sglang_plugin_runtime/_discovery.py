@@ -21,6 +21,7 @@ import time
 from typing import Any, Iterable, Iterator, NamedTuple
 
 from . import _discovery_cache
+from ._namespace import known_namespaces
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +164,11 @@ class DiscoveryResult:
         self.origin = origin
 
     @property
+    def group_count(self) -> int:
+        """How many entry-point groups were found (without building the entry points of saved groups)."""
+        return len(self._groups) + len(self._saved)
+
+    @property
     def entry_points(self) -> dict[str, tuple[PluginEntryPoint, ...]]:
         """Every group's entry points."""
         for name in list(self._saved):
@@ -241,12 +247,18 @@ def _read_metadata_headers(folder: str) -> dict[str, str]:
 class _Scan:
     """Mutable state of one scan in progress."""
 
-    def __init__(self) -> None:
+    def __init__(self, plugin_groups: Iterable[str] = ()) -> None:
+        #: The groups of the registered namespaces: a file offering one of them is watched (see ``watched``).
+        self.plugin_groups = frozenset(plugin_groups)
         self.seen: set[str] = set()
         self.found: list[PluginEntryPoint] = []
         self.malformed: list[MalformedDistribution] = []
         self.count = 0
-        #: Files and folders (besides the path entries) whose change must invalidate a saved copy of this scan.
+        #: Files and folders (besides the path entries) whose change must invalidate a saved copy of this scan:
+        #: every ``*.egg-info`` folder and its ``entry_points.txt`` (setuptools rewrites them in place), and the
+        #: ``entry_points.txt`` of every distribution that offers a plugin (a hand edit is how a plugin author
+        #: renames an entry point). Other ``*.dist-info`` folders change only by being replaced, which changes
+        #: the folder that holds them.
         self.watched: list[str] = []
 
     def claim(self, normalized_name: str) -> bool:
@@ -257,15 +269,19 @@ class _Scan:
         self.count += 1
         return True
 
-    def add_text(self, text: str, dist_name: str, version: str, where: str) -> None:
+    def add_text(self, text: str, dist_name: str, version: str, where: str) -> bool:
+        """Record the entry points of one distribution; return whether it offers a plugin group."""
         try:
             parsed = list(parse_entry_points_text(text))
         except MalformedEntryPoints as exc:
             self.malformed.append(MalformedDistribution(where, f"entry_points.txt {exc}"))
             logger.warning("Skipping distribution at %s: malformed entry_points.txt (%s)", where, exc)
-            return
+            return False
+        offers_plugin = False
         for group, name, value in parsed:
             self.found.append(PluginEntryPoint(group, name, value, dist_name, version, where))
+            offers_plugin = offers_plugin or group in self.plugin_groups
+        return offers_plugin
 
 
 def _read_text(path: str) -> str:
@@ -324,7 +340,6 @@ def _scan_directory(directory: str, scan: _Scan) -> None:
             scan.malformed.append(MalformedDistribution(folder, f"unreadable entry_points.txt: {exc}"))
             logger.warning("Skipping distribution at %s: unreadable entry_points.txt (%s)", folder, exc)
             continue
-        scan.watched.append(entry_points_file)
         version = rest.partition("-")[0] if egg else rest
         if not version:
             version = _read_metadata_headers(folder).get("Version", "")
@@ -332,7 +347,8 @@ def _scan_directory(directory: str, scan: _Scan) -> None:
             scan.malformed.append(MalformedDistribution(folder, "no version in the folder name or METADATA"))
             logger.warning("Skipping distribution at %s: it has no version", folder)
             continue
-        scan.add_text(text, dist_name, version, folder)
+        if scan.add_text(text, dist_name, version, folder) or egg:
+            scan.watched.append(entry_points_file)
 
 
 def _scan_with_importlib(distributions: Iterable[Any], where: str, scan: _Scan) -> None:
@@ -358,7 +374,7 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
 
 
 def _scan(search_path: list[str], custom_finders: bool) -> _Scan:
-    scan = _Scan()
+    scan = _Scan(group for ns in known_namespaces() for group in (ns.platform_group, ns.plugin_group))
     for entry in search_path:
         directory = entry or os.getcwd()
         if os.path.isdir(directory):
@@ -451,7 +467,7 @@ class _DiscoveryCache:
                     "%s %d distributions: %d entry-point groups, %d malformed",
                     "Scanned" if self._result.origin == "scan" else f"Read from {self._result.origin}:",
                     self._result.distribution_count,
-                    len(self._result.entry_points),
+                    self._result.group_count,
                     len(self._result.malformed),
                 )
             return self._result
