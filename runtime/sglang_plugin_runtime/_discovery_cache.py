@@ -176,18 +176,6 @@ def store(
     return filename
 
 
-def clear() -> int:
-    """Delete every saved scan; return how many files were removed."""
-    removed = 0
-    for path in _cache_files(cache_directory()):
-        try:
-            os.unlink(path)
-            removed += 1
-        except OSError:
-            pass
-    return removed
-
-
 def _cache_files(directory: str) -> list[str]:
     try:
         names = os.listdir(directory)
