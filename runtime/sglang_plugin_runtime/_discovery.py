@@ -10,7 +10,8 @@ What the fast path cannot see (zip files on ``sys.path``, distributions served b
 read through ``importlib.metadata`` itself, so the result is the same set ``importlib.metadata`` would give.
 """
 
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
+# string annotation of its fields, a cost paid by every process at start-up.
 import importlib
 import logging
 import os

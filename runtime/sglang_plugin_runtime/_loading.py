@@ -4,7 +4,8 @@ Written once for every namespace. The public functions with SGLang's signatures 
 :mod:`sglang_plugin_runtime.plugins`.
 """
 
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
+# string annotation of its fields, a cost paid by every process at start-up.
 import logging
 import os
 import threading

@@ -4,7 +4,8 @@ The discovery, selection and loading logic is written once and parameterised by 
 diffusion engine, or another project) declares its own namespace instead of copying code.
 """
 
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
+# string annotation of its fields, a cost paid by every process at start-up.
 import os
 from typing import Callable, NamedTuple, Union
 

@@ -9,7 +9,8 @@ What ``activate()`` returns is validated (a non-empty ``module.Class`` / ``modul
 the namespace's base class, out-of-tree, with a device name and type) before anything is instantiated.
 """
 
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
+# string annotation of its fields, a cost paid by every process at start-up.
 import logging
 import os
 import threading

@@ -13,7 +13,8 @@ parameters straight from code objects and imports ``inspect`` and ``difflib`` on
 render a signature or suggest a name.
 """
 
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
+# string annotation of its fields, a cost paid by every process at start-up.
 import logging
 from functools import cached_property
 from types import FunctionType

@@ -1,6 +1,7 @@
 """Hook types, hook sources and the context variable that attributes registrations to plugins."""
 
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
+# string annotation of its fields, a cost paid by every process at start-up.
 import contextvars
 import enum
 from typing import NamedTuple
