@@ -204,3 +204,15 @@ def test_default_cache_folder_follows_xdg_cache_home(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("SGLANG_PLUGIN_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert _discovery_cache.cache_directory() == str(tmp_path / "sglang-plugin-runtime")
+
+
+def test_a_file_with_the_right_key_but_a_wrong_layout_is_a_miss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import marshal
+
+    monkeypatch.setenv("SGLANG_PLUGIN_CACHE_DIR", str(tmp_path / "cache"))
+    entries = [str(tmp_path)]
+    path = Path(_discovery_cache.cache_file(entries))
+    path.parent.mkdir()
+    for stamps, groups in [(7, {}), ((str(tmp_path), 1), {}), ((), {"g": ("only", "four", "of", "five")})]:
+        path.write_bytes(marshal.dumps((_discovery_cache.cache_key(entries), stamps, groups, 0)))
+        assert _discovery_cache.load(entries) is None

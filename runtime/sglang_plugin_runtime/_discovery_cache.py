@@ -113,7 +113,7 @@ def load(path_entries: Sequence[str]) -> tuple[dict[str, tuple[str, ...]], int, 
     except Exception as exc:  # noqa: BLE001 - a damaged file is a cache miss, never an error
         logger.debug("Ignoring the discovery cache %s: %s", filename, exc)
         return None
-    if key != cache_key(path_entries) or not isinstance(groups, dict) or not isinstance(count, int):
+    if key != cache_key(path_entries) or not _well_formed(stamps, groups, count):
         return None
     stat = os.stat
     for index in range(0, len(stamps), _STAMP_FIELDS):
@@ -127,6 +127,17 @@ def load(path_entries: Sequence[str]) -> tuple[dict[str, tuple[str, ...]], int, 
             logger.debug("Discovery cache %s is out of date: %s changed", filename, path)
             return None
     return groups, count, filename
+
+
+def _well_formed(stamps: object, groups: object, count: object) -> bool:
+    """Whether a file whose key matched also has the layout this version writes (a damaged file may not)."""
+    return (
+        isinstance(stamps, tuple)
+        and len(stamps) % _STAMP_FIELDS == 0
+        and isinstance(count, int)
+        and isinstance(groups, dict)
+        and all(isinstance(flat, tuple) and len(flat) % _ENTRY_FIELDS == 0 for flat in groups.values())
+    )
 
 
 def entry_points_from_flat(group: str, flat: tuple[str, ...], make: Callable[..., Any]) -> tuple[Any, ...]:
