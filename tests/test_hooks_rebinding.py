@@ -125,3 +125,11 @@ def test_a_copy_made_by_a_later_import_is_rebound_on_rebuild(make_module):
     HookRegistry.register(f"{name}.f", lambda r: r * 10)
     HookRegistry.apply_hooks()
     assert module.f() == user.f() == 20
+
+
+def test_the_reference_count_proof_is_calibrated_on_this_interpreter():
+    from sglang_plugin_runtime.plugins._hooks import _rebinding
+
+    # CPython counts one reference per holder: the calibration must hold, or every target would be walked.
+    assert _rebinding.SOLE_REFERENCE >= 2
+    assert not _rebinding.is_unshared(_rebinding.SOLE_REFERENCE + 1)

@@ -32,12 +32,25 @@ def references(value: object) -> int:
     return _getrefcount(value) if _getrefcount is not None else -1
 
 
+def _probe() -> None:
+    """A module-level function that only this module's namespace holds (see ``_calibrate``)."""
+
+
 def _calibrate() -> int:
-    namespace = {"value": lambda: None}
-    value = namespace["value"]
-    counted = references(value)
-    # Without sys.getrefcount (or with a count that cannot be right) nothing is ever proven unshared.
-    return counted if counted >= 2 else -2
+    """:func:`references` of a value held by one namespace entry and the caller's local, on this interpreter.
+
+    The proof also needs the count to grow by one per extra holder and to work alike for a module-level
+    function and one made at run time (interpreters with deferred reference counting may differ); if any
+    of that fails, or there is no ``sys.getrefcount``, nothing is ever proven unshared.
+    """
+    value = globals()["_probe"]
+    sole = references(value)
+    holders = {"again": value}
+    shared = references(value)
+    made = {"value": lambda: None}
+    fresh = made["value"]
+    consistent = sole >= 2 and shared == sole + 1 and references(fresh) == sole and len(holders) == 1
+    return sole if consistent else -2
 
 
 #: :func:`references` of a value held by one namespace entry and the caller's local, and nothing else.
