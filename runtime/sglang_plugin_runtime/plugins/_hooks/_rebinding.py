@@ -45,11 +45,12 @@ def _calibrate() -> int:
     """
     value = globals()["_probe"]
     sole = references(value)
-    holders = {"again": value}
+    second_holder = {"value": value}
     shared = references(value)
+    del second_holder
     made = {"value": lambda: None}
     fresh = made["value"]
-    consistent = sole >= 2 and shared == sole + 1 and references(fresh) == sole and len(holders) == 1
+    consistent = sole >= 2 and shared == sole + 1 and references(fresh) == sole
     return sole if consistent else -2
 
 
@@ -58,8 +59,12 @@ SOLE_REFERENCE = _calibrate()
 
 
 def is_unshared(count: int) -> bool:
-    """Whether a :func:`references` count proves the value is held by its namespace entry alone."""
-    return 0 < count <= SOLE_REFERENCE
+    """Whether a :func:`references` count proves the value is held by its namespace entry alone.
+
+    Only an exact match proves it: a lower count than calibrated means the counting is not what the
+    calibration saw, and the walk stays.
+    """
+    return count == SOLE_REFERENCE
 
 
 class Rebinding:
