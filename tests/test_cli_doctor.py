@@ -7,14 +7,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
 import pytest
 
-from _plugin_site import RUNTIME_SRC, PluginSite
+from _plugin_site import RUNTIME_SRC, PluginSite, backdate
 
 SCHEMA = json.loads((RUNTIME_SRC / "sglang_plugin_runtime" / "cli-schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
@@ -294,9 +293,7 @@ def test_plugin_printing_to_stdout_does_not_corrupt_json(site: PluginSite) -> No
 
 def test_doctor_reports_whether_it_read_a_saved_discovery_scan(site: PluginSite, tmp_path) -> None:
     site.add_platform("acme-npu", "acme", "npu")
-    when = time.time() - 60
-    for path in [site.root, *site.root.rglob("*")]:
-        os.utime(path, (when, when))
+    backdate(site.root)
     cache = {"SGLANG_PLUGIN_NO_CACHE": "", "SGLANG_PLUGIN_CACHE_DIR": str(tmp_path / "cache")}
     first = cli(site, "doctor", "--json", **cache).json["discovery"]["saved_scan"]
     second = cli(site, "doctor", **cache)

@@ -7,12 +7,11 @@ site instead of sleeping.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
-from _plugin_site import PluginSite
+from _plugin_site import PluginSite, backdate
 
 from sglang_plugin_runtime import _discovery_cache
 
@@ -38,14 +37,6 @@ def cache_dir(tmp_path: Path) -> Path:
 def cached(cache_dir: Path) -> dict[str, str]:
     """The environment of a process with the on-disk cache switched on (the test suite switches it off)."""
     return {"SGLANG_PLUGIN_NO_CACHE": "", "SGLANG_PLUGIN_CACHE_DIR": str(cache_dir)}
-
-
-def backdate(*roots: Path, seconds: float = 60.0) -> None:
-    """Make every folder and file under ``roots`` look ``seconds`` old, as a site installed a while ago does."""
-    when = time.time() - seconds
-    for root in roots:
-        for path in [root, *root.rglob("*")]:
-            os.utime(path, (when, when))
 
 
 def populate(site: PluginSite) -> None:
@@ -189,12 +180,11 @@ def test_a_different_sys_path_uses_a_different_saved_scan(site: PluginSite, cach
 
 def test_the_cache_folder_keeps_at_most_64_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SGLANG_PLUGIN_CACHE_DIR", str(tmp_path / "cache"))
-    old = time.time() - 60
     written = []
     for index in range(70):
         entry = tmp_path / f"entry{index}"
         entry.mkdir()
-        os.utime(entry, (old, old))
+        backdate(entry)
         written.append(_discovery_cache.store([str(entry)], {}, 0, [], time.time()))
     remaining = sorted((tmp_path / "cache").glob("*.discovery"))
     assert all(written) and len(remaining) == 64

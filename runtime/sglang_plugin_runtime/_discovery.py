@@ -371,10 +371,12 @@ def _scan_with_importlib(distributions: Iterable[Any], where: str, scan: _Scan) 
 
 def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
     """Scan ``path`` (default ``sys.path``) once; no caching. Prefer :func:`discover_entry_points`."""
-    return _result(_scan(list(sys.path if path is None else path), custom_finders=path is None))
+    finders = _custom_distribution_finders() if path is None else []
+    return _result(_scan(list(sys.path if path is None else path), finders))
 
 
-def _scan(search_path: list[str], custom_finders: bool) -> _Scan:
+def _scan(search_path: list[str], finders: list[Any]) -> _Scan:
+    """Scan the folders and files of ``search_path``, then ask each of ``finders`` for its distributions."""
     scan = _Scan(group for ns in known_namespaces() for group in (ns.platform_group, ns.plugin_group))
     for entry in search_path:
         directory = entry or os.getcwd()
@@ -384,8 +386,7 @@ def _scan(search_path: list[str], custom_finders: bool) -> _Scan:
             from importlib.metadata import distributions
 
             _scan_with_importlib(distributions(path=[directory]), directory, scan)
-    if custom_finders:
-        _scan_custom_finders(search_path, scan)
+    _scan_custom_finders(finders, search_path, scan)
     return scan
 
 
@@ -410,9 +411,9 @@ def _custom_distribution_finders() -> list[Any]:
     ]
 
 
-def _scan_custom_finders(search_path: list[str], scan: _Scan) -> None:
+def _scan_custom_finders(finders: list[Any], search_path: list[str], scan: _Scan) -> None:
     """Distributions offered by meta-path finders other than the standard path finder."""
-    for finder in _custom_distribution_finders():
+    for finder in finders:
         from importlib.metadata import DistributionFinder
 
         try:
@@ -426,7 +427,8 @@ def _scan_custom_finders(search_path: list[str], scan: _Scan) -> None:
 def _scan_sys_path(use_saved: bool) -> DiscoveryResult:
     """The scan of ``sys.path``: a valid saved copy when ``use_saved`` allows one, else a fresh scan (saved)."""
     search_path = list(sys.path)
-    cacheable = _discovery_cache.cache_enabled() and not _custom_distribution_finders()
+    finders = _custom_distribution_finders()
+    cacheable = _discovery_cache.cache_enabled() and not finders
     entries = [entry or os.getcwd() for entry in search_path]
     if cacheable and use_saved:
         saved = _discovery_cache.load(entries)
@@ -434,7 +436,7 @@ def _scan_sys_path(use_saved: bool) -> DiscoveryResult:
             groups, count, filename = saved
             return DiscoveryResult(None, (), count, origin=filename, saved_groups=groups)
     started = time.time()
-    scan = _scan(search_path, custom_finders=True)
+    scan = _scan(search_path, finders)
     result = _result(scan)
     if cacheable and not scan.malformed:
         _discovery_cache.store(entries, result.entry_points, result.distribution_count, scan.watched, started)

@@ -115,15 +115,9 @@ def load(path_entries: Sequence[str]) -> tuple[dict[str, tuple[str, ...]], int, 
         return None
     if key != cache_key(path_entries) or not _well_formed(stamps, groups, count):
         return None
-    stat = os.stat
     for index in range(0, len(stamps), _STAMP_FIELDS):
         path = stamps[index]
-        try:
-            st = stat(path)
-            now = (st.st_mtime_ns, st.st_ino, st.st_size)
-        except OSError:
-            now = (-1, -1, -1)
-        if now != stamps[index + 1 : index + _STAMP_FIELDS]:
+        if stamp(path) != stamps[index + 1 : index + _STAMP_FIELDS]:
             logger.debug("Discovery cache %s is out of date: %s changed", filename, path)
             return None
     return groups, count, filename
