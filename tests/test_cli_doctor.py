@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from _plugin_site import RUNTIME_SRC, PluginSite, backdate
+from _plugin_site import RUNTIME_SRC, PluginSite
 
 SCHEMA = json.loads((RUNTIME_SRC / "sglang_plugin_runtime" / "cli-schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
@@ -289,17 +289,3 @@ def test_plugin_printing_to_stdout_does_not_corrupt_json(site: PluginSite) -> No
     result = cli(site, "doctor", "--json")
     assert result.json["healthy"]
     assert "hello from a plugin" in result.err
-
-
-def test_doctor_reports_whether_it_read_a_saved_discovery_scan(site: PluginSite, tmp_path) -> None:
-    site.add_platform("acme-npu", "acme", "npu")
-    backdate(site.root)
-    cache = {"SGLANG_PLUGIN_NO_CACHE": "", "SGLANG_PLUGIN_CACHE_DIR": str(tmp_path / "cache")}
-    first = cli(site, "doctor", "--json", **cache).json["discovery"]["saved_scan"]
-    second = cli(site, "doctor", **cache)
-    third = cli(site, "doctor", "--json", **cache).json["discovery"]["saved_scan"]
-    off = cli(site, "doctor", "--json").json["discovery"]["saved_scan"]
-    assert first == {"enabled": True, "directory": str(tmp_path / "cache"), "used": False, "file": None}
-    assert "Saved scan: read from " + str(tmp_path / "cache") in second.out
-    assert third["used"] and third["file"].startswith(str(tmp_path / "cache"))
-    assert off["enabled"] is False and off["used"] is False

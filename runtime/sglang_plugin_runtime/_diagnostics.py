@@ -232,19 +232,6 @@ def list_report(
 # ---- doctor ------------------------------------------------------------------------------------------------
 
 
-def _saved_scan(discovery: DiscoveryResult) -> dict[str, Any]:
-    """Whether this process read the discovery scan another process saved, and where such scans live."""
-    from . import _discovery_cache
-
-    used = discovery.origin != "scan"
-    return {
-        "enabled": _discovery_cache.cache_enabled(),
-        "directory": _discovery_cache.cache_directory(),
-        "used": used,
-        "file": discovery.origin if used else None,
-    }
-
-
 class _LogCapture(logging.Handler):
     """Keeps WARNING and worse records emitted while a report is built (plugins' own loggers included)."""
 
@@ -603,7 +590,6 @@ def doctor_report(
                 "general_plugins": len(discovery.group(namespace.plugin_group)),
                 "malformed": [{"path": bad.path, "reason": bad.reason} for bad in discovery.malformed],
                 "duplicates": duplicates,
-                "saved_scan": _saved_scan(discovery),
             },
             "platform": platform,
             "plugins": plugins,

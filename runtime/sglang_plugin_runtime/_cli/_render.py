@@ -127,14 +127,6 @@ def render_doctor(report: dict[str, Any]) -> str:
         f"{discovery['platform_plugins']} platform plugin(s), {discovery['general_plugins']} general plugin(s), "
         f"{len(discovery['malformed'])} malformed"
     )
-    saved = discovery.get("saved_scan")
-    if saved is not None:
-        if not saved["enabled"]:
-            lines.append("Saved scan: off (SGLANG_PLUGIN_NO_CACHE); every process scans")
-        elif saved["used"]:
-            lines.append(f"Saved scan: read from {saved['file']} (nothing it depends on has changed)")
-        else:
-            lines.append(f"Saved scan: none valid, so this run scanned (saved scans live in {saved['directory']})")
 
     platform = report["platform"]
     lines.append("")
