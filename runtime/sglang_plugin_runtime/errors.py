@@ -43,3 +43,11 @@ class InvalidPlatformError(PluginError, TypeError):
 
     Also a ``TypeError``, which is what SGLang raises for a class that is not a platform subclass.
     """
+
+
+class ReentrantSelectionError(PluginError):
+    """A platform plugin read ``current_platform`` while that platform was being selected.
+
+    Selection cannot depend on its own result: the plugin's import or ``activate()`` (or the platform class's
+    constructor) must probe the hardware directly instead.
+    """

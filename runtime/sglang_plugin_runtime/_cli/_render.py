@@ -118,6 +118,16 @@ def _plugin_log(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _outcome(activation: dict[str, Any]) -> str | None:
+    """The RESULT / ERROR cell: the class, the error, or why ``activate()`` returned ``None``."""
+    if activation["status"] != "unavailable":
+        return activation["error"] or activation["result"]
+    said = activation.get("log") or []
+    if said:
+        return f"None: {said[-1]}"
+    return "None (activate() logged no reason; log one at DEBUG to see it here)"
+
+
 def render_doctor(report: dict[str, Any]) -> str:
     lines = _header(report, "doctor")
     discovery = report["discovery"]
@@ -133,10 +143,15 @@ def render_doctor(report: dict[str, Any]) -> str:
     lines.append("Platform plugins: activate()")
     if platform["activations"]:
         rows = [
-            (a["plugin"], _dist(a["distribution"], a["version"]), a["status"], _ms(a["seconds"]), a["error"] or a["result"])
+            (a["plugin"], _dist(a["distribution"], a["version"]), a["status"], _ms(a["seconds"]), _outcome(a))
             for a in platform["activations"]
         ]
         lines.extend(format_table(("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", "RESULT / ERROR"), rows))
+        for activation in platform["activations"]:
+            if activation.get("traceback"):
+                lines.append("")
+                lines.append(f"Traceback of platform plugin {activation['plugin']!r} (the plugin's frames only)")
+                lines.extend("  " + line for line in activation["traceback"].rstrip().splitlines())
     else:
         lines.append("  (no platform plugin was activated)")
 
