@@ -447,3 +447,18 @@ def test_doctor_warns_about_an_allowlist_naming_no_plugin(site: PluginSite) -> N
     add_general(site, "one-dist", "one")
     report = cli(site, "doctor", "--json", SGLANG_PLUGINS=",").json
     assert "SGLANG_PLUGINS=',' names no plugin" in messages(report, "warning")
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor --import-targets imports a hook target's module, which calls sys.exit()",
+    "a hooks error naming the module and the target; the report is still printed",
+)
+def test_target_module_calling_sys_exit_under_import_targets_is_reported(site: PluginSite) -> None:
+    site.add("target-dist", modules={"exiting_target.py": "import sys\nsys.exit(2)\ndef work():\n    pass\n"})
+    add_general(site, "hooks-dist", "hooks", body=(
+        "HookRegistry.register('exiting_target.work', lambda result: result, HookType.AFTER)"
+    ))
+    result = cli(site, "doctor", "--json", "--import-targets")
+    assert result.code == 1
+    assert "importing 'exiting_target' for target 'exiting_target.work' failed: SystemExit(2)" in messages(result.json)

@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from ._discovery import DiscoveryResult, discover_entry_points
 from ._namespace import PluginNamespace
+from ._plugin_code import describe_failure, is_plugin_failure
 
 logger = logging.getLogger(__name__)
 
@@ -299,7 +300,7 @@ def _captured_logs() -> Iterator[_LogCapture]:
 
 
 def _error_text(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
+    text = describe_failure(exc)
     cause = exc.__cause__
     if cause is not None and str(cause) not in str(exc):
         text += f" (caused by {type(cause).__name__}: {cause})"
@@ -504,7 +505,9 @@ def _import_target_modules(reports: list[dict[str, Any]]) -> list[str]:
                     continue  # not a module: the next shorter prefix may be
                 errors.append(f"importing {name!r} for target {target!r} failed: {_error_text(exc)}")
                 break
-            except Exception as exc:
+            except BaseException as exc:  # a target module that calls sys.exit() must not end the report
+                if not is_plugin_failure(exc):
+                    raise
                 errors.append(f"importing {name!r} for target {target!r} failed: {_error_text(exc)}")
                 break
     if reports:
