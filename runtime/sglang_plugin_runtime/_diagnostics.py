@@ -50,8 +50,6 @@ ACTION_SKIPPED_PLATFORM = "skipped-unselected-platform"
 ACTION_DUPLICATE = "duplicate"
 ACTION_NOT_INSTALLED = "not-installed"
 
-# Hook target statuses, as the registry reports them.
-HOOK_STATUSES = ("registered", "applied", "pending", "failed")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ import sys
 import threading
 from typing import Any, Iterable, Iterator, NamedTuple
 
+from ._forking import after_fork_in_child
+
 
 logger = logging.getLogger(__name__)
 
@@ -445,5 +447,4 @@ def scan_count() -> int:
     return _CACHE.scans
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_CACHE.after_fork)
+after_fork_in_child(_CACHE.after_fork)

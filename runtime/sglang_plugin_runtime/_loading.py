@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any, Callable, Iterable, NamedTuple
 
+from ._forking import after_fork_in_child
 from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
 from ._namespace import PluginNamespace, known_namespaces
 from ._plugin_code import describe_failure, is_plugin_failure, note_interrupt
@@ -334,10 +335,7 @@ def _run_register(ep: PluginEntryPoint, func: Callable[..., Any], namespace: Plu
     return True
 
 
-def _after_fork_in_child() -> None:
+@after_fork_in_child
+def _after_fork() -> None:
     for state in _STATES.values():
         state.after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

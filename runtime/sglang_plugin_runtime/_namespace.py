@@ -46,7 +46,13 @@ class PluginNamespace(NamedTuple):
         return frozenset(part.strip() for part in raw.split(",") if part.strip())
 
     def strict(self) -> bool:
-        return os.environ.get(self.strict_env, "").strip().lower() in ("1", "true", "yes", "on")
+        """Whether the namespace's strict variable (``SGLANG_PLUGINS_STRICT``) turns plugin failures into errors."""
+        return env_flag(self.strict_env)
+
+
+def env_flag(name: str) -> bool:
+    """Whether environment variable ``name`` is set to a true value (``1``, ``true``, ``yes``, ``on``)."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def resolve_qualified_name(name: str) -> object:

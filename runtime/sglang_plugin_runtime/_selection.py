@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any, NamedTuple
 
+from ._forking import after_fork_in_child
 from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
 from ._namespace import PluginNamespace, resolve_qualified_name
 from ._plugin_code import describe_failure, is_plugin_failure, note_interrupt, plugin_traceback
@@ -577,12 +578,9 @@ def platform_holder(namespace: PluginNamespace) -> PlatformHolder:
     return holder
 
 
-def _after_fork_in_child() -> None:
+@after_fork_in_child
+def _after_fork() -> None:
     global _HOLDERS_LOCK
     _HOLDERS_LOCK = threading.Lock()
     for holder in _HOLDERS.values():
         holder.after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
