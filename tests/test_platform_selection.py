@@ -664,3 +664,23 @@ def test_keyboard_interrupt_in_activate_propagates_with_the_plugin_named(site: P
     out = site.run_json(code)
     if sys.version_info >= (3, 11):
         assert "activate() of platform plugin 'acme'" in out["notes"][0]
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module fails to import (a missing dependency)",
+    "InvalidPlatformError carrying the real import error (No module named 'vendor_runtime'), not 'module has no "
+    "attribute platform'",
+)
+def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(site: PluginSite) -> None:
+    site.add(
+        "vendor-npu",
+        entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
+        modules={
+            "vendor_pkg/__init__.py": "def activate():\n    return 'vendor_pkg.platform.VendorPlatform'\n",
+            "vendor_pkg/platform.py": "import vendor_runtime\n",
+        },
+    )
+    out = select(site, SGLANG_PLATFORM="vendor")
+    assert out["error"] == "InvalidPlatformError"
+    assert "No module named 'vendor_runtime'" in out["message"] and "has no attribute" not in out["message"]
