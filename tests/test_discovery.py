@@ -162,14 +162,14 @@ def test_one_scan_serves_platform_selection_and_plugin_loading(site: PluginSite)
         calls = []
         original = md.entry_points
         md.entry_points = lambda *a, **k: calls.append(1) or original(*a, **k)
-        from sglang_plugin_runtime._discovery import scan_count
+        from sglang_plugin_runtime._discovery import _CACHE
         from sglang_plugin_runtime.platforms import current_platform, current_platform_selection
         from sglang_plugin_runtime.plugins import load_plugins, load_plugins_by_group
         current_platform
         load_plugins()
         load_plugins_by_group("sglang.srt.platforms")
         current_platform_selection("multimodal_gen")
-        print(json.dumps([scan_count(), len(calls)]))
+        print(json.dumps([_CACHE.scans, len(calls)]))
         """
     )
     assert out == [1, 0]
@@ -184,17 +184,17 @@ def test_cache_is_dropped_in_a_forked_child(site: PluginSite) -> None:
     out = site.run_json(
         """
         import json, os
-        from sglang_plugin_runtime._discovery import discover_entry_points, scan_count
+        from sglang_plugin_runtime._discovery import _CACHE, discover_entry_points
         discover_entry_points()
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
             discover_entry_points()
-            os.write(write, str(scan_count()).encode()); os._exit(0)
+            os.write(write, str(_CACHE.scans).encode()); os._exit(0)
         os.waitpid(pid, 0)
         child = int(os.read(read, 16))
         discover_entry_points()
-        print(json.dumps([scan_count(), child]))
+        print(json.dumps([_CACHE.scans, child]))
         """
     )
     assert out == [1, 2]

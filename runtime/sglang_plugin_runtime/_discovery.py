@@ -397,6 +397,7 @@ class _DiscoveryCache:
         self._lock = threading.Lock()
         self._key: tuple[int, tuple[str, ...]] | None = None
         self._result: DiscoveryResult | None = None
+        #: How many scans this process ran (tests prove the in-memory scan is reused with it).
         self.scans = 0
 
     def get(self, refresh: bool = False) -> DiscoveryResult:
@@ -440,11 +441,6 @@ def discover_entry_points(refresh: bool = False) -> DiscoveryResult:
 def refresh_discovery() -> None:
     """Drop the scan kept in memory; the next :func:`discover_entry_points` rescans."""
     _CACHE.clear()
-
-
-def scan_count() -> int:
-    """How many scans this process has run (the CLI and tests use it to prove the cache works)."""
-    return _CACHE.scans
 
 
 after_fork_in_child(_CACHE.after_fork)
