@@ -1,0 +1,233 @@
+"""Plugin consistency across the ranks of a ``torch.distributed`` job.
+
+Every rank of a job discovers and loads plugins on its own. A node with another plugin version, another
+``SGLANG_PLUGINS`` or a platform plugin that did not activate there runs different code than its peers: different
+kernels or numerics per rank, or a collective that never matches and hangs. :func:`check_plugin_consistency`, called
+once after the process group exists, compares the ranks' plugin fingerprints and raises on every rank alike when
+they differ, naming the ranks, their hosts and each item that differs.
+
+``SGLANG_PLUGINS_CONSISTENCY`` (read on each call): ``error`` (default) raises :class:`PluginConsistencyError` on
+errors and logs warnings; ``warn`` logs both and returns; ``off`` returns at once without communicating, so it must
+be set for every rank (as launchers pass their environment to all ranks), or the others wait in the collective.
+
+Importing this module does not import torch; calling :func:`check_plugin_consistency` does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import struct
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._fingerprint import (
+    ERROR,
+    Difference,
+    Participant,
+    PluginFingerprint,
+    RankGroup,
+    Variant,
+    build_fingerprint,
+    compare,
+    format_differences,
+    format_groups,
+    rank_groups,
+)
+from ._namespace import SRT, PluginNamespace, get_namespace
+from .errors import PluginConsistencyError
+
+if TYPE_CHECKING:
+    from torch.distributed import ProcessGroup
+
+__all__ = [
+    "CONSISTENCY_ENV",
+    "ConsistencyResult",
+    "Difference",
+    "PluginConsistencyError",
+    "PluginFingerprint",
+    "RankGroup",
+    "Variant",
+    "check_plugin_consistency",
+    "consistency_mode",
+    "plugin_fingerprint",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The environment variable that relaxes the check: ``error`` (default), ``warn`` or ``off``.
+CONSISTENCY_ENV = "SGLANG_PLUGINS_CONSISTENCY"
+MODES = ("error", "warn", "off")
+_MODE_CODES = {"warn": 1, "error": 2}
+
+#: What every rank sends first: its fingerprint's sha256, its mode, the length of its full payload.
+_HEAD = struct.Struct(">32sBI")
+
+
+@dataclass(frozen=True)
+class ConsistencyResult:
+    """What :func:`check_plugin_consistency` found, returned on every rank when it did not raise."""
+
+    #: This rank's fingerprint.
+    fingerprint: PluginFingerprint
+    #: Ranks in the group.
+    world_size: int
+    #: The mode that applied: the strictest of the ranks' ``SGLANG_PLUGINS_CONSISTENCY``, so all ranks act alike.
+    mode: str
+    #: Empty when every rank agrees; else warnings (and, in ``warn`` mode, errors) that were logged.
+    differences: tuple[Difference, ...] = ()
+    #: Ranks grouped by identical fingerprint; filled only when they differ (the hosts are exchanged only then).
+    groups: tuple[RankGroup, ...] = ()
+
+    @property
+    def consistent(self) -> bool:
+        return not self.differences
+
+
+def consistency_mode() -> str:
+    """``SGLANG_PLUGINS_CONSISTENCY`` as one of ``error``, ``warn``, ``off``.
+
+    An unknown value counts as ``error`` (with a warning): a typo must not switch the check off on one rank only.
+    """
+    raw = os.environ.get(CONSISTENCY_ENV, "").strip().lower()
+    if not raw:
+        return "error"
+    if raw in MODES:
+        return raw
+    logger.warning("%s=%r is not one of %s; checking in 'error' mode.", CONSISTENCY_ENV, raw, ", ".join(MODES))
+    return "error"
+
+
+def plugin_fingerprint(namespace: str | PluginNamespace = SRT) -> PluginFingerprint:
+    """This process's plugin fingerprint (``.digest``, ``.to_dict()``): what :func:`check_plugin_consistency` sends.
+
+    Resolves the current platform if nothing has yet; records a failed selection instead of raising.
+    """
+    return build_fingerprint(get_namespace(namespace))
+
+
+def check_plugin_consistency(
+    group: ProcessGroup | None = None, namespace: str | PluginNamespace = SRT
+) -> ConsistencyResult | None:
+    """Check that every rank of ``group`` (default: the whole world) runs the same plugins.
+
+    Call it on every rank of ``group``, after ``load_plugins()`` and after the process group exists. Any backend
+    works; a CPU (``gloo``) group costs no device memory. When all ranks agree it costs one all-gather of 37 bytes
+    per rank; otherwise a second all-gather exchanges the full fingerprints and host names, and every rank raises
+    :class:`PluginConsistencyError` (or, in ``warn`` mode, logs) with the same report. Returns ``None`` when
+    ``SGLANG_PLUGINS_CONSISTENCY=off``.
+
+    Raises ``RuntimeError`` when no process group is initialised.
+    """
+    mode = consistency_mode()
+    if mode == "off":
+        logger.info("%s=off: plugin consistency across ranks is not checked.", CONSISTENCY_ENV)
+        return None
+    ns = get_namespace(namespace)
+    import torch
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError(
+            "check_plugin_consistency() needs an initialised torch.distributed process group: call it after "
+            "torch.distributed.init_process_group() (in SGLang: after init_distributed_environment())."
+        )
+    fingerprint = plugin_fingerprint(ns)
+    world_size = dist.get_world_size(group)
+    if world_size == 1:
+        return ConsistencyResult(fingerprint, 1, mode)
+    digest = fingerprint.digest
+    payload = json.dumps(
+        {"rank": dist.get_rank(), "host": socket.gethostname(), "fingerprint": fingerprint.to_dict()},
+        sort_keys=True,
+    ).encode("utf-8")
+    device = _collective_device(group, torch, dist)
+    heads = [
+        _HEAD.unpack(raw)
+        for raw in _all_gather_bytes(
+            _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], len(payload)), _HEAD.size, group, torch, dist, device
+        )
+    ]
+    # Every rank computes the same verdict from the same gathered bytes: all raise, or all return.
+    effective = "error" if any(code == _MODE_CODES["error"] for _, code, _ in heads) else "warn"
+    if len({d for d, _, _ in heads}) == 1:
+        logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], world_size)
+        return ConsistencyResult(fingerprint, world_size, effective)
+    size = max(length for _, _, length in heads)
+    entries = [
+        json.loads(raw[:length].decode("utf-8"))
+        for raw, (_, _, length) in zip(_all_gather_bytes(payload, size, group, torch, dist, device), heads)
+    ]
+    participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
+    differences = compare(participants) or [_opaque_difference(participants)]
+    groups = tuple(rank_groups(participants))
+    errors = [d for d in differences if d.severity == ERROR]
+    message = _report(ns, world_size, groups, differences, raising=effective == "error" and bool(errors))
+    if effective == "error" and errors:
+        raise PluginConsistencyError(message, differences=tuple(differences), groups=groups, namespace=ns.name)
+    if dist.get_rank() == min(p.rank for p in participants):
+        logger.warning("%s", message)
+    else:
+        lowest = min(p.rank for p in participants)
+        logger.warning(
+            "Plugins differ across ranks (%d difference(s)); rank %d logs the full report.", len(differences), lowest
+        )
+    return ConsistencyResult(fingerprint, world_size, effective, tuple(differences), groups)
+
+
+def _report(
+    ns: PluginNamespace, world_size: int, groups: tuple[RankGroup, ...], differences: list[Difference], *, raising: bool
+) -> str:
+    verdict = "every rank raises this error" if raising else "logged only"
+    if not raising and any(d.severity == ERROR for d in differences):
+        verdict += f" ({CONSISTENCY_ENV}=warn)"
+    lines = [
+        f"Plugins differ across the {world_size} ranks of the process group (namespace {ns.name!r}); {verdict}.",
+        *format_groups(groups),
+        *format_differences(differences),
+        f"Fix: install the same plugin distributions and versions on every node and give every rank the same "
+        f"{ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, run `sglang-plugins fingerprint "
+        f"--namespace {ns.name}` on each (the digests above are its first 12 digits; `--compare FILE` lists the "
+        f"differences).",
+    ]
+    if raising:
+        lines.append(f"To log this instead of raising, set {CONSISTENCY_ENV}=warn on every rank.")
+    return "\n".join(lines)
+
+
+def _opaque_difference(participants: list[Participant]) -> Difference:
+    """Fingerprints whose digests differ in a way :func:`compare` cannot itemise (should not happen)."""
+    variants = tuple(
+        Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in rank_groups(participants)
+    )
+    return Difference("field", "fingerprint", ERROR, variants)
+
+
+def _collective_device(group: Any, torch: Any, dist: Any) -> Any:
+    """Where the exchanged bytes live: CPU when the group has a CPU backend, else the group's current device.
+
+    The same rule ``torch.distributed.all_gather_object`` follows (torch's helper for it, where this torch has
+    it). ``all_gather_object`` itself is not used: it needs numpy to decode, and pickles.
+    """
+    finder = getattr(dist.distributed_c10d, "_get_object_coll_device", None)
+    try:
+        device_type = finder(group) if finder is not None else "cpu"
+    except Exception:
+        device_type = "cpu"
+    if device_type == "cpu":
+        return torch.device("cpu")
+    module = torch.get_device_module(device_type)
+    return torch.device(device_type, module.current_device())
+
+
+def _all_gather_bytes(data: bytes, size: int, group: Any, torch: Any, dist: Any, device: Any) -> list[bytes]:
+    """All-gather ``data`` (padded to ``size`` bytes) from every rank of ``group``; one collective."""
+    buffer = bytearray(size)
+    buffer[: len(data)] = data
+    tensor = torch.frombuffer(buffer, dtype=torch.uint8).to(device)
+    gathered = [torch.empty(size, dtype=torch.uint8, device=device) for _ in range(dist.get_world_size(group))]
+    dist.all_gather(gathered, tensor, group=group)
+    return [bytes(t.cpu().tolist()) for t in gathered]
+
