@@ -156,27 +156,38 @@ def _plugins_section(ns: Any) -> list[dict[str, Any]] | None:
 def _hooks_section() -> list[dict[str, Any]]:
     from .plugins.hook_registry import HookRegistry
 
-    targets = []
+    chains: dict[str, list[list[dict[str, Any]]]] = {}
+    failed: dict[str, bool] = {}
     for report in HookRegistry.describe():
-        targets.append(
-            {
-                # Both spellings (``pkg.mod:Class.m`` and ``pkg.mod.Class.m``) name the same target.
-                "target": report.target.replace(":", "."),
-                "failed": report.status == "failed",
-                "hooks": [
-                    {
-                        "type": h.hook_type,
-                        "hook": _ADDRESS.sub("", h.hook),
-                        "plugin": h.plugin,
-                        "distribution": h.dist,
-                        "priority": h.priority,
-                        "active": h.active,
-                    }
-                    for h in report.hooks
-                ],
-            }
-        )
-    return sorted(targets, key=lambda t: (t["target"], canonical_json(t["hooks"])))
+        # Both spellings (``pkg.mod:Class.m`` and ``pkg.mod.Class.m``) name the same target.
+        name = report.target.replace(":", ".")
+        chains.setdefault(name, []).append([_hook(h) for h in report.hooks])
+        failed[name] = failed.get(name, False) or report.status == "failed"
+    return [{"target": name, "failed": failed[name], "hooks": _merge(chains[name])} for name in sorted(chains)]
+
+
+def _hook(report: Any) -> dict[str, Any]:
+    return {
+        "type": report.hook_type,
+        "hook": _ADDRESS.sub("", report.hook),
+        "plugin": report.plugin,
+        "distribution": report.dist,
+        "priority": report.priority,
+        "active": report.active,
+    }
+
+
+def _merge(chains: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One target's hooks, outermost first; for a target registered under both spellings, in a fixed order.
+
+    Once applied, each spelling reports the whole chain; while pending, each reports only its own hooks. Sorting
+    the union makes both states give the same list.
+    """
+    if len(chains) == 1:
+        return chains[0]
+    first = chains[0]
+    hooks = first if all(chain == first for chain in chains) else [h for chain in chains for h in chain]
+    return sorted(hooks, key=canonical_json)
 
 
 # ---- comparing -----------------------------------------------------------------------------------------------
@@ -388,7 +399,7 @@ def _render(kind: str, raw: Any) -> str:
     if kind == "plugin" and isinstance(raw, Mapping):
         status = raw.get("status")
         if status == "not-installed":
-            return "not installed (but listed in the allowlist)"
+            return "listed in the allowlist, not installed"
         return f"{status}, {_dist(raw)}" if _dist(raw) else str(status)
     if kind == "hooks" and isinstance(raw, Mapping):
         chain = "; ".join(_render_hook(h) for h in raw.get("hooks") or ()) or "no hooks"
@@ -436,8 +447,8 @@ def hosts_text(hosts: Sequence[str], limit: int = 4) -> str:
     return f"{len(hosts)} hosts: " + ", ".join(hosts[:limit]) + ", ..."
 
 
-def format_differences(differences: Sequence[Difference], indent: str = "  ") -> list[str]:
-    """The lines that list ``differences``, errors first; each value with the ranks and hosts that have it."""
+def format_differences(differences: Sequence[Difference], indent: str = "  ", *, show_hosts: bool = True) -> list[str]:
+    """The lines that list ``differences``, errors first; each value with the ranks (and hosts) that have it."""
     lines = []
     for severity, title in ((ERROR, "Differences that change what runs (errors)"), (WARNING, "Other differences (warnings)")):
         chosen = [d for d in differences if d.severity == severity]
@@ -448,7 +459,7 @@ def format_differences(differences: Sequence[Difference], indent: str = "  ") ->
             lines.append(f"{indent}{difference.item}:")
             width = min(max(len(v.value) for v in difference.variants), 100)
             for variant in difference.variants:
-                where = f"{ranks_text(variant.ranks)} ({hosts_text(variant.hosts)})"
+                where = ranks_text(variant.ranks) + (f" ({hosts_text(variant.hosts)})" if show_hosts else "")
                 lines.append(f"{indent * 2}{variant.value:<{width}}  on {where}")
     return lines
 

@@ -183,10 +183,13 @@ def _report(
     verdict = "every rank raises this error" if raising else "logged only"
     if not raising and any(d.severity == ERROR for d in differences):
         verdict += f" ({CONSISTENCY_ENV}=warn)"
+    hosts = sorted({host for group in groups for host in group.hosts})
+    where = f"all on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts"
     lines = [
-        f"Plugins differ across the {world_size} ranks of the process group (namespace {ns.name!r}); {verdict}.",
+        f"Plugins differ across the {world_size} ranks of the process group ({where}; namespace {ns.name!r}); "
+        f"{verdict}.",
         *format_groups(groups),
-        *format_differences(differences),
+        *format_differences(differences, show_hosts=len(hosts) > 1),
         f"Fix: install the same plugin distributions and versions on every node and give every rank the same "
         f"{ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, run `sglang-plugins fingerprint "
         f"--namespace {ns.name}` on each (the digests above are its first 12 digits; `--compare FILE` lists the "
