@@ -202,7 +202,7 @@ def test_the_most_common_value_is_listed_first() -> None:
 
 
 def test_ranks_compress_into_spans() -> None:
-    assert compress_ranks([0, 1, 2, 5, 7, 8, 3, 9]) == "0-3, 5, 7-9"
+    assert compress_ranks([0, 1, 2, 5, 7, 8, 3, 9, 11, 12]) == "0-3, 5, 7-9, 11, 12"
     assert compress_ranks([4]) == "4"
     assert compress_ranks([]) == ""
 

@@ -422,7 +422,7 @@ def _render_hook(hook: Mapping[str, Any]) -> str:
 
 
 def compress_ranks(ranks: Iterable[int]) -> str:
-    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7-8"``."""
+    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7, 8"`` (a span from three ranks on)."""
     ordered = sorted(set(ranks))
     spans: list[str] = []
     i = 0
@@ -430,7 +430,10 @@ def compress_ranks(ranks: Iterable[int]) -> str:
         j = i
         while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
             j += 1
-        spans.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        if j - i >= 2:
+            spans.append(f"{ordered[i]}-{ordered[j]}")
+        else:
+            spans.extend(str(rank) for rank in ordered[i : j + 1])
         i = j + 1
     return ", ".join(spans)
 
@@ -464,8 +467,9 @@ def format_differences(differences: Sequence[Difference], indent: str = "  ", *,
     return lines
 
 
-def format_groups(groups: Sequence[RankGroup], indent: str = "  ") -> list[str]:
+def format_groups(groups: Sequence[RankGroup], indent: str = "  ", *, show_hosts: bool = True) -> list[str]:
     lines = ["Ranks by fingerprint:"]
     for group in groups:
-        lines.append(f"{indent}{group.digest[:12]}  {ranks_text(group.ranks)} ({hosts_text(group.hosts)})")
+        where = ranks_text(group.ranks) + (f" ({hosts_text(group.hosts)})" if show_hosts else "")
+        lines.append(f"{indent}{group.digest[:12]}  {where}")
     return lines

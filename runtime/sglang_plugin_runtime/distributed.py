@@ -188,7 +188,7 @@ def _report(
     lines = [
         f"Plugins differ across the {world_size} ranks of the process group ({where}; namespace {ns.name!r}); "
         f"{verdict}.",
-        *format_groups(groups),
+        *format_groups(groups, show_hosts=len(hosts) > 1),
         *format_differences(differences, show_hosts=len(hosts) > 1),
         f"Fix: install the same plugin distributions and versions on every node and give every rank the same "
         f"{ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, run `sglang-plugins fingerprint "
