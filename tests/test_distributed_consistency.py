@@ -43,8 +43,15 @@ WORKER = textwrap.dedent(
     load_plugins()
     dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
     outcomes = []
+    import sglang_plugin_runtime.distributed as consistency
+
+    working = consistency.plugin_fingerprint
     for modes in spec["calls"]:
         os.environ["SGLANG_PLUGINS_CONSISTENCY"] = modes.get(rank, modes["*"])
+        if modes.get("break") == rank:  # a bug in the runtime on this rank only, injected for this call
+            consistency.plugin_fingerprint = lambda namespace: 1 / 0
+        else:
+            consistency.plugin_fingerprint = working
         try:
             result = check_plugin_consistency()
         except PluginConsistencyError as exc:
@@ -136,7 +143,7 @@ def values(difference: dict[str, Any]) -> list[tuple[str, list[int]]]:
 
 def test_ranks_with_the_same_plugins_all_return_with_the_digest_the_cli_prints(tmp_path: Path, site: PluginSite) -> None:
     populate(site)
-    outcomes = run_job(tmp_path, site, calls=[{"*": "error"}, {"*": "warn"}])
+    outcomes = run_job(tmp_path, site, calls=[{"*": "error"}, {"*": "warn"}, {"*": "warn", "break": "1"}])
     for call in (0, 1):
         outcome = the_same_on_every_rank(outcomes, call)
         assert outcome["outcome"] == "returned" and outcome["consistent"] and outcome["differences"] == []
@@ -144,6 +151,49 @@ def test_ranks_with_the_same_plugins_all_return_with_the_digest_the_cli_prints(t
     digests = {rank_outcomes[0]["digest"] for rank_outcomes in outcomes}
     cli = site.run("import sys; from sglang_plugin_runtime._cli import main; sys.exit(main(['fingerprint', '--json']))")
     assert digests == {json.loads(cli.stdout)["digest"]}
+    # A rank whose fingerprint cannot be built still joins the exchange: every rank raises, none waits.
+    broken = the_same_on_every_rank(outcomes, 2)
+    assert broken["outcome"] == "raised"
+    assert "building the plugin fingerprint failed on rank 1" in broken["message"]
+    assert "ZeroDivisionError: division by zero" in broken["message"]
+
+
+def test_without_a_process_group_it_raises_and_with_one_rank_it_returns(site: PluginSite) -> None:
+    populate(site)
+    result = site.run_json(
+        """
+        import json, os, tempfile
+        import torch.distributed as dist
+        from sglang_plugin_runtime.distributed import check_plugin_consistency
+        from sglang_plugin_runtime.plugins import load_plugins
+
+        load_plugins()
+        try:
+            check_plugin_consistency()
+        except RuntimeError as exc:
+            before = str(exc)
+        store = os.path.join(tempfile.mkdtemp(), "store")
+        dist.init_process_group("gloo", init_method="file://" + store, rank=0, world_size=1)
+        single = check_plugin_consistency()
+        dist.destroy_process_group()
+        print(json.dumps([before, single.consistent, single.world_size, single.mode]))
+        """,
+        env={"PYTHONWARNINGS": "ignore"},
+    )
+    before, *single = result
+    assert "needs an initialised torch.distributed process group" in before
+    assert single == [True, 1, "error"]
+
+
+@pytest.mark.parametrize(("value", "mode"), [("", "error"), ("warn", "warn"), (" OFF ", "off"), ("loud", "error")])
+def test_the_mode_comes_from_the_environment_and_an_unknown_value_checks(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, value: str, mode: str
+) -> None:
+    from sglang_plugin_runtime.distributed import consistency_mode
+
+    monkeypatch.setenv("SGLANG_PLUGINS_CONSISTENCY", value)
+    assert consistency_mode() == mode
+    assert ("'loud' is not one of error, warn, off" in caplog.text) == (value == "loud")
 
 
 def test_a_rank_with_another_sglang_plugins_makes_every_rank_raise_naming_it(tmp_path: Path, site: PluginSite) -> None:

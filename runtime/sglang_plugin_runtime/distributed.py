@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._fingerprint import (
     ERROR,
+    FORMAT,
     Difference,
     Participant,
     PluginFingerprint,
@@ -32,6 +33,7 @@ from ._fingerprint import (
     Variant,
     build_fingerprint,
     compare,
+    digest_of,
     format_differences,
     format_groups,
     rank_groups,
@@ -62,8 +64,9 @@ CONSISTENCY_ENV = "SGLANG_PLUGINS_CONSISTENCY"
 MODES = ("error", "warn", "off")
 _MODE_CODES = {"warn": 1, "error": 2}
 
-#: What every rank sends first: its fingerprint's sha256, its mode, the length of its full payload.
-_HEAD = struct.Struct(">32sBI")
+#: What every rank sends first: its fingerprint's sha256, its mode, whether building the fingerprint failed, and
+#: the length of its full payload.
+_HEAD = struct.Struct(">32sB?I")
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ def check_plugin_consistency(
     """Check that every rank of ``group`` (default: the whole world) runs the same plugins.
 
     Call it on every rank of ``group``, after ``load_plugins()`` and after the process group exists. Any backend
-    works; a CPU (``gloo``) group costs no device memory. When all ranks agree it costs one all-gather of 37 bytes
+    works; a CPU (``gloo``) group costs no device memory. When all ranks agree it costs one all-gather of 38 bytes
     per rank; otherwise a second all-gather exchanges the full fingerprints and host names, and every rank raises
     :class:`PluginConsistencyError` (or, in ``warn`` mode, logs) with the same report. Returns ``None`` when
     ``SGLANG_PLUGINS_CONSISTENCY=off``.
@@ -134,32 +137,50 @@ def check_plugin_consistency(
             "check_plugin_consistency() needs an initialised torch.distributed process group: call it after "
             "torch.distributed.init_process_group() (in SGLang: after init_distributed_environment())."
         )
-    fingerprint = plugin_fingerprint(ns)
     world_size = dist.get_world_size(group)
+    try:
+        fingerprint: PluginFingerprint | None = plugin_fingerprint(ns)
+    except Exception as exc:
+        # A bug here must not keep this rank out of the collective its peers are waiting in: it takes part, and
+        # every rank raises below.
+        if world_size == 1:
+            raise
+        logger.exception("Building this rank's plugin fingerprint failed")
+        fingerprint, failure = None, f"{type(exc).__name__}: {exc}"
+        data: dict[str, Any] = {"format": FORMAT, "namespace": ns.name, "build_error": type(exc).__name__}
+    else:
+        failure, data = None, fingerprint.to_dict()
     if world_size == 1:
+        assert fingerprint is not None
         return ConsistencyResult(fingerprint, 1, mode)
-    digest = fingerprint.digest
+    digest = digest_of(data)
     payload = json.dumps(
-        {"rank": dist.get_rank(), "host": socket.gethostname(), "fingerprint": fingerprint.to_dict()},
+        {"rank": dist.get_rank(), "host": socket.gethostname(), "fingerprint": data, "failure": failure},
         sort_keys=True,
     ).encode("utf-8")
     device = _collective_device(group, torch, dist)
-    heads = [
-        _HEAD.unpack(raw)
-        for raw in _all_gather_bytes(
-            _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], len(payload)), _HEAD.size, group, torch, dist, device
-        )
-    ]
+    head = _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], failure is not None, len(payload))
+    heads = [_HEAD.unpack(raw) for raw in _all_gather_bytes(head, _HEAD.size, group, torch, dist, device)]
     # Every rank computes the same verdict from the same gathered bytes: all raise, or all return.
-    effective = "error" if any(code == _MODE_CODES["error"] for _, code, _ in heads) else "warn"
-    if len({d for d, _, _ in heads}) == 1:
+    effective = "error" if any(code == _MODE_CODES["error"] for _, code, _, _ in heads) else "warn"
+    any_failed = any(failed for _, _, failed, _ in heads)
+    if len({d for d, _, _, _ in heads}) == 1 and not any_failed:
+        assert fingerprint is not None
         logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], world_size)
         return ConsistencyResult(fingerprint, world_size, effective)
-    size = max(length for _, _, length in heads)
+    size = max(length for _, _, _, length in heads)
     entries = [
         json.loads(raw[:length].decode("utf-8"))
-        for raw, (_, _, length) in zip(_all_gather_bytes(payload, size, group, torch, dist, device), heads)
+        for raw, (_, _, _, length) in zip(_all_gather_bytes(payload, size, group, torch, dist, device), heads)
     ]
+    if any_failed:
+        broken = "; ".join(f"rank {e['rank']} (host {e['host']}): {e['failure']}" for e in entries if e["failure"])
+        raise PluginConsistencyError(
+            f"Plugin consistency could not be checked: building the plugin fingerprint failed on {broken}. This is "
+            f"a bug in sglang-plugin-runtime (every rank raises this error); please report it with the log of "
+            f"those ranks. {CONSISTENCY_ENV}=off skips the check meanwhile.",
+            namespace=ns.name,
+        )
     participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
     differences = compare(participants) or [_opaque_difference(participants)]
     groups = tuple(rank_groups(participants))
