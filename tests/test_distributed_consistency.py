@@ -265,3 +265,9 @@ def test_a_rank_whose_platform_plugin_finds_no_device_is_named(tmp_path: Path, s
         ("activated, acme-npu 1.0", [0, 2]),
         ("returned None (hardware not found), acme-npu 1.0", [1]),
     ]
+
+
+def test_the_consistency_error_is_a_runtime_error_as_sglang_raises() -> None:
+    from sglang_plugin_runtime.distributed import PluginConsistencyError
+
+    assert issubclass(PluginConsistencyError, RuntimeError)

@@ -141,3 +141,12 @@ def test_a_failed_platform_selection_is_in_the_fingerprint_not_a_crash(site: Plu
     platform = result.json["fingerprint"]["platform"]
     assert result.code == 0
     assert (platform["status"], platform["error_type"]) == ("failed", "PlatformNotFoundError")
+
+
+def test_namespace_option_fingerprints_the_diffusion_side(site: PluginSite) -> None:
+    populate(site)
+    report = cli(site, "fingerprint", "--json", "--namespace", "multimodal_gen").json
+    fingerprint = report["fingerprint"]
+    assert report["namespace"] == fingerprint["namespace"] == "multimodal_gen"
+    assert fingerprint["platform"]["class"] == "sglang_plugin_runtime.platforms.multimodal.MMPlatform"
+    assert fingerprint["platform"]["rule"] == "fallback"
