@@ -31,7 +31,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from _common import CACHE, REPO, machine_info  # noqa: E402
+from _common import CACHE, REPO, machine_info
 
 RANKS = 3
 PLUGINS = 5
@@ -64,8 +64,13 @@ def _write_site(root: Path, version: str = "1.0") -> None:
             return "bench_platform.BenchPlatform"
         """
     )
-    write_fake_distribution(root, "bench-platform", "1.0", {"sglang.srt.platforms": {"bench": "bench_platform:activate"}},
-                            {"bench_platform.py": platform})
+    write_fake_distribution(
+        root,
+        "bench-platform",
+        "1.0",
+        {"sglang.srt.platforms": {"bench": "bench_platform:activate"}},
+        {"bench_platform.py": platform},
+    )
     targets = "".join(f"def t{i}(x):\n    return x\n\n" for i in range(PLUGINS * TARGETS_PER_PLUGIN))
     write_fake_distribution(root, "bench-targets", "1.0", None, {"bench_targets.py": targets})
     for p in range(PLUGINS):
@@ -79,9 +84,13 @@ def _write_site(root: Path, version: str = "1.0") -> None:
             f"    HookRegistry.register('bench_targets.t{p * TARGETS_PER_PLUGIN + i}', around, HookType.AROUND)"
             for i in range(TARGETS_PER_PLUGIN)
         ]
-        write_fake_distribution(root, f"bench-plugin-{p}", version if p == 0 else "1.0",
-                                {"sglang.srt.plugins": {f"plugin{p}": f"bench_plugin_{p}:register"}},
-                                {f"bench_plugin_{p}.py": "\n".join(lines) + "\n"})
+        write_fake_distribution(
+            root,
+            f"bench-plugin-{p}",
+            version if p == 0 else "1.0",
+            {"sglang.srt.plugins": {f"plugin{p}": f"bench_plugin_{p}:register"}},
+            {f"bench_plugin_{p}.py": "\n".join(lines) + "\n"},
+        )
 
 
 def worker(spec: dict) -> None:
@@ -100,17 +109,16 @@ def worker(spec: dict) -> None:
     assert current_platform.device_name == "bench"
     dist.init_process_group("gloo", timeout=dt.timedelta(seconds=120))
     dist.barrier()
-    try:
-        import numpy  # noqa: F401  (all_gather_object decodes through numpy)
+    import importlib.util
 
-        variants = list(VARIANTS)
-    except ImportError:
-        variants = [v for v in VARIANTS if v != "all_gather_object"]
+    # all_gather_object decodes through numpy; without it, that row is left out.
+    has_numpy = importlib.util.find_spec("numpy") is not None
+    variants = [v for v in VARIANTS if has_numpy or v != "all_gather_object"]
     checks = []
 
     def run(variant: str) -> None:
         if variant == "fingerprint":
-            plugin_fingerprint().digest
+            assert len(plugin_fingerprint().digest) == 64
         elif variant == "check":
             checks.append(check_plugin_consistency())
         elif variant == "all_gather_object":
@@ -140,7 +148,9 @@ def worker(spec: dict) -> None:
     dist.destroy_process_group()
 
 
-def run_job(python: str, site: Path, out: Path, iterations: int, path_first: dict, mode: str, extra_path: list[str]) -> list[dict]:
+def run_job(
+    python: str, site: Path, out: Path, iterations: int, path_first: dict, mode: str, extra_path: list[str]
+) -> list[dict]:
     out.mkdir(parents=True)
     spec = {"iterations": iterations, "out": str(out), "path_first": path_first}
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_") and k != "PYTHONPATH"}
@@ -150,9 +160,17 @@ def run_job(python: str, site: Path, out: Path, iterations: int, path_first: dic
         OMP_NUM_THREADS="1",
         PYTHONWARNINGS="ignore",
     )
-    command = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={RANKS}",
-               str(Path(__file__).resolve()), "--worker", json.dumps(spec)]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    command = [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={RANKS}",
+        str(Path(__file__).resolve()),
+        "--worker",
+        json.dumps(spec),
+    ]
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"job failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return [json.loads((out / f"rank-{rank}.json").read_text()) for rank in range(RANKS)]
@@ -203,14 +221,18 @@ def main(argv: list[str] | None = None) -> int:
     assert differ[0]["differences"] == ["general plugin 'plugin0'"], differ[0]["differences"]
 
     rows = []
-    for variant in VARIANTS:
-        if variant not in agree[0]["times_ms"]:
-            continue
-        values = slowest_rank(agree, variant)
-        rows.append({"variant": variant, "job": "agree", "what": VARIANTS[variant], "values_ms": values})
+    for variant, what in VARIANTS.items():
+        if variant in agree[0]["times_ms"]:
+            rows.append({"variant": variant, "job": "agree", "what": what, "values_ms": slowest_rank(agree, variant)})
     values = slowest_rank(differ, "check")
-    rows.append({"variant": "check", "job": "differ", "what": "check_plugin_consistency(), rank 2 differs (warn)",
-                 "values_ms": values})
+    rows.append(
+        {
+            "variant": "check",
+            "job": "differ",
+            "what": "check_plugin_consistency(), rank 2 differs (warn)",
+            "values_ms": values,
+        }
+    )
     info = machine_info(args.python)
     payload = {
         "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -237,11 +259,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(payload: dict) -> str:
     info = payload["machine"]
+    summary = (
+        f"Run of {payload['generated']}: {payload['ranks']} ranks on one machine ({info['cpu']}, {info['cpus']} "
+        f"CPUs), gloo, Python {info['python']}, torch {info['torch']}; {payload['iterations']} iterations; a "
+        f"fingerprint of {payload['fingerprint_bytes']} bytes of JSON (1 platform, 5 general plugins, "
+        f"{payload['hook_targets']} hooked targets)."
+    )
     lines = [
-        f"Run of {payload['generated']}: {payload['ranks']} ranks on one machine ({info['cpu']}, {info['cpus']} CPUs), "
-        f"gloo, Python {info['python']}, torch {info['torch']}; {payload['iterations']} iterations; a fingerprint of "
-        f"{payload['fingerprint_bytes']} bytes of JSON (1 platform, 5 general plugins, {payload['hook_targets']} "
-        f"hooked targets).",
+        summary,
         "",
         "| call | ranks | ms, slowest rank: median (min) |",
         "|---|---|---:|",

@@ -75,7 +75,11 @@ def test_records_the_selected_platform_with_its_provenance_and_every_activation(
 def test_records_a_failed_selection_instead_of_raising(site: PluginSite) -> None:
     populate(site)
     platform = fingerprint(site, SGLANG_PLATFORM="bolt")["data"]["platform"]
-    assert (platform["status"], platform["class"], platform["error_type"]) == ("failed", None, "PlatformUnavailableError")
+    assert (platform["status"], platform["class"], platform["error_type"]) == (
+        "failed",
+        None,
+        "PlatformUnavailableError",
+    )
     assert (platform["plugin"], platform["distribution"], platform["version"]) == ("bolt", "bolt-accel", "1.0")
     assert platform["activations"] == [
         {"plugin": "bolt", "distribution": "bolt-accel", "version": "1.0", "status": "unavailable"}
@@ -84,7 +88,12 @@ def test_records_a_failed_selection_instead_of_raising(site: PluginSite) -> None
 
 def test_records_the_general_plugins_with_status_distribution_and_version(site: PluginSite) -> None:
     populate(site, timer_version="2.3")
-    site.add("idle-dist", "0.1", {"sglang.srt.plugins": {"idle": "idle_mod:register"}}, {"idle_mod.py": "def register(): pass\n"})
+    site.add(
+        "idle-dist",
+        "0.1",
+        {"sglang.srt.plugins": {"idle": "idle_mod:register"}},
+        {"idle_mod.py": "def register(): pass\n"},
+    )
     plugins = fingerprint(site, SGLANG_PLUGINS="timer,ghost")["data"]["general_plugins"]
     assert plugins == [
         {"plugin": "ghost", "status": "not-installed", "distribution": None, "version": None},
@@ -104,10 +113,22 @@ def test_records_each_hook_with_type_source_and_priority_outermost_first(site: P
     assert target["target"] == "demo_target.work"
     assert target["failed"] is False
     assert target["hooks"] == [
-        {"type": "after", "hook": "functools.partial(<function scale>, 2)", "plugin": "timer",
-         "distribution": "acme-timer", "priority": 5, "active": True},
-        {"type": "around", "hook": "acme_timer.timed", "plugin": "timer", "distribution": "acme-timer",
-         "priority": 0, "active": True},
+        {
+            "type": "after",
+            "hook": "functools.partial(<function scale>, 2)",
+            "plugin": "timer",
+            "distribution": "acme-timer",
+            "priority": 5,
+            "active": True,
+        },
+        {
+            "type": "around",
+            "hook": "acme_timer.timed",
+            "plugin": "timer",
+            "distribution": "acme-timer",
+            "priority": 0,
+            "active": True,
+        },
     ]
 
 
@@ -131,7 +152,10 @@ def test_both_spellings_of_a_target_are_one_target_pending_or_applied(site: Plug
     pending = fingerprint(site)
     applied = fingerprint(site, before="load_plugins()\nimport demo_target")
     assert [t["target"] for t in pending["data"]["hooks"]] == ["demo_target.work"]
-    assert sorted(h["hook"] for h in pending["data"]["hooks"][0]["hooks"]) == ["both_plugin.after", "both_plugin.around"]
+    assert sorted(h["hook"] for h in pending["data"]["hooks"][0]["hooks"]) == [
+        "both_plugin.after",
+        "both_plugin.around",
+    ]
     assert applied["digest"] == pending["digest"]
 
 

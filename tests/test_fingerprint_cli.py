@@ -45,7 +45,9 @@ def test_json_output_validates_and_holds_the_fingerprint_and_its_digest(site: Pl
     assert report["command"] == "fingerprint" and len(report["digest"]) == 64
     fingerprint = report["fingerprint"]
     assert fingerprint["platform"]["class"] == "acme_platform.AcmePlatform"
-    assert [(p["plugin"], p["status"], p["version"]) for p in fingerprint["general_plugins"]] == [("timer", "loaded", "1.0")]
+    assert [(p["plugin"], p["status"], p["version"]) for p in fingerprint["general_plugins"]] == [
+        ("timer", "loaded", "1.0")
+    ]
     assert [t["target"] for t in fingerprint["hooks"]] == ["demo_target.work"]
 
 
@@ -99,12 +101,20 @@ def test_compare_lists_each_item_that_differs_and_exits_one(tmp_path: Path) -> N
     compared = report["compared_with"]
     assert compared["same"] is False and compared["source"] == str(saved)
     assert compared["differences"] == [
-        {"kind": "plugin", "item": "general plugin 'timer'", "severity": "error",
-         "here": "loaded, acme-timer 1.1", "there": "loaded, acme-timer 1.0"},
+        {
+            "kind": "plugin",
+            "item": "general plugin 'timer'",
+            "severity": "error",
+            "here": "loaded, acme-timer 1.1",
+            "there": "loaded, acme-timer 1.0",
+        },
     ]
     assert [(p["severity"], p["step"]) for p in report["problems"]] == [("error", "compare")]
     human = cli(other, "fingerprint", "--compare", str(saved))
-    assert "DIFFERENT" in human.out and "general plugin 'timer'  loaded, acme-timer 1.1  loaded, acme-timer 1.0" in human.out
+    assert (
+        "DIFFERENT" in human.out
+        and "general plugin 'timer'  loaded, acme-timer 1.1  loaded, acme-timer 1.0" in human.out
+    )
 
 
 def test_compare_with_only_warnings_exits_zero_unless_strict(tmp_path: Path) -> None:

@@ -47,8 +47,14 @@ def fingerprint() -> dict[str, Any]:
                 "target": "sglang.srt.managers.scheduler.Scheduler.run_batch",
                 "failed": False,
                 "hooks": [
-                    {"type": "around", "hook": "acme_timer.timed", "plugin": "timer", "distribution": "acme-timer",
-                     "priority": 0, "active": True}
+                    {
+                        "type": "around",
+                        "hook": "acme_timer.timed",
+                        "plugin": "timer",
+                        "distribution": "acme-timer",
+                        "priority": 0,
+                        "active": True,
+                    }
                 ],
             }
         ],
@@ -111,8 +117,13 @@ def test_a_plugin_missing_on_one_rank_reads_not_installed() -> None:
 def test_a_different_platform_is_an_error_and_its_rule_is_not_listed_twice() -> None:
     def fallback(d: dict[str, Any]) -> None:
         d["platform"].update(
-            {"class": "sglang_plugin_runtime.platforms.interface.SRTPlatform", "plugin": None, "distribution": None,
-             "version": None, "rule": "fallback"}
+            {
+                "class": "sglang_plugin_runtime.platforms.interface.SRTPlatform",
+                "plugin": None,
+                "distribution": None,
+                "version": None,
+                "rule": "fallback",
+            }
         )
         d["platform"]["activations"][0]["status"] = "unavailable"
 
@@ -132,10 +143,16 @@ def test_a_different_platform_is_an_error_and_its_rule_is_not_listed_twice() -> 
 
 
 def test_a_failed_selection_on_one_rank_is_an_error_naming_the_error_type() -> None:
-    other = edited(lambda d: d["platform"].update(status="failed", **{"class": None}, rule=None,
-                                                  error_type="PlatformUnavailableError"))
+    other = edited(
+        lambda d: d["platform"].update(
+            status="failed", **{"class": None}, rule=None, error_type="PlatformUnavailableError"
+        )
+    )
     (difference,) = compare(job((2, other)))
-    assert variant(difference)[1] == ("selection failed: PlatformUnavailableError (plugin 'acme', acme-npu 1.2.0)", (2,))
+    assert variant(difference)[1] == (
+        "selection failed: PlatformUnavailableError (plugin 'acme', acme-npu 1.2.0)",
+        (2,),
+    )
 
 
 def test_the_same_platform_chosen_by_another_rule_is_a_warning() -> None:
@@ -160,10 +177,19 @@ def test_a_different_hook_order_is_an_error() -> None:
     def two_hooks(reverse: bool):
         def change(d: dict[str, Any]) -> None:
             hooks = d["hooks"][0]["hooks"]
-            hooks.append({"type": "before", "hook": "acme_timer.check", "plugin": "timer", "distribution": "acme-timer",
-                          "priority": 0, "active": True})
+            hooks.append(
+                {
+                    "type": "before",
+                    "hook": "acme_timer.check",
+                    "plugin": "timer",
+                    "distribution": "acme-timer",
+                    "priority": 0,
+                    "active": True,
+                }
+            )
             if reverse:
                 hooks.reverse()
+
         return edited(change)
 
     participants = [Participant(0, "a", two_hooks(False)), Participant(1, "a", two_hooks(True))]
@@ -174,7 +200,7 @@ def test_a_different_hook_order_is_an_error() -> None:
 def test_load_plugins_not_called_on_one_rank_is_an_error() -> None:
     other = edited(lambda d: d.update(general_plugins=None, hooks=[]))
     differences = compare(job((2, other)))
-    assert [(d.item, d.severity) for d in differences][0] == ("general plugins", ERROR)
+    assert (differences[0].item, differences[0].severity) == ("general plugins", ERROR)
     assert variant(differences[0]) == [("load_plugins() ran", (0, 1)), ("load_plugins() not called", (2,))]
 
 

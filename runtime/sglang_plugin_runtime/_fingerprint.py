@@ -252,7 +252,18 @@ class Participant:
 _MISSING = object()
 
 #: The order items are listed in, most fundamental first.
-_KIND_ORDER = ("format", "runtime", "namespace", "platform", "platform-rule", "activation", "plugins-loaded", "plugin", "hooks", "field")
+_KIND_ORDER = (
+    "format",
+    "runtime",
+    "namespace",
+    "platform",
+    "platform-rule",
+    "activation",
+    "plugins-loaded",
+    "plugin",
+    "hooks",
+    "field",
+)
 _KNOWN_FIELDS = {"format", "runtime_version", "namespace", "platform", "general_plugins", "hooks"}
 
 
@@ -453,7 +464,10 @@ def hosts_text(hosts: Sequence[str], limit: int = 4) -> str:
 def format_differences(differences: Sequence[Difference], indent: str = "  ", *, show_hosts: bool = True) -> list[str]:
     """The lines that list ``differences``, errors first; each value with the ranks (and hosts) that have it."""
     lines = []
-    for severity, title in ((ERROR, "Differences that change what runs (errors)"), (WARNING, "Other differences (warnings)")):
+    for severity, title in (
+        (ERROR, "Differences that change what runs (errors)"),
+        (WARNING, "Other differences (warnings)"),
+    ):
         chosen = [d for d in differences if d.severity == severity]
         if not chosen:
             continue

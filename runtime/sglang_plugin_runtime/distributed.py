@@ -129,49 +129,28 @@ def check_plugin_consistency(
         logger.info("%s=off: plugin consistency across ranks is not checked.", CONSISTENCY_ENV)
         return None
     ns = get_namespace(namespace)
-    import torch
-    import torch.distributed as dist
-
-    if not dist.is_available() or not dist.is_initialized():
-        raise RuntimeError(
-            "check_plugin_consistency() needs an initialised torch.distributed process group: call it after "
-            "torch.distributed.init_process_group() (in SGLang: after init_distributed_environment())."
-        )
-    world_size = dist.get_world_size(group)
-    try:
-        fingerprint: PluginFingerprint | None = plugin_fingerprint(ns)
-    except Exception as exc:
-        # A bug here must not keep this rank out of the collective its peers are waiting in: it takes part, and
-        # every rank raises below.
-        if world_size == 1:
-            raise
-        logger.exception("Building this rank's plugin fingerprint failed")
-        fingerprint, failure = None, f"{type(exc).__name__}: {exc}"
-        data: dict[str, Any] = {"format": FORMAT, "namespace": ns.name, "build_error": type(exc).__name__}
-    else:
-        failure, data = None, fingerprint.to_dict()
-    if world_size == 1:
-        assert fingerprint is not None
+    exchange = _Exchange(group)
+    fingerprint, data, failure = _own_fingerprint(ns, exchange.world_size)
+    if exchange.world_size == 1:
+        assert fingerprint is not None  # with no peers to keep waiting, a failure was raised as it is
         return ConsistencyResult(fingerprint, 1, mode)
     digest = digest_of(data)
     payload = json.dumps(
-        {"rank": dist.get_rank(), "host": socket.gethostname(), "fingerprint": data, "failure": failure},
-        sort_keys=True,
+        {"rank": exchange.rank, "host": socket.gethostname(), "fingerprint": data, "failure": failure}, sort_keys=True
     ).encode("utf-8")
-    device = _collective_device(group, torch, dist)
     head = _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], failure is not None, len(payload))
-    heads = [_HEAD.unpack(raw) for raw in _all_gather_bytes(head, _HEAD.size, group, torch, dist, device)]
-    # Every rank computes the same verdict from the same gathered bytes: all raise, or all return.
+    heads = [_HEAD.unpack(raw) for raw in exchange.all_gather(head, _HEAD.size)]
+    # Every rank decides from the same gathered bytes, so all raise or all return; the strictest mode applies.
     effective = "error" if any(code == _MODE_CODES["error"] for _, code, _, _ in heads) else "warn"
     any_failed = any(failed for _, _, failed, _ in heads)
     if len({d for d, _, _, _ in heads}) == 1 and not any_failed:
         assert fingerprint is not None
-        logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], world_size)
-        return ConsistencyResult(fingerprint, world_size, effective)
+        logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], exchange.world_size)
+        return ConsistencyResult(fingerprint, exchange.world_size, effective)
     size = max(length for _, _, _, length in heads)
     entries = [
         json.loads(raw[:length].decode("utf-8"))
-        for raw, (_, _, _, length) in zip(_all_gather_bytes(payload, size, group, torch, dist, device), heads)
+        for raw, (_, _, _, length) in zip(exchange.all_gather(payload, size), heads)
     ]
     if any_failed:
         broken = "; ".join(f"rank {e['rank']} (host {e['host']}): {e['failure']}" for e in entries if e["failure"])
@@ -181,21 +160,40 @@ def check_plugin_consistency(
             f"those ranks. {CONSISTENCY_ENV}=off skips the check meanwhile.",
             namespace=ns.name,
         )
+    assert fingerprint is not None
     participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
-    differences = compare(participants) or [_opaque_difference(participants)]
+    differences = tuple(compare(participants) or [_opaque_difference(participants)])
     groups = tuple(rank_groups(participants))
-    errors = [d for d in differences if d.severity == ERROR]
-    message = _report(ns, world_size, groups, differences, raising=effective == "error" and bool(errors))
-    if effective == "error" and errors:
-        raise PluginConsistencyError(message, differences=tuple(differences), groups=groups, namespace=ns.name)
-    if dist.get_rank() == min(p.rank for p in participants):
+    raising = effective == "error" and any(d.severity == ERROR for d in differences)
+    message = _report(ns, exchange.world_size, groups, differences, raising=raising)
+    if raising:
+        raise PluginConsistencyError(message, differences=differences, groups=groups, namespace=ns.name)
+    lowest = min(p.rank for p in participants)
+    if exchange.rank == lowest:
         logger.warning("%s", message)
     else:
-        lowest = min(p.rank for p in participants)
         logger.warning(
-            "Plugins differ across ranks (%d difference(s)); rank %d logs the full report.", len(differences), lowest
+            "Plugins differ across ranks (%d difference(s)); rank %d logs the report.", len(differences), lowest
         )
-    return ConsistencyResult(fingerprint, world_size, effective, tuple(differences), groups)
+    return ConsistencyResult(fingerprint, exchange.world_size, effective, differences, groups)
+
+
+def _own_fingerprint(
+    ns: PluginNamespace, world_size: int
+) -> tuple[PluginFingerprint | None, dict[str, Any], str | None]:
+    """This rank's fingerprint, its dict, and ``None``; or, if building it failed, ``None``, a stand-in, the error.
+
+    A bug here must not keep this rank out of the collective its peers wait in: it takes part, and every rank raises.
+    """
+    try:
+        fingerprint = plugin_fingerprint(ns)
+    except Exception as exc:
+        if world_size == 1:
+            raise
+        logger.exception("Building this rank's plugin fingerprint failed")
+        stand_in = {"format": FORMAT, "namespace": ns.name, "build_error": type(exc).__name__}
+        return None, stand_in, f"{type(exc).__name__}: {exc}"
+    return fingerprint, fingerprint.to_dict(), None
 
 
 def _report(
@@ -206,15 +204,21 @@ def _report(
         verdict += f" ({CONSISTENCY_ENV}=warn)"
     hosts = sorted({host for group in groups for host in group.hosts})
     where = f"all on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts"
-    lines = [
+    headline = (
         f"Plugins differ across the {world_size} ranks of the process group ({where}; namespace {ns.name!r}); "
-        f"{verdict}.",
-        *format_groups(groups, show_hosts=len(hosts) > 1),
-        *format_differences(differences, show_hosts=len(hosts) > 1),
+        f"{verdict}."
+    )
+    fix = (
         f"Fix: install the same plugin distributions and versions on every node and give every rank the same "
         f"{ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, run `sglang-plugins fingerprint "
         f"--namespace {ns.name}` on each (the digests above are its first 12 digits; `--compare FILE` lists the "
-        f"differences).",
+        f"differences)."
+    )
+    lines = [
+        headline,
+        *format_groups(groups, show_hosts=len(hosts) > 1),
+        *format_differences(differences, show_hosts=len(hosts) > 1),
+        fix,
     ]
     if raising:
         lines.append(f"To log this instead of raising, set {CONSISTENCY_ENV}=warn on every rank.")
@@ -223,35 +227,52 @@ def _report(
 
 def _opaque_difference(participants: list[Participant]) -> Difference:
     """Fingerprints whose digests differ in a way :func:`compare` cannot itemise (should not happen)."""
-    variants = tuple(
-        Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in rank_groups(participants)
-    )
+    variants = tuple(Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in rank_groups(participants))
     return Difference("field", "fingerprint", ERROR, variants)
 
 
-def _collective_device(group: Any, torch: Any, dist: Any) -> Any:
-    """Where the exchanged bytes live: CPU when the group has a CPU backend, else the group's current device.
+class _Exchange:
+    """Byte strings all-gathered over one process group, as ``uint8`` tensors (torch is imported here)."""
 
-    The same rule ``torch.distributed.all_gather_object`` follows (torch's helper for it, where this torch has
-    it). ``all_gather_object`` itself is not used: it needs numpy to decode, and pickles.
-    """
-    finder = getattr(dist.distributed_c10d, "_get_object_coll_device", None)
-    try:
-        device_type = finder(group) if finder is not None else "cpu"
-    except Exception:
-        device_type = "cpu"
-    if device_type == "cpu":
-        return torch.device("cpu")
-    module = torch.get_device_module(device_type)
-    return torch.device(device_type, module.current_device())
+    def __init__(self, group: ProcessGroup | None) -> None:
+        import torch
+        import torch.distributed as dist
 
+        if not dist.is_available() or not dist.is_initialized():
+            raise RuntimeError(
+                "check_plugin_consistency() needs an initialised torch.distributed process group: call it after "
+                "torch.distributed.init_process_group() (in SGLang: after init_distributed_environment())."
+            )
+        self._torch, self._dist, self._group = torch, dist, group
+        self.world_size: int = dist.get_world_size(group)
+        #: The global rank: what torchrun and SGLang's logs call a rank, whatever the group.
+        self.rank: int = dist.get_rank()
+        self._device: Any = None
 
-def _all_gather_bytes(data: bytes, size: int, group: Any, torch: Any, dist: Any, device: Any) -> list[bytes]:
-    """All-gather ``data`` (padded to ``size`` bytes) from every rank of ``group``; one collective."""
-    buffer = bytearray(size)
-    buffer[: len(data)] = data
-    tensor = torch.frombuffer(buffer, dtype=torch.uint8).to(device)
-    gathered = [torch.empty(size, dtype=torch.uint8, device=device) for _ in range(dist.get_world_size(group))]
-    dist.all_gather(gathered, tensor, group=group)
-    return [bytes(t.cpu().tolist()) for t in gathered]
+    def all_gather(self, data: bytes, size: int) -> list[bytes]:
+        """Every rank's ``data``, padded to ``size`` bytes, in group order; one collective."""
+        torch = self._torch
+        if self._device is None:
+            self._device = self._collective_device()
+        buffer = bytearray(size)
+        buffer[: len(data)] = data
+        tensor = torch.frombuffer(buffer, dtype=torch.uint8).to(self._device)
+        gathered = [torch.empty(size, dtype=torch.uint8, device=self._device) for _ in range(self.world_size)]
+        self._dist.all_gather(gathered, tensor, group=self._group)
+        return [bytes(t.cpu().tolist()) for t in gathered]
 
+    def _collective_device(self) -> Any:
+        """CPU when the group has a CPU backend, else the group's device type at its current index.
+
+        The rule ``torch.distributed.all_gather_object`` follows (with torch's helper for it, where this torch has
+        one). ``all_gather_object`` itself is not used: it pickles, and torch 2.13 decodes it through numpy.
+        """
+        torch = self._torch
+        finder = getattr(self._dist.distributed_c10d, "_get_object_coll_device", None)
+        try:
+            device_type = finder(self._group) if finder is not None else "cpu"
+        except Exception:
+            device_type = "cpu"
+        if device_type == "cpu":
+            return torch.device("cpu")
+        return torch.device(device_type, torch.get_device_module(device_type).current_device())

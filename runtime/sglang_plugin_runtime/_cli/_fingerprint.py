@@ -37,7 +37,11 @@ def load_comparison(argument: str) -> dict[str, Any]:
         ) from None
     except ValueError as exc:
         raise ComparisonInputError(f"--compare {argument!r}: not JSON ({exc})") from None
-    if isinstance(document, dict) and document.get("command") == "fingerprint" and isinstance(document.get("fingerprint"), dict):
+    if (
+        isinstance(document, dict)
+        and document.get("command") == "fingerprint"
+        and isinstance(document.get("fingerprint"), dict)
+    ):
         fingerprint, host = document["fingerprint"], document.get("host")
     elif isinstance(document, dict) and {"format", "platform", "hooks"} <= set(document):
         fingerprint, host = document, None
@@ -54,7 +58,14 @@ def _environment(namespace: Any) -> dict[str, str | None]:
 
 
 def _problem(severity: str, step: str, message: str, *, plugin: str | None = None) -> dict[str, Any]:
-    return {"severity": severity, "step": step, "message": message, "plugin": plugin, "distribution": None, "target": None}
+    return {
+        "severity": severity,
+        "step": step,
+        "message": message,
+        "plugin": plugin,
+        "distribution": None,
+        "target": None,
+    }
 
 
 def fingerprint_report(
@@ -69,8 +80,14 @@ def fingerprint_report(
         try:
             load_plugins(namespace)
         except Exception as exc:  # strict mode: the fingerprint then says load_plugins() did not complete
-            problems.append(_problem(ERROR, "plugins", f"load_plugins() raised {type(exc).__name__}: {exc}",
-                                     plugin=getattr(exc, "plugin", None)))
+            problems.append(
+                _problem(
+                    ERROR,
+                    "plugins",
+                    f"load_plugins() raised {type(exc).__name__}: {exc}",
+                    plugin=getattr(exc, "plugin", None),
+                )
+            )
         fingerprint = build_fingerprint(namespace)
     data = fingerprint.to_dict()
     digest = fingerprint.digest
@@ -104,32 +121,42 @@ def _compare(
     if comparison["fingerprint"] is None:  # a digest only: same or not, no items
         same = digest.startswith(comparison["digest"])
         if not same:
-            problems.append(_problem(
-                ERROR, "compare",
-                f"this node's fingerprint {digest[:12]} differs from {comparison['digest'][:12]}; compare with the "
-                f"other node's 'sglang-plugins fingerprint --json' file to see which items differ",
-            ))
+            problems.append(
+                _problem(
+                    ERROR,
+                    "compare",
+                    f"this node's fingerprint {digest[:12]} differs from {comparison['digest'][:12]}; compare with the "
+                    f"other node's 'sglang-plugins fingerprint --json' file to see which items differ",
+                )
+            )
         return {"source": source, "digest": comparison["digest"], "host": None, "same": same, "differences": []}
     there, here = 0, 1
-    differences = compare([
-        Participant(there, comparison["host"] or source, comparison["fingerprint"]),
-        Participant(here, host, data),
-    ])
+    differences = compare(
+        [
+            Participant(there, comparison["host"] or source, comparison["fingerprint"]),
+            Participant(here, host, data),
+        ]
+    )
     rows = []
     for difference in differences:
         values = {rank: variant.value for variant in difference.variants for rank in variant.ranks}
-        rows.append({
-            "kind": difference.kind,
-            "item": difference.item,
-            "severity": difference.severity,
-            "here": values[here],
-            "there": values[there],
-        })
+        rows.append(
+            {
+                "kind": difference.kind,
+                "item": difference.item,
+                "severity": difference.severity,
+                "here": values[here],
+                "there": values[there],
+            }
+        )
         where = f"{source}" + (f" (host {comparison['host']})" if comparison["host"] else "")
-        problems.append(_problem(
-            difference.severity, "compare",
-            f"{difference.item}: here {values[here]}; in {where} {values[there]}",
-        ))
+        problems.append(
+            _problem(
+                difference.severity,
+                "compare",
+                f"{difference.item}: here {values[here]}; in {where} {values[there]}",
+            )
+        )
     return {
         "source": source,
         "digest": comparison["digest"],
@@ -176,8 +203,13 @@ def render_fingerprint(report: dict[str, Any]) -> str:
     lines.append("")
     lines.append(f"Hooks ({len(fp['hooks'])} target(s))")
     rows = [
-        (t["target"] + (" [FAILED]" if t["failed"] else ""), h["type"], h["hook"], h["plugin"],
-         "" if h["active"] else "overridden")
+        (
+            t["target"] + (" [FAILED]" if t["failed"] else ""),
+            h["type"],
+            h["hook"],
+            h["plugin"],
+            "" if h["active"] else "overridden",
+        )
         for t in fp["hooks"]
         for h in t["hooks"]
     ]
@@ -199,11 +231,17 @@ def render_fingerprint(report: dict[str, Any]) -> str:
     if others:
         lines.append("")
         lines.append(f"Problems ({len(others)})")
-        lines.extend(format_table(("SEVERITY", "STEP", "MESSAGE"), [(p["severity"].upper(), p["step"], p["message"]) for p in others]))
+        lines.extend(
+            format_table(
+                ("SEVERITY", "STEP", "MESSAGE"), [(p["severity"].upper(), p["step"], p["message"]) for p in others]
+            )
+        )
     lines.append("")
     errors = sum(1 for p in report["problems"] if p["severity"] == "error")
     warnings = len(report["problems"]) - errors
     verdict = "OK" if report["healthy"] else "PROBLEMS FOUND"
     tag = " [SIMULATED]" if report["simulated"] else ""
-    lines.append(f"Result: {verdict}{tag}: {errors} error(s), {warnings} warning(s); exit status {report['exit_status']}")
+    lines.append(
+        f"Result: {verdict}{tag}: {errors} error(s), {warnings} warning(s); exit status {report['exit_status']}"
+    )
     return "\n".join(lines) + "\n"
