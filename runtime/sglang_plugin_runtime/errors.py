@@ -45,6 +45,12 @@ class InvalidPlatformError(PluginError, TypeError):
     """
 
 
+class ReentrantSelectionError(PluginError):
+    """A platform plugin read ``current_platform`` while that platform was being selected.
+
+    Selection cannot depend on its own result: the plugin's import or ``activate()`` (or the platform class's
+    constructor) must probe the hardware directly instead.
+    """
 class PluginConsistencyError(RuntimeError):
     """The ranks of a ``torch.distributed`` job do not run the same plugins; raised on every rank alike.
 

@@ -16,7 +16,9 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import sys
+from collections.abc import Iterator
 from typing import Any, Sequence
 
 from .. import __version__
@@ -197,6 +199,41 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     return report, _render.render_explain(report)
 
 
+@contextlib.contextmanager
+def _stdout_kept_for_the_report() -> Iterator[None]:
+    """Send everything written to standard output while plugins run to standard error instead.
+
+    Plugins run in this process and may print, from Python (``sys.stdout``) or from native code (file descriptor
+    1, C ``printf``). File descriptor 1 is pointed at standard error for the block and C stdio buffers are flushed
+    before it is restored, so the report (JSON above all) is the only thing on standard output.
+    """
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 at all: only Python-level output can be redirected
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+        return
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _flush_c_stdio()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush_c_stdio() -> None:
+    """``fflush(NULL)``: bytes a native library left in C's stdout buffer go to standard error, not the report."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (ImportError, OSError, AttributeError, TypeError):  # no C library to flush (e.g. some embedded builds)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status instead of exiting, so it can be called from Python."""
     parser = _build_parser()
@@ -212,8 +249,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(_schema_text())
             return EXIT_OK
         _configure_logging(args.verbose)
-        # Plugins run in this process and may print; keep stdout for the report (and valid JSON).
-        with contextlib.redirect_stdout(sys.stderr):
+        from .._plugin_code import signal_interrupts_marked
+
+        # Plugins run in this process: whatever they print goes to stderr, and a KeyboardInterrupt they raise
+        # themselves is their failure, not the user's Ctrl-C.
+        with _stdout_kept_for_the_report(), signal_interrupts_marked():
             report, text = _run(args)
         sys.stdout.write(json.dumps(report, indent=2) + "\n" if args.json else text)
         sys.stdout.flush()

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from ..._plugin_code import describe_failure, is_plugin_failure
 from ._attributes import Unwrapped, rewrap_attribute, unwrap_attribute
 from ._errors import HookApplyError, HookFailure, strict_from_env
 from ._patching import PatchRecord, install
@@ -88,15 +89,20 @@ class _Slot:
     """One concrete attribute (``module:attr.path``) and everything installed on it."""
 
     __slots__ = (
-        "key", "name", "owner", "original", "unshared", "targets", "patch", "current", "history", "rebinds",
-        "conflicts",
+        "key", "name", "owner", "original", "inherited", "unshared", "targets", "patch", "current", "history",
+        "rebinds", "conflicts",
     )
 
-    def __init__(self, key: str, name: str, owner: object, original: Unwrapped, unshared: bool = False) -> None:
+    def __init__(
+        self, key: str, name: str, owner: object, original: Unwrapped, unshared: bool = False, inherited: bool = False
+    ) -> None:
         self.key = key
         self.name = name
         self.owner = owner
         self.original = original
+        #: A class target whose attribute is inherited from a base: its original is whatever the base provides
+        #: *now* (looked up again at every build), so hooks on the base run for the subclass too.
+        self.inherited = inherited
         #: No module global held the original when it was resolved: the first patch needs no walk.
         self.unshared = unshared
         self.targets: list[str] = []
@@ -210,6 +216,18 @@ def register(
         if record is None:
             record = _state.targets[target] = _Target(spec)
         reg = _Registration(next(_state.seq), target, hook_type, hook, resolved_source, priority)
+        twins = [r for r in record.registrations if r.hook is hook and r.hook_type is hook_type]
+        if twins:
+            logger.warning(
+                "%s is registered as a %s hook on '%s' a second time (first by %s, now by %s): it will run twice "
+                "per call. Register it once; a hook module imported under two names registers its decorators "
+                "twice.",
+                describe_callable(hook),
+                hook_type.name,
+                target,
+                format_source(twins[0].source),
+                format_source(resolved_source),
+            )
         if hook_type is HookType.REPLACE:
             previous = [r for r in _registrations_for(record) if r.hook_type is HookType.REPLACE]
             if previous:
@@ -283,10 +301,12 @@ def _apply_batch(
             slots.values(),
             key=lambda s: (len(s.owner.__mro__) if isinstance(s.owner, type) else 0, s.key),
         )
+        batch = {id(slot) for slot in ordered}
         for slot in ordered:
             rep = _build_slot(slot, failures)
             if rep is not None:
                 replacements.append(rep)
+            _rebuild_inheriting(slot, failures, skip=batch)
     if replacements:
         for key, records in rebind(replacements, walk).items():
             _state.slots[key].rebinds.extend(records)
@@ -343,7 +363,31 @@ def _new_slot(found: Resolution) -> _Slot:
     # The proof covers the namespace entry itself; for a classmethod or a property the stale object is
     # the function inside it, which the proof says nothing about.
     unshared = found.unshared and original.func is found.raw
-    return _Slot(found.key, found.attr_path[-1], found.owner, original, unshared)
+    inherited = isinstance(found.owner, type) and not found.owned
+    return _Slot(found.key, found.attr_path[-1], found.owner, original, unshared, inherited)
+
+
+def _inherited_original(slot: _Slot) -> Unwrapped:
+    """What a subclass inherits for ``slot.name`` right now (a base's hooked wrapper, if it has one)."""
+    for klass in slot.owner.__mro__[1:]:  # type: ignore[attr-defined]
+        if slot.name in klass.__dict__:
+            return unwrap_attribute(klass.__dict__[slot.name], slot.owner)
+    raise TypeError(f"no base class of {slot.key} defines {slot.name!r} any more")
+
+
+def _inheriting_slots(slot: _Slot) -> list[_Slot]:
+    """Patched slots on subclasses of ``slot``'s class that inherit its attribute: rebuilt when it changes."""
+    if not isinstance(slot.owner, type):
+        return []
+    return [
+        other
+        for other in _state.slots.values()
+        if other.inherited
+        and other is not slot
+        and other.name == slot.name
+        and other.patch is not None
+        and issubclass(other.owner, slot.owner)  # type: ignore[arg-type]
+    ]
 
 
 def _set_pending(name: str, found: Unresolved, strict: bool, failures: list[HookFailure]) -> None:
@@ -387,9 +431,18 @@ def _unwatch(name: str) -> None:
         _uninstall_watcher()
 
 
+def _rebuild_inheriting(slot: _Slot, failures: list[HookFailure], skip: set[int] = frozenset()) -> None:  # type: ignore[assignment]
+    """Rebuild the subclass slots that inherit ``slot``'s attribute, so they wrap what the base provides now."""
+    for other in sorted(_inheriting_slots(slot), key=lambda s: len(s.owner.__mro__)):  # type: ignore[attr-defined]
+        if id(other) not in skip:
+            _build_slot(other, failures)
+
+
 def _build_slot(slot: _Slot, failures: list[HookFailure]) -> Replacement | None:
     regs = _slot_registrations(slot)
     try:
+        if slot.inherited:
+            slot.original = _inherited_original(slot)
         new_callable, new_raw, conflicts = _build(slot, regs)
         old_callable = slot.current
         if slot.patch is None:
@@ -405,8 +458,10 @@ def _build_slot(slot: _Slot, failures: list[HookFailure]) -> Replacement | None:
                 if rb.namespace.get(rb.name) is rb.installed:
                     rb.namespace[rb.name] = new_callable
                     rb.installed = new_callable
-    except Exception as exc:  # noqa: BLE001 - reported with target, hooks and sources
-        message = f"{type(exc).__name__}: {exc}"
+    except BaseException as exc:  # reported with target, hooks and sources
+        if not is_plugin_failure(exc):
+            raise
+        message = describe_failure(exc)
         if slot.patch is not None:
             message += " (the previously applied hooks stay in place)"
         _fail(slot.targets, message, failures)
@@ -426,7 +481,8 @@ def _build_slot(slot: _Slot, failures: list[HookFailure]) -> Replacement | None:
         slot.key,
         ", ".join(sorted({format_source(r.source) for r in regs})),
     )
-    if slot.original.kind not in _REBINDABLE_KINDS:
+    if slot.original.kind not in _REBINDABLE_KINDS or slot.inherited:
+        # No module global can hold "the method a subclass inherits" apart from the base's own attribute.
         return None
     if old_callable is None and slot.unshared:
         logger.debug("No stale copies of %s can exist (its namespace held the only reference)", slot.key)
@@ -547,7 +603,7 @@ def _undo_slot(slot: _Slot) -> Replacement | None:
     if slot.patch is not None:
         slot.patch.undo()
     restore = None
-    if slot.original.kind in _REBINDABLE_KINDS and slot.history:
+    if slot.original.kind in _REBINDABLE_KINDS and slot.history and not slot.inherited:
         restore = Replacement(
             slot.key, slot.name, tuple(slot.history), slot.original.func, slot.original.func
         )
@@ -595,6 +651,7 @@ def discard_source(source: HookSource) -> int:
                     restore.append(rep)
                 _state.order.remove(key)  # type: ignore[arg-type]
                 del _state.slots[key]  # type: ignore[arg-type]
+            _rebuild_inheriting(slot, failures)
         for name in touched:
             record = _state.targets[name]
             if not record.registrations:

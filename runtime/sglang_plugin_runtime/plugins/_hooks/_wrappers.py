@@ -90,10 +90,21 @@ def build_wrapper(
     make = _factory(shape)
     # Only async wrappers test results with ``isawaitable``; sync ones never reference it.
     isawaitable = _isawaitable() if is_async else None
-    wrapper = make(core, isawaitable, *(hook for _t, hook in hooks))  # type: ignore[operator]
+    wrapper = make(core, isawaitable, label, *(hook for _t, hook in hooks))  # type: ignore[operator]
     functools.update_wrapper(wrapper, func)  # type: ignore[arg-type]
     setattr(wrapper, WRAPPER_MARKER, label)
     return wrapper  # type: ignore[no-any-return]
+
+
+def _bad_before(hook: object, result: object, error: Exception, label: str) -> None:
+    """Raise what unpacking a BEFORE hook's result raised (same type), with a message that names the hook."""
+    __tracebackhide__ = True
+    from ._types import describe_callable
+
+    raise type(error)(
+        f"BEFORE hook {describe_callable(hook)} on {label} returned {result!r} ({type(result).__name__}); a BEFORE "
+        f"hook returns None (arguments unchanged) or a pair (args, kwargs), e.g. return (args, kwargs)"
+    ) from None
 
 
 def _isawaitable() -> Callable[[object], bool]:
@@ -135,14 +146,14 @@ def _factory(shape: tuple[tuple[HookType, ...], tuple[bool, ...], bool, bool]) -
         if k > 0 and callable_name(k) == "_core":
             continue
         body.extend(_segment_source(k, segments, callable_name, list(hook_async), core_async, is_async))
-    params = ", ".join(["_core", "_isawaitable"] + [f"_h{i}" for i in range(len(types_))])
+    params = ", ".join(["_core", "_isawaitable", "_label"] + [f"_h{i}" for i in range(len(types_))])
     source = f"def _make({params}):\n" + "".join(f"    {line}\n" for line in body)
     source += "    return _hook_wrapper\n"
     kinds = "+".join(t.value for t in types_) or "replace"
     filename = f"<sglang-plugin hooks: {'async ' if is_async else ''}{kinds} #{next(_counter)}>"
     code = compile(source, filename, "exec")
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict[str, object] = {"__builtins__": builtins, "__name__": __name__}
+    namespace: dict[str, object] = {"__builtins__": builtins, "__name__": __name__, "_bad_before": _bad_before}
     exec(code, namespace)
     return namespace["_make"]  # type: ignore[return-value]
 
@@ -218,11 +229,15 @@ class _Emitter:
             aw = "await " if self.hook_async[i] else ""
             if hook_type is _BEFORE:
                 out.append(f"{pad}_r = {aw}_h{i}({spread})")
-                if positional is None:
-                    out += [f"{pad}if _r is not None:", f"{pad}    args, kwargs = _r"]
-                    continue
-                out += [f"{pad}if _r is not None:", f"{pad}    args, kwargs = _r"]
-                self.emit(out, depth + 1, pos + 1, None, afters)
+                out += [
+                    f"{pad}if _r is not None:",
+                    f"{pad}    try:",
+                    f"{pad}        args, kwargs = _r",
+                    f"{pad}    except (TypeError, ValueError) as _e:",
+                    f"{pad}        _bad_before(_h{i}, _r, _e, _label)",
+                ]
+                if positional is not None:
+                    self.emit(out, depth + 1, pos + 1, None, afters)
                 continue
             if positional is None and any(t is _BEFORE for _i, t in self.ops[pos + 1 :]):
                 # An inner BEFORE may replace the arguments; this AFTER keeps its own level's.
