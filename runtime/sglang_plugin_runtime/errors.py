@@ -51,6 +51,8 @@ class ReentrantSelectionError(PluginError):
     Selection cannot depend on its own result: the plugin's import or ``activate()`` (or the platform class's
     constructor) must probe the hardware directly instead.
     """
+
+
 class PluginConsistencyError(RuntimeError):
     """The ranks of a ``torch.distributed`` job do not run the same plugins; raised on every rank alike.
 
