@@ -51,3 +51,19 @@ class ReentrantSelectionError(PluginError):
     Selection cannot depend on its own result: the plugin's import or ``activate()`` (or the platform class's
     constructor) must probe the hardware directly instead.
     """
+
+
+class PluginConsistencyError(RuntimeError):
+    """The ranks of a ``torch.distributed`` job do not run the same plugins; raised on every rank alike.
+
+    The message names the ranks and hosts that differ and each item that differs. ``differences`` holds them as
+    data (``Difference`` records, errors first), ``groups`` the ranks grouped by identical fingerprint.
+    """
+
+    def __init__(
+        self, message: str, *, differences: tuple[Any, ...] = (), groups: tuple[Any, ...] = (), namespace: str = "srt"
+    ) -> None:
+        super().__init__(message)
+        self.differences = differences
+        self.groups = groups
+        self.namespace = namespace

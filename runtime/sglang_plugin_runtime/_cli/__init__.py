@@ -101,6 +101,16 @@ def _build_parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "--import-targets", action="store_true", help="import the target's module so its hooks are applied now"
     )
+    fingerprint = commands.add_parser(
+        "fingerprint",
+        parents=[common],
+        help="this node's plugin fingerprint (what ranks of a job compare); --compare another node's",
+    )
+    fingerprint.add_argument(
+        "--compare",
+        metavar="FILE|DIGEST",
+        help="a file written by 'fingerprint --json' on another node (or its digest): list what differs, exit 1 if so",
+    )
     commands.add_parser("schema", help="print the JSON schema of --json output")
     return parser
 
@@ -173,6 +183,15 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             namespace, simulation=simulation, import_targets=args.import_targets, strict=args.strict
         )
         return report, _render.render_doctor(report)
+    if args.command == "fingerprint":
+        from ._fingerprint import ComparisonInputError, fingerprint_report, load_comparison, render_fingerprint
+
+        try:
+            comparison = load_comparison(args.compare) if args.compare is not None else None
+        except ComparisonInputError as exc:
+            raise _UsageError(f"fingerprint: {exc}") from None
+        report = fingerprint_report(namespace, simulation=simulation, strict=args.strict, comparison=comparison)
+        return report, render_fingerprint(report)
     _validate_target(args.target)
     report = _diagnostics.explain_report(
         namespace, args.target, simulation=simulation, import_targets=args.import_targets, strict=args.strict
