@@ -46,6 +46,16 @@ def doc_files(root: Path = REPO_ROOT) -> list[Path]:
     return ([readme] if readme.exists() else []) + docs
 
 
+_MERMAID = re.compile(r"^(?P<indent> *)```mermaid[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+
+
+def mermaid_blocks(markdown: str) -> list[str]:
+    """The source of each ```` ```mermaid ```` diagram of a page, in page order (dedented)."""
+    import textwrap
+
+    return [textwrap.dedent(m.group("body")) for m in _MERMAID.finditer(markdown)]
+
+
 def _language(prefix: str) -> str:
     words = prefix.strip(" {}").split()
     return words[0].lstrip(".") if words else ""
