@@ -16,6 +16,7 @@ cannot say something these tests do not read. That the diagrams reach the built 
 from __future__ import annotations
 
 import ast
+import functools
 import html
 import json
 import os
@@ -41,7 +42,9 @@ _NODE = re.compile(rf'^(?P<id>\w+)(?P<open>{_SHAPES})"(?P<label>.*)"(?:\]\]|\]\)
 _EDGE = re.compile(r'^(?P<src>\w+) -- "(?P<label>[^"]*)" --> (?P<dst>\w+)$')
 _CHAIN = re.compile(r"^\w+(?: --> \w+)+$")
 _LINK = re.compile(r"^\w+ -\.- \w+$")
-_IGNORED = re.compile(r"^(?:%%.*|flowchart (?:TD|TB|LR)|direction (?:TB|LR)|subgraph \w+ \[\"[^\"]*\"\]|end|classDef .*|class [\w,]+ \w+)$")
+_IGNORED = re.compile(
+    r'^(?:%%.*|flowchart (?:TD|TB|LR)|direction (?:TB|LR)|subgraph \w+ \["[^"]*"\]|end|classDef .*|class [\w,]+ \w+)$'
+)
 
 
 def text_of(label: str) -> str:
@@ -159,14 +162,19 @@ def _run(
     base["PYTHONPATH"] = str(site)
     script = site.parent / f"script_{uuid.uuid4().hex[:8]}.py"
     script.write_text(textwrap.dedent(code), encoding="utf-8")
-    return subprocess.run([sys.executable, str(script), *args], cwd=site.parent, env=base, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(script), *args], cwd=site.parent, env=base, capture_output=True, text=True, timeout=timeout
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # selection.md: the decision tree.
 # ---------------------------------------------------------------------------------------------------------------
 
-SELECTION = flowchart(*mermaid_blocks(_page("selection.md")))
+@functools.cache
+def selection_chart() -> Flowchart:
+    """The two decision-tree diagrams of selection.md, read as one graph (they share the ``unset`` box)."""
+    return flowchart(*mermaid_blocks(_page("selection.md")))
 
 
 def _decision_tree_prose() -> str:
@@ -180,7 +188,8 @@ def test_the_selection_diagrams_name_exactly_the_codes_rules() -> None:
     import sglang_plugin_runtime.platforms as platforms
 
     rules = {value for name, value in vars(platforms).items() if name.startswith("RULE_")}
-    drawn = {outcome_of(SELECTION.labels[t]) for t in SELECTION.terminals() if "rule:" in SELECTION.labels[t]}
+    chart = selection_chart()
+    drawn = {outcome_of(chart.labels[end]) for end in chart.terminals() if "rule:" in chart.labels[end]}
     assert drawn == rules
 
 
@@ -189,7 +198,8 @@ def test_the_selection_diagrams_name_exactly_the_errors_the_steps_beside_them_na
 
     known = {name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, Exception)}
     named_in_prose = set(re.findall(r"\b(\w+Error)\b", _decision_tree_prose())) & known
-    drawn = {outcome_of(SELECTION.labels[t]) for t in SELECTION.terminals() if "rule:" not in SELECTION.labels[t]}
+    chart = selection_chart()
+    drawn = {outcome_of(chart.labels[end]) for end in chart.terminals() if "rule:" not in chart.labels[end]}
     assert drawn <= known, f"the diagram names errors the runtime does not have: {drawn - known}"
     assert drawn == named_in_prose
 
@@ -227,18 +237,18 @@ class Way:
 
 WAYS = [
     Way("named plugin activates", {"acme-npu/acme": "class", "bolt-accel/bolt": "class"}, {"SGLANG_PLATFORM": "acme"},
-        ["set", "one", "returns a value", "yes"]),
-    Way("named plugin not installed", {"acme-npu/acme": "class"}, {"SGLANG_PLATFORM": "nope"}, ["set", "none"]),
+        ["set", "yes", "no", "returns a value", "yes"]),
+    Way("named plugin not installed", {"acme-npu/acme": "class"}, {"SGLANG_PLATFORM": "nope"}, ["set", "no"]),
     Way("named plugin offered twice", {"acme-npu/acme": "class", "acme-fork/acme": "class"},
-        {"SGLANG_PLATFORM": "acme"}, ["set", "two"]),
+        {"SGLANG_PLATFORM": "acme"}, ["set", "yes", "yes"]),
     Way("named plugin's activate raises", {"acme-npu/acme": "raises"}, {"SGLANG_PLATFORM": "acme"},
-        ["set", "one", "import fails or activate() raises"]),
+        ["set", "yes", "no", "import fails or activate() raises"]),
     Way("named plugin fails to import", {"acme-npu/acme": "import-error"}, {"SGLANG_PLATFORM": "acme"},
-        ["set", "one", "import fails or activate() raises"]),
+        ["set", "yes", "no", "import fails or activate() raises"]),
     Way("named plugin returns None", {"acme-npu/acme": "none"}, {"SGLANG_PLATFORM": "acme"},
-        ["set", "one", "returns None"]),
+        ["set", "yes", "no", "returns None"]),
     Way("named plugin returns an invalid value", {"acme-npu/acme": "invalid"}, {"SGLANG_PLATFORM": "acme"},
-        ["set", "one", "returns a value", "no"]),
+        ["set", "yes", "no", "returns a value", "no"]),
     Way("set by code", {"acme-npu/acme": "class"}, {}, [], start="code"),
     Way("a name offered twice", {"acme-npu/acme": "class", "acme-fork/acme": "none"}, {}, ["unset", "yes"]),
     Way("strict and a plugin raises", {"acme-npu/acme": "raises", "bolt-accel/bolt": "class"},
@@ -284,40 +294,44 @@ def _install(site: Path, plugins: dict[str, str]) -> None:
 
 
 def test_every_way_through_the_selection_diagrams_is_tested() -> None:
+    chart = selection_chart()
     reached, taken = set(), set()
     for way in WAYS:
-        end, edges = SELECTION.walk(way.start, way.choices)
+        end, edges = chart.walk(way.start, way.choices)
         reached.add(end)
         taken.update(edges)
-    assert reached == set(SELECTION.terminals()), f"final boxes no way reaches: {set(SELECTION.terminals()) - reached}"
-    assert taken == set(SELECTION.edges), f"arrows no way takes: {set(SELECTION.edges) - taken}"
+    assert reached == set(chart.terminals()), f"final boxes no way reaches: {set(chart.terminals()) - reached}"
+    assert taken == set(chart.edges), f"arrows no way takes: {set(chart.edges) - taken}"
 
 
 @pytest.mark.parametrize("way", WAYS, ids=[w.name for w in WAYS])
 def test_a_real_selection_ends_where_the_selection_diagram_says(way: Way, tmp_path: Path) -> None:
-    end, _ = SELECTION.walk(way.start, way.choices)
+    end, _ = selection_chart().walk(way.start, way.choices)
     site = tmp_path / "site"
     site.mkdir()
     _install(site, way.plugins)
     proc = _run(_SELECT, site, way.env, args=(way.start,))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["outcome"] == outcome_of(SELECTION.labels[end]), (way, result)
+    assert result["outcome"] == outcome_of(selection_chart().labels[end]), (way, result)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # hooks.md: how the hook types nest around a call.
 # ---------------------------------------------------------------------------------------------------------------
 
-(_HOOKS_SOURCE,) = mermaid_blocks(_page("hooks.md"))
-HOOKS = sequence(_HOOKS_SOURCE)
+@functools.cache
+def hook_sequence() -> Sequence:
+    (source,) = mermaid_blocks(_page("hooks.md"))
+    return sequence(source)
+
 _ORDINAL = {"1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "6th": 6, "7th": 7, "8th": 8, "9th": 9}
 
 
 def _drawn_hooks() -> list[tuple[str, str, int]]:
     """(hook type, name, registration position) of each hook participant, left to right."""
     hooks = []
-    for pid, label in HOOKS.participants:
+    for pid, label in hook_sequence().participants:
         m = re.fullmatch(r"(BEFORE|AFTER|AROUND|REPLACE) (\w+) registered (\w+)", label)
         if pid == "caller":
             continue
@@ -331,7 +345,7 @@ def _drawn_run_order() -> list[str]:
     kinds = {name: kind for kind, name, _ in _drawn_hooks()}
     seen: dict[str, int] = {}
     order = []
-    for pid in HOOKS.notes:
+    for pid in hook_sequence().notes:
         seen[pid] = seen.get(pid, 0) + 1
         order.append(f"{pid} {'in' if seen[pid] == 1 else 'out'}" if kinds[pid] == "AROUND" else pid)
     return order
@@ -406,18 +420,27 @@ def test_the_hook_diagram_states_what_the_composition_prose_states() -> None:
 # processes.md: which process discovers, selects, loads and applies, and what a child inherits.
 # ---------------------------------------------------------------------------------------------------------------
 
-_LAYOUT_SOURCE, _START_METHODS_SOURCE = mermaid_blocks(_page("processes.md"))[:2]
-LAYOUT = flowchart(_LAYOUT_SOURCE)
-START_METHODS = flowchart(_START_METHODS_SOURCE)
+@functools.cache
+def layout_chart() -> Flowchart:
+    """processes.md's first diagram: SGLang's processes, and what the runtime does in each."""
+    return flowchart(mermaid_blocks(_page("processes.md"))[0])
+
+
+@functools.cache
+def start_methods_chart() -> Flowchart:
+    """processes.md's second diagram: what a child gets from each start method."""
+    return flowchart(mermaid_blocks(_page("processes.md"))[1])
+
 ASPECTS = ("discovery", "general plugins", "platform", "hooks")
 
 
 def _start_method_claims() -> dict[str, dict[str, str]]:
     """{start method: {aspect: "again" | "inherited"}} as the start-method diagram states them."""
     claims = {}
-    for source, label, child in START_METHODS.outgoing("parent"):
+    chart = start_methods_chart()
+    for _, label, child in chart.outgoing("parent"):
         stated = {}
-        for line in lines_of(START_METHODS.labels[child]):
+        for line in lines_of(chart.labels[child]):
             key, _, value = line.partition(": ")
             if key in ASPECTS:
                 assert ("again" in value) != ("inherited" in value), f"{key}: says neither or both: {line!r}"
@@ -529,7 +552,9 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> dict:
                             modules={k: v for k, v in modules.items() if k.startswith("acme_npu/")})
     write_fake_distribution(site, "acme-tools", "1.0", {"sglang.srt.plugins": {"timing": "acme_tools:register"}},
                             modules={"acme_tools.py": modules["acme_tools.py"]})
-    write_fake_distribution(site, "procdemo-target", "1.0", modules={"procdemo_target.py": modules["procdemo_target.py"]})
+    write_fake_distribution(
+        site, "procdemo-target", "1.0", modules={"procdemo_target.py": modules["procdemo_target.py"]}
+    )
     log = root / "events.log"
     log.touch()
     proc = _run(_PROCESSES, site, {"DIAGRAM_LOG": str(log)}, timeout=300)
@@ -541,13 +566,14 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def test_each_start_method_gives_the_child_what_the_start_method_diagram_says(processes: dict) -> None:
     claims = _start_method_claims()
     assert set(claims) == {"spawn", "forkserver", "fork"}
-    observed = {method: {aspect: result[aspect] for aspect in ASPECTS} for method, result in processes["children"].items()}
+    children = processes["children"]
+    observed = {method: {aspect: result[aspect] for aspect in ASPECTS} for method, result in children.items()}
     assert observed == claims
 
 
 def test_in_every_process_the_hooks_run_and_no_target_is_imported_early(processes: dict) -> None:
     """The per-process diagram's last load step: targets already imported now, the others at their first import."""
-    assert "first import" in text_of(LAYOUT.labels["apply"])
+    assert "first import" in text_of(layout_chart().labels["apply"])
     for where, result in [("parent", processes["parent"]), *processes["children"].items()]:
         assert result["hooked call"] == 10, where
         assert result["target imported by load_plugins()"] is False, where
@@ -555,14 +581,16 @@ def test_in_every_process_the_hooks_run_and_no_target_is_imported_early(processe
 
 def test_the_discovery_scan_is_kept_in_the_process_that_made_it(processes: dict) -> None:
     """The per-process diagram's discover step: one scan, kept in memory (so a later install is not seen)."""
-    assert "kept in memory" in text_of(LAYOUT.labels["discover"])
+    assert "kept in memory" in text_of(layout_chart().labels["discover"])
     assert processes["parent"]["sees a plugin installed after its scan"] is False
 
 
 def test_the_per_process_diagram_runs_discover_load_apply_from_load_plugins_and_select_from_first_access() -> None:
-    assert LAYOUT.walk("loadcall", []) == ("apply", [("loadcall", "", "discover"), ("discover", "", "load"), ("load", "", "apply")])
-    assert LAYOUT.walk("firstuse", [])[0] == "select"
-    load = text_of(LAYOUT.labels["load"])
+    chart = layout_chart()
+    end, edges = chart.walk("loadcall", [])
+    assert (end, [edge[2] for edge in edges]) == ("apply", ["discover", "load", "apply"])
+    assert chart.walk("firstuse", [])[0] == "select"
+    load = text_of(chart.labels["load"])
     assert all(word in load for word in ("SGLANG_PLUGINS", "SGLANG_PLATFORM", "register()"))
 
 
@@ -573,9 +601,13 @@ def _sglang_sources() -> Path | None:
 
 
 def _calls(path: Path, function: str, callee: str) -> bool:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == function:
+    """Whether ``function`` (``name`` or ``Class.name``) in the module at ``path`` calls something named ``callee``."""
+    scope: ast.AST = ast.parse(path.read_text(encoding="utf-8"))
+    *classes, name = function.split(".")
+    for cls in classes:
+        scope = next(n for n in ast.walk(scope) if isinstance(n, ast.ClassDef) and n.name == cls)
+    for node in ast.walk(scope):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             return any(
                 isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == callee
                 for call in ast.walk(node)
@@ -591,10 +623,10 @@ def test_the_process_layout_diagram_matches_sglangs_entry_functions() -> None:
         "scheduler": (sglang / "srt/managers/scheduler.py", "run_scheduler_process"),
         "detokenizer": (sglang / "srt/managers/detokenizer_manager.py", "run_detokenizer_process"),
         "dpcontroller": (sglang / "srt/managers/data_parallel_controller.py", "run_data_parallel_controller_process"),
-        "server": (sglang / "srt/entrypoints/engine.py", "__init__"),
+        "server": (sglang / "srt/entrypoints/engine.py", "Engine.__init__"),
     }
     for node, (path, function) in entry_functions.items():
-        assert node in LAYOUT.labels
+        assert node in layout_chart().labels
         assert _calls(path, function, "load_plugins"), f"{function}() no longer calls load_plugins()"
     assert _calls(sglang / "srt/entrypoints/engine.py", "_set_envs_and_config", "set_start_method")
-    assert {label for _, label, _ in LAYOUT.edges if label} <= {"spawn", "spawn, per DP rank"}
+    assert {label for _, label, _ in layout_chart().edges if label} <= {"spawn", "spawn, per DP rank"}
