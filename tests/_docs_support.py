@@ -18,6 +18,9 @@ The conventions it implements are the ones docs/contributing.md documents:
   page's ``exec="on"`` shell blocks (docs/_hooks/sglang_docs.py).
 - ``exec="on"``: run by markdown-exec when the site is built (``make docs``), not here.
 
+It also reads the ```` ```mermaid ```` diagrams of a page (``mermaid_blocks``, for ``tests/test_docs_diagrams.py``)
+and builds the site once per test process (``build_site``, for the tests that read the built pages).
+
 Run as a script (``python tests/_docs_support.py run PAGE SCRIPT [--check-prints]``) it is the child process
 that runs one example.
 """

@@ -9,8 +9,8 @@
   what the start-method diagram says, and each step of the per-process diagram is observed in those processes.
 
 The diagrams are Mermaid, kept to the small subset parsed here; a line outside it fails the test, so a diagram
-cannot say something these tests do not read. That the diagrams reach the built pages is checked by
-``tests/test_docs_site.py``; that a browser draws them, by ``tests/test_docs_browser.py``.
+cannot say something these tests do not read. That the diagrams reach the built pages is checked in
+``tests/test_docs.py``; that a browser draws them, by ``tests/test_docs_browser.py``.
 """
 
 from __future__ import annotations
