@@ -46,7 +46,8 @@ docs-check: $(STAMP)
 	@test -f $(MERMAID_JS) || ! command -v npm >/dev/null || ( mkdir -p .cache/mermaid && cd .cache/mermaid \
 	  && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null && tar -xzf mermaid-$(MERMAID_VERSION).tgz package/dist/mermaid.min.js \
 	  && rm mermaid-$(MERMAID_VERSION).tgz ) || echo "docs-check: could not fetch mermaid $(MERMAID_VERSION); the drawing checks will be skipped"
-	@test ! -f $(MERMAID_JS) || echo "$(MERMAID_SHA256)  $(MERMAID_JS)" | sha256sum --check --quiet || { rm -f $(MERMAID_JS); exit 1; }
+	@test ! -f $(MERMAID_JS) || echo "$(MERMAID_SHA256)  $(MERMAID_JS)" | sha256sum --check --quiet \
+	  || { echo "docs-check: $(MERMAID_JS) is not mermaid $(MERMAID_VERSION) (SHA-256 differs); removed it, run again"; rm -f $(MERMAID_JS); exit 1; }
 	rm -rf build/docs-check
 	SGLANG_DOCS_SCREENSHOTS=build/docs-check $(PY) -m pytest -p no:cacheprovider -rs \
 	  tests/test_docs.py::test_site_builds_strictly tests/test_docs.py::test_each_diagrams_source_reaches_its_built_page \
