@@ -403,7 +403,8 @@ def _render(kind: str, raw: Any) -> str:
             return f"selection failed: {raw.get('error_type')}" + (f" ({source})" if source else "")
         return f"{raw.get('class')}" + (f" ({source})" if source else " (no plugin: the fallback)")
     if kind == "activation" and isinstance(raw, Mapping):
-        text = _ACTIVATION_TEXT.get(raw.get("status"), str(raw.get("status")))
+        activation_status = str(raw.get("status"))
+        text = _ACTIVATION_TEXT.get(activation_status, activation_status)
         return f"{text}, {_dist(raw)}" if _dist(raw) else text
     if kind == "plugins-loaded":
         return "load_plugins() ran" if raw else "load_plugins() not called"

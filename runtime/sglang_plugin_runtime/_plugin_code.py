@@ -78,24 +78,17 @@ def plugin_traceback(exc: BaseException) -> str:
     import traceback
 
     summary = traceback.TracebackException.from_exception(exc)
-    for part in _chain(summary):
-        kept = [frame for frame in part.stack if not frame.filename.startswith(_RUNTIME_DIR)]
-        part.stack = traceback.StackSummary.from_list(kept)
-    return "".join(summary.format())
-
-
-def _chain(summary: object) -> list[object]:
-    parts: list[object] = []
     seen: set[int] = set()
-    pending = [summary]
-    while pending:
+    pending: list[traceback.TracebackException | None] = [summary]
+    while pending:  # the exception and its causes and contexts
         part = pending.pop()
         if part is None or id(part) in seen:
             continue
         seen.add(id(part))
-        parts.append(part)
-        pending.extend([getattr(part, "__cause__", None), getattr(part, "__context__", None)])
-    return parts
+        kept = [frame for frame in part.stack if not frame.filename.startswith(_RUNTIME_DIR)]
+        part.stack = traceback.StackSummary.from_list(kept)
+        pending += [part.__cause__, part.__context__]
+    return "".join(summary.format())
 
 
 def note_interrupt(exc: BaseException, where: str) -> None:

@@ -21,6 +21,7 @@ import os
 import socket
 import struct
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._fingerprint import (
@@ -197,7 +198,12 @@ def _own_fingerprint(
 
 
 def _report(
-    ns: PluginNamespace, world_size: int, groups: tuple[RankGroup, ...], differences: list[Difference], *, raising: bool
+    ns: PluginNamespace,
+    world_size: int,
+    groups: tuple[RankGroup, ...],
+    differences: Sequence[Difference],
+    *,
+    raising: bool,
 ) -> str:
     verdict = "every rank raises this error" if raising else "logged only"
     if not raising and any(d.severity == ERROR for d in differences):

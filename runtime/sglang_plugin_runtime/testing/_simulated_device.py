@@ -378,7 +378,7 @@ class SimulatedDevice:
         )
         backend.__version__ = "0.0.0+simulated"  # type: ignore[attr-defined]
         backend.__simulated__ = True  # type: ignore[attr-defined]
-        backend.__path__ = []  # type: ignore[attr-defined]  # a package, so submodule imports resolve
+        backend.__path__ = []  # a package, so submodule imports resolve
         setattr(backend, self.device_type, self.module)
         return backend
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ..._plugin_code import describe_failure, is_plugin_failure
@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 REBINDABLE_KINDS = frozenset({"function", "class", "classmethod", "staticmethod", "nonbinding"})
 
 
-def apply_batch(registry: Registry, names: Iterable[str], strict: bool, walk: list[object] | None = None) -> None:
+def apply_batch(registry: Registry, names: Iterable[str], strict: bool, walk: Sequence[object] | None = None) -> None:
     """Resolve and apply ``names``; then one rebinding walk (over ``walk``, default all modules) for all of them."""
     names = list(names)
     failures: list[HookFailure] = []
@@ -48,7 +48,7 @@ def apply_batch(registry: Registry, names: Iterable[str], strict: bool, walk: li
             if slot is not None:
                 slots[slot.key] = slot
         # Base classes before subclasses, so a subclass wraps the base's hooked method.
-        batch = sorted(slots.values(), key=lambda s: (len(s.owner.__mro__) if isinstance(s.owner, type) else 0, s.key))
+        batch = sorted(slots.values(), key=lambda s: (_mro_length(s), s.key))
         for slot in batch:
             replacement = build_slot(registry, slot, failures)
             if replacement is not None:
@@ -158,8 +158,13 @@ def rebuild_inheriting(registry: Registry, slot: Slot, failures: list[HookFailur
         and isinstance(other.owner, type)
         and issubclass(other.owner, owner)
     ]
-    for other in sorted(inheriting, key=lambda s: len(s.owner.__mro__)):  # type: ignore[attr-defined]
+    for other in sorted(inheriting, key=_mro_length):
         build_slot(registry, other, failures)
+
+
+def _mro_length(slot: Slot) -> int:
+    """Base classes sort before their subclasses; non-class owners first."""
+    return len(slot.owner.__mro__) if isinstance(slot.owner, type) else 0
 
 
 def build_slot(registry: Registry, slot: Slot, failures: list[HookFailure]) -> Replacement | None:
@@ -246,7 +251,8 @@ def _conflicts(registry: Registry, slot: Slot, regs: list[Registration], winner:
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     if slot.original.kind == "class" and winner is not None and isinstance(winner.hook, type):
         mine = {id(r.hook) for r in replaces}
-        subclasses = [s for s in type.__subclasses__(slot.original.func) if id(s) not in mine]  # type: ignore[arg-type]
+        assert isinstance(slot.original.func, type)
+        subclasses: list[type] = [s for s in type.__subclasses__(slot.original.func) if id(s) not in mine]
         if subclasses:
             names = ", ".join(f"{s.__module__}.{s.__qualname__}" for s in subclasses)
             message = (

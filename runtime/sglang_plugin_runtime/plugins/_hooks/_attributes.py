@@ -40,11 +40,7 @@ def unwrap_attribute(raw: object, owner: object) -> Unwrapped:
         return Unwrapped("cached_property", raw.func, raw)
     if not callable(raw):
         raise TypeError(f"attribute is not callable (it is a {type(raw).__name__})")
-    if (
-        isinstance(owner, type)
-        and not isinstance(raw, types.FunctionType)
-        and not hasattr(type(raw), "__get__")
-    ):
+    if isinstance(owner, type) and not hasattr(type(raw), "__get__"):
         # e.g. ``f = len`` in a class body: stays unbound, so the wrapper must not bind either.
         return Unwrapped("nonbinding", raw, raw)
     return Unwrapped("function", raw, raw)
@@ -61,7 +57,8 @@ def rewrap_attribute(unwrapped: Unwrapped, wrapper: object) -> object:
         return staticmethod(wrapper)  # type: ignore[arg-type]
     if kind == "property":
         # ``getter`` copies fset, fdel and doc and keeps a property subclass's type.
-        return unwrapped.raw.getter(wrapper)  # type: ignore[union-attr]
+        assert isinstance(unwrapped.raw, property)
+        return unwrapped.raw.getter(wrapper)  # type: ignore[arg-type]
     if kind == "cached_property":
         new = copy.copy(unwrapped.raw)
         new.func = wrapper  # type: ignore[attr-defined]

@@ -13,7 +13,8 @@ import logging
 import sys
 import threading
 import types
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
+from importlib.machinery import ModuleSpec
 
 logger = logging.getLogger(__name__)
 
@@ -56,12 +57,16 @@ class ImportWatcher:
         self._busy = threading.local()
 
     # The import system's entry point: keep the unwatched path as short as possible.
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
+    ) -> ModuleSpec | None:
         if fullname not in self.watched:
             return None
         return self._find_and_wrap(fullname, path, target)
 
-    def _find_and_wrap(self, fullname: str, path: object, target: object) -> object:
+    def _find_and_wrap(
+        self, fullname: str, path: Sequence[str] | None, target: types.ModuleType | None
+    ) -> ModuleSpec | None:
         busy = getattr(self._busy, "names", None)
         if busy is None:
             busy = self._busy.names = set()
@@ -69,8 +74,8 @@ class ImportWatcher:
             return None
         busy.add(fullname)
         try:
-            spec = None
-            finders = list(sys.meta_path)
+            spec: ModuleSpec | None = None
+            finders: list[object] = list(sys.meta_path)
             index = next((i for i, f in enumerate(finders) if f is self), -1)
             for finder in finders[index + 1 :]:
                 find_spec = getattr(finder, "find_spec", None)
@@ -87,7 +92,7 @@ class ImportWatcher:
         if loader is None or not hasattr(loader, "exec_module") or isinstance(loader, _NotifyingLoader):
             logger.debug("Cannot watch the import of %s (loader %r)", fullname, loader)
             return spec
-        spec.loader = _NotifyingLoader(loader, self._on_loaded)
+        spec.loader = _NotifyingLoader(loader, self._on_loaded)  # type: ignore[assignment]
         return spec
 
     @property

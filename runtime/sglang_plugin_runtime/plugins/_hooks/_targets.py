@@ -115,14 +115,13 @@ def _static_lookup(obj: object, name: str) -> tuple[object, bool]:
     """
     if isinstance(obj, type):
         for klass in obj.__mro__:
-            d = klass.__dict__
-            if name in d:
-                return d[name], klass is obj
+            if name in klass.__dict__:
+                return klass.__dict__[name], klass is obj
         return _MISSING, False
-    d = _module_dict(obj)
-    if d is not None:
-        return d.get(name, _MISSING), True
-    own = getattr(obj, "__dict__", None)
+    module_dict = _module_dict(obj)
+    if module_dict is not None:
+        return module_dict.get(name, _MISSING), True
+    own: object = getattr(obj, "__dict__", None)
     if isinstance(own, dict) and name in own:
         return own[name], True
     try:

@@ -81,7 +81,7 @@ def build_wrapper(
     shape = (tuple(t for t, _h in hooks), hook_async, core_async, is_async)
     make = _factory(shape)
     wrapper = make(core, inspect.isawaitable, label, *(hook for _t, hook in hooks))
-    functools.update_wrapper(wrapper, func)  # type: ignore[arg-type]
+    functools.update_wrapper(wrapper, func)
     setattr(wrapper, WRAPPER_MARKER, label)
     return wrapper  # type: ignore[no-any-return]
 
