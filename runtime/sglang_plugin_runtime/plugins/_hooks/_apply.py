@@ -252,9 +252,9 @@ def _conflicts(registry: Registry, slot: Slot, regs: list[Registration], winner:
     if slot.original.kind == "class" and winner is not None and isinstance(winner.hook, type):
         mine = {id(r.hook) for r in replaces}
         assert isinstance(slot.original.func, type)
-        subclasses: list[type] = [s for s in type.__subclasses__(slot.original.func) if id(s) not in mine]
+        subclasses = [cls for cls in type.__subclasses__(slot.original.func) if id(cls) not in mine]
         if subclasses:
-            names = ", ".join(f"{s.__module__}.{s.__qualname__}" for s in subclasses)
+            names = ", ".join(f"{cls.__module__}.{cls.__qualname__}" for cls in subclasses)
             message = (
                 f"class REPLACE by {winner.label()}: existing subclasses of the original keep inheriting from it: "
                 f"{names}"
