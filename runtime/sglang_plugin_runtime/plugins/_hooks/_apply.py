@@ -252,7 +252,7 @@ def _conflicts(registry: Registry, slot: Slot, regs: list[Registration], winner:
     if slot.original.kind == "class" and winner is not None and isinstance(winner.hook, type):
         mine = {id(r.hook) for r in replaces}
         assert isinstance(slot.original.func, type)
-        subclasses = [cls for cls in type.__subclasses__(slot.original.func) if id(cls) not in mine]
+        subclasses = [cls for cls in slot.original.func.__subclasses__() if id(cls) not in mine]
         if subclasses:
             names = ", ".join(f"{cls.__module__}.{cls.__qualname__}" for cls in subclasses)
             message = (
