@@ -251,8 +251,10 @@ def _conflicts(registry: Registry, slot: Slot, regs: list[Registration], winner:
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     if slot.original.kind == "class" and winner is not None and isinstance(winner.hook, type):
         mine = {id(r.hook) for r in replaces}
-        assert isinstance(slot.original.func, type)
-        subclasses = [cls for cls in slot.original.func.__subclasses__() if id(cls) not in mine]
+        replaced = slot.original.func
+        assert isinstance(replaced, type)
+        existing: list[type] = type.__subclasses__(replaced)
+        subclasses = [cls for cls in existing if id(cls) not in mine]
         if subclasses:
             names = ", ".join(f"{cls.__module__}.{cls.__qualname__}" for cls in subclasses)
             message = (
