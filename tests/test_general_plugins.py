@@ -239,7 +239,7 @@ def test_a_discovery_failure_does_not_poison_later_calls(site: PluginSite) -> No
     out = site.run_json(
         """
         import json
-        import sglang_plugin_runtime._loading as loading
+        import sglang_plugin_runtime.plugins._loading as loading
         real = loading.discover_entry_points
         def failing(*a, **k):
             raise OSError("site-packages unreadable")

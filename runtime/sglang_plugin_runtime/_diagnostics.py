@@ -169,7 +169,7 @@ def list_report(
     namespace: PluginNamespace, *, simulation: Simulation | None = None, strict: bool = False
 ) -> dict[str, Any]:
     """Every entry point of ``namespace`` and what the environment would make of it; imports no plugin."""
-    from ._loading import unselected_platform_dists
+    from .plugins._loading import unselected_platform_dists
 
     discovery = discover_entry_points()
     problems = _Problems()
@@ -190,7 +190,7 @@ def list_report(
             action, reason = ACTION_NOT_SELECTED, f"{namespace.platform_env}={selected!r}: never imported"
         platform_rows.append(_entry_point_dict(ep, action, reason))
     if selected is not None and not any(ep.name == selected for ep in discovery.group(namespace.platform_group)):
-        from ._selection import unknown_platform_message
+        from .platforms._selection import unknown_platform_message
 
         problems.add(
             ERROR,
@@ -262,7 +262,7 @@ class _LogCapture(logging.Handler):
         self.activation_lines: dict[str, list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        from ._selection import activating
+        from .platforms._selection import activating
 
         try:
             message = record.getMessage()
@@ -316,7 +316,7 @@ def _activation_dicts(activations: Any, logs: _LogCapture) -> list[dict[str, Any
 
 
 def _platform_step(namespace: PluginNamespace, problems: _Problems, logs: _LogCapture) -> dict[str, Any]:
-    from ._selection import platform_holder
+    from .platforms._selection import platform_holder
 
     holder = platform_holder(namespace)
     holder.reset()
@@ -383,14 +383,14 @@ def _platform_step(namespace: PluginNamespace, problems: _Problems, logs: _LogCa
 
 
 def _plugins_step(namespace: PluginNamespace, problems: _Problems) -> dict[str, Any]:
-    from ._loading import LOADED, NOT_INSTALLED, load_general_plugins, reset_load_state
+    from .plugins._loading import LOADED, NOT_INSTALLED, load_general_plugins, reset_load_state
 
     _allowlist_problem(namespace, problems)
     reset_load_state(namespace)
     try:
         report = load_general_plugins(namespace)
     except Exception as exc:
-        from ._loading import last_load_report
+        from .plugins._loading import last_load_report
 
         partial = last_load_report(namespace)
         problems.add(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._discovery import refresh_discovery
 from .._namespace import MULTIMODAL, SRT, PluginNamespace, get_namespace, register_namespace
-from .._selection import (
+from ._selection import (
     RULE_EXPLICIT,
     RULE_FALLBACK,
     RULE_OVERRIDE,

@@ -7,13 +7,18 @@ in every process (server, scheduler, workers); it is idempotent and safe after `
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from .._loading import LoadReport, PluginRecord, last_load_report, load_entry_points, load_general_plugins, namespace_for_group
 from .._namespace import MULTIMODAL, SRT, PluginNamespace, get_namespace
-
-if TYPE_CHECKING:
-    from .hook_registry import HookRegistry, HookSource, HookType, plugin_hook
+from ._loading import (
+    LoadReport,
+    PluginRecord,
+    last_load_report,
+    load_entry_points,
+    load_general_plugins,
+    namespace_for_group,
+)
+from .hook_registry import HookRegistry, HookSource, HookType, _current_plugin_source, plugin_hook
 
 #: Entry-point group of platform plugins (same name as SGLang's constant).
 PLATFORM_PLUGINS_GROUP = SRT.platform_group
@@ -70,14 +75,3 @@ def load_plugins(namespace: str | PluginNamespace = SRT) -> LoadReport:
 def plugin_load_report(namespace: str | PluginNamespace = SRT) -> LoadReport | None:
     """What the last ``load_plugins()`` of this process did, or ``None`` if it has not run."""
     return last_load_report(get_namespace(namespace))
-
-
-def __getattr__(name: str) -> Any:
-    # SGLang's module exposes the registry names too; import them only when asked.
-    if name in ("HookRegistry", "HookSource", "HookType", "plugin_hook", "_current_plugin_source"):
-        from . import hook_registry
-
-        value = getattr(hook_registry, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -56,7 +56,7 @@ class FakeDistributions:
     def refresh(self) -> None:
         """Make new files visible: the import system's directory caches and the runtime's discovery scan."""
         from .._discovery import refresh_discovery
-        from .._loading import reset_load_state
+        from ..plugins._loading import reset_load_state
 
         importlib.invalidate_caches()
         refresh_discovery()
@@ -76,7 +76,7 @@ class FakeDistributions:
         if not self._started:
             return
         from .._namespace import known_namespaces
-        from .._selection import platform_holder
+        from ..platforms._selection import platform_holder
 
         removed = set(self.imported_modules())
         for name in removed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._namespace import PluginNamespace, get_namespace, known_namespaces
-from .._selection import PlatformHolder, PlatformSelection, platform_holder
+from ..platforms._selection import PlatformHolder, PlatformSelection, platform_holder
 
 
 class PlatformOverride:

@@ -18,11 +18,11 @@ import threading
 import time
 from typing import Any, NamedTuple
 
-from ._forking import after_fork_in_child
-from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
-from ._namespace import PluginNamespace, resolve_qualified_name
-from ._plugin_code import describe_failure, is_plugin_failure, note_interrupt, plugin_traceback
-from .errors import (
+from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
+from .._forking import after_fork_in_child
+from .._namespace import PluginNamespace, resolve_qualified_name
+from .._plugin_code import describe_failure, is_plugin_failure, note_interrupt, plugin_traceback
+from ..errors import (
     AmbiguousPlatformError,
     DuplicatePluginError,
     InvalidPlatformError,
@@ -31,6 +31,7 @@ from .errors import (
     PluginLoadError,
     ReentrantSelectionError,
 )
+from .device_mixin import PlatformEnum
 
 logger = logging.getLogger(__name__)
 
@@ -194,8 +195,6 @@ def _sglang_host_hint(ep: PluginEntryPoint) -> str:
 
 def out_of_tree_identity_problems(cls: type) -> list[str]:
     """What is missing for ``cls`` to identify itself as an out-of-tree platform."""
-    from .platforms.device_mixin import PlatformEnum
-
     problems = []
     enum_value = getattr(cls, "_enum", None)
     if enum_value is not PlatformEnum.OOT:

@@ -12,11 +12,13 @@ import threading
 import time
 from typing import Any, Callable, Iterable, NamedTuple
 
-from ._forking import after_fork_in_child
-from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
-from ._namespace import PluginNamespace, known_namespaces
-from ._plugin_code import describe_failure, is_plugin_failure, note_interrupt
-from .errors import DuplicatePluginError, PluginLoadError
+from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
+from .._forking import after_fork_in_child
+from .._namespace import PluginNamespace, known_namespaces
+from .._plugin_code import describe_failure, is_plugin_failure, note_interrupt
+from ..errors import DuplicatePluginError, PluginLoadError
+from ._hooks._registry import active_registry
+from ._hooks._types import HookSource, _current_plugin_source
 
 logger = logging.getLogger(__name__)
 
@@ -103,16 +105,12 @@ def unselected_platform_dists(namespace: PluginNamespace, discovery: DiscoveryRe
     return {dist for dist, offers_selected in offering.items() if not offers_selected}
 
 
-def _source_for(ep: PluginEntryPoint) -> Any:
-    from .plugins.hook_registry import HookSource
-
+def _source_for(ep: PluginEntryPoint) -> HookSource:
     return HookSource(plugin_name=ep.name, dist_name=ep.dist_name)
 
 
 def _attributed(ep: PluginEntryPoint, action: Callable[[], Any]) -> Any:
     """Run ``action`` with ``ep`` as the current plugin source, so hooks it registers are attributed to it."""
-    from .plugins.hook_registry import _current_plugin_source
-
     token = _current_plugin_source.set(_source_for(ep))
     try:
         return action()
@@ -222,9 +220,7 @@ def load_entry_points(
 
 def _discard_hooks(ep: PluginEntryPoint) -> None:
     """Drop hooks a failed plugin registered before failing, so nothing half-done gets applied."""
-    from .plugins.hook_registry import HookRegistry
-
-    HookRegistry.discard_source(_source_for(ep))
+    active_registry().discard_source(_source_for(ep))
 
 
 class _LoadState:
@@ -275,15 +271,13 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
     from inside a plugin's ``register()`` returns the report in progress. If discovery itself fails, nothing
     is marked as loaded, so the next call tries again.
     """
-    from .plugins.hook_registry import HookRegistry
-
     state = _state(namespace)
     with state.lock:
         if state.loading:
             assert state.report is not None
             return state.report
         if state.report is not None and state.report.completed:
-            HookRegistry.apply_hooks()
+            active_registry().apply_hooks()
             return state.report
         state.loading = True
         try:
@@ -311,7 +305,7 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
             raise
         finally:
             state.loading = False
-    HookRegistry.apply_hooks()
+    active_registry().apply_hooks()
     return report
 
 
