@@ -277,7 +277,7 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
             assert state.report is not None
             return state.report
         if state.report is not None and state.report.completed:
-            active_registry().apply_hooks()
+            _apply_hooks(namespace)
             return state.report
         state.loading = True
         try:
@@ -305,8 +305,13 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
             raise
         finally:
             state.loading = False
-    active_registry().apply_hooks()
+    _apply_hooks(namespace)
     return report
+
+
+def _apply_hooks(namespace: PluginNamespace) -> None:
+    """Apply the registered hooks; the namespace's own strict variable makes failures raise."""
+    active_registry().apply_hooks(strict=True if namespace.strict() else None)
 
 
 def _run_register(ep: PluginEntryPoint, func: Callable[..., Any], namespace: PluginNamespace, report: LoadReport) -> bool:
