@@ -423,3 +423,34 @@ def test_general_entry_point_naming_a_non_callable_is_an_import_failure(site: Pl
     site.add("odd-dist", entry_points={"sglang.srt.plugins": {"odd": "odd_plugin:VALUE"}}, modules={"odd_plugin.py": "VALUE = 3\n"})
     out = site.run_json(LOAD)
     assert out["odd"][0] == "failed-import" and "names int 3, not a function" in out["odd"][1]
+
+
+def test_a_host_namespaces_own_strict_variable_makes_hook_failures_raise(site: PluginSite) -> None:
+    site.add("target", modules={"target_mod.py": TARGET_MODULE})
+    site.add(
+        "host-hooks",
+        entry_points={"myhost.plugins": {"hooks": "host_hooks:register"}},
+        modules={"host_hooks.py": (
+            "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry\n"
+            "def register():\n"
+            "    HookRegistry.register('target_mod.missing', lambda result: result)\n"
+        )},
+    )
+    code = """
+        import json
+        import target_mod
+        from sglang_plugin_runtime.platforms import PluginNamespace, register_namespace
+        from sglang_plugin_runtime.plugins import load_plugins
+        ns = register_namespace(PluginNamespace(
+            name="myhost", platform_group="myhost.platforms", plugin_group="myhost.plugins",
+            base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
+            platform_env="MYHOST_PLATFORM", plugins_env="MYHOST_PLUGINS", strict_env="MYHOST_STRICT",
+        ))
+        try:
+            load_plugins(ns)
+            print(json.dumps("no error"))
+        except Exception as exc:
+            print(json.dumps(type(exc).__name__))
+        """
+    assert site.run_json(code) == "no error"
+    assert site.run_json(code, {"MYHOST_STRICT": "1"}) == "HookApplyError"
