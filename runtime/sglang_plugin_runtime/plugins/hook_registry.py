@@ -98,6 +98,19 @@ class HookRegistry:
         return _engine.discard_source(source)
 
     @classmethod
+    def is_hook_applied(
+        cls, target: str, hook: Callable[..., object], hook_type: HookType | None = None
+    ) -> bool:
+        """Whether ``hook`` (this very object; of ``hook_type`` when given) is applied on ``target`` now.
+
+        ``False`` until the target is patched with it, after :meth:`reset`, and while the target is failed
+        (until a retry succeeds). ``target`` may use either spelling (``pkg.mod.Class.m`` or ``pkg.mod:Class.m``).
+        A hook registered after the target was patched is applied at once here (SGLang drops it), so this
+        answers ``True`` for it once the rebuild succeeded.
+        """
+        return _engine.is_applied(target, hook, hook_type)
+
+    @classmethod
     def describe(cls, target: str | None = None) -> list[TargetReport]:
         """Report each registered target (or only ``target``, in either spelling)."""
         return _engine.describe(target)

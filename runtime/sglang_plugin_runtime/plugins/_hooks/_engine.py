@@ -89,7 +89,7 @@ class _Slot:
 
     __slots__ = (
         "key", "name", "owner", "original", "unshared", "targets", "patch", "current", "history", "rebinds",
-        "conflicts",
+        "conflicts", "built",
     )
 
     def __init__(self, key: str, name: str, owner: object, original: Unwrapped, unshared: bool = False) -> None:
@@ -106,6 +106,8 @@ class _Slot:
         self.history: list[object] = []
         self.rebinds: list[Rebinding] = []
         self.conflicts: tuple[Conflict, ...] = ()
+        #: The registrations (by ``seq``) the installed callable was built from.
+        self.built: frozenset[int] = frozenset()
 
 
 class _State:
@@ -417,6 +419,7 @@ def _build_slot(slot: _Slot, failures: list[HookFailure]) -> Replacement | None:
     slot.current = new_callable
     slot.history.append(new_callable)
     slot.conflicts = conflicts
+    slot.built = frozenset(r.seq for r in regs)
     for name in slot.targets:
         record = _state.targets[name]
         record.status, record.error = "applied", None
@@ -557,6 +560,7 @@ def _undo_slot(slot: _Slot) -> Replacement | None:
     slot.rebinds.clear()
     slot.history.clear()
     slot.current = None
+    slot.built = frozenset()
     return restore
 
 
@@ -658,6 +662,25 @@ def describe(target: str | None) -> list[TargetReport]:
                 ) if slot is not None else 0,
             ))
         return reports
+
+
+def is_applied(target: str, hook: Callable[..., object], hook_type: HookType | str | None) -> bool:
+    """Whether this very ``hook`` (and ``hook_type``) is part of what is installed on ``target`` now."""
+    wanted_type = None if hook_type is None else HookType(hook_type)
+    wanted = target.replace(":", ".")
+    with _lock:
+        for name, record in _state.targets.items():
+            if (name != target and record.spec.dotted != wanted) or record.status != "applied":
+                continue
+            slot = _state.slots.get(record.key) if record.key is not None else None
+            if slot is None or slot.patch is None:
+                continue
+            if any(
+                r.hook is hook and (wanted_type is None or r.hook_type is wanted_type) and r.seq in slot.built
+                for r in record.registrations
+            ):
+                return True
+        return False
 
 
 def _hook_reports(regs: list[_Registration]) -> tuple[HookReport, ...]:
