@@ -451,14 +451,14 @@ def render_markdown() -> str:
     """The interface table as Markdown, one table per SGLang class, then the names of other versions."""
     lines: list[str] = []
     for owner, title in _OWNER_TITLES.items():
-        lines += [f"#### {title}", "", "| member | SGLang's signature | how SGLang calls it | versions |",
+        lines += [f"### {title}", "", "| member | SGLang's signature | how SGLang calls it | versions |",
                   "|---|---|---|---|"]
         for row in (r for r in _ROWS if r.owner == owner):
             shape = row.kind if not row.signature else f"{'@classmethod ' if row.kind == 'classmethod' else ''}" \
                                                            f"{row.signature}"
             lines.append(f"| `{row.name}` | {_cell(shape)} | {_calls_cell(row)} | {_status_cell(row)} |")
         lines.append("")
-    lines += ["#### Names of other SGLang versions", "",
+    lines += ["### Names of other SGLang versions", "",
               "Defined by a platform class of an SGLang outside the supported range; no supported version calls "
               "them. A plugin that defines one is accepted silently, and `sglang-plugins doctor` lists it.", "",
               "| name | where it comes from |", "|---|---|"]
