@@ -323,7 +323,7 @@ def near_miss(name: str, candidates: Iterable[str]) -> str | None:
 def check_class_namespace(
     klass: type, contract: dict[str, ContractMethod], hosts: tuple[str, ...]
 ) -> list[OverrideProblem]:
-    """What the public names ``klass`` itself defines mean for ``hosts`` (every kind, errors first)."""
+    """What each public name ``klass`` itself defines means for ``hosts`` (one finding per name at most)."""
     problems: list[OverrideProblem] = []
     known_contract = _all_contract_names()
     for name, raw in klass.__dict__.items():
