@@ -169,12 +169,10 @@ def test_broken_class_reports_every_problem() -> None:
         def get_devce_name(self) -> str:
             return "x"
 
-        def get_device(self, local_rank: int) -> object:
+        def get_device(self, local_rank: int) -> object:  # SGLang calls it with one argument: fine
             return None
 
-        @classmethod
-        def get_dispatch_key_name(cls) -> str:
-            return "x"
+        get_dispatch_key_name = "x"  # SGLang calls it: a string is no method
 
         def get_compile_backend(self, mode: str | None = None) -> str:
             return 3  # type: ignore[return-value]
@@ -188,8 +186,7 @@ def test_broken_class_reports_every_problem() -> None:
         ("device_name", "identity"),
         ("device_type", "identity"),
         ("capabilities", "attribute_type"),
-        ("get_devce_name", "unknown"),
-        ("get_device", "signature"),
+        ("get_devce_name", "misspelled"),
         ("get_dispatch_key_name", "binding"),
         ("get_mha_kv_pool_cls", "retired"),
         ("get_compile_backend", "return_type"),
@@ -263,19 +260,49 @@ def test_mm_without_dispatch_key_is_reported() -> None:
 def test_class_built_with_type_and_checks_bypassed_is_reported() -> None:
     Plat = type("Plat", (GoodSRT,), {"synchronise": lambda self: None}, check_overrides=False)
     problems = check_platform_conformance(Plat)
-    assert [(p.attribute, p.kind) for p in problems] == [("synchronise", "unknown")]
+    assert [(p.attribute, p.kind) for p in problems] == [("synchronise", "misspelled")]
     assert "did you mean 'synchronize'" in problems[0].message
 
 
 def test_problem_in_bypassed_base_is_reported_on_subclass() -> None:
     class Base(GoodSRT, check_overrides=False):
-        def frobnicate(self) -> None:
-            pass
+        def get_kv_pool_cls(self) -> None:
+            return None
 
     class Child(Base):
         pass
 
-    assert _kinds(check_platform_conformance(Child)) == {("frobnicate", "unknown")}
+    assert _kinds(check_platform_conformance(Child)) == {("get_kv_pool_cls", "signature")}
+
+
+def test_vendor_api_and_other_versions_names_pass_the_check() -> None:
+    class Plat(GoodSRT):
+        def frobnicate(self) -> None:
+            pass
+
+        @property
+        def vendor_name(self) -> str:
+            return "acme"
+
+        def support_cuda_graph(self) -> bool:
+            return False
+
+    assert check_platform_conformance(Plat) == []
+
+
+def test_retired_hook_fails_the_check_until_the_replacement_is_overridden() -> None:
+    class Legacy(GoodSRT):
+        def get_mla_kv_pool_cls(self) -> type:
+            return object
+
+    class Both(Legacy):
+        def get_kv_pool_cls(self, *, kind: str) -> type | None:
+            return object if kind == "mla" else None
+
+    (problem,) = check_platform_conformance(Legacy)
+    assert (problem.attribute, problem.kind) == ("get_mla_kv_pool_cls", "retired")
+    assert "get_kv_pool_cls(self, *, kind) for kind='mla'" in problem.message
+    assert check_platform_conformance(Both) == []
 
 
 def test_constructor_failure_is_reported() -> None:
@@ -298,13 +325,13 @@ def test_assert_platform_conformance_lists_all_problems() -> None:
     class Plat(GoodSRT, check_overrides=False):
         device_name = ""
 
-        def frobnicate(self) -> None:
+        def get_devce_name(self) -> None:
             pass
 
     with pytest.raises(AssertionError) as excinfo:
         assert_platform_conformance(Plat)
     message = str(excinfo.value)
-    assert "2 problems" in message and "[identity]" in message and "[unknown]" in message
+    assert "2 problems" in message and "[identity]" in message and "[misspelled]" in message
 
 
 def test_conformance_problem_is_frozen() -> None:

@@ -283,8 +283,8 @@ def test_device_ops_missing_are_not_implemented_on_sglangs_base(host: types.Simp
 def test_misspelled_override_is_reported_on_the_vendors_own_mixin(host: types.SimpleNamespace) -> None:
     mixin = _device_mixin(host, get_devcie_name=lambda self, device_id=0: "widget")
     problems = check_platform_conformance(_platform(host, mixin))
-    assert _kinds(problems) == {("get_devcie_name", "unknown")}
-    assert problems[0].message.startswith("WidgetDeviceMixin.get_devcie_name: not part of the platform contract")
+    assert _kinds(problems) == {("get_devcie_name", "misspelled")}
+    assert problems[0].message.startswith("WidgetDeviceMixin.get_devcie_name: not a name SGLang calls")
     assert "did you mean 'get_device_name'" in problems[0].message
 
 
@@ -295,7 +295,8 @@ def test_incompatible_signature_is_reported(host: types.SimpleNamespace) -> None
     cls = _platform(host, get_default_speculative_draft_attention_backend=get_default_speculative_draft_attention_backend)
     problems = check_platform_conformance(cls)
     assert _kinds(problems) == {("get_default_speculative_draft_attention_backend", "signature")}
-    assert "missing parameter 'algorithm'" in problems[0].message
+    assert "cannot accept the host's call" in problems[0].message
+    assert "SGLang declares get_default_speculative_draft_attention_backend(self, algorithm)" in problems[0].message
 
 
 def test_retired_sglang_hook_is_reported(host: types.SimpleNamespace) -> None:

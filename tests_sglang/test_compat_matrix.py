@@ -604,6 +604,200 @@ def unknown_platform(e: str, root: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Diffusion namespace: SGLang 0.5.23's sglang.multimodal_gen against the runtime's "multimodal_gen" namespace
+# ---------------------------------------------------------------------------------------------------------
+
+MM = "sglang.multimodal_gen.platforms"
+MM_GENERAL = "sglang.multimodal_gen.plugins"
+MM_PLATFORM_SRC = {
+    "sglang": """
+from sglang.multimodal_gen.runtime.platforms.interface import Platform, PlatformEnum
+class P(Platform):
+    _enum = PlatformEnum.OOT
+    device_name = "fake"
+    device_type = "fake"
+""",
+    "ours": """
+from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
+from sglang_plugin_runtime.platforms.multimodal import MMPlatform
+class P(MMPlatform):
+    _enum = PlatformEnum.OOT
+    device_name = "fake"
+    device_type = "fake"
+    dispatch_key = "PrivateUse1"
+""",
+}
+MM_SELECT = {
+    "sglang": "from sglang.multimodal_gen.runtime.platforms import current_platform as p",
+    "ours": "from sglang_plugin_runtime.platforms import get_current_platform\np = get_current_platform('multimodal_gen')",
+}
+#: How each implementation's diffusion plugins register a hook, and how to ask SRT's registry about a target.
+MM_HOOKS = {
+    "sglang": ("from sglang.multimodal_gen.runtime.platforms.plugins import HookRegistry, HookType",
+               "from sglang.srt.plugins.hook_registry import HookRegistry as S\nseen = 'json.dumps' in S._hooks"),
+    "ours": ("from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType",
+             "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry as S\n"
+             "seen = bool(S.describe('json.dumps'))"),
+}
+MM_LOAD = {
+    "sglang": "from sglang.multimodal_gen.runtime.platforms.plugins import load_plugins\nload_plugins()",
+    "ours": "from sglang_plugin_runtime.plugins import load_plugins\nload_plugins('multimodal_gen')",
+}
+
+
+def _mm_platform(impl: str, root: Path, dist: str, name: str, activate: str = "return '{module}.P'",
+                 general: str | None = None) -> None:
+    module = dist.replace("-", "_")
+    source = MM_PLATFORM_SRC[impl] + f"def activate():\n    {activate.format(module=module)}\n"
+    eps = {MM: {name: f"{module}:activate"}}
+    if general is not None:
+        eps[MM_GENERAL] = {f"{name}_hooks": f"{module}:register"}
+        source += general
+    write_fake_distribution(root, dist, entry_points=eps, modules={f"{module}.py": source})
+
+
+def _select_mm(impl: str, root: Path, env: dict[str, str] | None = None, extra: str = "") -> str:
+    """The selected diffusion class, or ``Builtin: message`` (``ValueError`` first: 0.5.23 raises it)."""
+    code = f"""
+    import builtins, logging
+    records = []
+    class H(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+    logging.getLogger().addHandler(H(logging.WARNING))
+    try:
+        {MM_SELECT[impl].replace(chr(10), chr(10) + "        ")}
+        out = f"{{type(p).__module__}}.{{type(p).__qualname__}}"
+    except Exception as exc:
+        if isinstance(exc, ValueError):
+            kind = ValueError
+        else:
+            kind = next(k for k in type(exc).__mro__ if getattr(builtins, k.__name__, None) is k)
+        out = f"{{kind.__name__}}: {{exc}}"
+    if any(r.levelno >= logging.WARNING for r in records):
+        out = "WARNING " + out
+    {extra}
+    report(out)
+    """
+    return run_python(code, paths=[root], env=env).result
+
+
+@scenario("Diffusion: a platform plugin's activate() raises in auto mode", group="diffusion",
+          sglang="error: startup stops", ours="logged, base platform used",
+          why="One rule for every namespace: a WARNING naming the plugin and its distribution, `doctor` fails on "
+              "it, and `SGLANG_PLUGINS_STRICT=1` stops start-up as SGLang's diffusion engine does. The runtime's "
+              "fallback is the base `MMPlatform`, whose required methods refuse work, not another device.")
+def mm_activate_raises(e: str, root: Path) -> str:
+    _mm_platform(e, root, "mm-bad", "bad", activate="raise OSError('driver missing')")
+    out = _select_mm(e, root)
+    if out.startswith(("OSError", "RuntimeError")):
+        return "error: startup stops"
+    if out.startswith("WARNING ") and out.endswith("MMPlatform"):
+        return "logged, base platform used"
+    return out
+
+
+@scenario("Diffusion: a platform plugin's activate() raises in auto mode, `SGLANG_PLUGINS_STRICT=1`",
+          group="diffusion", sglang="error: startup stops")
+def mm_activate_raises_strict(e: str, root: Path) -> str:
+    _mm_platform(e, root, "mm-bad", "bad", activate="raise OSError('driver missing')")
+    out = _select_mm(e, root, env={"SGLANG_PLUGINS_STRICT": "1"})
+    return "error: startup stops" if out.startswith(("OSError", "RuntimeError")) and "driver missing" in out else out
+
+
+@scenario("Diffusion: a platform plugin named like a built-in (`XPU`)", group="diffusion",
+          sglang="RuntimeError before it is imported")
+def mm_builtin_name(e: str, root: Path) -> str:
+    _mm_platform(e, root, "mm-xpu", "XPU")
+    out = _select_mm(e, root, extra="out += ' imported' if 'mm_xpu' in _sys.modules else ''")
+    if out.startswith("RuntimeError") and "'XPU'" in out and not out.endswith(" imported"):
+        return "RuntimeError before it is imported"
+    return out
+
+
+@scenario("Diffusion: `SGLANG_DIFFUSION_PLATFORM_OVERRIDE` names no installed plugin", group="diffusion",
+          sglang="ValueError listing the available ones")
+def mm_override_not_found(e: str, root: Path) -> str:
+    _mm_platform(e, root, "mm-fake", "fake")
+    out = _select_mm(e, root, env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "nosuch"})
+    ok = out.startswith("ValueError") and "nosuch" in out and "'fake'" in out
+    return "ValueError listing the available ones" if ok else out
+
+
+@scenario("Diffusion: `SGLANG_DIFFUSION_PLATFORM_OVERRIDE=cpu` names a built-in platform", group="diffusion",
+          sglang="built-in CpuPlatform selected", ours="ValueError: no plugin of that name",
+          why="The runtime ships no diffusion platforms, only the plugin machinery: a host that adopts it keeps "
+              "resolving its own built-in names first, as SGLang does today. The names stay reserved, so no "
+              "plugin can shadow a built-in.")
+def mm_override_builtin(e: str, root: Path) -> str:
+    _mm_platform(e, root, "mm-fake", "fake")
+    out = _select_mm(e, root, env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "cpu"})
+    if out.endswith(".CpuPlatform"):
+        return "built-in CpuPlatform selected"
+    return "ValueError: no plugin of that name" if out.startswith("ValueError") and "'cpu'" in out else out
+
+
+MM_FAILING_GENERAL = """
+def register():
+    raise RuntimeError("hook setup failed")
+"""
+
+
+@scenario("Diffusion: a general plugin of the selected platform's distribution fails", group="diffusion",
+          sglang="error: startup stops", ours="WARNING; start-up continues",
+          why="One rule for every plugin: a WARNING naming the plugin and its distribution, the hooks it "
+              "registered are discarded, and `doctor` fails on it; `SGLANG_PLUGINS_STRICT=1` stops start-up as "
+              "SGLang's diffusion engine does.")
+def mm_selected_general_fails(e: str, root: Path) -> str:
+    _mm_platform(e, root, "mm-fake", "fake", general=MM_FAILING_GENERAL)
+    out = _select_mm(e, root, env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "fake"}, extra=f"""
+    try:
+        {MM_LOAD[e].replace(chr(10), chr(10) + "        ")}
+        out = "WARNING; start-up continues" if any("hook setup failed" in r.getMessage() or "fake_hooks" in
+                                                     r.getMessage() for r in records) else "silent"
+    except Exception as exc:
+        out = "error: startup stops" if "hook setup failed" in str(exc) else f"{{type(exc).__name__}}: {{exc}}"
+    """)
+    return out
+
+
+@scenario("Diffusion: a general plugin of the selected platform's distribution fails, `SGLANG_PLUGINS_STRICT=1`",
+          group="diffusion", sglang="error: startup stops")
+def mm_selected_general_fails_strict(e: str, root: Path) -> str:
+    _mm_platform(e, root, "mm-fake", "fake", general=MM_FAILING_GENERAL)
+    env = {"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "fake", "SGLANG_PLUGINS_STRICT": "1"}
+    return _select_mm(e, root, env=env, extra=f"""
+    try:
+        {MM_LOAD[e].replace(chr(10), chr(10) + "        ")}
+        out = "start-up continues"
+    except Exception as exc:
+        out = "error: startup stops" if "hook setup failed" in str(exc) else f"{{type(exc).__name__}}: {{exc}}"
+    """)
+
+
+MM_HOOK_GENERAL = """
+{registry}
+def register():
+    HookRegistry.register("json.dumps", lambda result, *a, **k: result, HookType.AFTER)
+"""
+
+
+@scenario("Diffusion: a diffusion plugin's hook, seen from SRT's `HookRegistry`", group="diffusion",
+          sglang="not seen (two registries)", ours="seen (one registry)",
+          why="One process patches each target once: two registries hooking the same target would stack "
+              "wrappers without knowing of each other, and neither could undo the other's patch. Every hook "
+              "keeps its plugin and distribution, so `doctor` and `explain` tell them apart.")
+def mm_one_registry(e: str, root: Path) -> str:
+    _mm_platform(e, root, "mm-fake", "fake", general=MM_HOOK_GENERAL.format(registry=MM_HOOKS[e][0]))
+    out = _select_mm(e, root, env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "fake"}, extra=f"""
+    {MM_LOAD[e].replace(chr(10), chr(10) + "    ")}
+    {MM_HOOKS[e][1].replace(chr(10), chr(10) + "    ")}
+    out = "seen (one registry)" if seen else "not seen (two registries)"
+    """)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
 # The tests
 # ---------------------------------------------------------------------------------------------------------
 
@@ -634,7 +828,8 @@ def test_process_behaviour(s: Scenario, impl: str, tmp_path: Path) -> None:
 def render_matrix() -> str:
     lines = []
     titles = {"hooks": "Hooks (`HookRegistry`, `plugin_hook`)", "loaders": "General plugins (`load_plugins()`)",
-              "platforms": "Platform selection (`current_platform`)"}
+              "platforms": "Platform selection (`current_platform`)",
+              "diffusion": "Diffusion namespace (`sglang.multimodal_gen`)"}
     for group, title in titles.items():
         lines += [f"**{title}**", "", "| behaviour | SGLang 0.5.23 | sglang_plugin_runtime | verdict |",
                   "|---|---|---|---|"]

@@ -379,7 +379,23 @@ def _platform_step(namespace: PluginNamespace, problems: _Problems, logs: _LogCa
     data.pop("namespace", None)
     data.pop("problems", None)
     data.update({"status": "selected", "error": None, "error_type": None, "seconds": seconds})
+    data["overrides"] = _override_findings(type(holder.get()), problems)
     return data
+
+
+def _override_findings(cls: type, problems: _Problems) -> list[dict[str, str]]:
+    """What the selected class's public names mean to SGLang; a likely misspelling is a warning.
+
+    A name no host calls (the vendor's own API, another SGLang version's name, a retired hook) is listed and is
+    no problem: SGLang runs such a class.
+    """
+    from .platforms._contract import find_override_problems
+
+    findings = find_override_problems(cls)
+    for finding in findings:
+        if finding.kind == "misspelled":
+            problems.add(WARNING, "selection", finding.message)
+    return [{"attribute": f.attribute, "kind": f.kind, "message": f.message} for f in findings]
 
 
 def _plugins_step(namespace: PluginNamespace, problems: _Problems) -> dict[str, Any]:

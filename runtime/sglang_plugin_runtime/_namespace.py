@@ -26,6 +26,8 @@ class PluginNamespace(NamedTuple):
     platform_env: str = "SGLANG_PLATFORM"
     plugins_env: str = "SGLANG_PLUGINS"
     strict_env: str = "SGLANG_PLUGINS_STRICT"
+    reserved_platform_names: frozenset[str] = frozenset()
+    """Names (case-insensitive) the host keeps for its built-in platforms: a platform plugin may not use one."""
 
     def resolve_base_class(self) -> type:
         return _resolve_class_ref(self.base_class)
@@ -107,6 +109,9 @@ MULTIMODAL = PluginNamespace(
     plugin_group="sglang.multimodal_gen.plugins",
     base_class="sglang_plugin_runtime.platforms.multimodal:MMPlatform",
     platform_env="SGLANG_DIFFUSION_PLATFORM_OVERRIDE",
+    # SGLang's diffusion engine selects these built-ins by SGLANG_DIFFUSION_PLATFORM_OVERRIDE and refuses plugins
+    # named like them (sglang/multimodal_gen/runtime/platforms/__init__.py, 0.5.23).
+    reserved_platform_names=frozenset({"cpu", "cuda", "rocm", "xpu", "mps", "npu", "musa"}),
 )
 
 _NAMESPACES: dict[str, PluginNamespace] = {SRT.name: SRT, MULTIMODAL.name: MULTIMODAL}

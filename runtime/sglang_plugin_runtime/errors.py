@@ -18,8 +18,12 @@ class PluginError(RuntimeError):
         self.activations = activations
 
 
-class PlatformNotFoundError(PluginError):
-    """``SGLANG_PLATFORM`` names a platform plugin that is not installed."""
+class PlatformNotFoundError(PluginError, ValueError):
+    """``SGLANG_PLATFORM`` names a platform plugin that is not installed.
+
+    Also a ``ValueError``, which is what SGLang's diffusion engine raises for an unknown
+    ``SGLANG_DIFFUSION_PLATFORM_OVERRIDE``.
+    """
 
 
 class PlatformUnavailableError(PluginError):

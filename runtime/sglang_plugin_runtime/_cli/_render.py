@@ -170,6 +170,11 @@ def render_doctor(report: dict[str, Any]) -> str:
         lines.append("Selected platform: NONE (selection failed)")
         rows = [("error", platform["error"])]
     lines.extend(format_table(("", ""), rows)[1:])
+    if platform.get("overrides"):
+        lines.append("")
+        lines.append("Platform class: public names SGLang does not call")
+        rows = [(o["attribute"], o["kind"], o["message"].partition(": ")[2]) for o in platform["overrides"]]
+        lines.extend(format_table(("NAME", "KIND", "WHAT IT MEANS"), rows))
 
     plugins = report["plugins"]
     lines.append("")

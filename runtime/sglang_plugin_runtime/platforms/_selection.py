@@ -28,6 +28,7 @@ from ..errors import (
     InvalidPlatformError,
     PlatformNotFoundError,
     PlatformUnavailableError,
+    PluginError,
     PluginLoadError,
     ReentrantSelectionError,
 )
@@ -117,6 +118,21 @@ def _reject_duplicates(discovery: DiscoveryResult, group: str, names: set[str] |
             f"Entry-point names must be unique: uninstall one of these distributions.",
             plugin=name,
             dist=eps[0].dist_name,
+        )
+
+
+def _reject_reserved_names(namespace: PluginNamespace, candidates: tuple[PluginEntryPoint, ...]) -> None:
+    """Refuse, before importing anything, platform plugins named like one of the host's built-in platforms."""
+    reserved = sorted({ep.name for ep in candidates if ep.name.lower() in namespace.reserved_platform_names})
+    if reserved:
+        offenders = [ep for ep in candidates if ep.name in reserved]
+        raise PluginError(
+            f"Platform plugin names in group {namespace.platform_group!r} cannot be names of the host's built-in "
+            f"platforms ({', '.join(sorted(namespace.reserved_platform_names))}): "
+            + ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep in offenders)
+            + ". Rename the entry point in the plugin's pyproject.toml.",
+            plugin=offenders[0].name,
+            dist=offenders[0].dist_name,
         )
 
 
@@ -304,6 +320,7 @@ def _select_explicit(
     if not matches:
         raise PlatformNotFoundError(unknown_platform_message(namespace, candidates, selected), plugin=selected)
     _reject_duplicates(discovery, namespace.platform_group, {selected})
+    _reject_reserved_names(namespace, tuple(matches))
     ep = matches[0]
     activation, cls, error = _activate(ep, namespace)
     if error is not None:
@@ -382,6 +399,7 @@ def _select_automatic(
     namespace: PluginNamespace, discovery: DiscoveryResult, candidates: tuple[PluginEntryPoint, ...]
 ) -> PlatformSelection:
     _reject_duplicates(discovery, namespace.platform_group)
+    _reject_reserved_names(namespace, candidates)
     strict = namespace.strict()
     activations: list[Activation] = []
     activated: list[tuple[PluginEntryPoint, type]] = []

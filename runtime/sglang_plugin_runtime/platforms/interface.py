@@ -10,6 +10,7 @@ override what their hardware needs; everything else keeps a conservative default
 from __future__ import annotations
 
 import logging
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Literal, Optional
 
 from . import _contract
@@ -32,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 KVPoolKind = Literal["mha", "mla", "dsa"]
 _KV_POOL_KINDS: tuple[str, ...] = ("mha", "mla", "dsa")
+#: (platform class, retired hook) pairs already warned about: one warning per class, as SGLang does.
+_WARNED_RETIRED_HOOKS: set[tuple[type, str]] = set()
 
 
 _CAPABILITY_FIELDS: tuple[str, ...] = (
@@ -130,8 +133,8 @@ def _rebuild_capabilities(cls: type[PlatformCapabilities], values: dict[str, boo
 class SRTPlatform(DeviceMixin, _contract_class=True):
     """Base class of SRT platforms; a plugin subclasses it with its device mixin.
 
-    Retired hooks (``get_mha_kv_pool_cls`` and friends) are refused when a subclass is
-    defined, so ``get_kv_pool_cls`` needs no fallback to them.
+    A platform that still defines a retired hook (``get_mha_kv_pool_cls`` and friends) is
+    served from it by ``get_kv_pool_cls``, as SGLang serves it, with a ``DeprecationWarning``.
     """
 
     supported_quantization: list[str] = []
@@ -180,10 +183,26 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
 
     @active
     def get_kv_pool_cls(self, *, kind: KVPoolKind) -> Optional[type]:
-        """KV pool class for ``kind`` (``"mha"``, ``"mla"`` or ``"dsa"``), or ``None`` for in-tree."""
+        """KV pool class for ``kind`` (``"mha"``, ``"mla"`` or ``"dsa"``), or ``None`` for in-tree.
+
+        Falls back to the retired ``get_<kind>_kv_pool_cls()`` when the platform still defines it.
+        """
         if kind not in _KV_POOL_KINDS:
             raise KeyError(f"unknown KV pool kind {kind!r}; expected one of {_KV_POOL_KINDS}")
-        return None
+        hook = f"get_{kind}_kv_pool_cls"
+        legacy = getattr(self, hook, None)
+        if legacy is None:
+            return None
+        key = (type(self), hook)
+        if key not in _WARNED_RETIRED_HOOKS:
+            _WARNED_RETIRED_HOOKS.add(key)
+            message = (
+                f"{type(self).__name__}.{hook}() is a retired SGLang hook, served for now; "
+                f"override get_kv_pool_cls(self, *, kind) and return the pool for kind={kind!r} instead"
+            )
+            warnings.warn(message, DeprecationWarning, stacklevel=2)
+            logger.warning("%s", message)
+        return legacy()
 
     @active
     def get_paged_allocator_cls(self) -> Optional[type]:

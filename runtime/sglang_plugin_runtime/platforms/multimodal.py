@@ -171,7 +171,7 @@ class MMPlatform(DeviceMixin, _contract_class=True):
         self, capability: tuple[int, int] | int, device_id: int = 0
     ) -> bool:
         """Whether the device's capability is at least ``capability`` (tuple or packed int)."""
-        current = self.get_device_capability(device_id=device_id)
+        current = self.get_device_capability(device_id)
         if current is None:
             return False
         if isinstance(capability, tuple):

@@ -103,10 +103,12 @@ class HookRegistry:
 
     @classmethod
     def is_hook_applied(cls, target: str, hook: Callable[..., object], hook_type: HookType | None = None) -> bool:
-        """Whether this exact ``hook`` (and ``hook_type``, when given) runs on ``target`` now.
+        """Whether ``hook`` (this very object; of ``hook_type`` when given) is applied on ``target`` now.
 
-        False until an apply succeeded for the target; false after :meth:`reset`; false while the target is
-        failed, until a retry succeeds. ``target`` may be given in either spelling.
+        ``False`` until the target is patched with it, after :meth:`reset`, and while the target is failed
+        (until a retry succeeds). ``target`` may use either spelling (``pkg.mod.Class.m`` or ``pkg.mod:Class.m``).
+        A hook registered after the target was patched is applied at once here (SGLang drops it), so this
+        answers ``True`` for it once the rebuild succeeded.
         """
         return active_registry().is_hook_applied(target, hook, hook_type)
 

@@ -1,10 +1,13 @@
 """Conformance check for a platform class: every problem at once, before a host finds one.
 
 It reports identity attributes a host validates, required methods still inheriting the
-fail-fast base, cheap methods whose results do not match the contract's annotations, and
-unknown, misspelled, retired or wrongly-shaped overrides (also in classes created with
-the definition-time check bypassed). Methods that touch the device are called only while
-a simulated device of the platform's ``device_type`` is active.
+fail-fast base, probed methods whose results do not match the contract's annotations,
+overrides that cannot accept the host's calls, likely misspellings, and retired hooks the
+class still relies on (also in classes created with the definition-time check bypassed).
+This is where strictness lives: a deployment only warns about a misspelling; the plugin's
+own tests fail on it. Probes make the calls the hosts make (``_interface_table``); methods
+that touch the device are called only while a simulated device of the platform's
+``device_type`` is active.
 
 Classes built on SGLang's own platform bases (a plugin generated with ``host_api=sglang``)
 are judged against the same contract, mapped as ``_host_classes`` describes, so a vendor
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import collections.abc
 import inspect
+import itertools
 import logging
 import sys
 import types
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..platforms import _contract
+from ..platforms import _interface_table as table
 from ..platforms.device_mixin import PlatformEnum
 from ._host_classes import RuntimePlatformView, has_member, platform_view
 from ._simulated_device import active_simulated_device
@@ -39,7 +44,7 @@ class ConformanceProblem:
     """One defect of a platform class.
 
     ``kind`` is one of ``not_a_platform``, ``identity``, ``attribute_type``,
-    ``instantiation``, ``not_implemented``, ``return_type``, ``raises``, ``unknown``,
+    ``instantiation``, ``not_implemented``, ``return_type``, ``raises``, ``misspelled``,
     ``retired``, ``signature``, ``binding``.
     """
 
@@ -51,65 +56,46 @@ class ConformanceProblem:
         return self.message
 
 
-# Cheap, side-effect-free calls: (method, args, kwargs). Run on every check.
-_CHEAP_PROBES: tuple[tuple[str, tuple[Any, ...], dict[str, Any]], ...] = (
-    ("is_cuda", (), {}),
-    ("is_rocm", (), {}),
-    ("is_cpu", (), {}),
-    ("is_xpu", (), {}),
-    ("is_musa", (), {}),
-    ("is_npu", (), {}),
-    ("is_mlu", (), {}),
-    ("is_tpu", (), {}),
-    ("is_mps", (), {}),
-    ("is_sail", (), {}),
-    ("is_cuda_alike", (), {}),
-    ("is_out_of_tree", (), {}),
-    ("is_pin_memory_available", (), {}),
-    ("get_torch_distributed_backend_str", (), {}),
-    ("get_communicator_class", (), {}),
-    ("get_cpu_architecture", (), {}),
-    ("get_torch_profiler_activity_str", (), {}),
-    # SRTPlatform
-    ("get_default_attention_backend", (), {}),
-    ("get_graph_runner_cls", (), {}),
-    ("get_full_graph_backend_cls", (), {}),
-    ("get_kv_pool_cls", (), {"kind": "mha"}),
-    ("get_kv_pool_cls", (), {"kind": "mla"}),
-    ("get_kv_pool_cls", (), {"kind": "dsa"}),
-    ("get_paged_allocator_cls", (), {}),
-    ("get_compile_backend", (), {}),
-    ("get_piecewise_backend_cls", (), {}),
-    ("get_speculative_cache_locs_fn", (), {}),
-    ("support_mamba_cache_extra_buffer", (), {}),
-    ("get_dispatch_key_name", (), {}),
-    # MMPlatform
-    ("get_torch_library_dispatch_key", (), {}),
-    ("is_gfx1151", (), {}),
-    ("is_amp_supported", (), {}),
-    ("is_float64_supported", (), {}),
-    ("supports_distributed_device_id", (), {}),
-    ("enable_dit_layerwise_offload_by_default", (), {}),
-    ("device_shares_host_memory", (), {}),
-    ("get_modelopt_flashinfer_fp4_backend", (), {}),
-    ("get_device_communicator_cls", (), {}),
-    ("get_all_to_all_communicator_cls", (), {}),
-)
+#: Example arguments for the probes, by the contract's parameter name (several values: one probe each).
+_EXAMPLE_ARGUMENTS: dict[str, tuple[Any, ...]] = {
+    "device_id": (0,), "device": (None,), "mode": (None,), "kind": ("mha", "mla", "dsa"),
+}
 
-# Calls that reach the device: only under a simulated device of the platform's type.
-_DEVICE_PROBES: tuple[tuple[str, tuple[Any, ...], dict[str, Any]], ...] = (
-    ("get_device_total_memory", (0,), {}),
-    ("get_current_memory_usage", (), {}),
-    ("get_device", (0,), {}),
-    ("get_device_name", (0,), {}),
-    ("get_device_uuid", (0,), {}),
-    ("get_device_capability", (0,), {}),
-    ("get_available_memory", (0,), {}),
-    ("empty_cache", (), {}),
-    ("synchronize", (), {}),
-    ("get_torch_profiler_activity", (), {}),
-    ("get_local_torch_device", (), {}),
-)
+
+def _probes(view: RuntimePlatformView) -> tuple[list[_Probe], list[_Probe]]:
+    """(cheap, device) probes of the class's contract: the calls its hosts make (``_interface_table``).
+
+    A member is probed with each of its hosts' call forms whose arguments have example values; a member the hosts
+    never call, with its leading example arguments. Members whose row has no ``probe`` (effects, or real inputs)
+    are never called.
+    """
+    cheap: list[_Probe] = []
+    device: list[_Probe] = []
+    seen: set[tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]] = set()
+    for host in view.hosts:
+        for row in table.entries(host):
+            member = view.contract.get(row.name)
+            if not row.probe or member is None or member.kind in ("attribute", "property"):
+                continue
+            names = list(member.signature.parameters) if member.signature is not None else []
+            # Uncalled: positionally, every leading parameter that has an example (as the probes always did).
+            leading = len(list(itertools.takewhile(_EXAMPLE_ARGUMENTS.__contains__, names)))
+            forms = [c for c in row.calls if not c.read and not c.on_class] or [table.HostCall(leading)]
+            for form in forms:
+                positional = names[: form.args]
+                wanted = positional + list(form.kwargs)
+                if any(n not in _EXAMPLE_ARGUMENTS for n in wanted):
+                    continue
+                for values in itertools.product(*(_EXAMPLE_ARGUMENTS[n] for n in wanted)):
+                    args = tuple(values[: form.args])
+                    kwargs = tuple(zip(form.kwargs, values[form.args:]))
+                    if (row.name, args, kwargs) not in seen:
+                        seen.add((row.name, args, kwargs))
+                        (cheap if row.probe == "cheap" else device).append((row.name, args, dict(kwargs)))
+    return cheap, device
+
+
+_Probe = tuple[str, tuple[Any, ...], dict[str, Any]]
 
 
 def check_platform_conformance(
@@ -131,12 +117,13 @@ def check_platform_conformance(
     problems: list[ConformanceProblem] = []
     problems.extend(_identity_problems(view, out_of_tree))
     problems.extend(
-        ConformanceProblem(p.attribute, p.kind, p.message) for p in view.override_problems()
+        ConformanceProblem(p.attribute, p.kind, p.message) for p in _override_findings(view)
     )
     contract = view.contract
     problems.extend(_attribute_type_problems(view))
 
-    reported: set[str] = set()
+    # A member whose override cannot take the host's call is not probed with that call again.
+    reported: set[str] = {p.attribute for p in problems if p.kind in _contract.ERROR_KINDS}
     for member in contract.values():
         if not member.required or (member.status == "reserved" and not include_reserved):
             continue
@@ -160,10 +147,10 @@ def check_platform_conformance(
         ))
         return problems
 
-    probes = list(_CHEAP_PROBES)
+    probes, device_probes = _probes(view)
     simulation = active_simulated_device(getattr(cls, "device_type", None))
     if simulation is not None:
-        probes.extend(_DEVICE_PROBES)
+        probes.extend(device_probes)
     for method, args, kwargs in probes:
         member = contract.get(method)
         if member is None or method in reported or not has_member(cls, method):
@@ -201,6 +188,24 @@ def assert_platform_conformance(
 
 
 # --------------------------------------------------------------------------------------
+
+
+def _override_findings(view: RuntimePlatformView) -> list[_contract.OverrideProblem]:
+    """The override findings the kit fails on: what breaks a host call, misspellings, and retired hooks
+    the class relies on (it defines no replacement). A vendor's own API and other versions' names pass."""
+    findings = []
+    for problem in view.override_problems():
+        if problem.kind == "retired":
+            row = next(r for host in view.hosts if (r := table.entry(problem.attribute, host)) is not None)
+            replacement = row.replacement.split("(")[0]
+            if inspect.getattr_static(view.cls, replacement, None) is not view.base_definition(
+                view.contract[replacement]
+            ):
+                continue  # the class overrides the replacement too: the retired name only serves older hosts
+        elif problem.kind == "unknown":
+            continue
+        findings.append(problem)
+    return findings
 
 
 def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[ConformanceProblem]:

@@ -67,9 +67,11 @@ class RuntimePlatformView:
     def __init__(self, cls: type) -> None:
         self.cls = cls
         self.contract: dict[str, _contract.ContractMethod] = _contract.contract_members(cls)
+        #: The hosts that call the class (``"srt"``, ``"diffusion"``); their calls are what the class must accept.
+        self.hosts: tuple[str, ...] = _contract.hosts_of(cls)
 
     def override_problems(self) -> list[_contract.OverrideProblem]:
-        """Unknown, retired or wrongly shaped public names anywhere in the class's MRO."""
+        """What each public name anywhere in the class's MRO means for the hosts that call it."""
         return _contract.find_override_problems(self.cls, whole_mro=True)
 
     def base_definition(self, member: _contract.ContractMethod) -> Any:
@@ -96,6 +98,7 @@ class HostPlatformView(RuntimePlatformView):
         # SGLang's SRTPlatform includes its DeviceMixin, as ours does: the most derived counterpart decides.
         root = _RUNTIME_CONTRACT_CLASSES["SRTPlatform" if "SRTPlatform" in names else "DeviceMixin"]
         self.contract = _contract.contract_members(root)
+        self.hosts = _contract.hosts_of(root)
 
     def override_problems(self) -> list[_contract.OverrideProblem]:
         """Our override check applied to each of the vendor's own classes in the MRO (never SGLang's)."""
@@ -104,8 +107,8 @@ class HostPlatformView(RuntimePlatformView):
             if klass is object or _is_host_class(klass) or _contract.is_contract_class(klass):
                 continue
             # The per-class check the definition-time enforcement uses; SGLang's bases are not ours, so
-            # find_override_problems() cannot walk this MRO itself.
-            problems.extend(_contract._check_namespace(klass, self.contract))
+            # find_override_problems() cannot walk this MRO itself. SGLang's SRTPlatform is called by the LLM host.
+            problems.extend(_contract.check_class_namespace(klass, self.contract, self.hosts))
         return problems
 
     def base_definition(self, member: _contract.ContractMethod) -> Any:
