@@ -8,12 +8,15 @@ the others stay out of the way. Each scenario is a fresh process of the adopted 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from adopted_kit import Combination, Installed, Outcome, run_python
+from adopted_kit import Combination, Installed, Outcome, clean_env, run_python
 
 pytestmark = pytest.mark.subprocess
 
@@ -150,3 +153,34 @@ def test_each_generated_general_plugins_hooks_fire_under_sglangs_load_plugins(
                 status != "applied" or plugins != [combination.entry_point] for _, status, plugins in out["targets"]):
             problems.append(f"{combination.label}: hooked targets {out['targets']}")
     assert problems == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The runtime's tool sees what SGLang runs
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it_imports(
+    installed: Installed
+) -> None:
+    """With SGLang adopted there is one registry: hooks registered through ``sglang.srt.plugins.hook_registry``
+    (host_api=sglang) are the runtime's, so ``sglang-plugins doctor`` shows and checks them all."""
+    platform = installed.of_kind("platform")[0]
+    completed = subprocess.run(
+        [sys.executable, "-m", "sglang_plugin_runtime", "doctor", "--json", "--import-targets",
+         "--simulate", platform.device, "--simulate-backend", f"torch_{platform.device}"],
+        env=clean_env([installed.site]), capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    report = json.loads(completed.stdout)
+    assert report["platform"]["plugin"] == platform.entry_point
+    loaded = {p["plugin"]: p["status"] for p in report["plugins"]["plugins"]}
+    generals = installed.of_kind("general")
+    assert loaded == {c.entry_point: "loaded" for c in generals}
+    hooked: dict[str, set[str]] = {}
+    for target in report["hooks"]["targets"]:
+        assert target["status"] == "applied", target
+        for hook in target["hooks"]:
+            hooked.setdefault(hook["source"]["plugin"], set()).add(target["target"])
+    expected = {c.entry_point: len(dict(c.answers).get("example_hooks", [])) for c in generals}
+    assert {plugin: len(targets) for plugin, targets in hooked.items()} == {k: v for k, v in expected.items() if v}
