@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
-import os
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from scenarios import Outcome, ScenarioError, clean_env, pip_install_target, render, run_python
+from sglang_import_probe import IMPORT_PROBE, ImportProbe
+
+__all__ = ["Outcome", "ScenarioError", "clean_env", "pip_install_target", "render", "run_python"]
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PATCH = REPO_ROOT / "integrations" / "sglang" / "sglang-0.5.23.patch"
-RESULT_MARK = "@@ADOPTED@@"
 
 #: The SGLang modules the patch turns into re-exports, each with the runtime module it re-exports.
 REEXPORTS = {
@@ -33,137 +32,11 @@ REEXPORTS = {
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Subprocesses of the adopted venv
-# ---------------------------------------------------------------------------------------------------------
-
-
-def clean_env(paths: Iterable[Path | str] = (), **overrides: str) -> dict[str, str]:
-    """A scenario's environment: no SGLANG_* leaking in, only ``paths`` added to ``sys.path``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
-    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
-        env.pop(key, None)
-    joined = os.pathsep.join(str(p) for p in paths)
-    if joined:
-        env["PYTHONPATH"] = joined
-    env.update(overrides)
-    return env
-
-
-@dataclass
-class Outcome:
-    """What a scenario subprocess reported (its JSON result) and printed."""
-
-    result: Any
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def __getitem__(self, key: str) -> Any:
-        return self.result[key]
-
-
-class ScenarioError(AssertionError):
-    """A scenario subprocess ended without reporting a result."""
-
-
-def run_python(
-    code: str, *, paths: Iterable[Path | str] = (), env: dict[str, str] | None = None, timeout: float = 240
-) -> Outcome:
-    """Run ``code`` in a fresh interpreter of this venv; ``report(obj)`` in the code sends back a JSON result."""
-    prelude = textwrap.dedent(
-        f"""
-        import json as _json
-        def report(obj):
-            print({RESULT_MARK!r} + _json.dumps(obj, default=repr), flush=True)
-        """
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", prelude + textwrap.dedent(code)],
-        env=clean_env(paths, **(env or {})),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    result = None
-    for line in completed.stdout.splitlines():
-        if line.startswith(RESULT_MARK):
-            result = json.loads(line[len(RESULT_MARK):])
-    if result is None:
-        raise ScenarioError(
-            f"scenario subprocess reported nothing (exit {completed.returncode})\n"
-            f"--- stdout ---\n{completed.stdout[-4000:]}\n--- stderr ---\n{completed.stderr[-6000:]}"
-        )
-    return Outcome(result, completed.returncode, completed.stdout, completed.stderr)
-
-
-def pip_install_target(sources: Iterable[Path], target: Path) -> Path:
-    """One real ``pip install --target`` of every project in ``sources`` (no dependencies, no build isolation)."""
-    completed = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(target), *map(str, sources)],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if completed.returncode != 0:
-        raise AssertionError(f"pip install into {target} failed:\n{completed.stdout}\n{completed.stderr}")
-    return target
-
-
-# ---------------------------------------------------------------------------------------------------------
 # Is this SGLang adopted, and does it import?
 # ---------------------------------------------------------------------------------------------------------
 
-_IMPORT_PROBE = """
-import sys
-try:
-    import sglang.srt.platforms
-except TypeError as exc:
-    first = str(exc)
-else:
-    report({"imports": True})
-    sys.exit(0)
-# Diagnostic only: every in-tree class the runtime refuses, not just the first (private names, so guarded).
-refused = {}
-try:
-    from sglang_plugin_runtime.platforms import _contract
-    def collect(cls):
-        problems = _contract.find_override_problems(cls, whole_mro=False)
-        if problems:
-            refused[cls.__qualname__] = [p.message for p in problems]
-    _contract.enforce = collect
-    for name in [m for m in sys.modules if m.startswith("sglang")]:
-        del sys.modules[name]
-    import sglang.srt.platforms
-except Exception:
-    pass
-report({"imports": False, "first": first, "refused": refused})
-"""
-
-
-@dataclass(frozen=True)
-class ImportProbe:
-    """Whether ``import sglang`` works in this venv, and if not, which in-tree classes the runtime refuses."""
-
-    imports: bool
-    first: str = ""
-    refused: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def refused_by_contract(self) -> bool:
-        return not self.imports and "does not fit the platform contract" in self.first
-
-    def xfail_reason(self) -> str:
-        names = ", ".join(sorted(self.refused)) or self.first.split(" does not fit", 1)[0]
-        details = "; ".join(m for messages in self.refused.values() for m in messages) or self.first
-        return (f"issue 12: the runtime's class-definition check refuses SGLang 0.5.23's in-tree {names}, so "
-                f"`import sglang` fails in the adopted venv: {details}")
-
-
 def probe_import() -> ImportProbe:
-    out = run_python(_IMPORT_PROBE, timeout=300)
+    out = run_python(IMPORT_PROBE, timeout=300)
     return ImportProbe(out["imports"], out.result.get("first", ""), out.result.get("refused", {}))
 
 
@@ -275,13 +148,6 @@ def base_combinations(template: Path) -> Iterator[dict[str, Any]]:
 def bool_questions(template: Path) -> list[str]:
     """The template's yes/no questions (like ``with_mm_platform``); a render's answers file says which apply."""
     return [name for name, q in _questions(template).items() if q.get("type") == "bool" and q.get("when") is not False]
-
-
-def render(template: Path, destination: Path, data: dict[str, Any]) -> Path:
-    from copier import run_copy
-
-    run_copy(str(template), destination, data=data, defaults=True, unsafe=False, quiet=True, overwrite=True)
-    return destination
 
 
 def recorded_answers(project: Path) -> dict[str, Any]:
