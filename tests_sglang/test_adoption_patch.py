@@ -13,6 +13,7 @@ import hashlib
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -99,3 +100,17 @@ def test_the_doc_states_the_size_of_the_change() -> None:
     added, removed = sum(c.added for c in changes), sum(c.removed for c in changes)
     lines.append(f"| **{len(changes)} files** | **{added}** | **{removed}** |")
     sync_section("adoption-size", "\n".join(lines), "tests_sglang/test_adoption_patch.py")
+
+
+def test_make_patch_reproduces_the_committed_patch_from_the_released_and_patched_files(tmp_path: Path) -> None:
+    """integrations/sglang/README.md's recipe round-trips: released files + patch -> make_patch.py -> same patch."""
+    before, after = tmp_path / "a", tmp_path / "b"
+    for change in patch_files():
+        for root in (before, after):
+            (root / change.path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(site_packages() / change.path, root / change.path)
+    subprocess.run(["patch", "--strip=1", "--batch", "--fuzz=0", f"--input={PATCH}"], cwd=after, check=True,
+                   capture_output=True)
+    made = subprocess.run([sys.executable, str(PATCH.parent / "make_patch.py"), str(before), str(after)],
+                          capture_output=True, text=True, check=True).stdout
+    assert made == PATCH.read_text(encoding="utf-8")

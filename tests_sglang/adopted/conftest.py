@@ -54,7 +54,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if not probe.refused_by_contract:
         return  # any other import failure is a real failure: let the tests show it
-    marker = pytest.mark.xfail(reason=probe.xfail_reason(), strict=True)
+    # Not run: each would only fail at `import sglang` (the probe just showed it, in a subprocess of this venv).
+    marker = pytest.mark.xfail(reason=probe.xfail_reason(), run=False)
     for item in mine:
         if item.get_closest_marker("no_sglang_import") is None:
             item.add_marker(marker)
