@@ -49,7 +49,8 @@ class ImportProbe:
         return not self.imports and "does not fit the platform contract" in self.first
 
     def xfail_reason(self) -> str:
-        names = ", ".join(sorted(self.refused)) or self.first.split(" does not fit", 1)[0]
-        details = "; ".join(m for messages in self.refused.values() for m in messages) or self.first
-        return (f"issue 12: the runtime's class-definition check refuses SGLang 0.5.23's in-tree {names}, so "
-                f"`import sglang` fails once SGLang imports the runtime: {details}")
+        """One line: which overrides of which in-tree classes the runtime refuses, and the consequence."""
+        refused = [m.split(" is incompatible", 1)[0] for messages in self.refused.values() for m in messages]
+        what = "; ".join(refused) or self.first.splitlines()[0]
+        return (f"issue 12: the runtime's class-definition check refuses SGLang 0.5.23's in-tree {what}, so "
+                f"`import sglang` fails once SGLang imports the runtime")
