@@ -21,7 +21,6 @@ BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 CACHE = REPO / ".cache" / "bench"
 WORKER = BENCH_DIR / "_worker.py"
-DISCOVERY_CACHE = CACHE / "discovery-cache"
 
 OURS = "ours"
 SGLANG = "sglang"
@@ -114,9 +113,6 @@ def clean_env(extra: dict[str, str] | None = None, path: list[str] | None = None
     # lines), so the warm-up run writes .pyc files and the measured runs use them.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONHASHSEED"] = "0"
-    # Our runtime saves its discovery scan for the next process; keep that file under .cache/bench (a case
-    # that needs a clean slate clears it) rather than in the user's ~/.cache.
-    env["SGLANG_PLUGIN_CACHE_DIR"] = str(DISCOVERY_CACHE)
     env["PYTHONWARNINGS"] = "ignore"
     # Keep torch from spawning a thread pool per core on a shared 2-core machine.
     env.setdefault("OMP_NUM_THREADS", "1")

@@ -18,6 +18,9 @@ The conventions it implements are the ones docs/contributing.md documents:
   page's ``exec="on"`` shell blocks (docs/_hooks/sglang_docs.py).
 - ``exec="on"``: run by markdown-exec when the site is built (``make docs``), not here.
 
+It also reads the ```` ```mermaid ```` diagrams of a page (``mermaid_blocks``, for ``tests/test_docs_diagrams.py``)
+and builds the site once per test process (``build_site``, for the tests that read the built pages).
+
 Run as a script (``python tests/_docs_support.py run PAGE SCRIPT [--check-prints]``) it is the child process
 that runs one example.
 """
@@ -31,7 +34,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS_DIR = REPO_ROOT / "docs"
@@ -44,6 +47,16 @@ def doc_files(root: Path = REPO_ROOT) -> list[Path]:
     docs = sorted(p for p in (root / "docs").rglob("*.md") if "_hooks" not in p.relative_to(root / "docs").parts)
     readme = root / "README.md"
     return ([readme] if readme.exists() else []) + docs
+
+
+_MERMAID = re.compile(r"^(?P<indent> *)```mermaid[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+
+
+def mermaid_blocks(markdown: str) -> list[str]:
+    """The source of each ```` ```mermaid ```` diagram of a page, in page order (dedented)."""
+    import textwrap
+
+    return [textwrap.dedent(m.group("body")) for m in _MERMAID.finditer(markdown)]
 
 
 def _language(prefix: str) -> str:
@@ -218,6 +231,41 @@ def run_example(test: DocExample, *, demo_site: Path | None = None, workdir: Pat
         if proc.returncode == 0:
             return RunResult(True, output)
         return RunResult(False, output, _failing_line(output, page), _last_error(output))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The built site: one strict build per test process, shared by the tests that read the pages.
+# ---------------------------------------------------------------------------------------------------------------
+
+_BUILT: dict[str, tuple[subprocess.CompletedProcess[str], Path]] = {}
+
+
+def build_site() -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``make docs`` into a temporary folder, once per process: the build's result and the site folder.
+
+    Tests that read the built pages share it; mark them ``@pytest.mark.xdist_group("docs-site")`` so that
+    pytest-xdist runs them in one process and the site is built once.
+    """
+    if "site" not in _BUILT:
+        import atexit
+        import shutil
+
+        site = Path(tempfile.mkdtemp(prefix="sglang-docs-site-"))
+        atexit.register(shutil.rmtree, site, True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
+        env["NO_MKDOCS_2_WARNING"] = "1"
+        proc = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+        )
+        _BUILT["site"] = (proc, site)
+    return _BUILT["site"]
+
+
+def page_html(site: Path, page: str) -> Path:
+    """The built file of ``page`` (``"index.md"``, ``"hooks.md"``) under ``site``."""
+    stem = page.removesuffix(".md")
+    return site / "index.html" if stem == "index" else site / stem / "index.html"
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -44,18 +43,6 @@ def platform_module(cls_name: str, device: str, activate_body: str = "return __n
             {body}
         """
     ) + textwrap.dedent(extra)
-
-
-def backdate(*roots: Path, seconds: float = 60.0) -> None:
-    """Make every folder and file under ``roots`` look ``seconds`` old, as a site installed a while ago does.
-
-    The saved discovery scan is only written once what it read is two seconds old; tests backdate instead of
-    sleeping.
-    """
-    when = time.time() - seconds
-    for root in roots:
-        for path in [root, *root.rglob("*")]:
-            os.utime(path, (when, when))
 
 
 def find_python(version: str) -> str | None:

@@ -13,9 +13,6 @@ import pytest
 from _plugin_site import PluginSite
 from sglang_plugin_runtime.plugins.hook_registry import isolated_registry
 
-# Every process the tests start scans the fake sites afresh (scan counts are asserted); the saved scan on disk
-# has its own tests, which switch it back on (tests/test_discovery_cache.py).
-os.environ["SGLANG_PLUGIN_NO_CACHE"] = "1"
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from _plugin_site import RUNTIME_SRC, PluginSite, backdate
+from _plugin_site import RUNTIME_SRC, PluginSite
 
 SCHEMA = json.loads((RUNTIME_SRC / "sglang_plugin_runtime" / "cli-schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
@@ -139,12 +139,21 @@ def test_activate_raising_is_an_error_even_when_another_platform_was_selected(si
     assert zeta["status"] == "failed" and "driver 1.2 is too old" in zeta["error"]
 
 
-def test_activate_raising_in_human_output_has_message_and_no_traceback(site: PluginSite) -> None:
+@pytest.mark.fault(
+    "cli",
+    "activate() raises in auto mode (the plugin is skipped)",
+    "doctor shows the message and the plugin's traceback (its own frames only), in the JSON and the text",
+)
+def test_activate_raising_in_auto_mode_shows_the_plugins_traceback(site: PluginSite) -> None:
     site.add_platform("zeta-gpu", "zeta", "zetagpu", "raise RuntimeError('driver 1.2 is too old')")
     result = cli(site, "doctor")
     assert result.code == 1
     assert "activate() raised RuntimeError: driver 1.2 is too old" in result.out
+    assert "Traceback of platform plugin 'zeta'" in result.out and "zeta_platform.py" in result.out
+    assert "sglang_plugin_runtime" not in result.out.split("Traceback of platform plugin")[1].split("Selected platform")[0]
     assert "PROBLEMS FOUND" in result.out
+    trace = cli(site, "doctor", "--json").json["platform"]["activations"][0]["traceback"]
+    assert "zeta_platform.py" in trace and trace.rstrip().endswith("RuntimeError: driver 1.2 is too old")
 
 
 def test_unknown_sglang_platform_fails_listing_the_available_names(site: PluginSite) -> None:
@@ -284,6 +293,11 @@ def test_simulate_activates_a_platform_without_hardware_and_labels_it(site: Plug
     assert "Result: OK [SIMULATED]" in human
 
 
+@pytest.mark.fault(
+    "cli",
+    "a plugin prints to sys.stdout while doctor --json runs",
+    "the text goes to stderr; stdout holds only the JSON document",
+)
 def test_plugin_printing_to_stdout_does_not_corrupt_json(site: PluginSite) -> None:
     add_general(site, "noisy-dist", "noisy", body="print('hello from a plugin')")
     result = cli(site, "doctor", "--json")
@@ -291,15 +305,160 @@ def test_plugin_printing_to_stdout_does_not_corrupt_json(site: PluginSite) -> No
     assert "hello from a plugin" in result.err
 
 
-def test_doctor_reports_whether_it_read_a_saved_discovery_scan(site: PluginSite, tmp_path) -> None:
-    site.add_platform("acme-npu", "acme", "npu")
-    backdate(site.root)
-    cache = {"SGLANG_PLUGIN_NO_CACHE": "", "SGLANG_PLUGIN_CACHE_DIR": str(tmp_path / "cache")}
-    first = cli(site, "doctor", "--json", **cache).json["discovery"]["saved_scan"]
-    second = cli(site, "doctor", **cache)
-    third = cli(site, "doctor", "--json", **cache).json["discovery"]["saved_scan"]
-    off = cli(site, "doctor", "--json").json["discovery"]["saved_scan"]
-    assert first == {"enabled": True, "directory": str(tmp_path / "cache"), "used": False, "file": None}
-    assert "Saved scan: read from " + str(tmp_path / "cache") in second.out
-    assert third["used"] and third["file"].startswith(str(tmp_path / "cache"))
-    assert off["enabled"] is False and off["used"] is False
+# --- plugin code that misbehaves under doctor ---------------------------------------------------------------------
+
+
+@pytest.mark.fault(
+    "cli",
+    "activate() calls sys.exit(0) under doctor --json",
+    "valid JSON on stdout, exit status 1, a problem naming the plugin and SystemExit (it printed nothing and exited 0)",
+)
+def test_doctor_reports_activate_calling_sys_exit(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(0)")
+    result = cli(site, "doctor", "--json")
+    report = result.json
+    assert result.code == 1 and not report["healthy"]
+    problem = next(p for p in report["problems"] if p["plugin"] == "acme")
+    assert "SystemExit(0)" in problem["message"] and problem["distribution"] == "acme-npu"
+
+
+@pytest.mark.fault(
+    "cli",
+    "a general plugin calls sys.exit(0) at import under doctor --json",
+    "valid JSON, exit status 1, the plugin failed-import; the other plugins load",
+)
+def test_doctor_reports_general_plugin_calling_sys_exit(site: PluginSite) -> None:
+    add_general(site, "quit-dist", "quitter", at_import="import sys; sys.exit(0)")
+    add_general(site, "good-dist", "good")
+    result = cli(site, "doctor", "--json")
+    statuses = {p["plugin"]: p["status"] for p in result.json["plugins"]["plugins"]}
+    assert result.code == 1 and statuses == {"quitter": "failed-import", "good": "loaded"}
+
+
+@pytest.mark.fault(
+    "cli",
+    "plugin code writes to file descriptor 1 directly (os.write, C printf from a vendor library)",
+    "the bytes go to stderr; doctor --json's stdout is exactly one JSON document",
+)
+def test_native_writes_to_stdout_do_not_corrupt_json(site: PluginSite) -> None:
+    native = (
+        "import ctypes, os\n"
+        "os.write(1, b'raw bytes on fd 1\\n')\n"
+        "ctypes.CDLL(None).printf(b'buffered by C stdio')\n"
+        "os.write(2, b'raw bytes on fd 2\\n')"
+    )
+    add_general(site, "native-dist", "native", at_import=native)
+    result = cli(site, "doctor", "--json")
+    assert result.json["healthy"]
+    assert "raw bytes on fd 1" in result.err and "buffered by C stdio" in result.err and "raw bytes on fd 2" in result.err
+
+
+@pytest.mark.fault(
+    "cli",
+    "activate() raises KeyboardInterrupt itself under doctor --json",
+    "the plugin's failure (not the user's interrupt): valid JSON, exit status 1, the problem names the plugin",
+)
+def test_keyboard_interrupt_raised_by_a_plugin_is_its_failure_under_doctor(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "raise KeyboardInterrupt")
+    result = cli(site, "doctor", "--json")
+    assert result.code == 1
+    problem = next(p for p in result.json["problems"] if p["plugin"] == "acme")
+    assert "KeyboardInterrupt raised by the plugin's own code" in problem["message"]
+
+
+@pytest.mark.fault(
+    "cli",
+    "the user presses Ctrl-C (SIGINT) while a plugin's activate() runs under doctor",
+    "exit status 130 and 'interrupted' on stderr, as for any command; not reported as the plugin's failure",
+)
+def test_a_real_ctrl_c_during_doctor_is_the_users_interrupt(site: PluginSite) -> None:
+    import signal
+    import time
+
+    marker = site.root / "activating"
+    body = f"open({str(marker)!r}, 'w').close(); import time; time.sleep(60)"
+    site.add_platform("acme-npu", "acme", "acmenpu", body)
+    env = {k: v for k, v in os.environ.items() if k not in PLUGIN_VARS}
+    env["PYTHONPATH"] = os.pathsep.join([str(site.root), str(RUNTIME_SRC)])
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sglang_plugin_runtime", "doctor", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=site.root,
+        # A child of a background job inherits SIGINT ignored; the CLI's own handler is what is tested.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    deadline = time.monotonic() + 60
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and "interrupted" in err and out == ""
+
+
+@pytest.mark.fault(
+    "cli",
+    "activate() returns an invalid class name",
+    "doctor lists the error once (it was listed twice)",
+)
+def test_invalid_activate_result_is_listed_once(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "return 'acme_platform.NoSuchClass'")
+    report = cli(site, "doctor", "--json").json
+    errors = [p["message"] for p in report["problems"] if "NoSuchClass" in p["message"]]
+    assert len(errors) == 1
+
+
+@pytest.mark.fault(
+    "cli",
+    "a platform plugin's activate() returns None",
+    "doctor shows why, from what the plugin logged while it ran (a DEBUG line is enough), without -vv",
+)
+def test_doctor_says_why_a_plugin_is_unavailable(site: PluginSite) -> None:
+    body = "import logging; logging.getLogger('acme_platform').debug('no /dev/acme0: driver not loaded'); return None"
+    site.add_platform("acme-npu", "acme", "acmenpu", body)
+    result = cli(site, "doctor")
+    assert "None: DEBUG acme_platform: no /dev/acme0: driver not loaded" in result.out
+    activation = cli(site, "doctor", "--json").json["platform"]["activations"][0]
+    assert activation["log"] == ["DEBUG acme_platform: no /dev/acme0: driver not loaded"]
+
+
+def test_doctor_says_when_an_unavailable_plugin_logged_no_reason(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "return None")
+    assert "activate() logged no reason" in cli(site, "doctor").out
+
+
+@pytest.mark.fault(
+    "cli",
+    "SGLANG_PLATFORM=acme-npu under doctor and list (the plugin is acme_npu)",
+    "the error says: did you mean SGLANG_PLATFORM='acme_npu'?",
+)
+def test_doctor_and_list_suggest_the_platform_name(site: PluginSite) -> None:
+    site.add_platform("acme-npu-platform", "acme_npu", "acmenpu")
+    doctor = cli(site, "doctor", "--json", SGLANG_PLATFORM="acme-npu").json
+    listed = cli(site, "list", "--json", SGLANG_PLATFORM="acme-npu").json
+    assert "Did you mean SGLANG_PLATFORM='acme_npu'?" in messages(doctor)
+    assert "Did you mean SGLANG_PLATFORM='acme_npu'?" in messages(listed)
+
+
+@pytest.mark.fault(
+    "cli",
+    "SGLANG_PLUGINS=',' under doctor",
+    "a warning problem: it names no plugin, so none loads; how to fix it",
+)
+def test_doctor_warns_about_an_allowlist_naming_no_plugin(site: PluginSite) -> None:
+    add_general(site, "one-dist", "one")
+    report = cli(site, "doctor", "--json", SGLANG_PLUGINS=",").json
+    assert "SGLANG_PLUGINS=',' names no plugin" in messages(report, "warning")
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor --import-targets imports a hook target's module, which calls sys.exit()",
+    "a hooks error naming the module and the target; the report is still printed",
+)
+def test_target_module_calling_sys_exit_under_import_targets_is_reported(site: PluginSite) -> None:
+    site.add("target-dist", modules={"exiting_target.py": "import sys\nsys.exit(2)\ndef work():\n    pass\n"})
+    add_general(site, "hooks-dist", "hooks", body=(
+        "HookRegistry.register('exiting_target.work', lambda result: result, HookType.AFTER)"
+    ))
+    result = cli(site, "doctor", "--json", "--import-targets")
+    assert result.code == 1
+    assert "importing 'exiting_target' for target 'exiting_target.work' failed: SystemExit(2)" in messages(result.json)

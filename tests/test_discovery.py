@@ -68,6 +68,11 @@ def test_entry_points_are_sorted_by_distribution_then_name(site: PluginSite) -> 
     assert [(ep.dist_name, ep.name) for ep in eps] == [("aaa", "z"), ("zzz", "a"), ("zzz", "b")]
 
 
+@pytest.mark.fault(
+    "discovery",
+    "two copies of one distribution on sys.path",
+    "the first on the path wins, as in importlib.metadata",
+)
 def test_first_distribution_of_a_name_on_the_path_wins(site: PluginSite, tmp_path) -> None:
     other = PluginSite(tmp_path / "other")
     other.add("acme", "9.9", {"g": {"x": "m:f"}})
@@ -76,6 +81,11 @@ def test_first_distribution_of_a_name_on_the_path_wins(site: PluginSite, tmp_pat
     assert [ep.dist_version for ep in eps] == ["1.0"]
 
 
+@pytest.mark.fault(
+    "discovery",
+    "two distributions offer the same entry-point name in one group",
+    "reported as a duplicate naming both distributions",
+)
 def test_duplicate_names_across_distributions_are_reported_with_both(site: PluginSite) -> None:
     site.add("one", entry_points={"g": {"same": "m:f"}})
     site.add("two", entry_points={"g": {"same": "n:f"}})
@@ -93,6 +103,11 @@ def test_duplicate_names_across_distributions_are_reported_with_both(site: Plugi
         "[g]\n = m:f\n",
     ],
 )
+@pytest.mark.fault(
+    "discovery",
+    "a malformed entry_points.txt (no '=', broken section header, entry outside a section, a value that is not module[:attr], an empty name)",
+    "that distribution is skipped with its path in the WARNING and the report; the others are found",
+)
 def test_malformed_entry_points_file_is_skipped_with_its_path(site: PluginSite, text: str) -> None:
     bad = site.add("bad", entry_points_text=text)
     site.add("good", entry_points={"g": {"ok": "m:f"}})
@@ -101,6 +116,11 @@ def test_malformed_entry_points_file_is_skipped_with_its_path(site: PluginSite, 
     assert [m.path for m in result.malformed] == [str(bad)]
 
 
+@pytest.mark.fault(
+    "discovery",
+    "an entry_points.txt that is not valid UTF-8",
+    "reported as malformed ('unreadable') with its path; the scan goes on",
+)
 def test_unreadable_entry_points_file_is_reported_not_raised(site: PluginSite) -> None:
     bad = site.add("bad", entry_points_text="[g]\nx = m:f\n")
     (bad / "entry_points.txt").write_bytes(b"[g]\nx = m:\xff\n")
@@ -142,39 +162,49 @@ def test_one_scan_serves_platform_selection_and_plugin_loading(site: PluginSite)
         calls = []
         original = md.entry_points
         md.entry_points = lambda *a, **k: calls.append(1) or original(*a, **k)
-        from sglang_plugin_runtime._discovery import scan_count
+        from sglang_plugin_runtime._discovery import _CACHE
         from sglang_plugin_runtime.platforms import current_platform, current_platform_selection
         from sglang_plugin_runtime.plugins import load_plugins, load_plugins_by_group
         current_platform
         load_plugins()
         load_plugins_by_group("sglang.srt.platforms")
         current_platform_selection("multimodal_gen")
-        print(json.dumps([scan_count(), len(calls)]))
+        print(json.dumps([_CACHE.scans, len(calls)]))
         """
     )
     assert out == [1, 0]
 
 
+@pytest.mark.fault(
+    "discovery",
+    "a process forks after it scanned",
+    "the child scans again on first use (the in-memory scan is keyed by pid)",
+)
 def test_cache_is_dropped_in_a_forked_child(site: PluginSite) -> None:
     out = site.run_json(
         """
         import json, os
-        from sglang_plugin_runtime._discovery import discover_entry_points, scan_count
+        from sglang_plugin_runtime._discovery import _CACHE, discover_entry_points
         discover_entry_points()
         read, write = os.pipe()
         pid = os.fork()
         if pid == 0:
             discover_entry_points()
-            os.write(write, str(scan_count()).encode()); os._exit(0)
+            os.write(write, str(_CACHE.scans).encode()); os._exit(0)
         os.waitpid(pid, 0)
         child = int(os.read(read, 16))
         discover_entry_points()
-        print(json.dumps([scan_count(), child]))
+        print(json.dumps([_CACHE.scans, child]))
         """
     )
     assert out == [1, 2]
 
 
+@pytest.mark.fault(
+    "discovery",
+    "sys.path changes after the first scan",
+    "the next look-up scans again and sees the new folder",
+)
 def test_changing_sys_path_triggers_a_rescan(site: PluginSite, tmp_path) -> None:
     late = PluginSite(tmp_path / "late")
     late.add("late-plugin", entry_points={"g": {"late": "m:f"}})

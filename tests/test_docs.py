@@ -5,16 +5,24 @@ Conventions: docs/contributing.md. Machinery: tests/_docs_support.py; its own te
 
 from __future__ import annotations
 
+import html
 import importlib.util
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from _docs_support import DOCS_DIR, REPO_ROOT, collect, doc_files, invalid_settings, run_example
+from _docs_support import (
+    DOCS_DIR,
+    REPO_ROOT,
+    build_site,
+    collect,
+    doc_files,
+    invalid_settings,
+    mermaid_blocks,
+    page_html,
+    run_example,
+)
 
 FILES = doc_files()
 EXAMPLES = collect(FILES)
@@ -87,14 +95,38 @@ def test_readme_links_resolve() -> None:
 
 
 @pytest.mark.slow
-def test_site_builds_strictly(tmp_path: Path) -> None:
+@pytest.mark.xdist_group("docs-site")
+def test_site_builds_strictly() -> None:
     """``make docs``: a strict MkDocs build (broken links, missing pages, failing exec blocks all fail it)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
-    env["NO_MKDOCS_2_WARNING"] = "1"
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
-    )
+    proc, _ = build_site()
     if proc.returncode != 0:
-        lines = [l for l in (proc.stdout + proc.stderr).splitlines() if l.startswith(("WARNING", "ERROR")) or l.startswith("  ")]
+        output = (proc.stdout + proc.stderr).splitlines()
+        lines = [line for line in output if line.startswith(("WARNING", "ERROR", "  "))]
         pytest.fail("mkdocs build --strict failed:\n" + "\n".join(lines[-80:]), pytrace=False)
+
+
+def _built_site() -> Path:
+    proc, site = build_site()
+    if proc.returncode != 0:
+        pytest.fail("the site did not build: see test_site_builds_strictly", pytrace=False)
+    return site
+
+
+DIAGRAM_PAGES = [path for path in FILES if path.parent == DOCS_DIR and mermaid_blocks(path.read_text(encoding="utf-8"))]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("docs-site")
+@pytest.mark.parametrize("path", DIAGRAM_PAGES, ids=[p.name for p in DIAGRAM_PAGES])
+def test_each_diagrams_source_reaches_its_built_page(path: Path) -> None:
+    """A ```` ```mermaid ```` fence becomes ``<pre class="mermaid">`` with its source, which the browser draws.
+
+    Read from the HTML alone: no browser, no network (tests/test_docs_browser.py checks the drawing).
+    """
+    built = page_html(_built_site(), path.name).read_text(encoding="utf-8")
+    shown = [html.unescape(m) for m in re.findall(r'<pre class="mermaid"><code>(.*?)</code></pre>', built, re.S)]
+    assert [s.strip() for s in shown] == [s.strip() for s in mermaid_blocks(path.read_text(encoding="utf-8"))]
+
+
+def test_selection_hooks_and_processes_pages_carry_diagrams() -> None:
+    assert {p.name for p in DIAGRAM_PAGES} >= {"selection.md", "hooks.md", "processes.md"}

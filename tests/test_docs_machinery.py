@@ -161,9 +161,27 @@ def test_unknown_options_are_reported(tmp_path: Path) -> None:
     assert 'test="skipp"' in problems[0] and "needs reason" in problems[1]
 
 
+class _PythonName(str):
+    """A ``!!python/name:module.attr`` value of mkdocs.yml (the Mermaid fence's formatter), kept as written."""
+
+
+class _ConfigLoader(yaml.SafeLoader):
+    pass
+
+
+class _ConfigDumper(yaml.SafeDumper):
+    pass
+
+
+_ConfigLoader.add_multi_constructor("tag:yaml.org,2002:python/name:", lambda loader, suffix, node: _PythonName(suffix))
+_ConfigDumper.add_representer(
+    _PythonName, lambda dumper, value: dumper.represent_scalar(f"tag:yaml.org,2002:python/name:{value}", "")
+)
+
+
 def _mini_site(tmp_path: Path, pages: dict[str, str]) -> Path:
     """A site with the real mkdocs.yml's settings (validation, hooks, extensions), but only ``pages``."""
-    config = yaml.safe_load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_ConfigLoader)
     docs = tmp_path / "docs"
     docs.mkdir(parents=True)
     for name, text in pages.items():
@@ -172,7 +190,7 @@ def _mini_site(tmp_path: Path, pages: dict[str, str]) -> Path:
     config["nav"] = list(pages)
     config["hooks"] = [str(REPO_ROOT / hook) for hook in config["hooks"]]
     config["plugins"] = [p for p in config["plugins"] if p != "mkdocstrings" and not (isinstance(p, dict) and "mkdocstrings" in p)]
-    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(yaml.dump(config, Dumper=_ConfigDumper), encoding="utf-8")
     return tmp_path
 
 

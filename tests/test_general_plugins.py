@@ -90,6 +90,11 @@ def test_allowlist_loads_only_named_plugins_and_tolerates_whitespace(site: Plugi
     assert registered_count(site, "beta") == 0
 
 
+@pytest.mark.fault(
+    "plugins",
+    "SGLANG_PLUGINS lists a plugin that is not installed",
+    "WARNING naming it; the listed plugins that exist load",
+)
 def test_allowlisted_name_that_is_not_installed_is_warned(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
     result = site.run(LOAD, {"SGLANG_PLUGINS": "alpha,missing"})
@@ -156,6 +161,11 @@ def test_plugin_source_is_current_during_import_and_during_register(site: Plugin
     assert out == [["alpha", "alpha-dist"], [["alpha", "alpha-dist"]]]
 
 
+@pytest.mark.fault(
+    "plugins",
+    "a general plugin's module raises at import",
+    "failed-import with the exception, WARNING naming its distribution; the others load",
+)
 def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
     site.add("broken-dist", entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}}, modules={"broken_plugin.py": "raise RuntimeError('boom at import')\n"})
@@ -167,6 +177,11 @@ def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) 
     assert "WARNING" in result.stderr and "broken-dist" in result.stderr
 
 
+@pytest.mark.fault(
+    "plugins",
+    "register() registers a hook, then raises",
+    "failed-register; the hook it registered is discarded, never applied; the others load",
+)
 def test_plugin_whose_register_raises_leaves_the_others_loaded_and_its_hooks_discarded(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": TARGET_MODULE})
     add_general(site, "alpha-dist", "alpha", in_register=AROUND_HOOK + "    raise ValueError('half-way')\n")
@@ -183,6 +198,11 @@ def test_plugin_whose_register_raises_leaves_the_others_loaded_and_its_hooks_dis
     assert out == [{"alpha": "failed-register", "beta": "loaded"}, 2]
 
 
+@pytest.mark.fault(
+    "plugins",
+    "register() raises with SGLANG_PLUGINS_STRICT=1",
+    "PluginLoadError naming the plugin and its distribution",
+)
 def test_strict_mode_raises_on_a_failing_plugin(site: PluginSite) -> None:
     site.add("broken-dist", entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}}, modules={"broken_plugin.py": "def register():\n    raise ValueError('nope')\n"})
     result = site.run(LOAD, {"SGLANG_PLUGINS_STRICT": "1"})
@@ -190,6 +210,11 @@ def test_strict_mode_raises_on_a_failing_plugin(site: PluginSite) -> None:
     assert "PluginLoadError" in result.stderr and "'broken'" in result.stderr and "broken-dist" in result.stderr
 
 
+@pytest.mark.fault(
+    "plugins",
+    "one general plugin name offered by two distributions",
+    "failed-duplicate naming both distributions with their versions",
+)
 def test_same_plugin_name_from_two_distributions_fails_naming_both(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
     site.add("alpha-fork", "3.0", entry_points={"sglang.srt.plugins": {"alpha": "alpha_fork:register"}}, modules={"alpha_fork.py": "def register():\n    pass\n"})
@@ -204,6 +229,11 @@ def test_load_plugins_is_idempotent_within_a_process(site: PluginSite) -> None:
     assert registered_count(site, "alpha") == 1
 
 
+@pytest.mark.fault(
+    "plugins",
+    "discovery raises during load_plugins()",
+    "the error propagates; the next load_plugins() loads normally",
+)
 def test_a_discovery_failure_does_not_poison_later_calls(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
     out = site.run_json(
@@ -254,6 +284,11 @@ def test_load_plugins_by_group_skips_excluded_distributions_without_importing(si
 
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver", "fork"])
+@pytest.mark.fault(
+    "processes",
+    "load_plugins() in spawned and forked children after the parent loaded",
+    "each child ends with every hook applied exactly once",
+)
 def test_children_end_with_hooks_applied_exactly_once(site: PluginSite, method: str) -> None:
     site.add("target", modules={"target_mod.py": TARGET_MODULE})
     add_general(site, "alpha-dist", "alpha", in_register=AROUND_HOOK)
@@ -295,3 +330,96 @@ def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
     out = site.run("from sglang_plugin_runtime.plugins import load_plugins\nprint(load_plugins())", check=True)
     # Records follow what happened: imports first (where broken failed), then the register() calls.
     assert out.stdout.strip() == "LoadReport(srt: broken: failed-import, alpha: loaded)"
+
+
+# --- plugin code that misbehaves ---------------------------------------------------------------------------------
+
+
+@pytest.mark.fault(
+    "plugins",
+    "a general plugin's module calls sys.exit(0) while it is imported",
+    "failed-import naming the plugin and SystemExit; the other plugins load and load_plugins() returns",
+)
+def test_general_plugin_calling_sys_exit_at_import_is_an_import_failure(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    site.add("exit-dist", entry_points={"sglang.srt.plugins": {"quitter": "quitter_plugin:register"}}, modules={"quitter_plugin.py": "import sys\nsys.exit(0)\n"})
+    add_general(site, "gamma-dist", "gamma")
+    out = site.run_json(LOAD)
+    assert out["alpha"][0] == out["gamma"][0] == "loaded"
+    assert out["quitter"][0] == "failed-import" and "SystemExit(0)" in out["quitter"][1]
+
+
+@pytest.mark.fault(
+    "plugins",
+    "register() calls sys.exit(1)",
+    "failed-register, its hooks discarded, the others loaded; strict mode raises PluginLoadError chained to it",
+)
+def test_register_calling_sys_exit_is_a_register_failure(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha", in_register="    import sys; sys.exit(1)\n")
+    add_general(site, "beta-dist", "beta")
+    out = site.run_json(LOAD)
+    assert out["alpha"][0] == "failed-register" and "SystemExit(1)" in out["alpha"][1]
+    assert out["beta"][0] == "loaded"
+    strict = site.run(LOAD, {"SGLANG_PLUGINS_STRICT": "1"})
+    assert strict.returncode != 0 and "PluginLoadError" in strict.stderr and "'alpha'" in strict.stderr
+
+
+@pytest.mark.fault(
+    "plugins",
+    "SGLANG_PLUGINS_STRICT=1, plugin b fails once, the host calls load_plugins() again",
+    "the retry loads b; plugin a is not run again and its AFTER hook runs once per call",
+)
+def test_strict_retry_registers_each_hook_once(site: PluginSite) -> None:
+    site.add("target", modules={"target_mod.py": TARGET_MODULE})
+    add_general(site, "alpha-dist", "alpha", in_register=AROUND_HOOK)
+    flaky = """
+import os
+FLAG = os.path.join(os.path.dirname(__file__), "failed-once")
+
+def register():
+    if not os.path.exists(FLAG):
+        open(FLAG, "w").close()
+        raise RuntimeError("transient")
+"""
+    site.add("beta-dist", entry_points={"sglang.srt.plugins": {"beta": "beta_plugin:register"}}, modules={"beta_plugin.py": flaky})
+    out = site.run_json(
+        """
+        import json
+        import target_mod
+        from sglang_plugin_runtime.plugins import load_plugins
+        try:
+            load_plugins()
+            first = "no error"
+        except RuntimeError as exc:
+            first = type(exc).__name__
+        report = load_plugins()
+        print(json.dumps([first, {r.plugin: r.status for r in report.records}, target_mod.work(1)]))
+        """,
+        {"SGLANG_PLUGINS_STRICT": "1"},
+    )
+    assert out == ["PluginLoadError", {"alpha": "loaded", "beta": "loaded"}, 1002]
+    assert registered_count(site, "alpha") == 1
+
+
+@pytest.mark.fault(
+    "plugins",
+    "SGLANG_PLUGINS=',' (set, but naming no plugin)",
+    "no general plugin loads, as in SGLang, with a WARNING that says so and how to load them",
+)
+def test_allowlist_naming_no_plugin_is_warned(site: PluginSite) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    result = site.run(LOAD, {"SGLANG_PLUGINS": ","})
+    out = __import__("json").loads(result.stdout.splitlines()[-1])
+    assert out["alpha"][0] == "skipped-allowlist"
+    assert "SGLANG_PLUGINS=',' names no plugin" in result.stderr and "Unset SGLANG_PLUGINS" in result.stderr
+
+
+@pytest.mark.fault(
+    "plugins",
+    "a general entry point that names a module attribute that is not a function",
+    "failed-import: 'the entry point ... names int 3, not a function'",
+)
+def test_general_entry_point_naming_a_non_callable_is_an_import_failure(site: PluginSite) -> None:
+    site.add("odd-dist", entry_points={"sglang.srt.plugins": {"odd": "odd_plugin:VALUE"}}, modules={"odd_plugin.py": "VALUE = 3\n"})
+    out = site.run_json(LOAD)
+    assert out["odd"][0] == "failed-import" and "names int 3, not a function" in out["odd"][1]

@@ -140,3 +140,71 @@ def test_discard_source_rebuilds_a_target_without_its_hooks(make_module):
     HookRegistry.apply_hooks()
     HookRegistry.discard_source(HookSource("bad", None))
     assert mod.f(1) == 2
+
+
+# --- is_hook_applied (SGLang main) --------------------------------------------------------------------------
+
+
+def _after(result, *args, **kwargs):
+    return result
+
+
+def _other(result, *args, **kwargs):
+    return result
+
+
+def test_is_hook_applied_is_false_until_the_hook_is_applied(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", _after, HookType.AFTER)
+    assert not HookRegistry.is_hook_applied(f"{name}.f", _after)
+    HookRegistry.apply_hooks()
+    assert HookRegistry.is_hook_applied(f"{name}.f", _after)
+
+
+def test_is_hook_applied_matches_the_exact_hook_and_type(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", _after, HookType.AFTER)
+    HookRegistry.apply_hooks()
+    assert HookRegistry.is_hook_applied(f"{name}.f", _after, HookType.AFTER)
+    assert not HookRegistry.is_hook_applied(f"{name}.f", _after, HookType.BEFORE)
+    assert not HookRegistry.is_hook_applied(f"{name}.f", _other)
+
+
+def test_is_hook_applied_accepts_either_target_spelling(make_module):
+    name = make_module("m", "class C:\n    def run(self):\n        return 1\n")
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}:C.run", _after)
+    HookRegistry.apply_hooks()
+    assert HookRegistry.is_hook_applied(f"{name}.C.run", _after)
+    assert HookRegistry.is_hook_applied(f"{name}:C.run", _after)
+
+
+def test_is_hook_applied_is_false_after_reset(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", _after)
+    HookRegistry.apply_hooks()
+    HookRegistry.reset()
+    assert not HookRegistry.is_hook_applied(f"{name}.f", _after)
+
+
+def test_is_hook_applied_is_false_for_a_failed_target_until_a_retry_succeeds(make_module):
+    name = make_module("later", "def f():\n    return 1\n")
+    HookRegistry.register(f"{name}.g", _after)
+    module = importlib.import_module(name)
+    HookRegistry.apply_hooks()
+    assert HookRegistry.describe(f"{name}.g")[0].status == "failed"
+    assert not HookRegistry.is_hook_applied(f"{name}.g", _after)
+    module.g = lambda: 2
+    HookRegistry.apply_hooks()
+    assert HookRegistry.is_hook_applied(f"{name}.g", _after)
+
+
+def test_is_hook_applied_is_false_for_a_pending_target(make_module):
+    name = make_module("never", "def f():\n    return 1\n")
+    HookRegistry.register(f"{name}.f", _after)
+    HookRegistry.apply_hooks()
+    assert HookRegistry.describe(f"{name}.f")[0].status == "pending"
+    assert not HookRegistry.is_hook_applied(f"{name}.f", _after)

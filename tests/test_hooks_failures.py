@@ -15,6 +15,11 @@ from sglang_plugin_runtime.plugins.hook_registry import (
 )
 
 
+@pytest.mark.fault(
+    "hooks",
+    "a hook on an attribute that does not exist in an imported module",
+    "the target is failed; the ERROR names target, hook and plugin",
+)
 def test_missing_attribute_fails_the_target_naming_target_hook_and_source(make_module, caplog):
     name = make_module("m", "def f():\n    return 1\n")
     importlib.import_module(name)
@@ -30,6 +35,11 @@ def test_missing_attribute_fails_the_target_naming_target_hook_and_source(make_m
     assert f"{name}.missing" in logged and "my_hook" in logged and "plugin=plug, dist=plug-dist" in logged
 
 
+@pytest.mark.fault(
+    "hooks",
+    "several targets fail to apply in strict mode",
+    "one HookApplyError listing every failure",
+)
 def test_strict_apply_raises_listing_every_failure(make_module):
     name = make_module("m", "def f():\n    return 1\n")
     importlib.import_module(name)
@@ -50,6 +60,11 @@ def test_strict_mode_from_the_environment(make_module, monkeypatch):
         HookRegistry.apply_hooks()
 
 
+@pytest.mark.fault(
+    "hooks",
+    "one target fails to apply",
+    "the other targets of the batch are applied",
+)
 def test_a_failing_target_does_not_block_the_others(make_module):
     name = make_module("m", "def f():\n    return 1\n")
     mod = importlib.import_module(name)
@@ -59,6 +74,11 @@ def test_a_failing_target_does_not_block_the_others(make_module):
     assert mod.f() == 2
 
 
+@pytest.mark.fault(
+    "hooks",
+    "a hook on a module that is not installed",
+    "the target stays pending, with the reason in describe()",
+)
 def test_target_in_a_module_that_is_not_installed_stays_pending_with_a_reason(make_module):
     missing = f"no_such_module_{uuid.uuid4().hex[:8]}"
     HookRegistry.register(f"{missing}.f", lambda r: r)
@@ -74,6 +94,11 @@ def test_strict_mode_fails_a_target_whose_module_is_not_installed(make_module):
         HookRegistry.apply_hooks(strict=True)
 
 
+@pytest.mark.fault(
+    "hooks",
+    "setting the patched attribute raises",
+    "the target is left exactly as it was and marked failed (no partial patch)",
+)
 def test_a_setattr_that_fails_leaves_the_target_untouched_and_failed(make_module):
     name = make_module(
         "m",
@@ -159,3 +184,101 @@ def test_method_replace_over_a_class_replace_is_reported(make_module):
     assert mod.C().m() == 3
     kinds = [c.kind for c in HookRegistry.describe(f"{name}.C.m")[0].conflicts]
     assert kinds == ["method_replace_overrides_class_replace"]
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a BEFORE hook returns 5 instead of None or (args, kwargs)",
+    "TypeError naming the hook, the target and what a BEFORE hook must return (was: 'cannot unpack non-iterable "
+    "int object')",
+)
+def test_before_hook_returning_a_non_pair_is_an_error_naming_the_hook(make_module):
+    name = make_module("m", "def f(x):\n    return x\n")
+    module = importlib.import_module(name)
+
+    def bad_before(x):
+        return 5
+
+    HookRegistry.register(f"{name}.f", bad_before, HookType.BEFORE)
+    HookRegistry.apply_hooks()
+    with pytest.raises(TypeError) as info:
+        module.f(1)
+    message = str(info.value)
+    assert "bad_before" in message and f"{name}:f" in message and "returned 5 (int)" in message
+    assert "(args, kwargs)" in message
+
+
+def test_before_hook_returning_a_wrong_length_tuple_keeps_the_error_type(make_module):
+    name = make_module("m", "def f(x):\n    return x\n")
+    module = importlib.import_module(name)
+
+    def bad_before(x):
+        return ((x,), {}, "extra")
+
+    HookRegistry.register(f"{name}.f", bad_before, HookType.BEFORE)
+    HookRegistry.apply_hooks()
+    with pytest.raises(ValueError, match="bad_before"):
+        module.f(1, **{})
+    with pytest.raises(ValueError, match="bad_before"):
+        module.f(x=1)
+
+
+def test_before_hook_returning_a_list_pair_works_as_in_sglang(make_module):
+    name = make_module("m", "def f(x):\n    return x\n")
+    module = importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", lambda x: [(x + 1,), {}], HookType.BEFORE)
+    HookRegistry.apply_hooks()
+    assert module.f(1) == 2
+
+
+@pytest.mark.fault(
+    "hooks",
+    "the same hook registered twice on one target",
+    "it runs twice, as in SGLang, and a WARNING names the hook, the target and both sources",
+)
+def test_same_hook_registered_twice_is_warned(make_module, caplog):
+    name = make_module("m", "def f(x):\n    return [x]\n")
+    module = importlib.import_module(name)
+
+    def once(result, x):
+        return [*result, "after"]
+
+    HookRegistry.register(f"{name}.f", once, HookType.AFTER, source=HookSource("p", "p-dist"))
+    HookRegistry.register(f"{name}.f", once, HookType.AFTER, source=HookSource("q", "q-dist"))
+    HookRegistry.apply_hooks()
+    assert module.f(1) == [1, "after", "after"]
+    warning = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    assert "once" in warning and "a second time" in warning and "plugin=p" in warning and "plugin=q" in warning
+
+
+@pytest.mark.fault(
+    "hooks",
+    "code run while a hook is applied calls sys.exit() (a property subclass whose getter() exits)",
+    "the target is failed with SystemExit in its error; the process and the other targets go on",
+)
+def test_sys_exit_while_applying_a_hook_fails_only_that_target(make_module):
+    name = make_module(
+        "m",
+        """
+import sys
+
+class exiting_property(property):
+    def getter(self, fget):
+        sys.exit(4)
+
+class Config:
+    @exiting_property
+    def size(self):
+        return 1
+
+def g():
+    return 1
+""",
+    )
+    module = importlib.import_module(name)
+    HookRegistry.register(f"{name}.Config.size", lambda result, self: result + 1)
+    HookRegistry.register(f"{name}.g", lambda result: result + 1)
+    HookRegistry.apply_hooks()
+    report = HookRegistry.describe(f"{name}.Config.size")[0]
+    assert report.status == "failed" and "SystemExit(4)" in report.error
+    assert module.g() == 2

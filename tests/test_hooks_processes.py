@@ -11,6 +11,11 @@ import pytest
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
 
 
+@pytest.mark.fault(
+    "processes",
+    "apply_hooks() called from many threads at once",
+    "each target is wrapped once",
+)
 def test_concurrent_apply_hooks_from_threads_wraps_once(make_module):
     name = make_module("m", "def f():\n    return 1\n")
     mod = importlib.import_module(name)
@@ -32,6 +37,11 @@ def test_concurrent_apply_hooks_from_threads_wraps_once(make_module):
     assert mod.f() == 6
 
 
+@pytest.mark.fault(
+    "processes",
+    "threads import a pending target's module at the same time",
+    "the target is patched once",
+)
 def test_concurrent_first_imports_of_a_pending_target_patch_once(make_module):
     name = make_module("m", "def f():\n    return 1\n")
     HookRegistry.register(f"{name}.f", lambda r: r + 1)
@@ -52,6 +62,11 @@ def test_concurrent_first_imports_of_a_pending_target_patch_once(make_module):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.fault(
+    "processes",
+    "a forked child calls apply_hooks() again",
+    "no double wrapping",
+)
 def test_forked_child_calling_apply_hooks_again_does_not_double_wrap(make_module):
     name = make_module("m", "def f():\n    return 1\n")
     mod = importlib.import_module(name)

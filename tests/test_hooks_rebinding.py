@@ -77,42 +77,11 @@ def test_target_spelled_through_a_reexporting_module_wraps_the_original_not_our_
     assert sys.modules[name].f() == ["core"]
 
 
-def _count_walks(monkeypatch) -> list[int]:
-    from sglang_plugin_runtime.plugins._hooks import _engine
-
-    walks: list[int] = []
-    real = _engine.rebind
-    monkeypatch.setattr(_engine, "rebind", lambda *args, **kwargs: walks.append(1) or real(*args, **kwargs))
-    return walks
-
-
-def test_a_function_held_only_by_its_module_is_patched_without_a_walk(make_module, monkeypatch):
-    name = make_module("m", "def f():\n    return 1\n")
-    module = importlib.import_module(name)
-    walks = _count_walks(monkeypatch)
-    HookRegistry.register(f"{name}.f", lambda r: r + 1)
-    HookRegistry.apply_hooks()
-    assert module.f() == 2 and walks == []
-
-
-def test_a_method_held_only_by_its_class_is_patched_without_a_walk(make_module, monkeypatch):
-    name = make_module("m", "class C:\n    def run(self):\n        return 1\n")
-    module = importlib.import_module(name)
-    walks = _count_walks(monkeypatch)
-    HookRegistry.register(f"{name}.C.run", lambda r, *a: r + 1)
-    HookRegistry.apply_hooks()
-    assert module.C().run() == 2 and walks == []
-
-
-def test_a_function_with_any_other_reference_still_gets_the_walk(make_module, monkeypatch):
+def test_a_list_entry_holding_the_original_is_left_alone(make_module):
     name = make_module("m", "def f():\n    return 1\n\nTABLE = [f]\n")
     module = importlib.import_module(name)
-    original = module.f
-    del original  # only TABLE is left besides the module global
-    walks = _count_walks(monkeypatch)
     HookRegistry.register(f"{name}.f", lambda r: r + 1)
     HookRegistry.apply_hooks()
-    assert walks == [1]
     assert module.f() == 2 and module.TABLE[0]() == 1  # a list entry is not a global: left alone
 
 
@@ -125,11 +94,3 @@ def test_a_copy_made_by_a_later_import_is_rebound_on_rebuild(make_module):
     HookRegistry.register(f"{name}.f", lambda r: r * 10)
     HookRegistry.apply_hooks()
     assert module.f() == user.f() == 20
-
-
-def test_the_reference_count_proof_is_calibrated_on_this_interpreter():
-    from sglang_plugin_runtime.plugins._hooks import _rebinding
-
-    # CPython counts one reference per holder: the calibration must hold, or every target would be walked.
-    assert _rebinding.SOLE_REFERENCE >= 2
-    assert not _rebinding.is_unshared(_rebinding.SOLE_REFERENCE + 1)

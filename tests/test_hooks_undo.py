@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import importlib
 import sys
 
@@ -45,6 +47,11 @@ def test_reset_restores_every_rebound_copy(make_module):
     assert all(u.f is original for u in user_mods)
 
 
+@pytest.mark.fault(
+    "hooks",
+    "a module imports a patched function by name after the patch, then reset()",
+    "that copy gets the original back too",
+)
 def test_reset_restores_copies_imported_after_the_patch(make_module):
     name = make_module("m", "def f():\n    return 1\n")
     user = make_module("user", "from .m import f\n")
@@ -139,6 +146,11 @@ def test_reset_twice_is_harmless(make_module):
     assert mod.f is original
 
 
+@pytest.mark.fault(
+    "hooks",
+    "someone else replaces a patched attribute, then reset()",
+    "their value is kept (never clobbered), with a WARNING",
+)
 def test_reset_leaves_an_attribute_someone_else_changed_after_the_patch(make_module):
     name = make_module("m", "def f():\n    return 1\n")
     mod = importlib.import_module(name)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
 
-from _plugin_site import PluginSite
+from _plugin_site import PluginSite, platform_module
 
 SELECT = """
 import json, logging, sys
@@ -62,6 +63,11 @@ def test_plugin_returning_none_leads_to_fallback_and_is_recorded_unavailable(sit
     assert out["problems"] == []
 
 
+@pytest.mark.fault(
+    "selection",
+    "two platform plugins activate, SGLANG_PLATFORM unset",
+    "AmbiguousPlatformError naming both plugins and distributions and telling to set SGLANG_PLATFORM",
+)
 def test_two_activated_plugins_raise_naming_both_and_the_env_var(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     site.add_platform("zeta-mlu", "zeta", "zetamlu")
@@ -71,6 +77,11 @@ def test_two_activated_plugins_raise_naming_both_and_the_env_var(site: PluginSit
     assert "SGLANG_PLATFORM" in out["message"]
 
 
+@pytest.mark.fault(
+    "selection",
+    "a platform plugin's module fails to import, auto mode",
+    "WARNING naming the plugin, its distribution and the exception; skipped; recorded in the selection's problems",
+)
 def test_plugin_whose_module_fails_to_import_is_warned_and_skipped(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     site.add(
@@ -86,6 +97,11 @@ def test_plugin_whose_module_fails_to_import_is_warned_and_skipped(site: PluginS
     assert [a["status"] for a in out["activations"]] == ["activated", "failed"]
 
 
+@pytest.mark.fault(
+    "selection",
+    "activate() raises, auto mode",
+    "WARNING naming the plugin and distribution; skipped; the reason says plugins failed",
+)
 def test_plugin_whose_activate_raises_is_warned_and_skipped(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "raise RuntimeError('driver too old')")
     out = select(site)
@@ -94,6 +110,11 @@ def test_plugin_whose_activate_raises_is_warned_and_skipped(site: PluginSite) ->
     assert "failed and were skipped" in out["reason"]
 
 
+@pytest.mark.fault(
+    "selection",
+    "activate() raises with SGLANG_PLUGINS_STRICT=1",
+    "PluginLoadError naming plugin and distribution, chained to the plugin's exception",
+)
 def test_strict_mode_turns_an_activate_failure_into_an_error(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "raise RuntimeError('driver too old')")
     out = select(site, SGLANG_PLUGINS_STRICT="1")
@@ -133,6 +154,11 @@ def test_explicit_platform_name_tolerates_surrounding_whitespace(site: PluginSit
     assert select(site, SGLANG_PLATFORM="  acme ")["plugin"] == "acme"
 
 
+@pytest.mark.fault(
+    "selection",
+    "SGLANG_PLATFORM names no installed plugin",
+    "PlatformNotFoundError listing the available names and how to install a plugin",
+)
 def test_unknown_explicit_platform_lists_available_names_and_how_to_install(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     out = select(site, SGLANG_PLATFORM="nvidia")
@@ -147,6 +173,11 @@ def test_unknown_explicit_platform_with_nothing_installed_says_so(site: PluginSi
     assert "none installed" in out["message"]
 
 
+@pytest.mark.fault(
+    "selection",
+    "the plugin SGLANG_PLATFORM names returns None",
+    "PlatformUnavailableError: its hardware is not here (never a silent fallback)",
+)
 def test_explicit_platform_returning_none_is_a_hardware_unavailable_error(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "return None")
     out = select(site, SGLANG_PLATFORM="acme")
@@ -154,6 +185,11 @@ def test_explicit_platform_returning_none_is_a_hardware_unavailable_error(site: 
     assert "returned None" in out["message"] and "acme-npu" in out["message"]
 
 
+@pytest.mark.fault(
+    "selection",
+    "the plugin SGLANG_PLATFORM names raises in activate()",
+    "PluginLoadError naming plugin and distribution, chained to the original exception",
+)
 def test_explicit_platform_whose_activate_raises_propagates_chained_with_plugin_and_dist(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "raise OSError('no /dev/acme0')")
     out = select(site, SGLANG_PLATFORM="acme")
@@ -194,6 +230,11 @@ def test_bad_activate_result_is_an_error_naming_the_plugin_when_selected(site: P
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RESULTS))
+@pytest.mark.fault(
+    "selection",
+    "activate() returns something that is not a usable class name, auto mode",
+    "InvalidPlatformError naming the plugin (no fallback: the plugin claims its hardware is here)",
+)
 def test_bad_activate_result_is_an_error_in_auto_mode_too(site: PluginSite, case: str) -> None:
     # The plugin claims its hardware is present; falling back would run on the wrong device.
     body, expected = BAD_RESULTS[case]
@@ -203,6 +244,11 @@ def test_bad_activate_result_is_an_error_in_auto_mode_too(site: PluginSite, case
     assert expected in out["message"] and "'acme'" in out["message"]
 
 
+@pytest.mark.fault(
+    "selection",
+    "the named class does not set _enum = PlatformEnum.OOT",
+    "InvalidPlatformError saying what is missing",
+)
 def test_class_without_oot_enum_is_rejected(site: PluginSite) -> None:
     site.add(
         "acme-npu",
@@ -225,6 +271,11 @@ def test_class_without_oot_enum_is_rejected(site: PluginSite) -> None:
     assert "PlatformEnum.OOT" in out["message"]
 
 
+@pytest.mark.fault(
+    "selection",
+    "the named class has an empty device_type",
+    "InvalidPlatformError saying what is missing",
+)
 def test_class_with_empty_device_type_is_rejected(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "")
     out = select(site, SGLANG_PLATFORM="acme")
@@ -264,6 +315,11 @@ def test_colon_form_of_the_class_name_is_accepted(site: PluginSite) -> None:
 # --- distributions ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.fault(
+    "selection",
+    "one platform name offered by two distributions",
+    "DuplicatePluginError naming both distributions",
+)
 def test_same_platform_name_from_two_distributions_is_an_error_naming_both(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     site.add(
@@ -278,6 +334,11 @@ def test_same_platform_name_from_two_distributions_is_an_error_naming_both(site:
         assert "acme-npu 1.0" in out["message"] and "acme-fork 2.0" in out["message"]
 
 
+@pytest.mark.fault(
+    "selection",
+    "a malformed distribution sits beside a good platform plugin",
+    "the good plugin is selected; the malformed one is reported",
+)
 def test_malformed_distribution_is_reported_and_does_not_hide_a_good_plugin(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     bad = site.add("garbled", entry_points_text="[sglang.srt.platforms]\nthis line has no equals sign\n")
@@ -301,6 +362,11 @@ def test_current_platform_is_an_instance_of_the_selected_class(site: PluginSite)
     assert out == ["AcmePlatform", True]
 
 
+@pytest.mark.fault(
+    "processes",
+    "many threads read current_platform at once",
+    "one selection, one instance, every thread gets it",
+)
 def test_current_platform_is_resolved_once_across_threads(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "import time; time.sleep(0.05); CALLS.append(1); return __name__ + '.{cls}'")
     (site.root / "acme_platform.py").write_text("CALLS = []\n" + (site.root / "acme_platform.py").read_text())
@@ -417,6 +483,208 @@ def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(s
         {"MYHOST_PLATFORM": "acme"},
     )
     assert out == ["acme_host.AcmeHostPlatform", "explicit", "AcmeHostPlatform", "fallback"]
+
+
+# --- plugin code that misbehaves ---------------------------------------------------------------------------------
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() calls sys.exit(0), SGLANG_PLATFORM unset",
+    "a failure like any other: WARNING naming the plugin, its distribution and SystemExit; skipped; fallback",
+)
+def test_activate_calling_sys_exit_is_a_skipped_plugin_failure_in_auto_mode(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(0)")
+    out = select(site)
+    assert out["rule"] == "fallback"
+    assert "SystemExit(0)" in out["stderr"] and "'acme'" in out["stderr"] and "acme-npu" in out["stderr"]
+    assert "sys.exit()" in out["problems"][0]
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() calls sys.exit(3) for the platform SGLANG_PLATFORM names",
+    "PluginLoadError naming the plugin and distribution, chained to the SystemExit; the process goes on",
+)
+def test_activate_calling_sys_exit_is_an_attributed_error_when_selected(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(3)")
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert out["error"] == "PluginLoadError" and out["cause"] == "SystemExit"
+    assert "'acme'" in out["message"] and "acme-npu" in out["message"] and "SystemExit(3)" in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "a platform plugin's module calls sys.exit() while it is imported",
+    "import failure of that plugin: WARNING naming it, skipped (an error with SGLANG_PLUGINS_STRICT=1)",
+)
+def test_platform_module_calling_sys_exit_at_import_is_an_import_failure(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    site.add(
+        "exiting-dist",
+        entry_points={"sglang.srt.platforms": {"exiting": "exiting_platform:activate"}},
+        modules={"exiting_platform.py": "import sys\nsys.exit('no device')\n"},
+    )
+    out = select(site)
+    assert out["plugin"] == "acme"
+    assert "import failed: SystemExit('no device')" in out["problems"][0]
+    strict = select(site, SGLANG_PLUGINS_STRICT="1")
+    assert strict["error"] == "PluginLoadError" and strict["cause"] == "SystemExit"
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() reads current_platform, SGLANG_PLATFORM unset",
+    "one ReentrantSelectionError naming the plugin and saying what to do instead; no nested selections, no "
+    "'falling back' line",
+)
+def test_activate_reading_current_platform_is_one_clear_error_in_auto_mode(site: PluginSite) -> None:
+    body = "from sglang_plugin_runtime.platforms import current_platform; return __name__ + '.{cls}'"
+    site.add_platform("acme-npu", "acme", "acmenpu", body)
+    out = select(site)
+    assert out["error"] == "ReentrantSelectionError" and out["is_runtime_error"]
+    assert "'acme'" in out["message"] and "acme-npu" in out["message"] and "probe the hardware directly" in out["message"]
+    assert len(out["message"]) < 1000
+    assert "RecursionError" not in out["stderr"] and "alling back" not in out["stderr"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() reads current_platform, its plugin named by SGLANG_PLATFORM",
+    "the same single error, under 1,000 characters (it was about 20,000)",
+)
+def test_activate_reading_current_platform_is_one_short_error_when_selected(site: PluginSite) -> None:
+    body = "from sglang_plugin_runtime.platforms import current_platform; return __name__ + '.{cls}'"
+    site.add_platform("acme-npu", "acme", "acmenpu", body)
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert out["error"] == "ReentrantSelectionError"
+    assert out["message"].count("current_platform") <= 3 and len(out["message"]) < 1000
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() reads current_platform inside try/except and returns its class anyway",
+    "still the re-entry error: an answer computed from a selection that cannot exist yet is not used",
+)
+def test_activate_that_swallows_the_reentry_error_is_still_refused(site: PluginSite) -> None:
+    body = (
+        "try:\n"
+        "                from sglang_plugin_runtime.platforms import current_platform\n"
+        "            except Exception:\n"
+        "                pass\n"
+        "            return __name__ + '.{cls}'"
+    )
+    site.add_platform("acme-npu", "acme", "acmenpu", body)
+    out = select(site)
+    assert out["error"] == "ReentrantSelectionError" and "'acme'" in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "the selected platform class's constructor reads current_platform",
+    "ReentrantSelectionError naming the constructor of that class",
+)
+def test_platform_constructor_reading_current_platform_is_a_clear_error(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={
+            "acme_platform.py": platform_module(
+                "AcmePlatform",
+                "acmenpu",
+                extra="""
+                def _init(self):
+                    from sglang_plugin_runtime.platforms import current_platform
+                AcmePlatform.__init__ = _init
+                """,
+            )
+        },
+    )
+    out = select(site)
+    assert out["error"] == "ReentrantSelectionError"
+    assert "constructor of platform class acme_platform.AcmePlatform" in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "an entry point that names a string, not a function",
+    "'the entry point names str ..., not a function' with the fix, instead of \"'str' object is not callable\"",
+)
+def test_entry_point_naming_a_non_callable_says_what_it_names(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:NAME"}},
+        modules={"acme_platform.py": "NAME = 'acme_platform.AcmePlatform'\n"},
+    )
+    out = select(site, SGLANG_PLATFORM="acme")
+    assert out["error"] == "InvalidPlatformError"
+    assert "names str 'acme_platform.AcmePlatform', not a function" in out["message"]
+    assert "'acme_platform:activate'" in out["message"] and "not callable" not in out["message"]
+
+
+@pytest.mark.parametrize("asked", ["acme-npu", "ACME_NPU", "Acme.Npu"])
+@pytest.mark.fault(
+    "selection",
+    "SGLANG_PLATFORM spelled with other case or separators (acme-npu, ACME_NPU)",
+    "PlatformNotFoundError saying: did you mean SGLANG_PLATFORM='acme_npu'?",
+)
+def test_platform_name_with_other_case_or_separators_suggests_the_installed_name(site: PluginSite, asked: str) -> None:
+    site.add_platform("acme-npu-platform", "acme_npu", "acmenpu")
+    out = select(site, SGLANG_PLATFORM=asked)
+    assert out["error"] == "PlatformNotFoundError"
+    assert "Did you mean SGLANG_PLATFORM='acme_npu'?" in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "SGLANG_PLATFORM names the distribution instead of its entry point",
+    "PlatformNotFoundError suggesting the distribution's platform entry point",
+)
+def test_platform_name_given_as_the_distribution_suggests_its_entry_point(site: PluginSite) -> None:
+    site.add_platform("vendor-accel-plugin", "vaccel", "vaccel")
+    out = select(site, SGLANG_PLATFORM="vendor_accel_plugin")
+    assert "Did you mean SGLANG_PLATFORM='vaccel'?" in out["message"]
+    assert "entry-point names, not distribution names" in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() raises KeyboardInterrupt itself, in a host process",
+    "it propagates as KeyboardInterrupt (a library cannot tell it from Ctrl-C), noting which plugin was running",
+)
+def test_keyboard_interrupt_in_activate_propagates_with_the_plugin_named(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "raise KeyboardInterrupt")
+    code = """
+        import json, sys
+        from sglang_plugin_runtime.platforms import current_platform_selection
+        try:
+            current_platform_selection()
+        except KeyboardInterrupt as exc:
+            print(json.dumps({"notes": getattr(exc, "__notes__", [])}))
+    """
+    out = site.run_json(code)
+    if sys.version_info >= (3, 11):
+        assert "activate() of platform plugin 'acme'" in out["notes"][0]
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module fails to import (a missing dependency)",
+    "InvalidPlatformError carrying the real import error (No module named 'vendor_runtime'), not 'module has no "
+    "attribute platform'",
+)
+def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(site: PluginSite) -> None:
+    site.add(
+        "vendor-npu",
+        entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
+        modules={
+            "vendor_pkg/__init__.py": "def activate():\n    return 'vendor_pkg.platform.VendorPlatform'\n",
+            "vendor_pkg/platform.py": "import vendor_runtime\n",
+        },
+    )
+    out = select(site, SGLANG_PLATFORM="vendor")
+    assert out["error"] == "InvalidPlatformError"
+    assert "No module named 'vendor_runtime'" in out["message"] and "has no attribute" not in out["message"]
 
 
 # --- a host's own fallback (SGLang's in-tree chain) --------------------------------------------------------------

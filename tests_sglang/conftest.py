@@ -24,9 +24,6 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-# Scenario processes scan their freshly installed folders every time; none reads or writes a saved scan in
-# the user's cache folder (the saved scan has its own tests in tests/test_discovery_cache.py).
-os.environ["SGLANG_PLUGIN_NO_CACHE"] = "1"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache")
 RESULT_MARK = "@@RESULT@@"
 

@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 from ._discovery import DiscoveryResult, discover_entry_points
 from ._namespace import PluginNamespace
+from ._plugin_code import describe_failure, is_plugin_failure
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +50,6 @@ ACTION_SKIPPED_PLATFORM = "skipped-unselected-platform"
 ACTION_DUPLICATE = "duplicate"
 ACTION_NOT_INSTALLED = "not-installed"
 
-# Hook target statuses, as the registry reports them.
-HOOK_STATUSES = ("registered", "applied", "pending", "failed")
 
 
 @dataclass(frozen=True)
@@ -81,16 +80,20 @@ class _Problems:
         distribution: str | None = None,
         target: str | None = None,
     ) -> None:
-        self.items.append(
-            {
-                "severity": severity,
-                "step": step,
-                "message": message,
-                "plugin": plugin,
-                "distribution": distribution,
-                "target": target,
-            }
-        )
+        item = {
+            "severity": severity,
+            "step": step,
+            "message": message,
+            "plugin": plugin,
+            "distribution": distribution,
+            "target": target,
+        }
+        if item not in self.items:  # one fault reached through two paths is still one problem
+            self.items.append(item)
+
+    def mentions(self, text: str) -> bool:
+        """Whether a problem already says ``text`` (so a summary does not repeat it)."""
+        return any(text in item["message"] for item in self.items)
 
 
 def _environment(namespace: PluginNamespace) -> dict[str, str | None]:
@@ -136,6 +139,20 @@ def _discovery_problems(discovery: DiscoveryResult, namespace: PluginNamespace, 
     return duplicates
 
 
+def _allowlist_problem(namespace: PluginNamespace, problems: _Problems) -> None:
+    """``SGLANG_PLUGINS`` set to something that names no plugin (``","``) disables every general plugin."""
+    import os
+
+    if namespace.allowed_plugins() == frozenset():
+        raw = os.environ.get(namespace.plugins_env, "")
+        problems.add(
+            WARNING,
+            "plugins",
+            f"{namespace.plugins_env}={raw!r} names no plugin, so no general plugin is loaded; unset it to load "
+            f"them all, or list the ones to load ({namespace.plugins_env}=name1,name2)",
+        )
+
+
 def _entry_point_dict(ep: Any, action: str, reason: str) -> dict[str, Any]:
     return {
         "name": ep.name,
@@ -173,14 +190,15 @@ def list_report(
             action, reason = ACTION_NOT_SELECTED, f"{namespace.platform_env}={selected!r}: never imported"
         platform_rows.append(_entry_point_dict(ep, action, reason))
     if selected is not None and not any(ep.name == selected for ep in discovery.group(namespace.platform_group)):
-        available = ", ".join(repr(ep.name) for ep in discovery.group(namespace.platform_group)) or "none installed"
+        from ._selection import unknown_platform_message
+
         problems.add(
             ERROR,
             "selection",
-            f"{namespace.platform_env}={selected!r} matches no installed platform plugin (available: {available}); "
-            f"install the plugin's package or unset {namespace.platform_env}",
+            unknown_platform_message(namespace, discovery.group(namespace.platform_group), selected),
             plugin=selected,
         )
+    _allowlist_problem(namespace, problems)
 
     excluded = unselected_platform_dists(namespace, discovery)
     plugin_rows = []
@@ -232,54 +250,72 @@ def list_report(
 # ---- doctor ------------------------------------------------------------------------------------------------
 
 
-def _saved_scan(discovery: DiscoveryResult) -> dict[str, Any]:
-    """Whether this process read the discovery scan another process saved, and where such scans live."""
-    from . import _discovery_cache
-
-    used = discovery.origin != "scan"
-    return {
-        "enabled": _discovery_cache.cache_enabled(),
-        "directory": _discovery_cache.cache_directory(),
-        "used": used,
-        "file": discovery.origin if used else None,
-    }
-
-
 class _LogCapture(logging.Handler):
-    """Keeps WARNING and worse records emitted while a report is built (plugins' own loggers included)."""
+    """Keeps WARNING and worse records emitted while a report is built (plugins' own loggers included), and every
+    record a platform plugin's own code logs while it is imported and activated (its reasons for returning
+    ``None`` are usually DEBUG lines)."""
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
+        super().__init__(logging.DEBUG)
         self.records: list[dict[str, str]] = []
+        #: plugin name -> what its code logged while it was being activated.
+        self.activation_lines: dict[str, list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
+        from ._selection import activating
+
         try:
             message = record.getMessage()
         except Exception:  # a plugin's bad format string must not break the report
             message = str(record.msg)
-        self.records.append({"level": record.levelname, "logger": record.name, "message": message})
+        ep = activating()
+        if ep is not None and not record.name.startswith("sglang_plugin_runtime"):
+            self.activation_lines.setdefault(ep.name, []).append(f"{record.levelname} {record.name}: {message}")
+        if record.levelno >= logging.WARNING:
+            self.records.append({"level": record.levelname, "logger": record.name, "message": message})
 
 
 @contextmanager
 def _captured_logs() -> Iterator[_LogCapture]:
+    """Capture as above. The root logger is lowered to DEBUG for the capture only: every other handler on it is
+    raised to the level the root had, so nothing extra reaches the terminal."""
     handler = _LogCapture()
     root = logging.getLogger()
+    previous_level = root.level
+    effective = root.getEffectiveLevel()
+    raised = [h for h in root.handlers if h.level == logging.NOTSET]
+    for other in raised:
+        other.setLevel(effective)
     root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
     try:
         yield handler
     finally:
+        root.setLevel(previous_level)
         root.removeHandler(handler)
+        for other in raised:
+            other.setLevel(logging.NOTSET)
 
 
 def _error_text(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
+    text = describe_failure(exc)
     cause = exc.__cause__
     if cause is not None and str(cause) not in str(exc):
         text += f" (caused by {type(cause).__name__}: {cause})"
     return text
 
 
-def _platform_step(namespace: PluginNamespace, problems: _Problems) -> dict[str, Any]:
+def _activation_dicts(activations: Any, logs: _LogCapture) -> list[dict[str, Any]]:
+    """Each activation as JSON, with what the plugin logged while it ran (why it returned ``None``, usually)."""
+    rows = []
+    for activation in activations:
+        data = activation.to_dict()
+        data["log"] = logs.activation_lines.get(activation.plugin, [])
+        rows.append(data)
+    return rows
+
+
+def _platform_step(namespace: PluginNamespace, problems: _Problems, logs: _LogCapture) -> dict[str, Any]:
     from ._selection import platform_holder
 
     holder = platform_holder(namespace)
@@ -299,10 +335,11 @@ def _platform_step(namespace: PluginNamespace, problems: _Problems) -> dict[str,
                     plugin=activation.plugin,
                     distribution=activation.dist_name,
                 )
+        summary = "no platform could be selected" if problems.mentions(str(exc)) else f"no platform could be selected: {exc}"
         problems.add(
             ERROR,
             "selection",
-            f"no platform could be selected: {exc}",
+            summary,
             plugin=getattr(exc, "plugin", None),
             distribution=getattr(exc, "dist", None),
         )
@@ -317,7 +354,7 @@ def _platform_step(namespace: PluginNamespace, problems: _Problems) -> dict[str,
             "error": _error_text(exc),
             "error_type": type(exc).__name__,
             "seconds": seconds,
-            "activations": [a.to_dict() for a in activations],
+            "activations": _activation_dicts(activations, logs),
         }
     seconds = time.perf_counter() - start
     selection = holder.selection()
@@ -338,6 +375,7 @@ def _platform_step(namespace: PluginNamespace, problems: _Problems) -> dict[str,
             f"no installed platform plugin activated; using the fallback {selection.class_path}",
         )
     data = selection.to_dict()
+    data["activations"] = _activation_dicts(selection.activations, logs)
     data.pop("namespace", None)
     data.pop("problems", None)
     data.update({"status": "selected", "error": None, "error_type": None, "seconds": seconds})
@@ -347,6 +385,7 @@ def _platform_step(namespace: PluginNamespace, problems: _Problems) -> dict[str,
 def _plugins_step(namespace: PluginNamespace, problems: _Problems) -> dict[str, Any]:
     from ._loading import LOADED, NOT_INSTALLED, load_general_plugins, reset_load_state
 
+    _allowlist_problem(namespace, problems)
     reset_load_state(namespace)
     try:
         report = load_general_plugins(namespace)
@@ -464,7 +503,9 @@ def _import_target_modules(reports: list[dict[str, Any]]) -> list[str]:
                     continue  # not a module: the next shorter prefix may be
                 errors.append(f"importing {name!r} for target {target!r} failed: {_error_text(exc)}")
                 break
-            except Exception as exc:
+            except BaseException as exc:  # a target module that calls sys.exit() must not end the report
+                if not is_plugin_failure(exc):
+                    raise
                 errors.append(f"importing {name!r} for target {target!r} failed: {_error_text(exc)}")
                 break
     if reports:
@@ -591,7 +632,7 @@ def doctor_report(
     with simulated(simulation), _captured_logs() as logs:
         discovery = discover_entry_points()
         duplicates = _discovery_problems(discovery, namespace, problems)
-        platform = _platform_step(namespace, problems)
+        platform = _platform_step(namespace, problems, logs)
         plugins = _plugins_step(namespace, problems)
         hooks = _hooks_step(problems, import_targets=import_targets)
     report = _envelope("doctor", namespace, simulation, problems, strict)
@@ -603,7 +644,6 @@ def doctor_report(
                 "general_plugins": len(discovery.group(namespace.plugin_group)),
                 "malformed": [{"path": bad.path, "reason": bad.reason} for bad in discovery.malformed],
                 "duplicates": duplicates,
-                "saved_scan": _saved_scan(discovery),
             },
             "platform": platform,
             "plugins": plugins,

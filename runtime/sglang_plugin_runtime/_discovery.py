@@ -3,8 +3,9 @@
 ``importlib.metadata.entry_points()`` builds a ``Distribution`` object per installed package, reads each one's
 ``METADATA`` to learn its name, and SGLang calls it up to three times per process. Here one pass over ``sys.path``
 reads only the ``entry_points.txt`` files that exist, takes the distribution's name and version from the
-``*.dist-info`` folder name (the wheel spec fixes that format), and caches the result per process. The scan is
-also saved on disk for the next process, which reuses it while nothing it read has changed (``_discovery_cache``).
+``*.dist-info`` folder name (the wheel spec fixes that format), and keeps the result in memory for the rest of
+the process. Nothing is saved on disk: which plugin code a process imports is decided by the installed
+distributions alone, never by a file another user could write.
 
 What the fast path cannot see (zip files on ``sys.path``, distributions served by custom meta-path finders) is
 read through ``importlib.metadata`` itself, so the result is the same set ``importlib.metadata`` would give.
@@ -18,11 +19,10 @@ import os
 import re
 import sys
 import threading
-import time
 from typing import Any, Iterable, Iterator, NamedTuple
 
-from . import _discovery_cache
-from ._namespace import known_namespaces
+from ._forking import after_fork_in_child
+
 
 logger = logging.getLogger(__name__)
 
@@ -145,46 +145,27 @@ class MalformedDistribution(NamedTuple):
 class DiscoveryResult:
     """Everything one scan found: entry points by group, and the distributions it had to skip."""
 
-    __slots__ = ("_groups", "_saved", "malformed", "distribution_count", "origin")
+    __slots__ = ("entry_points", "malformed", "distribution_count")
 
     def __init__(
         self,
         entry_points: dict[str, tuple[PluginEntryPoint, ...]] | None = None,
         malformed: tuple[MalformedDistribution, ...] = (),
         distribution_count: int = 0,
-        origin: str = "scan",
-        saved_groups: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
-        self._groups = entry_points if entry_points is not None else {}
-        #: Groups read from a saved scan and not asked for yet, as flat rows (see ``_discovery_cache``): a
-        #: start-up asks for two or three groups, so the thousand ``console_scripts`` stay plain strings.
-        self._saved = saved_groups if saved_groups is not None else {}
+        #: Every group's entry points, each sorted by (distribution, entry-point name).
+        self.entry_points = entry_points if entry_points is not None else {}
         self.malformed = malformed
         self.distribution_count = distribution_count
-        #: ``"scan"``, or the saved scan's file when it was read from the on-disk cache.
-        self.origin = origin
 
     @property
     def group_count(self) -> int:
-        """How many entry-point groups were found (without building the entry points of saved groups)."""
-        return len(self._groups) + len(self._saved)
-
-    @property
-    def entry_points(self) -> dict[str, tuple[PluginEntryPoint, ...]]:
-        """Every group's entry points."""
-        for name in list(self._saved):
-            self.group(name)
-        return self._groups
+        """How many entry-point groups were found."""
+        return len(self.entry_points)
 
     def group(self, name: str) -> tuple[PluginEntryPoint, ...]:
         """Entry points of one group, sorted by (distribution, entry-point name)."""
-        found = self._groups.get(name)
-        if found is None:
-            flat = self._saved.pop(name, None)
-            if flat is None:
-                return ()
-            found = self._groups[name] = _discovery_cache.entry_points_from_flat(name, flat, PluginEntryPoint)
-        return found
+        return self.entry_points.get(name, ())
 
     def duplicates(self, group: str) -> dict[str, tuple[PluginEntryPoint, ...]]:
         """Entry-point names that more than one distribution offers in ``group``."""
@@ -248,19 +229,11 @@ def _read_metadata_headers(folder: str) -> dict[str, str]:
 class _Scan:
     """Mutable state of one scan in progress."""
 
-    def __init__(self, plugin_groups: Iterable[str] = ()) -> None:
-        #: The groups of the registered namespaces: a file offering one of them is watched (see ``watched``).
-        self.plugin_groups = frozenset(plugin_groups)
+    def __init__(self) -> None:
         self.seen: set[str] = set()
         self.found: list[PluginEntryPoint] = []
         self.malformed: list[MalformedDistribution] = []
         self.count = 0
-        #: Files and folders (besides the path entries) whose change must invalidate a saved copy of this scan:
-        #: every ``*.egg-info`` folder and its ``entry_points.txt`` (setuptools rewrites them in place), and the
-        #: ``entry_points.txt`` of every distribution that offers a plugin (a hand edit is how a plugin author
-        #: renames an entry point). Other ``*.dist-info`` folders change only by being replaced, which changes
-        #: the folder that holds them.
-        self.watched: list[str] = []
 
     def claim(self, normalized_name: str) -> bool:
         """First distribution of a name on ``sys.path`` wins, as in ``importlib.metadata``."""
@@ -270,19 +243,16 @@ class _Scan:
         self.count += 1
         return True
 
-    def add_text(self, text: str, dist_name: str, version: str, where: str) -> bool:
-        """Record the entry points of one distribution; return whether it offers a plugin group."""
+    def add_text(self, text: str, dist_name: str, version: str, where: str) -> None:
+        """Record the entry points of one distribution (or report it malformed)."""
         try:
             parsed = list(parse_entry_points_text(text))
         except MalformedEntryPoints as exc:
             self.malformed.append(MalformedDistribution(where, f"entry_points.txt {exc}"))
             logger.warning("Skipping distribution at %s: malformed entry_points.txt (%s)", where, exc)
-            return False
-        offers_plugin = False
+            return
         for group, name, value in parsed:
             self.found.append(PluginEntryPoint(group, name, value, dist_name, version, where))
-            offers_plugin = offers_plugin or group in self.plugin_groups
-        return offers_plugin
 
 
 def _read_text(path: str) -> str:
@@ -329,9 +299,6 @@ def _scan_directory(directory: str, scan: _Scan) -> None:
         if not scan.claim(dist_name):
             continue
         folder = prefix + entry
-        if egg:
-            # ``setup.py egg_info`` rewrites an egg-info folder in place, and may add its entry_points.txt.
-            scan.watched.append(folder)
         entry_points_file = folder + os.sep + "entry_points.txt"
         try:
             text = _read_text(entry_points_file)
@@ -348,8 +315,7 @@ def _scan_directory(directory: str, scan: _Scan) -> None:
             scan.malformed.append(MalformedDistribution(folder, "no version in the folder name or METADATA"))
             logger.warning("Skipping distribution at %s: it has no version", folder)
             continue
-        if scan.add_text(text, dist_name, version, folder) or egg:
-            scan.watched.append(entry_points_file)
+        scan.add_text(text, dist_name, version, folder)
 
 
 def _scan_with_importlib(distributions: Iterable[Any], where: str, scan: _Scan) -> None:
@@ -377,7 +343,7 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
 
 def _scan(search_path: list[str], finders: list[Any]) -> _Scan:
     """Scan the folders and files of ``search_path``, then ask each of ``finders`` for its distributions."""
-    scan = _Scan(group for ns in known_namespaces() for group in (ns.platform_group, ns.plugin_group))
+    scan = _Scan()
     for entry in search_path:
         directory = entry or os.getcwd()
         if os.path.isdir(directory):
@@ -424,34 +390,14 @@ def _scan_custom_finders(finders: list[Any], search_path: list[str], scan: _Scan
         _scan_with_importlib(found, repr(finder), scan)
 
 
-def _scan_sys_path(use_saved: bool) -> DiscoveryResult:
-    """The scan of ``sys.path``: a valid saved copy when ``use_saved`` allows one, else a fresh scan (saved)."""
-    search_path = list(sys.path)
-    finders = _custom_distribution_finders()
-    cacheable = _discovery_cache.cache_enabled() and not finders
-    entries = [entry or os.getcwd() for entry in search_path]
-    if cacheable and use_saved:
-        saved = _discovery_cache.load(entries)
-        if saved is not None:
-            groups, count, filename = saved
-            return DiscoveryResult(None, (), count, origin=filename, saved_groups=groups)
-    started = time.time()
-    scan = _scan(search_path, finders)
-    result = _result(scan)
-    if cacheable and not scan.malformed:
-        _discovery_cache.store(entries, result.entry_points, result.distribution_count, scan.watched, started)
-    return result
-
-
 class _DiscoveryCache:
-    """The per-process cache: keyed by pid (dropped after ``fork``) and by ``sys.path``."""
+    """The per-process scan, in memory: keyed by pid (dropped after ``fork``) and by ``sys.path``."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._key: tuple[int, tuple[str, ...]] | None = None
         self._result: DiscoveryResult | None = None
-        #: Set by an explicit refresh: the next look-up scans even if a valid saved scan exists.
-        self._rescan = False
+        #: How many scans this process ran (tests prove the in-memory scan is reused with it).
         self.scans = 0
 
     def get(self, refresh: bool = False) -> DiscoveryResult:
@@ -461,14 +407,11 @@ class _DiscoveryCache:
             return result
         with self._lock:
             if refresh or self._result is None or self._key != key:
-                self._result = _scan_sys_path(use_saved=not (refresh or self._rescan))
+                self._result = scan_distributions()
                 self._key = key
-                self._rescan = False
-                if self._result.origin == "scan":
-                    self.scans += 1
+                self.scans += 1
                 logger.debug(
-                    "%s %d distributions: %d entry-point groups, %d malformed",
-                    "Scanned" if self._result.origin == "scan" else f"Read from {self._result.origin}:",
+                    "Scanned %d distributions: %d entry-point groups, %d malformed",
                     self._result.distribution_count,
                     self._result.group_count,
                     len(self._result.malformed),
@@ -479,7 +422,6 @@ class _DiscoveryCache:
         with self._lock:
             self._key = None
             self._result = None
-            self._rescan = True
 
     def after_fork(self) -> None:
         """In a forked child: start empty, with a fresh lock (the parent's may have been held)."""
@@ -497,14 +439,8 @@ def discover_entry_points(refresh: bool = False) -> DiscoveryResult:
 
 
 def refresh_discovery() -> None:
-    """Drop the cached scan; the next :func:`discover_entry_points` rescans (and re-saves it on disk)."""
+    """Drop the scan kept in memory; the next :func:`discover_entry_points` rescans."""
     _CACHE.clear()
 
 
-def scan_count() -> int:
-    """How many scans this process has run (the CLI and tests use it to prove the cache works)."""
-    return _CACHE.scans
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_CACHE.after_fork)
+after_fork_in_child(_CACHE.after_fork)

@@ -12,8 +12,10 @@ import threading
 import time
 from typing import Any, Callable, Iterable, NamedTuple
 
+from ._forking import after_fork_in_child
 from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
 from ._namespace import PluginNamespace, known_namespaces
+from ._plugin_code import describe_failure, is_plugin_failure, note_interrupt
 from .errors import DuplicatePluginError, PluginLoadError
 
 logger = logging.getLogger(__name__)
@@ -138,18 +140,30 @@ def load_entry_points(
     apply_allowlist: bool,
     report: LoadReport | None = None,
     discovery: DiscoveryResult | None = None,
+    skip: Iterable[str] = (),
 ) -> dict[str, tuple[Callable[..., Any], str | None]]:
     """Import the entry points of ``group`` and return ``{name: (callable, dist_name)}``, in sorted order.
 
     Imports run with the plugin as the current hook source. Failures are recorded in ``report`` and logged
-    (strict mode raises); they never stop the other plugins.
+    (strict mode raises); they never stop the other plugins. Entry points named in ``skip`` are left alone.
     """
+    skip = frozenset(skip)
     discovery = discovery if discovery is not None else discover_entry_points()
     strict = namespace.strict()
     excluded = {normalize_distribution_name(d) for d in (excluded_dists or ())}
     allowed = namespace.allowed_plugins() if apply_allowlist else None
     entries = discovery.group(group)
     duplicates = discovery.duplicates(group)
+    if allowed is not None and not allowed:
+        logger.warning(
+            "%s=%r names no plugin, so no general plugin in group %r is loaded (as in SGLang). Unset %s to load "
+            "them all, or list the ones to load: %s=name1,name2.",
+            namespace.plugins_env,
+            os.environ.get(namespace.plugins_env, ""),
+            group,
+            namespace.plugins_env,
+            namespace.plugins_env,
+        )
     if allowed is not None:
         for missing in sorted(allowed - {ep.name for ep in entries}):
             logger.warning(
@@ -162,6 +176,8 @@ def load_entry_points(
                 report.records.append(PluginRecord(missing, NOT_INSTALLED, f"listed in {namespace.plugins_env} but not installed"))
     loaded: dict[str, tuple[Callable[..., Any], str | None]] = {}
     for ep in entries:
+        if ep.name in skip:
+            continue
         base = dict(dist_name=ep.dist_name, dist_version=ep.dist_version, value=ep.value)
         if allowed is not None and ep.name not in allowed:
             logger.info("Skipping plugin %r: not in %s", ep.name, namespace.plugins_env)
@@ -184,10 +200,21 @@ def load_entry_points(
         start = time.perf_counter()
         try:
             func = _attributed(ep, ep.load)
-        except Exception as exc:
-            reason = f"import of {ep.value!r} failed: {type(exc).__name__}: {exc}"
+        except BaseException as exc:
+            if not is_plugin_failure(exc):
+                note_interrupt(exc, f"the import of plugin {ep.name!r} ({ep.dist_label})")
+                raise
+            reason = f"import of {ep.value!r} failed: {describe_failure(exc)}"
             _discard_hooks(ep)
             _fail(report, PluginRecord(ep.name, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, **base), strict, namespace.strict_env, exc)
+            continue
+        if not callable(func):
+            reason = (
+                f"the entry point {ep.value!r} names {type(func).__name__} {func!r}, not a function; it must name "
+                f"the plugin's function (register() for a general plugin, activate() for a platform plugin)"
+            )
+            _discard_hooks(ep)
+            _fail(report, PluginRecord(ep.name, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, **base), strict, namespace.strict_env, None)
             continue
         loaded[ep.name] = (func, ep.dist_name)
     return loaded
@@ -207,6 +234,9 @@ class _LoadState:
         self.lock = threading.RLock()
         self.report: LoadReport | None = None
         self.loading = False
+        #: Plugins whose ``register()`` completed in an attempt that failed later (strict mode): a retry keeps
+        #: their hooks and does not run them again, so each hook is registered once.
+        self.done: dict[str, PluginRecord] = {}
 
     def after_fork(self) -> None:
         # The child inherits registered and applied hooks (they live in its copied memory), so a completed load
@@ -215,6 +245,7 @@ class _LoadState:
         self.loading = False
         if self.report is not None and not self.report.completed:
             self.report = None
+            self.done.clear()
 
 
 _STATES: dict[str, _LoadState] = {}
@@ -234,6 +265,7 @@ def reset_load_state(namespace: PluginNamespace | None = None) -> None:
         if namespace is None or name == namespace.name:
             with state.lock:
                 state.report = None
+                state.done.clear()
 
 
 def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
@@ -265,11 +297,15 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
                 apply_allowlist=True,
                 report=report,
                 discovery=discovery,
+                skip=state.done,
             )
             eps = {ep.name: ep for ep in discovery.group(namespace.plugin_group)}
             for name, (func, _dist) in plugins.items():
-                _run_register(eps[name], func, namespace, report)
+                if _run_register(eps[name], func, namespace, report):
+                    state.done[name] = report.records[-1]
+            report.records.extend(record for name, record in state.done.items() if name not in plugins)
             report.completed = True
+            state.done.clear()
         except BaseException:
             state.report = None
             raise
@@ -279,25 +315,27 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
     return report
 
 
-def _run_register(ep: PluginEntryPoint, func: Callable[..., Any], namespace: PluginNamespace, report: LoadReport) -> None:
+def _run_register(ep: PluginEntryPoint, func: Callable[..., Any], namespace: PluginNamespace, report: LoadReport) -> bool:
+    """Run one plugin's function; return whether it completed (failures are recorded, or raised when strict)."""
     base = dict(dist_name=ep.dist_name, dist_version=ep.dist_version, value=ep.value)
     start = time.perf_counter()
     try:
         _attributed(ep, func)
-    except Exception as exc:
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            note_interrupt(exc, f"{ep.value}() of plugin {ep.name!r} ({ep.dist_label})")
+            raise
         _discard_hooks(ep)
-        reason = f"{ep.value}() raised {type(exc).__name__}: {exc}"
+        reason = f"{ep.value}() raised {describe_failure(exc)}"
         _fail(report, PluginRecord(ep.name, FAILED_REGISTER, reason, seconds=time.perf_counter() - start, **base), namespace.strict(), namespace.strict_env, exc)
-        return
+        return False
     seconds = time.perf_counter() - start
     logger.info("Loaded general plugin %r (%s) in %.1f ms", ep.name, ep.dist_label, seconds * 1e3)
     report.records.append(PluginRecord(ep.name, LOADED, "", seconds=seconds, **base))
+    return True
 
 
-def _after_fork_in_child() -> None:
+@after_fork_in_child
+def _after_fork() -> None:
     for state in _STATES.values():
         state.after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -49,37 +49,46 @@ class PluginNamespace(NamedTuple):
         return frozenset(part.strip() for part in raw.split(",") if part.strip())
 
     def strict(self) -> bool:
-        return os.environ.get(self.strict_env, "").strip().lower() in ("1", "true", "yes", "on")
+        """Whether the namespace's strict variable (``SGLANG_PLUGINS_STRICT``) turns plugin failures into errors."""
+        return env_flag(self.strict_env)
+
+
+def env_flag(name: str) -> bool:
+    """Whether environment variable ``name`` is set to a true value (``1``, ``true``, ``yes``, ``on``)."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def resolve_qualified_name(name: str) -> object:
     """Import ``pkg.mod:Obj.attr`` or ``pkg.mod.Obj`` (the longest importable module prefix wins).
 
-    The same forms ``pkgutil.resolve_name`` accepts, without importing pkgutil on the start-up path.
+    ``pkgutil.resolve_name``, except that a module on the path that exists but fails to import (a missing
+    dependency of the plugin, say) raises that import error instead of a misleading ``AttributeError``.
     """
+    import pkgutil
+
+    try:
+        return pkgutil.resolve_name(name)
+    except AttributeError:
+        if ":" not in name:
+            _raise_hidden_import_error(name)
+        raise
+
+
+def _raise_hidden_import_error(name: str) -> None:
+    """Re-import the prefixes ``pkgutil`` tried; raise the first failure that is not "no such module"."""
     import importlib
 
-    module_name, colon, attr_path = name.partition(":")
-    if colon:
-        obj: object = importlib.import_module(module_name)
-        for part in filter(None, attr_path.split(".")):
-            obj = getattr(obj, part)
-        return obj
     parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
+    for cut in range(2, len(parts)):
+        prefix = ".".join(parts[:cut])
         try:
-            obj = importlib.import_module(".".join(parts[:cut]))
+            importlib.import_module(prefix)
         except ModuleNotFoundError as exc:
-            # Only "this prefix is not a module" means: try a shorter one. A missing dependency of an
-            # existing module is a real error.
-            candidate = ".".join(parts[:cut])
-            if exc.name is None or not (candidate == exc.name or candidate.startswith(exc.name + ".")):
-                raise
-            continue
-        for part in parts[cut:]:
-            obj = getattr(obj, part)
-        return obj
-    raise ModuleNotFoundError(f"No module named {parts[0]!r}", name=parts[0])
+            if exc.name is not None and (prefix == exc.name or prefix.startswith(exc.name + ".")):
+                return  # the prefix is not a module: pkgutil's AttributeError is the right answer
+            raise
+        except ImportError:
+            raise
 
 
 #: Fallbacks declared by the host that owns a namespace, by namespace name: SGLang keeps its own chain of in-tree

@@ -11,14 +11,17 @@ the namespace's base class, out-of-tree, with a device name and type) before any
 
 # No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
 # string annotation of its fields, a cost paid by every process at start-up.
+import contextvars
 import logging
 import os
 import threading
 import time
 from typing import Any, NamedTuple
 
+from ._forking import after_fork_in_child
 from ._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
 from ._namespace import PluginNamespace, resolve_qualified_name
+from ._plugin_code import describe_failure, is_plugin_failure, note_interrupt, plugin_traceback
 from .errors import (
     AmbiguousPlatformError,
     DuplicatePluginError,
@@ -26,6 +29,7 @@ from .errors import (
     PlatformNotFoundError,
     PlatformUnavailableError,
     PluginLoadError,
+    ReentrantSelectionError,
 )
 
 logger = logging.getLogger(__name__)
@@ -49,6 +53,8 @@ class Activation(NamedTuple):
     result: str | None = None
     error: str | None = None
     seconds: float = 0.0
+    traceback: str | None = None
+    """For a plugin whose import or ``activate()`` raised: the traceback, without the runtime's frames."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +66,7 @@ class Activation(NamedTuple):
             "result": self.result,
             "error": self.error,
             "seconds": self.seconds,
+            "traceback": self.traceback,
         }
 
 
@@ -200,22 +207,72 @@ def out_of_tree_identity_problems(cls: type) -> list[str]:
     return problems
 
 
+class _Activating:
+    """The platform plugin whose import or ``activate()`` is running in this context (see :func:`activating`)."""
+
+    __slots__ = ("ep", "reentered")
+
+    def __init__(self, ep: PluginEntryPoint) -> None:
+        self.ep = ep
+        #: Set when this plugin's code read ``current_platform`` of the namespace being selected.
+        self.reentered: ReentrantSelectionError | None = None
+
+
+_ACTIVATING: contextvars.ContextVar[_Activating | None] = contextvars.ContextVar("_activating", default=None)
+
+
+def activating() -> PluginEntryPoint | None:
+    """The platform plugin whose import or ``activate()`` runs right now (diagnostics attribute log lines)."""
+    current = _ACTIVATING.get()
+    return current.ep if current is not None else None
+
+
 def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activation, type | None, BaseException | None]:
-    """Import and call one plugin's ``activate()``; never raises, the caller decides what a failure means."""
+    """Import and call one plugin's ``activate()``; never raises, the caller decides what a failure means.
+
+    A ``KeyboardInterrupt`` is the exception: it propagates (the user stopped the start-up).
+    """
     start = time.perf_counter()
 
-    def record(status: str, result: str | None = None, error: str | None = None) -> Activation:
+    def record(status: str, result: str | None = None, error: str | None = None, exc: BaseException | None = None) -> Activation:
         seconds = time.perf_counter() - start
-        return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, status, result, error, seconds)
+        trace = plugin_traceback(exc) if exc is not None else None
+        return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, status, result, error, seconds, trace)
 
+    context = _Activating(ep)
+    token = _ACTIVATING.set(context)
     try:
-        activate = ep.load()
-    except Exception as exc:
-        return record("failed", error=f"import failed: {type(exc).__name__}: {exc}"), None, exc
-    try:
-        result = activate()
-    except Exception as exc:
-        return record("failed", error=f"activate() raised {type(exc).__name__}: {exc}"), None, exc
+        try:
+            activate = ep.load()
+        except BaseException as exc:
+            if not is_plugin_failure(exc):
+                note_interrupt(exc, f"the import of {_describe(ep)}")
+                raise
+            return record("failed", error=f"import failed: {describe_failure(exc)}", exc=exc), None, exc
+        if not callable(activate):
+            exc = InvalidPlatformError(
+                f"{_describe(ep)}: the entry point names {type(activate).__name__} {activate!r}, not a function. "
+                f"A platform plugin's entry point must name its activate() function, e.g. "
+                f"'{ep.module}:activate'.",
+                plugin=ep.name,
+                dist=ep.dist_name,
+            )
+            return record("failed", error=str(exc)), None, exc
+        try:
+            result = activate()
+        except BaseException as exc:
+            if not is_plugin_failure(exc):
+                note_interrupt(exc, f"activate() of {_describe(ep)}")
+                raise
+            if context.reentered is not None:
+                return record("failed", error=str(context.reentered)), None, context.reentered
+            return record("failed", error=f"activate() raised {describe_failure(exc)}", exc=exc), None, exc
+    finally:
+        _ACTIVATING.reset(token)
+    if context.reentered is not None:
+        # The plugin caught the error and returned anyway: its answer was computed from a selection that
+        # cannot exist yet, so it is not used.
+        return record("failed", error=str(context.reentered)), None, context.reentered
     if result is None:
         return record("unavailable"), None, None
     # The time is activate()'s own; validating the class it names is not the plugin's cost.
@@ -246,19 +303,12 @@ def _select_explicit(
 ) -> PlatformSelection:
     matches = [ep for ep in candidates if ep.name == selected]
     if not matches:
-        available = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep in candidates) or "none installed"
-        raise PlatformNotFoundError(
-            f"{namespace.platform_env}={selected!r} does not match any platform plugin in group "
-            f"{namespace.platform_group!r} (available: {available}). Install the plugin's package "
-            f"(pip install <package>, or pip install -e <path> for a checkout) so it registers its entry point, "
-            f"or unset {namespace.platform_env} to pick automatically.",
-            plugin=selected,
-        )
+        raise PlatformNotFoundError(unknown_platform_message(namespace, candidates, selected), plugin=selected)
     _reject_duplicates(discovery, namespace.platform_group, {selected})
     ep = matches[0]
     activation, cls, error = _activate(ep, namespace)
     if error is not None:
-        if isinstance(error, InvalidPlatformError):
+        if isinstance(error, (InvalidPlatformError, ReentrantSelectionError)):
             error.activations = (activation,)
             raise error
         raise PluginLoadError(
@@ -289,6 +339,46 @@ def _select_explicit(
     )
 
 
+def unknown_platform_message(namespace: PluginNamespace, candidates: tuple[PluginEntryPoint, ...], selected: str) -> str:
+    """Why ``selected`` names no installed platform plugin, with the likely intended name when there is one."""
+    available = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep in candidates) or "none installed"
+    message = (
+        f"{namespace.platform_env}={selected!r} does not match any platform plugin in group "
+        f"{namespace.platform_group!r} (available: {available})."
+    )
+    suggestions = platform_name_suggestions(candidates, selected)
+    if suggestions:
+        names = " or ".join(repr(name) for name in suggestions)
+        return (
+            f"{message} Did you mean {namespace.platform_env}={names}? Platform names are matched exactly "
+            f"(they are entry-point names, not distribution names)."
+        )
+    return (
+        f"{message} Install the plugin's package (pip install <package>, or pip install -e <path> for a checkout) "
+        f"so it registers its entry point, or unset {namespace.platform_env} to pick automatically."
+    )
+
+
+def platform_name_suggestions(candidates: tuple[PluginEntryPoint, ...], selected: str) -> list[str]:
+    """Installed platform names that ``selected`` probably meant: other case or separators, the distribution's
+    name instead of the entry point's, or a near miss."""
+
+    def folded(name: str) -> str:
+        return name.lower().replace("-", "_").replace(".", "_")
+
+    names = sorted({ep.name for ep in candidates})
+    found = [name for name in names if folded(name) == folded(selected)]
+    if not found:
+        dist = normalize_distribution_name(selected)
+        found = sorted({ep.name for ep in candidates if ep.dist_name == dist})
+    if not found and names:
+        import difflib
+
+        by_fold = {folded(name): name for name in names}
+        found = [by_fold[close] for close in difflib.get_close_matches(folded(selected), list(by_fold), n=3, cutoff=0.75)]
+    return found
+
+
 def _select_automatic(
     namespace: PluginNamespace, discovery: DiscoveryResult, candidates: tuple[PluginEntryPoint, ...]
 ) -> PlatformSelection:
@@ -300,9 +390,10 @@ def _select_automatic(
     for ep in candidates:
         activation, cls, error = _activate(ep, namespace)
         activations.append(activation)
-        if isinstance(error, InvalidPlatformError):
-            # The plugin says its hardware is here but hands over an unusable class: falling back would run the
-            # job on the wrong device, so this is an error even in auto mode.
+        if isinstance(error, (InvalidPlatformError, ReentrantSelectionError)):
+            # The plugin says its hardware is here but hands over an unusable class, or its activate() depends on
+            # the selection it is part of: falling back would run the job on the wrong device, so this is an error
+            # even in auto mode.
             error.activations = tuple(activations)
             raise error
         if error is not None:
@@ -368,6 +459,9 @@ class PlatformHolder:
         self._lock = threading.RLock()
         self._platform: Any = None
         self._selection: PlatformSelection | None = None
+        #: What is being resolved right now, by the thread holding the lock: a second ``get()`` from that thread
+        #: is a re-entry (plugin code reading ``current_platform`` during its own selection).
+        self._resolving: str | None = None
 
     def get(self) -> Any:
         platform = self._platform
@@ -375,20 +469,57 @@ class PlatformHolder:
             return platform
         with self._lock:
             if self._platform is None:
-                selection = select_platform(self.namespace)
+                if self._resolving is not None:
+                    raise self._reentry_error()
+                self._resolving = "selection"
                 try:
-                    platform = selection.platform_class()
-                except Exception as exc:
-                    raise PluginLoadError(
-                        f"Platform class {selection.class_path} (plugin {selection.plugin!r}, distribution "
-                        f"{selection.dist_name}) could not be instantiated: {type(exc).__name__}: {exc}",
-                        plugin=selection.plugin,
-                        dist=selection.dist_name,
-                    ) from exc
+                    selection = select_platform(self.namespace)
+                    self._resolving = selection.class_path
+                    try:
+                        platform = selection.platform_class()
+                    except BaseException as exc:
+                        if not is_plugin_failure(exc) or isinstance(exc, ReentrantSelectionError):
+                            raise
+                        raise PluginLoadError(
+                            f"Platform class {selection.class_path} (plugin {selection.plugin!r}, distribution "
+                            f"{selection.dist_name}) could not be instantiated: {describe_failure(exc)}",
+                            plugin=selection.plugin,
+                            dist=selection.dist_name,
+                        ) from exc
+                finally:
+                    self._resolving = None
                 # Publish the instance and its provenance together, only once both exist.
                 self._selection = selection
                 self._platform = platform
             return self._platform
+
+    def _reentry_error(self) -> ReentrantSelectionError:
+        """The error for plugin code that reads ``current_platform`` while it is being selected; remembered on
+        the running activation, so a plugin that catches it is still reported."""
+        advice = (
+            "Selection cannot depend on its own result: probe the hardware directly (for example the vendor "
+            "module's device count or torch.<device>.is_available()) and read current_platform only after "
+            "selection, e.g. in the platform's methods or a general plugin's register()."
+        )
+        running = _ACTIVATING.get()
+        if running is not None:
+            ep = running.ep
+            error = ReentrantSelectionError(
+                f"{_describe(ep)} read {self.namespace.name} current_platform while it was being selected (in its "
+                f"module's import or its activate()). {advice}",
+                plugin=ep.name,
+                dist=ep.dist_name,
+            )
+            running.reentered = error
+            return error
+        where = (
+            f"the constructor of platform class {self._resolving}"
+            if self._resolving not in (None, "selection")
+            else "code run by the selection"
+        )
+        return ReentrantSelectionError(
+            f"{where} read {self.namespace.name} current_platform while it was being selected. {advice}"
+        )
 
     def selection(self) -> PlatformSelection:
         """The provenance of the current platform, resolving it first if needed."""
@@ -447,12 +578,9 @@ def platform_holder(namespace: PluginNamespace) -> PlatformHolder:
     return holder
 
 
-def _after_fork_in_child() -> None:
+@after_fork_in_child
+def _after_fork() -> None:
     global _HOLDERS_LOCK
     _HOLDERS_LOCK = threading.Lock()
     for holder in _HOLDERS.values():
         holder.after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -43,3 +43,27 @@ class InvalidPlatformError(PluginError, TypeError):
 
     Also a ``TypeError``, which is what SGLang raises for a class that is not a platform subclass.
     """
+
+
+class ReentrantSelectionError(PluginError):
+    """A platform plugin read ``current_platform`` while that platform was being selected.
+
+    Selection cannot depend on its own result: the plugin's import or ``activate()`` (or the platform class's
+    constructor) must probe the hardware directly instead.
+    """
+
+
+class PluginConsistencyError(RuntimeError):
+    """The ranks of a ``torch.distributed`` job do not run the same plugins; raised on every rank alike.
+
+    The message names the ranks and hosts that differ and each item that differs. ``differences`` holds them as
+    data (``Difference`` records, errors first), ``groups`` the ranks grouped by identical fingerprint.
+    """
+
+    def __init__(
+        self, message: str, *, differences: tuple[Any, ...] = (), groups: tuple[Any, ...] = (), namespace: str = "srt"
+    ) -> None:
+        super().__init__(message)
+        self.differences = differences
+        self.groups = groups
+        self.namespace = namespace

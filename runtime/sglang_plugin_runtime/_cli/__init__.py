@@ -16,7 +16,9 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import sys
+from collections.abc import Iterator
 from typing import Any, Sequence
 
 from .. import __version__
@@ -98,6 +100,16 @@ def _build_parser() -> argparse.ArgumentParser:
     explain.add_argument("target", metavar="TARGET", help="pkg.mod.func, pkg.mod.Class.method or pkg.mod:Class.method")
     explain.add_argument(
         "--import-targets", action="store_true", help="import the target's module so its hooks are applied now"
+    )
+    fingerprint = commands.add_parser(
+        "fingerprint",
+        parents=[common],
+        help="this node's plugin fingerprint (what ranks of a job compare); --compare another node's",
+    )
+    fingerprint.add_argument(
+        "--compare",
+        metavar="FILE|DIGEST",
+        help="a file written by 'fingerprint --json' on another node (or its digest): list what differs, exit 1 if so",
     )
     commands.add_parser("schema", help="print the JSON schema of --json output")
     run = commands.add_parser(
@@ -181,11 +193,55 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
             namespace, simulation=simulation, import_targets=args.import_targets, strict=args.strict
         )
         return report, _render.render_doctor(report)
+    if args.command == "fingerprint":
+        from ._fingerprint import ComparisonInputError, fingerprint_report, load_comparison, render_fingerprint
+
+        try:
+            comparison = load_comparison(args.compare) if args.compare is not None else None
+        except ComparisonInputError as exc:
+            raise _UsageError(f"fingerprint: {exc}") from None
+        report = fingerprint_report(namespace, simulation=simulation, strict=args.strict, comparison=comparison)
+        return report, render_fingerprint(report)
     _validate_target(args.target)
     report = _diagnostics.explain_report(
         namespace, args.target, simulation=simulation, import_targets=args.import_targets, strict=args.strict
     )
     return report, _render.render_explain(report)
+
+
+@contextlib.contextmanager
+def _stdout_kept_for_the_report() -> Iterator[None]:
+    """Send everything written to standard output while plugins run to standard error instead.
+
+    Plugins run in this process and may print, from Python (``sys.stdout``) or from native code (file descriptor
+    1, C ``printf``). File descriptor 1 is pointed at standard error for the block and C stdio buffers are flushed
+    before it is restored, so the report (JSON above all) is the only thing on standard output.
+    """
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no file descriptor 1 at all: only Python-level output can be redirected
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+        return
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _flush_c_stdio()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _flush_c_stdio() -> None:
+    """``fflush(NULL)``: bytes a native library left in C's stdout buffer go to standard error, not the report."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+    except (ImportError, OSError, AttributeError, TypeError):  # no C library to flush (e.g. some embedded builds)
+        pass
 
 
 def _run_command(argv: list[str]) -> int:
@@ -219,8 +275,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "run":
             return _run_command(args.argv)
         _configure_logging(args.verbose)
-        # Plugins run in this process and may print; keep stdout for the report (and valid JSON).
-        with contextlib.redirect_stdout(sys.stderr):
+        from .._plugin_code import signal_interrupts_marked
+
+        # Plugins run in this process: whatever they print goes to stderr, and a KeyboardInterrupt they raise
+        # themselves is their failure, not the user's Ctrl-C.
+        with _stdout_kept_for_the_report(), signal_interrupts_marked():
             report, text = _run(args)
         sys.stdout.write(json.dumps(report, indent=2) + "\n" if args.json else text)
         sys.stdout.flush()

@@ -118,6 +118,16 @@ def _plugin_log(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _outcome(activation: dict[str, Any]) -> str | None:
+    """The RESULT / ERROR cell: the class, the error, or why ``activate()`` returned ``None``."""
+    if activation["status"] != "unavailable":
+        return activation["error"] or activation["result"]
+    said = activation.get("log") or []
+    if said:
+        return f"None: {said[-1]}"
+    return "None (activate() logged no reason; log one at DEBUG to see it here)"
+
+
 def render_doctor(report: dict[str, Any]) -> str:
     lines = _header(report, "doctor")
     discovery = report["discovery"]
@@ -127,24 +137,21 @@ def render_doctor(report: dict[str, Any]) -> str:
         f"{discovery['platform_plugins']} platform plugin(s), {discovery['general_plugins']} general plugin(s), "
         f"{len(discovery['malformed'])} malformed"
     )
-    saved = discovery.get("saved_scan")
-    if saved is not None:
-        if not saved["enabled"]:
-            lines.append("Saved scan: off (SGLANG_PLUGIN_NO_CACHE); every process scans")
-        elif saved["used"]:
-            lines.append(f"Saved scan: read from {saved['file']} (nothing it depends on has changed)")
-        else:
-            lines.append(f"Saved scan: none valid, so this run scanned (saved scans live in {saved['directory']})")
 
     platform = report["platform"]
     lines.append("")
     lines.append("Platform plugins: activate()")
     if platform["activations"]:
         rows = [
-            (a["plugin"], _dist(a["distribution"], a["version"]), a["status"], _ms(a["seconds"]), a["error"] or a["result"])
+            (a["plugin"], _dist(a["distribution"], a["version"]), a["status"], _ms(a["seconds"]), _outcome(a))
             for a in platform["activations"]
         ]
         lines.extend(format_table(("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", "RESULT / ERROR"), rows))
+        for activation in platform["activations"]:
+            if activation.get("traceback"):
+                lines.append("")
+                lines.append(f"Traceback of platform plugin {activation['plugin']!r} (the plugin's frames only)")
+                lines.extend("  " + line for line in activation["traceback"].rstrip().splitlines())
     else:
         lines.append("  (no platform plugin was activated)")
 

@@ -1,33 +1,27 @@
 """Hooks that change functions, methods and classes by dotted target, and undo cleanly.
 
-Call-compatible with ``sglang.srt.plugins.hook_registry`` (SGLang 0.5.23): the same names,
+Call-compatible with ``sglang.srt.plugins.hook_registry`` (SGLang 0.5.23 and main): the same names,
 signatures, defaults and error types, so plugin code moves between the two by swapping the
 ``sglang.srt`` prefix for ``sglang_plugin_runtime``. Where this module behaves better (lazy
 application, stale-reference rebinding, exact undo, async, introspection) docs/hooks.md says how.
 
-This module only needs the private ``_hooks`` package: importing it never loads the plugin
-discovery code, never imports torch and never imports a target module.
+Importing this module never loads the plugin discovery code, never imports torch and never imports a
+target module.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TypeVar
 
-from ._hooks import _engine
+from ._hooks._describe import Conflict, HookReport, TargetReport
 from ._hooks._errors import STRICT_ENV, HookApplyError, HookFailure
-from ._hooks._types import HookSource, HookType, _current_plugin_source
-
-if TYPE_CHECKING:
-    from ._hooks._introspection import STATUSES, Conflict, HookReport, TargetReport
-
-#: Report names, imported from ``_hooks._introspection`` on first use (module ``__getattr__``):
-#: only ``describe()`` needs them, and their dataclasses cost a generated-code ``exec`` each.
-_REPORT_NAMES = frozenset({"STATUSES", "Conflict", "HookReport", "TargetReport"})
+from ._hooks._registry import Registry, active_registry, isolated
+from ._hooks._types import HookSource, HookStatus, HookType
+from ._hooks._types import _current_plugin_source as _current_plugin_source  # SGLang's name; plugin loaders set it
 
 __all__ = [
-    "STATUSES",
     "STRICT_ENV",
     "Conflict",
     "HookApplyError",
@@ -35,20 +29,25 @@ __all__ = [
     "HookRegistry",
     "HookReport",
     "HookSource",
+    "HookStatus",
     "HookType",
+    "Registry",
     "TargetReport",
-    "_current_plugin_source",
     "isolated_registry",
     "plugin_hook",
 ]
+
+#: The statuses a target can have (the values of :class:`HookStatus`).
+STATUSES = tuple(status.value for status in HookStatus)
 
 _H = TypeVar("_H", bound=Callable[..., object])
 
 
 class HookRegistry:
-    """The process-wide registry of hooks (all methods are classmethods, as in SGLang).
+    """The process-wide hook registry, with SGLang's classmethod API.
 
-    Thread-safe: registration, application, undo and introspection share one lock.
+    Every method acts on the active :class:`Registry`: the process's default one, or the fresh one
+    :func:`isolated_registry` makes active for a block.
     """
 
     @classmethod
@@ -72,7 +71,7 @@ class HookRegistry:
         Raises ``TypeError`` when a class is registered with a type other than REPLACE or the
         hook is not callable, ``ValueError`` for a malformed target.
         """
-        _engine.register(target, hook, hook_type, source, priority)
+        active_registry().register(target, hook, hook_type, source=source, priority=priority)
 
     @classmethod
     def apply_hooks(cls, strict: bool | None = None) -> None:
@@ -81,12 +80,12 @@ class HookRegistry:
         Idempotent. Failures are logged and kept for :meth:`describe`; in strict mode
         (``strict=True`` or ``SGLANG_PLUGINS_STRICT=1``) they raise :class:`HookApplyError`.
         """
-        _engine.apply(strict)
+        active_registry().apply_hooks(strict)
 
     @classmethod
     def reset(cls) -> None:
         """Undo every patch and rebinding exactly, stop watching imports, forget all hooks."""
-        _engine.reset()
+        active_registry().reset()
 
     @classmethod
     def discard_source(cls, source: HookSource) -> int:
@@ -95,39 +94,38 @@ class HookRegistry:
         Targets it had patched are rebuilt from their originals without its hooks, or restored
         when no hook is left. Returns how many registrations were dropped.
         """
-        return _engine.discard_source(source)
+        return active_registry().discard_source(source)
 
     @classmethod
     def describe(cls, target: str | None = None) -> list[TargetReport]:
         """Report each registered target (or only ``target``, in either spelling)."""
-        return _engine.describe(target)
+        return active_registry().describe(target)
+
+    @classmethod
+    def is_hook_applied(cls, target: str, hook: Callable[..., object], hook_type: HookType | None = None) -> bool:
+        """Whether this exact ``hook`` (and ``hook_type``, when given) runs on ``target`` now.
+
+        False until an apply succeeded for the target; false after :meth:`reset`; false while the target is
+        failed, until a retry succeeds. ``target`` may be given in either spelling.
+        """
+        return active_registry().is_hook_applied(target, hook, hook_type)
 
 
-def plugin_hook(target: str, type: HookType = HookType.AFTER, *, priority: int = 0) -> Callable[[_H], _H]:  # noqa: A002
+def plugin_hook(target: str, type: HookType = HookType.AFTER, *, priority: int = 0) -> Callable[[_H], _H]:  # noqa: A002 - SGLang's name
     """Decorator form of :meth:`HookRegistry.register`; returns the hook unchanged."""
 
     def decorator(hook: _H) -> _H:
-        HookRegistry.register(target, hook, type, priority=priority)
+        active_registry().register(target, hook, type, priority=priority)
         return hook
 
     return decorator
 
 
 @contextlib.contextmanager
-def isolated_registry() -> Iterator[type[HookRegistry]]:
-    """Give the block an empty registry; on exit undo its patches and restore the previous one.
+def isolated_registry() -> Iterator[Registry]:
+    """Give the block a fresh, empty registry; on exit undo its patches and make the previous one active again.
 
     Patches applied before the block stay in place during it and after it.
     """
-    with _engine.isolated():
-        yield HookRegistry
-
-
-def __getattr__(name: str) -> Any:
-    if name in _REPORT_NAMES:
-        from ._hooks import _introspection
-
-        value = getattr(_introspection, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with isolated() as registry:
+        yield registry

@@ -7,31 +7,21 @@ callable is wrapped it is re-dressed in the same kind of descriptor.
 
 from __future__ import annotations
 
+import copy
 import functools
 import types
+from dataclasses import dataclass
 
 
+@dataclass(frozen=True, slots=True)
 class Unwrapped:
-    """The callable inside a raw attribute, and what kind of attribute it was.
+    """The callable inside a raw attribute, and what kind of attribute it was."""
 
-    A plain slotted class rather than a dataclass: this module is on every start-up path.
-    """
-
-    __slots__ = ("kind", "func", "raw")
-
-    #: One of "class", "function", "classmethod", "staticmethod", "property", "cached_property",
-    #: "nonbinding" (a callable class attribute that does not bind, e.g. a builtin).
     kind: str
+    """One of "class", "function", "classmethod", "staticmethod", "property", "cached_property",
+    "nonbinding" (a callable class attribute that does not bind, e.g. a builtin)."""
     func: object
     raw: object
-
-    def __init__(self, kind: str, func: object, raw: object) -> None:
-        self.kind = kind
-        self.func = func
-        self.raw = raw
-
-    def __repr__(self) -> str:
-        return f"Unwrapped(kind={self.kind!r}, func={self.func!r}, raw={self.raw!r})"
 
 
 def unwrap_attribute(raw: object, owner: object) -> Unwrapped:
@@ -73,8 +63,6 @@ def rewrap_attribute(unwrapped: Unwrapped, wrapper: object) -> object:
         # ``getter`` copies fset, fdel and doc and keeps a property subclass's type.
         return unwrapped.raw.getter(wrapper)  # type: ignore[union-attr]
     if kind == "cached_property":
-        import copy
-
         new = copy.copy(unwrapped.raw)
         new.func = wrapper  # type: ignore[attr-defined]
         return new

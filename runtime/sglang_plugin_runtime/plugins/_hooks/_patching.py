@@ -10,6 +10,7 @@ installed, so a later patch by somebody else is never clobbered.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
 
@@ -25,17 +26,15 @@ def own_value(owner: object, name: str) -> object:
     return namespace.get(name, _MISSING)
 
 
+@dataclass(slots=True, eq=False)
 class PatchRecord:
-    """One attribute the registry changed (a slotted class: dataclasses cost an ``exec`` at import)."""
+    """One attribute the registry changed."""
 
-    __slots__ = ("owner", "name", "had_own", "previous", "installed")
-
-    def __init__(self, owner: object, name: str, had_own: bool, previous: object, installed: object) -> None:
-        self.owner = owner
-        self.name = name
-        self.had_own = had_own
-        self.previous = previous
-        self.installed = installed
+    owner: object
+    name: str
+    had_own: bool
+    previous: object
+    installed: object
 
     def is_intact(self) -> bool:
         """Whether the attribute still holds what the registry installed."""

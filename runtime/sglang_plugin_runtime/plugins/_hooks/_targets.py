@@ -11,8 +11,7 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Mapping
-
-from ._rebinding import is_unshared, references
+from dataclasses import dataclass
 
 _MISSING = object()
 
@@ -21,28 +20,15 @@ class TargetNotFound(LookupError):
     """The target's module is imported but the attribute path does not exist."""
 
 
-# The three value classes below are plain slotted classes, not dataclasses: this module is imported
-# on every start-up path, and each dataclass costs a generated-code ``exec`` at import.
-
-
+@dataclass(frozen=True, slots=True)
 class TargetSpec:
     """A parsed target string."""
 
-    __slots__ = ("text", "module", "parts")
-
     text: str
-    #: The module for the ``module:attr`` spelling; ``None`` for the dotted spelling.
     module: str | None
-    #: Every dotted component (dotted spelling) or the attribute path (colon spelling).
+    """The module for the ``module:attr`` spelling; ``None`` for the dotted spelling."""
     parts: tuple[str, ...]
-
-    def __init__(self, text: str, module: str | None, parts: tuple[str, ...]) -> None:
-        self.text = text
-        self.module = module
-        self.parts = parts
-
-    def __repr__(self) -> str:
-        return f"TargetSpec(text={self.text!r}, module={self.module!r}, parts={self.parts!r})"
+    """Every dotted component (dotted spelling) or the attribute path (colon spelling)."""
 
     @property
     def dotted(self) -> str:
@@ -61,38 +47,18 @@ class TargetSpec:
         return tuple(".".join(self.parts[:i]) for i in range(1, len(self.parts)))
 
 
+@dataclass(frozen=True, slots=True)
 class Resolution:
     """Where a target lives right now."""
 
-    __slots__ = ("module_name", "attr_path", "owner", "raw", "owned", "unshared")
-
     module_name: str
     attr_path: tuple[str, ...]
-    #: The object whose attribute is patched (a module, a class, or any other object).
     owner: object
-    #: The raw value (``__dict__`` entry, descriptors not invoked) found for the attribute.
+    """The object whose attribute is patched (a module, a class, or any other object)."""
     raw: object
-    #: Whether ``raw`` is in ``owner.__dict__`` itself (False: inherited from a base class).
+    """The raw value (``__dict__`` entry, descriptors not invoked) found for the attribute."""
     owned: bool
-    #: Proven when resolved: ``owner.__dict__`` was the only holder of ``raw``, so no module global
-    #: holds a copy that would need rebinding after the patch.
-    unshared: bool
-
-    def __init__(
-        self,
-        module_name: str,
-        attr_path: tuple[str, ...],
-        owner: object,
-        raw: object,
-        owned: bool,
-        unshared: bool = False,
-    ) -> None:
-        self.module_name = module_name
-        self.attr_path = attr_path
-        self.owner = owner
-        self.raw = raw
-        self.owned = owned
-        self.unshared = unshared
+    """Whether ``raw`` is in ``owner.__dict__`` itself (False: inherited from a base class)."""
 
     @property
     def key(self) -> str:
@@ -100,21 +66,13 @@ class Resolution:
         return f"{self.module_name}:{'.'.join(self.attr_path)}"
 
 
+@dataclass(frozen=True, slots=True)
 class Unresolved:
     """The target cannot be resolved yet: its module (or a submodule on the path) is not imported."""
 
-    __slots__ = ("reason", "watch")
-
     reason: str
-    #: Module names to watch for: when one of them finishes importing, try again.
     watch: tuple[str, ...]
-
-    def __init__(self, reason: str, watch: tuple[str, ...]) -> None:
-        self.reason = reason
-        self.watch = watch
-
-    def __repr__(self) -> str:
-        return f"Unresolved(reason={self.reason!r}, watch={self.watch!r})"
+    """Module names to watch for: when one of them finishes importing, try again."""
 
 
 def parse_target(target: object) -> TargetSpec:
@@ -233,11 +191,7 @@ def _walk(
             kind = "module" if isinstance(owner, types.ModuleType) else type(owner).__name__
             raise TargetNotFound(f"{kind} {owner_name!r} has no attribute {name!r}")
         if index == len(path) - 1:
-            # ``raw`` is held here by this local and, when owned, by the owner's namespace entry; any
-            # other reference could be a module global that needs rebinding. Counted before anything
-            # else takes a reference.
-            unshared = owned and is_unshared(references(raw))
-            return Resolution(module_name, path, owner, raw, owned, unshared)
+            return Resolution(module_name, path, owner, raw, owned)
         if isinstance(raw, (staticmethod, classmethod)):
             raw = raw.__func__
         owner = raw

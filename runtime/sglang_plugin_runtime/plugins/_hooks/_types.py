@@ -1,7 +1,7 @@
-"""Hook types, hook sources and the context variable that attributes registrations to plugins."""
+"""Hook types, hook sources, target statuses and the context variable that attributes registrations to plugins."""
 
-# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
-# string annotation of its fields, a cost paid by every process at start-up.
+from __future__ import annotations
+
 import contextvars
 import enum
 from typing import NamedTuple
@@ -25,9 +25,24 @@ class HookType(enum.Enum):
     REPLACE = "replace"
 
 
-# Both classes are documented under the public module; pickles and reprs should say so.
+class HookStatus(str, enum.Enum):
+    """Where a target stands; the values are part of the CLI's JSON schema."""
+
+    REGISTERED = "registered"
+    """Hooks registered, ``apply_hooks()`` not called since."""
+    APPLIED = "applied"
+    PENDING = "pending"
+    """Waiting for its module to be imported (patched right after it is)."""
+    FAILED = "failed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# The classes are documented under the public module; pickles and reprs should say so.
 HookSource.__module__ = _PUBLIC_MODULE
 HookType.__module__ = _PUBLIC_MODULE
+HookStatus.__module__ = _PUBLIC_MODULE
 
 # Set by the plugin loader while a plugin's module is imported and while its function runs;
 # ``register()`` reads it when no explicit source is given.

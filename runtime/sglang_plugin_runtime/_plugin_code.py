@@ -1,0 +1,104 @@
+"""Running code that belongs to a plugin: which exceptions are the plugin's failure, and how to describe them.
+
+Plugin code runs inside the host's start-up (an entry point's import, ``activate()``, ``register()``, a hook being
+applied). Whatever it raises must end up as a failure attributed to that plugin, never as something that ends
+the host silently: ``sys.exit()`` in a plugin is a plugin failure like any other exception. A
+``KeyboardInterrupt`` is different: it is how a user stops a slow start-up, so it propagates, with a note naming
+the plugin that was running. Only where the host marks the interrupts that come from a signal (the
+``sglang-plugins`` CLI does, see :func:`signal_interrupts_marked`) can a ``KeyboardInterrupt`` that a plugin raised
+itself be told apart, and then it is a plugin failure too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class InterruptFromSignal(KeyboardInterrupt):
+    """A ``KeyboardInterrupt`` raised by :func:`signal_interrupts_marked`'s SIGINT handler: the user's, not a plugin's."""
+
+
+_marked = False
+
+
+def is_plugin_failure(exc: BaseException) -> bool:
+    """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate)."""
+    if isinstance(exc, (Exception, SystemExit)):
+        return True
+    return _marked and isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
+
+
+@contextlib.contextmanager
+def signal_interrupts_marked() -> Iterator[None]:
+    """Within the block, a real Ctrl-C raises :class:`InterruptFromSignal`, so any other ``KeyboardInterrupt``
+    comes from plugin code and is reported as that plugin's failure. Main thread only (else: no change)."""
+    global _marked
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise InterruptFromSignal()
+
+    previous = signal.getsignal(signal.SIGINT)
+    ignored = previous is signal.SIG_IGN  # e.g. a job started in the background: no Ctrl-C can arrive
+    if not ignored:
+        signal.signal(signal.SIGINT, handler)
+    _marked = True
+    try:
+        yield
+    finally:
+        _marked = False
+        if not ignored:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """``Type: message``, with advice where the exception type itself is the mistake."""
+    if isinstance(exc, SystemExit):
+        return (
+            f"SystemExit({exc.code!r}): plugin code called sys.exit(); a plugin must raise an exception "
+            f"(or, in activate(), return None) instead of ending the process"
+        )
+    if isinstance(exc, KeyboardInterrupt):
+        return "KeyboardInterrupt raised by the plugin's own code (not a Ctrl-C): a plugin must not raise it"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def plugin_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` (with its causes) without the runtime's own frames: the plugin's lines only."""
+    import traceback
+
+    summary = traceback.TracebackException.from_exception(exc)
+    for part in _chain(summary):
+        kept = [frame for frame in part.stack if not frame.filename.startswith(_RUNTIME_DIR)]
+        part.stack = traceback.StackSummary.from_list(kept)
+    return "".join(summary.format())
+
+
+def _chain(summary: object) -> list[object]:
+    parts: list[object] = []
+    seen: set[int] = set()
+    pending = [summary]
+    while pending:
+        part = pending.pop()
+        if part is None or id(part) in seen:
+            continue
+        seen.add(id(part))
+        parts.append(part)
+        pending.extend([getattr(part, "__cause__", None), getattr(part, "__context__", None)])
+    return parts
+
+
+def note_interrupt(exc: BaseException, where: str) -> None:
+    """Record on a propagating ``KeyboardInterrupt`` which plugin code it interrupted (Python 3.11+ notes)."""
+    if sys.version_info >= (3, 11):
+        exc.add_note(f"(raised while the runtime was running {where})")
