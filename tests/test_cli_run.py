@@ -11,12 +11,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from _plugin_site import PluginSite
+from test_cli_doctor import cli
+
 from sglang_plugin_runtime._launcher._finder import AdoptedSGLangFinder
 from sglang_plugin_runtime._launcher._patch import PatchError, apply, parse
 from sglang_plugin_runtime._launcher._versions import patch_text, supported_versions
-from test_cli_doctor import cli
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,11 +66,16 @@ def test_the_launcher_carries_the_same_patch_as_integrations_sglang() -> None:
     assert supported_versions() == ("0.5.23",)
     packaged = patch_text("0.5.23")
     assert packaged == (REPO_ROOT / "integrations" / "sglang" / "sglang-0.5.23.patch").read_text(encoding="utf-8"), (
-        "copy integrations/sglang/sglang-0.5.23.patch to runtime/sglang_plugin_runtime/_launcher/patches/")
+        "copy integrations/sglang/sglang-0.5.23.patch to runtime/sglang_plugin_runtime/_launcher/patches/"
+    )
     assert set(parse(packaged)) == {
-        "sglang/multimodal_gen/runtime/platforms/plugins.py", "sglang/srt/platforms/__init__.py",
-        "sglang/srt/platforms/device_mixin.py", "sglang/srt/platforms/interface.py", "sglang/srt/platforms/npu.py",
-        "sglang/srt/plugins/__init__.py", "sglang/srt/plugins/hook_registry.py",
+        "sglang/multimodal_gen/runtime/platforms/plugins.py",
+        "sglang/srt/platforms/__init__.py",
+        "sglang/srt/platforms/device_mixin.py",
+        "sglang/srt/platforms/interface.py",
+        "sglang/srt/platforms/npu.py",
+        "sglang/srt/plugins/__init__.py",
+        "sglang/srt/plugins/hook_registry.py",
     }
 
 
@@ -148,10 +153,16 @@ def test_run_refuses_an_isolated_python_that_would_ignore_the_shim(site: PluginS
 
 
 def test_run_passes_an_sglang_that_already_imports_the_runtime_through_unchanged(site: PluginSite) -> None:
-    site.add("sglang", "0.6.0", modules={
-        "sglang/__init__.py": "",
-        "sglang/srt/plugins/hook_registry.py": "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry\n",
-    })
+    site.add(
+        "sglang",
+        "0.6.0",
+        modules={
+            "sglang/__init__.py": "",
+            "sglang/srt/plugins/hook_registry.py": (
+                "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry\n"
+            ),
+        },
+    )
     code = textwrap.dedent("""
         import os, sys
         print(os.environ.get("SGLANG_PLUGINS_RUN_SHIM"))

@@ -19,7 +19,6 @@ from typing import Any
 RESULT_MARK = "@@SCENARIO@@"
 
 
-
 def clean_env(paths: Iterable[Path | str] = (), **overrides: str) -> dict[str, str]:
     """A scenario's environment: no SGLANG_* leaking in, only ``paths`` added to ``sys.path``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
@@ -82,7 +81,7 @@ def run_python(
     result = None
     for line in completed.stdout.splitlines():
         if line.startswith(RESULT_MARK):
-            result = json.loads(line[len(RESULT_MARK):])
+            result = json.loads(line[len(RESULT_MARK) :])
     if result is None:
         raise ScenarioError(
             f"scenario subprocess reported nothing (exit {completed.returncode})\n"
@@ -94,8 +93,18 @@ def run_python(
 def pip_install_target(sources: Iterable[Path], target: Path) -> Path:
     """One real ``pip install --target`` of every project in ``sources`` (no dependencies, no build isolation)."""
     completed = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(target), *map(str, sources)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            *map(str, sources),
+        ],
         env=clean_env(),
         capture_output=True,
         text=True,

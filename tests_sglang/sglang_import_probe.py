@@ -52,5 +52,7 @@ class ImportProbe:
         """One line: which overrides of which in-tree classes the runtime refuses, and the consequence."""
         refused = [m.split(" is incompatible", 1)[0] for messages in self.refused.values() for m in messages]
         what = "; ".join(refused) or self.first.splitlines()[0]
-        return (f"issue 12: the runtime's class-definition check refuses SGLang 0.5.23's in-tree {what}, so "
-                f"`import sglang` fails once SGLang imports the runtime")
+        return (
+            f"issue 12: the runtime's class-definition check refuses SGLang 0.5.23's in-tree {what}, so "
+            f"`import sglang` fails once SGLang imports the runtime"
+        )

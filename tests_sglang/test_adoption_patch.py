@@ -78,9 +78,20 @@ def test_the_patch_applies_to_the_released_wheel_exactly(tmp_path: Path) -> None
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(site_packages() / change.path, destination)
     completed = subprocess.run(
-        ["patch", "--strip=1", "--forward", "--batch", "--fuzz=0", "--no-backup-if-mismatch", "--reject-file=-",
-         f"--input={PATCH}"],
-        cwd=tmp_path, capture_output=True, text=True, check=False,
+        [
+            "patch",
+            "--strip=1",
+            "--forward",
+            "--batch",
+            "--fuzz=0",
+            "--no-backup-if-mismatch",
+            "--reject-file=-",
+            f"--input={PATCH}",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert not re.search(r"offset|fuzz", completed.stdout, re.IGNORECASE), completed.stdout
@@ -109,8 +120,13 @@ def test_make_patch_reproduces_the_committed_patch_from_the_released_and_patched
         for root in (before, after):
             (root / change.path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(site_packages() / change.path, root / change.path)
-    subprocess.run(["patch", "--strip=1", "--batch", "--fuzz=0", f"--input={PATCH}"], cwd=after, check=True,
-                   capture_output=True)
-    made = subprocess.run([sys.executable, str(PATCH.parent / "make_patch.py"), str(before), str(after)],
-                          capture_output=True, text=True, check=True).stdout
+    subprocess.run(
+        ["patch", "--strip=1", "--batch", "--fuzz=0", f"--input={PATCH}"], cwd=after, check=True, capture_output=True
+    )
+    made = subprocess.run(
+        [sys.executable, str(PATCH.parent / "make_patch.py"), str(before), str(after)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert made == PATCH.read_text(encoding="utf-8")

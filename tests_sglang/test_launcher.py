@@ -24,9 +24,16 @@ from sglang_plugin_runtime.testing import write_fake_distribution
 
 pytestmark = pytest.mark.subprocess
 
-PLATFORM = {"plugin_kind": "platform", "project_name": "Launched Device", "distribution_name": "launched-device",
-            "package_name": "launched_device", "entry_point_name": "launched", "device_name": "launched",
-            "device_type": "launched", "backend_module": "torch_launched"}
+PLATFORM = {
+    "plugin_kind": "platform",
+    "project_name": "Launched Device",
+    "distribution_name": "launched-device",
+    "package_name": "launched_device",
+    "entry_point_name": "launched",
+    "device_name": "launched",
+    "device_type": "launched",
+    "backend_module": "torch_launched",
+}
 #: The files the adoption patch changes (relative to site-packages).
 ADOPTED_FILES = (
     "sglang/multimodal_gen/runtime/platforms/plugins.py",
@@ -37,18 +44,28 @@ ADOPTED_FILES = (
     "sglang/srt/plugins/__init__.py",
     "sglang/srt/plugins/hook_registry.py",
 )
-GENERAL = {"plugin_kind": "general", "project_name": "Launched Hooks", "distribution_name": "launched-hooks",
-           "package_name": "launched_hooks", "entry_point_name": "launched_hooks"}
+GENERAL = {
+    "plugin_kind": "general",
+    "project_name": "Launched Hooks",
+    "distribution_name": "launched-hooks",
+    "package_name": "launched_hooks",
+    "entry_point_name": "launched_hooks",
+}
 
 
 @pytest.fixture(scope="module")
 def launched_site(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A platform and a general package generated for the runtime host (sglang_plugin_runtime imports)."""
     questions = yaml.safe_load((template_dir / "copier.yml").read_text(encoding="utf-8"))
-    host = {"host_api": "runtime"} if "runtime" in map(str, (questions.get("host_api") or {}).get("choices", {})
-                                                         .values()) else {}
-    projects = [render(template_dir, tmp_path_factory.mktemp(f"launched-{a['plugin_kind']}"), {**a, **host})
-                for a in (PLATFORM, GENERAL)]
+    host = (
+        {"host_api": "runtime"}
+        if "runtime" in map(str, (questions.get("host_api") or {}).get("choices", {}).values())
+        else {}
+    )
+    projects = [
+        render(template_dir, tmp_path_factory.mktemp(f"launched-{a['plugin_kind']}"), {**a, **host})
+        for a in (PLATFORM, GENERAL)
+    ]
     for project in projects:
         text = "\n".join(p.read_text(encoding="utf-8") for p in project.rglob("*.py"))
         assert "sglang_plugin_runtime" in text, f"{project} does not import the runtime"
@@ -94,14 +111,19 @@ def test_a_runtime_host_platform_and_general_plugin_work_on_released_sglang_unde
     launched_site: Path,
 ) -> None:
     out = run_python(SIMULATE + OBSERVE, paths=[launched_site], launcher=True)
-    assert out.result == {"runtime_registry": True, "platform": "LaunchedSRTPlatform", "count": 3,
-                          "sampler": "TieBreakingSampler"}
+    assert out.result == {
+        "runtime_registry": True,
+        "platform": "LaunchedSRTPlatform",
+        "count": 3,
+        "sampler": "TieBreakingSampler",
+    }
     assert "sglang-plugins run: SGLang 0.5.23 runs with sglang_plugin_runtime" in out.stderr
 
 
 def test_without_the_launcher_the_same_venv_runs_the_released_sglang(launched_site: Path) -> None:
     out = run_python(
-        SIMULATE + textwrap.dedent("""
+        SIMULATE
+        + textwrap.dedent("""
         import traceback
         try:
             from sglang.srt.platforms import current_platform
@@ -176,13 +198,20 @@ def test_spawned_forked_and_forkserver_children_run_the_runtime_too(launched_sit
 
 
 def launch(*command: str, paths: list[Path] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "sglang_plugin_runtime", "run", "--", *command],
-                          env=clean_env(paths or []), capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "sglang_plugin_runtime", "run", "--", *command],
+        env=clean_env(paths or []),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_the_commands_exit_status_is_returned_and_the_shim_is_removed() -> None:
-    completed = launch(sys.executable, "-c", "import os, sys; print(os.environ['SGLANG_PLUGINS_RUN_SHIM']); "
-                                             "sys.exit(7)")
+    completed = launch(
+        sys.executable, "-c", "import os, sys; print(os.environ['SGLANG_PLUGINS_RUN_SHIM']); sys.exit(7)"
+    )
     assert completed.returncode == 7, completed.stderr
     shim = Path(completed.stdout.strip())
     assert shim.name.startswith("sglang-plugins-run-") and not shim.exists()
@@ -199,7 +228,8 @@ def test_a_modified_sglang_is_refused_naming_the_file_and_line(tmp_path: Path) -
     real = Path(importlib.util.find_spec("sglang").submodule_search_locations[0]).parent
     modules = {path: (real / path).read_text(encoding="utf-8") for path in ADOPTED_FILES}
     modules["sglang/srt/plugins/__init__.py"] = modules["sglang/srt/plugins/__init__.py"].replace(
-        "import logging\n", "import logging  # a vendor fork\n")
+        "import logging\n", "import logging  # a vendor fork\n"
+    )
     write_fake_distribution(tmp_path, "sglang", "0.5.23", modules=modules)
     completed = launch(sys.executable, "-c", "pass", paths=[tmp_path])
     assert completed.returncode == 2
@@ -215,8 +245,14 @@ def test_an_sglang_release_without_a_patch_is_refused_naming_the_supported_ones(
 
 
 def test_a_missing_command_is_a_usage_error() -> None:
-    completed = subprocess.run([sys.executable, "-m", "sglang_plugin_runtime", "run"], env=clean_env(),
-                               capture_output=True, text=True, timeout=60, check=False)
+    completed = subprocess.run(
+        [sys.executable, "-m", "sglang_plugin_runtime", "run"],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert completed.returncode == 2 and "give the command to run" in completed.stderr
 
 

@@ -46,13 +46,33 @@ def run_wheel_tests(relative_paths: tuple[str, ...], workdir: Path) -> dict[str,
         assert path.is_file(), f"the wheel no longer ships {path}"
         report = workdir / f"{path.stem}.xml"
         completed = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "--noconftest", "-p", "no:cacheprovider", "-c",
-             str(workdir / "pytest.ini"), "--rootdir", str(workdir), f"--junitxml={report}", str(path)],
-            cwd=workdir, env=env, capture_output=True, text=True, timeout=600, check=False,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "--noconftest",
+                "-p",
+                "no:cacheprovider",
+                "-c",
+                str(workdir / "pytest.ini"),
+                "--rootdir",
+                str(workdir),
+                f"--junitxml={report}",
+                str(path),
+            ],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
         if not report.is_file():
-            raise AssertionError(f"pytest wrote no report for {relative} (exit {completed.returncode}):\n"
-                                 f"{completed.stdout[-4000:]}\n{completed.stderr[-4000:]}")
+            raise AssertionError(
+                f"pytest wrote no report for {relative} (exit {completed.returncode}):\n"
+                f"{completed.stdout[-4000:]}\n{completed.stderr[-4000:]}"
+            )
         for case in ET.parse(report).getroot().iter("testcase"):
             test = "::".join([path.name, case.get("classname", "").rsplit(".", 1)[-1], case.get("name", "")])
             status, message = "passed", ""

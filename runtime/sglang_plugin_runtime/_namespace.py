@@ -22,7 +22,7 @@ class PluginNamespace(NamedTuple):
     plugin_group: str
     base_class: ClassRef
     fallback_class: ClassRef | None = None
-    """Used when no platform plugin activates; ``None`` means the host's (``set_host_fallback``), else the base class."""
+    """Used when no platform plugin activates; ``None``: the host's (``set_host_fallback``), else the base class."""
     platform_env: str = "SGLANG_PLATFORM"
     plugins_env: str = "SGLANG_PLUGINS"
     strict_env: str = "SGLANG_PLUGINS_STRICT"

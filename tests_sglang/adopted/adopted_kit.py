@@ -35,6 +35,7 @@ REEXPORTS = {
 # Is this SGLang adopted, and does it import?
 # ---------------------------------------------------------------------------------------------------------
 
+
 def probe_import() -> ImportProbe:
     out = run_python(IMPORT_PROBE, timeout=300)
     return ImportProbe(out["imports"], out.result.get("first", ""), out.result.get("refused", {}))
@@ -183,4 +184,4 @@ def distinct(candidates: Iterable[tuple[Combination, str]]) -> list[Combination]
 
 
 def product_of_bools(names: list[str]) -> list[dict[str, bool]]:
-    return [dict(zip(names, values)) for values in itertools.product([False, True], repeat=len(names))]
+    return [dict(zip(names, values, strict=True)) for values in itertools.product([False, True], repeat=len(names))]

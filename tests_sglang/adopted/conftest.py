@@ -47,8 +47,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if not mine:
         return
     if not sglang_is_adopted():
-        pytest.exit("tests_sglang/adopted runs in the adopted venv only: run SGLANG_TIER=adopted bash "
-                    "scripts/test-sglang.sh (this sglang has no integrations/sglang patch applied)", returncode=2)
+        pytest.exit(
+            "tests_sglang/adopted runs in the adopted venv only: run SGLANG_TIER=adopted bash "
+            "scripts/test-sglang.sh (this sglang has no integrations/sglang patch applied)",
+            returncode=2,
+        )
     probe = import_probe()
     if probe.imports:
         return

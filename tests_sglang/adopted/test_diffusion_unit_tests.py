@@ -30,29 +30,43 @@ class Classified:
 
 
 _HOOKS = "type object 'HookRegistry' has no attribute '_hooks'"
+_PLUGINS = "test_diffusion_plugins.py::TestDiffusionPlugins::"
 CLASSIFICATION = {
-    "test_diffusion_plugins.py::TestDiffusionPlugins::test_hooks_registered_while_importing_a_plugin_keep_their_source":
-        Classified(PRIVATE, _HOOKS, "reads the source out of the registry's private per-target lists; the runtime "
-                   "keeps it and `HookRegistry.describe()` reports it",
-                   "test_a_hook_registered_while_a_diffusion_plugin_is_imported_keeps_its_source"),
-    "test_diffusion_plugins.py::TestDiffusionPlugins::test_failing_optional_callback_discards_its_registered_hooks":
-        Classified(PRIVATE, _HOOKS, "registers its cleanup on `HookRegistry._hooks`; the discarding itself is "
-                   "`HookRegistry.discard_source()`",
-                   "test_a_failing_diffusion_callback_discards_the_hooks_it_registered"),
-    "test_diffusion_plugins.py::TestDiffusionPlugins::test_failing_optional_import_discards_its_registered_hooks":
-        Classified(PRIVATE, _HOOKS, "registers its cleanup on `HookRegistry._hooks`; the discarding itself is "
-                   "`HookRegistry.discard_source()`",
-                   "test_a_failing_diffusion_plugin_import_discards_the_hooks_it_registered"),
-    "test_diffusion_plugins.py::TestDiffusionPlugins::test_an_unapplied_hook_from_the_selected_platform_aborts_startup":
-        Classified(PRIVATE, _HOOKS, "writes a hook straight into `HookRegistry._hooks` and `_patched`; the check "
-                   "now reads `HookRegistry.describe()` (a target whose module is not imported yet is not "
-                   "a failure: it is patched on import)",
-                   "test_an_unappliable_hook_of_the_selected_platform_still_aborts_startup"),
-    "test_diffusion_plugins.py::TestDiffusionPlugins::test_plugin_hook_uses_the_diffusion_registry":
-        Classified(REAL, _HOOKS, "one registry per process: diffusion hooks and SRT hooks share the runtime's "
-                   "registry, each attributed to its plugin and distribution. In SGLang 0.5.23 only `sglang serve` "
-                   "loads both kinds in one process, and there both are applied before serving, as before",
-                   "test_diffusion_hooks_live_in_the_one_registry_attributed_to_their_plugin"),
+    _PLUGINS + "test_hooks_registered_while_importing_a_plugin_keep_their_source": Classified(
+        PRIVATE,
+        _HOOKS,
+        "reads the source out of the registry's private per-target lists; the runtime "
+        "keeps it and `HookRegistry.describe()` reports it",
+        "test_a_hook_registered_while_a_diffusion_plugin_is_imported_keeps_its_source",
+    ),
+    _PLUGINS + "test_failing_optional_callback_discards_its_registered_hooks": Classified(
+        PRIVATE,
+        _HOOKS,
+        "registers its cleanup on `HookRegistry._hooks`; the discarding itself is `HookRegistry.discard_source()`",
+        "test_a_failing_diffusion_callback_discards_the_hooks_it_registered",
+    ),
+    _PLUGINS + "test_failing_optional_import_discards_its_registered_hooks": Classified(
+        PRIVATE,
+        _HOOKS,
+        "registers its cleanup on `HookRegistry._hooks`; the discarding itself is `HookRegistry.discard_source()`",
+        "test_a_failing_diffusion_plugin_import_discards_the_hooks_it_registered",
+    ),
+    _PLUGINS + "test_an_unapplied_hook_from_the_selected_platform_aborts_startup": Classified(
+        PRIVATE,
+        _HOOKS,
+        "writes a hook straight into `HookRegistry._hooks` and `_patched`; the check "
+        "now reads `HookRegistry.describe()` (a target whose module is not imported yet is not "
+        "a failure: it is patched on import)",
+        "test_an_unappliable_hook_of_the_selected_platform_still_aborts_startup",
+    ),
+    _PLUGINS + "test_plugin_hook_uses_the_diffusion_registry": Classified(
+        REAL,
+        _HOOKS,
+        "one registry per process: diffusion hooks and SRT hooks share the runtime's "
+        "registry, each attributed to its plugin and distribution. In SGLang 0.5.23 only `sglang serve` "
+        "loads both kinds in one process, and there both are applied before serving, as before",
+        "test_diffusion_hooks_live_in_the_one_registry_attributed_to_their_plugin",
+    ),
 }
 
 
@@ -83,9 +97,12 @@ def test_the_doc_carries_the_classification(outcomes: dict[str, Outcome]) -> Non
         file, _, name = test.partition("::")
         lines.append(f"| `{file}` `{name.split('::')[-1]}` | passes | fails: {c.kind} | {c.why} | `{c.twin}` |")
     private = sum(c.kind == PRIVATE for c in CLASSIFICATION.values())
-    lines += ["", f"{len(outcomes)} tests: {len(outcomes) - len(failed)} pass unchanged on the adopted SGLang, "
-              f"{private} fail only because they read a private name the adoption removed, "
-              f"{len(failed) - private} shows a real difference."]
+    lines += [
+        "",
+        f"{len(outcomes)} tests: {len(outcomes) - len(failed)} pass unchanged on the adopted SGLang, "
+        f"{private} fail only because they read a private name the adoption removed, "
+        f"{len(failed) - private} shows a real difference.",
+    ]
     sync_section("diffusion-tests", "\n".join(lines), "tests_sglang/adopted/test_diffusion_unit_tests.py")
 
 
@@ -117,18 +134,23 @@ def sources(target):
 
 
 def test_a_hook_registered_while_a_diffusion_plugin_is_imported_keeps_its_source() -> None:
-    out = run_python(COMMON + """
+    out = run_python(
+        COMMON
+        + """
 def load():
     plugins.plugin_hook("twin_module.import_time_target")(lambda result: result)
     return MagicMock()
 discover(entry_point("vendor", "vendor-pkg", load))
 report(sources("twin_module.import_time_target"))
-""")
+"""
+    )
     assert out.result == [["vendor", "vendor-pkg"]]
 
 
 def test_a_failing_diffusion_callback_discards_the_hooks_it_registered() -> None:
-    out = run_python(COMMON + """
+    out = run_python(
+        COMMON
+        + """
 def register_then_fail():
     plugins.plugin_hook("twin_module.partial_callback_target")(lambda result: result)
     raise RuntimeError("boom")
@@ -136,23 +158,29 @@ with patch.object(plugins, "_discover", return_value={"broken": (register_then_f
         patch.object(plugins, "get_selected_platform_dist", return_value="vendor-pkg"):
     plugins._register_plugins_once()
 report(sources("twin_module.partial_callback_target"))
-""")
+"""
+    )
     assert out.result == []
 
 
 def test_a_failing_diffusion_plugin_import_discards_the_hooks_it_registered() -> None:
-    out = run_python(COMMON + """
+    out = run_python(
+        COMMON
+        + """
 def load_then_fail():
     plugins.plugin_hook("twin_module.partial_import_target")(lambda result: result)
     raise RuntimeError("boom")
 loaded = discover(entry_point("broken", "optional-pkg", load_then_fail))
 report([loaded, sources("twin_module.partial_import_target")])
-""")
+"""
+    )
     assert out.result == [{}, []]
 
 
 def test_an_unappliable_hook_of_the_selected_platform_still_aborts_startup() -> None:
-    out = run_python(COMMON + """
+    out = run_python(
+        COMMON
+        + """
 import sys
 assert "colorsys" not in sys.modules
 keep = lambda result, *a, **k: result
@@ -168,13 +196,18 @@ for dist in ("vendor-pkg", "applied-pkg", "pending-pkg", "other-pkg"):
     except RuntimeError as exc:
         result[dist] = str(exc)
 report(result)
-""")
-    assert out["vendor-pkg"] == "Selected platform package 'vendor-pkg' could not apply hooks on: twin_missing_module.fn"
+"""
+    )
+    assert (
+        out["vendor-pkg"] == "Selected platform package 'vendor-pkg' could not apply hooks on: twin_missing_module.fn"
+    )
     assert (out["applied-pkg"], out["pending-pkg"], out["other-pkg"]) == ("ok", "ok", "ok")
 
 
 def test_diffusion_hooks_live_in_the_one_registry_attributed_to_their_plugin() -> None:
-    out = run_python(COMMON + """
+    out = run_python(
+        COMMON
+        + """
 from sglang.srt.plugins.hook_registry import HookRegistry as SrtHookRegistry, _current_plugin_source
 token = _current_plugin_source.set(HookSource("vendor", "vendor-pkg"))
 try:
@@ -183,6 +216,6 @@ finally:
     _current_plugin_source.reset(token)
 report([plugins.HookRegistry is SrtHookRegistry,
         [[h.plugin, h.dist] for r in SrtHookRegistry.describe("twin_module.target") for h in r.hooks]])
-""")
+"""
+    )
     assert out.result == [True, [["vendor", "vendor-pkg"]]]
-

@@ -31,7 +31,10 @@ def probe(installed: Installed | None = None, **env: str) -> Outcome:
 def test_with_no_plugin_and_no_accelerator_sglang_falls_back_to_its_base_platform() -> None:
     out = probe()
     assert (out["class"], out["rule"], out["same_object"]) == (
-        "sglang_plugin_runtime.platforms.interface.SRTPlatform", "fallback", True)
+        "sglang_plugin_runtime.platforms.interface.SRTPlatform",
+        "fallback",
+        True,
+    )
 
 
 def test_sglang_use_cpu_engine_gives_sglangs_cpu_platform() -> None:
@@ -48,9 +51,11 @@ def test_installed_plugins_without_their_device_fall_back_to_sglangs_chain(insta
 def test_a_plugin_whose_device_is_present_wins_over_the_cpu_engine(installed: Installed) -> None:
     """As in SGLang 0.5.23: SGLANG_USE_CPU_ENGINE is consulted only when no plugin activated."""
     combination = installed.of_kind("platform")[0]
-    code = (f"from sglang_plugin_runtime.testing import simulated_device\n"
-            f"simulated_device({combination.device!r}, backend_module='torch_{combination.device}', "
-            f"privateuse1=True).start()\n" + PROBE)
+    code = (
+        f"from sglang_plugin_runtime.testing import simulated_device\n"
+        f"simulated_device({combination.device!r}, backend_module='torch_{combination.device}', "
+        f"privateuse1=True).start()\n" + PROBE
+    )
     out = run_python(code, paths=[installed.site], env={"SGLANG_USE_CPU_ENGINE": "1"})
     assert out["rule"] == "single-activated"
     assert out["class"].startswith(f"{combination.package}.platform.")

@@ -65,8 +65,11 @@ def selection_problems(out: Outcome, combination: Combination, rule: str) -> lis
         "plugin": combination.entry_point,
         "distribution": f"adopt-plat-{combination.index}",
     }
-    return [f"{combination.label} ({rule}): {key} is {out[key]!r}, expected {value!r}"
-            for key, value in expected.items() if out[key] != value]
+    return [
+        f"{combination.label} ({rule}): {key} is {out[key]!r}, expected {value!r}"
+        for key, value in expected.items()
+        if out[key] != value
+    ]
 
 
 def test_the_combinations_cover_every_kind_host_and_example_option(template_dir: Path, installed: Installed) -> None:
@@ -85,14 +88,20 @@ def test_the_combinations_cover_every_kind_host_and_example_option(template_dir:
 
 
 def test_auto_selects_each_generated_platform_when_its_device_is_present(installed: Installed) -> None:
-    problems = [p for c in installed.of_kind("platform")
-                for p in selection_problems(select(installed, c), c, "single-activated")]
+    problems = [
+        p
+        for c in installed.of_kind("platform")
+        for p in selection_problems(select(installed, c), c, "single-activated")
+    ]
     assert problems == []
 
 
 def test_sglang_platform_selects_each_generated_platform(installed: Installed) -> None:
-    problems = [p for c in installed.of_kind("platform")
-                for p in selection_problems(select(installed, c, SGLANG_PLATFORM=c.entry_point), c, "explicit")]
+    problems = [
+        p
+        for c in installed.of_kind("platform")
+        for p in selection_problems(select(installed, c, SGLANG_PLATFORM=c.entry_point), c, "explicit")
+    ]
     assert problems == []
 
 
@@ -116,8 +125,8 @@ for package in PACKAGES:
     timings = getattr(hooks, "TIMINGS", None)
     out["timed_calls"] = sum(len(v) for v in timings.values()) if timings is not None else None
     reports = HookRegistry.describe()
-    out["targets"] = sorted((r.target.rsplit(".", 1)[-1].rsplit(":", 1)[-1], r.status, sorted({h.plugin for h in r.hooks}))
-                            for r in reports if package in r.target)
+    out["targets"] = sorted((r.target.rsplit(".", 1)[-1].rsplit(":", 1)[-1], r.status,
+                             sorted({h.plugin for h in r.hooks})) for r in reports if package in r.target)
     results[package] = out
 report(results)
 """
@@ -143,14 +152,20 @@ def test_each_generated_general_plugins_hooks_fire_under_sglangs_load_plugins(
     for combination in installed.of_kind("general"):
         options = dict(combination.answers).get("example_hooks", [])
         out = loaded[combination.package]
-        expected = {key: hooked if option in options else plain for option, (key, hooked, plain) in HOOK_EFFECTS.items()}
+        expected = {
+            key: hooked if option in options else plain for option, (key, hooked, plain) in HOOK_EFFECTS.items()
+        }
         expected["sampler_class"] = "TieBreakingSampler" if "replace_class" in options else "Sampler"
         expected["timed_calls"] = 1 if "around_timer" in options else None
-        problems += [f"{combination.label}: {key} is {out[key]!r}, expected {value!r}"
-                     for key, value in expected.items() if out[key] != value]
+        problems += [
+            f"{combination.label}: {key} is {out[key]!r}, expected {value!r}"
+            for key, value in expected.items()
+            if out[key] != value
+        ]
         # Every target the plugin hooked is applied and attributed to the plugin's entry point.
         if len(out["targets"]) != len(options) or any(
-                status != "applied" or plugins != [combination.entry_point] for _, status, plugins in out["targets"]):
+            status != "applied" or plugins != [combination.entry_point] for _, status, plugins in out["targets"]
+        ):
             problems.append(f"{combination.label}: hooked targets {out['targets']}")
     assert problems == []
 
@@ -160,16 +175,28 @@ def test_each_generated_general_plugins_hooks_fire_under_sglangs_load_plugins(
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it_imports(
-    installed: Installed
-) -> None:
+def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it_imports(installed: Installed) -> None:
     """With SGLang adopted there is one registry: hooks registered through ``sglang.srt.plugins.hook_registry``
     (host_api=sglang) are the runtime's, so ``sglang-plugins doctor`` shows and checks them all."""
     platform = installed.of_kind("platform")[0]
     completed = subprocess.run(
-        [sys.executable, "-m", "sglang_plugin_runtime", "doctor", "--json", "--import-targets",
-         "--simulate", platform.device, "--simulate-backend", f"torch_{platform.device}"],
-        env=clean_env([installed.site]), capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "sglang_plugin_runtime",
+            "doctor",
+            "--json",
+            "--import-targets",
+            "--simulate",
+            platform.device,
+            "--simulate-backend",
+            f"torch_{platform.device}",
+        ],
+        env=clean_env([installed.site]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
     report = json.loads(completed.stdout)

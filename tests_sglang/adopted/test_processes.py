@@ -37,8 +37,11 @@ def test_spawned_forked_and_forkserver_children_see_the_platform_and_the_hooks(
     installed: Installed, tmp_path: Path
 ) -> None:
     platform = installed.of_kind("platform")[0]
-    general = next(c for c in installed.of_kind("general")
-                   if {"after", "replace_class"} <= set(dict(c.answers).get("example_hooks", [])))
+    general = next(
+        c
+        for c in installed.of_kind("general")
+        if {"after", "replace_class"} <= set(dict(c.answers).get("example_hooks", []))
+    )
     (tmp_path / "adopted_child.py").write_text(textwrap.dedent(CHILD), encoding="utf-8")
     out = run_python(
         f"""

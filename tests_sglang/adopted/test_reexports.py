@@ -31,8 +31,12 @@ def imports_in_the_wheel() -> dict[str, set[str]]:
         except (SyntaxError, UnicodeDecodeError):
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and \
-                    node.module.startswith(("sglang.srt.plugins", "sglang.srt.platforms")):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.level == 0
+                and node.module.startswith(("sglang.srt.plugins", "sglang.srt.platforms"))
+            ):
                 found.setdefault(node.module, set()).update(alias.name for alias in node.names)
     return found
 
@@ -64,8 +68,12 @@ def test_every_reexported_name_is_the_runtimes_own_object() -> None:
 def test_the_key_names_are_reexported() -> None:
     out = run_python(
         """
-        from sglang.srt.plugins import load_plugins, load_plugins_by_group, PLATFORM_PLUGINS_GROUP, GENERAL_PLUGINS_GROUP
-        from sglang.srt.plugins.hook_registry import HookRegistry, HookType, HookSource, plugin_hook, _current_plugin_source
+        from sglang.srt.plugins import (
+            load_plugins, load_plugins_by_group, PLATFORM_PLUGINS_GROUP, GENERAL_PLUGINS_GROUP,
+        )
+        from sglang.srt.plugins.hook_registry import (
+            HookRegistry, HookType, HookSource, plugin_hook, _current_plugin_source,
+        )
         from sglang.srt.platforms.interface import SRTPlatform, PlatformCapabilities
         from sglang.srt.platforms.device_mixin import DeviceMixin, PlatformEnum
         import sglang_plugin_runtime.plugins as rp, sglang_plugin_runtime.plugins.hook_registry as rh
@@ -116,10 +124,14 @@ def test_sglangs_in_tree_platforms_are_runtime_platforms_with_their_own_identity
         """
     )
     expected = {
-        "CpuSRTPlatform": ["CPU", "cpu", "cpu"], "CudaSRTPlatform": ["CUDA", "cuda", "cuda"],
-        "NPUSRTPlatform": ["NPU", "npu", "npu"], "RocmSRTPlatform": ["ROCM", "rocm", "cuda"],
-        "XpuSRTPlatform": ["XPU", "xpu", "xpu"], "MusaSRTPlatform": ["MUSA", "musa", "musa"],
-        "MpsSRTPlatform": ["MPS", "mps", "mps"], "SailSRTPlatform": ["SAIL", "sail", "cuda"],
+        "CpuSRTPlatform": ["CPU", "cpu", "cpu"],
+        "CudaSRTPlatform": ["CUDA", "cuda", "cuda"],
+        "NPUSRTPlatform": ["NPU", "npu", "npu"],
+        "RocmSRTPlatform": ["ROCM", "rocm", "cuda"],
+        "XpuSRTPlatform": ["XPU", "xpu", "xpu"],
+        "MusaSRTPlatform": ["MUSA", "musa", "musa"],
+        "MpsSRTPlatform": ["MPS", "mps", "mps"],
+        "SailSRTPlatform": ["SAIL", "sail", "cuda"],
     }
     assert out.result == {name: [True, *identity] for name, identity in expected.items()}
 

@@ -25,7 +25,7 @@ from ._versions import patch_text
 
 __all__ = ["LaunchError", "Plan", "execute", "plan"]
 
-SHIM_SOURCE = '''\
+SHIM_SOURCE = """\
 # Written by `sglang-plugins run` for one process tree, and removed when the command ends.
 import sys
 
@@ -37,7 +37,7 @@ except ImportError as exc:
         "environment that runs SGLang" % sys.executable
     ) from exc
 enter_from_shim(sys.modules[__name__])
-'''
+"""
 
 
 #: The interpreter's switches that take no value (``python -bBdEhiIOPqRsSuvVx``).
@@ -89,16 +89,21 @@ def _refuse_isolated_python(command: list[str]) -> None:
 def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
     """Check everything that can be checked before ``command`` runs; :class:`LaunchError` says what is wrong."""
     if not command:
-        raise LaunchError("sglang-plugins run: give the command to run, e.g. sglang-plugins run -- python -m "
-                          "sglang.launch_server --model-path ...")
+        raise LaunchError(
+            "sglang-plugins run: give the command to run, e.g. sglang-plugins run -- python -m "
+            "sglang.launch_server --model-path ..."
+        )
     _refuse_isolated_python(command)
     env = dict(os.environ if environ is None else environ)
     version, site = _installed_sglang()
     hook_registry = site / "sglang" / "srt" / "plugins" / "hook_registry.py"
     if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(encoding="utf-8"):
-        return Plan(command, env, version,
-                    f"sglang-plugins run: SGLang {version} already imports sglang_plugin_runtime; running the command "
-                    f"as it is")
+        return Plan(
+            command,
+            env,
+            version,
+            f"sglang-plugins run: SGLang {version} already imports sglang_plugin_runtime; running the command as it is",
+        )
     try:
         patches = parse(patch_text(version))
     except LookupError as exc:
@@ -121,8 +126,10 @@ def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
     modules = tuple(sorted(path[: -len(".py")].replace("/", ".").removesuffix(".__init__") for path in patches))
     from .. import __version__
 
-    note = (f"sglang-plugins run: SGLang {version} runs with sglang_plugin_runtime {__version__} as its plugin layer "
-            f"in this process tree ({len(modules)} modules adopted in memory; nothing installed is changed)")
+    note = (
+        f"sglang-plugins run: SGLang {version} runs with sglang_plugin_runtime {__version__} as its plugin layer "
+        f"in this process tree ({len(modules)} modules adopted in memory; nothing installed is changed)"
+    )
     return Plan(command, env, version, note, shim_dir, modules)
 
 

@@ -17,7 +17,7 @@ import linecache
 import os
 import sys
 from collections.abc import Sequence
-from types import ModuleType
+from types import CodeType, ModuleType
 
 from ._patch import Hunk, PatchError, apply, parse
 from ._versions import patch_text
@@ -54,7 +54,7 @@ class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
         linecache.cache[self.path] = (len(patched), None, patched.splitlines(keepends=True), self.path)
         return patched
 
-    def get_code(self, fullname: str):  # type: ignore[override]
+    def get_code(self, fullname: str) -> CodeType:
         return compile(self.get_source(fullname), self.path, "exec", dont_inherit=True)
 
 

@@ -78,9 +78,10 @@ def apply(source: str, hunks: tuple[Hunk, ...], *, name: str) -> str:
         start = max(hunk.old_start - 1, 0) if hunk.old else hunk.old_start
         if start < position:
             raise PatchError(f"{name}: hunks overlap or are out of order at line {hunk.old_start}")
-        found = tuple(lines[start:start + len(hunk.old)])
+        found = tuple(lines[start : start + len(hunk.old)])
         if found != hunk.old:
-            for offset, (want, got) in enumerate(zip(hunk.old, found + ("<end of file>\n",) * len(hunk.old))):
+            padded = found + ("<end of file>\n",) * (len(hunk.old) - len(found))
+            for offset, (want, got) in enumerate(zip(hunk.old, padded, strict=True)):
                 if want != got:
                     raise PatchError(
                         f"{name}, line {start + offset + 1}: expected {want.rstrip()!r}, found {got.rstrip()!r}"

@@ -9,8 +9,9 @@ from importlib.resources import files
 
 
 def supported_versions() -> tuple[str, ...]:
-    names = (entry.name for entry in files(__package__).joinpath("patches").iterdir())
-    return tuple(sorted(n[len("sglang-"):-len(".patch")] for n in names if n.startswith("sglang-") and n.endswith(".patch")))
+    names = [entry.name for entry in files(__package__).joinpath("patches").iterdir()]
+    patches = [n for n in names if n.startswith("sglang-") and n.endswith(".patch")]
+    return tuple(sorted(n[len("sglang-") : -len(".patch")] for n in patches))
 
 
 def patch_text(version: str) -> str:

@@ -13,7 +13,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._discovery import refresh_discovery
-from .._namespace import MULTIMODAL, SRT, ClassRef, PluginNamespace, get_namespace, register_namespace, set_host_fallback
+from .._namespace import (
+    MULTIMODAL,
+    SRT,
+    ClassRef,
+    PluginNamespace,
+    get_namespace,
+    register_namespace,
+    set_host_fallback,
+)
 from .._selection import (
     RULE_EXPLICIT,
     RULE_FALLBACK,
