@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -30,7 +31,7 @@ print(json.dumps(out))
 def select(site: PluginSite, **env: str) -> dict[str, Any]:
     result = site.run(SELECT, env)
     assert result.returncode == 0, result.stderr
-    out = __import__("json").loads(result.stdout.strip().splitlines()[-1])
+    out = json.loads(result.stdout.strip().splitlines()[-1])
     out["stderr"] = result.stderr
     return out
 
@@ -684,3 +685,76 @@ def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(si
     out = select(site, SGLANG_PLATFORM="vendor")
     assert out["error"] == "InvalidPlatformError"
     assert "No module named 'vendor_runtime'" in out["message"] and "has no attribute" not in out["message"]
+
+
+# --- a host's own fallback (SGLang's in-tree chain) --------------------------------------------------------------
+
+HOST_FALLBACK = """
+import json
+from sglang_plugin_runtime.platforms import SRTPlatform, current_platform_selection, set_fallback_platform
+
+calls = []
+
+class HostCpuPlatform(SRTPlatform):
+    device_name = "cpu"
+
+def detect():
+    calls.append("detect")
+    return HostCpuPlatform
+
+set_fallback_platform(detect)
+chosen = current_platform_selection()
+print(json.dumps([chosen.platform_class.__name__, chosen.rule, calls]))
+"""
+
+
+def test_a_host_fallback_is_called_only_when_no_plugin_activates(site: PluginSite) -> None:
+    assert site.run_json(HOST_FALLBACK) == ["HostCpuPlatform", "fallback", ["detect"]]
+
+
+def test_an_activated_plugin_wins_over_the_host_fallback_which_is_never_called(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    assert site.run_json(HOST_FALLBACK) == ["AcmePlatform", "single-activated", []]
+
+
+def test_set_fallback_platform_after_a_fallback_selection_warns_and_applies_after_reset(site: PluginSite) -> None:
+    result = site.run(
+        """
+        import json
+        from sglang_plugin_runtime.platforms import (
+            SRTPlatform, current_platform_selection, reset_current_platform, set_fallback_platform,
+        )
+        class HostPlatform(SRTPlatform):
+            pass
+        before = current_platform_selection().platform_class.__name__
+        set_fallback_platform(HostPlatform)
+        kept = current_platform_selection().platform_class.__name__
+        reset_current_platform()
+        after = current_platform_selection().platform_class.__name__
+        set_fallback_platform(None)
+        reset_current_platform()
+        print(json.dumps([before, kept, after, current_platform_selection().platform_class.__name__]))
+        """,
+        check=True,
+    )
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == ["SRTPlatform", "SRTPlatform", "HostPlatform", "SRTPlatform"]
+    assert "came after the platform was resolved to the fallback" in result.stderr
+
+
+def test_a_namespace_that_names_its_own_fallback_keeps_it_over_the_host_fallback(site: PluginSite) -> None:
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.platforms import PluginNamespace, SRTPlatform, select_platform, set_fallback_platform
+        class Own(SRTPlatform):
+            pass
+        class Host(SRTPlatform):
+            pass
+        ns = PluginNamespace(name="srt", platform_group="sglang.srt.platforms", plugin_group="sglang.srt.plugins",
+                             base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
+                             fallback_class=lambda: Own)
+        set_fallback_platform(Host)
+        print(json.dumps(select_platform(ns).platform_class.__name__))
+        """
+    )
+    assert out == "Own"

@@ -9,9 +9,9 @@ diffusion engine, or another project) declares its own namespace instead of copy
 import os
 from typing import Callable, NamedTuple, Union
 
-#: A class given by its import path (``"pkg.mod:Class"`` or ``"pkg.mod.Class"``), or a callable returning a class,
-#: so a namespace can name its base and fallback classes without importing them.
-ClassRef = Union[str, Callable[[], type]]
+#: A class given by its import path (``"pkg.mod:Class"`` or ``"pkg.mod.Class"``), by a callable returning a class,
+#: so a namespace can name its base and fallback classes without importing them, or by the class itself.
+ClassRef = Union[str, type, Callable[[], type]]
 
 
 class PluginNamespace(NamedTuple):
@@ -22,7 +22,7 @@ class PluginNamespace(NamedTuple):
     plugin_group: str
     base_class: ClassRef
     fallback_class: ClassRef | None = None
-    """Used when no platform plugin activates; ``None`` means the base class."""
+    """Used when no platform plugin activates; ``None``: the host's (``set_host_fallback``), else the base class."""
     platform_env: str = "SGLANG_PLATFORM"
     plugins_env: str = "SGLANG_PLUGINS"
     strict_env: str = "SGLANG_PLUGINS_STRICT"
@@ -33,7 +33,10 @@ class PluginNamespace(NamedTuple):
         return _resolve_class_ref(self.base_class)
 
     def resolve_fallback_class(self) -> type:
-        return _resolve_class_ref(self.fallback_class if self.fallback_class is not None else self.base_class)
+        ref = self.fallback_class
+        if ref is None:
+            ref = _HOST_FALLBACKS.get(self.name, self.base_class)
+        return _resolve_class_ref(ref)
 
     def selected_platform(self) -> str | None:
         """The platform the user asked for with the namespace's env var, or ``None``; whitespace ignored."""
@@ -90,8 +93,23 @@ def _raise_hidden_import_error(name: str) -> None:
             raise
 
 
+#: Fallbacks declared by the host that owns a namespace, by namespace name: SGLang keeps its own chain of in-tree
+#: platforms (CPU engine, CUDA, NPU, ROCm, ...) for the SRT namespace, whose description is fixed here.
+_HOST_FALLBACKS: dict[str, ClassRef] = {}
+
+
+def set_host_fallback(name: str, ref: ClassRef | None) -> ClassRef | None:
+    """Use ``ref`` as namespace ``name``'s fallback (``None`` removes it); returns the previous one."""
+    previous = _HOST_FALLBACKS.pop(name, None)
+    if ref is not None:
+        _HOST_FALLBACKS[name] = ref
+    return previous
+
+
 def _resolve_class_ref(ref: ClassRef) -> type:
-    if callable(ref) and not isinstance(ref, str):
+    if isinstance(ref, type):  # a class is callable too: calling it would make an instance
+        return ref
+    if callable(ref):
         return ref()
     return resolve_qualified_name(ref)  # type: ignore[return-value]
 

@@ -112,6 +112,16 @@ def _build_parser() -> argparse.ArgumentParser:
         help="a file written by 'fingerprint --json' on another node (or its digest): list what differs, exit 1 if so",
     )
     commands.add_parser("schema", help="print the JSON schema of --json output")
+    run = commands.add_parser(
+        "run",
+        help="run a command (e.g. python -m sglang.launch_server ...) with this runtime as the plugin layer of a "
+        "released SGLang, for that command's process tree only",
+        description="Run COMMAND so that SGLang, in COMMAND and every process it starts (spawn, fork, forkserver, "
+        "subprocesses), imports this runtime as its plugin and platform layer, as the adoption patch in "
+        "integrations/sglang makes it. Nothing installed is changed.",
+        usage="%(prog)s [--] COMMAND [ARG ...]",
+    )
+    run.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command and its arguments")
     return parser
 
 
@@ -234,6 +244,20 @@ def _flush_c_stdio() -> None:
         pass
 
 
+def _run_command(argv: list[str]) -> int:
+    from .. import _launcher
+
+    command = argv[1:] if argv[:1] == ["--"] else argv
+    try:
+        plan = _launcher.plan(command)
+        sys.stderr.write(plan.note + "\n")
+        sys.stderr.flush()
+        return _launcher.execute(plan)
+    except _launcher.LaunchError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return EXIT_USAGE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status instead of exiting, so it can be called from Python."""
     parser = _build_parser()
@@ -248,6 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "schema":
             sys.stdout.write(_schema_text())
             return EXIT_OK
+        if args.command == "run":
+            return _run_command(args.argv)
         _configure_logging(args.verbose)
         from .._plugin_code import signal_interrupts_marked
 

@@ -13,7 +13,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._discovery import refresh_discovery
-from .._namespace import MULTIMODAL, SRT, PluginNamespace, get_namespace, register_namespace
+from .._namespace import (
+    MULTIMODAL,
+    SRT,
+    ClassRef,
+    PluginNamespace,
+    get_namespace,
+    register_namespace,
+    set_host_fallback,
+)
 from ._selection import (
     RULE_EXPLICIT,
     RULE_FALLBACK,
@@ -64,6 +72,7 @@ __all__ = [
     "reset_current_platform",
     "select_platform",
     "set_current_platform",
+    "set_fallback_platform",
 ]
 
 _LAZY_CLASSES = {
@@ -90,6 +99,29 @@ def current_platform_selection(namespace: str | PluginNamespace = SRT) -> Platfo
 def set_current_platform(platform: Any, namespace: str | PluginNamespace = SRT) -> None:
     """Override the current platform with an instance or a class (tests; hosts that choose themselves)."""
     platform_holder(get_namespace(namespace)).override(platform)
+
+
+def set_fallback_platform(fallback: ClassRef | None, namespace: str | PluginNamespace = SRT) -> None:
+    """Name the platform a host falls back to when no plugin activates (``None``: the namespace's own again).
+
+    ``fallback`` is a class, a qualified name, or a callable returning a class: a host passes its own
+    hardware detection (SGLang: CPU engine, CUDA, NPU, ROCm, ...), which then runs only when no plugin
+    activated. A namespace that names its own ``fallback_class`` keeps it. Call it before the platform is
+    first resolved: a platform already chosen by fallback stays in place (a WARNING says so).
+    """
+    ns = get_namespace(namespace)
+    set_host_fallback(ns.name, fallback)
+    chosen = platform_holder(ns).peek_selection()
+    if chosen is not None and chosen.rule == RULE_FALLBACK:
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "set_fallback_platform(%r) for namespace %r came after the platform was resolved to the fallback %s; "
+            "it applies from the next selection (reset_current_platform()).",
+            fallback,
+            ns.name,
+            chosen.class_path,
+        )
 
 
 def reset_current_platform(namespace: str | PluginNamespace = SRT, *, rescan: bool = False) -> None:

@@ -1,0 +1,117 @@
+"""In one interpreter started by ``sglang-plugins run``: load SGLang's plugin modules as the adoption patch makes them.
+
+The launcher puts a shim folder first on ``PYTHONPATH``; its only module is a ``sglang`` package whose
+``__init__`` calls :func:`enter_from_shim`. That installs :class:`AdoptedSGLangFinder` in front of ``sys.meta_path``
+and loads the real ``sglang`` package in the shim's place. From then on, the modules the patch changes are compiled
+from the installed files with the patch applied in memory (exactly, or an ``ImportError`` that says why); every
+other module is SGLang's own file. Children inherit ``PYTHONPATH`` (spawn, forkserver, subprocesses) or the loaded
+modules (fork), so the whole process tree runs the same code.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import linecache
+import os
+import sys
+from collections.abc import Sequence
+from types import CodeType, ModuleType
+
+from ._patch import Hunk, PatchError, apply, parse
+from ._versions import patch_text
+
+#: Set by the launcher: the SGLang version whose patch the processes apply, and the shim folder.
+VERSION_ENV = "SGLANG_PLUGINS_RUN_SGLANG_VERSION"
+SHIM_ENV = "SGLANG_PLUGINS_RUN_SHIM"
+
+
+def _module_name(path: str) -> str:
+    parts = path[: -len(".py")].split("/")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
+    """SGLang's installed file, with its hunks applied in memory; never cached as bytecode."""
+
+    def __init__(self, fullname: str, path: str, hunks: tuple[Hunk, ...]) -> None:
+        super().__init__(fullname, path)
+        self._hunks = hunks
+
+    def get_source(self, fullname: str) -> str:
+        with open(self.path, encoding="utf-8") as handle:
+            original = handle.read()
+        try:
+            patched = apply(original, self._hunks, name=self.path)
+        except PatchError as exc:
+            raise ImportError(
+                f"sglang-plugins run: cannot adopt {fullname}: {exc}. The installed SGLang is not the release the "
+                f"patch was made for; run without 'sglang-plugins run', or install that release.",
+                name=fullname,
+            ) from exc
+        # Tracebacks show the lines that run, not the file's.
+        linecache.cache[self.path] = (len(patched), None, patched.splitlines(keepends=True), self.path)
+        return patched
+
+    def get_code(self, fullname: str) -> CodeType:
+        return compile(self.get_source(fullname), self.path, "exec", dont_inherit=True)
+
+
+class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
+    """Finds the modules the adoption patch changes and loads them patched."""
+
+    def __init__(self, patches: dict[str, tuple[Hunk, ...]]) -> None:
+        self._patches = {_module_name(path): hunks for path, hunks in patches.items()}
+
+    @property
+    def modules(self) -> frozenset[str]:
+        return frozenset(self._patches)
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        hunks = self._patches.get(fullname)
+        if hunks is None:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            return None
+        loader = _PatchedSourceLoader(fullname, spec.origin, hunks)
+        adopted = importlib.util.spec_from_file_location(
+            fullname, spec.origin, loader=loader, submodule_search_locations=spec.submodule_search_locations
+        )
+        if adopted is not None:
+            adopted.cached = None
+        return adopted
+
+
+def install(version: str) -> AdoptedSGLangFinder:
+    """Put the finder for ``version``'s patch first on ``sys.meta_path`` (once per interpreter)."""
+    for finder in sys.meta_path:
+        if isinstance(finder, AdoptedSGLangFinder):
+            return finder
+    finder = AdoptedSGLangFinder(parse(patch_text(version)))
+    sys.meta_path.insert(0, finder)
+    return finder
+
+
+def enter_from_shim(shim_module: ModuleType) -> None:
+    """Called by the shim's ``sglang/__init__.py``: install the finder, then load the real ``sglang`` in its place."""
+    version = os.environ.get(VERSION_ENV, "")
+    if not version:
+        raise ImportError(f"sglang-plugins run: {VERSION_ENV} is not set; this shim only works under the launcher")
+    install(version)
+    shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
+    search = [p for p in sys.path if os.path.abspath(p or os.curdir) != shim_dir]
+    spec = importlib.machinery.PathFinder.find_spec("sglang", search)
+    if spec is None or spec.loader is None:
+        raise ImportError("sglang-plugins run: no sglang package is installed besides the launcher's shim")
+    real = importlib.util.module_from_spec(spec)
+    # The import system hands out whatever sys.modules holds once the shim's body returns.
+    sys.modules["sglang"] = real
+    try:
+        spec.loader.exec_module(real)
+    except BaseException:
+        sys.modules.pop("sglang", None)
+        raise

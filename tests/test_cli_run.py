@@ -1,0 +1,174 @@
+"""``sglang-plugins run``: the in-memory patch, the finder, and what the launcher refuses, without a real SGLang.
+
+The real wheel is exercised in tests_sglang/test_launcher.py (``make test-sglang``); here fake distributions stand in
+for SGLang so every refusal and the loading mechanism run in ``make test``.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from _plugin_site import PluginSite
+from test_cli_doctor import cli
+
+from sglang_plugin_runtime._launcher._finder import AdoptedSGLangFinder
+from sglang_plugin_runtime._launcher._patch import PatchError, apply, parse
+from sglang_plugin_runtime._launcher._versions import patch_text, supported_versions
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+DIFF = """\
+diff -u a/pkg/mod.py b/pkg/mod.py
+--- a/pkg/mod.py
++++ b/pkg/mod.py
+@@ -1,3 +1,3 @@
+ first = 1
+-second = 2
++second = 20
+ third = 3
+@@ -5,2 +5,3 @@
+ fifth = 5
+ sixth = 6
++seventh = 7
+"""
+SOURCE = "first = 1\nsecond = 2\nthird = 3\nfourth = 4\nfifth = 5\nsixth = 6\n"
+
+
+# ---- the patch, applied in memory ------------------------------------------------------------------------------
+
+
+def test_a_patch_applies_exactly_as_written() -> None:
+    assert apply(SOURCE, parse(DIFF)["pkg/mod.py"], name="mod.py") == (
+        "first = 1\nsecond = 20\nthird = 3\nfourth = 4\nfifth = 5\nsixth = 6\nseventh = 7\n"
+    )
+
+
+def test_a_source_that_differs_where_a_hunk_applies_is_refused_naming_the_line() -> None:
+    with pytest.raises(PatchError, match=r"mod\.py, line 2: expected 'second = 2', found 'second = 3'"):
+        apply(SOURCE.replace("second = 2", "second = 3"), parse(DIFF)["pkg/mod.py"], name="mod.py")
+
+
+def test_a_hunk_is_never_applied_at_another_line() -> None:
+    shifted = "# a new first line\n" + SOURCE
+    with pytest.raises(PatchError, match="line 1: expected 'first = 1'"):
+        apply(shifted, parse(DIFF)["pkg/mod.py"], name="mod.py")
+
+
+def test_a_cut_short_hunk_is_a_malformed_patch() -> None:
+    with pytest.raises(PatchError, match="cut short"):
+        parse(DIFF.rsplit("\n", 3)[0] + "\n")
+
+
+def test_the_launcher_carries_the_same_patch_as_integrations_sglang() -> None:
+    assert supported_versions() == ("0.5.23",)
+    packaged = patch_text("0.5.23")
+    assert packaged == (REPO_ROOT / "integrations" / "sglang" / "sglang-0.5.23.patch").read_text(encoding="utf-8"), (
+        "copy integrations/sglang/sglang-0.5.23.patch to runtime/sglang_plugin_runtime/_launcher/patches/"
+    )
+    assert set(parse(packaged)) == {
+        "sglang/multimodal_gen/runtime/platforms/plugins.py",
+        "sglang/srt/platforms/__init__.py",
+        "sglang/srt/platforms/device_mixin.py",
+        "sglang/srt/platforms/interface.py",
+        "sglang/srt/platforms/npu.py",
+        "sglang/srt/plugins/__init__.py",
+        "sglang/srt/plugins/hook_registry.py",
+    }
+
+
+def test_an_unknown_sglang_version_names_the_supported_ones() -> None:
+    with pytest.raises(LookupError, match=r"no adoption patch for SGLang 0\.4\.0 \(this runtime carries: 0\.5\.23\)"):
+        patch_text("0.4.0")
+
+
+# ---- the finder, in one interpreter ----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "mod.py").write_text(SOURCE, encoding="utf-8")
+    (package / "other.py").write_text("value = 'as on disk'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("pkg", "pkg.mod", "pkg.other"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    return package
+
+
+@pytest.fixture
+def finder(monkeypatch: pytest.MonkeyPatch) -> AdoptedSGLangFinder:
+    found = AdoptedSGLangFinder(parse(DIFF))
+    monkeypatch.setattr(sys, "meta_path", [found, *sys.meta_path])
+    return found
+
+
+def test_the_finder_loads_the_patched_module_and_leaves_the_others_to_disk(
+    fake_package: Path, finder: AdoptedSGLangFinder
+) -> None:
+    import pkg.mod  # type: ignore[import-not-found]
+    import pkg.other  # type: ignore[import-not-found]
+
+    assert (pkg.mod.second, pkg.mod.seventh) == (20, 7)
+    assert pkg.mod.__file__ == str(fake_package / "mod.py")
+    assert pkg.other.value == "as on disk"
+    assert finder.modules == frozenset({"pkg.mod"})
+
+
+def test_the_finder_refuses_a_file_that_differs_with_an_import_error_naming_it(
+    fake_package: Path, finder: AdoptedSGLangFinder
+) -> None:
+    (fake_package / "mod.py").write_text(SOURCE.replace("third = 3", "third = 33"), encoding="utf-8")
+    with pytest.raises(ImportError, match=r"cannot adopt pkg\.mod: .*mod\.py, line 3: expected 'third = 3'"):
+        import pkg.mod  # type: ignore[import-not-found]  # noqa: F401
+
+
+# ---- the command line ------------------------------------------------------------------------------------------
+
+
+def test_run_without_a_command_is_a_usage_error(site: PluginSite) -> None:
+    result = cli(site, "run")
+    assert result.code == 2 and "give the command to run" in result.err
+
+
+def test_run_without_sglang_installed_is_a_usage_error(site: PluginSite) -> None:
+    result = cli(site, "run", "--", sys.executable, "-c", "pass")
+    assert result.code == 2 and "SGLang is not installed" in result.err
+
+
+def test_run_with_an_sglang_release_it_has_no_patch_for_is_a_usage_error(site: PluginSite) -> None:
+    site.add("sglang", "0.4.0", modules={"sglang/__init__.py": ""})
+    result = cli(site, "run", "--", sys.executable, "-c", "pass")
+    assert result.code == 2
+    assert "no adoption patch for SGLang 0.4.0" in result.err and "0.5.23" in result.err
+
+
+def test_run_refuses_an_isolated_python_that_would_ignore_the_shim(site: PluginSite) -> None:
+    result = cli(site, "run", "--", sys.executable, "-I", "-c", "pass")
+    assert result.code == 2 and "-I ignores PYTHONPATH" in result.err
+
+
+def test_run_passes_an_sglang_that_already_imports_the_runtime_through_unchanged(site: PluginSite) -> None:
+    site.add(
+        "sglang",
+        "0.6.0",
+        modules={
+            "sglang/__init__.py": "",
+            "sglang/srt/plugins/hook_registry.py": (
+                "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry\n"
+            ),
+        },
+    )
+    code = textwrap.dedent("""
+        import os, sys
+        print(os.environ.get("SGLANG_PLUGINS_RUN_SHIM"))
+        sys.exit(5)
+    """)
+    result = cli(site, "run", "--", sys.executable, "-c", code)
+    assert result.code == 5
+    assert result.out.strip() == "None"
+    assert "already imports sglang_plugin_runtime; running the command as it is" in result.err

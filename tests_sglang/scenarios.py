@@ -1,0 +1,123 @@
+"""Scenario subprocesses of an SGLang venv, and the template rendered and pip-installed for them.
+
+Shared by the launcher tests (plain venv) and the adopted tier. Each scenario is a fresh interpreter of this venv with
+exactly the scenario's folders on ``PYTHONPATH``; ``report(obj)`` inside it sends one JSON result back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RESULT_MARK = "@@SCENARIO@@"
+
+
+def clean_env(paths: Iterable[Path | str] = (), **overrides: str) -> dict[str, str]:
+    """A scenario's environment: no SGLANG_* leaking in, only ``paths`` added to ``sys.path``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
+    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
+        env.pop(key, None)
+    joined = os.pathsep.join(str(p) for p in paths)
+    if joined:
+        env["PYTHONPATH"] = joined
+    env.update(overrides)
+    return env
+
+
+@dataclass
+class Outcome:
+    """What a scenario subprocess reported (its JSON result) and printed."""
+
+    result: Any
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def __getitem__(self, key: str) -> Any:
+        return self.result[key]
+
+
+class ScenarioError(AssertionError):
+    """A scenario subprocess ended without reporting a result."""
+
+
+def run_python(
+    code: str,
+    *,
+    paths: Iterable[Path | str] = (),
+    env: dict[str, str] | None = None,
+    timeout: float = 240,
+    launcher: bool = False,
+) -> Outcome:
+    """Run ``code`` in a fresh interpreter of this venv; ``report(obj)`` in the code sends back a JSON result.
+
+    ``launcher=True`` runs it as ``sglang-plugins run -- python -c CODE``.
+    """
+    prelude = textwrap.dedent(
+        f"""
+        import json as _json
+        def report(obj):
+            print({RESULT_MARK!r} + _json.dumps(obj, default=repr), flush=True)
+        """
+    )
+    command = [sys.executable, "-c", prelude + textwrap.dedent(code)]
+    if launcher:
+        command = [sys.executable, "-m", "sglang_plugin_runtime", "run", "--", *command]
+    completed = subprocess.run(
+        command,
+        env=clean_env(paths, **(env or {})),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    result = None
+    for line in completed.stdout.splitlines():
+        if line.startswith(RESULT_MARK):
+            result = json.loads(line[len(RESULT_MARK) :])
+    if result is None:
+        raise ScenarioError(
+            f"scenario subprocess reported nothing (exit {completed.returncode})\n"
+            f"--- stdout ---\n{completed.stdout[-4000:]}\n--- stderr ---\n{completed.stderr[-6000:]}"
+        )
+    return Outcome(result, completed.returncode, completed.stdout, completed.stderr)
+
+
+def pip_install_target(sources: Iterable[Path], target: Path) -> Path:
+    """One real ``pip install --target`` of every project in ``sources`` (no dependencies, no build isolation)."""
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            *map(str, sources),
+        ],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        raise AssertionError(f"pip install into {target} failed:\n{completed.stdout}\n{completed.stderr}")
+    return target
+
+
+def render(template: Path, destination: Path, data: dict[str, Any]) -> Path:
+    """The template rendered with ``data`` (the other answers take their defaults)."""
+    from copier import run_copy
+
+    run_copy(str(template), destination, data=data, defaults=True, unsafe=False, quiet=True, overwrite=True)
+    return destination

@@ -1,0 +1,263 @@
+"""``sglang-plugins run``: the released SGLang, unmodified on disk, with the runtime as its plugin layer.
+
+Runs in the plain venv (the released wheel; test_adoption_patch.py proves its files stay the wheel's). A package
+generated for the runtime host, which released SGLang refuses on its own, is selected and its hooks fire when the
+command runs under the launcher, in the command's process and in children started by spawn, fork and forkserver.
+The same code without the launcher still sees the released SGLang: the effect ends with the process tree.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from scenarios import clean_env, pip_install_target, render, run_python
+from sglang_import_probe import IMPORT_PROBE, ImportProbe
+
+from sglang_plugin_runtime.testing import write_fake_distribution
+
+pytestmark = pytest.mark.subprocess
+
+PLATFORM = {
+    "plugin_kind": "platform",
+    "project_name": "Launched Device",
+    "distribution_name": "launched-device",
+    "package_name": "launched_device",
+    "entry_point_name": "launched",
+    "device_name": "launched",
+    "device_type": "launched",
+    "backend_module": "torch_launched",
+}
+#: The files the adoption patch changes (relative to site-packages).
+ADOPTED_FILES = (
+    "sglang/multimodal_gen/runtime/platforms/plugins.py",
+    "sglang/srt/platforms/__init__.py",
+    "sglang/srt/platforms/device_mixin.py",
+    "sglang/srt/platforms/interface.py",
+    "sglang/srt/platforms/npu.py",
+    "sglang/srt/plugins/__init__.py",
+    "sglang/srt/plugins/hook_registry.py",
+)
+GENERAL = {
+    "plugin_kind": "general",
+    "project_name": "Launched Hooks",
+    "distribution_name": "launched-hooks",
+    "package_name": "launched_hooks",
+    "entry_point_name": "launched_hooks",
+}
+
+
+@pytest.fixture(scope="module")
+def launched_site(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A platform and a general package generated for the runtime host (sglang_plugin_runtime imports)."""
+    questions = yaml.safe_load((template_dir / "copier.yml").read_text(encoding="utf-8"))
+    host = (
+        {"host_api": "runtime"}
+        if "runtime" in map(str, (questions.get("host_api") or {}).get("choices", {}).values())
+        else {}
+    )
+    projects = [
+        render(template_dir, tmp_path_factory.mktemp(f"launched-{a['plugin_kind']}"), {**a, **host})
+        for a in (PLATFORM, GENERAL)
+    ]
+    for project in projects:
+        text = "\n".join(p.read_text(encoding="utf-8") for p in project.rglob("*.py"))
+        assert "sglang_plugin_runtime" in text, f"{project} does not import the runtime"
+    return pip_install_target(projects, tmp_path_factory.mktemp("launched-site"))
+
+
+_PROBE: list[ImportProbe] = []
+
+
+@pytest.fixture
+def sglang_imports_under_the_launcher() -> None:
+    """xfail (naming the classes) while the runtime refuses SGLang's in-tree platform classes (issue 12)."""
+    if not _PROBE:
+        out = run_python(IMPORT_PROBE, launcher=True, timeout=300)
+        _PROBE.append(ImportProbe(out["imports"], out.result.get("first", ""), out.result.get("refused", {})))
+    if _PROBE[0].refused_by_contract:
+        pytest.xfail(_PROBE[0].xfail_reason())
+
+
+SIMULATE = """
+from sglang_plugin_runtime.testing import simulated_device
+simulated_device("launched", backend_module="torch_launched", privateuse1=True).start()
+"""
+
+OBSERVE = """
+import sglang.srt.plugins.hook_registry as theirs
+import sglang_plugin_runtime.plugins.hook_registry as ours
+from sglang.srt.platforms import current_platform
+from sglang.srt.plugins import load_plugins
+load_plugins()
+from launched_hooks import example_target
+report({
+    "runtime_registry": theirs.HookRegistry is ours.HookRegistry,
+    "platform": type(current_platform).__name__,
+    "count": example_target.count_tokens("a b"),
+    "sampler": example_target.Sampler.__name__,
+})
+"""
+
+
+@pytest.mark.usefixtures("sglang_imports_under_the_launcher")
+def test_a_runtime_host_platform_and_general_plugin_work_on_released_sglang_under_the_launcher(
+    launched_site: Path,
+) -> None:
+    out = run_python(SIMULATE + OBSERVE, paths=[launched_site], launcher=True)
+    assert out.result == {
+        "runtime_registry": True,
+        "platform": "LaunchedSRTPlatform",
+        "count": 3,
+        "sampler": "TieBreakingSampler",
+    }
+    assert "sglang-plugins run: SGLang 0.5.23 runs with sglang_plugin_runtime" in out.stderr
+
+
+def test_without_the_launcher_the_same_venv_runs_the_released_sglang(launched_site: Path) -> None:
+    out = run_python(
+        SIMULATE
+        + textwrap.dedent("""
+        import traceback
+        try:
+            from sglang.srt.platforms import current_platform
+        except TypeError as exc:
+            report([str(exc), traceback.extract_tb(exc.__traceback__)[-1].filename])
+        """),
+        paths=[launched_site],
+    )
+    error, raised_in = out.result
+    # Released SGLang's own selection refuses the runtime-host platform: nothing of the launcher is left here.
+    assert "Expected an SRTPlatform subclass" in error and "LaunchedSRTPlatform" in error
+    assert raised_in.endswith("sglang/srt/platforms/__init__.py")
+    assert "sglang-plugins run" not in out.stderr
+
+
+def test_without_the_launcher_sglangs_hook_registry_is_its_own() -> None:
+    out = run_python(
+        """
+        import sglang.srt.plugins.hook_registry as theirs
+        import sglang_plugin_runtime.plugins.hook_registry as ours
+        report(theirs.HookRegistry is ours.HookRegistry)
+        """
+    )
+    assert out.result is False
+
+
+CHILD = """
+import importlib
+
+
+def observe(call_load_plugins):
+    import torch
+    from sglang_plugin_runtime.testing import simulated_device
+    if getattr(torch, "launched", None) is None:  # a spawned child starts from nothing
+        simulated_device("launched", backend_module="torch_launched", privateuse1=True).start()
+    import sglang.srt.plugins.hook_registry as theirs
+    import sglang_plugin_runtime.plugins.hook_registry as ours
+    from sglang.srt.platforms import current_platform
+    if call_load_plugins:
+        from sglang.srt.plugins import load_plugins
+        load_plugins()
+    target = importlib.import_module("launched_hooks.example_target")
+    return [theirs.HookRegistry is ours.HookRegistry, type(current_platform).__name__, target.count_tokens("a b")]
+"""
+
+
+@pytest.mark.usefixtures("sglang_imports_under_the_launcher")
+def test_spawned_forked_and_forkserver_children_run_the_runtime_too(launched_site: Path, tmp_path: Path) -> None:
+    (tmp_path / "launched_child.py").write_text(textwrap.dedent(CHILD), encoding="utf-8")
+    out = run_python(
+        """
+        import multiprocessing as mp
+        import launched_child
+
+        def run(method, call_load_plugins):
+            with mp.get_context(method).Pool(1) as pool:
+                return pool.apply(launched_child.observe, (call_load_plugins,))
+
+        report({"parent": launched_child.observe(True), "fork": run("fork", False), "spawn": run("spawn", True),
+                "forkserver": run("forkserver", True)})
+        """,
+        paths=[launched_site, tmp_path],
+        launcher=True,
+    )
+    expected = [True, "LaunchedSRTPlatform", 3]
+    assert out.result == {"parent": expected, "fork": expected, "spawn": expected, "forkserver": expected}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What the launcher refuses, and what it passes through
+# ---------------------------------------------------------------------------------------------------------
+
+
+def launch(*command: str, paths: list[Path] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sglang_plugin_runtime", "run", "--", *command],
+        env=clean_env(paths or []),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_commands_exit_status_is_returned_and_the_shim_is_removed() -> None:
+    completed = launch(
+        sys.executable, "-c", "import os, sys; print(os.environ['SGLANG_PLUGINS_RUN_SHIM']); sys.exit(7)"
+    )
+    assert completed.returncode == 7, completed.stderr
+    shim = Path(completed.stdout.strip())
+    assert shim.name.startswith("sglang-plugins-run-") and not shim.exists()
+
+
+def test_an_isolated_python_is_refused_because_it_would_run_sglang_unadopted() -> None:
+    completed = launch(sys.executable, "-I", "-c", "pass")
+    assert completed.returncode == 2
+    assert "-I ignores PYTHONPATH" in completed.stderr
+
+
+def test_a_modified_sglang_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
+    """A fork whose files differ where the patch applies: refused before anything runs."""
+    real = Path(importlib.util.find_spec("sglang").submodule_search_locations[0]).parent
+    modules = {path: (real / path).read_text(encoding="utf-8") for path in ADOPTED_FILES}
+    modules["sglang/srt/plugins/__init__.py"] = modules["sglang/srt/plugins/__init__.py"].replace(
+        "import logging\n", "import logging  # a vendor fork\n"
+    )
+    write_fake_distribution(tmp_path, "sglang", "0.5.23", modules=modules)
+    completed = launch(sys.executable, "-c", "pass", paths=[tmp_path])
+    assert completed.returncode == 2
+    assert "differs from the released files the adoption patch was made for" in completed.stderr
+    assert "sglang/srt/plugins/__init__.py, line 13: expected 'import logging'" in completed.stderr
+
+
+def test_an_sglang_release_without_a_patch_is_refused_naming_the_supported_ones(tmp_path: Path) -> None:
+    write_fake_distribution(tmp_path, "sglang", "0.4.0", modules={"sglang/__init__.py": ""})
+    completed = launch(sys.executable, "-c", "pass", paths=[tmp_path])
+    assert completed.returncode == 2
+    assert "no adoption patch for SGLang 0.4.0" in completed.stderr and "0.5.23" in completed.stderr
+
+
+def test_a_missing_command_is_a_usage_error() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "sglang_plugin_runtime", "run"],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert completed.returncode == 2 and "give the command to run" in completed.stderr
+
+
+def test_the_launcher_reports_what_it_adopted() -> None:
+    completed = launch(sys.executable, "-c", "import json, os; print(json.dumps(os.environ['PYTHONPATH']))")
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout).split(":")[0].rsplit("/", 1)[-1].startswith("sglang-plugins-run-")
+    assert "(7 modules adopted in memory; nothing installed is changed)" in completed.stderr
