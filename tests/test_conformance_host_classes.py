@@ -22,7 +22,7 @@ from sglang_plugin_runtime.testing._conformance import (
     assert_platform_conformance,
     check_platform_conformance,
 )
-from sglang_plugin_runtime.testing._simulated_device import simulated_device
+from sglang_plugin_runtime._simulated_device import simulated_device
 
 _DEVICE_MIXIN = '''
 import enum

@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from sglang_plugin_runtime.testing._simulated_device import (  # noqa: E402
+from sglang_plugin_runtime._simulated_device import (  # noqa: E402
     SimulatedDevice,
     active_simulated_device,
     simulated_device,
@@ -145,7 +145,7 @@ def test_get_device_module_cache_does_not_outlive_a_simulation() -> None:
     code = textwrap.dedent(
         """
         import torch
-        from sglang_plugin_runtime.testing._simulated_device import simulated_device
+        from sglang_plugin_runtime._simulated_device import simulated_device
         with simulated_device("npu", privateuse1=True) as first:
             assert torch.get_device_module("npu") is first.module
         with simulated_device("npu", privateuse1=True) as second:
@@ -200,7 +200,7 @@ def test_privateuse1_makes_torch_device_parse_in_a_fresh_process() -> None:
     code = textwrap.dedent(
         """
         import torch
-        from sglang_plugin_runtime.testing._simulated_device import simulated_device
+        from sglang_plugin_runtime._simulated_device import simulated_device
         with simulated_device("npu", privateuse1=True) as sim:
             device = torch.device("npu", 0)
             torch.get_device_module(device).set_device(device)
@@ -218,7 +218,7 @@ def test_torch_manual_seed_seeds_a_privateuse1_device_without_warning() -> None:
         """
         import warnings
         import torch
-        from sglang_plugin_runtime.testing._simulated_device import simulated_device
+        from sglang_plugin_runtime._simulated_device import simulated_device
         with simulated_device("npu", privateuse1=True) as sim:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
@@ -236,7 +236,7 @@ def test_missing_torch_is_a_clear_runtime_error() -> None:
         """
         import sys
         sys.modules["torch"] = None  # makes "import torch" fail
-        from sglang_plugin_runtime.testing._simulated_device import simulated_device
+        from sglang_plugin_runtime._simulated_device import simulated_device
         try:
             simulated_device("npu").start()
         except RuntimeError as exc:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any, Sequence
 
 from .. import __version__
-from .._diagnostics import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, Simulation
+from ._report import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, Simulation
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +176,6 @@ def _schema_text() -> str:
 
 
 def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    from .. import _diagnostics
     from .._namespace import get_namespace
     from . import _render
 
@@ -186,10 +185,14 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         raise _UsageError(f"--namespace: {exc}") from None
     simulation = _simulation(args)
     if args.command == "list":
-        report = _diagnostics.list_report(namespace, simulation=simulation, strict=args.strict)
+        from ._list import list_report
+
+        report = list_report(namespace, simulation=simulation, strict=args.strict)
         return report, _render.render_list(report)
     if args.command == "doctor":
-        report = _diagnostics.doctor_report(
+        from ._doctor import doctor_report
+
+        report = doctor_report(
             namespace, simulation=simulation, import_targets=args.import_targets, strict=args.strict
         )
         return report, _render.render_doctor(report)
@@ -203,7 +206,9 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
         report = fingerprint_report(namespace, simulation=simulation, strict=args.strict, comparison=comparison)
         return report, render_fingerprint(report)
     _validate_target(args.target)
-    report = _diagnostics.explain_report(
+    from ._explain import explain_report
+
+    report = explain_report(
         namespace, args.target, simulation=simulation, import_targets=args.import_targets, strict=args.strict
     )
     return report, _render.render_explain(report)

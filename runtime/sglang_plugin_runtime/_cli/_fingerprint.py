@@ -72,8 +72,9 @@ def fingerprint_report(
     namespace: Any, *, simulation: Any = None, strict: bool = False, comparison: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Select the platform and run ``load_plugins()`` here (as a fresh rank would), then fingerprint the result."""
-    from .._diagnostics import SCHEMA_VERSION, simulated
     from ..plugins import load_plugins
+    from ._report import SCHEMA_VERSION
+    from ._simulation import simulated
 
     problems: list[dict[str, Any]] = []
     with simulated(simulation):

@@ -18,7 +18,8 @@ from ._loading import (
     load_general_plugins,
     namespace_for_group,
 )
-from .hook_registry import HookRegistry, HookSource, HookType, _current_plugin_source, plugin_hook
+from .hook_registry import HookRegistry, HookSource, HookType, plugin_hook
+from .hook_registry import _current_plugin_source as _current_plugin_source  # SGLang exposes it here too
 
 #: Entry-point group of platform plugins (same name as SGLang's constant).
 PLATFORM_PLUGINS_GROUP = SRT.platform_group

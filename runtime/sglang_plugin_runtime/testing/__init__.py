@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ._fake_distributions import write_fake_distribution
     from ._fake_site import FakeDistributions
     from ._platform_override import PlatformOverride
-    from ._simulated_device import SimulatedDevice, simulated_device
+    from .._simulated_device import SimulatedDevice, simulated_device
 
 __all__ = [
     "ConformanceProblem",
@@ -43,8 +43,8 @@ _LAZY = {
     "ConformanceProblem": "._conformance",
     "assert_platform_conformance": "._conformance",
     "check_platform_conformance": "._conformance",
-    "SimulatedDevice": "._simulated_device",
-    "simulated_device": "._simulated_device",
+    "SimulatedDevice": ".._simulated_device",
+    "simulated_device": ".._simulated_device",
     "write_fake_distribution": "._fake_distributions",
 }
 

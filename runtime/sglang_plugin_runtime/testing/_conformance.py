@@ -30,7 +30,7 @@ from ..platforms import _contract
 from ..platforms import _interface_table as table
 from ..platforms.device_mixin import PlatformEnum
 from ._host_classes import RuntimePlatformView, has_member, platform_view
-from ._simulated_device import active_simulated_device
+from .._simulated_device import active_simulated_device
 
 __all__ = ["ConformanceProblem", "assert_platform_conformance", "check_platform_conformance"]
 

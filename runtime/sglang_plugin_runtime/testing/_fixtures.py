@@ -73,7 +73,7 @@ def fake_distributions(tmp_path: Path, hook_registry: Any, platform_override: Pl
 def simulated_device() -> Iterator[Callable[..., Any]]:
     """A factory for simulated torch device modules: ``sim = simulated_device("npu", device_count=2)`` installs
     ``torch.npu`` now; every one started is stopped (in reverse order) after the test. Needs torch."""
-    from ._simulated_device import SimulatedDevice, simulated_device as make
+    from .._simulated_device import SimulatedDevice, simulated_device as make
 
     started: list[SimulatedDevice] = []
 

@@ -19,7 +19,7 @@ from ._describe import Conflict, registration_conflicts
 from ._errors import HookApplyError, HookFailure
 from ._patching import install
 from ._rebinding import Replacement, rebind
-from ._state import Registration, Slot, ordered
+from ._state import Registration, Slot
 from ._targets import Resolution, TargetNotFound, Unresolved, resolve
 from ._types import HookStatus, HookType, format_source
 from ._wrappers import build_wrapper, check_hook_kinds

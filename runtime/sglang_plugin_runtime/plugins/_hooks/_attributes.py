@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import types
 from dataclasses import dataclass
 
 
