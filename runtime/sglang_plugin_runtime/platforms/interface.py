@@ -9,7 +9,9 @@ override what their hardware needs; everything else keeps a conservative default
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from dataclasses import dataclass
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Literal, Optional
 
@@ -37,16 +39,7 @@ _KV_POOL_KINDS: tuple[str, ...] = ("mha", "mla", "dsa")
 _WARNED_RETIRED_HOOKS: set[tuple[type, str]] = set()
 
 
-_CAPABILITY_FIELDS: tuple[str, ...] = (
-    "supports_triton",
-    "graph_capture",
-    "piecewise_graph",
-    "hicache_device_kernels",
-    "supports_pynccl",
-    "supports_fp8",
-)
-
-
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PlatformCapabilities:
     """What a platform can do, read by core before it builds anything.
 
@@ -58,76 +51,23 @@ class PlatformCapabilities:
     model-parallel groups may build a PyNccl communicator. ``supports_fp8``: fp8
     kernels run (not in SGLang 0.5.23; added so the flag lives beside the others).
 
-    A frozen, keyword-only value (like SGLang's frozen ``msgspec.Struct``), written by
-    hand so importing the platform classes does not import ``dataclasses``.
+    A frozen, keyword-only value, like SGLang's frozen ``msgspec.Struct``.
     """
 
-    __slots__ = _CAPABILITY_FIELDS
-    __match_args__ = _CAPABILITY_FIELDS
-
-    supports_triton: bool
-    graph_capture: bool
-    piecewise_graph: bool
-    hicache_device_kernels: bool
-    supports_pynccl: bool
-    supports_fp8: bool
-
-    def __init__(
-        self,
-        *,
-        supports_triton: bool = False,
-        graph_capture: bool = False,
-        piecewise_graph: bool = False,
-        hicache_device_kernels: bool = False,
-        supports_pynccl: bool = False,
-        supports_fp8: bool = False,
-    ) -> None:
-        values = (
-            supports_triton,
-            graph_capture,
-            piecewise_graph,
-            hicache_device_kernels,
-            supports_pynccl,
-            supports_fp8,
-        )
-        for name, value in zip(_CAPABILITY_FIELDS, values):
-            object.__setattr__(self, name, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"PlatformCapabilities is frozen: cannot assign {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(f"PlatformCapabilities is frozen: cannot delete {name!r}")
-
-    def _values(self) -> tuple[bool, ...]:
-        return tuple(getattr(self, name) for name in _CAPABILITY_FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in _CAPABILITY_FIELDS)
-        return f"{type(self).__name__}({fields})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_capabilities, (type(self), self.as_dict()))
+    supports_triton: bool = False
+    graph_capture: bool = False
+    piecewise_graph: bool = False
+    hicache_device_kernels: bool = False
+    supports_pynccl: bool = False
+    supports_fp8: bool = False
 
     def as_dict(self) -> dict[str, bool]:
         """The flags by name, e.g. for diagnostics and ``--json`` output."""
-        return {name: getattr(self, name) for name in _CAPABILITY_FIELDS}
+        return dataclasses.asdict(self)
 
     def replace(self, **changes: bool) -> PlatformCapabilities:
         """A copy with some flags changed (unknown names raise ``TypeError``)."""
-        return type(self)(**{**self.as_dict(), **changes})
-
-
-def _rebuild_capabilities(cls: type[PlatformCapabilities], values: dict[str, bool]) -> PlatformCapabilities:
-    return cls(**values)
+        return dataclasses.replace(self, **changes)
 
 
 class SRTPlatform(DeviceMixin, _contract_class=True):
