@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._discovery import refresh_discovery
+from .._lazy_exports import lazy_exports
 from .._namespace import (
     MULTIMODAL,
     SRT,
@@ -34,6 +35,7 @@ from ._selection import (
 )
 
 if TYPE_CHECKING:
+    from ._contract import describe_contract
     from .device_mixin import CpuArchEnum, DeviceCapability, DeviceMixin, PlatformEnum
     from .interface import SRTPlatform
     from .multimodal import MMPlatform
@@ -66,6 +68,7 @@ __all__ = [
     "SRTPlatform",
     "current_platform",
     "current_platform_selection",
+    "describe_contract",
     "get_current_platform",
     "refresh_discovery",
     "register_namespace",
@@ -131,17 +134,13 @@ def reset_current_platform(namespace: str | PluginNamespace = SRT, *, rescan: bo
         refresh_discovery()
 
 
-def __getattr__(name: str) -> Any:
-    if name == "current_platform":
-        return platform_holder(SRT).get()
-    module = _LAZY_CLASSES.get(name)
-    if module is not None:
-        import importlib
+_lazy_class = lazy_exports(__name__, globals(), _LAZY_CLASSES)
 
-        value = getattr(importlib.import_module(module, __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    if name == "current_platform":  # never cached: it is resolved (and may be reset) per process
+        return platform_holder(SRT).get()
+    return _lazy_class(name)
 
 
 def __dir__() -> list[str]:

@@ -10,7 +10,9 @@ it imports neither pytest nor torch, and the helpers are imported on first use. 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy_exports import lazy_exports
 
 #: Read by pytest when it registers this module as a plugin: the fixtures live in their own module, so that
 #: importing the kit outside pytest does not import pytest.
@@ -49,12 +51,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, globals(), _LAZY)
