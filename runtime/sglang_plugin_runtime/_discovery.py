@@ -19,10 +19,10 @@ import os
 import re
 import sys
 import threading
-from typing import Any, Iterable, Iterator, NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
 
 from ._forking import after_fork_in_child
-
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class MalformedDistribution(NamedTuple):
 class DiscoveryResult:
     """Everything one scan found: entry points by group, and the distributions it had to skip."""
 
-    __slots__ = ("entry_points", "malformed", "distribution_count")
+    __slots__ = ("distribution_count", "entry_points", "malformed")
 
     def __init__(
         self,
@@ -360,9 +360,7 @@ def _result(scan: _Scan) -> DiscoveryResult:
     groups: dict[str, list[PluginEntryPoint]] = {}
     for ep in scan.found:
         groups.setdefault(ep.group, []).append(ep)
-    ordered = {
-        group: tuple(sorted(eps, key=lambda ep: (ep.dist_name, ep.name))) for group, eps in groups.items()
-    }
+    ordered = {group: tuple(sorted(eps, key=lambda ep: (ep.dist_name, ep.name))) for group, eps in groups.items()}
     return DiscoveryResult(ordered, tuple(scan.malformed), scan.count)
 
 

@@ -7,7 +7,8 @@ diffusion engine, or another project) declares its own namespace instead of copy
 # No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
 # string annotation of its fields, a cost paid by every process at start-up.
 import os
-from typing import Callable, NamedTuple, Union
+from collections.abc import Callable
+from typing import NamedTuple, Union
 
 #: A class given by its import path (``"pkg.mod:Class"`` or ``"pkg.mod.Class"``), by a callable returning a class,
 #: so a namespace can name its base and fallback classes without importing them, or by the class itself.

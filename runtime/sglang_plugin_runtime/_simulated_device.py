@@ -54,8 +54,7 @@ def _import_torch() -> Any:
         import torch
     except ImportError as exc:
         raise RuntimeError(
-            "simulated_device() needs real torch to attach a device module to: "
-            "pip install torch==2.13.0"
+            "simulated_device() needs real torch to attach a device module to: pip install torch==2.13.0"
         ) from exc
     return torch
 
@@ -125,11 +124,7 @@ class SimulatedDevice:
                 raise RuntimeError(f"{self!r} is already started")
             torch = _import_torch()
             existing = torch.__dict__.get(self.device_type, _MISSING)
-            if (
-                existing is not _MISSING
-                and not self.replace_existing
-                and not _is_simulated(existing)
-            ):
+            if existing is not _MISSING and not self.replace_existing and not _is_simulated(existing):
                 raise ValueError(
                     f"torch.{self.device_type} already exists ({existing!r}); refusing to "
                     f"replace a real device module: pass replace_existing=True if you mean it"
@@ -143,9 +138,7 @@ class SimulatedDevice:
             if self.backend_module:
                 self.backend = self._build_backend()
                 self._save_and_set("module", sys.modules, self.backend_module, self.backend)
-                self._save_and_set(
-                    "module", sys.modules, f"{self.backend_module}.{self.device_type}", self.module
-                )
+                self._save_and_set("module", sys.modules, f"{self.backend_module}.{self.device_type}", self.module)
             _clear_device_module_cache(torch)
             _ACTIVE.append(self)
             logger.debug("simulated device started: %r", self)
@@ -251,8 +244,7 @@ class SimulatedDevice:
             raise TypeError(f"cannot interpret {device!r} as a {self.device_type} device")
         if not 0 <= index < self.device_count:
             raise RuntimeError(
-                f"invalid device ordinal {index}: the simulated {self.device_type} has "
-                f"{self.device_count} device(s)"
+                f"invalid device ordinal {index}: the simulated {self.device_type} has {self.device_count} device(s)"
             )
         return index
 
@@ -261,9 +253,7 @@ class SimulatedDevice:
 
     def _build_module(self) -> types.ModuleType:
         sim = self
-        module = types.ModuleType(
-            f"torch.{self.device_type}", f"Simulated torch.{self.device_type} device module."
-        )
+        module = types.ModuleType(f"torch.{self.device_type}", f"Simulated torch.{self.device_type} device module.")
 
         def recorded(func: Any) -> Any:
             name = func.__name__
@@ -310,9 +300,7 @@ class SimulatedDevice:
         def get_device_properties(device: Any = None) -> SimulatedDeviceProperties:
             index = sim._index(device)
             major, minor = sim.capability
-            return SimulatedDeviceProperties(
-                sim.name, sim.total_memory, major, minor, sim._uuid(index), index
-            )
+            return SimulatedDeviceProperties(sim.name, sim.total_memory, major, minor, sim._uuid(index), index)
 
         @recorded
         def get_device_capability(device: Any = None) -> tuple[int, int]:
@@ -373,9 +361,7 @@ class SimulatedDevice:
 
     def _build_backend(self) -> types.ModuleType:
         assert self.backend_module is not None
-        backend = types.ModuleType(
-            self.backend_module, f"Simulated {self.backend_module} backend package."
-        )
+        backend = types.ModuleType(self.backend_module, f"Simulated {self.backend_module} backend package.")
         backend.__version__ = "0.0.0+simulated"  # type: ignore[attr-defined]
         backend.__simulated__ = True  # type: ignore[attr-defined]
         backend.__path__ = []  # a package, so submodule imports resolve

@@ -20,8 +20,8 @@ import logging
 import os
 import socket
 import struct
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._fingerprint import (

@@ -18,8 +18,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
-from typing import Any, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from .. import __version__
 from ._report import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, Simulation
@@ -66,9 +66,7 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="DEVICE_TYPE",
         help="install a simulated torch.DEVICE_TYPE first (needs torch); output is labelled SIMULATED",
     )
-    sim.add_argument(
-        "--simulate-backend", metavar="MODULE", help="also register a fake vendor module (e.g. torch_npu)"
-    )
+    sim.add_argument("--simulate-backend", metavar="MODULE", help="also register a fake vendor module (e.g. torch_npu)")
     sim.add_argument("--simulate-count", metavar="N", type=int, default=1, help="simulated device count (default 1)")
 
     parser = _Parser(
@@ -192,9 +190,7 @@ def _run(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     if args.command == "doctor":
         from ._doctor import doctor_report
 
-        report = doctor_report(
-            namespace, simulation=simulation, import_targets=args.import_targets, strict=args.strict
-        )
+        report = doctor_report(namespace, simulation=simulation, import_targets=args.import_targets, strict=args.strict)
         return report, _render.render_doctor(report)
     if args.command == "fingerprint":
         from ._fingerprint import ComparisonInputError, fingerprint_report, load_comparison, render_fingerprint

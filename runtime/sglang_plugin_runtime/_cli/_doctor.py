@@ -55,7 +55,9 @@ def _platform_step(namespace: PluginNamespace, problems: Problems, logs: LogCapt
                     plugin=activation.plugin,
                     distribution=activation.dist_name,
                 )
-        summary = "no platform could be selected" if problems.mentions(str(exc)) else f"no platform could be selected: {exc}"
+        summary = (
+            "no platform could be selected" if problems.mentions(str(exc)) else f"no platform could be selected: {exc}"
+        )
         problems.add(
             ERROR,
             "selection",

@@ -33,5 +33,7 @@ def explain_report(
     if found is None and hooks["available"]:
         problems.add(WARNING, "explain", f"no hook is registered on {target!r} by any loaded plugin", target=target)
     report = envelope("explain", namespace, simulation, problems, strict)
-    report.update({"target": target, "found": found is not None, "report": found, "plugins": plugins, "log": logs.records})
+    report.update(
+        {"target": target, "found": found is not None, "report": found, "plugins": plugins, "log": logs.records}
+    )
     return report

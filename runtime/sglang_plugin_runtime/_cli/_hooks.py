@@ -34,9 +34,13 @@ def call_flow(target: dict[str, Any]) -> list[dict[str, Any]]:
     leaving = [h for h in reversed(hooks) if h["type"] == "after"]
     flow = [{"phase": "enter", "position": h["position"], "type": h["type"], "hook": h["hook"]} for h in entering]
     if replace:
-        flow.append({"phase": "call", "position": replace[-1]["position"], "type": "replace", "hook": replace[-1]["hook"]})
+        flow.append(
+            {"phase": "call", "position": replace[-1]["position"], "type": "replace", "hook": replace[-1]["hook"]}
+        )
     else:
-        flow.append({"phase": "call", "position": None, "type": "original", "hook": target["resolved"] or target["target"]})
+        flow.append(
+            {"phase": "call", "position": None, "type": "original", "hook": target["resolved"] or target["target"]}
+        )
     flow.extend({"phase": "exit", "position": h["position"], "type": h["type"], "hook": h["hook"]} for h in leaving)
     return flow
 
@@ -85,7 +89,9 @@ def _import_target_modules(reports: list[dict[str, Any]]) -> list[str]:
             continue
         target = report["target"]
         module, sep, _attr = target.partition(":")
-        candidates = [module] if sep else [".".join(target.split(".")[:i]) for i in range(len(target.split(".")) - 1, 0, -1)]
+        candidates = (
+            [module] if sep else [".".join(target.split(".")[:i]) for i in range(len(target.split(".")) - 1, 0, -1)]
+        )
         for name in candidates:
             try:
                 importlib.import_module(name)
@@ -110,9 +116,7 @@ def _import_target_modules(reports: list[dict[str, Any]]) -> list[str]:
     return errors
 
 
-def hooks_step(
-    problems: Problems, *, import_targets: bool = False, target: str | None = None
-) -> dict[str, Any]:
+def hooks_step(problems: Problems, *, import_targets: bool = False, target: str | None = None) -> dict[str, Any]:
     available, why_not, targets = _describe_hooks(target)
     import_errors: list[str] = []
     if available and import_targets:

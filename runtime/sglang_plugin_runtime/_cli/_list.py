@@ -82,7 +82,11 @@ def list_report(
             action, reason = ACTION_DUPLICATE, "another distribution offers the same name; it will not load"
         else:
             action = ACTION_ALLOWED
-            reason = f"listed in {namespace.plugins_env}" if allowed is not None else f"{namespace.plugins_env} unset: all load"
+            reason = (
+                f"listed in {namespace.plugins_env}"
+                if allowed is not None
+                else f"{namespace.plugins_env} unset: all load"
+            )
         plugin_rows.append(_entry_point_dict(ep, action, reason))
     for missing in sorted((allowed or set()) - installed_names):
         plugin_rows.append(

@@ -45,7 +45,9 @@ def _footer(report: dict[str, Any]) -> list[str]:
     warnings = len(problems) - errors
     verdict = "OK" if report["healthy"] else "PROBLEMS FOUND"
     tag = " [SIMULATED]" if report["simulated"] else ""
-    lines.append(f"Result: {verdict}{tag}: {errors} error(s), {warnings} warning(s); exit status {report['exit_status']}")
+    lines.append(
+        f"Result: {verdict}{tag}: {errors} error(s), {warnings} warning(s); exit status {report['exit_status']}"
+    )
     return lines
 
 
@@ -84,8 +86,15 @@ def _hook_rows(target: dict[str, Any]) -> list[tuple[Any, ...]]:
         source = hook["source"] or {}
         note = None if hook["active"] else "overridden: does not run"
         rows.append(
-            (hook["position"], hook["type"], hook["hook"], source.get("plugin"), source.get("distribution"),
-             hook["priority"], note)
+            (
+                hook["position"],
+                hook["type"],
+                hook["hook"],
+                source.get("plugin"),
+                source.get("distribution"),
+                hook["priority"],
+                note,
+            )
         )
     return rows
 
@@ -114,7 +123,9 @@ def _plugin_log(report: dict[str, Any]) -> list[str]:
     if not records:
         return []
     lines = ["", "Warnings logged by plugins"]
-    lines.extend(format_table(("LEVEL", "LOGGER", "MESSAGE"), [(r["level"], r["logger"], r["message"]) for r in records]))
+    lines.extend(
+        format_table(("LEVEL", "LOGGER", "MESSAGE"), [(r["level"], r["logger"], r["message"]) for r in records])
+    )
     return lines
 
 
@@ -162,7 +173,10 @@ def render_doctor(report: dict[str, Any]) -> str:
         plugin = platform["plugin"]
         rows = [
             ("class", platform["platform_class"]),
-            ("plugin", f"{plugin} ({_dist(platform['distribution'], platform['version'])})" if plugin else "(none: fallback)"),
+            (
+                "plugin",
+                f"{plugin} ({_dist(platform['distribution'], platform['version'])})" if plugin else "(none: fallback)",
+            ),
             ("rule", platform["rule"]),
             ("reason", platform["reason"]),
         ]
@@ -218,7 +232,12 @@ def render_explain(report: dict[str, Any]) -> str:
         lines.append("One call, step by step")
         arrows = {"enter": "->", "call": "==", "exit": "<-"}
         rows = [
-            (i, arrows[step["phase"]], step["type"], step["hook"] + ("" if step["position"] is None else f"  [#{step['position']}]"))
+            (
+                i,
+                arrows[step["phase"]],
+                step["type"],
+                step["hook"] + ("" if step["position"] is None else f"  [#{step['position']}]"),
+            )
             for i, step in enumerate(found["call_flow"], start=1)
         ]
         lines.extend(format_table(("STEP", "", "TYPE", "HOOK"), rows))

@@ -36,7 +36,11 @@ class Simulation:
     backend_module: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"device_type": self.device_type, "device_count": self.device_count, "backend_module": self.backend_module}
+        return {
+            "device_type": self.device_type,
+            "device_count": self.device_count,
+            "backend_module": self.backend_module,
+        }
 
 
 @dataclass
@@ -95,7 +99,9 @@ def envelope(
     }
 
 
-def discovery_problems(discovery: DiscoveryResult, namespace: PluginNamespace, problems: Problems) -> list[dict[str, Any]]:
+def discovery_problems(
+    discovery: DiscoveryResult, namespace: PluginNamespace, problems: Problems
+) -> list[dict[str, Any]]:
     for bad in discovery.malformed:
         problems.add(ERROR, "discovery", f"malformed distribution at {bad.path}: {bad.reason}; it was skipped")
     duplicates = []

@@ -335,38 +335,56 @@ def check_class_namespace(
             if found is not None:
                 call, (kind, reason) = found
                 declared = f"; SGLang declares {name}{row.signature}" if row.signature else ""
-                problems.append(OverrideProblem(
-                    klass.__name__, name, kind, f"{where}: {reason} (called from {_site(call)}){declared}"
-                ))
+                problems.append(
+                    OverrideProblem(
+                        klass.__name__, name, kind, f"{where}: {reason} (called from {_site(call)}){declared}"
+                    )
+                )
                 break
         if name in contract:
             continue
         retired = next((r for h in hosts if (r := table.entry(name, h)) is not None and r.retired), None)
         if retired is not None:
-            problems.append(OverrideProblem(
-                klass.__name__, name, "retired",
-                f"{where}: a retired SGLang hook, still served with a DeprecationWarning; override "
-                f"{retired.replacement} instead",
-            ))
+            problems.append(
+                OverrideProblem(
+                    klass.__name__,
+                    name,
+                    "retired",
+                    f"{where}: a retired SGLang hook, still served with a DeprecationWarning; override "
+                    f"{retired.replacement} instead",
+                )
+            )
         elif name in known_contract or table.is_known_name(name):
             origin = table.OTHER_VERSION_NAMES.get(name) or _declared_elsewhere(name)
-            problems.append(OverrideProblem(
-                klass.__name__, name, "unknown",
-                f"{where}: a name of {origin}; not called here by SGLang {table.RELEASED}",
-            ))
+            problems.append(
+                OverrideProblem(
+                    klass.__name__,
+                    name,
+                    "unknown",
+                    f"{where}: a name of {origin}; not called here by SGLang {table.RELEASED}",
+                )
+            )
         else:
             guess = near_miss(name, contract)
             if guess is not None:
-                problems.append(OverrideProblem(
-                    klass.__name__, name, "misspelled",
-                    f"{where}: not a name SGLang calls; did you mean {guess!r}? (a vendor helper that is no "
-                    f"typo can start with an underscore: '_{name}')",
-                ))
+                problems.append(
+                    OverrideProblem(
+                        klass.__name__,
+                        name,
+                        "misspelled",
+                        f"{where}: not a name SGLang calls; did you mean {guess!r}? (a vendor helper that is no "
+                        f"typo can start with an underscore: '_{name}')",
+                    )
+                )
             else:
-                problems.append(OverrideProblem(
-                    klass.__name__, name, "unknown",
-                    f"{where}: the platform's own API; not called by SGLang {table.RELEASED}",
-                ))
+                problems.append(
+                    OverrideProblem(
+                        klass.__name__,
+                        name,
+                        "unknown",
+                        f"{where}: the platform's own API; not called by SGLang {table.RELEASED}",
+                    )
+                )
     return problems
 
 

@@ -249,7 +249,9 @@ def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activat
     """
     start = time.perf_counter()
 
-    def record(status: str, result: str | None = None, error: str | None = None, exc: BaseException | None = None) -> Activation:
+    def record(
+        status: str, result: str | None = None, error: str | None = None, exc: BaseException | None = None
+    ) -> Activation:
         seconds = time.perf_counter() - start
         trace = plugin_traceback(exc) if exc is not None else None
         return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, status, result, error, seconds, trace)
@@ -355,7 +357,9 @@ def _select_explicit(
     )
 
 
-def unknown_platform_message(namespace: PluginNamespace, candidates: tuple[PluginEntryPoint, ...], selected: str) -> str:
+def unknown_platform_message(
+    namespace: PluginNamespace, candidates: tuple[PluginEntryPoint, ...], selected: str
+) -> str:
     """Why ``selected`` names no installed platform plugin, with the likely intended name when there is one."""
     available = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep in candidates) or "none installed"
     message = (
@@ -391,7 +395,9 @@ def platform_name_suggestions(candidates: tuple[PluginEntryPoint, ...], selected
         import difflib
 
         by_fold = {folded(name): name for name in names}
-        found = [by_fold[close] for close in difflib.get_close_matches(folded(selected), list(by_fold), n=3, cutoff=0.75)]
+        found = [
+            by_fold[close] for close in difflib.get_close_matches(folded(selected), list(by_fold), n=3, cutoff=0.75)
+        ]
     return found
 
 

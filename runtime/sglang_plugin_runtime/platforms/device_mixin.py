@@ -16,7 +16,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _contract
 from ._contract import active, reserved
@@ -104,13 +104,11 @@ class DeviceMixin:
     device_type: str = "cpu"
 
     _CONTRACT_ATTRIBUTES = {
-        "device_name": ("active", "Short human-readable device name (e.g. \"npu\"); non-empty."),
-        "device_type": ("active", "The torch.device type string (e.g. \"npu\"); non-empty."),
+        "device_name": ("active", 'Short human-readable device name (e.g. "npu"); non-empty.'),
+        "device_type": ("active", 'The torch.device type string (e.g. "npu"); non-empty.'),
     }
 
-    def __init_subclass__(
-        cls, *, _contract_class: bool = False, check_overrides: bool = True, **kwargs: Any
-    ) -> None:
+    def __init_subclass__(cls, *, _contract_class: bool = False, check_overrides: bool = True, **kwargs: Any) -> None:
         """Check every platform subclass against the contract when it is defined.
 
         ``check_overrides=False`` is an escape hatch for experiments; the conformance
@@ -197,7 +195,7 @@ class DeviceMixin:
         raise _contract.not_implemented(self, "get_device_total_memory")
 
     @active(required=True)
-    def get_current_memory_usage(self, device: Optional[torch.device] = None) -> float:
+    def get_current_memory_usage(self, device: torch.device | None = None) -> float:
         """Peak memory in use on a device, in bytes."""
         raise _contract.not_implemented(self, "get_current_memory_usage")
 
@@ -235,7 +233,7 @@ class DeviceMixin:
         raise _contract.not_implemented(self, "get_device_uuid")
 
     @reserved(required=True)
-    def get_device_capability(self, device_id: int = 0) -> Optional[DeviceCapability]:
+    def get_device_capability(self, device_id: int = 0) -> DeviceCapability | None:
         """Compute capability of a device, or ``None`` when the notion does not apply."""
         raise _contract.not_implemented(self, "get_device_capability")
 
@@ -260,7 +258,7 @@ class DeviceMixin:
         return _DEVICE_TO_DISTRIBUTED_BACKEND.get(self.device_type, _FALLBACK_DISTRIBUTED_BACKEND)
 
     @reserved
-    def get_communicator_class(self) -> Optional[type]:
+    def get_communicator_class(self) -> type | None:
         """A platform communicator class, or ``None`` for the host's default."""
         return None
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from dataclasses import dataclass
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Literal, Optional
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from . import _contract
 from ._contract import active
@@ -112,17 +113,17 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
         raise _contract.not_implemented(self, "get_default_speculative_draft_attention_backend")
 
     @active
-    def get_graph_runner_cls(self) -> Optional[type]:
+    def get_graph_runner_cls(self) -> type | None:
         """Decode graph runner class, or ``None`` for the in-tree device-keyed choice."""
         return None
 
     @active
-    def get_full_graph_backend_cls(self) -> Optional[type]:
+    def get_full_graph_backend_cls(self) -> type | None:
         """Full device-graph backend class, or ``None`` for the in-tree default."""
         return None
 
     @active
-    def get_kv_pool_cls(self, *, kind: KVPoolKind) -> Optional[type]:
+    def get_kv_pool_cls(self, *, kind: KVPoolKind) -> type | None:
         """KV pool class for ``kind`` (``"mha"``, ``"mla"`` or ``"dsa"``), or ``None`` for in-tree.
 
         Falls back to the retired ``get_<kind>_kv_pool_cls()`` when the platform still defines it.
@@ -145,7 +146,7 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
         return legacy()
 
     @active
-    def get_paged_allocator_cls(self) -> Optional[type]:
+    def get_paged_allocator_cls(self) -> type | None:
         """Paged allocator class, or ``None`` for the in-tree one."""
         return None
 
@@ -155,27 +156,27 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
         return "inductor"
 
     @active
-    def get_piecewise_backend_cls(self) -> Optional[type]:
+    def get_piecewise_backend_cls(self) -> type | None:
         """Piecewise compilation backend class, or ``None`` for the in-tree default."""
         return None
 
     @active
-    def get_speculative_cache_locs_fn(self) -> Optional[Callable[..., Any]]:
+    def get_speculative_cache_locs_fn(self) -> Callable[..., Any] | None:
         """Platform implementation of speculative KV-cache locations, or ``None``."""
         return None
 
     @active
-    def get_speculative_worker_cls(self, algorithm: str) -> Optional[type]:
+    def get_speculative_worker_cls(self, algorithm: str) -> type | None:
         """Worker class replacing the built-in one for ``algorithm``, or ``None`` to keep it."""
         return None
 
     @active
-    def get_speculative_graph_runner_cls(self, algorithm: str, phase: str) -> Optional[type]:
+    def get_speculative_graph_runner_cls(self, algorithm: str, phase: str) -> type | None:
         """Draft graph runner for ``phase``; ``None`` runs the draft eagerly."""
         return None
 
     @active
-    def get_quantization_config(self, quantization: str) -> Optional[type]:
+    def get_quantization_config(self, quantization: str) -> type | None:
         """Hardware-specific quantization config class, or ``None`` for the default."""
         return None
 

@@ -12,7 +12,8 @@ differences.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from . import _contract
 from ._contract import active
@@ -27,8 +28,7 @@ logger = logging.getLogger(__name__)
 
 #: The diffusion host's default communicator, named (not imported) as SGLang names it.
 _DEFAULT_DEVICE_COMMUNICATOR = (
-    "sglang.multimodal_gen.runtime.distributed.device_communicators."
-    "base_device_communicator.DeviceCommunicatorBase"
+    "sglang.multimodal_gen.runtime.distributed.device_communicators.base_device_communicator.DeviceCommunicatorBase"
 )
 
 
@@ -40,7 +40,7 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     the ``torch.compile`` backend for small standalone functions.
     """
 
-    device: Optional[torch.device] = None
+    device: torch.device | None = None
     dispatch_key: str = ""
     simple_compile_backend: str = "inductor"
 
@@ -68,7 +68,7 @@ class MMPlatform(DeviceMixin, _contract_class=True):
         return self.simple_compile_backend
 
     @active
-    def get_compile_options(self, module: torch.nn.Module) -> Optional[dict[str, object]]:
+    def get_compile_options(self, module: torch.nn.Module) -> dict[str, object] | None:
         """Backend-specific compile options for ``module``, or ``None``."""
         return None
 
@@ -167,9 +167,7 @@ class MMPlatform(DeviceMixin, _contract_class=True):
         return True
 
     @active
-    def has_device_capability(
-        self, capability: tuple[int, int] | int, device_id: int = 0
-    ) -> bool:
+    def has_device_capability(self, capability: tuple[int, int] | int, device_id: int = 0) -> bool:
         """Whether the device's capability is at least ``capability`` (tuple or packed int)."""
         current = self.get_device_capability(device_id)
         if current is None:
@@ -182,12 +180,7 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     def supports_distributed_device_id(self) -> bool:
         """Whether ``torch.distributed`` accepts this platform's device id (not for plugins)."""
         return not (
-            self.is_out_of_tree()
-            or self.is_mps()
-            or self.is_musa()
-            or self.is_npu()
-            or self.is_cpu()
-            or self.is_xpu()
+            self.is_out_of_tree() or self.is_mps() or self.is_musa() or self.is_npu() or self.is_cpu() or self.is_xpu()
         )
 
     @classmethod
@@ -206,13 +199,13 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
     @classmethod
     @active
-    def get_modelopt_fp4_quantize_op(cls) -> Optional[Callable[..., Any]]:
+    def get_modelopt_fp4_quantize_op(cls) -> Callable[..., Any] | None:
         """The ModelOpt fp4 quantize op, or ``None`` when unsupported."""
         return None
 
     @classmethod
     @active
-    def get_modelopt_fp4_gemm_op(cls) -> tuple[Optional[Callable[..., Any]], Optional[str]]:
+    def get_modelopt_fp4_gemm_op(cls) -> tuple[Callable[..., Any] | None, str | None]:
         """The ModelOpt fp4 GEMM op and its name, or ``(None, None)``."""
         return None, None
 

@@ -7,7 +7,8 @@ in every process (server, scheduler, workers); it is idempotent and safe after `
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .._namespace import MULTIMODAL, SRT, PluginNamespace, get_namespace
 from ._loading import (

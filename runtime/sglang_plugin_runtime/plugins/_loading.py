@@ -10,7 +10,8 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
 from .._forking import after_fork_in_child
@@ -123,10 +124,14 @@ def _fail(
 ) -> None:
     if report is not None:
         report.records.append(record)
-    where = f"plugin {record.plugin!r}" + (f" (distribution {record.dist_name} {record.dist_version})" if record.dist_name else "")
+    where = f"plugin {record.plugin!r}" + (
+        f" (distribution {record.dist_name} {record.dist_version})" if record.dist_name else ""
+    )
     message = f"General {where} failed: {record.reason}"
     if strict:
-        raise PluginLoadError(f"{message} ({strict_env}=1 makes this an error)", plugin=record.plugin, dist=record.dist_name) from error
+        raise PluginLoadError(
+            f"{message} ({strict_env}=1 makes this an error)", plugin=record.plugin, dist=record.dist_name
+        ) from error
     logger.warning("%s. It was skipped; the other plugins are unaffected.", message)
 
 
@@ -171,7 +176,9 @@ def load_entry_points(
                 group,
             )
             if report is not None:
-                report.records.append(PluginRecord(missing, NOT_INSTALLED, f"listed in {namespace.plugins_env} but not installed"))
+                report.records.append(
+                    PluginRecord(missing, NOT_INSTALLED, f"listed in {namespace.plugins_env} but not installed")
+                )
     loaded: dict[str, tuple[Callable[..., Any], str | None]] = {}
     for ep in entries:
         if ep.name in skip:
@@ -180,7 +187,9 @@ def load_entry_points(
         if allowed is not None and ep.name not in allowed:
             logger.info("Skipping plugin %r: not in %s", ep.name, namespace.plugins_env)
             if report is not None:
-                report.records.append(PluginRecord(ep.name, SKIPPED_ALLOWLIST, f"not in {namespace.plugins_env}", **base))
+                report.records.append(
+                    PluginRecord(ep.name, SKIPPED_ALLOWLIST, f"not in {namespace.plugins_env}", **base)
+                )
             continue
         if ep.dist_name in excluded:
             reason = f"its distribution offers only platforms other than {namespace.platform_env}={namespace.selected_platform()!r}"
@@ -192,7 +201,9 @@ def load_entry_points(
             dists = " and ".join(other.dist_label for other in duplicates[ep.name])
             reason = f"the name {ep.name!r} is offered by {dists}; uninstall one of them"
             if strict:
-                raise DuplicatePluginError(f"Plugin name {ep.name!r} in group {group!r}: {reason}", plugin=ep.name, dist=ep.dist_name)
+                raise DuplicatePluginError(
+                    f"Plugin name {ep.name!r} in group {group!r}: {reason}", plugin=ep.name, dist=ep.dist_name
+                )
             _fail(report, PluginRecord(ep.name, FAILED_DUPLICATE, reason, **base), False, namespace.strict_env, None)
             continue
         start = time.perf_counter()
@@ -204,7 +215,13 @@ def load_entry_points(
                 raise
             reason = f"import of {ep.value!r} failed: {describe_failure(exc)}"
             _discard_hooks(ep)
-            _fail(report, PluginRecord(ep.name, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, **base), strict, namespace.strict_env, exc)
+            _fail(
+                report,
+                PluginRecord(ep.name, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, **base),
+                strict,
+                namespace.strict_env,
+                exc,
+            )
             continue
         if not callable(func):
             reason = (
@@ -212,7 +229,13 @@ def load_entry_points(
                 f"the plugin's function (register() for a general plugin, activate() for a platform plugin)"
             )
             _discard_hooks(ep)
-            _fail(report, PluginRecord(ep.name, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, **base), strict, namespace.strict_env, None)
+            _fail(
+                report,
+                PluginRecord(ep.name, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, **base),
+                strict,
+                namespace.strict_env,
+                None,
+            )
             continue
         loaded[ep.name] = (func, ep.dist_name)
     return loaded
@@ -314,7 +337,9 @@ def _apply_hooks(namespace: PluginNamespace) -> None:
     active_registry().apply_hooks(strict=True if namespace.strict() else None)
 
 
-def _run_register(ep: PluginEntryPoint, func: Callable[..., Any], namespace: PluginNamespace, report: LoadReport) -> bool:
+def _run_register(
+    ep: PluginEntryPoint, func: Callable[..., Any], namespace: PluginNamespace, report: LoadReport
+) -> bool:
     """Run one plugin's function; return whether it completed (failures are recorded, or raised when strict)."""
     base = dict(dist_name=ep.dist_name, dist_version=ep.dist_version, value=ep.value)
     start = time.perf_counter()
@@ -326,7 +351,13 @@ def _run_register(ep: PluginEntryPoint, func: Callable[..., Any], namespace: Plu
             raise
         _discard_hooks(ep)
         reason = f"{ep.value}() raised {describe_failure(exc)}"
-        _fail(report, PluginRecord(ep.name, FAILED_REGISTER, reason, seconds=time.perf_counter() - start, **base), namespace.strict(), namespace.strict_env, exc)
+        _fail(
+            report,
+            PluginRecord(ep.name, FAILED_REGISTER, reason, seconds=time.perf_counter() - start, **base),
+            namespace.strict(),
+            namespace.strict_env,
+            exc,
+        )
         return False
     seconds = time.perf_counter() - start
     logger.info("Loaded general plugin %r (%s) in %.1f ms", ep.name, ep.dist_label, seconds * 1e3)

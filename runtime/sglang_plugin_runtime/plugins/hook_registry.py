@@ -113,7 +113,7 @@ class HookRegistry:
         return active_registry().is_hook_applied(target, hook, hook_type)
 
 
-def plugin_hook(target: str, type: HookType = HookType.AFTER, *, priority: int = 0) -> Callable[[_H], _H]:  # noqa: A002 - SGLang's name
+def plugin_hook(target: str, type: HookType = HookType.AFTER, *, priority: int = 0) -> Callable[[_H], _H]:
     """Decorator form of :meth:`HookRegistry.register`; returns the hook unchanged."""
 
     def decorator(hook: _H) -> _H:

@@ -19,12 +19,12 @@ from .._lazy_exports import lazy_exports
 pytest_plugins = ["sglang_plugin_runtime.testing._fixtures"]
 
 if TYPE_CHECKING:
+    from .._simulated_device import SimulatedDevice, simulated_device
     from ._conformance import ConformanceProblem, assert_platform_conformance, check_platform_conformance
     from ._environment import PluginEnv
     from ._fake_distributions import write_fake_distribution
     from ._fake_site import FakeDistributions
     from ._platform_override import PlatformOverride
-    from .._simulated_device import SimulatedDevice, simulated_device
 
 __all__ = [
     "ConformanceProblem",

@@ -23,14 +23,15 @@ import logging
 import sys
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from .._simulated_device import active_simulated_device
 from ..platforms import _contract
 from ..platforms import _interface_table as table
 from ..platforms.device_mixin import PlatformEnum
 from ._host_classes import RuntimePlatformView, has_member, platform_view
-from .._simulated_device import active_simulated_device
 
 __all__ = ["ConformanceProblem", "assert_platform_conformance", "check_platform_conformance"]
 
@@ -58,7 +59,10 @@ class ConformanceProblem:
 
 #: Example arguments for the probes, by the contract's parameter name (several values: one probe each).
 _EXAMPLE_ARGUMENTS: dict[str, tuple[Any, ...]] = {
-    "device_id": (0,), "device": (None,), "mode": (None,), "kind": ("mha", "mla", "dsa"),
+    "device_id": (0,),
+    "device": (None,),
+    "mode": (None,),
+    "kind": ("mha", "mla", "dsa"),
 }
 
 
@@ -88,7 +92,7 @@ def _probes(view: RuntimePlatformView) -> tuple[list[_Probe], list[_Probe]]:
                     continue
                 for values in itertools.product(*(_EXAMPLE_ARGUMENTS[n] for n in wanted)):
                     args = tuple(values[: form.args])
-                    kwargs = tuple(zip(form.kwargs, values[form.args:]))
+                    kwargs = tuple(zip(form.kwargs, values[form.args :]))
                     if (row.name, args, kwargs) not in seen:
                         seen.add((row.name, args, kwargs))
                         (cheap if row.probe == "cheap" else device).append((row.name, args, dict(kwargs)))
@@ -108,17 +112,18 @@ def check_platform_conformance(
     """
     view = platform_view(cls)
     if view is None:
-        return [ConformanceProblem(
-            "<class>", "not_a_platform",
-            f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform "
-            f"(sglang_plugin_runtime's, or SGLang's own sglang.srt.platforms.interface.SRTPlatform)",
-        )]
+        return [
+            ConformanceProblem(
+                "<class>",
+                "not_a_platform",
+                f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform "
+                f"(sglang_plugin_runtime's, or SGLang's own sglang.srt.platforms.interface.SRTPlatform)",
+            )
+        ]
     name = cls.__name__
     problems: list[ConformanceProblem] = []
     problems.extend(_identity_problems(view, out_of_tree))
-    problems.extend(
-        ConformanceProblem(p.attribute, p.kind, p.message) for p in _override_findings(view)
-    )
+    problems.extend(ConformanceProblem(p.attribute, p.kind, p.message) for p in _override_findings(view))
     contract = view.contract
     problems.extend(_attribute_type_problems(view))
 
@@ -132,19 +137,27 @@ def check_platform_conformance(
             reported.add(member.name)
             source = (
                 f"still raises NotImplementedError from {member.qualname}"
-                if implementation is not None else "is not defined"
+                if implementation is not None
+                else "is not defined"
             )
-            problems.append(ConformanceProblem(
-                member.name, "not_implemented",
-                f"{name}.{member.name}() is required ({member.status}) and {source}: override it",
-            ))
+            problems.append(
+                ConformanceProblem(
+                    member.name,
+                    "not_implemented",
+                    f"{name}.{member.name}() is required ({member.status}) and {source}: override it",
+                )
+            )
 
     try:
         instance = cls()
-    except Exception as exc:  # noqa: BLE001 - any failure is the finding
-        problems.append(ConformanceProblem(
-            "__init__", "instantiation", f"{name}() raised {type(exc).__name__}: {exc}",
-        ))
+    except Exception as exc:
+        problems.append(
+            ConformanceProblem(
+                "__init__",
+                "instantiation",
+                f"{name}() raised {type(exc).__name__}: {exc}",
+            )
+        )
         return problems
 
     probes, device_probes = _probes(view)
@@ -170,14 +183,10 @@ def check_platform_conformance(
     return problems
 
 
-def assert_platform_conformance(
-    cls: type, *, out_of_tree: bool = True, include_reserved: bool = True
-) -> None:
+def assert_platform_conformance(cls: type, *, out_of_tree: bool = True, include_reserved: bool = True) -> None:
     """Raise ``AssertionError`` listing every conformance problem of ``cls``."""
     __tracebackhide__ = True
-    problems = check_platform_conformance(
-        cls, out_of_tree=out_of_tree, include_reserved=include_reserved
-    )
+    problems = check_platform_conformance(cls, out_of_tree=out_of_tree, include_reserved=include_reserved)
     if problems:
         label = getattr(cls, "__name__", repr(cls))
         lines = "\n".join(f"  - [{p.kind}] {p.message}" for p in problems)
@@ -214,24 +223,32 @@ def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[Con
     name = cls.__name__
     enum_value = getattr(cls, "_enum", None)
     if out_of_tree and view.to_runtime(enum_value) is not PlatformEnum.OOT:
-        problems.append(ConformanceProblem(
-            "_enum", "identity",
-            f"{name}._enum is {enum_value}; an out-of-tree platform must set "
-            f"_enum = PlatformEnum.OOT",
-        ))
+        problems.append(
+            ConformanceProblem(
+                "_enum",
+                "identity",
+                f"{name}._enum is {enum_value}; an out-of-tree platform must set _enum = PlatformEnum.OOT",
+            )
+        )
     for attribute in ("device_name", "device_type"):
         value = getattr(cls, attribute, None)
         if not isinstance(value, str) or not value.strip():
-            problems.append(ConformanceProblem(
-                attribute, "identity",
-                f"{name}.{attribute} is {value!r}; it must be a non-empty string",
-            ))
+            problems.append(
+                ConformanceProblem(
+                    attribute,
+                    "identity",
+                    f"{name}.{attribute} is {value!r}; it must be a non-empty string",
+                )
+            )
         elif out_of_tree and _defined_only_by_contract(view, attribute):
-            problems.append(ConformanceProblem(
-                attribute, "identity",
-                f"{name}.{attribute} is DeviceMixin's placeholder {value!r}; set it on "
-                f"your platform (or device mixin) class",
-            ))
+            problems.append(
+                ConformanceProblem(
+                    attribute,
+                    "identity",
+                    f"{name}.{attribute} is DeviceMixin's placeholder {value!r}; set it on "
+                    f"your platform (or device mixin) class",
+                )
+            )
     return problems
 
 
@@ -256,11 +273,13 @@ def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProbl
             continue
         value = getattr(cls, member.name, None)
         if not _conforms(view.to_runtime(value), hint):
-            problems.append(ConformanceProblem(
-                member.name, "attribute_type",
-                f"{cls.__name__}.{member.name} is {value!r}; the contract declares "
-                f"{_hint_text(annotation)}",
-            ))
+            problems.append(
+                ConformanceProblem(
+                    member.name,
+                    "attribute_type",
+                    f"{cls.__name__}.{member.name} is {value!r}; the contract declares {_hint_text(annotation)}",
+                )
+            )
     return problems
 
 
@@ -276,13 +295,9 @@ def _probe(
     try:
         result = getattr(instance, member.name)(*args, **kwargs)
     except NotImplementedError as exc:
-        return ConformanceProblem(
-            member.name, "not_implemented", f"{call} raised NotImplementedError: {exc}"
-        )
-    except Exception as exc:  # noqa: BLE001 - any failure is the finding
-        return ConformanceProblem(
-            member.name, "raises", f"{call} raised {type(exc).__name__}: {exc}"
-        )
+        return ConformanceProblem(member.name, "not_implemented", f"{call} raised NotImplementedError: {exc}")
+    except Exception as exc:
+        return ConformanceProblem(member.name, "raises", f"{call} raised {type(exc).__name__}: {exc}")
     declared = member.declared_in.__dict__.get(member.name)
     function = getattr(declared, "__func__", declared)
     annotation = getattr(function, "__annotations__", {}).get("return")
@@ -290,9 +305,9 @@ def _probe(
     if hint is _NO_RESULT or _conforms(view.to_runtime(result), hint):
         return None
     return ConformanceProblem(
-        member.name, "return_type",
-        f"{call} returned {result!r} ({type(result).__name__}); the contract declares "
-        f"{_hint_text(annotation)}",
+        member.name,
+        "return_type",
+        f"{call} returned {result!r} ({type(result).__name__}); the contract declares {_hint_text(annotation)}",
     )
 
 
@@ -301,7 +316,7 @@ def _probe_set_device(
 ) -> ConformanceProblem | None:
     try:
         device = instance.get_device(0)
-    except Exception:  # noqa: BLE001 - get_device's own probe reports it
+    except Exception:
         return None
     return _probe(view, instance, member, (device,), {})
 
@@ -328,8 +343,8 @@ def _resolve(annotation: Any, owner: type) -> Any:
     if torch is not None:
         namespace["torch"] = torch
     try:
-        return eval(annotation, namespace)  # noqa: S307 - the contract's own annotations
-    except Exception:  # noqa: BLE001 - an unresolvable hint is simply not checked
+        return eval(annotation, namespace)
+    except Exception:
         return _NO_RESULT
 
 
@@ -354,7 +369,9 @@ def _conforms(value: Any, hint: Any) -> bool:
             return all(_conforms(v, args[0]) for v in value)
         return len(value) == len(args) and all(_conforms(v, a) for v, a in zip(value, args))
     if origin in (list, collections.abc.Sequence):
-        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value) if args else isinstance(value, list)
+        return (
+            isinstance(value, list) and all(_conforms(v, args[0]) for v in value) if args else isinstance(value, list)
+        )
     if origin is dict:
         return isinstance(value, dict)
     if origin is collections.abc.Callable or hint is Callable:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from .._namespace import PluginNamespace, get_namespace, known_namespaces
 

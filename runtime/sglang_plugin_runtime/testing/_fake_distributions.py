@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 EntryPoints = Mapping[str, Mapping[str, str]]
 """``{group: {entry-point name: "module:attr"}}``."""
@@ -37,7 +37,9 @@ def write_fake_distribution(
     root.mkdir(parents=True, exist_ok=True)
     dist_info = root / f"{_wheel_escape(name)}-{version}.dist-info"
     dist_info.mkdir(exist_ok=True)
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n", encoding="utf-8")
+    (dist_info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n", encoding="utf-8"
+    )
     (dist_info / "INSTALLER").write_text("sglang-plugin-runtime-testing\n", encoding="utf-8")
     if entry_points_text is None and entry_points:
         lines = []

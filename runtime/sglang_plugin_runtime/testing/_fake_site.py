@@ -5,8 +5,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from ._fake_distributions import EntryPoints, write_fake_distribution
 

@@ -6,8 +6,9 @@ and in parallel workers without seeing each other's environment, distributions, 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -58,7 +59,9 @@ def platform_override() -> Iterator[PlatformOverride]:
 
 
 @pytest.fixture
-def fake_distributions(tmp_path: Path, hook_registry: Any, platform_override: PlatformOverride) -> Iterator[FakeDistributions]:
+def fake_distributions(
+    tmp_path: Path, hook_registry: Any, platform_override: PlatformOverride
+) -> Iterator[FakeDistributions]:
     """A factory writing fake installed distributions into a folder on ``sys.path``:
     ``fake_distributions("my-dist", entry_points={...}, modules={...})``. Discovery, ``load_plugins()`` state,
     hooks registered by the fake plugins, their imported modules and the path entry are all gone afterwards."""
@@ -73,7 +76,8 @@ def fake_distributions(tmp_path: Path, hook_registry: Any, platform_override: Pl
 def simulated_device() -> Iterator[Callable[..., Any]]:
     """A factory for simulated torch device modules: ``sim = simulated_device("npu", device_count=2)`` installs
     ``torch.npu`` now; every one started is stopped (in reverse order) after the test. Needs torch."""
-    from .._simulated_device import SimulatedDevice, simulated_device as make
+    from .._simulated_device import SimulatedDevice
+    from .._simulated_device import simulated_device as make
 
     started: list[SimulatedDevice] = []
 

@@ -146,9 +146,7 @@ def platform_view(cls: Any) -> RuntimePlatformView | None:
         return None
     if issubclass(cls, DeviceMixin):
         return RuntimePlatformView(cls)
-    host_bases = tuple(
-        klass for klass in cls.__mro__ if (klass.__module__, klass.__name__) in _HOST_CONTRACT_CLASSES
-    )
+    host_bases = tuple(klass for klass in cls.__mro__ if (klass.__module__, klass.__name__) in _HOST_CONTRACT_CLASSES)
     if host_bases:
         return HostPlatformView(cls, host_bases)
     return None
@@ -172,4 +170,3 @@ def _fields(value: Any) -> dict[str, Any]:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
     raise TypeError(f"{type(value).__qualname__} has no named fields")
-

@@ -243,7 +243,9 @@ def _build(registry: Registry, slot: Slot, regs: list[Registration]) -> tuple[ob
     return new_callable, new_raw, _conflicts(registry, slot, regs, winner)
 
 
-def _conflicts(registry: Registry, slot: Slot, regs: list[Registration], winner: Registration | None) -> tuple[Conflict, ...]:
+def _conflicts(
+    registry: Registry, slot: Slot, regs: list[Registration], winner: Registration | None
+) -> tuple[Conflict, ...]:
     found = registration_conflicts(regs)
     for conflict in found:
         if conflict.kind == "multiple_around":

@@ -37,7 +37,7 @@ class _NotifyingLoader:
         return create(spec) if create is not None else None
 
     def exec_module(self, module: types.ModuleType) -> None:
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True
         spec = getattr(module, "__spec__", None)
         if spec is not None and spec.loader is self:
             spec.loader = self._loader

@@ -86,9 +86,7 @@ def parse_target(target: object) -> TargetSpec:
         module_parts = module.split(".")
         attr_parts = attr.split(".")
         if not all(p.isidentifier() for p in module_parts + attr_parts):
-            raise ValueError(
-                f"Invalid target path (expected 'pkg.module:Attr.path' of identifiers): {target}"
-            )
+            raise ValueError(f"Invalid target path (expected 'pkg.module:Attr.path' of identifiers): {target}")
         return TargetSpec(target, module, tuple(attr_parts))
     parts = target.split(".")
     if len(parts) < 2:
@@ -153,9 +151,7 @@ def resolve(spec: TargetSpec, modules: Mapping[str, object] | None = None) -> Re
                 path = spec.parts[i:]
                 break
         else:
-            return Unresolved(
-                f"module {spec.parts[0]!r} is not imported yet", spec.candidate_modules()
-            )
+            return Unresolved(f"module {spec.parts[0]!r} is not imported yet", spec.candidate_modules())
     return _walk(spec, module_name, module, path, modules)
 
 
@@ -175,18 +171,14 @@ def _walk(
             if sub is not None:
                 raw, owned = sub, True
         if raw is _MISSING:
-            if isinstance(owner, types.ModuleType) and (
-                hasattr(owner, "__path__") or _is_initializing(owner)
-            ):
+            if isinstance(owner, types.ModuleType) and (hasattr(owner, "__path__") or _is_initializing(owner)):
                 # A package may gain the name when a submodule is imported; a module that is
                 # still executing may define it further down.
                 rest = ".".join(path[index:])
-                watch = tuple(
-                    f"{owner_name}.{'.'.join(path[index:j])}" for j in range(index + 1, len(path))
-                ) or (owner_name,)
-                return Unresolved(
-                    f"{owner_name!r} has no attribute {rest!r} yet", watch
+                watch = tuple(f"{owner_name}.{'.'.join(path[index:j])}" for j in range(index + 1, len(path))) or (
+                    owner_name,
                 )
+                return Unresolved(f"{owner_name!r} has no attribute {rest!r} yet", watch)
             kind = "module" if isinstance(owner, types.ModuleType) else type(owner).__name__
             raise TargetNotFound(f"{kind} {owner_name!r} has no attribute {name!r}")
         if index == len(path) - 1:

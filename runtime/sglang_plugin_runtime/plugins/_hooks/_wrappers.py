@@ -50,9 +50,7 @@ def is_async_callable(obj: object) -> bool:
     return inspect.iscoroutinefunction(obj)
 
 
-def check_hook_kinds(
-    func: object, hooks: Sequence[tuple[HookType, Callable[..., object]]]
-) -> None:
+def check_hook_kinds(func: object, hooks: Sequence[tuple[HookType, Callable[..., object]]]) -> None:
     """Reject combinations that cannot work: an ``async def`` hook on a synchronous target."""
     if is_async_callable(func):
         return
