@@ -8,11 +8,11 @@ diffusion engine, or another project) declares its own namespace instead of copy
 # string annotation of its fields, a cost paid by every process at start-up.
 import os
 from collections.abc import Callable
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 #: A class given by its import path (``"pkg.mod:Class"`` or ``"pkg.mod.Class"``), by a callable returning a class,
 #: so a namespace can name its base and fallback classes without importing them, or by the class itself.
-ClassRef = Union[str, type, Callable[[], type]]
+ClassRef = str | type | Callable[[], type]
 
 
 class PluginNamespace(NamedTuple):

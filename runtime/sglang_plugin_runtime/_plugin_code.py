@@ -23,7 +23,7 @@ _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class InterruptFromSignal(KeyboardInterrupt):
-    """A ``KeyboardInterrupt`` raised by :func:`signal_interrupts_marked`'s SIGINT handler: the user's, not a plugin's."""
+    """A ``KeyboardInterrupt`` from :func:`signal_interrupts_marked`'s SIGINT handler: the user's, not a plugin's."""
 
 
 _marked = False

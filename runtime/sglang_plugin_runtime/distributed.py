@@ -151,7 +151,7 @@ def check_plugin_consistency(
     size = max(length for _, _, _, length in heads)
     entries = [
         json.loads(raw[:length].decode("utf-8"))
-        for raw, (_, _, _, length) in zip(exchange.all_gather(payload, size), heads)
+        for raw, (_, _, _, length) in zip(exchange.all_gather(payload, size), heads, strict=True)
     ]
     if any_failed:
         broken = "; ".join(f"rank {e['rank']} (host {e['host']}): {e['failure']}" for e in entries if e["failure"])

@@ -47,7 +47,7 @@ def _namespace_names() -> list[str]:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument(
         "--namespace",
         "-n",

@@ -138,7 +138,7 @@ def _compare(
             Participant(here, host, data),
         ]
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for difference in differences:
         values = {rank: variant.value for variant in difference.variants for rank in variant.ranks}
         rows.append(
@@ -191,7 +191,7 @@ def render_fingerprint(report: dict[str, Any]) -> str:
         source = f"plugin {platform['plugin']!r}, {_dist(platform)}" if platform["plugin"] else "no plugin"
         lines.append(f"Platform: {platform['class']} ({source}; rule {platform['rule']})")
     if platform["activations"]:
-        rows = [(a["plugin"], _dist(a), a["status"]) for a in platform["activations"]]
+        rows: list[tuple[object, ...]] = [(a["plugin"], _dist(a), a["status"]) for a in platform["activations"]]
         lines.extend(format_table(("PLATFORM PLUGIN", "DISTRIBUTION", "ACTIVATE()"), rows))
     lines.append("")
     plugins = fp["general_plugins"]

@@ -28,7 +28,8 @@ def _header(report: dict[str, Any], title: str) -> list[str]:
         )
     lines.append("")
     lines.append("Environment")
-    rows = [(name, "(unset)" if value is None else repr(value)) for name, value in report["environment"].items()]
+    environment = report["environment"].items()
+    rows = [(name, "(unset)" if value is None else repr(value)) for name, value in environment]
     lines.extend(format_table(("VARIABLE", "VALUE"), rows))
     return lines
 
@@ -38,7 +39,7 @@ def _footer(report: dict[str, Any]) -> list[str]:
     problems = report["problems"]
     if problems:
         lines.append(f"Problems ({len(problems)})")
-        rows = [(p["severity"].upper(), p["step"], p["message"]) for p in problems]
+        rows: list[tuple[object, ...]] = [(p["severity"].upper(), p["step"], p["message"]) for p in problems]
         lines.extend(format_table(("SEVERITY", "STEP", "MESSAGE"), rows))
         lines.append("")
     errors = sum(1 for p in problems if p["severity"] == "error")
@@ -60,7 +61,7 @@ def render_list(report: dict[str, Any]) -> str:
         if not eps:
             lines.append("  (none installed)")
             continue
-        rows = [
+        rows: list[tuple[object, ...]] = [
             (ep["name"], _dist(ep["distribution"], ep["version"]), ep["value"], ep["action"], ep["reason"])
             for ep in eps
         ]
@@ -81,7 +82,7 @@ def render_list(report: dict[str, Any]) -> str:
 
 
 def _hook_rows(target: dict[str, Any]) -> list[tuple[Any, ...]]:
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for hook in target["hooks"]:
         source = hook["source"] or {}
         note = None if hook["active"] else "overridden: does not run"
@@ -107,7 +108,7 @@ def _hooks_section(hooks: dict[str, Any]) -> list[str]:
     if not hooks["targets"]:
         lines.append("  (no hooks registered)")
         return lines
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for target in hooks["targets"]:
         sources = sorted({h["source"]["plugin"] or "?" for h in target["hooks"] if h["source"] is not None})
         kinds = ", ".join(h["type"] for h in target["hooks"])
@@ -132,7 +133,7 @@ def _plugin_log(report: dict[str, Any]) -> list[str]:
 def _outcome(activation: dict[str, Any]) -> str | None:
     """The RESULT / ERROR cell: the class, the error, or why ``activate()`` returned ``None``."""
     if activation["status"] != "unavailable":
-        return activation["error"] or activation["result"]
+        return str(activation["error"] or activation["result"])
     said = activation.get("log") or []
     if said:
         return f"None: {said[-1]}"
@@ -153,7 +154,7 @@ def render_doctor(report: dict[str, Any]) -> str:
     lines.append("")
     lines.append("Platform plugins: activate()")
     if platform["activations"]:
-        rows = [
+        rows: list[tuple[object, ...]] = [
             (a["plugin"], _dist(a["distribution"], a["version"]), a["status"], _ms(a["seconds"]), _outcome(a))
             for a in platform["activations"]
         ]
@@ -231,7 +232,7 @@ def render_explain(report: dict[str, Any]) -> str:
         lines.append("")
         lines.append("One call, step by step")
         arrows = {"enter": "->", "call": "==", "exit": "<-"}
-        rows = [
+        rows: list[tuple[object, ...]] = [
             (
                 i,
                 arrows[step["phase"]],

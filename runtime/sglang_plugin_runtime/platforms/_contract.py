@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from types import FunctionType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 from . import _interface_table as table
 
@@ -142,13 +142,21 @@ def _marker(status: Status, required: bool) -> Callable[[_F], _F]:
     return mark
 
 
-def active(func: _F | None = None, *, required: bool = False) -> Any:
-    """Mark a contract member that hosts call today through ``current_platform``."""
+@overload
+def active(func: _F, /) -> _F: ...
+@overload
+def active(*, required: bool = False) -> Callable[[_F], _F]: ...
+def active(func: _F | None = None, /, *, required: bool = False) -> _F | Callable[[_F], _F]:
+    """Mark a contract member that hosts call today through ``current_platform`` (returns it unchanged)."""
     return _marker("active", required) if func is None else _marker("active", required)(func)
 
 
-def reserved(func: _F | None = None, *, required: bool = False) -> Any:
-    """Mark a contract member that is planned: hosts do not call it yet."""
+@overload
+def reserved(func: _F, /) -> _F: ...
+@overload
+def reserved(*, required: bool = False) -> Callable[[_F], _F]: ...
+def reserved(func: _F | None = None, /, *, required: bool = False) -> _F | Callable[[_F], _F]:
+    """Mark a contract member that is planned: hosts do not call it yet (returns it unchanged)."""
     return _marker("reserved", required) if func is None else _marker("reserved", required)(func)
 
 

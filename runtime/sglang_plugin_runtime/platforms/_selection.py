@@ -267,14 +267,14 @@ def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activat
                 raise
             return record("failed", error=f"import failed: {describe_failure(exc)}", exc=exc), None, exc
         if not callable(activate):
-            exc = InvalidPlatformError(
+            invalid = InvalidPlatformError(
                 f"{_describe(ep)}: the entry point names {type(activate).__name__} {activate!r}, not a function. "
                 f"A platform plugin's entry point must name its activate() function, e.g. "
                 f"'{ep.module}:activate'.",
                 plugin=ep.name,
                 dist=ep.dist_name,
             )
-            return record("failed", error=str(exc)), None, exc
+            return record("failed", error=str(invalid)), None, invalid
         try:
             result = activate()
         except BaseException as exc:

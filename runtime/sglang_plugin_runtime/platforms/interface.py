@@ -143,7 +143,8 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
             )
             warnings.warn(message, DeprecationWarning, stacklevel=2)
             logger.warning("%s", message)
-        return legacy()
+        pool: type | None = legacy()
+        return pool
 
     @active
     def get_paged_allocator_cls(self) -> type | None:

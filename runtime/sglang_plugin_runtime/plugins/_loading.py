@@ -106,6 +106,10 @@ def unselected_platform_dists(namespace: PluginNamespace, discovery: DiscoveryRe
     return {dist for dist, offers_selected in offering.items() if not offers_selected}
 
 
+def _record(ep: PluginEntryPoint, status: str, reason: str = "", *, seconds: float = 0.0) -> PluginRecord:
+    return PluginRecord(ep.name, status, reason, ep.dist_name, ep.dist_version, ep.value, seconds)
+
+
 def _source_for(ep: PluginEntryPoint) -> HookSource:
     return HookSource(plugin_name=ep.name, dist_name=ep.dist_name)
 
@@ -170,7 +174,8 @@ def load_entry_points(
     if allowed is not None:
         for missing in sorted(allowed - {ep.name for ep in entries}):
             logger.warning(
-                "%s lists %r, but it is not installed: no plugin of that name in group %r. Check the spelling or install it.",
+                "%s lists %r, but it is not installed: no plugin of that name in group %r. "
+                "Check the spelling or install it.",
                 namespace.plugins_env,
                 missing,
                 group,
@@ -183,19 +188,17 @@ def load_entry_points(
     for ep in entries:
         if ep.name in skip:
             continue
-        base = dict(dist_name=ep.dist_name, dist_version=ep.dist_version, value=ep.value)
         if allowed is not None and ep.name not in allowed:
             logger.info("Skipping plugin %r: not in %s", ep.name, namespace.plugins_env)
             if report is not None:
-                report.records.append(
-                    PluginRecord(ep.name, SKIPPED_ALLOWLIST, f"not in {namespace.plugins_env}", **base)
-                )
+                report.records.append(_record(ep, SKIPPED_ALLOWLIST, f"not in {namespace.plugins_env}"))
             continue
         if ep.dist_name in excluded:
-            reason = f"its distribution offers only platforms other than {namespace.platform_env}={namespace.selected_platform()!r}"
+            selected = namespace.selected_platform()
+            reason = f"its distribution offers only platforms other than {namespace.platform_env}={selected!r}"
             logger.info("Skipping plugin %r (%s): %s", ep.name, ep.dist_label, reason)
             if report is not None:
-                report.records.append(PluginRecord(ep.name, SKIPPED_PLATFORM, reason, **base))
+                report.records.append(_record(ep, SKIPPED_PLATFORM, reason))
             continue
         if ep.name in duplicates:
             dists = " and ".join(other.dist_label for other in duplicates[ep.name])
@@ -204,7 +207,7 @@ def load_entry_points(
                 raise DuplicatePluginError(
                     f"Plugin name {ep.name!r} in group {group!r}: {reason}", plugin=ep.name, dist=ep.dist_name
                 )
-            _fail(report, PluginRecord(ep.name, FAILED_DUPLICATE, reason, **base), False, namespace.strict_env, None)
+            _fail(report, _record(ep, FAILED_DUPLICATE, reason), False, namespace.strict_env, None)
             continue
         start = time.perf_counter()
         try:
@@ -217,7 +220,7 @@ def load_entry_points(
             _discard_hooks(ep)
             _fail(
                 report,
-                PluginRecord(ep.name, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, **base),
+                _record(ep, FAILED_IMPORT, reason, seconds=time.perf_counter() - start),
                 strict,
                 namespace.strict_env,
                 exc,
@@ -231,7 +234,7 @@ def load_entry_points(
             _discard_hooks(ep)
             _fail(
                 report,
-                PluginRecord(ep.name, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, **base),
+                _record(ep, FAILED_IMPORT, reason, seconds=time.perf_counter() - start),
                 strict,
                 namespace.strict_env,
                 None,
@@ -341,7 +344,6 @@ def _run_register(
     ep: PluginEntryPoint, func: Callable[..., Any], namespace: PluginNamespace, report: LoadReport
 ) -> bool:
     """Run one plugin's function; return whether it completed (failures are recorded, or raised when strict)."""
-    base = dict(dist_name=ep.dist_name, dist_version=ep.dist_version, value=ep.value)
     start = time.perf_counter()
     try:
         _attributed(ep, func)
@@ -353,7 +355,7 @@ def _run_register(
         reason = f"{ep.value}() raised {describe_failure(exc)}"
         _fail(
             report,
-            PluginRecord(ep.name, FAILED_REGISTER, reason, seconds=time.perf_counter() - start, **base),
+            _record(ep, FAILED_REGISTER, reason, seconds=time.perf_counter() - start),
             namespace.strict(),
             namespace.strict_env,
             exc,
@@ -361,7 +363,7 @@ def _run_register(
         return False
     seconds = time.perf_counter() - start
     logger.info("Loaded general plugin %r (%s) in %.1f ms", ep.name, ep.dist_label, seconds * 1e3)
-    report.records.append(PluginRecord(ep.name, LOADED, "", seconds=seconds, **base))
+    report.records.append(_record(ep, LOADED, "", seconds=seconds))
     return True
 
 

@@ -92,7 +92,7 @@ def _probes(view: RuntimePlatformView) -> tuple[list[_Probe], list[_Probe]]:
                     continue
                 for values in itertools.product(*(_EXAMPLE_ARGUMENTS[n] for n in wanted)):
                     args = tuple(values[: form.args])
-                    kwargs = tuple(zip(form.kwargs, values[form.args :]))
+                    kwargs = tuple(zip(form.kwargs, values[form.args :], strict=False))
                     if (row.name, args, kwargs) not in seen:
                         seen.add((row.name, args, kwargs))
                         (cheap if row.probe == "cheap" else device).append((row.name, args, dict(kwargs)))
@@ -165,12 +165,12 @@ def check_platform_conformance(
     if simulation is not None:
         probes.extend(device_probes)
     for method, args, kwargs in probes:
-        member = contract.get(method)
-        if member is None or method in reported or not has_member(cls, method):
+        probed = contract.get(method)
+        if probed is None or method in reported or not has_member(cls, method):
             continue  # not in this contract, already reported, or a contract name the host's base lacks
-        if member.status == "reserved" and member.required and not include_reserved:
+        if probed.status == "reserved" and probed.required and not include_reserved:
             continue
-        problem = _probe(view, instance, member, args, kwargs)
+        problem = _probe(view, instance, probed, args, kwargs)
         if problem is not None:
             if problem.kind == "not_implemented":
                 reported.add(method)
@@ -267,7 +267,7 @@ def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProbl
             continue
         if not has_member(cls, member.name):
             continue  # a contract attribute the host's base does not declare
-        annotation = member.declared_in.__dict__.get("__annotations__", {}).get(member.name)
+        annotation = inspect.get_annotations(member.declared_in).get(member.name)
         hint = _resolve(annotation, member.declared_in)
         if hint is _NO_RESULT:
             continue
@@ -367,7 +367,7 @@ def _conforms(value: Any, hint: Any) -> bool:
             return False
         if len(args) == 2 and args[1] is Ellipsis:
             return all(_conforms(v, args[0]) for v in value)
-        return len(value) == len(args) and all(_conforms(v, a) for v, a in zip(value, args))
+        return len(value) == len(args) and all(_conforms(v, a) for v, a in zip(value, args, strict=True))
     if origin in (list, collections.abc.Sequence):
         return (
             isinstance(value, list) and all(_conforms(v, args[0]) for v in value) if args else isinstance(value, list)

@@ -25,7 +25,7 @@ import dataclasses
 import enum
 import inspect
 import logging
-from typing import Any
+from typing import Any, cast
 
 from ..platforms import _contract
 from ..platforms.device_mixin import CpuArchEnum, DeviceCapability, DeviceMixin, PlatformEnum
@@ -133,7 +133,7 @@ class HostPlatformView(RuntimePlatformView):
             return value
         try:
             if isinstance(value, enum.Enum):
-                return target[value.name]
+                return cast("type[enum.Enum]", target)[value.name]
             return target(**_fields(value))
         except (KeyError, TypeError, ValueError) as exc:
             logger.debug("cannot map %r onto %s: %s", value, target.__qualname__, exc)
@@ -163,7 +163,7 @@ def _is_host_class(klass: type) -> bool:
 def _fields(value: Any) -> dict[str, Any]:
     """The named fields of a NamedTuple, msgspec ``Struct`` or dataclass instance (``TypeError`` otherwise)."""
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return dict(zip(value._fields, value))
+        return dict(zip(value._fields, value, strict=True))
     struct_fields = getattr(type(value), "__struct_fields__", None)
     if struct_fields is not None:
         return {name: getattr(value, name) for name in struct_fields}
