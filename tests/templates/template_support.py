@@ -25,6 +25,36 @@ HOST_REQUIREMENTS = {
     "auto": "sglang-plugin-runtime>=0.1,<0.2",
     "sglang": "sglang>=0.5.23,<0.6",
 }
+#: Answers a vendor would give (a device, an author, a license): nothing of the template's defaults must show.
+PLATFORM_REALISTIC = {
+    "plugin_kind": "platform",
+    "project_name": "Acme NPU Platform",
+    "distribution_name": "acme-sglang-npu",
+    "entry_point_name": "acme_npu",
+    "device_name": "acme_npu",
+    "device_type": "npu",
+    "backend_module": "torch_npu",
+    "distributed_backend": "hccl",
+    "with_mm_platform": True,
+    "description": "Runs SGLang on Acme NPU accelerators",
+    "author_name": "Acme Devices GmbH",
+    "author_email": "oss@acme.example",
+    "python_min": "3.11",
+    "license": "MIT",
+}
+GENERAL_REALISTIC = {
+    "plugin_kind": "general",
+    "project_name": "Acme Scheduler Hooks",
+    "distribution_name": "acme.sglang-hooks_demo",
+    "example_hooks": ["before", "after", "replace_class"],
+    "description": 'Hooks for "SGLang" \\ with Zoë’s ✓ and 🚀',
+    "author_name": "Zoë Example",
+    "license": "BSD-3-Clause",
+}
+#: What the defaults put in a package, which realistic answers replace everywhere.
+DEFAULT_PLACEHOLDERS = ("mydevice", "SGLang Example Hooks", "sglang_example_hooks", "sglang-example-hooks",
+                        "SGLang Plugin Author", "example.org")
+
 #: The template as it was before packages bound to SGLang where it is installed (host_api=runtime by default,
 #: the diffusion class in platform.py): the "older tag" of the update test. A commit of main.
 OLDER_TEMPLATE_COMMIT = "1bdf9f520dc438238357e87c1035d7e8574cc9e2"

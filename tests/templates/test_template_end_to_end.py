@@ -30,6 +30,8 @@ from typing import Any
 import pytest
 from conftest import RUNNER_PIP_ENV
 from template_support import (
+    GENERAL_REALISTIC,
+    PLATFORM_REALISTIC,
     VirtualEnv,
     render_template,
     run_workflow_step,
@@ -40,32 +42,7 @@ from template_support import (
 
 pytestmark = pytest.mark.slow
 
-GENERAL_DESCRIPTION = 'Hooks for "SGLang" \\ with Zoë’s ✓ and 🚀'
-PLATFORM_REALISTIC = {
-    "plugin_kind": "platform",
-    "project_name": "Acme NPU Platform",
-    "distribution_name": "acme-sglang-npu",
-    "entry_point_name": "acme_npu",
-    "device_name": "acme_npu",
-    "device_type": "npu",
-    "backend_module": "torch_npu",
-    "distributed_backend": "hccl",
-    "with_mm_platform": True,
-    "description": "Runs SGLang on Acme NPU accelerators",
-    "author_name": "Acme Devices GmbH",
-    "author_email": "oss@acme.example",
-    "python_min": "3.11",
-    "license": "MIT",
-}
-GENERAL_REALISTIC = {
-    "plugin_kind": "general",
-    "project_name": "Acme Scheduler Hooks",
-    "distribution_name": "acme.sglang-hooks_demo",
-    "example_hooks": ["before", "after", "replace_class"],
-    "description": GENERAL_DESCRIPTION,
-    "author_name": "Zoë Example",
-    "license": "BSD-3-Clause",
-}
+GENERAL_DESCRIPTION = GENERAL_REALISTIC["description"]
 CASES: dict[str, tuple[dict[str, Any], bool]] = {
     # name: (answers, published)
     "platform-defaults-today": ({"plugin_kind": "platform"}, False),
