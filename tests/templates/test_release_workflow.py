@@ -15,9 +15,18 @@ from typing import Any
 
 import pytest
 from conftest import RUNNER_PIP_ENV, release_changelog
-from template_support import REPO_ROOT, VirtualEnv, git, project_version, run_workflow_step, workflow_job, workflow_run_steps
+from template_support import (
+    REPO_ROOT,
+    VirtualEnv,
+    git,
+    project_version,
+    run_workflow_step,
+    workflow_job,
+    workflow_run_steps,
+)
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("templates-release")]
+# The published cases of test_template_end_to_end.py install what the build job builds: one worker runs both.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("templates-ci-published")]
 
 WORKFLOW = REPO_ROOT / ".github" / "workflows" / "release.yml"
 

@@ -111,29 +111,36 @@ def _ci_run(request: pytest.FixtureRequest, name: str) -> CIRun:
                  result["outputs"])
 
 
-@pytest.fixture(scope="session", params=sorted(CASES))
+#: The xdist group of each situation: its cases' tests run on one worker, which builds their venvs (the release
+#: workflow's build, which the published cases need, runs in the same group), so no worker waits on another's build.
+TODAY_GROUP = pytest.mark.xdist_group("templates-ci-today")
+PUBLISHED_GROUP = pytest.mark.xdist_group("templates-ci-published")
+
+
+def _cases(published: bool | None = None) -> list[Any]:
+    return [pytest.param(name, marks=PUBLISHED_GROUP if pub else TODAY_GROUP)
+            for name, (_, pub) in sorted(CASES.items()) if published is None or pub == published]
+
+
+EVERY_CASE = pytest.mark.parametrize("ci_run", _cases(), indirect=True)
+TODAY_CASES = pytest.mark.parametrize("ci_run", _cases(published=False), indirect=True)
+PUBLISHED_CASES = pytest.mark.parametrize("ci_run", _cases(published=True), indirect=True)
+
+
+@pytest.fixture
 def ci_run(request: pytest.FixtureRequest) -> CIRun:
     return _ci_run(request, request.param)
 
 
-@pytest.fixture(scope="session", params=sorted(name for name, (_, published) in CASES.items() if not published))
-def today_run(request: pytest.FixtureRequest) -> CIRun:
-    return _ci_run(request, request.param)
-
-
-@pytest.fixture(scope="session", params=sorted(name for name, (_, published) in CASES.items() if published))
-def published_run(request: pytest.FixtureRequest) -> CIRun:
-    return _ci_run(request, request.param)
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture
 def platform_defaults(request: pytest.FixtureRequest) -> CIRun:
     return _ci_run(request, "platform-defaults-today")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def general_realistic(request: pytest.FixtureRequest) -> CIRun:
     return _ci_run(request, "general-realistic-today")
+
 
 
 def _installed_runtime(run: CIRun) -> dict[str, Any]:
@@ -165,42 +172,48 @@ def _wheel_entry_points(wheel: Path) -> str:
 # ---- every case: the workflow's own steps ------------------------------------------------------------------
 
 
+@EVERY_CASE
 def test_generated_workflow_passes_on_a_clean_machine(ci_run: CIRun) -> None:
     assert list(ci_run.outputs) == ["Install", "Test", "Check what the runtime discovers", "Build"]
     summary = ci_run.outputs["Test"].strip().splitlines()[-1]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, ci_run.outputs["Test"]
 
 
+@EVERY_CASE
 def test_own_tests_run_without_warnings_or_skips(ci_run: CIRun) -> None:
     # docs/getting-started.md says so: the NumPy warning of the CPU torch build is filtered in pyproject.toml.
     summary = ci_run.outputs["Test"].strip().splitlines()[-1]
     assert "warning" not in summary and "skipped" not in summary, summary
 
 
+@EVERY_CASE
 def test_workflow_lists_the_plugin_the_runtime_discovers(ci_run: CIRun) -> None:
     assert ci_run.answers["entry_point_name"] in ci_run.outputs["Check what the runtime discovers"]
 
 
-def test_today_the_runtime_comes_from_the_kit_repository_at_the_template_tag(today_run: CIRun) -> None:
-    direct_url = json.loads(_installed_runtime(today_run)["direct_url"])
+@TODAY_CASES
+def test_today_the_runtime_comes_from_the_kit_repository_at_the_template_tag(ci_run: CIRun) -> None:
+    direct_url = json.loads(_installed_runtime(ci_run)["direct_url"])
     # Derived from where the package was generated: the kit's git repository, at the tag it was generated from.
-    assert today_run.answers["runtime_source"] == "git+" + direct_url["url"]
+    assert ci_run.answers["runtime_source"] == "git+" + direct_url["url"]
     assert direct_url["url"].startswith("file://") and direct_url["vcs_info"]["vcs"] == "git"
-    assert direct_url["vcs_info"]["requested_revision"] == today_run.answers["_commit"]
+    assert direct_url["vcs_info"]["requested_revision"] == ci_run.answers["_commit"]
 
 
+@PUBLISHED_CASES
 def test_after_publication_the_runtime_comes_from_the_index(
-    published_run: CIRun, released_runtime: dict[str, Any]
+    ci_run: CIRun, released_runtime: dict[str, Any]
 ) -> None:
-    assert published_run.answers["runtime_source"] == ""
-    assert "sglang-plugin-runtime @" not in published_run.workflow.read_text(encoding="utf-8")
-    installed = _installed_runtime(published_run)
+    assert ci_run.answers["runtime_source"] == ""
+    assert "sglang-plugin-runtime @" not in ci_run.workflow.read_text(encoding="utf-8")
+    installed = _installed_runtime(ci_run)
     assert installed["direct_url"] is None  # resolved from an index, not installed from a URL
     wheel = next(Path(p) for p in released_runtime["dist"] if p.endswith(".whl"))
     with zipfile.ZipFile(wheel) as archive:
         assert installed["init"] == archive.read("sglang_plugin_runtime/__init__.py").decode("utf-8")
 
 
+@EVERY_CASE
 def test_workflow_build_gives_a_wheel_with_the_entry_points_and_no_caches(ci_run: CIRun) -> None:
     wheel = _wheel(ci_run)
     names = _wheel_names(wheel)
@@ -215,6 +228,7 @@ def test_workflow_build_gives_a_wheel_with_the_entry_points_and_no_caches(ci_run
         assert any(n.endswith("/pyproject.toml") for n in archive.getnames())
 
 
+@EVERY_CASE
 def test_wheel_ships_the_license_the_answers_name(ci_run: CIRun) -> None:
     names = _wheel_names(_wheel(ci_run))
     assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
@@ -223,6 +237,7 @@ def test_wheel_ships_the_license_the_answers_name(ci_run: CIRun) -> None:
 # ---- platform, default answers --------------------------------------------------------------------------
 
 
+@TODAY_GROUP
 def test_platform_wheel_has_its_modules(platform_defaults: CIRun) -> None:
     names = _wheel_names(_wheel(platform_defaults))
     package = platform_defaults.package
@@ -230,6 +245,7 @@ def test_platform_wheel_has_its_modules(platform_defaults: CIRun) -> None:
     assert f"{package}/diffusion.py" not in names  # with_mm_platform is off by default
 
 
+@TODAY_GROUP
 def test_runtime_discovers_the_platform_and_falls_back_without_hardware(platform_defaults: CIRun) -> None:
     code = (
         "import json\n"
@@ -245,6 +261,7 @@ def test_runtime_discovers_the_platform_and_falls_back_without_hardware(platform
     assert report["rule"] == "fallback"
 
 
+@TODAY_GROUP
 def test_runtime_refuses_the_named_platform_without_hardware(platform_defaults: CIRun) -> None:
     result = platform_defaults.venv.run(
         "-c", "from sglang_plugin_runtime.platforms import current_platform; print(current_platform)",
@@ -254,6 +271,7 @@ def test_runtime_refuses_the_named_platform_without_hardware(platform_defaults: 
     assert "mydevice" in result.stderr
 
 
+@TODAY_GROUP
 def test_activate_logs_under_the_package_name_once(platform_defaults: CIRun) -> None:
     code = (
         "import logging\n"
@@ -266,6 +284,7 @@ def test_activate_logs_under_the_package_name_once(platform_defaults: CIRun) -> 
     assert line == "sglang_mydevice_platform| backend module 'torch_mydevice' is not installed"
 
 
+@TODAY_GROUP
 def test_the_package_builds_on_the_runtime_where_sglang_is_absent(platform_defaults: CIRun) -> None:
     code = "from sglang_mydevice_platform.host import HOST_PACKAGE, SGLANG_INSTALLED; print(HOST_PACKAGE, SGLANG_INSTALLED)"
     assert platform_defaults.venv.run("-c", code).stdout.split() == ["sglang_plugin_runtime", "False"]
@@ -274,6 +293,7 @@ def test_the_package_builds_on_the_runtime_where_sglang_is_absent(platform_defau
 # ---- general, realistic answers -------------------------------------------------------------------------
 
 
+@TODAY_GROUP
 def test_installed_metadata_keeps_an_unusual_description(general_realistic: CIRun) -> None:
     code = (
         "import json\nfrom importlib.metadata import metadata\n"
@@ -282,6 +302,7 @@ def test_installed_metadata_keeps_an_unusual_description(general_realistic: CIRu
     assert json.loads(general_realistic.venv.run("-c", code).stdout) == GENERAL_DESCRIPTION
 
 
+@TODAY_GROUP
 def test_runtime_loads_the_general_plugin_and_applies_its_hooks(general_realistic: CIRun) -> None:
     package = general_realistic.package
     code = (

@@ -12,11 +12,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 import yaml
 from template_support import (
     DEFAULT_PLACEHOLDERS,
