@@ -136,7 +136,7 @@ SELECTION_CODE = """
     }}))
 """
 
-SIMULATED_PRELUDE = f"""
+SIMULATED_PRELUDE = """
     from sglang_plugin_runtime.testing import simulated_device
     simulated = simulated_device("mydevice", backend_module="torch_mydevice", name="Simulated MyDevice").start()
     """

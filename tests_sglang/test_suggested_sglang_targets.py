@@ -23,8 +23,8 @@ from conftest import pip_install_target, render, run_python
 pytestmark = pytest.mark.subprocess
 
 PACKAGE = "sglang_example_hooks"
-SUGGESTION = re.compile(r'^# In SGLang, for example: "(?P<target>[^"]+)"\n(?P<name>\w+_TARGET) = ', re.M)
-IMPORT_SUGGESTION = re.compile(r"^# (?P<line>from (?P<module>[\w.]+) import (?P<name>\w+))\n(?P<local>from \.example_target import \w+)\n", re.M)
+SUGGESTION = re.compile(r'^# In SGLang, for example: "(?P<target>[^"]+)"\n(?P<name>\w+_TARGET) = ', re.MULTILINE)
+IMPORT_SUGGESTION = re.compile(r"^# (?P<line>from (?P<module>[\w.]+) import (?P<name>\w+))\n(?P<local>from \.example_target import \w+)\n", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
