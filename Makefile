@@ -16,8 +16,13 @@ $(STAMP): requirements-dev.txt requirements-docs.txt pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP)
-	$(PY) scripts/demo.py
+# `make demo KEEP=1` keeps the generated packages and their wheels, and prints where they are.
+demo:
+	@if [ ! -f $(STAMP) ]; then \
+		echo "== 0. Build .venv first: the pinned packages of requirements-dev.txt (about a minute on a fresh clone)"; \
+		start=$$(date +%s); $(MAKE) --no-print-directory venv && echo "   -- step 0 took $$(( $$(date +%s) - start )) s"; \
+	fi
+	$(PY) scripts/demo.py $(if $(filter 1 yes true,$(KEEP)),--keep)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup tests

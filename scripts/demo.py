@@ -1,17 +1,21 @@
 """The main job, end to end: from the Copier template to plugins the runtime discovers, selects and applies.
 
-    .venv/bin/python scripts/demo.py [--keep]
+    make demo            # or: .venv/bin/python scripts/demo.py
+    make demo KEEP=1     # or: .venv/bin/python scripts/demo.py --keep
 
 In a scratch folder it generates one package of each kind with the default answers (Copier's Python API, no
 --trust), installs both into this Python environment (pip install -e), runs each package's own tests, builds a
 wheel of each, and shows what the runtime discovered, selected and patched: first on this machine as it is (no
-accelerator), then on a SIMULATED device so the platform plugin activates. At the end both demo packages are
-uninstalled again, so the environment is left as it was (--keep keeps the scratch folder to look at).
+accelerator), then on a SIMULATED device so the platform plugin activates. Each step prints its time. At the end
+both demo packages are uninstalled again, so the environment is left as it was; --keep (KEEP=1) keeps the
+generated packages and their wheels in the scratch folder and prints where it is.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import shutil
 import subprocess
@@ -20,6 +24,7 @@ import tempfile
 import textwrap
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -34,8 +39,19 @@ class DemoError(RuntimeError):
     """A step of the demo failed; the message says which and shows the output."""
 
 
-def step(title: str) -> None:
-    print(f"\n== {title}", flush=True)
+_STEP_NUMBERS = itertools.count(1)
+
+
+@contextlib.contextmanager
+def step(title: str) -> Iterator[None]:
+    """Print the step's title, then, when it ends, how long it took."""
+    number = next(_STEP_NUMBERS)
+    print(f"\n== {number}. {title}", flush=True)
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        print(f"   -- step {number} took {time.monotonic() - started:.1f} s", flush=True)
 
 
 def say(text: str = "") -> None:
@@ -81,7 +97,7 @@ def generate(template: Path, scratch: Path, kind: str, expected: dict[str, str])
     if not (destination / expected["package"]).is_dir():
         raise DemoError(f"the {kind} package was not generated where expected: {destination}")
     files = sorted(p.relative_to(destination).as_posix() for p in destination.rglob("*") if p.is_file())
-    say(f"{kind:8} -> {destination}  ({len(files)} files: {', '.join(f for f in files if '/' not in f)}, ...)")
+    say(f"{kind:8} -> <scratch>/{kind}  ({len(files)} files: {', '.join(f for f in files if '/' not in f)}, ...)")
     return destination
 
 
@@ -120,7 +136,7 @@ SELECTION_CODE = """
     }}))
 """
 
-SIMULATED_PRELUDE = f"""
+SIMULATED_PRELUDE = """
     from sglang_plugin_runtime.testing import simulated_device
     simulated = simulated_device("mydevice", backend_module="torch_mydevice", name="Simulated MyDevice").start()
     """
@@ -130,11 +146,15 @@ HOOKS_CODE = f"""
     from sglang_plugin_runtime.plugins import load_plugins
     report = load_plugins()
     from {GENERAL['package']} import example_target, hooks
+    policy = example_target.LRUEvictionPolicy()
+    policy.mark_used(None)
+    policy.mark_used("adapter-a")
     results = {{
         "normalize_prompt('  hi  ')": example_target.normalize_prompt("  hi  "),
         "count_tokens('a b')": example_target.count_tokens("a b"),
-        "Sampler is TieBreakingSampler": example_target.Sampler is hooks.TieBreakingSampler,
-        "Sampler().sample([1, 3, 3])": example_target.Sampler().sample([1.0, 3.0, 3.0]),
+        "LRUEvictionPolicy is KeepBaseModelEvictionPolicy":
+            example_target.LRUEvictionPolicy is hooks.KeepBaseModelEvictionPolicy,
+        "policy.select_victim({{None, 'adapter-a'}})": policy.select_victim({{None, "adapter-a"}}),
         "Scheduler().run_batch(['a', 'b'])": example_target.Scheduler().run_batch(["a", "b"]),
         "timer calls recorded": len(hooks.TIMINGS[hooks.TIMER_TARGET]),
     }}
@@ -164,51 +184,60 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="sglang-plugin-demo-"))
     installed: list[str] = []
+    failed = False
     try:
-        step("1. Generate one package of each kind from the Copier template (default answers, no --trust)")
-        template = snapshot_template(scratch)
-        platform_dir = generate(template, scratch, "platform", PLATFORM)
-        general_dir = generate(template, scratch, "general", GENERAL)
+        with step("Generate one package of each kind from the Copier template (default answers, no --trust)"):
+            template = snapshot_template(scratch)
+            platform_dir = generate(template, scratch, "platform", PLATFORM)
+            general_dir = generate(template, scratch, "general", GENERAL)
 
-        step(f"2. pip install -e both into this environment ({PYTHON})")
-        for project, info in ((platform_dir, PLATFORM), (general_dir, GENERAL)):
-            install(project)
-            installed.append(info["dist"])
-            say(f"installed {info['dist']} (editable)")
+        with step(f"pip install -e both into this environment ({PYTHON})"):
+            for project, info in ((platform_dir, PLATFORM), (general_dir, GENERAL)):
+                say(f"installing {info['dist']} ...")
+                install(project)
+                installed.append(info["dist"])
+                say(f"installed {info['dist']} (editable)")
 
-        step("3. Each package's own test suite")
-        for project in (platform_dir, general_dir):
-            say(f"{project.name:8} pytest: {own_tests(project)}")
+        with step("Each package's own test suite"):
+            for project in (platform_dir, general_dir):
+                say(f"{project.name:8} pytest: {own_tests(project)}")
 
-        step("4. python -m build: a wheel of each, with its entry points")
-        for project in (platform_dir, general_dir):
-            name, entry_points = build_wheel(project, scratch / "dist" / project.name)
-            say(f"{name}: " + "; ".join(entry_points))
+        with step("python -m build: a wheel of each, with its entry points"):
+            for project in (platform_dir, general_dir):
+                name, entry_points = build_wheel(project, scratch / "dist" / project.name)
+                say(f"{name}: " + "; ".join(entry_points))
 
-        step("5. What the runtime discovers and selects (each in a fresh process)")
-        show_selection("This machine, as it is (no MyDevice hardware):", python_json(SELECTION_CODE.format(prelude="")))
-        say()
-        show_selection(
-            "SIMULATED MyDevice (sglang_plugin_runtime.testing.simulated_device; no real hardware):",
-            python_json(SELECTION_CODE.format(prelude=SIMULATED_PRELUDE), SGLANG_PLATFORM=PLATFORM["entry_point"]),
-        )
+        with step("What the runtime discovers and selects (each in a fresh process)"):
+            show_selection("This machine, as it is (no MyDevice hardware):",
+                           python_json(SELECTION_CODE.format(prelude="")))
+            say()
+            show_selection(
+                "SIMULATED MyDevice (sglang_plugin_runtime.testing.simulated_device; no real hardware):",
+                python_json(SELECTION_CODE.format(prelude=SIMULATED_PRELUDE), SGLANG_PLATFORM=PLATFORM["entry_point"]),
+            )
 
-        step("6. The general plugin's hooks, loaded by load_plugins() in a fresh process")
-        hooks = python_json(HOOKS_CODE, SGLANG_PLUGINS=GENERAL["entry_point"], SGLANG_PLUGINS_STRICT="1")
-        for expression, value in hooks["results"].items():
-            say(f"{expression:50} -> {value!r}")
+        with step("The general plugin's hooks, loaded by load_plugins() in a fresh process"):
+            hooks = python_json(HOOKS_CODE, SGLANG_PLUGINS=GENERAL["entry_point"], SGLANG_PLUGINS_STRICT="1")
+            for expression, value in hooks["results"].items():
+                say(f"{expression:50} -> {value!r}")
     except DemoError as exc:
+        failed = True
         print(f"\nDEMO FAILED: {exc}", file=sys.stderr)
-        return 1
     finally:
         if installed:
-            step("7. Clean up: uninstall the demo packages")
-            subprocess.run([PYTHON, "-m", "pip", "uninstall", "--quiet", "--yes", *installed], check=False)
-            say("uninstalled " + ", ".join(installed))
+            with step("Clean up: uninstall the demo packages"):
+                subprocess.run([PYTHON, "-m", "pip", "uninstall", "--quiet", "--yes", *installed], check=False)
+                say("uninstalled " + ", ".join(installed))
         if args.keep:
-            say(f"scratch folder kept: {scratch}")
+            say(f"\nKept the generated packages and their wheels in {scratch}:")
+            for child in sorted(p for p in scratch.iterdir() if p.name != "template"):
+                say(f"  {child}")
+            say(f"Install one again with: {PYTHON} -m pip install -e {scratch / 'platform'}")
         else:
             shutil.rmtree(scratch, ignore_errors=True)
+            say("\nScratch folder removed (make demo KEEP=1 keeps the generated packages).")
+    if failed:
+        return 1
 
     print(f"\nDemo passed in {time.monotonic() - started:.0f} s: template -> packages -> tests -> wheels -> "
           "discovered, selected (simulated device) and hooks applied.")

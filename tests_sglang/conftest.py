@@ -134,6 +134,19 @@ def template_has_host_api(template: Path) -> bool:
     return re.search(r"(?m)^host_api:", (template / "copier.yml").read_text(encoding="utf-8")) is not None
 
 
+#: How a default (``host_api=auto``) package decides, in its host.py; pinning it to the runtime's classes gives the
+#: package the retired answer ``host_api=runtime`` generated (built on the runtime even where SGLang is installed).
+_HOST_DECISION = 'SGLANG_INSTALLED = importlib.util.find_spec("sglang") is not None'
+
+
+def pin_to_runtime_classes(project: Path, package: str) -> None:
+    """Make a default package build on the runtime's classes whatever is installed (the retired host_api=runtime)."""
+    host = project / package / "host.py"
+    text = host.read_text(encoding="utf-8")
+    assert _HOST_DECISION in text, "the template's host.py changed; update pin_to_runtime_classes()"
+    host.write_text(text.replace(_HOST_DECISION, "SGLANG_INSTALLED = False  # pinned by the test"), encoding="utf-8")
+
+
 # What host_api=sglang changes in a generated package (.notes/host_api.patch does the same in the template).
 _SGLANG_IMPORTS = (
     ("from sglang_plugin_runtime.platforms.device_mixin import", "from sglang.srt.platforms.device_mixin import"),
@@ -169,8 +182,8 @@ class GeneratedPackage:
     package: str
     entry_point: str
     distribution: str
-    host: str  # "sglang" or "runtime"
-    via_template_answer: bool  # rendered with host_api=sglang (False: adapted by this fixture)
+    host: str  # "sglang" (host_api=sglang), "auto" (the default) or "runtime" (built on the runtime's classes)
+    via_template_answer: bool  # rendered with that host_api answer (False: adapted by this fixture)
 
 
 @pytest.fixture(scope="session")
@@ -183,7 +196,10 @@ def template_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def generate(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., GeneratedPackage]:
-    """``generate(answers, host=...)``: render, make it SGLang-host if asked, ``pip install --target``."""
+    """``generate(answers, host=...)``: render with that host binding, ``pip install --target``.
+
+    ``host``: ``"sglang"`` (the answer host_api=sglang), ``"auto"`` (the default answer) or ``"runtime"`` (a default
+    package pinned to the runtime's classes, as the retired answer host_api=runtime generated it)."""
 
     def _generate(answers: dict[str, Any], host: str = "sglang",
                   edit: Callable[[Path], None] | None = None) -> GeneratedPackage:
@@ -192,11 +208,13 @@ def generate(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ca
         if answers["plugin_kind"] == "platform":
             answers["with_mm_platform"] = False  # SGLang's diffusion base is no DeviceMixin (see docs/sglang.md)
         if template_has_host_api(template_dir):
-            answers["host_api"] = host
-            via_answer = host == "sglang"
+            answers["host_api"] = "auto" if host == "runtime" else host
+            via_answer = host != "runtime"
         project = render(template_dir, tmp_path_factory.mktemp(f"gen-{answers['plugin_kind']}-{host}"), **answers)
         if host == "sglang" and not via_answer:
             adapt_to_sglang_host(project, answers["package_name"])
+        if host == "runtime":
+            pin_to_runtime_classes(project, answers["package_name"])
         if edit is not None:
             edit(project)
         site = pip_install_target(project, tmp_path_factory.mktemp(f"site-{answers['package_name']}-{host}"))
@@ -214,6 +232,6 @@ def platform_plugin(generate: Callable[..., GeneratedPackage]) -> GeneratedPacka
 
 @pytest.fixture(scope="session")
 def runtime_platform_plugin(generate: Callable[..., GeneratedPackage]) -> GeneratedPackage:
-    """The same platform plugin generated for the runtime host (the template's default answer), installed."""
+    """The same platform plugin built on the runtime's classes (the retired host_api=runtime), installed."""
     return generate(dict(PLATFORM_ANSWERS, distribution_name="sglang-simdev-rt", package_name="sglang_simdev_rt",
                          entry_point_name="simdev_rt"), host="runtime")

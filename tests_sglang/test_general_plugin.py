@@ -74,7 +74,7 @@ LOAD = textwrap.dedent(
         "count": example_target.count_tokens("two tokens"),
         "batch": example_target.Scheduler().run_batch(["a", "b"]),
         "timings": len(hooks.TIMINGS[hooks.TIMER_TARGET]),
-        "sampler_replaced": example_target.Sampler is hooks.TieBreakingSampler,
+        "policy_replaced": example_target.LRUEvictionPolicy is hooks.KeepBaseModelEvictionPolicy,
         "compile_backend": SRTPlatform().get_compile_backend(),
         "cpu_compile_backend": CpuSRTPlatform().get_compile_backend(),
         "stale_copy": sys.modules["sglang.srt.utils.common"].get_platform() is not None,
@@ -92,7 +92,7 @@ def test_sglang_load_plugins_applies_the_generated_hooks(general_plugin: Generat
     assert out["normalize"] == "hello"  # BEFORE
     assert out["count"] == 3  # AFTER
     assert out["batch"] == 2 and out["timings"] == 1  # AROUND timer, registered with @plugin_hook
-    assert out["sampler_replaced"] is True  # class REPLACE
+    assert out["policy_replaced"] is True  # class REPLACE
     # ... and on real SGLang code:
     assert out["compile_backend"] == "probe:inductor"
     assert out["cpu_compile_backend"] == "probe:inductor"

@@ -1,7 +1,7 @@
-"""A generated ``host_api=sglang`` package's own test suite passes in the real SGLang venv.
+"""A generated package's own test suite passes in the real SGLang venv: with every default, and with ``host_api=sglang``.
 
-For each plugin kind the template is rendered the way a vendor does it -- only ``plugin_kind`` and
-``host_api=sglang`` answered, every other question at its default -- from the working-tree snapshot of the
+For each plugin kind the template is rendered the way a vendor does it -- only ``plugin_kind`` (and ``host_api=sglang``
+for the pinned variant) answered, every other question at its default -- from the working-tree snapshot of the
 template the other tests use. The package is installed with a real ``pip install`` into its own folder (the
 venv itself stays untouched, so no other test sees it; the folder is thrown away with the session's temporary
 files), the requirements of its ``test`` extra must already be satisfied by the venv (pip resolves nothing, so it
@@ -19,6 +19,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import clean_env, pip_install_target, render
@@ -49,11 +50,15 @@ class SuiteRun:
         return sorted(test for test, result in self.outcomes.items() if result == outcome)
 
 
-def _render_and_install(template: Path, tmp: pytest.TempPathFactory, kind: str,
-                        edit: Callable[[Path, str], None] | None = None) -> Installed:
-    project = render(template, tmp.mktemp(f"suite-{kind}"), plugin_kind=kind, host_api="sglang")
-    answers = (project / ".copier-answers.yml").read_text(encoding="utf-8")
-    assert "host_api: sglang" in answers, answers
+#: host_api answers under test: the default (not answered: auto) and the pin to SGLang.
+HOST_API_ANSWERS = {"default": {}, "sglang": {"host_api": "sglang"}}
+
+
+def _render_and_install(template: Path, tmp: pytest.TempPathFactory, kind: str, host_api: str = "default",
+                        edit: Callable[[Path, str], None] | None = None, **answers: Any) -> Installed:
+    project = render(template, tmp.mktemp(f"suite-{kind}"), plugin_kind=kind, **HOST_API_ANSWERS[host_api], **answers)
+    recorded = (project / ".copier-answers.yml").read_text(encoding="utf-8")
+    assert f"host_api: {'auto' if host_api == 'default' else host_api}" in recorded, recorded
     package = DEFAULT_PACKAGES[kind]
     assert (project / package / "__init__.py").is_file(), sorted(p.name for p in project.iterdir())
     if edit is not None:
@@ -107,11 +112,12 @@ def _run_own_suite(installed: Installed, tmp: pytest.TempPathFactory) -> SuiteRu
     return run
 
 
+@pytest.mark.parametrize("host_api", sorted(HOST_API_ANSWERS))
 @pytest.mark.parametrize("kind", ["platform", "general"])
 def test_generated_package_passes_its_own_suite_in_real_sglang(
-    kind: str, template_dir: Path, tmp_path_factory: pytest.TempPathFactory
+    kind: str, host_api: str, template_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    installed = _render_and_install(template_dir, tmp_path_factory, kind)
+    installed = _render_and_install(template_dir, tmp_path_factory, kind, host_api)
     assert _unsatisfied_requirements(installed) == []
     run = _run_own_suite(installed, tmp_path_factory)
     assert run.returncode == 0, run.output
@@ -138,10 +144,11 @@ def _misspell_an_override(project: Path, package: str) -> None:
     device.write_text(text.replace(anchor, override + anchor, 1), encoding="utf-8")
 
 
+@pytest.mark.parametrize("host_api", sorted(HOST_API_ANSWERS))
 def test_generated_platform_suite_fails_on_a_misspelled_override(
-    template_dir: Path, tmp_path_factory: pytest.TempPathFactory
+    host_api: str, template_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    installed = _render_and_install(template_dir, tmp_path_factory, "platform", edit=_misspell_an_override)
+    installed = _render_and_install(template_dir, tmp_path_factory, "platform", host_api, edit=_misspell_an_override)
     run = _run_own_suite(installed, tmp_path_factory)
     assert run.returncode != 0, run.output
     failed = run.with_outcome("failed")
@@ -152,3 +159,19 @@ def test_generated_platform_suite_fails_on_a_misspelled_override(
         assert MISSPELLED in run.messages[test], run.messages[test]
     assert run.with_outcome("error") == [], run.output
     assert len(run.with_outcome("passed")) >= 5, run.outcomes
+
+
+def test_default_platform_with_diffusion_passes_and_says_why_its_diffusion_class_is_absent(
+    template_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # SGLang 0.5.23's diffusion engine accepts only its own Platform; the package's device mixin builds on SGLang's
+    # DeviceMixin here, so its diffusion module refuses to import, and the tests of that class say why they skip.
+    installed = _render_and_install(template_dir, tmp_path_factory, "platform", with_mm_platform=True)
+    run = _run_own_suite(installed, tmp_path_factory)
+    assert run.returncode == 0, run.output
+    skipped = run.with_outcome("skipped")
+    assert len(skipped) == 4 and all("test_diffusion" in t for t in skipped), run.outcomes
+    for test in skipped:
+        assert "builds platforms on its own DeviceMixin" in run.messages[test], run.messages[test]
+    assert any("imports_exactly_where" in t for t in run.with_outcome("passed")), run.outcomes
+    assert run.with_outcome("failed") == [] and run.with_outcome("error") == [], run.output

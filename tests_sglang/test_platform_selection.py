@@ -112,7 +112,8 @@ def test_two_active_platforms_need_sglang_platform(
 
 
 def test_a_runtime_host_platform_is_refused_by_released_sglang(runtime_platform_plugin: GeneratedPackage) -> None:
-    """Why ``host_api=sglang`` exists: SGLang 0.5.23 accepts only subclasses of its own ``SRTPlatform``."""
+    """Why packages build on SGLang's classes where it is installed: SGLang 0.5.23 accepts only subclasses of its own
+    ``SRTPlatform``, so a package built on the runtime's (the retired host_api=runtime) is refused."""
     out = run_python(SIMULATE + PROBE, paths=[runtime_platform_plugin.site])
     assert not out["ok"]
     assert out["error"] == "TypeError"

@@ -8,16 +8,33 @@ installed into them from a snapshot of this repository's source.
 
 from __future__ import annotations
 
+import datetime
 import fcntl
 import json
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from template_support import IGNORE, REPO_ROOT, Render, VirtualEnv, copy_template, render_template
+from template_support import (
+    IGNORE,
+    REPO_ROOT,
+    Render,
+    VirtualEnv,
+    copy_template,
+    git,
+    project_version,
+    render_template,
+    run_workflow_step,
+    snapshot_repository,
+    workflow_run_steps,
+)
+
+#: The tags of the kit's snapshot clone: the older template, and the working tree as the current release.
+OLDER_TAG = "v0.0.1"
 
 
 @pytest.fixture(scope="session")
@@ -90,3 +107,57 @@ def build_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[s
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
     return _build_once
+
+
+@pytest.fixture(scope="session")
+def kit_repository(build_once: Callable[..., dict[str, Any]]) -> dict[str, str]:
+    """A clone of this repository with tags: ``older`` on the older template, ``current`` (``v<version>``) on the
+    working tree. Generating from it is generating from a tagged git repository, as a vendor does."""
+
+    def build(folder: Path) -> dict[str, Any]:
+        current = f"v{project_version()}"
+        path = snapshot_repository(folder / "sglang-plugin-kit", older_tag=OLDER_TAG, current_tag=current)
+        return {"path": str(path), "older": OLDER_TAG, "current": current}
+
+    return build_once("kit-repository", build)
+
+
+#: Settings of the machine the workflow steps run on, not of the workflows: no byte-compiling of installed
+#: wheels (torch), and one retry for an index this machine cannot reach (download.pytorch.org; the machine's
+#: pip configuration supplies torch from a local folder).
+RUNNER_PIP_ENV = {"PIP_NO_COMPILE": "1", "PIP_RETRIES": "1"}
+
+
+def release_changelog(text: str, version: str) -> str:
+    """CHANGELOG.md as a release commit leaves it: the Unreleased entries under ``## [version] - date``."""
+    today = datetime.date.today().isoformat()
+    return re.sub(r"(?m)^## \[Unreleased\]$", f"## [Unreleased]\n\n## [{version}] - {today}", text, count=1)
+
+
+@pytest.fixture(scope="session")
+def released_runtime(build_once: Callable[..., dict[str, Any]], kit_repository: dict[str, str]) -> dict[str, Any]:
+    """The release workflow's build job, run on the current tag of the kit's clone (CHANGELOG.md released as the
+    release commit does): its step outputs, and the sdist and wheel it built."""
+
+    def build(folder: Path) -> dict[str, Any]:
+        checkout = folder / "checkout"
+        git(folder, "clone", "--quiet", "--branch", kit_repository["current"], kit_repository["path"], str(checkout))
+        changelog = checkout / "CHANGELOG.md"
+        version = kit_repository["current"][1:]
+        changelog.write_text(release_changelog(changelog.read_text(encoding="utf-8"), version), encoding="utf-8")
+        runner = VirtualEnv(folder / "setup-python")
+        (folder / "runner-temp").mkdir()
+        outputs = {}
+        steps = workflow_run_steps(
+            checkout / ".github" / "workflows" / "release.yml", "build",
+            {"github.ref_name": kit_repository["current"]},
+        )
+        for step in steps:
+            result = run_workflow_step(
+                step, venv=runner, cwd=checkout, env={"RUNNER_TEMP": str(folder / "runner-temp"), **RUNNER_PIP_ENV}
+            )
+            outputs[step.name] = result.stdout + result.stderr
+        dist = sorted(str(p) for p in (checkout / "dist").iterdir())
+        return {"checkout": str(checkout), "dist": dist, "outputs": outputs, "steps": [s.name for s in steps]}
+
+    return build_once("released-runtime", build)

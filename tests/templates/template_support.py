@@ -1,12 +1,14 @@
-"""Helpers of the template tests: rendering, subprocesses, real virtual environments, git."""
+"""Helpers of the template tests: rendering, subprocesses, real virtual environments, git, workflow steps."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import venv
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +22,42 @@ Render = Callable[..., Path]
 
 #: What a generated package depends on, per ``host_api`` answer (the runtime, or the released SGLang).
 HOST_REQUIREMENTS = {
-    "runtime": "sglang-plugin-runtime>=0.1,<0.2",
+    "auto": "sglang-plugin-runtime>=0.1,<0.2",
     "sglang": "sglang>=0.5.23,<0.6",
 }
-#: The package a generated package's own code imports its platform classes and hook registry from.
-HOST_API_PACKAGES = {"runtime": "sglang_plugin_runtime", "sglang": "sglang.srt"}
+#: Answers a vendor would give (a device, an author, a license): nothing of the template's defaults must show.
+PLATFORM_REALISTIC = {
+    "plugin_kind": "platform",
+    "project_name": "Acme NPU Platform",
+    "distribution_name": "acme-sglang-npu",
+    "entry_point_name": "acme_npu",
+    "device_name": "acme_npu",
+    "device_type": "npu",
+    "backend_module": "torch_npu",
+    "distributed_backend": "hccl",
+    "with_mm_platform": True,
+    "description": "Runs SGLang on Acme NPU accelerators",
+    "author_name": "Acme Devices GmbH",
+    "author_email": "oss@acme.example",
+    "python_min": "3.11",
+    "license": "MIT",
+}
+GENERAL_REALISTIC = {
+    "plugin_kind": "general",
+    "project_name": "Acme Scheduler Hooks",
+    "distribution_name": "acme.sglang-hooks_demo",
+    "example_hooks": ["before", "after", "replace_class"],
+    "description": 'Hooks for "SGLang" \\ with Zoë’s ✓ and 🚀',
+    "author_name": "Zoë Example",
+    "license": "BSD-3-Clause",
+}
+#: What the defaults put in a package, which realistic answers replace everywhere.
+DEFAULT_PLACEHOLDERS = ("mydevice", "SGLang Example Hooks", "sglang_example_hooks", "sglang-example-hooks",
+                        "SGLang Plugin Author", "example.org")
+
+#: The template as it was before packages bound to SGLang where it is installed (host_api=runtime by default,
+#: the diffusion class in platform.py): the "older tag" of the update test. A commit of main.
+OLDER_TEMPLATE_COMMIT = "1bdf9f520dc438238357e87c1035d7e8574cc9e2"
 
 
 def copy_template(destination: Path) -> Path:
@@ -35,13 +68,15 @@ def copy_template(destination: Path) -> Path:
     return destination
 
 
-def render_template(template: Path, destination: Path, **answers: Any) -> Path:
-    """Render ``template`` into ``destination`` with ``answers`` (defaults for the rest), as a user would."""
+def render_template(template: Path, destination: Path, *, vcs_ref: str | None = None, **answers: Any) -> Path:
+    """Render ``template`` into ``destination`` with ``answers`` (defaults for the rest), as a user would;
+    ``vcs_ref`` picks the version of a git template (Copier's default: the newest tag)."""
     from copier import run_copy
 
     run_copy(
         str(template),
         destination,
+        vcs_ref=vcs_ref,
         data=answers,
         defaults=True,
         unsafe=False,
@@ -118,3 +153,120 @@ def git(cwd: Path, *args: str) -> str:
         GIT_COMMITTER_EMAIL="tests@example.org",
     )
     return run(["git", *args], cwd=cwd, env=env).stdout
+
+
+def project_version() -> str:
+    """``version`` in this repository's pyproject.toml."""
+    import tomllib
+
+    return tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+
+
+def working_tree_files() -> list[str]:
+    """The files of this checkout as a commit of it would hold them: tracked and untracked, minus ignored."""
+    out = run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO_ROOT).stdout
+    return sorted(name for name in set(out.split("\0")) if name and (REPO_ROOT / name).is_file())
+
+
+def snapshot_repository(destination: Path, *, older_tag: str, current_tag: str) -> Path:
+    """A clone of this repository with ``older_tag`` on :data:`OLDER_TEMPLATE_COMMIT` and ``current_tag`` on a
+    commit holding the working tree as it is (so uncommitted changes are what is tested)."""
+    run(["git", "clone", "--quiet", "--no-local", REPO_ROOT, destination], env=clean_env())
+    if run(["git", "cat-file", "-e", f"{OLDER_TEMPLATE_COMMIT}^{{commit}}"], cwd=destination, check=False).returncode:
+        pytest.fail(
+            f"commit {OLDER_TEMPLATE_COMMIT} (the older template) is not in this clone's history; the update "
+            "test needs the full history (git fetch --unshallow)",
+            pytrace=False,
+        )
+    git(destination, "tag", older_tag, OLDER_TEMPLATE_COMMIT)
+    for path in destination.iterdir():
+        if path.name != ".git":
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    for name in working_tree_files():
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO_ROOT / name, target)
+    git(destination, "add", "-A")
+    git(destination, "commit", "--quiet", "--allow-empty", "-m", "the working tree under test")
+    git(destination, "tag", current_tag)
+    return destination
+
+
+# ---------------------------------------------------------------------------------------------------------
+# GitHub Actions workflows: the `run` steps of a job, run as a runner would
+# ---------------------------------------------------------------------------------------------------------
+
+_EXPRESSION = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
+
+
+@dataclass(frozen=True)
+class WorkflowStep:
+    name: str
+    run: str
+    env: dict[str, str]
+
+
+def workflow_job(path: Path, job: str) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8"))["jobs"][job]
+
+
+def workflow_run_steps(path: Path, job: str, expressions: Mapping[str, str] = {}) -> list[WorkflowStep]:
+    """The steps of ``job`` that run commands, in order, with ``${{ ... }}`` replaced from ``expressions``.
+
+    ``uses:`` steps (checkout, setup-python, artifacts) are the caller's to provide; an expression the caller
+    does not give is an error, so a workflow that starts depending on more context fails here, visibly.
+    """
+
+    def substitute(text: str) -> str:
+        def value(match: re.Match[str]) -> str:
+            if match.group(1) not in expressions:
+                raise AssertionError(f"{path}: no value for the expression {match.group(0)!r} in job {job!r}")
+            return expressions[match.group(1)]
+
+        return _EXPRESSION.sub(value, text)
+
+    steps = []
+    for index, step in enumerate(workflow_job(path, job)["steps"]):
+        if "run" in step:
+            env = {key: substitute(str(v)) for key, v in (step.get("env") or {}).items()}
+            steps.append(WorkflowStep(step.get("name", f"step {index}"), substitute(step["run"]), env))
+    return steps
+
+
+def run_workflow_step(
+    step: WorkflowStep, *, venv: VirtualEnv, cwd: Path, env: Mapping[str, str] = {}, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run one step as GitHub's runner does (``bash -e -o pipefail``), with ``venv`` as the set-up Python."""
+    bin_dir = venv.python.parent
+    step_env = clean_env(
+        PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        VIRTUAL_ENV=str(venv.path),
+        **env,
+        **step.env,
+    )
+    result = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", step.run],
+        cwd=cwd, env=step_env, capture_output=True, text=True, check=False,
+    )
+    if check and result.returncode != 0:
+        pytest.fail(
+            f"workflow step {step.name!r} failed ({result.returncode}) in {cwd}\n--- run ---\n{step.run}\n"
+            f"--- stdout ---\n{result.stdout[-6000:]}\n--- stderr ---\n{result.stderr[-6000:]}",
+            pytrace=False,
+        )
+    return result
+
+
+def simple_index(root: Path, *distributions: Path) -> str:
+    """A PEP 503 package index on disk serving ``distributions`` (wheels, sdists); its ``file://`` URL."""
+    for dist in distributions:
+        project = re.sub(r"[-_.]+", "-", dist.name.split("-")[0]).lower()
+        folder = root / "simple" / project
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(dist, folder / dist.name)
+    for folder in (root / "simple").iterdir():
+        links = "".join(f'<a href="{f.name}">{f.name}</a>\n' for f in sorted(folder.iterdir()) if f.name != "index.html")
+        (folder / "index.html").write_text(f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n")
+    return (root / "simple").as_uri()

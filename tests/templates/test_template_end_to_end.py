@@ -1,90 +1,161 @@
-"""End to end, per kind: render, ``pip install -e`` into a real venv, the project's own tests pass,
-``python -m build`` gives an sdist and a wheel with the entry points, and the runtime discovers the plugin.
+"""End to end, as a vendor's CI runs it: generated packages pass their own workflow on a clean machine.
 
-One venv per kind for the whole run (shared by the xdist workers through ``build_once``); only the platform
-venv gets torch (``torch==2.13.0``, the CPU build), as a vendor's CI would.
+Each case renders the template from a tagged git clone of this repository (``kit_repository``), the way a vendor
+generates it, then runs the ``run`` steps of the generated ``.github/workflows/ci.yml`` -- read from that file -- in
+a fresh venv standing in for ``actions/setup-python``, in a copy of the project standing in for ``actions/checkout``:
+install, test, ``sglang-plugins list``, build. Two situations:
+
+- today: the runtime is on no index; the workflow installs it from the kit's repository (``runtime_source``,
+  derived from where the package was generated, pinned to the template's tag);
+- after publication: ``runtime_source`` is empty and the runtime wheel the release workflow built is served by a
+  local package index; ``pip install -e ".[test]"`` resolves it from there.
+
+Defaults and realistic answers, each kind in each situation. One venv per case for the whole run (shared by the
+xdist workers through ``build_once``); the other tests below reuse them.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import tarfile
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from template_support import IGNORE, TORCH_REQUIREMENT, VirtualEnv, render_template
+from conftest import RUNNER_PIP_ENV
+from template_support import (
+    GENERAL_REALISTIC,
+    PLATFORM_REALISTIC,
+    VirtualEnv,
+    render_template,
+    run_workflow_step,
+    simple_index,
+    workflow_job,
+    workflow_run_steps,
+)
 
-PLATFORM_GROUP = pytest.mark.xdist_group("templates-e2e-platform")  # a hint; build_once shares the venv anyway
-GENERAL_GROUP = pytest.mark.xdist_group("templates-e2e-general")
 pytestmark = pytest.mark.slow
 
-GENERAL_DESCRIPTION = 'Hooks for "SGLang" \\ with Zoë’s ✓ and 🚀'
+GENERAL_DESCRIPTION = GENERAL_REALISTIC["description"]
+CASES: dict[str, tuple[dict[str, Any], bool]] = {
+    # name: (answers, published)
+    "platform-defaults-today": ({"plugin_kind": "platform"}, False),
+    "platform-realistic-published": (PLATFORM_REALISTIC, True),
+    "general-defaults-published": ({"plugin_kind": "general"}, True),
+    "general-realistic-today": (GENERAL_REALISTIC, False),
+}
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 
 
 @dataclass
-class Installed:
+class CIRun:
     venv: VirtualEnv
-    project: Path
+    checkout: Path
     answers: dict[str, Any]
+    published: bool
+    outputs: dict[str, str] = field(default_factory=dict)
 
     @property
     def package(self) -> str:
         return self.answers["package_name"]
 
+    @property
+    def workflow(self) -> Path:
+        return self.checkout / ".github" / "workflows" / "ci.yml"
 
-def _install(
-    build_once: Callable[..., dict[str, Any]],
-    make_venv: Callable[..., VirtualEnv],
-    template_dir: Path,
-    name: str,
-    *extra: str,
-    **answers: Any,
-) -> Installed:
-    """Render and install once per test run (shared by the xdist workers)."""
+
+def _pip_extra_index(index_url: str) -> str:
+    """``index_url`` in front of this machine's own extra indexes (an environment variable replaces them)."""
+    configured = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.extra-index-url"],
+        capture_output=True, text=True, check=False,
+    )
+    return " ".join([index_url, *configured.stdout.split()]) if configured.returncode == 0 else index_url
+
+
+def _ci_run(request: pytest.FixtureRequest, name: str) -> CIRun:
+    build_once: Callable[..., dict[str, Any]] = request.getfixturevalue("build_once")
+    kit: dict[str, str] = request.getfixturevalue("kit_repository")
+    answers, published = CASES[name]
+    released = request.getfixturevalue("released_runtime") if published else None
 
     def build(folder: Path) -> dict[str, Any]:
         import yaml
 
-        project = render_template(template_dir, folder / "project", **answers)
-        venv = make_venv(name, *extra, "build", "-e", f"{project}[test]", location=folder / "venv")
-        recorded = yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))
-        return {"venv": str(venv.path), "project": str(project), "answers": recorded}
+        data = dict(answers, **({"runtime_source": ""} if published else {}))
+        project = render_template(Path(kit["path"]), folder / "generated", vcs_ref=kit["current"], **data)
+        checkout = folder / "checkout"  # actions/checkout: the project's files, fresh
+        shutil.copytree(project, checkout)
+        runner = VirtualEnv(folder / "setup-python")  # actions/setup-python: a clean Python
+        workflow = checkout / ".github" / "workflows" / "ci.yml"
+        assert PYTHON in workflow_job(workflow, "test")["strategy"]["matrix"]["python-version"]
+        env = dict(RUNNER_PIP_ENV)
+        if released is not None:
+            wheel = next(p for p in released["dist"] if p.endswith(".whl"))
+            env["PIP_EXTRA_INDEX_URL"] = _pip_extra_index(simple_index(folder / "index", Path(wheel)))
+        outputs = {}
+        for step in workflow_run_steps(workflow, "test", {"matrix.python-version": PYTHON}):
+            result = run_workflow_step(step, venv=runner, cwd=checkout, env=env)
+            outputs[step.name] = result.stdout + result.stderr
+        recorded = yaml.safe_load((checkout / ".copier-answers.yml").read_text(encoding="utf-8"))
+        return {"venv": str(runner.path), "checkout": str(checkout), "answers": recorded, "outputs": outputs}
 
-    result = build_once(f"e2e-{name}", build)
-    return Installed(VirtualEnv.existing(Path(result["venv"])), Path(result["project"]), result["answers"])
+    result = build_once(f"ci-{name}", build)
+    return CIRun(VirtualEnv.existing(Path(result["venv"])), Path(result["checkout"]), result["answers"], published,
+                 result["outputs"])
 
 
-@pytest.fixture(scope="session")
-def platform_install(build_once, make_venv, template_dir) -> Installed:
-    return _install(build_once, make_venv, template_dir, "platform", TORCH_REQUIREMENT, plugin_kind="platform")
+#: The xdist group of each situation: its cases' tests run on one worker, which builds their venvs (the release
+#: workflow's build, which the published cases need, runs in the same group), so no worker waits on another's build.
+TODAY_GROUP = pytest.mark.xdist_group("templates-ci-today")
+PUBLISHED_GROUP = pytest.mark.xdist_group("templates-ci-published")
 
 
-@pytest.fixture(scope="session")
-def general_install(build_once, make_venv, template_dir) -> Installed:
-    return _install(
-        build_once, make_venv, template_dir, "general", plugin_kind="general",
-        distribution_name="acme.sglang-hooks_demo", description=GENERAL_DESCRIPTION,
+def _cases(published: bool | None = None) -> list[Any]:
+    return [pytest.param(name, marks=PUBLISHED_GROUP if pub else TODAY_GROUP)
+            for name, (_, pub) in sorted(CASES.items()) if published is None or pub == published]
+
+
+EVERY_CASE = pytest.mark.parametrize("ci_run", _cases(), indirect=True)
+TODAY_CASES = pytest.mark.parametrize("ci_run", _cases(published=False), indirect=True)
+PUBLISHED_CASES = pytest.mark.parametrize("ci_run", _cases(published=True), indirect=True)
+
+
+@pytest.fixture
+def ci_run(request: pytest.FixtureRequest) -> CIRun:
+    return _ci_run(request, request.param)
+
+
+@pytest.fixture
+def platform_defaults(request: pytest.FixtureRequest) -> CIRun:
+    return _ci_run(request, "platform-defaults-today")
+
+
+@pytest.fixture
+def general_realistic(request: pytest.FixtureRequest) -> CIRun:
+    return _ci_run(request, "general-realistic-today")
+
+
+
+def _installed_runtime(run: CIRun) -> dict[str, Any]:
+    code = (
+        "import json\nfrom importlib.metadata import distribution\n"
+        "d = distribution('sglang-plugin-runtime')\n"
+        "print(json.dumps({'version': d.version, 'direct_url': d.read_text('direct_url.json'),\n"
+        "    'init': (d.locate_file('sglang_plugin_runtime/__init__.py')).read_text()}))\n"
     )
+    return json.loads(run.venv.run("-c", code).stdout)
 
 
-def _own_tests_pass(installed: Installed) -> None:
-    result = installed.venv.run("-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=installed.project)
-    assert " passed" in result.stdout and " failed" not in result.stdout, result.stdout
-
-
-def _build(installed: Installed, tmp_path: Path) -> tuple[Path, Path]:
-    # Build a clean copy, as a CI checkout would be (the installed project has egg-info and caches).
-    source = tmp_path / "src"
-    shutil.copytree(installed.project, source, ignore=IGNORE)
-    installed.venv.run("-m", "build", "--outdir", tmp_path / "dist", source)
-    (wheel,) = (tmp_path / "dist").glob("*.whl")
-    (sdist,) = (tmp_path / "dist").glob("*.tar.gz")
-    return wheel, sdist
+def _wheel(run: CIRun) -> Path:
+    (wheel,) = (run.checkout / "dist").glob("*.whl")
+    return wheel
 
 
 def _wheel_names(wheel: Path) -> list[str]:
@@ -98,35 +169,84 @@ def _wheel_entry_points(wheel: Path) -> str:
         return archive.read(name).decode("utf-8")
 
 
-# ---- platform --------------------------------------------------------------------------------------------
+# ---- every case: the workflow's own steps ------------------------------------------------------------------
 
 
-@PLATFORM_GROUP
-def test_platform_package_passes_its_own_tests(platform_install: Installed) -> None:
-    _own_tests_pass(platform_install)
+@EVERY_CASE
+def test_generated_workflow_passes_on_a_clean_machine(ci_run: CIRun) -> None:
+    assert list(ci_run.outputs) == ["Install", "Test", "Check what the runtime discovers", "Build"]
+    summary = ci_run.outputs["Test"].strip().splitlines()[-1]
+    assert " passed" in summary and "failed" not in summary and "error" not in summary, ci_run.outputs["Test"]
 
 
-@PLATFORM_GROUP
-def test_platform_wheel_has_entry_points_and_py_typed_and_no_caches(
-    platform_install: Installed, tmp_path: Path
+@EVERY_CASE
+def test_own_tests_run_without_warnings_or_skips(ci_run: CIRun) -> None:
+    # docs/getting-started.md says so: the NumPy warning of the CPU torch build is filtered in pyproject.toml.
+    summary = ci_run.outputs["Test"].strip().splitlines()[-1]
+    assert "warning" not in summary and "skipped" not in summary, summary
+
+
+@EVERY_CASE
+def test_workflow_lists_the_plugin_the_runtime_discovers(ci_run: CIRun) -> None:
+    assert ci_run.answers["entry_point_name"] in ci_run.outputs["Check what the runtime discovers"]
+
+
+@TODAY_CASES
+def test_today_the_runtime_comes_from_the_kit_repository_at_the_template_tag(ci_run: CIRun) -> None:
+    direct_url = json.loads(_installed_runtime(ci_run)["direct_url"])
+    # Derived from where the package was generated: the kit's git repository, at the tag it was generated from.
+    assert ci_run.answers["runtime_source"] == "git+" + direct_url["url"]
+    assert direct_url["url"].startswith("file://") and direct_url["vcs_info"]["vcs"] == "git"
+    assert direct_url["vcs_info"]["requested_revision"] == ci_run.answers["_commit"]
+
+
+@PUBLISHED_CASES
+def test_after_publication_the_runtime_comes_from_the_index(
+    ci_run: CIRun, released_runtime: dict[str, Any]
 ) -> None:
-    wheel, sdist = _build(platform_install, tmp_path)
+    assert ci_run.answers["runtime_source"] == ""
+    assert "sglang-plugin-runtime @" not in ci_run.workflow.read_text(encoding="utf-8")
+    installed = _installed_runtime(ci_run)
+    assert installed["direct_url"] is None  # resolved from an index, not installed from a URL
+    wheel = next(Path(p) for p in released_runtime["dist"] if p.endswith(".whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        assert installed["init"] == archive.read("sglang_plugin_runtime/__init__.py").decode("utf-8")
+
+
+@EVERY_CASE
+def test_workflow_build_gives_a_wheel_with_the_entry_points_and_no_caches(ci_run: CIRun) -> None:
+    wheel = _wheel(ci_run)
     names = _wheel_names(wheel)
-    package = platform_install.package
+    package, entry_point = ci_run.package, ci_run.answers["entry_point_name"]
     assert f"{package}/py.typed" in names
-    assert {f"{package}/{m}.py" for m in ("__init__", "device", "platform")} <= set(names)
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or n.startswith("tests/")]
-    entry_points = _wheel_entry_points(wheel)
-    assert f"[sglang.srt.platforms]\nmydevice = {package}:activate" in entry_points
-    assert f"[sglang.multimodal_gen.platforms]\nmydevice = {package}:activate_mm" in entry_points
+    group = "sglang.srt.platforms" if ci_run.answers["plugin_kind"] == "platform" else "sglang.srt.plugins"
+    function = "activate" if group == "sglang.srt.platforms" else "register"
+    assert f"[{group}]\n{entry_point} = {package}:{function}" in _wheel_entry_points(wheel)
+    (sdist,) = (ci_run.checkout / "dist").glob("*.tar.gz")
     with tarfile.open(sdist) as archive:
         assert any(n.endswith("/pyproject.toml") for n in archive.getnames())
 
 
-@PLATFORM_GROUP
-def test_runtime_discovers_the_platform_and_falls_back_without_hardware(
-    platform_install: Installed,
-) -> None:
+@EVERY_CASE
+def test_wheel_ships_the_license_the_answers_name(ci_run: CIRun) -> None:
+    names = _wheel_names(_wheel(ci_run))
+    assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+
+
+# ---- platform, default answers --------------------------------------------------------------------------
+
+
+@TODAY_GROUP
+def test_platform_wheel_has_its_modules(platform_defaults: CIRun) -> None:
+    names = _wheel_names(_wheel(platform_defaults))
+    package = platform_defaults.package
+    assert {f"{package}/{m}.py" for m in ("__init__", "host", "device", "platform")} <= set(names)
+    assert f"{package}/diffusion.py" not in names  # with_mm_platform is off by default
+
+
+@TODAY_GROUP
+def test_runtime_discovers_the_platform_and_falls_back_without_hardware(platform_defaults: CIRun) -> None:
     code = (
         "import json\n"
         "from sglang_plugin_runtime.platforms import current_platform, current_platform_selection\n"
@@ -134,17 +254,16 @@ def test_runtime_discovers_the_platform_and_falls_back_without_hardware(
         "print(json.dumps({'rule': selection.rule, 'platform': type(current_platform).__name__,\n"
         "    'activations': [a.to_dict() for a in selection.activations]}))\n"
     )
-    result = platform_install.venv.run("-c", code)
-    report = json.loads(result.stdout.strip().splitlines()[-1])
+    report = json.loads(platform_defaults.venv.run("-c", code).stdout.strip().splitlines()[-1])
     (mine,) = [a for a in report["activations"] if a["plugin"] == "mydevice"]
     assert mine["distribution"] == "sglang-mydevice-platform"
     assert mine["status"] == "unavailable"
     assert report["rule"] == "fallback"
 
 
-@PLATFORM_GROUP
-def test_runtime_refuses_the_named_platform_without_hardware(platform_install: Installed) -> None:
-    result = platform_install.venv.run(
+@TODAY_GROUP
+def test_runtime_refuses_the_named_platform_without_hardware(platform_defaults: CIRun) -> None:
+    result = platform_defaults.venv.run(
         "-c", "from sglang_plugin_runtime.platforms import current_platform; print(current_platform)",
         check=False, SGLANG_PLATFORM="mydevice",
     )
@@ -152,45 +271,46 @@ def test_runtime_refuses_the_named_platform_without_hardware(platform_install: I
     assert "mydevice" in result.stderr
 
 
-# ---- general ---------------------------------------------------------------------------------------------
+@TODAY_GROUP
+def test_activate_logs_under_the_package_name_once(platform_defaults: CIRun) -> None:
+    code = (
+        "import logging\n"
+        "logging.basicConfig(level=logging.DEBUG, format='%(name)s| %(message)s')\n"
+        "from sglang_mydevice_platform import activate\n"
+        "print(activate())\n"
+    )
+    result = platform_defaults.venv.run("-c", code)
+    (line,) = [ln for ln in result.stderr.splitlines() if "is not installed" in ln]
+    assert line == "sglang_mydevice_platform| backend module 'torch_mydevice' is not installed"
 
 
-@GENERAL_GROUP
-def test_general_package_passes_its_own_tests(general_install: Installed) -> None:
-    _own_tests_pass(general_install)
+@TODAY_GROUP
+def test_the_package_builds_on_the_runtime_where_sglang_is_absent(platform_defaults: CIRun) -> None:
+    code = "from sglang_mydevice_platform.host import HOST_PACKAGE, SGLANG_INSTALLED; print(HOST_PACKAGE, SGLANG_INSTALLED)"
+    assert platform_defaults.venv.run("-c", code).stdout.split() == ["sglang_plugin_runtime", "False"]
 
 
-@GENERAL_GROUP
-def test_general_wheel_has_the_plugin_entry_point_and_py_typed_and_no_caches(
-    general_install: Installed, tmp_path: Path
-) -> None:
-    wheel, _ = _build(general_install, tmp_path)
-    names = _wheel_names(wheel)
-    package = general_install.package
-    assert f"{package}/py.typed" in names
-    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
-    entry_point = general_install.answers["entry_point_name"]
-    assert f"[sglang.srt.plugins]\n{entry_point} = {package}:register" in _wheel_entry_points(wheel)
+# ---- general, realistic answers -------------------------------------------------------------------------
 
 
-@GENERAL_GROUP
-def test_installed_metadata_keeps_an_unusual_description(general_install: Installed) -> None:
+@TODAY_GROUP
+def test_installed_metadata_keeps_an_unusual_description(general_realistic: CIRun) -> None:
     code = (
         "import json\nfrom importlib.metadata import metadata\n"
         "print(json.dumps(metadata('acme.sglang-hooks_demo')['Summary']))\n"
     )
-    assert json.loads(general_install.venv.run("-c", code).stdout) == GENERAL_DESCRIPTION
+    assert json.loads(general_realistic.venv.run("-c", code).stdout) == GENERAL_DESCRIPTION
 
 
-@GENERAL_GROUP
-def test_runtime_loads_the_general_plugin_and_applies_its_hooks(general_install: Installed) -> None:
-    package = general_install.package
+@TODAY_GROUP
+def test_runtime_loads_the_general_plugin_and_applies_its_hooks(general_realistic: CIRun) -> None:
+    package = general_realistic.package
     code = (
         "from sglang_plugin_runtime.plugins import load_plugins\n"
         "load_plugins()\n"
-        f"from {package}.example_target import Sampler, count_tokens\n"
-        f"from {package}.hooks import TieBreakingSampler\n"
-        "print(count_tokens('a b c'), Sampler is TieBreakingSampler)\n"
+        f"from {package}.example_target import LRUEvictionPolicy, count_tokens, normalize_prompt\n"
+        f"from {package}.hooks import KeepBaseModelEvictionPolicy\n"
+        "print(count_tokens('a b c'), repr(normalize_prompt(' x ')), LRUEvictionPolicy is KeepBaseModelEvictionPolicy)\n"
     )
-    result = general_install.venv.run("-c", code, SGLANG_PLUGINS_STRICT="1")
-    assert result.stdout.split() == ["4", "True"]
+    result = general_realistic.venv.run("-c", code, SGLANG_PLUGINS_STRICT="1")
+    assert result.stdout.split() == ["4", "'x'", "True"]

@@ -12,13 +12,21 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tomllib
 import yaml
-from template_support import HOST_API_PACKAGES, HOST_REQUIREMENTS, REPO_ROOT, Render
+from template_support import (
+    DEFAULT_PLACEHOLDERS,
+    GENERAL_REALISTIC,
+    HOST_REQUIREMENTS,
+    PLATFORM_REALISTIC,
+    REPO_ROOT,
+    Render,
+    render_template,
+)
 
 UNUSUAL_TEXT = 'Runs "SGLang" on C:\\npu\\ — Zoë’s 🚀 backend <fast> & {braces} {{ not jinja }} \'quoted\''
 
@@ -85,6 +93,10 @@ CASES: dict[str, dict[str, Any]] = {
     },
     "general-sglang-host": {"plugin_kind": "general", "host_api": "sglang"},
     "general-sglang-host-one-hook": {"plugin_kind": "general", "host_api": "sglang", "example_hooks": ["around_timer"]},
+    "platform-with-diffusion": {"plugin_kind": "platform", "with_mm_platform": True, "license": "BSD-3-Clause"},
+    "platform-realistic": PLATFORM_REALISTIC,
+    "general-realistic": GENERAL_REALISTIC,
+    "general-runtime-from-the-index": {"plugin_kind": "general", "runtime_source": ""},
 }
 
 _RENDERED: dict[str, Path] = {}
@@ -159,18 +171,36 @@ def test_sglang_host_tests_need_the_testing_kit(case: tuple[dict[str, Any], Path
     _, project = case
     recorded = _answers(project)
     test_extra = _pyproject(project)["project"]["optional-dependencies"]["test"]
-    assert (HOST_REQUIREMENTS["runtime"] in test_extra) == (recorded["host_api"] == "sglang")
+    assert (HOST_REQUIREMENTS["auto"] in test_extra) == (recorded["host_api"] == "sglang")
 
 
-def test_package_code_imports_only_the_chosen_host_api(case: tuple[dict[str, Any], Path]) -> None:
+def _imports(path: Path) -> list[str]:
+    return re.findall(r"(?m)^\s*(?:from|import) ([\w.]+)", path.read_text(encoding="utf-8"))
+
+
+def _is_host_api(module: str) -> bool:
+    return module in {"sglang", "sglang_plugin_runtime"} or module.startswith(("sglang.", "sglang_plugin_runtime."))
+
+
+def test_only_host_py_imports_sglang_or_the_runtime(case: tuple[dict[str, Any], Path]) -> None:
+    _, project = case
+    package = project / _answers(project)["package_name"]
+    for path in sorted(package.rglob("*.py")):
+        if path.name != "host.py":
+            assert not [m for m in _imports(path) if _is_host_api(m)], path
+
+
+def test_host_py_binds_to_what_is_installed_unless_pinned_to_sglang(case: tuple[dict[str, Any], Path]) -> None:
     _, project = case
     recorded = _answers(project)
-    chosen = HOST_API_PACKAGES[recorded["host_api"]]
-    (other,) = set(HOST_API_PACKAGES.values()) - {chosen}
-    imports = []
-    for path in sorted((project / recorded["package_name"]).rglob("*.py")):
-        imports += re.findall(r"(?m)^\s*(?:from|import) ([\w.]+)", path.read_text(encoding="utf-8"))
-    assert not [name for name in imports if name == other or name.startswith(other + ".")]
+    host = project / recorded["package_name"] / "host.py"
+    imported = {m.split(".")[0] for m in _imports(host) if _is_host_api(m)}
+    if recorded["host_api"] == "sglang":
+        assert imported == {"sglang"}
+    else:
+        assert imported == {"sglang", "sglang_plugin_runtime"}
+        text = host.read_text(encoding="utf-8")
+        assert 'importlib.util.find_spec("sglang")' in text and "except ImportError" not in text
 
 
 @pytest.mark.parametrize("name", ["platform-defaults", "platform-sglang-host"])
@@ -179,7 +209,7 @@ def test_platform_tests_check_conformance_directly(render: Render, name: str) ->
     project = _RENDERED.get(name) or render(**CASES[name])
     text = (project / "tests" / "test_platform.py").read_text(encoding="utf-8")
     assert "from sglang_plugin_runtime.testing import assert_platform_conformance\n" in text
-    assert "assert_platform_conformance(platform_class)" in text
+    assert "assert_platform_conformance(MydeviceSRTPlatform)" in text
     assert "type(cls.__name__" not in text and "twin" not in text
 
 
@@ -190,7 +220,8 @@ def test_answers_file_records_questions_but_not_derived_values(
     recorded = _answers(project)
     for key, value in answers.items():
         assert recorded[key] == value
-    assert not {"class_prefix", "runtime_requirement", "torch_backend_key"} & set(recorded)
+    assert not {"class_prefix", "runtime_requirement", "torch_backend_key", "runtime_ref", "runtime_pip_requirement",
+                "runtime_source_is_local", "contract_docs_url"} & set(recorded)
     assert "_src_path" in recorded
 
 
@@ -268,6 +299,24 @@ def test_platform_without_mm_has_no_diffusion_class(render: Render) -> None:
     package = project / _answers(project)["package_name"]
     assert "MMPlatform" not in (package / "platform.py").read_text(encoding="utf-8")
     assert "activate_mm" not in (package / "__init__.py").read_text(encoding="utf-8")
+    assert not (package / "diffusion.py").exists() and not (project / "tests" / "test_diffusion.py").exists()
+
+
+def test_platform_with_diffusion_keeps_it_in_its_own_module(render: Render) -> None:
+    project = _RENDERED.get("platform-with-diffusion") or render(**CASES["platform-with-diffusion"])
+    package = project / _answers(project)["package_name"]
+    assert "class MydeviceMMPlatform(MMPlatform, MydeviceDeviceMixin):" in (package / "diffusion.py").read_text(
+        encoding="utf-8"
+    )
+    assert "MMPlatform" not in (package / "platform.py").read_text(encoding="utf-8")
+    assert 'MM_PLATFORM_CLASS = "sglang_mydevice_platform.diffusion.MydeviceMMPlatform"' in (
+        package / "__init__.py"
+    ).read_text(encoding="utf-8")
+
+
+def test_diffusion_platform_is_off_by_default(render: Render) -> None:
+    project = _RENDERED.get("platform-defaults") or render(**CASES["platform-defaults"])
+    assert _answers(project)["with_mm_platform"] is False
 
 
 @pytest.mark.parametrize("hook", ["before", "after", "around_timer", "replace_class"])
@@ -278,10 +327,28 @@ def test_general_package_ships_only_the_chosen_example_hooks(render: Render, hoo
         "around_timer": "@plugin_hook",
         "replace_class": "HookType.REPLACE",
     }
+    stand_ins = {
+        "before": "normalize_prompt",
+        "after": "count_tokens",
+        "around_timer": "Scheduler",
+        "replace_class": "LRUEvictionPolicy",
+    }
     project = _RENDERED.get(f"general-only-{hook}") or render(plugin_kind="general", example_hooks=[hook])
     hooks_py = (project / "sglang_example_hooks" / "hooks.py").read_text(encoding="utf-8")
     for other, marker in markers.items():
         assert (marker in hooks_py) == (other == hook), (other, marker)
+    namespace: dict[str, Any] = {}
+    exec(compile((project / "sglang_example_hooks" / "example_target.py").read_text(encoding="utf-8"), "et", "exec"),
+         namespace)
+    assert namespace["__all__"] == [stand_ins[hook]]
+
+
+def test_general_package_without_examples_has_no_stand_ins(render: Render) -> None:
+    project = _RENDERED.get("general-dotted-dashed-no-hooks") or render(**CASES["general-dotted-dashed-no-hooks"])
+    package = project / _answers(project)["package_name"]
+    assert not (package / "example_target.py").exists()
+    assert not (project / "tests" / "isolated_hooks.py").exists()
+    assert "example_target" not in "".join(p.read_text(encoding="utf-8") for p in project.rglob("*.py"))
 
 
 def test_class_prefix_is_derived_from_the_device_name(render: Render) -> None:
@@ -290,3 +357,238 @@ def test_class_prefix_is_derived_from_the_device_name(render: Render) -> None:
     )
     platform_py = (project / _answers(project)["package_name"] / "platform.py").read_text(encoding="utf-8")
     assert "class Gaudi2XSRTPlatform(SRTPlatform, Gaudi2XDeviceMixin):" in platform_py
+
+
+
+# ---- every generated file carries the answers --------------------------------------------------------------
+
+
+def test_description_and_author_are_derived_from_the_answers(render: Render) -> None:
+    platform = _answers(_RENDERED.get("platform-defaults") or render(**CASES["platform-defaults"]))
+    assert platform["description"] == (
+        'Runs SGLang on mydevice hardware (torch device type "mydevice") as a platform plugin'
+    )
+    assert platform["author_name"] == "SGLang MyDevice Platform authors"
+    general = _answers(_RENDERED.get("general-defaults") or render(**CASES["general-defaults"]))
+    assert general["description"].startswith("SGLang Example Hooks: ")
+    assert general["author_name"] == "SGLang Example Hooks authors"
+
+
+def test_derived_author_drops_what_the_metadata_cannot_carry(template_dir: Path, tmp_path: Path) -> None:
+    project = render_template(template_dir, tmp_path / "out", project_name="Acme, Inc. <NPU> Team @ Home")
+    assert _answers(project)["author_name"] == "Acme Inc. NPU Team Home authors"
+
+
+@pytest.mark.parametrize("name", ["platform-realistic", "general-realistic"])
+def test_realistic_answers_leave_no_default_placeholder(render: Render, name: str) -> None:
+    project = _RENDERED.get(name) or render(**CASES[name])
+    for path in _files(project):
+        text = path.read_text(encoding="utf-8").lower()
+        for placeholder in DEFAULT_PLACEHOLDERS:
+            assert placeholder.lower() not in text, (path, placeholder)
+
+
+LICENSE_FIRST_LINES = {"Apache-2.0": "Apache License", "MIT": "MIT License", "BSD-3-Clause": "BSD 3-Clause License"}
+
+
+def test_license_file_matches_the_license_answer(case: tuple[dict[str, Any], Path]) -> None:
+    _, project = case
+    recorded = _answers(project)
+    license_file = project / "LICENSE"
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    if recorded["license"] == "LicenseRef-Proprietary":
+        assert not license_file.exists()
+        assert _pyproject(project)["project"]["license-files"] == []
+        assert "License: proprietary" in readme and "No license file is generated" in readme
+        return
+    text = license_file.read_text(encoding="utf-8")
+    assert text.lstrip().startswith(LICENSE_FIRST_LINES[recorded["license"]])
+    assert _pyproject(project)["project"]["license-files"] == ["LICENSE"]
+    assert f"License: {recorded['license']}, see [LICENSE](LICENSE)" in readme
+    if recorded["license"] == "Apache-2.0":
+        assert text == (REPO_ROOT / "LICENSE").read_text(encoding="utf-8")  # the full text, verbatim
+    else:
+        assert f"Copyright (c) {recorded['author_name']}\n" in text
+
+
+def test_general_package_has_no_platform_leftovers(case: tuple[dict[str, Any], Path]) -> None:
+    _, project = case
+    if _answers(project)["plugin_kind"] != "general":
+        return
+    pyproject = (project / "pyproject.toml").read_text(encoding="utf-8")
+    assert "torch" not in pyproject and "NumPy" not in pyproject and "filterwarnings" not in pyproject
+    for name in ("README.md", ".github/workflows/ci.yml"):
+        text = (project / name).read_text(encoding="utf-8")
+        assert "vendor's torch" not in text and "pytorch.org" not in text and "NumPy" not in text, name
+
+
+def test_no_example_imports_the_stand_ins_but_the_class_replace_base(case: tuple[dict[str, Any], Path]) -> None:
+    # The README says to delete example_target.py once the hooks point at SGLang: only the import it also says to
+    # change may use it, with the SGLang import to put there right above it.
+    _, project = case
+    recorded = _answers(project)
+    if recorded["plugin_kind"] != "general":
+        return
+    package = project / recorded["package_name"]
+    for path in sorted(package.glob("*.py")):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines):
+            if "example_target import" in line:
+                assert path.name == "hooks.py" and line == "from .example_target import LRUEvictionPolicy", line
+                assert lines[number - 1] == "# from sglang.srt.lora.eviction_policy import LRUEvictionPolicy"
+
+
+# ---- generated text: regression tests of the defects vendors noticed ---------------------------------------
+
+
+def _markdown_outside_code(text: str) -> list[tuple[int, str]]:
+    lines, inside = [], False
+    for number, line in enumerate(text.splitlines()):
+        if line.startswith("```"):
+            inside = not inside
+            continue
+        if not inside:
+            lines.append((number, line))
+    assert not inside, "unbalanced code fence"
+    return lines
+
+
+def test_readme_headings_follow_one_blank_line(case: tuple[dict[str, Any], Path]) -> None:
+    _, project = case
+    text = (project / "README.md").read_text(encoding="utf-8")
+    all_lines = text.splitlines()
+    for number, line in _markdown_outside_code(text):
+        if line.startswith("#") and number > 0:
+            assert all_lines[number - 1] == "" and all_lines[number - 2] != "", (number, line)
+    assert "\n\n\n" not in text
+
+
+def test_readme_code_blocks_put_comments_on_their_own_lines(case: tuple[dict[str, Any], Path]) -> None:
+    # A comment after a command cannot stay aligned once names of any length are filled in.
+    _, project = case
+    text = (project / "README.md").read_text(encoding="utf-8")
+    code = [line for line in text.splitlines() if line not in dict(_markdown_outside_code(text)).values()]
+    for line in code:
+        if not line.startswith(("#", "```")):
+            assert re.search(r"\s#\s", line) is None, line
+
+
+@pytest.mark.parametrize("device_name", ["acme_npu", "npu", "x", "Gaudi-2.x", "mydevice"])
+def test_the_device_name_never_follows_an_article(template_dir: Path, tmp_path: Path, device_name: str) -> None:
+    # Whether "a" or "an" fits depends on how a name is spoken, which the template cannot know: no text puts one.
+    project = render_template(template_dir, tmp_path / "out", device_name=device_name, with_mm_platform=True)
+    for path in _files(project):
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(rf"\b(a|an|A|An) {re.escape(device_name)}\b", text), path
+
+
+def test_log_messages_do_not_repeat_the_logger_name(case: tuple[dict[str, Any], Path]) -> None:
+    # Records carry logging.getLogger(__name__)'s name already; passing __name__ again doubled it in every line.
+    _, project = case
+    for path in _files(project):
+        if path.suffix == ".py":
+            assert not re.search(r"logger\.\w+\((?:[^()]|\([^()]*\))*__name__", path.read_text(encoding="utf-8")), path
+
+
+def test_getting_started_does_not_promise_a_warning_the_pyproject_filters() -> None:
+    text = (REPO_ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    assert "1 warning" not in text
+
+
+# ---- the platform README: what to override, and the contract ---------------------------------------------
+
+OVERRIDES_PROBE = """
+import importlib, importlib.util, json, sys
+sys.path.insert(0, sys.argv[1])
+from sglang_plugin_runtime.platforms import describe_contract
+package = sys.argv[2]
+classes = [c for c in (getattr(importlib.import_module(package + "." + m), n, None)
+           for m, n in (("device", sys.argv[3] + "DeviceMixin"), ("platform", sys.argv[3] + "SRTPlatform"),
+                        ("diffusion", sys.argv[3] + "MMPlatform"))
+           if importlib.util.find_spec(package + "." + m)) if c is not None]
+defined = sorted({n for c in classes for n in vars(c) if not n.startswith("_")} - {"device_name", "device_type"})
+contract = {}
+for c in classes[1:]:
+    for m in describe_contract(c):
+        contract[m.name] = {"status": m.status, "required": m.required}
+print(json.dumps({"defined": defined, "contract": contract}))
+"""
+
+
+@pytest.mark.parametrize("name", ["platform-defaults", "platform-with-diffusion"])
+def test_platform_readme_lists_each_override_with_its_contract_status(render: Render, name: str) -> None:
+    project = _RENDERED.get(name) or render(**CASES[name])
+    recorded = _answers(project)
+    prefix = "Mydevice"
+    probe = subprocess.run(
+        [sys.executable, "-c", OVERRIDES_PROBE, str(project), recorded["package_name"], prefix],
+        capture_output=True, text=True, check=True,
+    )
+    found = json.loads(probe.stdout)
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    rows = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(r"(?m)^\| `(\w+)` \| (today|reserved) \| (.*) \|$", readme)}
+    assert sorted(rows) == found["defined"]  # exactly what the classes override
+    for method, (called, why) in rows.items():
+        entry = found["contract"][method]
+        assert called == {"active": "today", "reserved": "reserved"}[entry["status"]], method
+        assert ("**required**" in why) == entry["required"], method
+    required = {n for n, entry in found["contract"].items() if entry["required"]}
+    assert required <= set(rows)  # every required member is overridden
+
+
+def test_platform_readme_links_the_contract_on_the_kits_repository(
+    kit_repository: dict[str, str], tmp_path: Path
+) -> None:
+    project = render_template(
+        Path(kit_repository["path"]), tmp_path / "out", vcs_ref=kit_repository["current"],
+        runtime_source="git+https://github.com/acme/sglang-plugin-kit.git",
+    )
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    expected = f"https://github.com/acme/sglang-plugin-kit/blob/{kit_repository['current']}/docs/platform-contract.md"
+    assert expected in readme
+    assert (REPO_ROOT / "docs" / "platform-contract.md").is_file()
+
+
+# ---- where the package gets the runtime --------------------------------------------------------------------
+
+
+def _ci_install(project: Path) -> str:
+    return (project / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
+
+
+def test_runtime_source_defaults_to_the_template_folder(render: Render, template_dir: Path) -> None:
+    project = _RENDERED.get("platform-defaults") or render(**CASES["platform-defaults"])
+    assert _answers(project)["runtime_source"] == template_dir.resolve().as_uri()
+    assert f'python -m pip install "sglang-plugin-runtime @ {template_dir.resolve().as_uri()}"' in _ci_install(project)
+    assert f'pip install "sglang-plugin-runtime @ {template_dir.resolve().as_uri()}"' in (
+        project / "README.md"
+    ).read_text(encoding="utf-8")
+
+
+def test_runtime_source_from_a_git_template_is_pinned_to_its_tag(kit_repository: dict[str, str], tmp_path: Path) -> None:
+    project = render_template(Path(kit_repository["path"]), tmp_path / "out", vcs_ref=kit_repository["current"])
+    source = _answers(project)["runtime_source"]
+    assert source == "git+" + Path(kit_repository["path"]).resolve().as_uri()
+    assert f'"sglang-plugin-runtime @ {source}@{kit_repository["current"]}"' in _ci_install(project)
+
+
+@pytest.mark.parametrize(
+    ("source", "requirement"),
+    [
+        ("git+https://github.com/acme/kit.git@main", "sglang-plugin-runtime @ git+https://github.com/acme/kit.git@main"),
+        ("https://example.com/sglang_plugin_runtime-0.1.0-py3-none-any.whl",
+         "sglang-plugin-runtime @ https://example.com/sglang_plugin_runtime-0.1.0-py3-none-any.whl"),
+    ],
+)
+def test_runtime_source_keeps_a_ref_or_file_the_vendor_names(
+    template_dir: Path, tmp_path: Path, source: str, requirement: str
+) -> None:
+    project = render_template(template_dir, tmp_path / "out", plugin_kind="general", runtime_source=source)
+    assert f'"{requirement}"' in _ci_install(project)
+
+
+def test_empty_runtime_source_takes_the_runtime_from_the_index(render: Render) -> None:
+    project = _RENDERED.get("general-runtime-from-the-index") or render(**CASES["general-runtime-from-the-index"])
+    assert "sglang-plugin-runtime @" not in _ci_install(project)
+    assert "sglang-plugin-runtime @" not in (project / "README.md").read_text(encoding="utf-8")
+    assert _pyproject(project)["project"]["dependencies"] == [HOST_REQUIREMENTS["auto"]]

@@ -51,6 +51,11 @@ BAD_ANSWERS: list[tuple[str, dict[str, Any], str]] = [
     ("python_min", {"python_min": "3.9"}, "Invalid choice"),
     ("license", {"license": "WTFPL"}, "Invalid choice"),
     ("plugin_kind", {"plugin_kind": "kernel"}, "Invalid choice"),
+    # host_api=runtime is retired: a package built on the runtime's classes works on no released SGLang.
+    ("host_api", {"host_api": "runtime"}, "Invalid choice"),
+    ("runtime_source", {"runtime_source": "pip install sglang-plugin-runtime"}, "not a URL pip installs from"),
+    ("runtime_source", {"runtime_source": "/home/me/sglang-plugin-kit"}, "not a URL pip installs from"),
+    ("runtime_source", {"runtime_source": 'git+https://example.com/kit".git'}, "not a URL pip installs from"),
 ]
 
 

@@ -1,0 +1,117 @@
+"""Packages generated with every default work, unchanged, on the released SGLang 0.5.23.
+
+Only ``plugin_kind`` is answered. Installed next to SGLang, such a package builds on SGLang's own classes (its
+``host.py`` finds ``sglang`` installed), so SGLang's real ``current_platform`` selects the platform on a simulated
+device, and SGLang's real ``load_plugins()`` applies the general plugin's hooks. Each scenario is a fresh
+subprocess of the SGLang venv with exactly the generated package on ``sys.path``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import pip_install_target, render, run_python
+
+pytestmark = pytest.mark.subprocess
+
+SIMULATE = """
+from sglang_plugin_runtime.testing import simulated_device
+_sim = simulated_device("mydevice", backend_module="torch_mydevice", privateuse1=True).start()
+"""
+
+PROBE = """
+import sys
+try:
+    from sglang.srt.platforms import current_platform as p
+except Exception as exc:  # what SGLang raised, for the test to judge
+    report({"ok": False, "error": type(exc).__name__, "message": str(exc)})
+else:
+    from sglang.srt.platforms.interface import SRTPlatform
+    from sglang_mydevice_platform.host import HOST_PACKAGE
+    info = {"ok": True, "class": f"{type(p).__module__}.{type(p).__qualname__}", "host": HOST_PACKAGE,
+            "is_sglang_platform": isinstance(p, SRTPlatform), "out_of_tree": p.is_out_of_tree()}
+    if p.device_type == "mydevice":
+        info["total_memory"] = p.get_device_total_memory(0)
+        info["device"] = str(p.get_device(0))
+    report(info)
+"""
+
+
+@dataclass
+class Default:
+    project: Path
+    site: Path
+
+
+def _default(kind: str, template_dir: Path, tmp: pytest.TempPathFactory) -> Default:
+    project = render(template_dir, tmp.mktemp(f"default-{kind}"), plugin_kind=kind)
+    assert "host_api: auto" in (project / ".copier-answers.yml").read_text(encoding="utf-8")
+    return Default(project, pip_install_target(project, tmp.mktemp(f"default-site-{kind}")))
+
+
+@pytest.fixture(scope="module")
+def default_platform(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Default:
+    return _default("platform", template_dir, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def default_general(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Default:
+    return _default("general", template_dir, tmp_path_factory)
+
+
+def test_sglang_selects_the_default_platform_on_a_simulated_device(default_platform: Default) -> None:
+    out = run_python(SIMULATE + PROBE, paths=[default_platform.site])
+    assert out["ok"], out.result
+    assert out["class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform"
+    assert out["host"] == "sglang.srt" and out["is_sglang_platform"] and out["out_of_tree"]
+    assert out["total_memory"] == 16 * 1024**3 and out["device"] == "mydevice:0"
+
+
+def test_sglang_platform_names_the_default_platform(default_platform: Default) -> None:
+    out = run_python(SIMULATE + PROBE, paths=[default_platform.site], env={"SGLANG_PLATFORM": "mydevice"})
+    assert out["ok"], out.result
+    assert out["class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform"
+
+
+def test_without_the_device_sglang_falls_back_and_refuses_it_by_name(default_platform: Default) -> None:
+    out = run_python(PROBE, paths=[default_platform.site])
+    assert out["ok"] and out["class"] == "sglang.srt.platforms.interface.SRTPlatform", out.result
+    named = run_python(PROBE, paths=[default_platform.site], env={"SGLANG_PLATFORM": "mydevice"})
+    assert not named["ok"] and named["error"] == "RuntimeError"
+    assert "'mydevice'" in named["message"] and "activate() returned None" in named["message"]
+
+
+LOAD = """
+from sglang.srt.plugins import load_plugins
+from sglang.srt.plugins.hook_registry import HookRegistry
+load_plugins()
+from sglang_example_hooks import example_target, hooks
+from sglang_example_hooks.host import HOST_PACKAGE
+policy = example_target.LRUEvictionPolicy()
+policy.mark_used(None)
+policy.mark_used("adapter-a")
+report({
+    "host": HOST_PACKAGE,
+    "normalize": example_target.normalize_prompt("  hello  "),
+    "count": example_target.count_tokens("two tokens"),
+    "batch": example_target.Scheduler().run_batch(["a", "b"]),
+    "timings": len(hooks.TIMINGS[hooks.TIMER_TARGET]),
+    "replaced": example_target.LRUEvictionPolicy is hooks.KeepBaseModelEvictionPolicy,
+    "victim": policy.select_victim({None, "adapter-a"}),
+    "sources": sorted({tuple(src) for hooks_ in HookRegistry._hooks.values() for _t, _h, src in hooks_}),
+    "targets": len(HookRegistry._hooks),
+})
+"""
+
+
+def test_sglangs_load_plugins_fires_every_default_hook(default_general: Default) -> None:
+    out = run_python(LOAD, paths=[default_general.site])
+    assert out["host"] == "sglang.srt"  # registered with SGLang's own HookRegistry
+    assert out["normalize"] == "hello"  # BEFORE
+    assert out["count"] == 3  # AFTER
+    assert out["batch"] == 2 and out["timings"] == 1  # AROUND, by @plugin_hook
+    assert out["replaced"] is True and out["victim"] == "adapter-a"  # class REPLACE
+    assert out["targets"] == 4
+    assert out["sources"] == [["example", "sglang-example-hooks"]]  # SGLang attributes them to the plugin

@@ -1,0 +1,200 @@
+"""Every SGLang target the general template suggests fits its example hook, checked against SGLang 0.5.23.
+
+``hooks.py`` writes, above each example target, the SGLang target "of the same shape", and the README repeats them
+in its table. Here each suggestion is looked up in the installed SGLang 0.5.23 sources (parsed, since most of these
+modules import more of SGLang's serving stack than this venv carries) and judged against what its example hook
+assumes. Then the package is changed exactly as its README says (targets swapped in, the stand-ins deleted) and
+SGLang's own ``load_plugins()`` loads it: every hook lands on its SGLang target, and the ones whose module this
+venv can import fire.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import pip_install_target, render, run_python
+
+pytestmark = pytest.mark.subprocess
+
+PACKAGE = "sglang_example_hooks"
+SUGGESTION = re.compile(r'^# In SGLang, for example: "(?P<target>[^"]+)"\n(?P<name>\w+_TARGET) = ', re.MULTILINE)
+IMPORT_SUGGESTION = re.compile(r"^# (?P<line>from (?P<module>[\w.]+) import (?P<name>\w+))\n(?P<local>from \.example_target import \w+)\n", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def project(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return render(template_dir, tmp_path_factory.mktemp("suggestions"), plugin_kind="general")
+
+
+def _hooks_py(project: Path) -> str:
+    return (project / PACKAGE / "hooks.py").read_text(encoding="utf-8")
+
+
+def _suggestions(project: Path) -> dict[str, str]:
+    """``*_TARGET`` name -> the SGLang target suggested above it."""
+    found = {m.group("name"): m.group("target") for m in SUGGESTION.finditer(_hooks_py(project))}
+    (replace,) = IMPORT_SUGGESTION.finditer(_hooks_py(project))
+    found["EVICTION_TARGET"] = f"{replace.group('module')}.{replace.group('name')}"
+    return found
+
+
+# ---- SGLang 0.5.23's sources, parsed ---------------------------------------------------------------------
+
+
+@dataclass
+class Definition:
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+    in_class: bool
+
+
+def _sglang_source(module: str) -> ast.Module:
+    spec = importlib.util.find_spec("sglang")
+    assert spec is not None and spec.origin is not None
+    root = Path(spec.origin).parent.parent  # site-packages
+    path = root.joinpath(*module.split(".")).with_suffix(".py")
+    assert path.is_file(), f"{module} is not in the installed SGLang ({path})"
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _resolve(target: str) -> Definition:
+    """The definition a target string names: ``pkg.mod.func``, ``pkg.mod.Class.method`` or ``pkg.mod:Class.method``."""
+    if ":" in target:
+        module, _, qualname = target.partition(":")
+        parts = qualname.split(".")
+    else:
+        pieces = target.split(".")
+        for split in range(len(pieces) - 1, 0, -1):
+            module, parts = ".".join(pieces[:split]), pieces[split:]
+            spec_root = Path(importlib.util.find_spec("sglang").origin).parent.parent  # type: ignore[union-attr]
+            if spec_root.joinpath(*module.split(".")).with_suffix(".py").is_file():
+                break
+    body: list[ast.stmt] = _sglang_source(module).body
+    node = None
+    for depth, name in enumerate(parts):
+        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                     and n.name == name), None)
+        assert node is not None, f"{target}: {name!r} is not defined in SGLang 0.5.23's {module}"
+        body = node.body if isinstance(node, ast.ClassDef) else []
+    assert node is not None
+    return Definition(node, in_class=len(parts) > 1)
+
+
+def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
+    return [*node.args.posonlyargs, *node.args.args]
+
+
+# ---- each suggestion has its example hook's shape ----------------------------------------------------------
+
+
+def test_every_example_hook_has_a_suggestion_and_the_readme_repeats_them(project: Path) -> None:
+    suggestions = _suggestions(project)
+    assert set(suggestions) == {"NORMALIZE_TARGET", "COUNT_TARGET", "TIMER_TARGET", "EVICTION_TARGET"}
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    for target in suggestions.values():
+        assert f"`{target}`" in readme, target
+
+
+def test_before_suggestion_takes_the_prompt_text_first(project: Path) -> None:
+    # strip_prompt(prompt, *args, **kwargs) rewrites the first positional argument: a plain function (a method
+    # would hand it `self`) whose first parameter is the text.
+    definition = _resolve(_suggestions(project)["NORMALIZE_TARGET"])
+    node = definition.node
+    assert isinstance(node, ast.FunctionDef) and not definition.in_class
+    first = _positional(node)[0]
+    assert first.annotation is not None and ast.unparse(first.annotation) == "str", ast.unparse(node.args)
+
+
+def test_after_suggestion_returns_a_token_count(project: Path) -> None:
+    # add_special_token(result, ...) returns result + 1: the target must return an int.
+    node = _resolve(_suggestions(project)["COUNT_TARGET"]).node
+    assert isinstance(node, ast.FunctionDef)
+    assert node.returns is not None and ast.unparse(node.returns) == "int"
+
+
+def test_around_suggestion_is_a_synchronous_method(project: Path) -> None:
+    # The timer measures original(*args, **kwargs) as it returns: an async target would time only the coroutine.
+    definition = _resolve(_suggestions(project)["TIMER_TARGET"])
+    assert isinstance(definition.node, ast.FunctionDef) and definition.in_class
+
+
+def test_replace_suggestion_is_a_class_with_the_overridden_method(project: Path) -> None:
+    # KeepBaseModelEvictionPolicy subclasses it and overrides select_victim(self, candidates).
+    node = _resolve(_suggestions(project)["EVICTION_TARGET"]).node
+    assert isinstance(node, ast.ClassDef)
+    (method,) = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "select_victim"]
+    assert [a.arg for a in _positional(method)] == ["self", "candidates"]
+
+
+# ---- following the README: the hooks land on SGLang ------------------------------------------------------
+
+
+def _follow_the_readme(project: Path) -> None:
+    """Step 1: each SGLang target in place of the stand-in (the REPLACE example: its import); step 2: delete the
+    stand-ins and the example tests."""
+    hooks = project / PACKAGE / "hooks.py"
+    text = hooks.read_text(encoding="utf-8")
+    text = re.sub(r'(?m)^(# In SGLang, for example: "([^"]+)"\n)(\w+_TARGET) = "[^"]*"$', r'\1\3 = "\2"', text)
+    text = IMPORT_SUGGESTION.sub(lambda m: f"{m.group('line')}\n", text)
+    hooks.write_text(text, encoding="utf-8")
+    (project / PACKAGE / "example_target.py").unlink()
+    for name in ("test_hooks.py", "isolated_hooks.py"):
+        (project / "tests" / name).unlink()
+
+
+LOAD = """
+import logging
+logging.basicConfig(level=logging.WARNING)
+import sglang.srt.multimodal.deepseek_v41_image_processing as image_processing
+from sglang.srt.plugins import load_plugins
+from sglang.srt.plugins.hook_registry import HookRegistry
+before = image_processing.num_image_tokens(2, 3)
+load_plugins()
+from sglang.srt.lora.eviction_policy import get_eviction_policy
+import importlib
+unimportable = {}
+for target in HookRegistry._hooks:
+    module = target.partition(":")[0] if ":" in target else target.rsplit(".", 1)[0]  # all are module-level
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        unimportable[target] = exc.name
+policy = get_eviction_policy("lru")
+policy.mark_used(None)
+policy.mark_used("adapter-a")
+report({
+    "targets": sorted(HookRegistry._hooks),
+    "policy": type(policy).__name__,
+    "victim": policy.select_victim({None, "adapter-a"}),
+    "image_tokens": [before, image_processing.num_image_tokens(2, 3)],
+    "unimportable": unimportable,
+})
+"""
+
+
+def test_following_the_readme_puts_every_hook_on_sglang(project: Path, tmp_path: Path) -> None:
+    edited = tmp_path / "project"
+    shutil.copytree(project, edited)
+    _follow_the_readme(edited)
+    code = [line for line in (edited / PACKAGE / "hooks.py").read_text(encoding="utf-8").splitlines()
+            if line.startswith(("from ", "import ")) or "_TARGET = " in line]
+    assert not [line for line in code if "example_target" in line], code
+    site = pip_install_target(edited, tmp_path / "site")
+    out = run_python(LOAD, paths=[site])
+    assert "Failed to execute general plugin" not in out.stderr, out.stderr  # register() ran
+    suggestions = _suggestions(project)
+    assert out["targets"] == sorted(suggestions.values())
+    # SGLang's apply_hooks() imports each target's module: two of them need parts of SGLang's serving stack this
+    # venv leaves out (third-party packages), so only those fail to apply, and say so.
+    for target, missing in out["unimportable"].items():
+        assert not missing.startswith("sglang"), (target, missing)
+        assert f"Failed to apply hooks to {target}" in out.stderr
+    assert set(out["unimportable"]) == {suggestions["NORMALIZE_TARGET"], suggestions["TIMER_TARGET"]}
+    assert out["policy"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"  # REPLACE fired
+    before, after = out["image_tokens"]
+    assert after == before + 1  # AFTER fired
