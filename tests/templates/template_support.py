@@ -156,10 +156,14 @@ def git(cwd: Path, *args: str) -> str:
 
 
 def project_version() -> str:
-    """``version`` in this repository's pyproject.toml."""
-    import tomllib
+    """The runtime's ``__version__`` (the one place the version is written; pyproject.toml reads it too)."""
+    import ast
 
-    return tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    source = (REPO_ROOT / "runtime" / "sglang_plugin_runtime" / "__init__.py").read_text(encoding="utf-8")
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets):
+            return str(ast.literal_eval(node.value))
+    raise AssertionError("runtime/sglang_plugin_runtime/__init__.py has no __version__")
 
 
 def working_tree_files() -> list[str]:

@@ -81,7 +81,7 @@ def test_the_workflow_checks_the_built_wheel_in_a_fresh_venv(released_runtime: d
     assert "sglang.srt.platforms" in released_runtime["outputs"][check]  # `sglang-plugins list` ran
 
 
-def test_a_tag_that_does_not_match_pyproject_is_refused(released_runtime: dict[str, Any], tmp_path: Path) -> None:
+def test_a_tag_that_does_not_match_the_runtime_version_is_refused(released_runtime: dict[str, Any], tmp_path: Path) -> None:
     (check, *_) = workflow_run_steps(WORKFLOW, "build", {"github.ref_name": "v9.9.9"})
     result = run_workflow_step(check, venv=VirtualEnv(tmp_path / "python"), cwd=Path(released_runtime["checkout"]),
                                env=RUNNER_PIP_ENV, check=False)
