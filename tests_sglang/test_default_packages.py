@@ -115,3 +115,35 @@ def test_sglangs_load_plugins_fires_every_default_hook(default_general: Default)
     assert out["replaced"] is True and out["victim"] == "adapter-a"  # class REPLACE
     assert out["targets"] == 4
     assert out["sources"] == [["example", "sglang-example-hooks"]]  # SGLang attributes them to the plugin
+
+
+RUNTIME_PROBE = """
+from sglang_plugin_runtime.platforms import current_platform_selection
+selection = current_platform_selection()
+report({"class": selection.class_path, "rule": selection.rule, "plugin": selection.plugin})
+"""
+
+
+def test_the_runtime_selects_the_default_platform_built_on_sglangs_classes(default_platform: Default) -> None:
+    # The class subclasses released SGLang's SRTPlatform (not the runtime's): SGLang runs it, so the runtime does.
+    out = run_python(SIMULATE + RUNTIME_PROBE, paths=[default_platform.site], env={"SGLANG_PLATFORM": "mydevice"})
+    assert out["class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform", out.result
+    assert (out["rule"], out["plugin"]) == ("explicit", "mydevice")
+
+
+def test_doctor_simulate_reports_the_default_platform_where_sglang_is_installed(default_platform: Default) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from conftest import clean_env
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "sglang_plugin_runtime", "doctor", "--json", "--simulate", "mydevice",
+         "--simulate-backend", "torch_mydevice"],
+        env=clean_env([default_platform.site]), capture_output=True, text=True, timeout=300, check=False,
+    )
+    report = json.loads(completed.stdout)
+    assert report["platform"]["status"] == "selected", report["platform"]
+    assert report["platform"]["platform_class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform"
+    assert not [p for p in report["problems"] if p["severity"] == "error"], report["problems"]

@@ -29,9 +29,24 @@ class PluginNamespace(NamedTuple):
     strict_env: str = "SGLANG_PLUGINS_STRICT"
     reserved_platform_names: frozenset[str] = frozenset()
     """Names (case-insensitive) the host keeps for its built-in platforms: a platform plugin may not use one."""
+    host_base_class: str | None = None
+    """The host's own platform base (``"pkg.mod:Class"``), accepted too where the host is installed: a plugin
+    built on released SGLang's classes is one SGLang runs, so this runtime (``sglang-plugins doctor``) runs it."""
 
     def resolve_base_class(self) -> type:
         return _resolve_class_ref(self.base_class)
+
+    def resolve_host_base_class(self) -> type | None:
+        """The host's base class where the host is installed (importing it), else ``None``."""
+        if self.host_base_class is None:
+            return None
+        import importlib.util
+
+        top = self.host_base_class.split(":")[0].split(".")[0]
+        if importlib.util.find_spec(top) is None:
+            return None
+        base = _resolve_class_ref(self.host_base_class)
+        return base if isinstance(base, type) else None
 
     def resolve_fallback_class(self) -> type:
         ref = self.fallback_class
@@ -120,6 +135,7 @@ SRT = PluginNamespace(
     platform_group="sglang.srt.platforms",
     plugin_group="sglang.srt.plugins",
     base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
+    host_base_class="sglang.srt.platforms.interface:SRTPlatform",
 )
 
 MULTIMODAL = PluginNamespace(

@@ -13,7 +13,6 @@ the namespace's base class, out-of-tree, with a device name and type) before any
 # string annotation of its fields, a cost paid by every process at start-up.
 import contextvars
 import logging
-import os
 import threading
 import time
 from typing import Any, NamedTuple
@@ -154,20 +153,32 @@ def _validate_result(ep: PluginEntryPoint, result: object, namespace: PluginName
             plugin=ep.name,
             dist=ep.dist_name,
         )
+    # The host's base first: a plugin built on the host's classes imports the host while it is imported, and the
+    # host may select its own platform at import, which imports the plugin again (a half-initialised module).
+    bases = [namespace.resolve_base_class()]
+    try:
+        host_base = namespace.resolve_host_base_class()
+    except Exception as exc:
+        raise InvalidPlatformError(
+            f"{where}: the host's platform base {namespace.host_base_class} is installed but cannot be imported: "
+            f"{type(exc).__name__}: {exc}",
+            plugin=ep.name,
+            dist=ep.dist_name,
+        ) from exc
+    if host_base is not None and host_base not in bases:
+        bases.append(host_base)
     try:
         cls = resolve_qualified_name(qualname)
     except Exception as exc:
         raise InvalidPlatformError(
-            f"{where}: activate() returned {qualname!r}, which cannot be imported: "
-            f"{type(exc).__name__}: {exc}{_sglang_host_hint(ep)}",
+            f"{where}: activate() returned {qualname!r}, which cannot be imported: {type(exc).__name__}: {exc}",
             plugin=ep.name,
             dist=ep.dist_name,
         ) from exc
-    base = namespace.resolve_base_class()
-    if not isinstance(cls, type) or not issubclass(cls, base):
+    if not isinstance(cls, type) or not issubclass(cls, tuple(bases)):
+        names = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in bases)
         raise InvalidPlatformError(
-            f"{where}: activate() returned {qualname!r}, which is {cls!r}, not a subclass of "
-            f"{base.__module__}.{base.__qualname__}.{_sglang_host_hint(ep)}",
+            f"{where}: activate() returned {qualname!r}, which is {cls!r}, not a subclass of {names}.",
             plugin=ep.name,
             dist=ep.dist_name,
         )
@@ -181,39 +192,15 @@ def _validate_result(ep: PluginEntryPoint, result: object, namespace: PluginName
     return cls
 
 
-def _sglang_host_hint(ep: PluginEntryPoint) -> str:
-    """Explain a failure caused by a plugin built for SGLang's own classes (the template's ``host_api=sglang``).
-
-    Such a package requires ``sglang`` and not this runtime; importing it here runs SGLang's own platform
-    selection, and its class is not a subclass of ours. Read from its METADATA, only on this error path.
-    """
-    import re
-
-    requires: set[str] = set()
-    try:
-        with open(os.path.join(ep.dist_path, "METADATA"), encoding="utf-8") as handle:
-            for line in handle:
-                if not line.strip():
-                    break
-                name = re.match(r"Requires-Dist:\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
-                if name and "extra" not in line.partition(";")[2]:  # test extras do not count
-                    requires.add(normalize_distribution_name(name.group(1)))
-    except OSError:
-        return ""
-    if "sglang" not in requires or "sglang-plugin-runtime" in requires:
-        return ""
-    return (
-        f" Distribution {ep.dist_label} requires 'sglang', not 'sglang-plugin-runtime': it is built on SGLang's "
-        f"own platform classes (host_api=sglang), which this runtime does not select. Let SGLang select it "
-        f"(sglang.srt.platforms.current_platform), or regenerate the plugin with host_api=runtime."
-    )
-
-
 def out_of_tree_identity_problems(cls: type) -> list[str]:
     """What is missing for ``cls`` to identify itself as an out-of-tree platform."""
     problems = []
     enum_value = getattr(cls, "_enum", None)
-    if enum_value is not PlatformEnum.OOT:
+    # This runtime's PlatformEnum, or the host's own (a plugin built on released SGLang's classes).
+    is_oot = enum_value is PlatformEnum.OOT or (
+        type(enum_value).__name__ == "PlatformEnum" and getattr(enum_value, "name", None) == "OOT"
+    )
+    if not is_oot:
         problems.append(f"_enum is {enum_value!r}, it must be PlatformEnum.OOT")
     for attr in ("device_name", "device_type"):
         value = getattr(cls, attr, None)
