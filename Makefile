@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test venv clean bench bench-quick test-sglang docs docs-check
+.PHONY: demo test lint venv clean bench bench-quick test-sglang docs docs-check
 
 $(STAMP): requirements-dev.txt requirements-docs.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,13 @@ demo:
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup tests
+
+# ruff (lint and format) over the Python sources, mypy --strict over the runtime (configured in pyproject.toml).
+LINT_PATHS := runtime tests tests_sglang benchmarks scripts docs/_hooks integrations
+lint: $(STAMP)
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(VENV)/bin/ruff format --check $(LINT_PATHS)
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

@@ -13,9 +13,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -160,7 +160,9 @@ def run_child(
     return result
 
 
-def alternate(ctx: Context, repeats: int, sides: list[str], measure, warmup_key: str | None = None) -> dict[str, list[dict]]:
+def alternate(
+    ctx: Context, repeats: int, sides: list[str], measure, warmup_key: str | None = None
+) -> dict[str, list[dict]]:
     """Run ``measure(side)`` ``repeats`` times per side, interleaving sides to spread machine drift.
 
     Unless in quick mode, one discarded warm-up per side and ``warmup_key`` comes first (it writes
@@ -210,7 +212,8 @@ def render_table(rows: list[Row]) -> str:
         speedup = f"{1 / ratio:.1f}x" if ratio else "—"
         met = {True: "yes", False: "**NO**", None: ""}[row.goal_met]
         lines.append(
-            f"| {row.case} | {row.variant} | {row.unit} | {ours} | {sglang} | {ratio_s} | {speedup} | {row.goal} | {met} |"
+            f"| {row.case} | {row.variant} | {row.unit} | {ours} | {sglang} | {ratio_s} | {speedup} "
+            f"| {row.goal} | {met} |"
         )
     return "\n".join(lines)
 
@@ -237,7 +240,10 @@ def machine_info(python: str) -> dict:
     try:
         out = subprocess.run(
             [python, "-c", "import importlib.metadata as m; print(m.version('torch'))"],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         info["torch"] = out.stdout.strip() or None
     except Exception:  # pragma: no cover - informational only

@@ -89,7 +89,7 @@ def ensure_light_deps(python: str, log) -> Path:
 
 # --- case 2: fake installed distributions -------------------------------------------------------
 
-_PLATFORM_MODULE = '''
+_PLATFORM_MODULE = """
 import os
 if os.environ.get("BENCH_SIDE") == "sglang":
     from sglang.srt.platforms.device_mixin import PlatformEnum
@@ -103,14 +103,14 @@ class {cls}(SRTPlatform):
     _enum = PlatformEnum.OOT
     device_name = "{name}"
     device_type = "cpu"
-'''
+"""
 
-_ACTIVATE_MODULE = '''
+_ACTIVATE_MODULE = """
 def activate():
     return {result!r}
-'''
+"""
 
-_HOOKS_MODULE = '''
+_HOOKS_MODULE = """
 import os
 
 
@@ -124,11 +124,11 @@ def register():
     else:
         from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
     HookRegistry.register("bench_targets.{target}", _around, HookType.AROUND)
-'''
+"""
 
-_TARGETS_MODULE = "".join(f"def {name}(x):\n    return x\n\n\n" for name in (
-    "work_alpha", "work_beta", "work_one", "work_two", "work_three"
-))
+_TARGETS_MODULE = "".join(
+    f"def {name}(x):\n    return x\n\n\n" for name in ("work_alpha", "work_beta", "work_one", "work_two", "work_three")
+)
 
 #: The plugin distributions: (distribution, package, platform entry point or None, general entry point or None).
 PLUGIN_DISTS = [
@@ -211,9 +211,7 @@ def ensure_synthetic(modules: int, log) -> Path:
     root = target / "benchsynth"
     root.mkdir(parents=True)
     (root / "__init__.py").write_text("")
-    (root / "targets.py").write_text(
-        "".join(f"def t_{k}(x):\n    return x\n\n\n" for k in range(TARGET_FUNCTIONS))
-    )
+    (root / "targets.py").write_text("".join(f"def t_{k}(x):\n    return x\n\n\n" for k in range(TARGET_FUNCTIONS)))
     names = []
     per_package = 50
     for index in range(modules):

@@ -18,7 +18,7 @@ def measure(side, params):
     import importlib
 
     if params["torch"]:
-        import numpy  # noqa: F401
+        import numpy
         import torch  # noqa: F401
     else:
         import numpy  # noqa: F401
@@ -65,7 +65,7 @@ def run(ctx):
     use_torch = not ctx.quick
     folder = ensure_synthetic(5200 if not ctx.quick else 1400, ctx.log)
     names_file = str(folder / "benchsynth_names.txt")
-    for count in ([1, 20] if ctx.quick else [1, 20, 50]):
+    for count in [1, 20] if ctx.quick else [1, 20, 50]:
         params = {"torch": use_torch, "modules": total, "targets": count, "names_file": names_file}
         results = alternate(
             ctx,

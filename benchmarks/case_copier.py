@@ -45,7 +45,9 @@ def run(ctx):
     rows = []
     for kind in ("platform", "general"):
         warm = 0 if ctx.quick else 1  # the first run warms the page cache and .pyc files
-        runs = [run_child(ctx, "copier", "ours", {"src": str(REPO), "kind": kind}) for _ in range(ctx.repeats(3, 1) + warm)]
+        runs = [
+            run_child(ctx, "copier", "ours", {"src": str(REPO), "kind": kind}) for _ in range(ctx.repeats(3, 1) + warm)
+        ]
         runs = runs[warm:]
         note = (
             f"{runs[0]['files']} files generated; import copier "

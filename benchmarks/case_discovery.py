@@ -9,9 +9,9 @@ Both sides import numpy and torch (SGLang's platform layer needs it; a serving p
 before the clock starts. The clock covers the whole start-up path of a process: importing the platform
 and plugin modules, the first ``current_platform`` access (discovery, activation, class loading,
 instantiation) and ``load_plugins()`` (discovery, import and run of the general plugins,
-``apply_hooks()``). Our runtime imports its platform classes and hook registry lazily, SGLang's at
-module import, so timing the imports too is the only like-for-like window. SGLang's side is SGLang's own code path from the wheel: its
-``entry_points()`` scans and ``ep.dist.name`` look-ups, with its real ``sglang.srt.environ``.
+``apply_hooks()``). Our runtime imports its platform classes lazily, SGLang's at module import, so
+timing the imports too is the only like-for-like window. SGLang's side is SGLang's own code path from
+the wheel: its ``entry_points()`` scans and ``ep.dist.name`` look-ups, with its real ``sglang.srt.environ``.
 
 Both sides scan the installed distributions in every process: nothing is saved on disk (our runtime keeps its
 one scan in memory, SGLang calls ``entry_points()`` up to three times).
@@ -43,7 +43,8 @@ def measure(side, params):
     plugins.load_plugins()
     t3 = time.perf_counter()
     hooked = sorted(
-        name for name in ("work_alpha", "work_beta", "work_one", "work_two", "work_three")
+        name
+        for name in ("work_alpha", "work_beta", "work_one", "work_two", "work_three")
         if hasattr(getattr(bench_targets, name), "__wrapped__")
     )
     return {

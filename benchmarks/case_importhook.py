@@ -99,7 +99,9 @@ def run(ctx):
         raise RuntimeError("case 5: registering a hook on a missing module installed no finder")
     if without[0]["finders_added"]:
         raise RuntimeError(f"case 5: a finder was installed with nothing pending: {without[0]['finders_added']}")
-    ctx.log(f"  5 finder installed: {with_hook[0]['finders_added']} (front of meta_path: {with_hook[0]['meta_path_front']})")
+    ctx.log(
+        f"  5 finder installed: {with_hook[0]['finders_added']} (front of meta_path: {with_hook[0]['meta_path_front']})"
+    )
     base = sorted(r["per_import_ns"] for r in without)[len(without) // 2]
     return [
         Row(
@@ -120,7 +122,7 @@ def run(ctx):
             "5",
             f"fresh-module import, hook installed minus not (end to end; ~{base / 1000:.0f} µs per import, noisy)",
             "ns",
-            [w["per_import_ns"] - wo["per_import_ns"] for w, wo in zip(with_hook, without)],
+            [w["per_import_ns"] - wo["per_import_ns"] for w, wo in zip(with_hook, without, strict=True)],
             note=f"{count} imports per process; median per import without the hook {base:.0f} ns",
         ),
     ]

@@ -99,9 +99,7 @@ def run(ctx):
     for kind in ("function", "method"):
         for hooks, label in (("around", "AROUND only"), ("three", "BEFORE+AROUND+AFTER")):
             key = f"{kind}/{hooks}"
-            values = {
-                side: [r["hooked_ns"][key] - r["bare_ns"][key] for r in rs] for side, rs in results.items()
-            }
+            values = {side: [r["hooked_ns"][key] - r["bare_ns"][key] for r in rs] for side, rs in results.items()}
             bare = results["ours"][0]["bare_ns"][key]
             goal, check = ("", None)
             if hooks == "three":

@@ -31,7 +31,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from _common import CACHE, REPO, machine_info
+from _common import CACHE, REPO, machine_info  # noqa: E402 - from this folder, put on sys.path above
 
 RANKS = 3
 PLUGINS = 5
@@ -101,6 +101,7 @@ def worker(spec: dict) -> None:
     import datetime as dt
 
     import torch.distributed as dist
+
     from sglang_plugin_runtime.distributed import check_plugin_consistency, plugin_fingerprint
     from sglang_plugin_runtime.platforms import current_platform
     from sglang_plugin_runtime.plugins import load_plugins
@@ -179,7 +180,7 @@ def run_job(
 def slowest_rank(ranks: list[dict], variant: str) -> list[float]:
     """Per iteration, the slowest rank's time: when the collective is over for everyone."""
     series = [r["times_ms"][variant] for r in ranks]
-    return [max(values) for values in zip(*series)]
+    return [max(values) for values in zip(*series, strict=True)]
 
 
 def main(argv: list[str] | None = None) -> int:

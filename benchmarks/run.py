@@ -105,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     for number, error in failures.items():
         print(f"CASE {number} FAILED: {error.splitlines()[0]}")
 
-    json_path = Path(args.json_path) if args.json_path else (
-        CACHE / "quick.json" if args.quick else REPO / "benchmarks" / "results" / "latest.json"
+    json_path = (
+        Path(args.json_path)
+        if args.json_path
+        else (CACHE / "quick.json" if args.quick else REPO / "benchmarks" / "results" / "latest.json")
     )
     json_path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -135,9 +137,7 @@ START, END = "<!-- bench:results:start -->", "<!-- bench:results:end -->"
 def _update_docs(payload: dict) -> None:
     """Replace the generated section of docs/benchmarks.md with this run's table and machine."""
     info = payload["machine"]
-    notes = [
-        f"- case {row['case']}, {row['variant']}: {row['note']}" for row in payload["rows"] if row.get("note")
-    ]
+    notes = [f"- case {row['case']}, {row['variant']}: {row['note']}" for row in payload["rows"] if row.get("note")]
     section = "\n".join(
         [
             START,

@@ -84,8 +84,9 @@ def snapshot_template(scratch: Path) -> Path:
     template = scratch / "template"
     template.mkdir()
     shutil.copy2(REPO_ROOT / "copier.yml", template / "copier.yml")
-    shutil.copytree(REPO_ROOT / "templates", template / "templates",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        REPO_ROOT / "templates", template / "templates", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     return template
 
 
@@ -145,7 +146,7 @@ HOOKS_CODE = f"""
     import json
     from sglang_plugin_runtime.plugins import load_plugins
     report = load_plugins()
-    from {GENERAL['package']} import example_target, hooks
+    from {GENERAL["package"]} import example_target, hooks
     policy = example_target.LRUEvictionPolicy()
     policy.mark_used(None)
     policy.mark_used("adapter-a")
@@ -168,7 +169,9 @@ HOOKS_CODE = f"""
 def show_selection(title: str, data: dict) -> None:
     say(title)
     say(f"  current_platform = {data['platform']}")
-    origin = f"plugin {data['plugin']!r} from {data['distribution']} {data['version']}" if data["plugin"] else "no plugin"
+    origin = (
+        f"plugin {data['plugin']!r} from {data['distribution']} {data['version']}" if data["plugin"] else "no plugin"
+    )
     say(f"  chosen by rule {data['rule']!r}: {origin}")
     if data.get("reason"):
         say(f"  why: {data['reason']}")
@@ -208,8 +211,9 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"{name}: " + "; ".join(entry_points))
 
         with step("What the runtime discovers and selects (each in a fresh process)"):
-            show_selection("This machine, as it is (no MyDevice hardware):",
-                           python_json(SELECTION_CODE.format(prelude="")))
+            show_selection(
+                "This machine, as it is (no MyDevice hardware):", python_json(SELECTION_CODE.format(prelude=""))
+            )
             say()
             show_selection(
                 "SIMULATED MyDevice (sglang_plugin_runtime.testing.simulated_device; no real hardware):",
@@ -239,8 +243,10 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         return 1
 
-    print(f"\nDemo passed in {time.monotonic() - started:.0f} s: template -> packages -> tests -> wheels -> "
-          "discovered, selected (simulated device) and hooks applied.")
+    print(
+        f"\nDemo passed in {time.monotonic() - started:.0f} s: template -> packages -> tests -> wheels -> "
+        "discovered, selected (simulated device) and hooks applied."
+    )
     return 0
 
 

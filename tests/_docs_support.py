@@ -32,9 +32,9 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCS_DIR = REPO_ROOT / "docs"
@@ -121,7 +121,7 @@ def collect(paths: Iterable[Path]) -> list[DocExample]:
                 continue
             test = DocExample(path, [example], group, site)
             if settings.get("test") == "skip":
-                test.skip_reason = settings.get("reason", "marked test=\"skip\"")
+                test.skip_reason = settings.get("reason", 'marked test="skip"')
             if group is not None:
                 groups[group] = test
             tests.append(test)
@@ -197,7 +197,9 @@ def _failing_line(output: str, page: str) -> int | None:
 
 def _last_error(output: str) -> str:
     for line in reversed(output.strip().splitlines()):
-        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)?\b.*", line) and not line.startswith(" "):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)?\b.*", line) and not line.startswith(
+            " "
+        ):
             return line.strip()
     return ""
 
@@ -256,7 +258,11 @@ def build_site() -> tuple[subprocess.CompletedProcess[str], Path]:
         env["NO_MKDOCS_2_WARNING"] = "1"
         proc = subprocess.run(
             [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
-            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+            cwd=REPO_ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         _BUILT["site"] = (proc, site)
     return _BUILT["site"]
@@ -310,7 +316,7 @@ def _child(page: str, script: str, check_prints: bool) -> int:
 
 
 def _first_changed_line(before: str, after: str) -> int | None:
-    for number, (old, new) in enumerate(zip(before.splitlines(), after.splitlines()), start=1):
+    for number, (old, new) in enumerate(zip(before.splitlines(), after.splitlines(), strict=False), start=1):
         if old.rstrip() != new.rstrip():
             return number
     return None

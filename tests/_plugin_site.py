@@ -12,9 +12,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from sglang_plugin_runtime.testing._fake_distributions import (
     EntryPoints,
@@ -26,7 +27,9 @@ RUNTIME_SRC = REPO_ROOT / "runtime"
 _PLUGIN_ENV_VARS = ("SGLANG_PLATFORM", "SGLANG_PLUGINS", "SGLANG_PLUGINS_STRICT", "SGLANG_DIFFUSION_PLATFORM_OVERRIDE")
 
 
-def platform_module(cls_name: str, device: str, activate_body: str = "return __name__ + '.{cls}'", *, extra: str = "") -> str:
+def platform_module(
+    cls_name: str, device: str, activate_body: str = "return __name__ + '.{cls}'", *, extra: str = ""
+) -> str:
     """Source of a platform plugin module with one out-of-tree SRTPlatform subclass and an ``activate()``."""
     body = activate_body.replace("{cls}", cls_name)
     return textwrap.dedent(
@@ -75,12 +78,16 @@ class PluginSite:
             self.root, name, version, entry_points, modules, entry_points_text=entry_points_text
         )
 
-    def add_platform(self, dist: str, plugin: str, device: str, activate_body: str = "return __name__ + '.{cls}'") -> None:
+    def add_platform(
+        self, dist: str, plugin: str, device: str, activate_body: str = "return __name__ + '.{cls}'"
+    ) -> None:
         module = f"{plugin}_platform"
         self.add(
             dist,
             entry_points={"sglang.srt.platforms": {plugin: f"{module}:activate"}},
-            modules={f"{module}.py": platform_module(f"{plugin.title().replace('_', '')}Platform", device, activate_body)},
+            modules={
+                f"{module}.py": platform_module(f"{plugin.title().replace('_', '')}Platform", device, activate_body)
+            },
         )
 
     def run(

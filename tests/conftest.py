@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 import textwrap
 import uuid
@@ -11,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from _plugin_site import PluginSite
-from sglang_plugin_runtime.plugins.hook_registry import isolated_registry
 
+from sglang_plugin_runtime.plugins.hook_registry import isolated_registry
 
 
 @pytest.fixture

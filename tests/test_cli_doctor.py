@@ -12,7 +12,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-
 from _plugin_site import RUNTIME_SRC, PluginSite
 
 SCHEMA = json.loads((RUNTIME_SRC / "sglang_plugin_runtime" / "cli-schema.json").read_text())
@@ -39,7 +38,11 @@ def cli(site: PluginSite, *args: str, **env: str) -> Cli:
     full_env.update(env)
     result = subprocess.run(
         [sys.executable, "-m", "sglang_plugin_runtime", *args],
-        capture_output=True, text=True, env=full_env, cwd=site.root, timeout=120,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=site.root,
+        timeout=120,
     )
     assert "Traceback" not in result.stderr, result.stderr
     return Cli(result.returncode, result.stdout, result.stderr)
@@ -50,8 +53,7 @@ def add_general(site: PluginSite, dist: str, name: str, body: str = "pass", at_i
     source = (
         "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType\n"
         f"{at_import}\n"
-        "def register():\n"
-        + "".join(f"    {line}\n" for line in body.splitlines())
+        "def register():\n" + "".join(f"    {line}\n" for line in body.splitlines())
     )
     site.add(dist, entry_points={"sglang.srt.plugins": {name: f"{module}:register"}}, modules={f"{module}.py": source})
 
@@ -71,7 +73,9 @@ def test_healthy_platform_and_plugin_exit_zero_with_provenance(site: PluginSite)
     assert result.code == 0 and report["healthy"] and report["problems"] == []
     platform = report["platform"]
     assert (platform["status"], platform["platform_class"], platform["rule"]) == (
-        "selected", "acme_platform.AcmePlatform", "single-activated"
+        "selected",
+        "acme_platform.AcmePlatform",
+        "single-activated",
     )
     assert (platform["plugin"], platform["distribution"], platform["version"]) == ("acme", "acme-npu", "1.0")
     assert [(a["plugin"], a["status"]) for a in platform["activations"]] == [("acme", "activated")]
@@ -110,14 +114,18 @@ def test_two_activated_platforms_fail_and_both_activations_are_listed(site: Plug
     assert report["platform"]["status"] == "failed"
     assert report["platform"]["error_type"] == "AmbiguousPlatformError"
     assert [(a["plugin"], a["status"]) for a in report["platform"]["activations"]] == [
-        ("acme", "activated"), ("zeta", "activated")
+        ("acme", "activated"),
+        ("zeta", "activated"),
     ]
     assert "SGLANG_PLATFORM" in messages(report)
 
 
 def test_platform_import_error_is_reported_with_plugin_and_distribution(site: PluginSite) -> None:
-    site.add("broken-npu", entry_points={"sglang.srt.platforms": {"broken": "broken_platform:activate"}},
-             modules={"broken_platform.py": "import no_such_vendor_module\n"})
+    site.add(
+        "broken-npu",
+        entry_points={"sglang.srt.platforms": {"broken": "broken_platform:activate"}},
+        modules={"broken_platform.py": "import no_such_vendor_module\n"},
+    )
     result = cli(site, "doctor", "--json")
     report = result.json
     assert result.code == 1
@@ -150,7 +158,9 @@ def test_activate_raising_in_auto_mode_shows_the_plugins_traceback(site: PluginS
     assert result.code == 1
     assert "activate() raised RuntimeError: driver 1.2 is too old" in result.out
     assert "Traceback of platform plugin 'zeta'" in result.out and "zeta_platform.py" in result.out
-    assert "sglang_plugin_runtime" not in result.out.split("Traceback of platform plugin")[1].split("Selected platform")[0]
+    assert (
+        "sglang_plugin_runtime" not in result.out.split("Traceback of platform plugin")[1].split("Selected platform")[0]
+    )
     assert "PROBLEMS FOUND" in result.out
     trace = cli(site, "doctor", "--json").json["platform"]["activations"][0]["traceback"]
     assert "zeta_platform.py" in trace and trace.rstrip().endswith("RuntimeError: driver 1.2 is too old")
@@ -203,10 +213,15 @@ def test_general_plugin_skipped_by_allowlist_is_healthy_and_says_why(site: Plugi
 
 
 def test_hook_on_a_missing_module_is_an_error_naming_target_and_plugin(site: PluginSite) -> None:
-    add_general(site, "hooks-dist", "hooks", body=(
-        "def around(original, *a, **k):\n    return original(*a, **k)\n"
-        "HookRegistry.register('no_such_pkg.mod.func', around, HookType.AROUND)"
-    ))
+    add_general(
+        site,
+        "hooks-dist",
+        "hooks",
+        body=(
+            "def around(original, *a, **k):\n    return original(*a, **k)\n"
+            "HookRegistry.register('no_such_pkg.mod.func', around, HookType.AROUND)"
+        ),
+    )
     result = cli(site, "doctor", "--json")
     report = result.json
     assert result.code == 1
@@ -218,10 +233,15 @@ def test_hook_on_a_missing_module_is_an_error_naming_target_and_plugin(site: Plu
 
 def test_pending_hook_is_a_warning_and_strict_flag_fails_it(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": "def work(x):\n    return x\n"})
-    add_general(site, "hooks-dist", "hooks", body=(
-        "def after(result, *a, **k):\n    return result\n"
-        "HookRegistry.register('target_mod.work', after, HookType.AFTER)"
-    ))
+    add_general(
+        site,
+        "hooks-dist",
+        "hooks",
+        body=(
+            "def after(result, *a, **k):\n    return result\n"
+            "HookRegistry.register('target_mod.work', after, HookType.AFTER)"
+        ),
+    )
     relaxed = cli(site, "doctor", "--json")
     report = relaxed.json
     assert relaxed.code == 0
@@ -234,10 +254,15 @@ def test_pending_hook_is_a_warning_and_strict_flag_fails_it(site: PluginSite) ->
 
 def test_import_targets_applies_pending_hooks(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": "def work(x):\n    return x\n"})
-    add_general(site, "hooks-dist", "hooks", body=(
-        "def after(result, *a, **k):\n    return result\n"
-        "HookRegistry.register('target_mod.work', after, HookType.AFTER)"
-    ))
+    add_general(
+        site,
+        "hooks-dist",
+        "hooks",
+        body=(
+            "def after(result, *a, **k):\n    return result\n"
+            "HookRegistry.register('target_mod.work', after, HookType.AFTER)"
+        ),
+    )
     result = cli(site, "doctor", "--json", "--import-targets")
     report = result.json
     assert result.code == 0, report["problems"]
@@ -247,10 +272,15 @@ def test_import_targets_applies_pending_hooks(site: PluginSite) -> None:
 
 def test_hook_on_a_missing_attribute_fails_when_its_module_is_imported(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": "def work(x):\n    return x\n"})
-    add_general(site, "hooks-dist", "hooks", body=(
-        "def after(result, *a, **k):\n    return result\n"
-        "HookRegistry.register('target_mod:wrok', after, HookType.AFTER)"
-    ))
+    add_general(
+        site,
+        "hooks-dist",
+        "hooks",
+        body=(
+            "def after(result, *a, **k):\n    return result\n"
+            "HookRegistry.register('target_mod:wrok', after, HookType.AFTER)"
+        ),
+    )
     result = cli(site, "doctor", "--json", "--import-targets")
     report = result.json
     assert result.code == 1
@@ -278,8 +308,11 @@ class SimPlatform(SRTPlatform):
 
 
 def test_simulate_activates_a_platform_without_hardware_and_labels_it(site: PluginSite) -> None:
-    site.add("sim-npu", entry_points={"sglang.srt.platforms": {"sim": "sim_platform:activate"}},
-             modules={"sim_platform.py": SIMULATED_PLATFORM})
+    site.add(
+        "sim-npu",
+        entry_points={"sglang.srt.platforms": {"sim": "sim_platform:activate"}},
+        modules={"sim_platform.py": SIMULATED_PLATFORM},
+    )
     without = cli(site, "doctor", "--json").json
     assert without["platform"]["activations"][0]["status"] == "unavailable"
     assert without["simulated"] is False
@@ -350,7 +383,9 @@ def test_native_writes_to_stdout_do_not_corrupt_json(site: PluginSite) -> None:
     add_general(site, "native-dist", "native", at_import=native)
     result = cli(site, "doctor", "--json")
     assert result.json["healthy"]
-    assert "raw bytes on fd 1" in result.err and "buffered by C stdio" in result.err and "raw bytes on fd 2" in result.err
+    assert (
+        "raw bytes on fd 1" in result.err and "buffered by C stdio" in result.err and "raw bytes on fd 2" in result.err
+    )
 
 
 @pytest.mark.fault(
@@ -382,7 +417,11 @@ def test_a_real_ctrl_c_during_doctor_is_the_users_interrupt(site: PluginSite) ->
     env["PYTHONPATH"] = os.pathsep.join([str(site.root), str(RUNTIME_SRC)])
     process = subprocess.Popen(
         [sys.executable, "-m", "sglang_plugin_runtime", "doctor", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=site.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=site.root,
         # A child of a background job inherits SIGINT ignored; the CLI's own handler is what is tested.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
@@ -456,9 +495,12 @@ def test_doctor_warns_about_an_allowlist_naming_no_plugin(site: PluginSite) -> N
 )
 def test_target_module_calling_sys_exit_under_import_targets_is_reported(site: PluginSite) -> None:
     site.add("target-dist", modules={"exiting_target.py": "import sys\nsys.exit(2)\ndef work():\n    pass\n"})
-    add_general(site, "hooks-dist", "hooks", body=(
-        "HookRegistry.register('exiting_target.work', lambda result: result, HookType.AFTER)"
-    ))
+    add_general(
+        site,
+        "hooks-dist",
+        "hooks",
+        body=("HookRegistry.register('exiting_target.work', lambda result: result, HookType.AFTER)"),
+    )
     result = cli(site, "doctor", "--json", "--import-targets")
     assert result.code == 1
     assert "importing 'exiting_target' for target 'exiting_target.work' failed: SystemExit(2)" in messages(result.json)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from _plugin_site import PluginSite
 from test_cli_doctor import cli, messages
 
-PLATFORM = '''
+PLATFORM = """
 from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
 from sglang_plugin_runtime.platforms.interface import SRTPlatform
 
@@ -32,12 +32,15 @@ class AcmePlatform(SRTPlatform):
 
 def activate():
     return "acme_platform.AcmePlatform"
-'''
+"""
 
 
 def _site_with_platform(site: PluginSite) -> PluginSite:
-    site.add("acme-npu", entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
-             modules={"acme_platform.py": PLATFORM})
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={"acme_platform.py": PLATFORM},
+    )
     return site
 
 

@@ -24,16 +24,24 @@ HookRegistry.register('target_mod.work', log_before, HookType.BEFORE)
 def test_explain_lists_hooks_outermost_first_with_sources(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": TARGET})
     add_general(site, "alpha-dist", "alpha", body=HOOKS)
-    add_general(site, "beta-dist", "beta", body=(
-        "def outer_around(original, *a, **k):\n    return original(*a, **k)\n"
-        "HookRegistry.register('target_mod.work', outer_around, HookType.AROUND)"
-    ))
+    add_general(
+        site,
+        "beta-dist",
+        "beta",
+        body=(
+            "def outer_around(original, *a, **k):\n    return original(*a, **k)\n"
+            "HookRegistry.register('target_mod.work', outer_around, HookType.AROUND)"
+        ),
+    )
     result = cli(site, "explain", "target_mod.work", "--json")
     report = result.json
     assert result.code == 0 and report["found"]
     hooks = report["report"]["hooks"]
     assert [(h["type"], h["source"]["plugin"]) for h in hooks] == [
-        ("around", "beta"), ("before", "alpha"), ("after", "alpha"), ("replace", "alpha")
+        ("around", "beta"),
+        ("before", "alpha"),
+        ("after", "alpha"),
+        ("replace", "alpha"),
     ]
     assert hooks[0]["source"]["distribution"] == "beta-dist"
     flow = [(step["phase"], step["type"]) for step in report["report"]["call_flow"]]

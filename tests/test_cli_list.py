@@ -13,8 +13,11 @@ pathlib.Path(__file__).with_name("{name}.imported").write_text("x")
 
 
 def add_marked_platform(site: PluginSite, dist: str, name: str) -> None:
-    site.add(dist, entry_points={"sglang.srt.platforms": {name: f"{name}_platform:activate"}},
-             modules={f"{name}_platform.py": MARKER.format(name=name) + "def activate():\n    return None\n"})
+    site.add(
+        dist,
+        entry_points={"sglang.srt.platforms": {name: f"{name}_platform:activate"}},
+        modules={f"{name}_platform.py": MARKER.format(name=name) + "def activate():\n    return None\n"},
+    )
 
 
 def rows(report: dict, kind: str) -> dict[str, dict]:
@@ -30,7 +33,10 @@ def test_list_shows_every_entry_point_with_distribution_version_and_target(site:
     assert result.code == 0
     acme = rows(report, "platform")["acme"]
     assert (acme["distribution"], acme["version"], acme["value"], acme["action"]) == (
-        "acme-npu", "1.0", "acme_platform:activate", "candidate"
+        "acme-npu",
+        "1.0",
+        "acme_platform:activate",
+        "candidate",
     )
     assert acme["path"].endswith("acme_npu-1.0.dist-info")
     assert rows(report, "general")["timer"]["action"] == "allowed"
@@ -53,10 +59,13 @@ def test_list_predicts_explicit_selection(site: PluginSite) -> None:
 
 
 def test_list_predicts_allowlist_and_unselected_platform_skips(site: PluginSite) -> None:
-    site.add("zeta-gpu", entry_points={
-        "sglang.srt.platforms": {"zeta": "zeta_platform:activate"},
-        "sglang.srt.plugins": {"zeta_extras": "zeta_extras:register"},
-    })
+    site.add(
+        "zeta-gpu",
+        entry_points={
+            "sglang.srt.platforms": {"zeta": "zeta_platform:activate"},
+            "sglang.srt.plugins": {"zeta_extras": "zeta_extras:register"},
+        },
+    )
     add_general(site, "one-dist", "one")
     add_general(site, "two-dist", "two")
     site.add_platform("acme-npu", "acme", "acmenpu")
@@ -118,10 +127,11 @@ def test_list_human_output_is_an_aligned_table(site: PluginSite) -> None:
 def test_list_for_the_diffusion_namespace_uses_its_groups_and_variable(site: PluginSite) -> None:
     site.add("mm-dist", entry_points={"sglang.multimodal_gen.platforms": {"mmdev": "mm_platform:activate"}})
     site.add_platform("acme-npu", "acme", "acmenpu")
-    report = cli(site, "list", "--json", "--namespace", "multimodal_gen",
-                 SGLANG_DIFFUSION_PLATFORM_OVERRIDE="mmdev").json
+    report = cli(
+        site, "list", "--json", "--namespace", "multimodal_gen", SGLANG_DIFFUSION_PLATFORM_OVERRIDE="mmdev"
+    ).json
     assert report["namespace"] == "multimodal_gen"
     assert report["groups"][0]["group"] == "sglang.multimodal_gen.platforms"
-    assert rows(report, "platform") .keys() == {"mmdev"}
+    assert rows(report, "platform").keys() == {"mmdev"}
     assert rows(report, "platform")["mmdev"]["action"] == "selected"
     assert report["environment"]["SGLANG_DIFFUSION_PLATFORM_OVERRIDE"] == "mmdev"

@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import jsonschema
-
 from _plugin_site import RUNTIME_SRC, PluginSite
 from test_cli_doctor import cli
 
@@ -62,7 +61,9 @@ def test_console_script_runs_doctor(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
     env["PYTHONPATH"] = os.pathsep.join([str(site.root), str(RUNTIME_SRC)])
-    result = subprocess.run([str(script), "doctor", "--json"], capture_output=True, text=True, env=env, cwd=site.root, timeout=120)
+    result = subprocess.run(
+        [str(script), "doctor", "--json"], capture_output=True, text=True, env=env, cwd=site.root, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["platform"]["plugin"] == "acme"
 

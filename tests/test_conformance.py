@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from sglang_plugin_runtime._simulated_device import simulated_device
 from sglang_plugin_runtime.platforms.device_mixin import DeviceCapability, DeviceMixin, PlatformEnum
 from sglang_plugin_runtime.platforms.interface import PlatformCapabilities, SRTPlatform
 from sglang_plugin_runtime.platforms.multimodal import MMPlatform
@@ -16,7 +17,6 @@ from sglang_plugin_runtime.testing._conformance import (
     assert_platform_conformance,
     check_platform_conformance,
 )
-from sglang_plugin_runtime._simulated_device import simulated_device
 
 
 class WidgetDeviceMixin(DeviceMixin):
@@ -234,7 +234,9 @@ def test_reserved_required_methods_can_be_excluded() -> None:
         device_name = "widget"
         device_type = "widget"
 
-    required = {p.attribute for p in check_platform_conformance(Plat, include_reserved=False) if p.kind == "not_implemented"}
+    required = {
+        p.attribute for p in check_platform_conformance(Plat, include_reserved=False) if p.kind == "not_implemented"
+    }
     assert required == {
         "get_device_total_memory",
         "get_current_memory_usage",

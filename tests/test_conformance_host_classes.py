@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
+from sglang_plugin_runtime._simulated_device import simulated_device
 from sglang_plugin_runtime.testing._conformance import (
     assert_platform_conformance,
     check_platform_conformance,
 )
-from sglang_plugin_runtime._simulated_device import simulated_device
 
-_DEVICE_MIXIN = '''
+_DEVICE_MIXIN = """
 import enum
 from typing import NamedTuple
 
@@ -91,9 +91,9 @@ class DeviceMixin:
 
     def get_torch_profiler_activity(self):
         raise NotImplementedError
-'''
+"""
 
-_INTERFACE = '''
+_INTERFACE = """
 from dataclasses import dataclass
 
 from sglang.srt.platforms.device_mixin import DeviceMixin, PlatformEnum
@@ -117,7 +117,7 @@ class SRTPlatform(DeviceMixin):
 
     def get_kv_pool_cls(self, *, kind):
         return None
-'''
+"""
 
 
 def _forget_stand_in() -> None:
@@ -140,9 +140,13 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[types.Simp
     from sglang.srt.platforms import device_mixin, interface
 
     try:
-        yield types.SimpleNamespace(**vars(device_mixin), **{
-            "SRTPlatform": interface.SRTPlatform, "PlatformCapabilities": interface.PlatformCapabilities,
-        })
+        yield types.SimpleNamespace(
+            **vars(device_mixin),
+            **{
+                "SRTPlatform": interface.SRTPlatform,
+                "PlatformCapabilities": interface.PlatformCapabilities,
+            },
+        )
     finally:
         _forget_stand_in()
 
@@ -268,14 +272,28 @@ def test_required_method_left_to_sglangs_base_is_not_implemented(host: types.Sim
 
 
 def test_device_ops_missing_are_not_implemented_on_sglangs_base(host: types.SimpleNamespace) -> None:
-    mixin = type("EmptyDeviceMixin", (host.DeviceMixin,), {
-        "_enum": host.PlatformEnum.OOT, "device_name": "widget", "device_type": "widget",
-    })
-    not_implemented = {a for a, kind in _kinds(check_platform_conformance(_platform(host, mixin)))
-                       if kind == "not_implemented"}
+    mixin = type(
+        "EmptyDeviceMixin",
+        (host.DeviceMixin,),
+        {
+            "_enum": host.PlatformEnum.OOT,
+            "device_name": "widget",
+            "device_type": "widget",
+        },
+    )
+    not_implemented = {
+        a for a, kind in _kinds(check_platform_conformance(_platform(host, mixin))) if kind == "not_implemented"
+    }
     assert not_implemented == {
-        "get_device_total_memory", "get_current_memory_usage", "get_device", "set_device", "get_device_name",
-        "get_device_uuid", "get_device_capability", "get_available_memory", "get_torch_profiler_activity_str",
+        "get_device_total_memory",
+        "get_current_memory_usage",
+        "get_device",
+        "set_device",
+        "get_device_name",
+        "get_device_uuid",
+        "get_device_capability",
+        "get_available_memory",
+        "get_torch_profiler_activity_str",
         "get_torch_profiler_activity",
     }
 
@@ -292,7 +310,9 @@ def test_incompatible_signature_is_reported(host: types.SimpleNamespace) -> None
     def get_default_speculative_draft_attention_backend(self: object) -> str:
         return "torch_native"
 
-    cls = _platform(host, get_default_speculative_draft_attention_backend=get_default_speculative_draft_attention_backend)
+    cls = _platform(
+        host, get_default_speculative_draft_attention_backend=get_default_speculative_draft_attention_backend
+    )
     problems = check_platform_conformance(cls)
     assert _kinds(problems) == {("get_default_speculative_draft_attention_backend", "signature")}
     assert "cannot accept the host's call" in problems[0].message
@@ -332,9 +352,15 @@ def test_sglang_capabilities_are_mapped_by_fields(host: types.SimpleNamespace) -
 
 def test_sglang_value_with_a_field_ours_lacks_is_reported_as_is(host: types.SimpleNamespace) -> None:
     # A newer SGLang's capabilities with a flag our contract does not know: reported, never silently dropped.
-    odd = type("PlatformCapabilities", (), {"__module__": host.PlatformCapabilities.__module__,
-                                            "__struct_fields__": ("supports_teleport",),
-                                            "supports_teleport": True})()
+    odd = type(
+        "PlatformCapabilities",
+        (),
+        {
+            "__module__": host.PlatformCapabilities.__module__,
+            "__struct_fields__": ("supports_teleport",),
+            "supports_teleport": True,
+        },
+    )()
     problems = check_platform_conformance(_platform(host, capabilities=odd))
     assert _kinds(problems) == {("capabilities", "attribute_type")}
 

@@ -14,8 +14,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def _make_dry_run(*args: str) -> str:
-    result = subprocess.run(["make", "-n", "--no-print-directory", "demo", *args], cwd=REPO_ROOT,
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        ["make", "-n", "--no-print-directory", "demo", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
     return result.stdout
 
 
@@ -28,11 +29,11 @@ def test_make_demo_without_keep_cleans_up() -> None:
 
 
 def test_demo_offers_keep() -> None:
-    result = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "demo.py"), "--help"],
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "scripts" / "demo.py"), "--help"], capture_output=True, text=True, check=True
+    )
     assert "--keep" in result.stdout
 
 
 def test_readme_tells_how_to_keep_the_demo_packages() -> None:
     assert "make demo KEEP=1" in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-

@@ -26,7 +26,18 @@ class _OotDevice(DeviceMixin):
 def test_platform_enum_has_sglang_members_plus_mlu() -> None:
     names = {member.name for member in PlatformEnum}
     assert names == {
-        "CUDA", "ROCM", "CPU", "XPU", "MUSA", "NPU", "MLU", "TPU", "MPS", "SAIL", "OOT", "UNSPECIFIED",
+        "CUDA",
+        "ROCM",
+        "CPU",
+        "XPU",
+        "MUSA",
+        "NPU",
+        "MLU",
+        "TPU",
+        "MPS",
+        "SAIL",
+        "OOT",
+        "UNSPECIFIED",
     }
 
 
@@ -72,8 +83,17 @@ def test_identity_query_is_true_only_for_its_enum(enum: PlatformEnum, query: str
     instance = DeviceMixin()
     instance._enum = enum
     queries = [
-        "is_cuda", "is_rocm", "is_cpu", "is_xpu", "is_musa", "is_npu", "is_mlu", "is_tpu",
-        "is_mps", "is_sail", "is_out_of_tree",
+        "is_cuda",
+        "is_rocm",
+        "is_cpu",
+        "is_xpu",
+        "is_musa",
+        "is_npu",
+        "is_mlu",
+        "is_tpu",
+        "is_mps",
+        "is_sail",
+        "is_out_of_tree",
     ]
     assert {q for q in queries if getattr(instance, q)()} == {query}
 
@@ -110,9 +130,7 @@ def test_base_identity_attributes_match_sglang_defaults() -> None:
 def test_fail_fast_method_names_concrete_class_and_method(method: str, args: tuple) -> None:
     with pytest.raises(NotImplementedError) as excinfo:
         getattr(_OotDevice(), method)(*args)
-    assert str(excinfo.value) == (
-        f"_OotDevice.{method}() is not implemented: override it in your platform class"
-    )
+    assert str(excinfo.value) == (f"_OotDevice.{method}() is not implemented: override it in your platform class")
 
 
 def test_defaults_that_do_not_fail() -> None:
@@ -132,8 +150,14 @@ def test_reindex_device_id_yields_the_same_id_by_default() -> None:
 @pytest.mark.parametrize(
     ("device_type", "backend"),
     [
-        ("cuda", "nccl"), ("xpu", "xccl"), ("hpu", "hccl"), ("npu", "hccl"), ("cpu", "gloo"),
-        ("musa", "mccl"), ("mlu", "cncl"), ("widget", "gloo"),
+        ("cuda", "nccl"),
+        ("xpu", "xccl"),
+        ("hpu", "hccl"),
+        ("npu", "hccl"),
+        ("cpu", "gloo"),
+        ("musa", "mccl"),
+        ("mlu", "cncl"),
+        ("widget", "gloo"),
     ],
 )
 def test_distributed_backend_follows_device_type_table(device_type: str, backend: str) -> None:
@@ -145,8 +169,10 @@ def test_distributed_backend_follows_device_type_table(device_type: str, backend
 def test_get_cpu_architecture_matches_platform_machine() -> None:
     machine = platform.machine().lower()
     expected = (
-        CpuArchEnum.X86 if machine in ("x86_64", "amd64", "i386", "i686")
-        else CpuArchEnum.ARM if machine in ("arm64", "aarch64")
+        CpuArchEnum.X86
+        if machine in ("x86_64", "amd64", "i386", "i686")
+        else CpuArchEnum.ARM
+        if machine in ("arm64", "aarch64")
         else CpuArchEnum.UNSPECIFIED
     )
     assert DeviceMixin.get_cpu_architecture() is expected
@@ -187,9 +213,7 @@ def test_inference_mode_is_torch_inference_mode() -> None:
 
 
 def test_repr_names_class_device_and_enum() -> None:
-    assert repr(_OotDevice()) == (
-        "_OotDevice(device_name='widget', device_type='widget', enum=PlatformEnum.OOT)"
-    )
+    assert repr(_OotDevice()) == ("_OotDevice(device_name='widget', device_type='widget', enum=PlatformEnum.OOT)")
 
 
 def test_importing_device_mixin_does_not_import_torch() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from _plugin_site import PluginSite
 
-MM_PLATFORM = '''
+MM_PLATFORM = """
 from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
 from sglang_plugin_runtime.platforms.multimodal import MMPlatform
 
@@ -22,7 +22,7 @@ class WidgetMMPlatform(MMPlatform):
 
 def activate():
     return "{module}.WidgetMMPlatform"
-'''
+"""
 
 SELECT = """
 import json, sys
@@ -39,8 +39,11 @@ print(json.dumps(out))
 
 def add_mm(site: PluginSite, dist: str, name: str) -> None:
     module = f"mm_{dist.replace('-', '_')}"
-    site.add(dist, entry_points={"sglang.multimodal_gen.platforms": {name: f"{module}:activate"}},
-             modules={f"{module}.py": MM_PLATFORM.replace("{module}", module)})
+    site.add(
+        dist,
+        entry_points={"sglang.multimodal_gen.platforms": {name: f"{module}:activate"}},
+        modules={f"{module}.py": MM_PLATFORM.replace("{module}", module)},
+    )
 
 
 def select(site: PluginSite, **env: str) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from _plugin_site import PluginSite, find_python
+
 from sglang_plugin_runtime._discovery import (
     MalformedEntryPoints,
     normalize_distribution_name,
@@ -27,7 +27,11 @@ print(json.dumps({"python": sys.version_info[:2], "same": ours == theirs, "count
 
 
 def _populate(site: PluginSite) -> None:
-    site.add("Acme_NPU.Plugin", "1.2.3", {"sglang.srt.platforms": {"acme": "acme:activate"}, "console_scripts": {"acme-tool": "acme.cli:main"}})
+    site.add(
+        "Acme_NPU.Plugin",
+        "1.2.3",
+        {"sglang.srt.platforms": {"acme": "acme:activate"}, "console_scripts": {"acme-tool": "acme.cli:main"}},
+    )
     site.add("zeta", "0.1", {"sglang.srt.plugins": {"zeta_hooks": "zeta.hooks:register"}})
     site.add("no-entry-points", "2.0")
     egg = site.root / "legacy_pkg.egg-info"
@@ -52,7 +56,12 @@ def test_entry_points_carry_normalised_distribution_name_and_version(site: Plugi
     _populate(site)
     result = scan_distributions([str(site.root)])
     (acme,) = result.group("sglang.srt.platforms")
-    assert (acme.dist_name, acme.dist_version, acme.module, acme.attr) == ("acme-npu-plugin", "1.2.3", "acme", "activate")
+    assert (acme.dist_name, acme.dist_version, acme.module, acme.attr) == (
+        "acme-npu-plugin",
+        "1.2.3",
+        "acme",
+        "activate",
+    )
 
 
 def test_egg_info_version_is_read_from_its_metadata(site: PluginSite) -> None:
@@ -105,7 +114,8 @@ def test_duplicate_names_across_distributions_are_reported_with_both(site: Plugi
 )
 @pytest.mark.fault(
     "discovery",
-    "a malformed entry_points.txt (no '=', broken section header, entry outside a section, a value that is not module[:attr], an empty name)",
+    "a malformed entry_points.txt (no '=', broken section header, entry outside a section, a value that is not "
+    "module[:attr], an empty name)",
     "that distribution is skipped with its path in the WARNING and the report; the others are found",
 )
 def test_malformed_entry_points_file_is_skipped_with_its_path(site: PluginSite, text: str) -> None:
@@ -155,7 +165,11 @@ def test_zip_entries_on_sys_path_are_read_through_importlib(site: PluginSite, tm
 
 def test_one_scan_serves_platform_selection_and_plugin_loading(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
-    site.add("zeta", entry_points={"sglang.srt.plugins": {"zeta": "zeta_hooks:register"}}, modules={"zeta_hooks.py": "def register():\n    pass\n"})
+    site.add(
+        "zeta",
+        entry_points={"sglang.srt.plugins": {"zeta": "zeta_hooks:register"}},
+        modules={"zeta_hooks.py": "def register():\n    pass\n"},
+    )
     out = site.run_json(
         """
         import json, importlib.metadata as md

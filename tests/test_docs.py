@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from _docs_support import (
     DOCS_DIR,
     REPO_ROOT,

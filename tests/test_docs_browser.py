@@ -24,7 +24,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from _docs_support import DOCS_DIR, REPO_ROOT, build_site, mermaid_blocks, page_html
 
 WIDTH = 1300
@@ -155,11 +154,19 @@ class Browser:
 
     def _run(self, url: str, *args: str, height: int = 1000) -> subprocess.CompletedProcess[str]:
         command = [
-            self.executable, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            "--allow-file-access-from-files", f"--user-data-dir={self.profile}",
+            self.executable,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--allow-file-access-from-files",
+            f"--user-data-dir={self.profile}",
             # No host name resolves: the page's CDN fonts and scripts fail at once, never wait on a network.
             "--host-resolver-rules=MAP * ~NOTFOUND",
-            "--virtual-time-budget=30000", f"--window-size={WIDTH},{height}", *args, url,
+            "--virtual-time-budget=30000",
+            f"--window-size={WIDTH},{height}",
+            *args,
+            url,
         ]
         return subprocess.run(command, capture_output=True, text=True, timeout=180)
 
@@ -233,7 +240,7 @@ def test_every_diagram_is_drawn_readably(page: str, browser: Browser, screenshot
             browser.screenshot(page, screenshots / f"{stem}-diagram-{index + 1}.png", 1600, _ISOLATE % {"index": index})
     assert len(diagrams) == expected and all(d["drawn"] for d in diagrams), f"{page}: not every diagram was drawn"
     sources = mermaid_blocks((DOCS_DIR / page).read_text(encoding="utf-8"))
-    for number, (diagram, source) in enumerate(zip(diagrams, sources), start=1):
+    for number, (diagram, source) in enumerate(zip(diagrams, sources, strict=True), start=1):
         where = f"{page}, diagram {number}"
         assert "Syntax error" not in diagram["text"], f"{where}: mermaid could not parse it"
         missing = [text for text in _visible_texts(source) if _squeezed(text) not in _squeezed(diagram["text"])]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import functools
 import html
+import itertools
 import json
 import os
 import re
@@ -30,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from _docs_support import DOCS_DIR, REPO_ROOT, mermaid_blocks
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -73,7 +73,7 @@ class Flowchart:
                 self.edges.append((m["src"], text_of(m["label"]), m["dst"]))
             elif _CHAIN.match(line):
                 ids = line.split(" --> ")
-                self.edges.extend((a, "", b) for a, b in zip(ids, ids[1:]))
+                self.edges.extend((a, "", b) for a, b in itertools.pairwise(ids))
             else:
                 raise AssertionError(f"diagram line {number} is outside the Mermaid subset the tests read: {raw!r}")
         return self
@@ -171,6 +171,7 @@ def _run(
 # selection.md: the decision tree.
 # ---------------------------------------------------------------------------------------------------------------
 
+
 @functools.cache
 def selection_chart() -> Flowchart:
     """The two decision-tree diagrams of selection.md, read as one graph (they share the ``unset`` box)."""
@@ -236,31 +237,71 @@ class Way:
 
 
 WAYS = [
-    Way("named plugin activates", {"acme-npu/acme": "class", "bolt-accel/bolt": "class"}, {"SGLANG_PLATFORM": "acme"},
-        ["set", "yes", "no", "returns a value", "yes"]),
+    Way(
+        "named plugin activates",
+        {"acme-npu/acme": "class", "bolt-accel/bolt": "class"},
+        {"SGLANG_PLATFORM": "acme"},
+        ["set", "yes", "no", "returns a value", "yes"],
+    ),
     Way("named plugin not installed", {"acme-npu/acme": "class"}, {"SGLANG_PLATFORM": "nope"}, ["set", "no"]),
-    Way("named plugin offered twice", {"acme-npu/acme": "class", "acme-fork/acme": "class"},
-        {"SGLANG_PLATFORM": "acme"}, ["set", "yes", "yes"]),
-    Way("named plugin's activate raises", {"acme-npu/acme": "raises"}, {"SGLANG_PLATFORM": "acme"},
-        ["set", "yes", "no", "import fails or activate() raises"]),
-    Way("named plugin fails to import", {"acme-npu/acme": "import-error"}, {"SGLANG_PLATFORM": "acme"},
-        ["set", "yes", "no", "import fails or activate() raises"]),
-    Way("named plugin returns None", {"acme-npu/acme": "none"}, {"SGLANG_PLATFORM": "acme"},
-        ["set", "yes", "no", "returns None"]),
-    Way("named plugin returns an invalid value", {"acme-npu/acme": "invalid"}, {"SGLANG_PLATFORM": "acme"},
-        ["set", "yes", "no", "returns a value", "no"]),
+    Way(
+        "named plugin offered twice",
+        {"acme-npu/acme": "class", "acme-fork/acme": "class"},
+        {"SGLANG_PLATFORM": "acme"},
+        ["set", "yes", "yes"],
+    ),
+    Way(
+        "named plugin's activate raises",
+        {"acme-npu/acme": "raises"},
+        {"SGLANG_PLATFORM": "acme"},
+        ["set", "yes", "no", "import fails or activate() raises"],
+    ),
+    Way(
+        "named plugin fails to import",
+        {"acme-npu/acme": "import-error"},
+        {"SGLANG_PLATFORM": "acme"},
+        ["set", "yes", "no", "import fails or activate() raises"],
+    ),
+    Way(
+        "named plugin returns None",
+        {"acme-npu/acme": "none"},
+        {"SGLANG_PLATFORM": "acme"},
+        ["set", "yes", "no", "returns None"],
+    ),
+    Way(
+        "named plugin returns an invalid value",
+        {"acme-npu/acme": "invalid"},
+        {"SGLANG_PLATFORM": "acme"},
+        ["set", "yes", "no", "returns a value", "no"],
+    ),
     Way("set by code", {"acme-npu/acme": "class"}, {}, [], start="code"),
     Way("a name offered twice", {"acme-npu/acme": "class", "acme-fork/acme": "none"}, {}, ["unset", "yes"]),
-    Way("strict and a plugin raises", {"acme-npu/acme": "raises", "bolt-accel/bolt": "class"},
-        {"SGLANG_PLUGINS_STRICT": "1"}, ["unset", "no", "one fails to import or its activate() raises", "yes"]),
-    Way("a failing plugin is skipped", {"acme-npu/acme": "import-error", "bolt-accel/bolt": "class"}, {},
-        ["unset", "no", "one fails to import or its activate() raises", "no", "1"]),
-    Way("a plugin returns an invalid value", {"acme-npu/acme": "invalid", "bolt-accel/bolt": "none"}, {},
-        ["unset", "no", "one returns an invalid value"]),
+    Way(
+        "strict and a plugin raises",
+        {"acme-npu/acme": "raises", "bolt-accel/bolt": "class"},
+        {"SGLANG_PLUGINS_STRICT": "1"},
+        ["unset", "no", "one fails to import or its activate() raises", "yes"],
+    ),
+    Way(
+        "a failing plugin is skipped",
+        {"acme-npu/acme": "import-error", "bolt-accel/bolt": "class"},
+        {},
+        ["unset", "no", "one fails to import or its activate() raises", "no", "1"],
+    ),
+    Way(
+        "a plugin returns an invalid value",
+        {"acme-npu/acme": "invalid", "bolt-accel/bolt": "none"},
+        {},
+        ["unset", "no", "one returns an invalid value"],
+    ),
     Way("none activates", {"acme-npu/acme": "none"}, {}, ["unset", "no", "all called", "0"]),
     Way("one activates", {"acme-npu/acme": "class", "bolt-accel/bolt": "none"}, {}, ["unset", "no", "all called", "1"]),
-    Way("two activate", {"acme-npu/acme": "class", "bolt-accel/bolt": "class"}, {},
-        ["unset", "no", "all called", "2 or more"]),
+    Way(
+        "two activate",
+        {"acme-npu/acme": "class", "bolt-accel/bolt": "class"},
+        {},
+        ["unset", "no", "all called", "2 or more"],
+    ),
 ]
 
 _SELECT = """
@@ -284,7 +325,9 @@ def _install(site: Path, plugins: dict[str, str]) -> None:
         package = dist.replace("-", "_") + "_plat"
         cls = plugin.capitalize() + "Platform"
         write_fake_distribution(
-            site, dist, "1.0",
+            site,
+            dist,
+            "1.0",
             entry_points={"sglang.srt.platforms": {plugin: f"{package}:activate"}},
             modules={
                 f"{package}/__init__.py": _ACTIVATE[behaviour].format(cls=cls),
@@ -320,10 +363,12 @@ def test_a_real_selection_ends_where_the_selection_diagram_says(way: Way, tmp_pa
 # hooks.md: how the hook types nest around a call.
 # ---------------------------------------------------------------------------------------------------------------
 
+
 @functools.cache
 def hook_sequence() -> Sequence:
     (source,) = mermaid_blocks(_page("hooks.md"))
     return sequence(source)
+
 
 _ORDINAL = {"1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "6th": 6, "7th": 7, "8th": 8, "9th": 9}
 
@@ -357,21 +402,26 @@ def _registration_order() -> list[tuple[str, str]]:
 
 def _make_hook(kind: str, name: str, log: list[str]):
     if kind == "BEFORE":
+
         def hook(*args, **kwargs):
             log.append(name)
     elif kind == "AFTER":
+
         def hook(result, *args, **kwargs):
             log.append(name)
     elif kind == "AROUND":
+
         def hook(original_fn, *args, **kwargs):
             log.append(f"{name} in")
             result = original_fn(*args, **kwargs)
             log.append(f"{name} out")
             return result
     else:
+
         def hook(*args, **kwargs):
             log.append(name)
             return args[0]
+
     hook.__name__ = hook.__qualname__ = name
     return hook
 
@@ -420,6 +470,7 @@ def test_the_hook_diagram_states_what_the_composition_prose_states() -> None:
 # processes.md: which process discovers, selects, loads and applies, and what a child inherits.
 # ---------------------------------------------------------------------------------------------------------------
 
+
 @functools.cache
 def layout_chart() -> Flowchart:
     """processes.md's first diagram: SGLang's processes, and what the runtime does in each."""
@@ -430,6 +481,7 @@ def layout_chart() -> Flowchart:
 def start_methods_chart() -> Flowchart:
     """processes.md's second diagram: what a child gets from each start method."""
     return flowchart(mermaid_blocks(_page("processes.md"))[1])
+
 
 ASPECTS = ("discovery", "general plugins", "platform", "hooks")
 
@@ -548,10 +600,20 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> dict:
     site = root / "site"
     site.mkdir()
     modules = {path: textwrap.dedent(code) for path, code in _PROCESS_SITE.items()}
-    write_fake_distribution(site, "acme-npu", "1.0", {"sglang.srt.platforms": {"acme": "acme_npu:activate"}},
-                            modules={k: v for k, v in modules.items() if k.startswith("acme_npu/")})
-    write_fake_distribution(site, "acme-tools", "1.0", {"sglang.srt.plugins": {"timing": "acme_tools:register"}},
-                            modules={"acme_tools.py": modules["acme_tools.py"]})
+    write_fake_distribution(
+        site,
+        "acme-npu",
+        "1.0",
+        {"sglang.srt.platforms": {"acme": "acme_npu:activate"}},
+        modules={k: v for k, v in modules.items() if k.startswith("acme_npu/")},
+    )
+    write_fake_distribution(
+        site,
+        "acme-tools",
+        "1.0",
+        {"sglang.srt.plugins": {"timing": "acme_tools:register"}},
+        modules={"acme_tools.py": modules["acme_tools.py"]},
+    )
     write_fake_distribution(
         site, "procdemo-target", "1.0", modules={"procdemo_target.py": modules["procdemo_target.py"]}
     )

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from _docs_support import REPO_ROOT, collect, invalid_settings, run_example
 
-PAGE = '''\
+PAGE = """\
 # A page
 
 ```python
@@ -89,7 +88,7 @@ def test_passes():
 def test_fails():
     assert 1 + 1 == 3
 ```
-'''
+"""
 
 
 @pytest.fixture
@@ -189,7 +188,9 @@ def _mini_site(tmp_path: Path, pages: dict[str, str]) -> Path:
     config["docs_dir"] = str(docs)
     config["nav"] = list(pages)
     config["hooks"] = [str(REPO_ROOT / hook) for hook in config["hooks"]]
-    config["plugins"] = [p for p in config["plugins"] if p != "mkdocstrings" and not (isinstance(p, dict) and "mkdocstrings" in p)]
+    config["plugins"] = [
+        p for p in config["plugins"] if p != "mkdocstrings" and not (isinstance(p, dict) and "mkdocstrings" in p)
+    ]
     (tmp_path / "mkdocs.yml").write_text(yaml.dump(config, Dumper=_ConfigDumper), encoding="utf-8")
     return tmp_path
 
@@ -199,14 +200,20 @@ def _build(site: Path) -> subprocess.CompletedProcess[str]:
     env["NO_MKDOCS_2_WARNING"] = "1"
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site / "site")],
-        cwd=site, env=env, capture_output=True, text=True, timeout=300,
+        cwd=site,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
 @pytest.mark.slow
 def test_strict_build_fails_on_a_broken_link_and_a_failing_command(tmp_path: Path) -> None:
-    good = _mini_site(tmp_path / "good", {
-        "index.md": """
+    good = _mini_site(
+        tmp_path / "good",
+        {
+            "index.md": """
             # Home
 
             See [the other page](other.md#a-heading).
@@ -217,7 +224,7 @@ def test_strict_build_fails_on_a_broken_link_and_a_failing_command(tmp_path: Pat
 
             <!-- sglang-docs: contract-table sglang_plugin_runtime.platforms.interface:SRTPlatform -->
             """,
-        "other.md": """
+            "other.md": """
             # Other
 
             ## A heading
@@ -232,7 +239,8 @@ def test_strict_build_fails_on_a_broken_link_and_a_failing_command(tmp_path: Pat
             $ PYTHONPATH=site sglang-plugins list
             ```
             """,
-    })
+        },
+    )
     proc = _build(good)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     html = (good / "site" / "index.html").read_text(encoding="utf-8")
@@ -242,8 +250,10 @@ def test_strict_build_fails_on_a_broken_link_and_a_failing_command(tmp_path: Pat
     assert "zeta-gpu 0.3" in other  # the console block ran where the page's setup block wrote its site
     assert "setup=" not in other  # doc-test options never reach the page
 
-    broken = _mini_site(tmp_path / "broken", {
-        "index.md": """
+    broken = _mini_site(
+        tmp_path / "broken",
+        {
+            "index.md": """
             # Home
 
             See [a missing page](missing.md) and [a missing anchor](other.md#nowhere).
@@ -252,8 +262,9 @@ def test_strict_build_fails_on_a_broken_link_and_a_failing_command(tmp_path: Pat
             $ python -c "raise SystemExit(3)"
             ```
             """,
-        "other.md": "# Other\n",
-    })
+            "other.md": "# Other\n",
+        },
+    )
     proc = _build(broken)
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0

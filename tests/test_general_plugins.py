@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from _plugin_site import PluginSite
 
 # A module with a function to hook, and a general plugin that counts its register() calls and hooks it.
@@ -41,7 +40,11 @@ AROUND_HOOK = """
 
 def add_general(site: PluginSite, dist: str, name: str, **kwargs: str) -> None:
     module = f"{name}_plugin"
-    site.add(dist, entry_points={"sglang.srt.plugins": {name: f"{module}:register"}}, modules={f"{module}.py": general_plugin(name, **kwargs)})
+    site.add(
+        dist,
+        entry_points={"sglang.srt.plugins": {name: f"{module}:register"}},
+        modules={f"{module}.py": general_plugin(name, **kwargs)},
+    )
 
 
 def registered_count(site: PluginSite, name: str) -> int:
@@ -168,7 +171,11 @@ def test_plugin_source_is_current_during_import_and_during_register(site: Plugin
 )
 def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
-    site.add("broken-dist", entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}}, modules={"broken_plugin.py": "raise RuntimeError('boom at import')\n"})
+    site.add(
+        "broken-dist",
+        entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}},
+        modules={"broken_plugin.py": "raise RuntimeError('boom at import')\n"},
+    )
     add_general(site, "gamma-dist", "gamma")
     result = site.run(LOAD)
     out = __import__("json").loads(result.stdout.splitlines()[-1])
@@ -204,7 +211,11 @@ def test_plugin_whose_register_raises_leaves_the_others_loaded_and_its_hooks_dis
     "PluginLoadError naming the plugin and its distribution",
 )
 def test_strict_mode_raises_on_a_failing_plugin(site: PluginSite) -> None:
-    site.add("broken-dist", entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}}, modules={"broken_plugin.py": "def register():\n    raise ValueError('nope')\n"})
+    site.add(
+        "broken-dist",
+        entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}},
+        modules={"broken_plugin.py": "def register():\n    raise ValueError('nope')\n"},
+    )
     result = site.run(LOAD, {"SGLANG_PLUGINS_STRICT": "1"})
     assert result.returncode != 0
     assert "PluginLoadError" in result.stderr and "'broken'" in result.stderr and "broken-dist" in result.stderr
@@ -217,7 +228,12 @@ def test_strict_mode_raises_on_a_failing_plugin(site: PluginSite) -> None:
 )
 def test_same_plugin_name_from_two_distributions_fails_naming_both(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
-    site.add("alpha-fork", "3.0", entry_points={"sglang.srt.plugins": {"alpha": "alpha_fork:register"}}, modules={"alpha_fork.py": "def register():\n    pass\n"})
+    site.add(
+        "alpha-fork",
+        "3.0",
+        entry_points={"sglang.srt.plugins": {"alpha": "alpha_fork:register"}},
+        modules={"alpha_fork.py": "def register():\n    pass\n"},
+    )
     out = site.run_json(LOAD)
     assert out["alpha"][0] == "failed-duplicate"
     assert "alpha-dist 1.0" in out["alpha"][1] and "alpha-fork 3.0" in out["alpha"][1]
@@ -225,7 +241,10 @@ def test_same_plugin_name_from_two_distributions_fails_naming_both(site: PluginS
 
 def test_load_plugins_is_idempotent_within_a_process(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
-    site.run("from sglang_plugin_runtime.plugins import load_plugins\nload_plugins(); load_plugins(); load_plugins()", check=True)
+    site.run(
+        "from sglang_plugin_runtime.plugins import load_plugins\nload_plugins(); load_plugins(); load_plugins()",
+        check=True,
+    )
     assert registered_count(site, "alpha") == 1
 
 
@@ -326,7 +345,11 @@ def test_children_end_with_hooks_applied_exactly_once(site: PluginSite, method: 
 
 def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
-    site.add("broken-dist", entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}}, modules={"broken_plugin.py": "raise RuntimeError('boom')\n"})
+    site.add(
+        "broken-dist",
+        entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}},
+        modules={"broken_plugin.py": "raise RuntimeError('boom')\n"},
+    )
     out = site.run("from sglang_plugin_runtime.plugins import load_plugins\nprint(load_plugins())", check=True)
     # Records follow what happened: imports first (where broken failed), then the register() calls.
     assert out.stdout.strip() == "LoadReport(srt: broken: failed-import, alpha: loaded)"
@@ -342,7 +365,11 @@ def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
 )
 def test_general_plugin_calling_sys_exit_at_import_is_an_import_failure(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
-    site.add("exit-dist", entry_points={"sglang.srt.plugins": {"quitter": "quitter_plugin:register"}}, modules={"quitter_plugin.py": "import sys\nsys.exit(0)\n"})
+    site.add(
+        "exit-dist",
+        entry_points={"sglang.srt.plugins": {"quitter": "quitter_plugin:register"}},
+        modules={"quitter_plugin.py": "import sys\nsys.exit(0)\n"},
+    )
     add_general(site, "gamma-dist", "gamma")
     out = site.run_json(LOAD)
     assert out["alpha"][0] == out["gamma"][0] == "loaded"
@@ -381,7 +408,11 @@ def register():
         open(FLAG, "w").close()
         raise RuntimeError("transient")
 """
-    site.add("beta-dist", entry_points={"sglang.srt.plugins": {"beta": "beta_plugin:register"}}, modules={"beta_plugin.py": flaky})
+    site.add(
+        "beta-dist",
+        entry_points={"sglang.srt.plugins": {"beta": "beta_plugin:register"}},
+        modules={"beta_plugin.py": flaky},
+    )
     out = site.run_json(
         """
         import json
@@ -420,7 +451,11 @@ def test_allowlist_naming_no_plugin_is_warned(site: PluginSite) -> None:
     "failed-import: 'the entry point ... names int 3, not a function'",
 )
 def test_general_entry_point_naming_a_non_callable_is_an_import_failure(site: PluginSite) -> None:
-    site.add("odd-dist", entry_points={"sglang.srt.plugins": {"odd": "odd_plugin:VALUE"}}, modules={"odd_plugin.py": "VALUE = 3\n"})
+    site.add(
+        "odd-dist",
+        entry_points={"sglang.srt.plugins": {"odd": "odd_plugin:VALUE"}},
+        modules={"odd_plugin.py": "VALUE = 3\n"},
+    )
     out = site.run_json(LOAD)
     assert out["odd"][0] == "failed-import" and "names int 3, not a function" in out["odd"][1]
 
@@ -430,11 +465,13 @@ def test_a_host_namespaces_own_strict_variable_makes_hook_failures_raise(site: P
     site.add(
         "host-hooks",
         entry_points={"myhost.plugins": {"hooks": "host_hooks:register"}},
-        modules={"host_hooks.py": (
-            "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry\n"
-            "def register():\n"
-            "    HookRegistry.register('target_mod.missing', lambda result: result)\n"
-        )},
+        modules={
+            "host_hooks.py": (
+                "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry\n"
+                "def register():\n"
+                "    HookRegistry.register('target_mod.missing', lambda result: result)\n"
+            )
+        },
     )
     code = """
         import json

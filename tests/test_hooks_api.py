@@ -7,6 +7,7 @@ import inspect
 import sys
 
 import pytest
+
 from sglang_plugin_runtime.plugins import hook_registry as hr
 from sglang_plugin_runtime.plugins.hook_registry import (
     HookRegistry,
@@ -19,7 +20,10 @@ from sglang_plugin_runtime.plugins.hook_registry import (
 
 def test_hook_type_values_match_sglang():
     assert [(t.name, t.value) for t in HookType] == [
-        ("BEFORE", "before"), ("AFTER", "after"), ("AROUND", "around"), ("REPLACE", "replace")
+        ("BEFORE", "before"),
+        ("AFTER", "after"),
+        ("AROUND", "around"),
+        ("REPLACE", "replace"),
     ]
 
 
@@ -140,4 +144,3 @@ def test_discard_source_rebuilds_a_target_without_its_hooks(make_module):
     HookRegistry.apply_hooks()
     HookRegistry.discard_source(HookSource("bad", None))
     assert mod.f(1) == 2
-

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookSource, HookType
 
 
@@ -16,11 +17,13 @@ def test_composition_order_matches_sglang_nesting(make_module):
     def before(tag):
         def hook(*a, **k):
             calls.append(f"before:{tag}")
+
         return hook
 
     def after(tag):
         def hook(result, *a, **k):
             calls.append(f"after:{tag}")
+
         return hook
 
     def around(tag):
@@ -29,6 +32,7 @@ def test_composition_order_matches_sglang_nesting(make_module):
             result = fn(*a, **k)
             calls.append(f"around-out:{tag}")
             return result
+
         return hook
 
     def replace(*a, **k):

@@ -7,6 +7,7 @@ import json
 import uuid
 
 import pytest
+
 from sglang_plugin_runtime.plugins.hook_registry import (
     HookApplyError,
     HookRegistry,
@@ -139,7 +140,9 @@ def test_describe_reports_hooks_outermost_first_with_sources(make_module):
     HookRegistry.apply_hooks()
     report = HookRegistry.describe(f"{name}.f")[0]
     assert [(h.hook.rsplit(".", 1)[-1], h.hook_type, h.plugin) for h in report.hooks] == [
-        ("outer", "after", "q"), ("inner", "after", "p"), ("repl", "replace", "p")
+        ("outer", "after", "q"),
+        ("inner", "after", "p"),
+        ("repl", "replace", "p"),
     ]
     assert report.status == "applied" and report.resolved == f"{name}:f"
 

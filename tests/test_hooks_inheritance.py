@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
+
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookSource, HookType
 
 CLASSES = """

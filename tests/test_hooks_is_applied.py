@@ -13,7 +13,7 @@ import logging
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
 
 
-def add_one(result, value):  # noqa: ANN001, ANN201
+def add_one(result, value):
     return result + 1
 
 
@@ -90,7 +90,7 @@ def test_a_hook_registered_after_apply_is_applied_at_once(make_module) -> None:
     mod = importlib.import_module(make_module("m", "def f(value):\n    return value * 2\n"))
     target = f"{mod.__name__}.f"
 
-    def late(result, value):  # noqa: ANN001, ANN202
+    def late(result, value):
         return result + 100
 
     HookRegistry.register(target, add_one)
@@ -107,7 +107,7 @@ def test_discarded_hook_is_no_longer_applied(make_module) -> None:
     mod = importlib.import_module(make_module("m", "def f(value):\n    return value * 2\n"))
     target = f"{mod.__name__}.f"
 
-    def keep(result, value):  # noqa: ANN001, ANN202
+    def keep(result, value):
         return result
 
     HookRegistry.register(target, keep, source=HookSource("good", None))

@@ -9,7 +9,6 @@ import pickle
 
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
 
-
 CLASSES = """
 class Base:
     def method(self, x):
@@ -259,9 +258,7 @@ def test_wrapper_keeps_name_qualname_doc_module_and_signature(make_module):
     HookRegistry.register(f"{name}.f", lambda r, *a, **k: None)
     HookRegistry.apply_hooks()
     assert mod.f is not original and mod.f.__wrapped__ is original
-    assert (mod.f.__name__, mod.f.__qualname__, mod.f.__doc__, mod.f.__module__) == (
-        "f", "f", "The doc.", name
-    )
+    assert (mod.f.__name__, mod.f.__qualname__, mod.f.__doc__, mod.f.__module__) == ("f", "f", "The doc.", name)
     assert inspect.signature(mod.f) == inspect.signature(original)
 
 

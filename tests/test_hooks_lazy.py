@@ -42,9 +42,7 @@ def test_module_importing_a_pending_target_gets_the_patched_function(make_module
 
 
 def test_circular_import_copy_made_during_target_execution_is_rebound(make_module):
-    target = make_module(
-        "target", "def f():\n    return 1\nfrom . import user\n"
-    )
+    target = make_module("target", "def f():\n    return 1\nfrom . import user\n")
     user = make_module("user", "from .target import f\n")
     HookRegistry.register(f"{target}.f", lambda r: r + 1)
     HookRegistry.apply_hooks()

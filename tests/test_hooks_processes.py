@@ -8,6 +8,7 @@ import sys
 import threading
 
 import pytest
+
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
 
 
@@ -123,7 +124,5 @@ def test_hooks_apply_in_a_fresh_spawned_interpreter(tmp_path):
         "import spawned_target\n"
         "print(spawned_target.f())\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "2"

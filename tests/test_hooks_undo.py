@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-
 import importlib
 import sys
 
-from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType, isolated_registry
+import pytest
 
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType, isolated_registry
 
 CLASSES = """
 class Base:

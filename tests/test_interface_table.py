@@ -33,8 +33,9 @@ def test_every_srt_contract_member_has_a_row() -> None:
 def test_the_runtimes_own_contract_accepts_every_call_its_host_makes(host: str) -> None:
     """The base classes themselves pass the check: each recorded call binds to the contract's definition."""
     cls = CONTRACTS[host]
-    assert [p for p in _contract.find_override_problems(type("Probe", (cls,), dict(vars_of_contract(cls))))
-            if p.is_error] == []
+    assert [
+        p for p in _contract.find_override_problems(type("Probe", (cls,), dict(vars_of_contract(cls)))) if p.is_error
+    ] == []
 
 
 def vars_of_contract(cls: type) -> dict[str, object]:
@@ -78,9 +79,13 @@ def test_the_doc_carries_the_generated_interface_table() -> None:
     assert START in text and END in text, f"{DOC} lost its interface-table markers"
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    generated = f"{head}{START}\n<!-- generated from sglang_plugin_runtime/platforms/_interface_table.py by " \
-                f"tests/test_interface_table.py: do not edit -->\n\n{table.render_markdown()}\n{END}{tail}"
+    generated = (
+        f"{head}{START}\n<!-- generated from sglang_plugin_runtime/platforms/_interface_table.py by "
+        f"tests/test_interface_table.py: do not edit -->\n\n{table.render_markdown()}\n{END}{tail}"
+    )
     if generated != text:
         DOC.write_text(generated, encoding="utf-8")
-        pytest.fail(f"{DOC.name} was out of date with the interface table; it has been rewritten: review and "
-                    "commit it", pytrace=False)
+        pytest.fail(
+            f"{DOC.name} was out of date with the interface table; it has been rewritten: review and commit it",
+            pytrace=False,
+        )

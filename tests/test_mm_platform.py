@@ -94,7 +94,10 @@ def test_torch_library_dispatch_key_is_dispatch_key_out_of_tree() -> None:
 def test_torch_library_dispatch_key_in_tree_defaults() -> None:
     npu = MMPlatform()
     npu._enum = PlatformEnum.NPU
-    assert (npu.get_torch_library_dispatch_key(), MMPlatform().get_torch_library_dispatch_key()) == ("PrivateUse1", "CUDA")
+    assert (npu.get_torch_library_dispatch_key(), MMPlatform().get_torch_library_dispatch_key()) == (
+        "PrivateUse1",
+        "CUDA",
+    )
 
 
 def test_device_communicator_defaults_to_the_hosts_base_class() -> None:

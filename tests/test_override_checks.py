@@ -36,6 +36,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 def test_vendor_public_methods_and_properties_are_accepted_silently(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger=CONTRACT_LOGGER):
+
         class Plat(SRTPlatform):
             def frobnicate(self) -> None:
                 pass
@@ -55,6 +56,7 @@ def test_vendor_public_methods_and_properties_are_accepted_silently(caplog: pyte
 
 def test_names_of_other_sglang_versions_are_accepted(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger=CONTRACT_LOGGER):
+
         class Plat(SRTPlatform):
             def support_cuda_graph(self) -> bool:
                 return True
@@ -104,7 +106,7 @@ def test_vendor_device_mixin_with_extra_public_methods_is_accepted() -> None:
 
 def test_renamed_positional_parameter_is_accepted_when_the_host_passes_it_positionally() -> None:
     class Plat(SRTPlatform):
-        def get_device(self, local_rank):  # noqa: ANN001, ANN201 - SGLang calls current_platform.get_device(rank)
+        def get_device(self, local_rank):
             return local_rank
 
     assert Plat().get_device(3) == 3
@@ -241,7 +243,7 @@ def test_platform_over_vendor_mixin_is_checked_against_the_union() -> None:
 
 def test_signature_check_ignores_annotations_and_default_values() -> None:
     class Plat(SRTPlatform):
-        def get_device_total_memory(self, device_id=5):  # noqa: ANN001, ANN201
+        def get_device_total_memory(self, device_id=5):
             return 1
 
     assert inspect.signature(Plat.get_device_total_memory).parameters["device_id"].default == 5
@@ -286,6 +288,7 @@ def test_retired_hook_is_reported_with_its_replacement() -> None:
 
 def test_retired_hook_that_cannot_take_the_served_call_is_refused() -> None:
     with pytest.raises(TypeError, match=r"Plat\.get_mha_kv_pool_cls: .*cannot accept the host's call"):
+
         class Plat(SRTPlatform):
             def get_mha_kv_pool_cls(self, layer: int) -> type:
                 return object
@@ -296,6 +299,7 @@ def test_retired_hook_that_cannot_take_the_served_call_is_refused() -> None:
 
 def test_misspelled_override_is_a_warning_with_a_suggestion(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger=CONTRACT_LOGGER):
+
         class Plat(SRTPlatform):
             def get_devce_name(self, device_id: int = 0) -> str:
                 return "x"
@@ -307,6 +311,7 @@ def test_misspelled_override_is_a_warning_with_a_suggestion(caplog: pytest.LogCa
 
 def test_misspelled_data_attribute_is_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger=CONTRACT_LOGGER):
+
         class Plat(SRTPlatform):
             supported_quantisation = ["fp8"]
 
@@ -315,6 +320,7 @@ def test_misspelled_data_attribute_is_a_warning(caplog: pytest.LogCaptureFixture
 
 def test_misspelling_in_a_vendor_mixin_is_warned_once(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger=CONTRACT_LOGGER):
+
         class MyDeviceMixin(DeviceMixin):
             def synchronise(self) -> None:
                 pass
@@ -334,22 +340,26 @@ def test_misspelling_in_a_plain_mixin_is_warned_when_a_platform_uses_it(caplog: 
             return "x"
 
     with caplog.at_level(logging.WARNING, logger=CONTRACT_LOGGER):
+
         class Plat(SRTPlatform, Helpers):
             pass
 
     assert ["Helpers.get_default_atention_backend" in m for m in _warnings(caplog)] == [True]
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("synchronise", "synchronize"),
-    ("get_devce_name", "get_device_name"),
-    ("get_kv_pool_class", "get_kv_pool_cls"),
-    ("init_backnd", "init_backend"),
-    ("vendor_name", None),
-    ("get_device_count", None),
-    ("is_gpu", None),
-    ("set_device_id", None),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("synchronise", "synchronize"),
+        ("get_devce_name", "get_device_name"),
+        ("get_kv_pool_class", "get_kv_pool_cls"),
+        ("init_backnd", "init_backend"),
+        ("vendor_name", None),
+        ("get_device_count", None),
+        ("is_gpu", None),
+        ("set_device_id", None),
+    ],
+)
 def test_near_miss_is_one_or_two_edits_from_a_contract_name(name: str, expected: str | None) -> None:
     assert _contract.near_miss(name, _contract.contract_members(SRTPlatform)) == expected
 
@@ -359,19 +369,23 @@ def test_near_miss_is_one_or_two_edits_from_a_contract_name(name: str, expected:
 
 def test_override_without_the_argument_the_host_passes_is_refused() -> None:
     with pytest.raises(TypeError) as excinfo:
+
         class Plat(SRTPlatform):
             def is_pin_memory_available(self) -> bool:  # SGLang 0.5.23 passes the target device
                 return False
 
     message = str(excinfo.value)
-    assert "Plat.is_pin_memory_available: is_pin_memory_available() cannot accept the host's call " \
-           "platform.is_pin_memory_available(<arg>)" in message
+    assert (
+        "Plat.is_pin_memory_available: is_pin_memory_available() cannot accept the host's call "
+        "platform.is_pin_memory_available(<arg>)" in message
+    )
     assert "called from sglang/srt/utils/common.py" in message
     assert "SGLang declares is_pin_memory_available(self, device=None)" in message
 
 
 def test_two_problems_are_reported_in_one_type_error() -> None:
     with pytest.raises(TypeError) as excinfo:
+
         class Plat(SRTPlatform):
             def is_pin_memory_available(self) -> bool:
                 return False
@@ -386,6 +400,7 @@ def test_two_problems_are_reported_in_one_type_error() -> None:
 
 def test_dropped_default_is_refused_when_the_host_calls_without_the_argument() -> None:
     with pytest.raises(TypeError, match=r"missing a required argument: 'device_id'"):
+
         class Plat(SRTPlatform):
             def get_device_total_memory(self, device_id: int) -> int:
                 return 1
@@ -393,6 +408,7 @@ def test_dropped_default_is_refused_when_the_host_calls_without_the_argument() -
 
 def test_missing_parameter_is_refused() -> None:
     with pytest.raises(TypeError, match=r"supports_speculative_algorithm\(\) cannot accept the host's call"):
+
         class Plat(SRTPlatform):
             def supports_speculative_algorithm(self) -> bool:
                 return True
@@ -400,6 +416,7 @@ def test_missing_parameter_is_refused() -> None:
 
 def test_missing_keyword_parameter_is_refused() -> None:
     with pytest.raises(TypeError, match=r"got an unexpected keyword argument 'kind'"):
+
         class Plat(SRTPlatform):
             def get_kv_pool_cls(self) -> None:
                 return None
@@ -407,6 +424,7 @@ def test_missing_keyword_parameter_is_refused() -> None:
 
 def test_positional_only_parameter_the_host_passes_by_keyword_is_refused() -> None:
     with pytest.raises(TypeError, match=r"get_kv_pool_cls\(kind, /\) cannot accept"):
+
         class Plat(SRTPlatform):
             def get_kv_pool_cls(self, kind: str, /) -> None:
                 return None
@@ -414,6 +432,7 @@ def test_positional_only_parameter_the_host_passes_by_keyword_is_refused() -> No
 
 def test_new_required_parameter_is_refused() -> None:
     with pytest.raises(TypeError, match=r"missing a required argument: 'strict'"):
+
         class Plat(SRTPlatform):
             def get_compile_backend(self, mode: str | None, strict: bool) -> str:
                 return "x"
@@ -421,13 +440,17 @@ def test_new_required_parameter_is_refused() -> None:
 
 def test_new_required_keyword_only_parameter_is_refused() -> None:
     with pytest.raises(TypeError, match=r"missing a required argument: 'hint'"):
+
         class Plat(SRTPlatform):
             def get_compile_backend(self, mode: str | None = None, *, hint: str) -> str:
                 return "x"
 
 
 def test_property_where_the_host_calls_a_method_is_refused() -> None:
-    with pytest.raises(TypeError, match=r"the host calls it \(platform\.get_dispatch_key_name\(\)\); this defines a property"):
+    with pytest.raises(
+        TypeError, match=r"the host calls it \(platform\.get_dispatch_key_name\(\)\); this defines a property"
+    ):
+
         class Plat(SRTPlatform):
             @property
             def get_dispatch_key_name(self) -> str:
@@ -436,12 +459,14 @@ def test_property_where_the_host_calls_a_method_is_refused() -> None:
 
 def test_non_callable_where_the_host_calls_a_method_is_refused() -> None:
     with pytest.raises(TypeError, match=r"this sets it to a non-callable str"):
+
         class Plat(SRTPlatform):
             get_dispatch_key_name = "npu"
 
 
 def test_method_where_the_host_reads_data_is_refused() -> None:
     with pytest.raises(TypeError, match=r"Plat\.capabilities: the host reads it as data"):
+
         class Plat(SRTPlatform):
             def capabilities(self) -> None:
                 pass
@@ -449,6 +474,7 @@ def test_method_where_the_host_reads_data_is_refused() -> None:
 
 def test_property_where_the_runtime_reads_the_class_is_refused() -> None:
     with pytest.raises(TypeError, match=r"Plat\.device_type: the runtime reads it on the class"):
+
         class Plat(SRTPlatform):
             @property
             def device_type(self) -> str:
@@ -457,6 +483,7 @@ def test_property_where_the_runtime_reads_the_class_is_refused() -> None:
 
 def test_instance_method_where_the_class_is_called_is_refused() -> None:
     with pytest.raises(TypeError, match=r"Plat\.is_cuda_static: the host calls it on the class"):
+
         class Plat(MMPlatform):
             def is_cuda_static(self) -> bool:
                 return False
@@ -464,6 +491,7 @@ def test_instance_method_where_the_class_is_called_is_refused() -> None:
 
 def test_mm_override_without_the_keywords_the_diffusion_engine_passes_is_refused() -> None:
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'empty_cache'"):
+
         class Plat(MMPlatform):
             @classmethod
             def get_available_gpu_memory(cls, device_id: int | None = None) -> float:
@@ -476,6 +504,7 @@ def test_incompatible_method_in_a_plain_mixin_is_refused_with_the_platform() -> 
             return None
 
     with pytest.raises(TypeError, match=r"Helpers\.get_kv_pool_cls"):
+
         class Plat(SRTPlatform, Helpers):
             pass
 
@@ -484,6 +513,7 @@ def test_wrapped_override_is_checked_through_its_wrapped_function() -> None:
     import functools
 
     with pytest.raises(TypeError, match=r"supports_speculative_algorithm\(\) cannot accept"):
+
         class Plat(SRTPlatform):
             @functools.lru_cache(maxsize=1)
             def supports_speculative_algorithm(self) -> bool:
@@ -502,11 +532,13 @@ def test_check_overrides_false_bypasses_the_check() -> None:
 
 
 def test_find_override_problems_reports_without_raising() -> None:
-    Plat = _define({"get_devce_name": lambda self: "x", "get_kv_pool_cls": lambda self: None}, SRTPlatform,
-                   check_overrides=False)
+    Plat = _define(
+        {"get_devce_name": lambda self: "x", "get_kv_pool_cls": lambda self: None}, SRTPlatform, check_overrides=False
+    )
     problems = _contract.find_override_problems(Plat)
     assert [(p.attribute, p.kind, p.is_error) for p in problems] == [
-        ("get_devce_name", "misspelled", False), ("get_kv_pool_cls", "signature", True),
+        ("get_devce_name", "misspelled", False),
+        ("get_kv_pool_cls", "signature", True),
     ]
 
 
@@ -528,6 +560,7 @@ def test_contract_classes_do_not_redefine_each_others_names() -> None:
 
 def test_contract_member_without_marker_is_refused() -> None:
     with pytest.raises(TypeError, match=r"Extra\.unmarked has no @active/@reserved marker"):
+
         class Extra(DeviceMixin, _contract_class=True):
             def unmarked(self) -> None:
                 pass

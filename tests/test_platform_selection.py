@@ -7,7 +7,6 @@ import sys
 from typing import Any
 
 import pytest
-
 from _plugin_site import PluginSite, platform_module
 
 SELECT = """
@@ -50,7 +49,12 @@ def test_single_activated_plugin_is_selected_with_provenance(site: PluginSite) -
     site.add_platform("acme-npu", "acme", "acmenpu")
     out = select(site)
     assert out["platform_class"] == "acme_platform.AcmePlatform"
-    assert (out["rule"], out["plugin"], out["distribution"], out["version"]) == ("single-activated", "acme", "acme-npu", "1.0")
+    assert (out["rule"], out["plugin"], out["distribution"], out["version"]) == (
+        "single-activated",
+        "acme",
+        "acme-npu",
+        "1.0",
+    )
     assert out["activations"][0]["status"] == "activated"
     assert out["activations"][0]["seconds"] >= 0
 
@@ -351,7 +355,9 @@ def test_current_platform_is_an_instance_of_the_selected_class(site: PluginSite)
     "one selection, one instance, every thread gets it",
 )
 def test_current_platform_is_resolved_once_across_threads(site: PluginSite) -> None:
-    site.add_platform("acme-npu", "acme", "acmenpu", "import time; time.sleep(0.05); CALLS.append(1); return __name__ + '.{cls}'")
+    site.add_platform(
+        "acme-npu", "acme", "acmenpu", "import time; time.sleep(0.05); CALLS.append(1); return __name__ + '.{cls}'"
+    )
     (site.root / "acme_platform.py").write_text("CALLS = []\n" + (site.root / "acme_platform.py").read_text())
     out = site.run_json(
         """
@@ -526,7 +532,9 @@ def test_activate_reading_current_platform_is_one_clear_error_in_auto_mode(site:
     site.add_platform("acme-npu", "acme", "acmenpu", body)
     out = select(site)
     assert out["error"] == "ReentrantSelectionError" and out["is_runtime_error"]
-    assert "'acme'" in out["message"] and "acme-npu" in out["message"] and "probe the hardware directly" in out["message"]
+    assert (
+        "'acme'" in out["message"] and "acme-npu" in out["message"] and "probe the hardware directly" in out["message"]
+    )
     assert len(out["message"]) < 1000
     assert "RecursionError" not in out["stderr"] and "alling back" not in out["stderr"]
 
@@ -720,7 +728,12 @@ def test_set_fallback_platform_after_a_fallback_selection_warns_and_applies_afte
         """,
         check=True,
     )
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == ["SRTPlatform", "SRTPlatform", "HostPlatform", "SRTPlatform"]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [
+        "SRTPlatform",
+        "SRTPlatform",
+        "HostPlatform",
+        "SRTPlatform",
+    ]
     assert "came after the platform was resolved to the fallback" in result.stderr
 
 

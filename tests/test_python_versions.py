@@ -9,7 +9,6 @@ interpreter).
 from __future__ import annotations
 
 import pytest
-
 from _plugin_site import PluginSite, find_python
 
 VERSIONS = ["3.10", "3.11", "3.12", "3.13"]
@@ -49,7 +48,8 @@ out = {
     "solo": targets.solo(1),
 }
 HookRegistry.reset()
-out["reset_restores_identity"] = targets.func is original_func and targets.alias_user.__globals__["func"] is original_func
+alias_globals = targets.alias_user.__globals__
+out["reset_restores_identity"] = targets.func is original_func and alias_globals["func"] is original_func
 out["base_untouched"] = "make" not in vars(targets.Sub)
 print(json.dumps(out))
 """
@@ -142,7 +142,8 @@ def test_selection_and_loading_work_on_each_python(site: PluginSite, version: st
         report = load_plugins()
         load_plugins()
         import counter_plugin
-        print(json.dumps([selection.plugin, selection.dist_name, [r.status for r in report.records], len(counter_plugin.CALLS)]))
+        statuses = [r.status for r in report.records]
+        print(json.dumps([selection.plugin, selection.dist_name, statuses, len(counter_plugin.CALLS)]))
         """,
         python=_python(version),
     )

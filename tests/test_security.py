@@ -12,7 +12,6 @@ import marshal
 import os
 
 import pytest
-
 from _plugin_site import PluginSite
 
 ATTACKER = """
@@ -67,13 +66,20 @@ def forged_cache(folder) -> None:
 @pytest.fixture
 def attacked_site(site: PluginSite, tmp_path):
     site.add_platform("acme-npu", "acme", "acmenpu")
-    site.add("timer-dist", entry_points={"sglang.srt.plugins": {"timer": "timer_plugin:register"}},
-             modules={"timer_plugin.py": "def register():\n    pass\n"})
+    site.add(
+        "timer-dist",
+        entry_points={"sglang.srt.plugins": {"timer": "timer_plugin:register"}},
+        modules={"timer_plugin.py": "def register():\n    pass\n"},
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "attacker.py").write_text(ATTACKER)
     home = tmp_path / "home"
-    for folder in (home / ".cache" / "sglang-plugin-runtime", tmp_path / "xdg" / "sglang-plugin-runtime", tmp_path / "cachedir"):
+    for folder in (
+        home / ".cache" / "sglang-plugin-runtime",
+        tmp_path / "xdg" / "sglang-plugin-runtime",
+        tmp_path / "cachedir",
+    ):
         forged_cache(folder)
     env = {
         "HOME": str(home),
@@ -120,4 +126,3 @@ def test_only_files_inside_sys_path_are_read_and_none_is_written(attacked_site) 
         if kind == "open":
             assert not set(mode) & set("wax+"), f"opened for writing: {path} ({mode})"
             assert not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT), f"opened for writing: {path} ({flags})"
-

@@ -89,15 +89,13 @@ def test_set_device_changes_current_device() -> None:
 
 
 def test_set_device_rejects_out_of_range_ordinal() -> None:
-    with simulated_device("npu", device_count=1):
-        with pytest.raises(RuntimeError, match="invalid device ordinal 2"):
-            torch.npu.set_device(2)
+    with simulated_device("npu", device_count=1), pytest.raises(RuntimeError, match="invalid device ordinal 2"):
+        torch.npu.set_device(2)
 
 
 def test_set_device_rejects_other_device_type() -> None:
-    with simulated_device("npu"):
-        with pytest.raises(ValueError, match="expected a 'npu' device"):
-            torch.npu.set_device("cuda:0")
+    with simulated_device("npu"), pytest.raises(ValueError, match="expected a 'npu' device"):
+        torch.npu.set_device("cuda:0")
 
 
 def test_memory_model_tracks_allocated_peak_and_free() -> None:
@@ -168,9 +166,8 @@ def test_start_and_stop_work_without_with() -> None:
 
 
 def test_start_twice_is_an_error() -> None:
-    with simulated_device("npu") as sim:
-        with pytest.raises(RuntimeError, match="already started"):
-            sim.start()
+    with simulated_device("npu") as sim, pytest.raises(RuntimeError, match="already started"):
+        sim.start()
 
 
 def test_nested_simulations_restore_in_order() -> None:

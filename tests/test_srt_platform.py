@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 import pickle
 import subprocess
 import sys
@@ -123,7 +122,9 @@ def test_group_coordinator_device_defaults_to_cpu() -> None:
 
 
 def test_require_out_of_tree_impl_raises_for_oot_naming_hook() -> None:
-    with pytest.raises(NotImplementedError, match=r"_Oot \(device 'widget'\) provides no graph runner: override get_graph_runner_cls"):
+    with pytest.raises(
+        NotImplementedError, match=r"_Oot \(device 'widget'\) provides no graph runner: override get_graph_runner_cls"
+    ):
         require_out_of_tree_impl(_Oot(), hook="get_graph_runner_cls", subsystem="graph runner")
 
 
@@ -155,7 +156,10 @@ def test_describe_contract_records_status_kind_signature_and_declaring_class() -
     members = {m.name: m for m in _contract.describe_contract(SRTPlatform)}
     member = members["get_device_total_memory"]
     assert (member.status, member.required, member.kind, member.declared_in) == (
-        "active", True, "method", DeviceMixin,
+        "active",
+        True,
+        "method",
+        DeviceMixin,
     )
     assert member.render() == "get_device_total_memory(device_id: int = 0) -> int"
     assert members["get_device"].status == "reserved"
@@ -170,8 +174,7 @@ def test_describe_contract_lists_device_mixin_members_first() -> None:
 
 def test_importing_interface_does_not_import_torch() -> None:
     code = (
-        "import sys, sglang_plugin_runtime.platforms.interface; "
-        "assert 'torch' not in sys.modules, 'torch was imported'"
+        "import sys, sglang_plugin_runtime.platforms.interface; assert 'torch' not in sys.modules, 'torch was imported'"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

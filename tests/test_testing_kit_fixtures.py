@@ -16,17 +16,22 @@ def run(pytester: pytest.Pytester, source: str, *args: str) -> pytest.RunResult:
 
 
 def test_fixtures_are_available_without_any_conftest(pytester: pytest.Pytester) -> None:
-    result = run(pytester, """
+    result = run(
+        pytester,
+        """
         def test_all(plugin_env, fake_distributions, hook_registry, platform_override, simulated_device):
             pass
-    """)
+    """,
+    )
     result.assert_outcomes(passed=1)
 
 
 def test_plugin_env_clears_and_restores_variables(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SGLANG_PLATFORM", "outer")
     monkeypatch.setenv("SGLANG_PLUGINS", "outer-a,outer-b")
-    result = run(pytester, """
+    result = run(
+        pytester,
+        """
         import os
 
         def test_cleared_then_set(plugin_env):
@@ -41,12 +46,15 @@ def test_plugin_env_clears_and_restores_variables(pytester: pytest.Pytester, mon
             assert os.environ["SGLANG_PLATFORM"] == "outer"
             assert os.environ["SGLANG_PLUGINS"] == "outer-a,outer-b"
             assert "SGLANG_PLUGINS_STRICT" not in os.environ
-    """)
+    """,
+    )
     result.assert_outcomes(passed=2)
 
 
 def test_plugin_env_restores_other_variables_the_test_set_through_it(pytester: pytest.Pytester) -> None:
-    result = run(pytester, """
+    result = run(
+        pytester,
+        """
         import os
 
         def test_set(plugin_env):
@@ -54,12 +62,15 @@ def test_plugin_env_restores_other_variables_the_test_set_through_it(pytester: p
 
         def test_gone():
             assert "MY_VENDOR_FLAG" not in os.environ
-    """)
+    """,
+    )
     result.assert_outcomes(passed=2)
 
 
 def test_fake_distributions_are_discovered_and_loaded(pytester: pytest.Pytester) -> None:
-    result = run(pytester, """
+    result = run(
+        pytester,
+        """
         from sglang_plugin_runtime.plugins import load_plugins
 
         def test_load(fake_distributions, tmp_path):
@@ -72,12 +83,15 @@ def test_fake_distributions_are_discovered_and_loaded(pytester: pytest.Pytester)
             assert [(r.plugin, r.status, r.dist_name) for r in report.records] == [("acme", "loaded", "acme-tools")]
             import acme_tools
             assert acme_tools.CALLS == [1]
-    """)
+    """,
+    )
     result.assert_outcomes(passed=1)
 
 
 def test_fake_distributions_leave_no_path_modules_or_load_state(pytester: pytest.Pytester) -> None:
-    result = run(pytester, """
+    result = run(
+        pytester,
+        """
         import sys
         from sglang_plugin_runtime._discovery import discover_entry_points
         from sglang_plugin_runtime.plugins import load_plugins
@@ -97,13 +111,16 @@ def test_fake_distributions_leave_no_path_modules_or_load_state(pytester: pytest
             fake_distributions("two-dist", entry_points={"sglang.srt.plugins": {"two": "two_mod:register"}},
                                modules={"two_mod.py": "def register():\\n    pass\\n"})
             assert [r.plugin for r in load_plugins().records] == ["two"]
-    """)
+    """,
+    )
     result.assert_outcomes(passed=2)
 
 
 def test_hook_registry_patches_never_leak_between_tests(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(target_mod="def work(x):\n    return x\n")
-    result = run(pytester, """
+    result = run(
+        pytester,
+        """
         import target_mod
         from sglang_plugin_runtime.plugins.hook_registry import HookType
 
@@ -120,13 +137,16 @@ def test_hook_registry_patches_never_leak_between_tests(pytester: pytest.Pyteste
 
         def test_registry_empty_afterwards(hook_registry):
             assert hook_registry.describe() == []
-    """)
+    """,
+    )
     result.assert_outcomes(passed=3)
 
 
 def test_hooks_registered_by_fake_plugins_are_undone(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(target_mod="def work(x):\n    return x\n")
-    result = run(pytester, """
+    result = run(
+        pytester,
+        """
         import target_mod
         from sglang_plugin_runtime.plugins import load_plugins
 
@@ -145,12 +165,15 @@ def test_hooks_registered_by_fake_plugins_are_undone(pytester: pytest.Pytester) 
 
         def test_clean_afterwards():
             assert target_mod.work is ORIGINAL
-    """)
+    """,
+    )
     result.assert_outcomes(passed=2)
 
 
 def test_platform_override_sets_and_restores_the_current_platform(pytester: pytest.Pytester) -> None:
-    result = run(pytester, """
+    result = run(
+        pytester,
+        """
         from sglang_plugin_runtime.platforms import current_platform_selection, get_current_platform
         from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
         from sglang_plugin_runtime.platforms.interface import SRTPlatform
@@ -173,12 +196,15 @@ def test_platform_override_sets_and_restores_the_current_platform(pytester: pyte
         def test_c_restored():
             assert get_current_platform() is BEFORE["platform"]
             assert type(get_current_platform()) is SRTPlatform
-    """)
+    """,
+    )
     result.assert_outcomes(passed=3)
 
 
 def test_platform_override_select_runs_the_real_selection_on_fake_distributions(pytester: pytest.Pytester) -> None:
-    result = run(pytester, """
+    result = run(
+        pytester,
+        """
         PLATFORM = '''
         from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
         from sglang_plugin_runtime.platforms.interface import SRTPlatform
@@ -197,13 +223,16 @@ def test_platform_override_select_runs_the_real_selection_on_fake_distributions(
             selection = platform_override.select()
             assert (selection.plugin, selection.rule, selection.dist_name) == ("acme", "explicit", "acme-npu")
             assert type(platform_override.current()).__name__ == "AcmePlatform"
-    """)
+    """,
+    )
     result.assert_outcomes(passed=1)
 
 
 def test_simulated_device_fixture_installs_and_removes_the_module(pytester: pytest.Pytester) -> None:
     pytest.importorskip("torch")
-    result = run(pytester, """
+    result = run(
+        pytester,
+        """
         import torch
 
         def test_simulated(simulated_device):
@@ -214,7 +243,8 @@ def test_simulated_device_fixture_installs_and_removes_the_module(pytester: pyte
 
         def test_gone():
             assert not hasattr(torch, "kitnpu")
-    """)
+    """,
+    )
     result.assert_outcomes(passed=2)
 
 

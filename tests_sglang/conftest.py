@@ -99,7 +99,7 @@ def run_python(
     result = None
     for line in completed.stdout.splitlines():
         if line.startswith(RESULT_MARK):
-            result = json.loads(line[len(RESULT_MARK):])
+            result = json.loads(line[len(RESULT_MARK) :])
     if result is None:
         pytest.fail(
             f"scenario subprocess reported nothing (exit {completed.returncode})\n"
@@ -112,8 +112,18 @@ def run_python(
 def pip_install_target(source: Path, target: Path) -> Path:
     """A real ``pip install`` of ``source`` into the folder ``target`` (no dependencies, no build isolation)."""
     completed = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--target", str(target), str(source)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(source),
+        ],
         env=clean_env(),
         capture_output=True,
         text=True,
@@ -201,8 +211,9 @@ def generate(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ca
     ``host``: ``"sglang"`` (the answer host_api=sglang), ``"auto"`` (the default answer) or ``"runtime"`` (a default
     package pinned to the runtime's classes, as the retired answer host_api=runtime generated it)."""
 
-    def _generate(answers: dict[str, Any], host: str = "sglang",
-                  edit: Callable[[Path], None] | None = None) -> GeneratedPackage:
+    def _generate(
+        answers: dict[str, Any], host: str = "sglang", edit: Callable[[Path], None] | None = None
+    ) -> GeneratedPackage:
         answers = dict(answers)
         via_answer = False
         if answers["plugin_kind"] == "platform":
@@ -218,8 +229,15 @@ def generate(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ca
         if edit is not None:
             edit(project)
         site = pip_install_target(project, tmp_path_factory.mktemp(f"site-{answers['package_name']}-{host}"))
-        return GeneratedPackage(project, site, answers["package_name"], answers["entry_point_name"],
-                                answers["distribution_name"], host, via_answer)
+        return GeneratedPackage(
+            project,
+            site,
+            answers["package_name"],
+            answers["entry_point_name"],
+            answers["distribution_name"],
+            host,
+            via_answer,
+        )
 
     return _generate
 
@@ -233,5 +251,12 @@ def platform_plugin(generate: Callable[..., GeneratedPackage]) -> GeneratedPacka
 @pytest.fixture(scope="session")
 def runtime_platform_plugin(generate: Callable[..., GeneratedPackage]) -> GeneratedPackage:
     """The same platform plugin built on the runtime's classes (the retired host_api=runtime), installed."""
-    return generate(dict(PLATFORM_ANSWERS, distribution_name="sglang-simdev-rt", package_name="sglang_simdev_rt",
-                         entry_point_name="simdev_rt"), host="runtime")
+    return generate(
+        dict(
+            PLATFORM_ANSWERS,
+            distribution_name="sglang-simdev-rt",
+            package_name="sglang_simdev_rt",
+            entry_point_name="simdev_rt",
+        ),
+        host="runtime",
+    )

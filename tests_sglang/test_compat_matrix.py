@@ -22,7 +22,6 @@ import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -31,12 +30,20 @@ from conftest import REPO_ROOT, run_python
 from sglang_plugin_runtime.testing import write_fake_distribution
 
 IMPLS = {
-    "sglang": {"hooks": "sglang.srt.plugins.hook_registry", "plugins": "sglang.srt.plugins",
-               "platforms": "sglang.srt.platforms", "interface": "sglang.srt.platforms.interface",
-               "device_mixin": "sglang.srt.platforms.device_mixin"},
-    "ours": {"hooks": "sglang_plugin_runtime.plugins.hook_registry", "plugins": "sglang_plugin_runtime.plugins",
-             "platforms": "sglang_plugin_runtime.platforms", "interface": "sglang_plugin_runtime.platforms.interface",
-             "device_mixin": "sglang_plugin_runtime.platforms.device_mixin"},
+    "sglang": {
+        "hooks": "sglang.srt.plugins.hook_registry",
+        "plugins": "sglang.srt.plugins",
+        "platforms": "sglang.srt.platforms",
+        "interface": "sglang.srt.platforms.interface",
+        "device_mixin": "sglang.srt.platforms.device_mixin",
+    },
+    "ours": {
+        "hooks": "sglang_plugin_runtime.plugins.hook_registry",
+        "plugins": "sglang_plugin_runtime.plugins",
+        "platforms": "sglang_plugin_runtime.platforms",
+        "interface": "sglang_plugin_runtime.platforms.interface",
+        "device_mixin": "sglang_plugin_runtime.platforms.device_mixin",
+    },
 }
 DOC = REPO_ROOT / "docs" / "sglang.md"
 START, END = "<!-- matrix:start -->", "<!-- matrix:end -->"
@@ -151,14 +158,16 @@ def after(e: Env) -> str:
     return f"f(2) -> {m.f(2)}"
 
 
-@scenario("Composition: REPLACE innermost, the rest nested in registration order",
-          sglang="before, around-in, replace, around-out, after")
+@scenario(
+    "Composition: REPLACE innermost, the rest nested in registration order",
+    sglang="before, around-in, replace, around-out, after",
+)
 def composition(e: Env) -> str:
     m = e.module(FUNC)
     trace: list[str] = []
     t = f"{m.__name__}.f"
 
-    def around(orig, x):  # noqa: ANN001
+    def around(orig, x):
         trace.append("around-in")
         r = orig(x)
         trace.append("around-out")
@@ -182,8 +191,7 @@ def two_replace(e: Env) -> str:
     return f"{'last wins' if m.f(0) == 'second' else 'first wins'}; {'warned' if w else 'silent'}"
 
 
-@scenario("Class REPLACE keeps type identity, `from x import Cls` copies follow",
-          sglang="replaced; copy follows")
+@scenario("Class REPLACE keeps type identity, `from x import Cls` copies follow", sglang="replaced; copy follows")
 def class_replace(e: Env) -> str:
     m = e.module("class Sampler:\n    def sample(self):\n        return 'greedy'\n")
     user = e.module(f"from {m.__name__} import Sampler\n")
@@ -228,15 +236,17 @@ def class_and_static(e: Env) -> str:
 def _call(fn: Callable[[], Any]) -> str:
     try:
         return str(fn())
-    except Exception as exc:  # noqa: BLE001 - the outcome is the exception's type
+    except Exception as exc:
         return type(exc).__name__
 
 
-@scenario("Inherited classmethod hooked through a subclass",
-          sglang="Sub.m() -> Sub!; Sub().m() -> TypeError; SubSub.m() -> Sub!; Base.m() -> Base",
-          ours="Sub.m() -> Sub!; Sub().m() -> Sub!; SubSub.m() -> SubSub!; Base.m() -> Base",
-          why="SGLang wraps the bound method and stores a plain function on the subclass: instance calls break "
-              "and sub-subclasses get the wrong `cls`. Ours rebuilds a classmethod on the subclass.")
+@scenario(
+    "Inherited classmethod hooked through a subclass",
+    sglang="Sub.m() -> Sub!; Sub().m() -> TypeError; SubSub.m() -> Sub!; Base.m() -> Base",
+    ours="Sub.m() -> Sub!; Sub().m() -> Sub!; SubSub.m() -> SubSub!; Base.m() -> Base",
+    why="SGLang wraps the bound method and stores a plain function on the subclass: instance calls break "
+    "and sub-subclasses get the wrong `cls`. Ours rebuilds a classmethod on the subclass.",
+)
 def inherited_classmethod(e: Env) -> str:
     m = e.module("""
         class Base:
@@ -250,13 +260,18 @@ def inherited_classmethod(e: Env) -> str:
     """)
     e.Registry.register(f"{m.__name__}.Sub.m", lambda r, *a: r + "!", e.T.AFTER)
     e.apply()
-    return (f"Sub.m() -> {_call(m.Sub.m)}; Sub().m() -> {_call(lambda: m.Sub().m())}; "
-            f"SubSub.m() -> {_call(m.SubSub.m)}; Base.m() -> {_call(m.Base.m)}")
+    return (
+        f"Sub.m() -> {_call(m.Sub.m)}; Sub().m() -> {_call(lambda: m.Sub().m())}; "
+        f"SubSub.m() -> {_call(m.SubSub.m)}; Base.m() -> {_call(m.Base.m)}"
+    )
 
 
-@scenario("property hooked with AFTER",
-          sglang="C().p -> method (the property is gone)", ours="C().p -> 2",
-          why="SGLang wraps the property object in a function; ours wraps the getter and keeps a property.")
+@scenario(
+    "property hooked with AFTER",
+    sglang="C().p -> method (the property is gone)",
+    ours="C().p -> 2",
+    why="SGLang wraps the property object in a function; ours wraps the getter and keeps a property.",
+)
 def property_hook(e: Env) -> str:
     m = e.module("class C:\n    @property\n    def p(self):\n        return 1\n")
     e.Registry.register(f"{m.__name__}.C.p", lambda r, *a: r + 1, e.T.AFTER)
@@ -265,24 +280,25 @@ def property_hook(e: Env) -> str:
     return f"C().p -> {value if value in ('2', 'TypeError') else 'method (the property is gone)'}"
 
 
-@scenario("async def target with an AFTER hook",
-          sglang="coroutine function: False; AFTER sees coroutine; await -> 1",
-          ours="coroutine function: True; AFTER sees int; await -> 2",
-          why="SGLang's wrapper is synchronous: the hook gets an un-awaited coroutine and cannot change the "
-              "result, and `inspect.iscoroutinefunction` turns False (frameworks then call it wrongly).")
+@scenario(
+    "async def target with an AFTER hook",
+    sglang="coroutine function: False; AFTER sees coroutine; await -> 1",
+    ours="coroutine function: True; AFTER sees int; await -> 2",
+    why="SGLang's wrapper is synchronous: the hook gets an un-awaited coroutine and cannot change the "
+    "result, and `inspect.iscoroutinefunction` turns False (frameworks then call it wrongly).",
+)
 def async_after(e: Env) -> str:
     m = e.module("async def f(x):\n    return x\n")
     seen: list[str] = []
 
-    def hook(result, *a):  # noqa: ANN001, ANN002
+    def hook(result, *a):
         seen.append(type(result).__name__)
         return result + 1 if isinstance(result, int) else None
 
     e.Registry.register(f"{m.__name__}.f", hook, e.T.AFTER)
     e.apply()
     value = asyncio.run(m.f(1))
-    return (f"coroutine function: {inspect.iscoroutinefunction(m.f)}; AFTER sees {seen[0]}; "
-            f"await -> {value}")
+    return f"coroutine function: {inspect.iscoroutinefunction(m.f)}; AFTER sees {seen[0]}; await -> {value}"
 
 
 @scenario("Stale `from x import f` copy in another module", sglang="copy fires")
@@ -294,10 +310,13 @@ def stale_copy(e: Env) -> str:
     return "copy fires" if user.f(0) == "hooked" else "copy stale"
 
 
-@scenario("A hook module's own alias `from x import f as _orig`",
-          sglang="alias rebound to the wrapper", ours="alias left alone",
-          why="SGLang rebinds every global that is the original, whatever its name, so a REPLACE that calls "
-              "`_orig` recurses into itself. Ours rebinds only names equal to the target's own name.")
+@scenario(
+    "A hook module's own alias `from x import f as _orig`",
+    sglang="alias rebound to the wrapper",
+    ours="alias left alone",
+    why="SGLang rebinds every global that is the original, whatever its name, so a REPLACE that calls "
+    "`_orig` recurses into itself. Ours rebinds only names equal to the target's own name.",
+)
 def renamed_alias(e: Env) -> str:
     m = e.module(FUNC)
     user = e.module(f"from {m.__name__} import f as _orig\n")
@@ -307,10 +326,13 @@ def renamed_alias(e: Env) -> str:
     return "alias left alone" if user._orig is original else "alias rebound to the wrapper"
 
 
-@scenario("reset() after apply_hooks()",
-          sglang="patch stays (registry cleared only)", ours="original restored (identity)",
-          why="SGLang's reset() forgets hooks but leaves every patch in place; ours undoes each setattr and "
-              "rebinding exactly.")
+@scenario(
+    "reset() after apply_hooks()",
+    sglang="patch stays (registry cleared only)",
+    ours="original restored (identity)",
+    why="SGLang's reset() forgets hooks but leaves every patch in place; ours undoes each setattr and "
+    "rebinding exactly.",
+)
 def reset_undoes(e: Env) -> str:
     m = e.module(FUNC)
     user = e.module(f"from {m.__name__} import f\n")
@@ -322,10 +344,13 @@ def reset_undoes(e: Env) -> str:
     return "original restored (identity)" if restored else "patch stays (registry cleared only)"
 
 
-@scenario("Hook registered after apply_hooks() already patched the target",
-          sglang="late hook never runs", ours="late hook runs",
-          why="SGLang skips targets it already patched, so the late hook is silently dropped; ours rebuilds "
-              "the target's wrapper.")
+@scenario(
+    "Hook registered after apply_hooks() already patched the target",
+    sglang="late hook never runs",
+    ours="late hook runs",
+    why="SGLang skips targets it already patched, so the late hook is silently dropped; ours rebuilds "
+    "the target's wrapper.",
+)
 def late_registration(e: Env) -> str:
     m = e.module(FUNC)
     t = f"{m.__name__}.f"
@@ -336,10 +361,13 @@ def late_registration(e: Env) -> str:
     return "late hook runs" if m.f(1) == 20 else "late hook never runs"
 
 
-@scenario("Target whose module is not imported yet",
-          sglang="apply_hooks() imports it; hook fires", ours="patched on first import; hook fires",
-          why="SGLang imports every target module inside apply_hooks() (slow, and import order changes); ours "
-              "waits for the module's first import.")
+@scenario(
+    "Target whose module is not imported yet",
+    sglang="apply_hooks() imports it; hook fires",
+    ours="patched on first import; hook fires",
+    why="SGLang imports every target module inside apply_hooks() (slow, and import order changes); ours "
+    "waits for the module's first import.",
+)
 def lazy_target(e: Env) -> str:
     name = e.module(FUNC, imported=False)
     e.Registry.register(f"{name}.f", lambda r, x: "hooked", e.T.AFTER)
@@ -347,8 +375,10 @@ def lazy_target(e: Env) -> str:
     imported_by_apply = name in sys.modules
     m = importlib.import_module(name)
     fires = m.f(0) == "hooked"
-    return (f"{'apply_hooks() imports it' if imported_by_apply else 'patched on first import'}; "
-            f"hook {'fires' if fires else 'does not fire'}")
+    return (
+        f"{'apply_hooks() imports it' if imported_by_apply else 'patched on first import'}; "
+        f"hook {'fires' if fires else 'does not fire'}"
+    )
 
 
 @scenario("Entry-point style target `pkg.mod:Class.method`", sglang="fires")
@@ -371,8 +401,10 @@ def exception_passthrough(e: Env) -> str:
     return "no exception"
 
 
-@scenario("Metadata: name, doc, `__wrapped__` chain to the original, signature; pickles by reference",
-          sglang="name, doc, unwrap, signature, pickle ok")
+@scenario(
+    "Metadata: name, doc, `__wrapped__` chain to the original, signature; pickles by reference",
+    sglang="name, doc, unwrap, signature, pickle ok",
+)
 def metadata(e: Env) -> str:
     m = e.module(FUNC)
     original = m.f
@@ -380,8 +412,11 @@ def metadata(e: Env) -> str:
     e.Registry.register(f"{m.__name__}.f", lambda orig, x: orig(x), e.T.AROUND)
     e.apply()
     checks = {
-        "name": m.f.__name__ == "f", "doc": m.f.__doc__ == "Doc of f.", "unwrap": inspect.unwrap(m.f) is original,
-        "signature": str(inspect.signature(m.f)) == "(x)", "pickle": pickle.loads(pickle.dumps(m.f)) is m.f,
+        "name": m.f.__name__ == "f",
+        "doc": m.f.__doc__ == "Doc of f.",
+        "unwrap": inspect.unwrap(m.f) is original,
+        "signature": str(inspect.signature(m.f)) == "(x)",
+        "pickle": pickle.loads(pickle.dumps(m.f)) is m.f,
     }
     bad = [k for k, ok in checks.items() if not ok]
     return "name, doc, unwrap, signature, pickle ok" if not bad else "broken: " + ", ".join(bad)
@@ -392,7 +427,7 @@ def unresolvable(e: Env) -> str:
     e.Registry.register("compat_no_such_module_xyz.f", lambda r: r, e.T.AFTER)
     try:
         e.apply()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"apply_hooks() raises {type(exc).__name__}"
     return "apply_hooks() does not raise"
 
@@ -401,7 +436,7 @@ def unresolvable(e: Env) -> str:
 def decorator(e: Env) -> str:
     m = e.module(FUNC)
 
-    def hook(r, x):  # noqa: ANN001
+    def hook(r, x):
         return "hooked"
 
     returned = e.hooks.plugin_hook(f"{m.__name__}.f", type=e.T.AFTER)(hook)
@@ -439,8 +474,8 @@ def _load(impl: str, root: Path, env: dict[str, str] | None = None, extra: str =
         def emit(self, record):
             records.append(record)
     logging.getLogger().addHandler(H(logging.WARNING))
-    from {IMPLS[impl]['plugins']} import load_plugins
-    from {IMPLS[impl]['hooks']} import HookRegistry
+    from {IMPLS[impl]["plugins"]} import load_plugins
+    from {IMPLS[impl]["hooks"]} import HookRegistry
     load_plugins()
     out = {{"warnings": [r.getMessage() for r in records],
            "imported": sorted(m for m in sys.modules if m.startswith("plug_"))}}
@@ -450,8 +485,11 @@ def _load(impl: str, root: Path, env: dict[str, str] | None = None, extra: str =
     return run_python(code, paths=[root], env=env).result
 
 
-@scenario("SGLANG_PLUGINS allowlist (whitespace-tolerant) filters general plugins", group="loaders",
-          sglang="only plug_a loaded")
+@scenario(
+    "SGLANG_PLUGINS allowlist (whitespace-tolerant) filters general plugins",
+    group="loaders",
+    sglang="only plug_a loaded",
+)
 def allowlist(e: str, root: Path) -> str:
     for name in ("a", "b"):
         _dist(root, e, f"plug-{name}", {GENERAL: {name: f"plug_{name}:register"}}, {f"plug_{name}.py": PLUGIN_SRC})
@@ -459,17 +497,22 @@ def allowlist(e: str, root: Path) -> str:
     return "only plug_a loaded" if out["imported"] == ["plug_a"] else f"loaded {out['imported']}"
 
 
-@scenario("Allowlisted name that is not installed", group="loaders",
-          sglang="silent", ours="WARNING names it",
-          why="A typo in SGLANG_PLUGINS otherwise disables a plugin without a word.")
+@scenario(
+    "Allowlisted name that is not installed",
+    group="loaders",
+    sglang="silent",
+    ours="WARNING names it",
+    why="A typo in SGLANG_PLUGINS otherwise disables a plugin without a word.",
+)
 def allowlist_missing(e: str, root: Path) -> str:
     _dist(root, e, "plug-a", {GENERAL: {"a": "plug_a:register"}}, {"plug_a.py": PLUGIN_SRC})
     out = _load(e, root, env={"SGLANG_PLUGINS": "a,typo_plugin"})
     return "WARNING names it" if any("typo_plugin" in w for w in out["warnings"]) else "silent"
 
 
-@scenario("A plugin that fails to import does not block the others", group="loaders",
-          sglang="others loaded; failure logged")
+@scenario(
+    "A plugin that fails to import does not block the others", group="loaders", sglang="others loaded; failure logged"
+)
 def failing_plugin(e: str, root: Path) -> str:
     _dist(root, e, "plug-bad", {GENERAL: {"bad": "plug_bad:register"}}, {"plug_bad.py": "raise ImportError('nope')\n"})
     _dist(root, e, "plug-good", {GENERAL: {"good": "plug_good:register"}}, {"plug_good.py": PLUGIN_SRC})
@@ -478,9 +521,13 @@ def failing_plugin(e: str, root: Path) -> str:
     return f"{'others loaded' if out['good'] else 'others blocked'}; failure {'logged' if logged else 'silent'}"
 
 
-@scenario("Hooks registered by a module-level @plugin_hook are attributed to their plugin", group="loaders",
-          sglang="source: None", ours="source: deco (plug-deco)",
-          why="SGLang sets the plugin source only while register() runs, not while its module is imported.")
+@scenario(
+    "Hooks registered by a module-level @plugin_hook are attributed to their plugin",
+    group="loaders",
+    sglang="source: None",
+    ours="source: deco (plug-deco)",
+    why="SGLang sets the plugin source only while register() runs, not while its module is imported.",
+)
 def import_time_source(e: str, root: Path) -> str:
     src = """
     from {hooks} import plugin_hook, HookType
@@ -500,20 +547,37 @@ def import_time_source(e: str, root: Path) -> str:
     return "source: None" if source is None else f"source: {source[0]} ({source[1]})"
 
 
-@scenario("SGLANG_PLATFORM set: general plugins of other platforms' distributions are skipped unimported",
-          group="loaders", sglang="skipped, never imported")
+@scenario(
+    "SGLANG_PLATFORM set: general plugins of other platforms' distributions are skipped unimported",
+    group="loaders",
+    sglang="skipped, never imported",
+)
 def platform_filter(e: str, root: Path) -> str:
-    _dist(root, e, "plug-other", {PLATFORMS: {"other": "plug_other:activate"}, GENERAL: {"o": "plug_other:register"}},
-          {"plug_other.py": PLUGIN_SRC + "def activate():\n    return None\n"})
-    _dist(root, e, "plug-mine", {PLATFORMS: {"mine": "plug_mine:activate"}, GENERAL: {"m": "plug_mine:register"}},
-          {"plug_mine.py": PLUGIN_SRC + PLATFORM_SRC + "def activate():\n    return 'plug_mine.P'\n"})
+    _dist(
+        root,
+        e,
+        "plug-other",
+        {PLATFORMS: {"other": "plug_other:activate"}, GENERAL: {"o": "plug_other:register"}},
+        {"plug_other.py": PLUGIN_SRC + "def activate():\n    return None\n"},
+    )
+    _dist(
+        root,
+        e,
+        "plug-mine",
+        {PLATFORMS: {"mine": "plug_mine:activate"}, GENERAL: {"m": "plug_mine:register"}},
+        {"plug_mine.py": PLUGIN_SRC + PLATFORM_SRC + "def activate():\n    return 'plug_mine.P'\n"},
+    )
     out = _load(e, root, env={"SGLANG_PLATFORM": "mine"})
     return "skipped, never imported" if out["imported"] == ["plug_mine"] else f"imported {out['imported']}"
 
 
-@scenario("The same general entry-point name offered by two distributions", group="loaders",
-          sglang="one silently wins", ours="error names both distributions",
-          why="Which plugin runs must not depend on installation order.")
+@scenario(
+    "The same general entry-point name offered by two distributions",
+    group="loaders",
+    sglang="one silently wins",
+    ours="error names both distributions",
+    why="Which plugin runs must not depend on installation order.",
+)
 def duplicate_names(e: str, root: Path) -> str:
     for name in ("one", "two"):
         _dist(root, e, f"plug-{name}", {GENERAL: {"dup": f"plug_{name}:register"}}, {f"plug_{name}.py": PLUGIN_SRC})
@@ -546,7 +610,7 @@ def _select(impl: str, root: Path, env: dict[str, str] | None = None) -> str:
             records.append(record)
     logging.getLogger().addHandler(H(logging.WARNING))
     try:
-        from {IMPLS[impl]['platforms']} import current_platform as p
+        from {IMPLS[impl]["platforms"]} import current_platform as p
         out = f"{{type(p).__module__}}.{{type(p).__qualname__}}"
     except Exception as exc:
         kind = next(k for k in type(exc).__mro__ if getattr(builtins, k.__name__, None) is k)
@@ -562,20 +626,32 @@ def _base(impl: str) -> str:
     return f"{IMPLS[impl]['interface']}.SRTPlatform"
 
 
-@scenario("Platform activate() raises in auto mode", group="platforms",
-          sglang="logged, base platform used")
+@scenario("Platform activate() raises in auto mode", group="platforms", sglang="logged, base platform used")
 def activate_raises(e: str, root: Path) -> str:
-    _dist(root, e, "plat-bad", {PLATFORMS: {"bad": "plat_bad:activate"}},
-          {"plat_bad.py": "def activate():\n    raise OSError('driver missing')\n"})
+    _dist(
+        root,
+        e,
+        "plat-bad",
+        {PLATFORMS: {"bad": "plat_bad:activate"}},
+        {"plat_bad.py": "def activate():\n    raise OSError('driver missing')\n"},
+    )
     out = _select(e, root)
     return "logged, base platform used" if out == "WARNING " + _base(e) else out
 
 
-@scenario("Platform activate() names a class that is not a platform (auto mode)", group="platforms",
-          sglang="error: startup stops")
+@scenario(
+    "Platform activate() names a class that is not a platform (auto mode)",
+    group="platforms",
+    sglang="error: startup stops",
+)
 def not_a_platform(e: str, root: Path) -> str:
-    _dist(root, e, "plat-odd", {PLATFORMS: {"odd": "plat_odd:activate"}},
-          {"plat_odd.py": "class P:\n    pass\ndef activate():\n    return 'plat_odd.P'\n"})
+    _dist(
+        root,
+        e,
+        "plat-odd",
+        {PLATFORMS: {"odd": "plat_odd:activate"}},
+        {"plat_odd.py": "class P:\n    pass\ndef activate():\n    return 'plat_odd.P'\n"},
+    )
     out = _select(e, root)
     # SGLang raises TypeError; ours InvalidPlatformError (a RuntimeError and a TypeError) naming the plugin.
     if out.startswith(("TypeError", "RuntimeError")):
@@ -583,21 +659,33 @@ def not_a_platform(e: str, root: Path) -> str:
     return out
 
 
-@scenario("Two platforms activate, SGLANG_PLATFORM unset", group="platforms",
-          sglang="RuntimeError naming both")
+@scenario("Two platforms activate, SGLANG_PLATFORM unset", group="platforms", sglang="RuntimeError naming both")
 def two_platforms(e: str, root: Path) -> str:
     for name in ("x", "y"):
-        _dist(root, e, f"plat-{name}", {PLATFORMS: {name: f"plat_{name}:activate"}},
-              {f"plat_{name}.py": PLATFORM_SRC + f"def activate():\n    return 'plat_{name}.P'\n"})
+        _dist(
+            root,
+            e,
+            f"plat-{name}",
+            {PLATFORMS: {name: f"plat_{name}:activate"}},
+            {f"plat_{name}.py": PLATFORM_SRC + f"def activate():\n    return 'plat_{name}.P'\n"},
+        )
     out = _select(e, root)
     return "RuntimeError naming both" if out.startswith("RuntimeError") and "x" in out and "y" in out else out
 
 
-@scenario("SGLANG_PLATFORM names a plugin that is not installed", group="platforms",
-          sglang="RuntimeError listing the available ones")
+@scenario(
+    "SGLANG_PLATFORM names a plugin that is not installed",
+    group="platforms",
+    sglang="RuntimeError listing the available ones",
+)
 def unknown_platform(e: str, root: Path) -> str:
-    _dist(root, e, "plat-x", {PLATFORMS: {"x": "plat_x:activate"}},
-          {"plat_x.py": PLATFORM_SRC + "def activate():\n    return 'plat_x.P'\n"})
+    _dist(
+        root,
+        e,
+        "plat-x",
+        {PLATFORMS: {"x": "plat_x:activate"}},
+        {"plat_x.py": PLATFORM_SRC + "def activate():\n    return 'plat_x.P'\n"},
+    )
     out = _select(e, root, env={"SGLANG_PLATFORM": "nosuch"})
     ok = out.startswith("RuntimeError") and "nosuch" in out and "'x'" in out
     return "RuntimeError listing the available ones" if ok else out
@@ -629,15 +717,21 @@ class P(MMPlatform):
 }
 MM_SELECT = {
     "sglang": "from sglang.multimodal_gen.runtime.platforms import current_platform as p",
-    "ours": "from sglang_plugin_runtime.platforms import get_current_platform\np = get_current_platform('multimodal_gen')",
+    "ours": (
+        "from sglang_plugin_runtime.platforms import get_current_platform\np = get_current_platform('multimodal_gen')"
+    ),
 }
 #: How each implementation's diffusion plugins register a hook, and how to ask SRT's registry about a target.
 MM_HOOKS = {
-    "sglang": ("from sglang.multimodal_gen.runtime.platforms.plugins import HookRegistry, HookType",
-               "from sglang.srt.plugins.hook_registry import HookRegistry as S\nseen = 'json.dumps' in S._hooks"),
-    "ours": ("from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType",
-             "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry as S\n"
-             "seen = bool(S.describe('json.dumps'))"),
+    "sglang": (
+        "from sglang.multimodal_gen.runtime.platforms.plugins import HookRegistry, HookType",
+        "from sglang.srt.plugins.hook_registry import HookRegistry as S\nseen = 'json.dumps' in S._hooks",
+    ),
+    "ours": (
+        "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType",
+        "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry as S\n"
+        "seen = bool(S.describe('json.dumps'))",
+    ),
 }
 MM_LOAD = {
     "sglang": "from sglang.multimodal_gen.runtime.platforms.plugins import load_plugins\nload_plugins()",
@@ -645,8 +739,9 @@ MM_LOAD = {
 }
 
 
-def _mm_platform(impl: str, root: Path, dist: str, name: str, activate: str = "return '{module}.P'",
-                 general: str | None = None) -> None:
+def _mm_platform(
+    impl: str, root: Path, dist: str, name: str, activate: str = "return '{module}.P'", general: str | None = None
+) -> None:
     module = dist.replace("-", "_")
     source = MM_PLATFORM_SRC[impl] + f"def activate():\n    {activate.format(module=module)}\n"
     eps = {MM: {name: f"{module}:activate"}}
@@ -682,11 +777,15 @@ def _select_mm(impl: str, root: Path, env: dict[str, str] | None = None, extra: 
     return run_python(code, paths=[root], env=env).result
 
 
-@scenario("Diffusion: a platform plugin's activate() raises in auto mode", group="diffusion",
-          sglang="error: startup stops", ours="logged, base platform used",
-          why="One rule for every namespace: a WARNING naming the plugin and its distribution, `doctor` fails on "
-              "it, and `SGLANG_PLUGINS_STRICT=1` stops start-up as SGLang's diffusion engine does. The runtime's "
-              "fallback is the base `MMPlatform`, whose required methods refuse work, not another device.")
+@scenario(
+    "Diffusion: a platform plugin's activate() raises in auto mode",
+    group="diffusion",
+    sglang="error: startup stops",
+    ours="logged, base platform used",
+    why="One rule for every namespace: a WARNING naming the plugin and its distribution, `doctor` fails on "
+    "it, and `SGLANG_PLUGINS_STRICT=1` stops start-up as SGLang's diffusion engine does. The runtime's "
+    "fallback is the base `MMPlatform`, whose required methods refuse work, not another device.",
+)
 def mm_activate_raises(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-bad", "bad", activate="raise OSError('driver missing')")
     out = _select_mm(e, root)
@@ -697,16 +796,22 @@ def mm_activate_raises(e: str, root: Path) -> str:
     return out
 
 
-@scenario("Diffusion: a platform plugin's activate() raises in auto mode, `SGLANG_PLUGINS_STRICT=1`",
-          group="diffusion", sglang="error: startup stops")
+@scenario(
+    "Diffusion: a platform plugin's activate() raises in auto mode, `SGLANG_PLUGINS_STRICT=1`",
+    group="diffusion",
+    sglang="error: startup stops",
+)
 def mm_activate_raises_strict(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-bad", "bad", activate="raise OSError('driver missing')")
     out = _select_mm(e, root, env={"SGLANG_PLUGINS_STRICT": "1"})
     return "error: startup stops" if out.startswith(("OSError", "RuntimeError")) and "driver missing" in out else out
 
 
-@scenario("Diffusion: a platform plugin named like a built-in (`XPU`)", group="diffusion",
-          sglang="RuntimeError before it is imported")
+@scenario(
+    "Diffusion: a platform plugin named like a built-in (`XPU`)",
+    group="diffusion",
+    sglang="RuntimeError before it is imported",
+)
 def mm_builtin_name(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-xpu", "XPU")
     out = _select_mm(e, root, extra="out += ' imported' if 'mm_xpu' in _sys.modules else ''")
@@ -715,8 +820,11 @@ def mm_builtin_name(e: str, root: Path) -> str:
     return out
 
 
-@scenario("Diffusion: `SGLANG_DIFFUSION_PLATFORM_OVERRIDE` names no installed plugin", group="diffusion",
-          sglang="ValueError listing the available ones")
+@scenario(
+    "Diffusion: `SGLANG_DIFFUSION_PLATFORM_OVERRIDE` names no installed plugin",
+    group="diffusion",
+    sglang="ValueError listing the available ones",
+)
 def mm_override_not_found(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-fake", "fake")
     out = _select_mm(e, root, env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "nosuch"})
@@ -724,11 +832,15 @@ def mm_override_not_found(e: str, root: Path) -> str:
     return "ValueError listing the available ones" if ok else out
 
 
-@scenario("Diffusion: `SGLANG_DIFFUSION_PLATFORM_OVERRIDE=cpu` names a built-in platform", group="diffusion",
-          sglang="built-in CpuPlatform selected", ours="ValueError: no plugin of that name",
-          why="The runtime ships no diffusion platforms, only the plugin machinery: a host that adopts it keeps "
-              "resolving its own built-in names first, as SGLang does today. The names stay reserved, so no "
-              "plugin can shadow a built-in.")
+@scenario(
+    "Diffusion: `SGLANG_DIFFUSION_PLATFORM_OVERRIDE=cpu` names a built-in platform",
+    group="diffusion",
+    sglang="built-in CpuPlatform selected",
+    ours="ValueError: no plugin of that name",
+    why="The runtime ships no diffusion platforms, only the plugin machinery: a host that adopts it keeps "
+    "resolving its own built-in names first, as SGLang does today. The names stay reserved, so no "
+    "plugin can shadow a built-in.",
+)
 def mm_override_builtin(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-fake", "fake")
     out = _select_mm(e, root, env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "cpu"})
@@ -743,36 +855,53 @@ def register():
 """
 
 
-@scenario("Diffusion: a general plugin of the selected platform's distribution fails", group="diffusion",
-          sglang="error: startup stops", ours="WARNING; start-up continues",
-          why="One rule for every plugin: a WARNING naming the plugin and its distribution, the hooks it "
-              "registered are discarded, and `doctor` fails on it; `SGLANG_PLUGINS_STRICT=1` stops start-up as "
-              "SGLang's diffusion engine does.")
+@scenario(
+    "Diffusion: a general plugin of the selected platform's distribution fails",
+    group="diffusion",
+    sglang="error: startup stops",
+    ours="WARNING; start-up continues",
+    why="One rule for every plugin: a WARNING naming the plugin and its distribution, the hooks it "
+    "registered are discarded, and `doctor` fails on it; `SGLANG_PLUGINS_STRICT=1` stops start-up as "
+    "SGLang's diffusion engine does.",
+)
 def mm_selected_general_fails(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-fake", "fake", general=MM_FAILING_GENERAL)
-    out = _select_mm(e, root, env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "fake"}, extra=f"""
+    out = _select_mm(
+        e,
+        root,
+        env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "fake"},
+        extra=f"""
     try:
         {MM_LOAD[e].replace(chr(10), chr(10) + "        ")}
         out = "WARNING; start-up continues" if any("hook setup failed" in r.getMessage() or "fake_hooks" in
                                                      r.getMessage() for r in records) else "silent"
     except Exception as exc:
         out = "error: startup stops" if "hook setup failed" in str(exc) else f"{{type(exc).__name__}}: {{exc}}"
-    """)
+    """,
+    )
     return out
 
 
-@scenario("Diffusion: a general plugin of the selected platform's distribution fails, `SGLANG_PLUGINS_STRICT=1`",
-          group="diffusion", sglang="error: startup stops")
+@scenario(
+    "Diffusion: a general plugin of the selected platform's distribution fails, `SGLANG_PLUGINS_STRICT=1`",
+    group="diffusion",
+    sglang="error: startup stops",
+)
 def mm_selected_general_fails_strict(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-fake", "fake", general=MM_FAILING_GENERAL)
     env = {"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "fake", "SGLANG_PLUGINS_STRICT": "1"}
-    return _select_mm(e, root, env=env, extra=f"""
+    return _select_mm(
+        e,
+        root,
+        env=env,
+        extra=f"""
     try:
         {MM_LOAD[e].replace(chr(10), chr(10) + "        ")}
         out = "start-up continues"
     except Exception as exc:
         out = "error: startup stops" if "hook setup failed" in str(exc) else f"{{type(exc).__name__}}: {{exc}}"
-    """)
+    """,
+    )
 
 
 MM_HOOK_GENERAL = """
@@ -782,18 +911,27 @@ def register():
 """
 
 
-@scenario("Diffusion: a diffusion plugin's hook, seen from SRT's `HookRegistry`", group="diffusion",
-          sglang="not seen (two registries)", ours="seen (one registry)",
-          why="One process patches each target once: two registries hooking the same target would stack "
-              "wrappers without knowing of each other, and neither could undo the other's patch. Every hook "
-              "keeps its plugin and distribution, so `doctor` and `explain` tell them apart.")
+@scenario(
+    "Diffusion: a diffusion plugin's hook, seen from SRT's `HookRegistry`",
+    group="diffusion",
+    sglang="not seen (two registries)",
+    ours="seen (one registry)",
+    why="One process patches each target once: two registries hooking the same target would stack "
+    "wrappers without knowing of each other, and neither could undo the other's patch. Every hook "
+    "keeps its plugin and distribution, so `doctor` and `explain` tell them apart.",
+)
 def mm_one_registry(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-fake", "fake", general=MM_HOOK_GENERAL.format(registry=MM_HOOKS[e][0]))
-    out = _select_mm(e, root, env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "fake"}, extra=f"""
+    out = _select_mm(
+        e,
+        root,
+        env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "fake"},
+        extra=f"""
     {MM_LOAD[e].replace(chr(10), chr(10) + "    ")}
     {MM_HOOKS[e][1].replace(chr(10), chr(10) + "    ")}
     out = "seen (one registry)" if seen else "not seen (two registries)"
-    """)
+    """,
+    )
     return out
 
 
@@ -801,8 +939,12 @@ def mm_one_registry(e: str, root: Path) -> str:
 # The tests
 # ---------------------------------------------------------------------------------------------------------
 
-PROCESS_CASES = [pytest.param(s, impl, id=f"{s.id}-{impl}", marks=pytest.mark.subprocess)
-                 for s in SCENARIOS if s.group != "hooks" for impl in IMPLS]
+PROCESS_CASES = [
+    pytest.param(s, impl, id=f"{s.id}-{impl}", marks=pytest.mark.subprocess)
+    for s in SCENARIOS
+    if s.group != "hooks"
+    for impl in IMPLS
+]
 
 
 def _check(s: Scenario, impl: str, outcome: str) -> None:
@@ -827,12 +969,19 @@ def test_process_behaviour(s: Scenario, impl: str, tmp_path: Path) -> None:
 
 def render_matrix() -> str:
     lines = []
-    titles = {"hooks": "Hooks (`HookRegistry`, `plugin_hook`)", "loaders": "General plugins (`load_plugins()`)",
-              "platforms": "Platform selection (`current_platform`)",
-              "diffusion": "Diffusion namespace (`sglang.multimodal_gen`)"}
+    titles = {
+        "hooks": "Hooks (`HookRegistry`, `plugin_hook`)",
+        "loaders": "General plugins (`load_plugins()`)",
+        "platforms": "Platform selection (`current_platform`)",
+        "diffusion": "Diffusion namespace (`sglang.multimodal_gen`)",
+    }
     for group, title in titles.items():
-        lines += [f"**{title}**", "", "| behaviour | SGLang 0.5.23 | sglang_plugin_runtime | verdict |",
-                  "|---|---|---|---|"]
+        lines += [
+            f"**{title}**",
+            "",
+            "| behaviour | SGLang 0.5.23 | sglang_plugin_runtime | verdict |",
+            "|---|---|---|---|",
+        ]
         for s in (s for s in SCENARIOS if s.group == group):
             theirs, ours = RESULTS[(s.id, "sglang")], RESULTS[(s.id, "ours")]
             verdict = "same" if theirs == ours else f"ours differs: {s.why}"
@@ -840,8 +989,10 @@ def render_matrix() -> str:
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     same = sum(RESULTS[(s.id, "sglang")] == RESULTS[(s.id, "ours")] for s in SCENARIOS)
-    lines.append(f"{len(SCENARIOS)} scenarios: {same} behave the same, {len(SCENARIOS) - same} differ on purpose "
-                 "(each difference is asserted on both sides).")
+    lines.append(
+        f"{len(SCENARIOS)} scenarios: {same} behave the same, {len(SCENARIOS) - same} differ on purpose "
+        "(each difference is asserted on both sides)."
+    )
     return "\n".join(lines)
 
 
@@ -854,9 +1005,14 @@ def test_the_doc_carries_the_generated_matrix() -> None:
     assert START in text and END in text, f"{DOC} lost its matrix markers"
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    generated = f"{head}{START}\n<!-- generated by tests_sglang/test_compat_matrix.py: do not edit -->\n\n" \
-                f"{render_matrix()}\n{END}{tail}"
+    generated = (
+        f"{head}{START}\n<!-- generated by tests_sglang/test_compat_matrix.py: do not edit -->\n\n"
+        f"{render_matrix()}\n{END}{tail}"
+    )
     if generated != text:
         DOC.write_text(generated, encoding="utf-8")
-        pytest.fail(f"{DOC.relative_to(REPO_ROOT)} was out of date with the observed matrix; it has been "
-                    "rewritten: review and commit it", pytrace=False)
+        pytest.fail(
+            f"{DOC.relative_to(REPO_ROOT)} was out of date with the observed matrix; it has been "
+            "rewritten: review and commit it",
+            pytrace=False,
+        )

@@ -26,9 +26,19 @@ from sglang_plugin_runtime.testing import (
 
 # Arguments for SGLang's platform methods, by parameter name (what SGLang's core passes).
 ARGUMENTS: dict[str, Any] = {
-    "algorithm": "EAGLE", "device": None, "quant": "fp8", "local_rank": 0, "kind": "mha", "mode": None,
-    "phase": "draft_decode", "backend": "triton", "server_args": None, "model": None, "seed": None,
-    "quantization": "fp8", "device_id": 0,
+    "algorithm": "EAGLE",
+    "device": None,
+    "quant": "fp8",
+    "local_rank": 0,
+    "kind": "mha",
+    "mode": None,
+    "phase": "draft_decode",
+    "backend": "triton",
+    "server_args": None,
+    "model": None,
+    "seed": None,
+    "quantization": "fp8",
+    "device_id": 0,
 }
 
 
@@ -61,8 +71,11 @@ def sglang_verdict(cls: type) -> set[str]:
             signature = inspect.signature(method)
         except (TypeError, ValueError):
             continue
-        kwargs = {p.name: ARGUMENTS[p.name] for p in signature.parameters.values()
-                  if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        kwargs = {
+            p.name: ARGUMENTS[p.name]
+            for p in signature.parameters.values()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
         try:
             result = method(**kwargs)
             if hasattr(result, "__enter__"):  # reindex_device_id is a context manager
@@ -102,8 +115,12 @@ def _classes(variant: str) -> tuple[type, type]:
             namespace: dict[str, Any] = {}
             bases: tuple[type, ...] = (srt_base, mixin)
         elif variant == "no_device_ops":  # the vendor forgot the device mixin
-            namespace = {"device_name": "simdev", "device_type": "simdev", "_enum": mixin._enum,
-                         **{k: v for k, v in vars(cls).items() if k.startswith("get_default")}}
+            namespace = {
+                "device_name": "simdev",
+                "device_type": "simdev",
+                "_enum": mixin._enum,
+                **{k: v for k, v in vars(cls).items() if k.startswith("get_default")},
+            }
             bases = (srt_base,)
         elif variant == "not_out_of_tree":
             namespace = {"_enum": type(mixin._enum).CPU}
@@ -120,9 +137,21 @@ def _classes(variant: str) -> tuple[type, type]:
 VERDICTS = [
     ("generated", set()),
     ("no_attention_backend", {"get_default_attention_backend", "get_default_speculative_draft_attention_backend"}),
-    ("no_device_ops", {"get_available_memory", "get_current_memory_usage", "get_device", "get_device_capability",
-                       "get_device_name", "get_device_total_memory", "get_device_uuid",
-                       "get_torch_profiler_activity", "get_torch_profiler_activity_str", "set_device"}),
+    (
+        "no_device_ops",
+        {
+            "get_available_memory",
+            "get_current_memory_usage",
+            "get_device",
+            "get_device_capability",
+            "get_device_name",
+            "get_device_total_memory",
+            "get_device_uuid",
+            "get_torch_profiler_activity",
+            "get_torch_profiler_activity_str",
+            "set_device",
+        },
+    ),
     ("not_out_of_tree", {"_enum"}),
 ]
 
@@ -179,8 +208,11 @@ def sglang_verdict_base(cls: type) -> set[str]:
     for name in _public_methods(cls):
         method = getattr(instance, name)
         signature = inspect.signature(method)
-        kwargs = {p.name: ARGUMENTS[p.name] for p in signature.parameters.values()
-                  if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        kwargs = {
+            p.name: ARGUMENTS[p.name]
+            for p in signature.parameters.values()
+            if p.default is p.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
         try:
             result = method(**kwargs)
             if hasattr(result, "__enter__"):
@@ -198,8 +230,12 @@ def test_a_platform_written_to_sglang_signatures_passes_our_override_check() -> 
     from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
     from sglang_plugin_runtime.platforms.interface import SRTPlatform
 
-    lines = ["class Ported(SRTPlatform):", "    _enum = PlatformEnum.OOT",
-             "    device_name = 'ported'", "    device_type = 'ported'"]
+    lines = [
+        "class Ported(SRTPlatform):",
+        "    _enum = PlatformEnum.OOT",
+        "    device_name = 'ported'",
+        "    device_type = 'ported'",
+    ]
     for name, raw in sorted(_public_methods(SGLangSRTPlatform).items()):
         function = raw.__func__ if isinstance(raw, (classmethod, staticmethod)) else raw
         signature = inspect.signature(function)
@@ -213,7 +249,9 @@ def test_a_platform_written_to_sglang_signatures_passes_our_override_check() -> 
             lines.append("    @staticmethod")
         lines.append(f"    def {name}{signature}: return None")
     namespace: dict[str, Any] = {"SRTPlatform": SRTPlatform, "PlatformEnum": PlatformEnum}
-    exec("\n".join(lines), namespace)  # noqa: S102 - builds the class from SGLang's own signatures
+    exec("\n".join(lines), namespace)
     ported = namespace["Ported"]
-    problems = [p for p in check_platform_conformance(ported) if p.kind in ("unknown", "retired", "signature", "binding")]
+    problems = [
+        p for p in check_platform_conformance(ported) if p.kind in ("unknown", "retired", "signature", "binding")
+    ]
     assert problems == []

@@ -139,9 +139,22 @@ def test_doctor_simulate_reports_the_default_platform_where_sglang_is_installed(
     from conftest import clean_env
 
     completed = subprocess.run(
-        [sys.executable, "-m", "sglang_plugin_runtime", "doctor", "--json", "--simulate", "mydevice",
-         "--simulate-backend", "torch_mydevice"],
-        env=clean_env([default_platform.site]), capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            "-m",
+            "sglang_plugin_runtime",
+            "doctor",
+            "--json",
+            "--simulate",
+            "mydevice",
+            "--simulate-backend",
+            "torch_mydevice",
+        ],
+        env=clean_env([default_platform.site]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     report = json.loads(completed.stdout)
     assert report["platform"]["status"] == "selected", report["platform"]

@@ -47,12 +47,14 @@ def _add_sglang_targets(project: Path) -> None:
     text = init.read_text(encoding="utf-8")
     anchor = "    register_hooks()\n"
     assert anchor in text, "the general template's register() changed; update this test"
-    text = text.replace(anchor, anchor + "    from .sglang_targets import register_sglang_hooks\n\n    register_sglang_hooks()\n")
+    text = text.replace(
+        anchor, anchor + "    from .sglang_targets import register_sglang_hooks\n\n    register_sglang_hooks()\n"
+    )
     init.write_text(text, encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
-def general_plugin(generate) -> GeneratedPackage:  # noqa: ANN001
+def general_plugin(generate) -> GeneratedPackage:
     return generate(GENERAL_ANSWERS, host="sglang", edit=_add_sglang_targets)
 
 

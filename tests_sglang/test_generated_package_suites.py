@@ -1,4 +1,5 @@
-"""A generated package's own test suite passes in the real SGLang venv: with every default, and with ``host_api=sglang``.
+"""A generated package's own test suite passes in the real SGLang venv: with every default, and with
+``host_api=sglang``.
 
 For each plugin kind the template is rendered the way a vendor does it -- only ``plugin_kind`` (and ``host_api=sglang``
 for the pinned variant) answered, every other question at its default -- from the working-tree snapshot of the
@@ -54,8 +55,14 @@ class SuiteRun:
 HOST_API_ANSWERS = {"default": {}, "sglang": {"host_api": "sglang"}}
 
 
-def _render_and_install(template: Path, tmp: pytest.TempPathFactory, kind: str, host_api: str = "default",
-                        edit: Callable[[Path, str], None] | None = None, **answers: Any) -> Installed:
+def _render_and_install(
+    template: Path,
+    tmp: pytest.TempPathFactory,
+    kind: str,
+    host_api: str = "default",
+    edit: Callable[[Path, str], None] | None = None,
+    **answers: Any,
+) -> Installed:
     project = render(template, tmp.mktemp(f"suite-{kind}"), plugin_kind=kind, **HOST_API_ANSWERS[host_api], **answers)
     recorded = (project / ".copier-answers.yml").read_text(encoding="utf-8")
     assert f"host_api: {'auto' if host_api == 'default' else host_api}" in recorded, recorded
@@ -93,12 +100,16 @@ def _run_own_suite(installed: Installed, tmp: pytest.TempPathFactory) -> SuiteRu
     completed = subprocess.run(
         # -P: the project folder (cwd) is not put on sys.path, so the tests import what pip installed.
         [sys.executable, "-P", "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--junitxml={report}"],
-        cwd=installed.project, env=env, capture_output=True, text=True, timeout=180, check=False,
+        cwd=installed.project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
     )
     run = SuiteRun(completed.returncode, completed.stdout[-6000:] + completed.stderr[-4000:])
     if not report.is_file():
-        pytest.fail(f"the generated suite wrote no report (exit {completed.returncode})\n{run.output}",
-                    pytrace=False)
+        pytest.fail(f"the generated suite wrote no report (exit {completed.returncode})\n{run.output}", pytrace=False)
     for case in ET.parse(report).getroot().iter("testcase"):
         test = f"{case.get('classname')}::{case.get('name')}"
         outcome, message = "passed", ""

@@ -24,8 +24,8 @@ GET_PLATFORM = "sglang.srt.runtime_context.get_platform"
 
 @pytest.fixture(scope="module")
 def sglang_modules() -> types.ModuleType:
-    import sglang.srt.server_args  # noqa: F401 - imports the ~30 modules that copy get_platform
     import sglang.srt.runtime_context as runtime_context
+    import sglang.srt.server_args  # noqa: F401 - imports the ~30 modules that copy get_platform
 
     return runtime_context
 
@@ -39,7 +39,8 @@ def registry() -> Iterator[type[HookRegistry]]:
 def holders(obj: object, name: str) -> list[str]:
     """Every module whose global ``name`` is ``obj``."""
     return sorted(
-        module_name for module_name, module in list(sys.modules.items())
+        module_name
+        for module_name, module in list(sys.modules.items())
         if isinstance(module, types.ModuleType) and vars(module).get(name) is obj
     )
 
@@ -80,7 +81,7 @@ def test_a_method_of_sglang_srtplatform_is_hooked_for_every_platform_and_restore
 
     original = SRTPlatform.__dict__["get_compile_backend"]
 
-    def tag(original_fn, self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+    def tag(original_fn, self, *args, **kwargs):
         return "hooked:" + original_fn(self, *args, **kwargs)
 
     registry.register("sglang.srt.platforms.interface.SRTPlatform.get_compile_backend", tag, HookType.AROUND)
@@ -103,7 +104,7 @@ def test_an_inherited_classmethod_is_hooked_through_the_subclass_only(
     base_before = dict(vars(DeviceMixin))
     assert "get_cpu_architecture" not in vars(SRTPlatform)
 
-    def force_arm(result, cls, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+    def force_arm(result, cls, *args, **kwargs):
         return CpuArchEnum.ARM
 
     registry.register("sglang.srt.platforms.interface.SRTPlatform.get_cpu_architecture", force_arm, HookType.AFTER)

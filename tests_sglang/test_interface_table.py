@@ -47,14 +47,16 @@ def _shape(raw: object) -> tuple[str, str]:
     else:
         return "attribute", ""
     signature = inspect.signature(inspect.unwrap(function))
-    bare = signature.replace(parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
-                             return_annotation=signature.empty)
+    bare = signature.replace(
+        parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+        return_annotation=signature.empty,
+    )
     return kind, str(bare)
 
 
 def _declared(cls: type) -> dict[str, tuple[str, str]]:
     names = {n for n in cls.__dict__ if not n.startswith("_")}
-    names |= {n for n in cls.__dict__.get("__annotations__", {}) if not n.startswith("_")}
+    names |= {n for n in inspect.get_annotations(cls) if not n.startswith("_")}
     return {n: _shape(cls.__dict__[n]) if n in cls.__dict__ else ("attribute", "") for n in names}
 
 

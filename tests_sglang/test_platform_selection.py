@@ -48,7 +48,8 @@ def broken_other(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Another platform distribution whose module fails on import: never imported when SGLANG_PLATFORM names ours."""
     root = tmp_path_factory.mktemp("broken-other")
     write_fake_distribution(
-        root, "broken-other-platform",
+        root,
+        "broken-other-platform",
         entry_points={"sglang.srt.platforms": {"other": "broken_other:activate"}},
         modules={"broken_other.py": "raise ImportError('broken_other must never be imported')\n"},
     )
@@ -124,12 +125,15 @@ def test_a_runtime_host_platform_is_refused_by_released_sglang(runtime_platform_
 def test_our_runtime_selects_the_runtime_host_platform_in_the_same_venv(
     runtime_platform_plugin: GeneratedPackage,
 ) -> None:
-    code = SIMULATE + """
+    code = (
+        SIMULATE
+        + """
 from sglang_plugin_runtime.platforms import current_platform as p, current_platform_selection
 s = current_platform_selection()
 report({"class": f"{type(p).__module__}.{type(p).__qualname__}", "plugin": s.plugin, "rule": s.rule,
         "sglang_imported": "sglang" in sys.modules})
 """
+    )
     out = run_python("import sys\n" + code, paths=[runtime_platform_plugin.site])
     assert out["class"] == "sglang_simdev_rt.platform.SimdevSRTPlatform"
     assert out["plugin"] == "simdev_rt"

@@ -21,10 +21,16 @@ from conftest import REPO_ROOT, run_python
 from sglang_plugin_runtime.testing import write_fake_distribution
 
 IMPLS = {
-    "sglang": {"platforms": "sglang.srt.platforms", "interface": "sglang.srt.platforms.interface",
-               "device_mixin": "sglang.srt.platforms.device_mixin"},
-    "ours": {"platforms": "sglang_plugin_runtime.platforms", "interface": "sglang_plugin_runtime.platforms.interface",
-             "device_mixin": "sglang_plugin_runtime.platforms.device_mixin"},
+    "sglang": {
+        "platforms": "sglang.srt.platforms",
+        "interface": "sglang.srt.platforms.interface",
+        "device_mixin": "sglang.srt.platforms.device_mixin",
+    },
+    "ours": {
+        "platforms": "sglang_plugin_runtime.platforms",
+        "interface": "sglang_plugin_runtime.platforms.interface",
+        "device_mixin": "sglang_plugin_runtime.platforms.device_mixin",
+    },
 }
 DOC = REPO_ROOT / "docs" / "sglang.md"
 START, END = "<!-- wild:start -->", "<!-- wild:end -->"
@@ -70,8 +76,12 @@ class Shape:
 
 SHAPES = [
     Shape("documented", "Device mixin + SRT platform, as SGLang's docs lay one out", "runs"),
-    Shape("extra_methods", "Extra public methods SGLang never calls (`support_cuda_graph`, "
-          "`support_piecewise_cuda_graph`, `supports_fp8`)", "runs", platform="""
+    Shape(
+        "extra_methods",
+        "Extra public methods SGLang never calls (`support_cuda_graph`, "
+        "`support_piecewise_cuda_graph`, `supports_fp8`)",
+        "runs",
+        platform="""
     def support_cuda_graph(self):
         return False
 
@@ -81,9 +91,14 @@ SHAPES = [
     @classmethod
     def supports_fp8(cls):
         return False
-"""),
-    Shape("retired_hooks", "Retired KV-pool hooks (`get_mha_kv_pool_cls`, `get_mla_kv_pool_cls`) and an older "
-          "version's `get_nsa_kv_pool_cls`", "runs", platform="""
+""",
+    ),
+    Shape(
+        "retired_hooks",
+        "Retired KV-pool hooks (`get_mha_kv_pool_cls`, `get_mla_kv_pool_cls`) and an older "
+        "version's `get_nsa_kv_pool_cls`",
+        "runs",
+        platform="""
     def get_mha_kv_pool_cls(self):
         return dict
 
@@ -92,40 +107,66 @@ SHAPES = [
 
     def get_nsa_kv_pool_cls(self):
         return set
-"""),
-    Shape("renamed_parameter", "A renamed positional parameter without default: `get_device(self, local_rank)`",
-          "runs", mixin="""
+""",
+    ),
+    Shape(
+        "renamed_parameter",
+        "A renamed positional parameter without default: `get_device(self, local_rank)`",
+        "runs",
+        mixin="""
     def get_device(self, local_rank):
         return "wild:" + str(local_rank)
-"""),
-    Shape("vendor_property", "Vendor properties and methods (`vendor_name`, `firmware_version()`)", "runs",
-          platform="""
+""",
+    ),
+    Shape(
+        "vendor_property",
+        "Vendor properties and methods (`vendor_name`, `firmware_version()`)",
+        "runs",
+        platform="""
     @property
     def vendor_name(self):
         return "Wild Silicon"
 
     def firmware_version(self):
         return "1.2.3"
-"""),
-    Shape("vendor_mixin", "A vendor `DeviceMixin` with an extra public method (`get_device_count`)", "runs",
-          mixin="""
+""",
+    ),
+    Shape(
+        "vendor_mixin",
+        "A vendor `DeviceMixin` with an extra public method (`get_device_count`)",
+        "runs",
+        mixin="""
     def get_device_count(self):
         return 4
-"""),
-    Shape("near_miss", "A misspelled override (`get_devce_name`)", "runs", mixin="""
+""",
+    ),
+    Shape(
+        "near_miss",
+        "A misspelled override (`get_devce_name`)",
+        "runs",
+        mixin="""
     def get_devce_name(self, device_id=0):
         return "Wild 1000"
-"""),
-    Shape("pin_memory", "`is_pin_memory_available(self)`, without the device SGLang passes",
-          "fails: is_pin_memory_available", mixin="""
+""",
+    ),
+    Shape(
+        "pin_memory",
+        "`is_pin_memory_available(self)`, without the device SGLang passes",
+        "fails: is_pin_memory_available",
+        mixin="""
     def is_pin_memory_available(self):
         return False
-"""),
-    Shape("kv_pool_kind", "`get_kv_pool_cls(self)`, without the `kind` SGLang passes", "fails: get_kv_pool_cls",
-          platform="""
+""",
+    ),
+    Shape(
+        "kv_pool_kind",
+        "`get_kv_pool_cls(self)`, without the `kind` SGLang passes",
+        "fails: get_kv_pool_cls",
+        platform="""
     def get_kv_pool_cls(self):
         return None
-"""),
+""",
+    ),
 ]
 
 RUN = """
@@ -189,8 +230,12 @@ RESULTS: dict[tuple[str, str], dict] = {}
 
 def _observe(shape: Shape, impl: str, root: Path) -> dict:
     source = PLUGIN.format(mixin=shape.mixin.rstrip(), platform=shape.platform.rstrip(), **IMPLS[impl])
-    write_fake_distribution(root, "wild-platform", entry_points={"sglang.srt.platforms": {"wild": "wild_platform:activate"}},
-                            modules={"wild_platform.py": source})
+    write_fake_distribution(
+        root,
+        "wild-platform",
+        entry_points={"sglang.srt.platforms": {"wild": "wild_platform:activate"}},
+        modules={"wild_platform.py": source},
+    )
     return run_python(RUN.format(**IMPLS[impl]), paths=[root], env={"SGLANG_PLATFORM": "wild"}).result
 
 
@@ -214,8 +259,11 @@ def _describe(impl: str, out: dict) -> str:
         parts += [f"`{name}` raises TypeError when SGLang calls it" for name in failed]
     if out["served"]:
         served = ", ".join(f"{kind} -> {cls}" for kind, cls in out["served"].items())
-        warned = "DeprecationWarning" if any(w.startswith("DeprecationWarning") for w in out["warnings"]) \
+        warned = (
+            "DeprecationWarning"
+            if any(w.startswith("DeprecationWarning") for w in out["warnings"])
             else "deprecation logged"
+        )
         parts.append(f"`get_kv_pool_cls` serves the retired hooks ({served}; {warned})")
     typo = [w for w in out["warnings"] if "did you mean" in w]
     if typo:
@@ -260,26 +308,36 @@ def test_the_kit_passes_every_shape_sglang_runs_except_misspellings_and_reliance
             continue
         for impl in IMPLS:
             kit = _result(shape.id, impl)["kit"]
-            expected = {"near_miss": ["misspelled get_devce_name"],
-                        "retired_hooks": ["retired get_mha_kv_pool_cls", "retired get_mla_kv_pool_cls"]}
+            expected = {
+                "near_miss": ["misspelled get_devce_name"],
+                "retired_hooks": ["retired get_mha_kv_pool_cls", "retired get_mla_kv_pool_cls"],
+            }
             assert kit == expected.get(shape.id, []), (shape.id, impl)
 
 
 def render_table() -> str:
-    lines = ["| plugin shape | SGLang 0.5.23 | sglang_plugin_runtime | verdict | the testing kit's conformance check |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| plugin shape | SGLang 0.5.23 | sglang_plugin_runtime | verdict | the testing kit's conformance check |",
+        "|---|---|---|---|---|",
+    ]
     for shape in SHAPES:
         theirs, ours = RESULTS[(shape.id, "sglang")], RESULTS[(shape.id, "ours")]
         same = "same" if verdict(theirs) == verdict(ours) else "DIFFERENT"
         # The kit judges the plugin's class on either host's bases; a class the runtime refused, on SGLang's.
         kit = (ours if ours["selected"] else theirs)["kit"]
-        cells = [shape.title, _describe("sglang", theirs), _describe("ours", ours),
-                 f"{same}: {verdict(ours).replace('fails: ', 'fails on ')}",
-                 "passes" if not kit else "fails: " + ", ".join(f"`{k.split()[1]}` ({k.split()[0]})" for k in kit)]
+        cells = [
+            shape.title,
+            _describe("sglang", theirs),
+            _describe("ours", ours),
+            f"{same}: {verdict(ours).replace('fails: ', 'fails on ')}",
+            "passes" if not kit else "fails: " + ", ".join(f"`{k.split()[1]}` ({k.split()[0]})" for k in kit),
+        ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines.append("")
-    lines.append(f"{len(SHAPES)} shapes: every verdict is the same on both. The runtime refuses a class only when a "
-                 "call SGLang makes cannot work, and says so when the class is defined instead of at the first call.")
+    lines.append(
+        f"{len(SHAPES)} shapes: every verdict is the same on both. The runtime refuses a class only when a "
+        "call SGLang makes cannot work, and says so when the class is defined instead of at the first call."
+    )
     return "\n".join(lines)
 
 
@@ -292,9 +350,14 @@ def test_the_doc_carries_the_generated_table() -> None:
     assert START in text and END in text, f"{DOC} lost its plugins-in-the-wild markers"
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
-    generated = f"{head}{START}\n<!-- generated by tests_sglang/test_plugins_in_the_wild.py: do not edit -->\n\n" \
-                f"{render_table()}\n{END}{tail}"
+    generated = (
+        f"{head}{START}\n<!-- generated by tests_sglang/test_plugins_in_the_wild.py: do not edit -->\n\n"
+        f"{render_table()}\n{END}{tail}"
+    )
     if generated != text:
         DOC.write_text(generated, encoding="utf-8")
-        pytest.fail(f"{DOC.relative_to(REPO_ROOT)} was out of date with the observed plugins; it has been "
-                    "rewritten: review and commit it", pytrace=False)
+        pytest.fail(
+            f"{DOC.relative_to(REPO_ROOT)} was out of date with the observed plugins; it has been "
+            "rewritten: review and commit it",
+            pytrace=False,
+        )

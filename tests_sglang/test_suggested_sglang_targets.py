@@ -24,7 +24,10 @@ pytestmark = pytest.mark.subprocess
 
 PACKAGE = "sglang_example_hooks"
 SUGGESTION = re.compile(r'^# In SGLang, for example: "(?P<target>[^"]+)"\n(?P<name>\w+_TARGET) = ', re.MULTILINE)
-IMPORT_SUGGESTION = re.compile(r"^# (?P<line>from (?P<module>[\w.]+) import (?P<name>\w+))\n(?P<local>from \.example_target import \w+)\n", re.MULTILINE)
+IMPORT_SUGGESTION = re.compile(
+    r"^# (?P<line>from (?P<module>[\w.]+) import (?P<name>\w+))\n(?P<local>from \.example_target import \w+)\n",
+    re.MULTILINE,
+)
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +79,15 @@ def _resolve(target: str) -> Definition:
                 break
     body: list[ast.stmt] = _sglang_source(module).body
     node = None
-    for depth, name in enumerate(parts):
-        node = next((n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and n.name == name), None)
+    for name in parts:
+        node = next(
+            (
+                n
+                for n in body
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+            ),
+            None,
+        )
         assert node is not None, f"{target}: {name!r} is not defined in SGLang 0.5.23's {module}"
         body = node.body if isinstance(node, ast.ClassDef) else []
     assert node is not None
@@ -181,8 +190,11 @@ def test_following_the_readme_puts_every_hook_on_sglang(project: Path, tmp_path:
     edited = tmp_path / "project"
     shutil.copytree(project, edited)
     _follow_the_readme(edited)
-    code = [line for line in (edited / PACKAGE / "hooks.py").read_text(encoding="utf-8").splitlines()
-            if line.startswith(("from ", "import ")) or "_TARGET = " in line]
+    code = [
+        line
+        for line in (edited / PACKAGE / "hooks.py").read_text(encoding="utf-8").splitlines()
+        if line.startswith(("from ", "import ")) or "_TARGET = " in line
+    ]
     assert not [line for line in code if "example_target" in line], code
     site = pip_install_target(edited, tmp_path / "site")
     out = run_python(LOAD, paths=[site])

@@ -32,7 +32,7 @@ def register_ops():
     """General plugin shipped by the same distribution."""
 '''
 
-ACME_PLATFORM = '''
+ACME_PLATFORM = """
 from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
 from sglang_plugin_runtime.platforms.interface import SRTPlatform
 
@@ -44,7 +44,7 @@ class AcmeSRTPlatform(SRTPlatform):
 
     def get_default_attention_backend(self) -> str:
         return "acme_attn"
-'''
+"""
 
 BOLT_INIT = '''
 """Bolt accelerator platform plugin for SGLang (demo)."""

@@ -26,15 +26,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from demo_site import build_demo_site, foreign_plugins, unclean_environment_message  # noqa: E402
+from demo_site import build_demo_site, foreign_plugins, unclean_environment_message
 
 _state: dict[str, Any] = {}
 
-_MARKER = re.compile(r"^<!--\s*sglang-docs:\s*contract-table\s+(?P<target>[\w.]+[:.]\w+)(?P<own>\s+own)?\s*-->\s*$", re.M)
+_MARKER = re.compile(
+    r"^<!--\s*sglang-docs:\s*contract-table\s+(?P<target>[\w.]+[:.]\w+)(?P<own>\s+own)?\s*-->\s*$", re.M
+)
 # A fence opener with our doc-test options: ```py test="skip" / ```python group="tour" site="demo".
 _DOC_TEST_OPTION = re.compile(r'\s+(?:test|group|site|reason|setup)="[^"]*"')
 # A whole fenced block: indent, fence, info string, body.
-_FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$", re.M | re.S)
+_FENCE = re.compile(
+    r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$", re.M | re.S
+)
 _EXEC_ON = re.compile(r'\bexec="(?:1|on|true|yes)"')
 _SHELL_LANGUAGES = {"console", "bash", "sh"}
 
@@ -135,7 +139,10 @@ def _run_setup_blocks(markdown: str, page: Any, workdir: Path) -> None:
         script.unlink()
         if proc.returncode != 0:
             log.warning(
-                "%s:%d: the setup block failed (exit %d):\n%s", page.file.src_uri, line, proc.returncode,
+                "%s:%d: the setup block failed (exit %d):\n%s",
+                page.file.src_uri,
+                line,
+                proc.returncode,
                 textwrap.indent(proc.stdout + proc.stderr, "  "),
             )
 
@@ -162,7 +169,7 @@ def _rewrite_fences(markdown: str, workdir: Path | None) -> str:
             return match.group(0)
         start = match.start("info") - match.start()
         whole = match.group(0)
-        return whole[:start] + new_info + whole[start + len(info):]
+        return whole[:start] + new_info + whole[start + len(info) :]
 
     return _FENCE.sub(rewrite, markdown)
 
