@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
+from conftest import pin_to_runtime_classes
 from scenarios import clean_env, pip_install_target, render, run_python
 from sglang_import_probe import IMPORT_PROBE, ImportProbe
 
@@ -55,20 +55,13 @@ GENERAL = {
 
 @pytest.fixture(scope="module")
 def launched_site(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A platform and a general package generated for the runtime host (sglang_plugin_runtime imports)."""
-    questions = yaml.safe_load((template_dir / "copier.yml").read_text(encoding="utf-8"))
-    host = (
-        {"host_api": "runtime"}
-        if "runtime" in map(str, (questions.get("host_api") or {}).get("choices", {}).values())
-        else {}
-    )
+    """A platform and a general package built on the runtime's classes even where SGLang is installed (a default
+    package pinned to them), which released SGLang refuses and the launcher runs."""
     projects = [
-        render(template_dir, tmp_path_factory.mktemp(f"launched-{a['plugin_kind']}"), {**a, **host})
-        for a in (PLATFORM, GENERAL)
+        render(template_dir, tmp_path_factory.mktemp(f"launched-{a['plugin_kind']}"), a) for a in (PLATFORM, GENERAL)
     ]
-    for project in projects:
-        text = "\n".join(p.read_text(encoding="utf-8") for p in project.rglob("*.py"))
-        assert "sglang_plugin_runtime" in text, f"{project} does not import the runtime"
+    for project, answers in zip(projects, (PLATFORM, GENERAL), strict=True):
+        pin_to_runtime_classes(project, answers["package_name"])
     return pip_install_target(projects, tmp_path_factory.mktemp("launched-site"))
 
 
@@ -101,7 +94,7 @@ report({
     "runtime_registry": theirs.HookRegistry is ours.HookRegistry,
     "platform": type(current_platform).__name__,
     "count": example_target.count_tokens("a b"),
-    "sampler": example_target.Sampler.__name__,
+    "policy": example_target.LRUEvictionPolicy.__name__,
 })
 """
 
@@ -115,7 +108,7 @@ def test_a_runtime_host_platform_and_general_plugin_work_on_released_sglang_unde
         "runtime_registry": True,
         "platform": "LaunchedSRTPlatform",
         "count": 3,
-        "sampler": "TieBreakingSampler",
+        "policy": "KeepBaseModelEvictionPolicy",
     }
     assert "sglang-plugins run: SGLang 0.5.23 runs with sglang_plugin_runtime" in out.stderr
 

@@ -6,9 +6,15 @@ diffusion engine, or another project) declares its own namespace instead of copy
 
 # No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
 # string annotation of its fields, a cost paid by every process at start-up.
+import logging
 import os
+import sys
 from collections.abc import Callable
 from typing import NamedTuple
+
+from ._plugin_code import describe_failure, is_plugin_failure
+
+logger = logging.getLogger(__name__)
 
 #: A class given by its import path (``"pkg.mod:Class"`` or ``"pkg.mod.Class"``), by a callable returning a class,
 #: so a namespace can name its base and fallback classes without importing them, or by the class itself.
@@ -36,17 +42,36 @@ class PluginNamespace(NamedTuple):
     def resolve_base_class(self) -> type:
         return _resolve_class_ref(self.base_class)
 
-    def resolve_host_base_class(self) -> type | None:
-        """The host's base class where the host is installed (importing it), else ``None``."""
-        if self.host_base_class is None:
-            return None
-        import importlib.util
-
-        top = self.host_base_class.split(":")[0].split(".")[0]
-        if importlib.util.find_spec(top) is None:
+    def host_base(self) -> type | None:
+        """The host's base class if its module is imported (see :meth:`import_host`), else ``None``."""
+        if self.host_base_class is None or self.host_base_class.split(":")[0] not in sys.modules:
             return None
         base = _resolve_class_ref(self.host_base_class)
         return base if isinstance(base, type) else None
+
+    def import_host(self) -> None:
+        """Where the host is installed, import its platform module before selecting, as the host's own start-up
+        does: the host may read ``current_platform`` while it is imported (SGLang does), and a plugin built on the
+        host's classes imports the host. If the host cannot be imported (released SGLang refuses, at import, a
+        plugin built on this runtime's classes), what that import added to ``sys.modules`` is removed again and
+        selection goes on without it."""
+        if self.host_base_class is None:
+            return
+        import importlib
+        import importlib.util
+
+        module = self.host_base_class.split(":")[0]
+        if module in sys.modules or importlib.util.find_spec(module.split(".")[0]) is None:
+            return
+        before = set(sys.modules)
+        try:
+            importlib.import_module(module)
+        except BaseException as exc:
+            if not is_plugin_failure(exc):
+                raise
+            for name in set(sys.modules) - before:
+                del sys.modules[name]
+            logger.info("The host's %s could not be imported, selecting without it: %s", module, describe_failure(exc))
 
     def resolve_fallback_class(self) -> type:
         ref = self.fallback_class

@@ -116,14 +116,25 @@ load_plugins()
 from sglang.srt.plugins.hook_registry import HookRegistry
 results = {}
 for package in PACKAGES:
-    target = importlib.import_module(package + ".example_target")
     hooks = importlib.import_module(package + ".hooks")
-    out = {"normalize": target.normalize_prompt("  hi  "), "count": target.count_tokens("a b")}
-    out["sample"] = target.Sampler().sample([1.0, 1.0])
-    out["sampler_class"] = target.Sampler.__name__
-    target.Scheduler().run_batch(["x"])
+    out = {}
+    if importlib.util.find_spec(package + ".example_target") is not None:  # stand-ins only for chosen examples
+        target = importlib.import_module(package + ".example_target")
+        if hasattr(target, "normalize_prompt"):
+            out["normalize"] = target.normalize_prompt("  hi  ")
+        if hasattr(target, "count_tokens"):
+            out["count"] = target.count_tokens("a b")
+        if hasattr(target, "LRUEvictionPolicy"):
+            policy = target.LRUEvictionPolicy()
+            policy.mark_used(None)
+            policy.mark_used("adapter")
+            out["policy_class"] = target.LRUEvictionPolicy.__name__
+            out["victim"] = policy.select_victim({None, "adapter"})
+        if hasattr(target, "Scheduler"):
+            target.Scheduler().run_batch(["x"])
     timings = getattr(hooks, "TIMINGS", None)
-    out["timed_calls"] = sum(len(v) for v in timings.values()) if timings is not None else None
+    if timings is not None:
+        out["timed_calls"] = sum(len(v) for v in timings.values())
     reports = HookRegistry.describe()
     out["targets"] = sorted((r.target.rsplit(".", 1)[-1].rsplit(":", 1)[-1], r.status,
                              sorted({h.plugin for h in r.hooks})) for r in reports if package in r.target)
@@ -131,11 +142,12 @@ for package in PACKAGES:
 report(results)
 """
 
-# What each example hook does to the stand-in targets; absent, the target behaves as written.
-HOOK_EFFECTS: dict[str, tuple[str, Any, Any]] = {
-    "before": ("normalize", "hi", "  hi  "),
-    "after": ("count", 3, 2),
-    "replace_class": ("sample", 1, 0),
+# What each example hook does to its stand-in, as (key, value with the hook applied).
+HOOK_EFFECTS: dict[str, list[tuple[str, Any]]] = {
+    "before": [("normalize", "hi")],
+    "after": [("count", 3)],
+    "around_timer": [("timed_calls", 1)],
+    "replace_class": [("policy_class", "KeepBaseModelEvictionPolicy"), ("victim", "adapter")],
 }
 
 
@@ -152,15 +164,11 @@ def test_each_generated_general_plugins_hooks_fire_under_sglangs_load_plugins(
     for combination in installed.of_kind("general"):
         options = dict(combination.answers).get("example_hooks", [])
         out = loaded[combination.package]
-        expected = {
-            key: hooked if option in options else plain for option, (key, hooked, plain) in HOOK_EFFECTS.items()
-        }
-        expected["sampler_class"] = "TieBreakingSampler" if "replace_class" in options else "Sampler"
-        expected["timed_calls"] = 1 if "around_timer" in options else None
+        expected = {key: value for option in options for key, value in HOOK_EFFECTS[option]}
         problems += [
-            f"{combination.label}: {key} is {out[key]!r}, expected {value!r}"
+            f"{combination.label}: {key} is {out.get(key)!r}, expected {value!r}"
             for key, value in expected.items()
-            if out[key] != value
+            if out.get(key) != value
         ]
         # Every target the plugin hooked is applied and attributed to the plugin's entry point.
         if len(out["targets"]) != len(options) or any(
@@ -198,8 +206,8 @@ def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it
         timeout=300,
         check=False,
     )
-    assert completed.returncode == 0, completed.stderr[-4000:]
     report = json.loads(completed.stdout)
+    assert completed.returncode == 0, report["problems"]
     assert report["platform"]["plugin"] == platform.entry_point
     loaded = {p["plugin"]: p["status"] for p in report["plugins"]["plugins"]}
     generals = installed.of_kind("general")

@@ -29,7 +29,7 @@ def observe(device, package, call_load_plugins):
         from sglang.srt.plugins import load_plugins
         load_plugins()
     target = importlib.import_module(package + ".example_target")
-    return [type(current_platform).__name__, target.count_tokens("a b"), target.Sampler.__name__]
+    return [type(current_platform).__name__, target.count_tokens("a b"), target.LRUEvictionPolicy.__name__]
 """
 
 
@@ -65,5 +65,5 @@ def test_spawned_forked_and_forkserver_children_see_the_platform_and_the_hooks(
         """,
         paths=[installed.site, tmp_path],
     )
-    expected = [f"{platform.device.title()}SRTPlatform", 3, "TieBreakingSampler"]
+    expected = [f"{platform.device.title()}SRTPlatform", 3, "KeepBaseModelEvictionPolicy"]
     assert out.result == {name: expected for name in ("parent", "fork", "fork+load_plugins", "spawn", "forkserver")}

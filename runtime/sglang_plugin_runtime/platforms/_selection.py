@@ -153,20 +153,6 @@ def _validate_result(ep: PluginEntryPoint, result: object, namespace: PluginName
             plugin=ep.name,
             dist=ep.dist_name,
         )
-    # The host's base first: a plugin built on the host's classes imports the host while it is imported, and the
-    # host may select its own platform at import, which imports the plugin again (a half-initialised module).
-    bases = [namespace.resolve_base_class()]
-    try:
-        host_base = namespace.resolve_host_base_class()
-    except Exception as exc:
-        raise InvalidPlatformError(
-            f"{where}: the host's platform base {namespace.host_base_class} is installed but cannot be imported: "
-            f"{type(exc).__name__}: {exc}",
-            plugin=ep.name,
-            dist=ep.dist_name,
-        ) from exc
-    if host_base is not None and host_base not in bases:
-        bases.append(host_base)
     try:
         cls = resolve_qualified_name(qualname)
     except Exception as exc:
@@ -175,6 +161,11 @@ def _validate_result(ep: PluginEntryPoint, result: object, namespace: PluginName
             plugin=ep.name,
             dist=ep.dist_name,
         ) from exc
+    # A class built on the host's own base (released SGLang's) is one the host runs: accepted too.
+    bases = [namespace.resolve_base_class()]
+    host_base = namespace.host_base()
+    if host_base is not None and host_base not in bases:
+        bases.append(host_base)
     if not isinstance(cls, type) or not issubclass(cls, tuple(bases)):
         names = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in bases)
         raise InvalidPlatformError(
@@ -478,6 +469,9 @@ class PlatformHolder:
         if platform is not None:
             return platform
         with self._lock:
+            if self._platform is None and self._resolving is None:
+                # Importing the host may select the platform itself (through this holder): then it is done.
+                self.namespace.import_host()
             if self._platform is None:
                 if self._resolving is not None:
                     raise self._reentry_error()
