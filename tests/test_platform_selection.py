@@ -754,3 +754,66 @@ def test_a_namespace_that_names_its_own_fallback_keeps_it_over_the_host_fallback
         """
     )
     assert out == "Own"
+
+
+HOST_NAMESPACE = """
+import json, sys
+from sglang_plugin_runtime.platforms import PluginNamespace, current_platform_selection, register_namespace
+ns = register_namespace(PluginNamespace(
+    name="hosted", platform_group="hosted.platforms", plugin_group="hosted.plugins",
+    base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
+    platform_env="HOSTED_PLATFORM", host_base_class="fakehost.platforms.interface:HostPlatform",
+))
+selection = current_platform_selection(ns)
+print(json.dumps({"class": selection.class_path, "host_modules": sorted(m for m in sys.modules if m.startswith("fakehost"))}))
+"""
+
+HOST_PACKAGE = {
+    "fakehost/__init__.py": "",
+    "fakehost/platforms/__init__.py": "",
+    "fakehost/platforms/interface.py": (
+        "from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum\nclass HostPlatform:\n    _enum = None\n"
+    ),
+}
+
+
+def test_a_plugin_built_on_the_installed_hosts_own_base_is_selected(site: PluginSite) -> None:
+    site.add("fakehost", modules=HOST_PACKAGE)
+    site.add(
+        "vendor-npu",
+        entry_points={"hosted.platforms": {"vendor": "vendor_platform:activate"}},
+        modules={
+            "vendor_platform.py": (
+                "from fakehost.platforms.interface import HostPlatform\n"
+                "from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum\n"
+                "class VendorPlatform(HostPlatform):\n"
+                "    _enum = PlatformEnum.OOT\n"
+                "    device_name = device_type = 'vendor'\n"
+                "def activate():\n"
+                "    return 'vendor_platform.VendorPlatform'\n"
+            )
+        },
+    )
+    assert site.run_json(HOST_NAMESPACE)["class"] == "vendor_platform.VendorPlatform"
+
+
+@pytest.mark.fault(
+    "selection",
+    "the installed host's platform module fails while selection imports it first (released SGLang refuses, at "
+    "import, a plugin built on this runtime's classes)",
+    "selection goes on without it: what the failed import added to sys.modules is removed, the plugin is selected",
+)
+def test_a_host_that_fails_to_import_is_rolled_back_and_selection_goes_on(site: PluginSite) -> None:
+    broken_host = dict(HOST_PACKAGE)
+    broken_host["fakehost/platforms/interface.py"] = (
+        "import fakehost.platforms.helpers\nraise TypeError('Expected an SRTPlatform subclass')\n"
+    )
+    broken_host["fakehost/platforms/helpers.py"] = ""
+    site.add("fakehost", modules=broken_host)
+    site.add(
+        "vendor-npu",
+        entry_points={"hosted.platforms": {"vendor": "vendor_platform:activate"}},
+        modules={"vendor_platform.py": platform_module("VendorPlatform", "vendor")},
+    )
+    out = site.run_json(HOST_NAMESPACE)
+    assert out == {"class": "vendor_platform.VendorPlatform", "host_modules": []}
