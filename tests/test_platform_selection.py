@@ -765,7 +765,8 @@ ns = register_namespace(PluginNamespace(
     platform_env="HOSTED_PLATFORM", host_base_class="fakehost.platforms.interface:HostPlatform",
 ))
 selection = current_platform_selection(ns)
-print(json.dumps({"class": selection.class_path, "host_modules": sorted(m for m in sys.modules if m.startswith("fakehost"))}))
+host_modules = sorted(m for m in sys.modules if m.startswith("fakehost"))
+print(json.dumps({"class": selection.class_path, "host_modules": host_modules}))
 """
 
 HOST_PACKAGE = {
