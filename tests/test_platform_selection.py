@@ -763,6 +763,7 @@ ns = register_namespace(PluginNamespace(
     name="hosted", platform_group="hosted.platforms", plugin_group="hosted.plugins",
     base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
     platform_env="HOSTED_PLATFORM", host_base_class="fakehost.platforms.interface:HostPlatform",
+    host_distribution="fakehost",
 ))
 selection = current_platform_selection(ns)
 host_modules = sorted(m for m in sys.modules if m.startswith("fakehost"))

@@ -8,24 +8,20 @@ sees exactly the distributions its scenario puts on ``PYTHONPATH``.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
-import subprocess
-import sys
-import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from scenarios import pip_install_target
+from scenarios import render as render_with
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache")
-RESULT_MARK = "@@RESULT@@"
 
 #: The answers of the platform plugin under test (a device no machine has, so it is always simulated).
 PLATFORM_ANSWERS = {
@@ -52,86 +48,7 @@ GENERAL_ANSWERS = {
 # ---------------------------------------------------------------------------------------------------------
 
 
-def clean_env(paths: Iterable[Path | str] = (), **overrides: str) -> dict[str, str]:
-    """The environment of a scenario subprocess: no SGLANG_* leaking in, only ``paths`` added to sys.path."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
-    for key in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
-        env.pop(key, None)
-    paths = [str(p) for p in paths]
-    if paths:
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-    env.update(overrides)
-    return env
-
-
-@dataclass
-class Outcome:
-    """What a scenario subprocess reported: its JSON result, and its output for assertions and failures."""
-
-    result: Any
-    returncode: int
-    stdout: str
-    stderr: str
-
-    def __getitem__(self, key: str) -> Any:
-        return self.result[key]
-
-
-def run_python(
-    code: str, *, paths: Iterable[Path | str] = (), env: dict[str, str] | None = None, timeout: float = 120
-) -> Outcome:
-    """Run ``code`` in a fresh interpreter of this venv; ``report(obj)`` in the code sends back a JSON result."""
-    prelude = textwrap.dedent(
-        f"""
-        import json as _json, sys as _sys
-        def report(obj):
-            print({RESULT_MARK!r} + _json.dumps(obj, default=repr), flush=True)
-        """
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", prelude + textwrap.dedent(code)],
-        env=clean_env(paths, **(env or {})),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    result = None
-    for line in completed.stdout.splitlines():
-        if line.startswith(RESULT_MARK):
-            result = json.loads(line[len(RESULT_MARK) :])
-    if result is None:
-        pytest.fail(
-            f"scenario subprocess reported nothing (exit {completed.returncode})\n"
-            f"--- stdout ---\n{completed.stdout[-4000:]}\n--- stderr ---\n{completed.stderr[-6000:]}",
-            pytrace=False,
-        )
-    return Outcome(result, completed.returncode, completed.stdout, completed.stderr)
-
-
-def pip_install_target(source: Path, target: Path) -> Path:
-    """A real ``pip install`` of ``source`` into the folder ``target`` (no dependencies, no build isolation)."""
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(source),
-        ],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if completed.returncode != 0:
-        pytest.fail(f"pip install {source} failed:\n{completed.stdout}\n{completed.stderr}", pytrace=False)
-    return target
+# One copy of the scenario helpers (clean_env, run_python, pip_install_target, Outcome) lives in scenarios.py.
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -179,10 +96,8 @@ def adapt_to_sglang_host(project: Path, package: str) -> None:
 
 
 def render(template: Path, destination: Path, **answers: Any) -> Path:
-    from copier import run_copy
-
-    run_copy(str(template), destination, data=answers, defaults=True, unsafe=False, quiet=True, overwrite=True)
-    return destination
+    """The template rendered with ``answers`` (the other answers take their defaults)."""
+    return render_with(template, destination, answers)
 
 
 @dataclass

@@ -90,8 +90,10 @@ def run_python(
     return Outcome(result, completed.returncode, completed.stdout, completed.stderr)
 
 
-def pip_install_target(sources: Iterable[Path], target: Path) -> Path:
-    """One real ``pip install --target`` of every project in ``sources`` (no dependencies, no build isolation)."""
+def pip_install_target(sources: Path | Iterable[Path], target: Path) -> Path:
+    """One real ``pip install --target`` of the project(s) ``sources`` (no dependencies, no build isolation)."""
+    if isinstance(sources, Path):
+        sources = [sources]
     completed = subprocess.run(
         [
             sys.executable,

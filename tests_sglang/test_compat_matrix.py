@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO_ROOT, run_python
+from conftest import REPO_ROOT
+from scenarios import run_python
 
 from sglang_plugin_runtime.testing import write_fake_distribution
 

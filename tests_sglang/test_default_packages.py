@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import pip_install_target, render, run_python
+from conftest import render
+from scenarios import pip_install_target, run_python
 
 pytestmark = pytest.mark.subprocess
 
@@ -136,7 +137,7 @@ def test_doctor_simulate_reports_the_default_platform_where_sglang_is_installed(
     import subprocess
     import sys
 
-    from conftest import clean_env
+    from scenarios import clean_env
 
     completed = subprocess.run(
         [

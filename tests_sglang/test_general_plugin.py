@@ -12,7 +12,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import GENERAL_ANSWERS, GeneratedPackage, run_python
+from conftest import GENERAL_ANSWERS, GeneratedPackage
+from scenarios import run_python
 
 pytestmark = pytest.mark.subprocess
 

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import clean_env, pip_install_target, render
+from conftest import render
 from packaging.requirements import Requirement
+from scenarios import clean_env, pip_install_target
 
 pytestmark = pytest.mark.subprocess
 

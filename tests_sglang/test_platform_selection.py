@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import GeneratedPackage, run_python
+from conftest import GeneratedPackage
+from scenarios import run_python
 
 from sglang_plugin_runtime.testing import write_fake_distribution
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, run_python
+from conftest import REPO_ROOT
+from scenarios import run_python
 
 from sglang_plugin_runtime.testing import write_fake_distribution
 

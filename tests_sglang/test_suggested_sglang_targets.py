@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import pip_install_target, render, run_python
+from conftest import render
+from scenarios import pip_install_target, run_python
 
 pytestmark = pytest.mark.subprocess
 

@@ -145,18 +145,23 @@ class MalformedDistribution(NamedTuple):
 class DiscoveryResult:
     """Everything one scan found: entry points by group, and the distributions it had to skip."""
 
-    __slots__ = ("distribution_count", "entry_points", "malformed")
+    __slots__ = ("distributions", "entry_points", "malformed")
 
     def __init__(
         self,
         entry_points: dict[str, tuple[PluginEntryPoint, ...]] | None = None,
         malformed: tuple[MalformedDistribution, ...] = (),
-        distribution_count: int = 0,
+        distributions: frozenset[str] = frozenset(),
     ) -> None:
         #: Every group's entry points, each sorted by (distribution, entry-point name).
         self.entry_points = entry_points if entry_points is not None else {}
         self.malformed = malformed
-        self.distribution_count = distribution_count
+        #: The PEP 503 names of every distribution found (the first of each name on the path).
+        self.distributions = distributions
+
+    @property
+    def distribution_count(self) -> int:
+        return len(self.distributions)
 
     @property
     def group_count(self) -> int:
@@ -233,14 +238,12 @@ class _Scan:
         self.seen: set[str] = set()
         self.found: list[PluginEntryPoint] = []
         self.malformed: list[MalformedDistribution] = []
-        self.count = 0
 
     def claim(self, normalized_name: str) -> bool:
         """First distribution of a name on ``sys.path`` wins, as in ``importlib.metadata``."""
         if normalized_name in self.seen:
             return False
         self.seen.add(normalized_name)
-        self.count += 1
         return True
 
     def add_text(self, text: str, dist_name: str, version: str, where: str) -> None:
@@ -361,7 +364,7 @@ def _result(scan: _Scan) -> DiscoveryResult:
     for ep in scan.found:
         groups.setdefault(ep.group, []).append(ep)
     ordered = {group: tuple(sorted(eps, key=lambda ep: (ep.dist_name, ep.name))) for group, eps in groups.items()}
-    return DiscoveryResult(ordered, tuple(scan.malformed), scan.count)
+    return DiscoveryResult(ordered, tuple(scan.malformed), frozenset(scan.seen))
 
 
 def _custom_distribution_finders() -> list[Any]:

@@ -38,6 +38,8 @@ class PluginNamespace(NamedTuple):
     host_base_class: str | None = None
     """The host's own platform base (``"pkg.mod:Class"``), accepted too where the host is installed: a plugin
     built on released SGLang's classes is one SGLang runs, so this runtime (``sglang-plugins doctor``) runs it."""
+    host_distribution: str | None = None
+    """The host's distribution (PEP 503 name): "installed" means the discovery scan found it."""
 
     def resolve_base_class(self) -> type:
         return _resolve_class_ref(self.base_class)
@@ -49,19 +51,18 @@ class PluginNamespace(NamedTuple):
         base = _resolve_class_ref(self.host_base_class)
         return base if isinstance(base, type) else None
 
-    def import_host(self) -> None:
+    def import_host(self, installed: frozenset[str]) -> None:
         """Where the host is installed, import its platform module before selecting, as the host's own start-up
         does: the host may read ``current_platform`` while it is imported (SGLang does), and a plugin built on the
         host's classes imports the host. If the host cannot be imported (released SGLang refuses, at import, a
         plugin built on this runtime's classes), what that import added to ``sys.modules`` is removed again and
         selection goes on without it."""
-        if self.host_base_class is None:
+        if self.host_base_class is None or self.host_distribution not in installed:
             return
         import importlib
-        import importlib.util
 
         module = self.host_base_class.split(":")[0]
-        if module in sys.modules or importlib.util.find_spec(module.split(".")[0]) is None:
+        if module in sys.modules:
             return
         before = set(sys.modules)
         try:
@@ -161,6 +162,7 @@ SRT = PluginNamespace(
     plugin_group="sglang.srt.plugins",
     base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
     host_base_class="sglang.srt.platforms.interface:SRTPlatform",
+    host_distribution="sglang",
 )
 
 MULTIMODAL = PluginNamespace(

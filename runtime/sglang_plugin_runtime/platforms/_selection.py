@@ -471,7 +471,7 @@ class PlatformHolder:
         with self._lock:
             if self._platform is None and self._resolving is None:
                 # Importing the host may select the platform itself (through this holder): then it is done.
-                self.namespace.import_host()
+                self.namespace.import_host(discover_entry_points().distributions)
             if self._platform is None:
                 if self._resolving is not None:
                     raise self._reentry_error()

@@ -210,35 +210,26 @@ def load_entry_points(
             _fail(report, _record(ep, FAILED_DUPLICATE, reason), False, namespace.strict_env, None)
             continue
         start = time.perf_counter()
+        failure: tuple[str, BaseException | None] | None = None
         try:
             func = _attributed(ep, ep.load)
         except BaseException as exc:
             if not is_plugin_failure(exc):
                 note_interrupt(exc, f"the import of plugin {ep.name!r} ({ep.dist_label})")
                 raise
-            reason = f"import of {ep.value!r} failed: {describe_failure(exc)}"
+            failure = (f"import of {ep.value!r} failed: {describe_failure(exc)}", exc)
+        else:
+            if not callable(func):
+                failure = (
+                    f"the entry point {ep.value!r} names {type(func).__name__} {func!r}, not a function; it must "
+                    f"name the plugin's function (register() for a general plugin, activate() for a platform plugin)",
+                    None,
+                )
+        if failure is not None:
+            reason, error = failure
             _discard_hooks(ep)
-            _fail(
-                report,
-                _record(ep, FAILED_IMPORT, reason, seconds=time.perf_counter() - start),
-                strict,
-                namespace.strict_env,
-                exc,
-            )
-            continue
-        if not callable(func):
-            reason = (
-                f"the entry point {ep.value!r} names {type(func).__name__} {func!r}, not a function; it must name "
-                f"the plugin's function (register() for a general plugin, activate() for a platform plugin)"
-            )
-            _discard_hooks(ep)
-            _fail(
-                report,
-                _record(ep, FAILED_IMPORT, reason, seconds=time.perf_counter() - start),
-                strict,
-                namespace.strict_env,
-                None,
-            )
+            record = _record(ep, FAILED_IMPORT, reason, seconds=time.perf_counter() - start)
+            _fail(report, record, strict, namespace.strict_env, error)
             continue
         loaded[ep.name] = (func, ep.dist_name)
     return loaded
