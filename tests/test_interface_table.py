@@ -89,3 +89,18 @@ def test_the_doc_carries_the_generated_interface_table() -> None:
             f"{DOC.name} was out of date with the interface table; it has been rewritten: review and commit it",
             pytrace=False,
         )
+
+
+def test_the_contract_names_its_hosts_as_the_table_does() -> None:
+    from sglang_plugin_runtime.platforms import _contract, _interface_table
+
+    assert _contract._HOSTS == {"SRTPlatform": (_interface_table.SRT,), "MMPlatform": (_interface_table.DIFFUSION,)}
+
+
+def test_resolving_the_fallback_platform_does_not_read_the_interface_table(site) -> None:
+    out = site.run_json(
+        "import json, sys\n"
+        "from sglang_plugin_runtime.platforms import current_platform\n"
+        "print(json.dumps('sglang_plugin_runtime.platforms._interface_table' in sys.modules))\n"
+    )
+    assert out is False

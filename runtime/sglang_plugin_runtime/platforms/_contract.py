@@ -28,9 +28,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from types import FunctionType
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
-from . import _interface_table as table
+if TYPE_CHECKING:
+    from . import _interface_table as table
 
 logger = logging.getLogger(__name__)
 
@@ -168,7 +169,8 @@ def not_implemented(obj: object, method: str) -> NotImplementedError:
 
 _OWN_MEMBERS: dict[type, dict[str, ContractMethod]] = {}
 #: Which host calls the members of each contract class (the root ``DeviceMixin`` alone: none).
-_HOSTS: dict[str, tuple[str, ...]] = {"SRTPlatform": (table.SRT,), "MMPlatform": (table.DIFFUSION,)}
+# The hosts of each contract class, by the interface table's names (``table.SRT``, ``table.DIFFUSION``).
+_HOSTS: dict[str, tuple[str, ...]] = {"SRTPlatform": ("srt",), "MMPlatform": ("diffusion",)}
 
 
 def _kind_of(raw: Any) -> MemberKind:
@@ -332,6 +334,9 @@ def check_class_namespace(
     klass: type, contract: dict[str, ContractMethod], hosts: tuple[str, ...]
 ) -> list[OverrideProblem]:
     """What each public name ``klass`` itself defines means for ``hosts`` (one finding per name at most)."""
+    # Only a platform subclass's definition reads the table: a process without plugins never imports it (1.5 ms).
+    from . import _interface_table as table
+
     problems: list[OverrideProblem] = []
     known_contract = _all_contract_names()
     for name, raw in klass.__dict__.items():
@@ -398,6 +403,8 @@ def check_class_namespace(
 
 def _declared_elsewhere(name: str) -> str:
     """Who declares ``name``: our other contract class if any, else SGLang's class in the table."""
+    from . import _interface_table as table
+
     owners = [k.__name__ for k, members in _OWN_MEMBERS.items() if name in members]
     return " and ".join(owners or dict.fromkeys(r.owner for r in table.entries() if r.name == name))
 
