@@ -62,7 +62,7 @@ def run_python(
     """
     prelude = textwrap.dedent(
         f"""
-        import json as _json
+        import json as _json, sys as _sys
         def report(obj):
             print({RESULT_MARK!r} + _json.dumps(obj, default=repr), flush=True)
         """
