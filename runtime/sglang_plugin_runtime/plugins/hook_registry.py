@@ -22,6 +22,7 @@ from ._hooks._types import HookSource, HookStatus, HookType
 from ._hooks._types import _current_plugin_source as _current_plugin_source  # SGLang's name; plugin loaders set it
 
 __all__ = [
+    "STATUSES",
     "STRICT_ENV",
     "Conflict",
     "HookApplyError",

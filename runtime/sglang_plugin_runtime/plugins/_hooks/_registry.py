@@ -209,7 +209,7 @@ class Registry:
             for name in names:
                 record = self.targets[name]
                 slot = self.slots.get(record.key) if record.key is not None else None
-                regs = self.slot_registrations(slot) if slot is not None else ordered(record.registrations)
+                regs = self.registrations_of(record)
                 rebound = 0
                 if slot is not None:
                     rebound = sum(1 for rb in slot.rebinds if rb.namespace.get(rb.name) is rb.installed)
