@@ -61,6 +61,33 @@ def signal_interrupts_marked() -> Iterator[None]:
             signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
+class PluginCall:
+    """The outcome of a :func:`guarded` block: ``error`` holds the plugin's failure, or ``None``."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+
+@contextlib.contextmanager
+def guarded(where: str) -> Iterator[PluginCall]:
+    """Run plugin code in the block; its failure is kept on the yielded :class:`PluginCall`, never raised.
+
+    The one guard around every call into plugin code (an entry point's import, ``activate()``, ``register()``, a
+    platform class's import or constructor, a hook being applied). What counts as the plugin's failure is
+    :func:`is_plugin_failure`'s rule; anything else (a user's Ctrl-C) propagates with a note naming ``where``.
+    """
+    call = PluginCall()
+    try:
+        yield call
+    except BaseException as exc:
+        if not is_plugin_failure(exc):
+            note_interrupt(exc, where)
+            raise
+        call.error = exc
+
+
 def describe_failure(exc: BaseException) -> str:
     """``Type: message``, with advice where the exception type itself is the mistake."""
     if isinstance(exc, SystemExit):
