@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, duplicate_reason
 from .._namespace import NamespaceState, PluginNamespace, known_namespaces, resolve_qualified_name, state_of
-from .._plugin_code import describe_failure, guarded, plugin_traceback
+from .._plugin_code import describe_failure, guarded, is_plugin_failure, note_interrupt, plugin_traceback
 from ..errors import (
     AmbiguousPlatformError,
     DuplicatePluginError,
@@ -456,6 +456,8 @@ def _observing_host_activations(namespace: PluginNamespace, state: NamespaceStat
                 result = func(*args, **kwargs)
             except BaseException as exc:
                 state.host_outcomes[ep.name] = (ep.value, None, exc, time.perf_counter() - start)
+                if not is_plugin_failure(exc):
+                    note_interrupt(exc, f"activate() of platform plugin {ep.name!r} (by the host's start-up)")
                 raise
             state.host_outcomes[ep.name] = (ep.value, result, None, time.perf_counter() - start)
             return result
