@@ -124,4 +124,4 @@ def note_interrupt(exc: BaseException, where: str) -> None:
     if sys.version_info >= (3, 11):
         exc.add_note(note)
     else:  # the same attribute, which Python 3.10 does not print but callers can read
-        exc.__notes__ = [*getattr(exc, "__notes__", ()), note]
+        exc.__notes__ = [*getattr(exc, "__notes__", ()), note]  # type: ignore[attr-defined]
