@@ -96,16 +96,6 @@ def _describe(ep: PluginEntryPoint) -> str:
     return f"platform plugin {ep.name!r} (distribution {ep.dist_label}, entry point {ep.value!r})"
 
 
-def _reject_duplicates(discovery: DiscoveryResult, group: str, names: set[str] | None = None) -> None:
-    for name, eps in discovery.duplicates(group).items():
-        if names is None or name in names:
-            raise DuplicatePluginError(
-                f"Platform plugin name {name!r} in group {group!r}: {duplicate_reason(eps)}.",
-                plugin=name,
-                dist=eps[0].dist_name,
-            )
-
-
 def _reject_reserved_names(namespace: PluginNamespace, candidates: tuple[PluginEntryPoint, ...]) -> None:
     """Refuse, before importing anything, platform plugins named like one of the host's built-in platforms."""
     offenders = [ep for ep in candidates if ep.name.lower() in namespace.reserved_platform_names]
@@ -279,52 +269,92 @@ def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | Non
     Does not instantiate the class and does not keep it; :class:`PlatformHolder` does both.
     """
     discovery = discovery if discovery is not None else discover_entry_points()
-    candidates = discovery.group(namespace.platform_group)
+    candidates, env = discovery.group(namespace.platform_group), namespace.platform_env
     selected = namespace.selected_platform()
     if selected:
-        return _select_explicit(namespace, discovery, candidates, selected)
-    return _select_automatic(namespace, discovery, candidates)
-
-
-def _select_explicit(
-    namespace: PluginNamespace, discovery: DiscoveryResult, candidates: tuple[PluginEntryPoint, ...], selected: str
-) -> PlatformSelection:
-    matches = [ep for ep in candidates if ep.name == selected]
-    if not matches:
-        raise PlatformNotFoundError(unknown_platform_message(namespace, candidates, selected), plugin=selected[:80])
-    _reject_duplicates(discovery, namespace.platform_group, {selected})
-    _reject_reserved_names(namespace, tuple(matches))
-    ep = matches[0]
-    activation, cls, error = _activate(ep, namespace)
-    if isinstance(error, (InvalidPlatformError, ReentrantSelectionError)):
-        error.activations = (activation,)
-        raise error
-    if error is not None:
-        raise PluginLoadError(
-            f"{_describe(ep)} selected by {namespace.platform_env} failed: {activation.error}",
-            plugin=ep.name,
-            dist=ep.dist_name,
-            activations=(activation,),
-        ) from error
-    if cls is None:
-        raise PlatformUnavailableError(
-            f"{_describe(ep)} is selected by {namespace.platform_env}={selected!r}, but its activate() returned "
-            f"None: its hardware or backend is not available on this machine. Check the device and its driver, "
-            f"or unset {namespace.platform_env}.",
-            plugin=ep.name,
-            dist=ep.dist_name,
-            activations=(activation,),
+        installed, candidates = candidates, tuple(ep for ep in candidates if ep.name == selected)
+        if not candidates:
+            raise PlatformNotFoundError(unknown_platform_message(namespace, installed, selected), plugin=selected[:80])
+    for name, eps in discovery.duplicates(namespace.platform_group).items():
+        if not selected or name == selected:
+            raise DuplicatePluginError(
+                f"Platform plugin name {name!r} in group {namespace.platform_group!r}: {duplicate_reason(eps)}.",
+                plugin=name,
+                dist=eps[0].dist_name,
+            )
+    _reject_reserved_names(namespace, candidates)
+    activations: list[Activation] = []
+    activated: list[tuple[PluginEntryPoint, type]] = []
+    problems: list[str] = []
+    for ep in candidates[:1] if selected else candidates:
+        activation, cls, error = _activate(ep, namespace)
+        activations.append(activation)
+        if isinstance(error, (InvalidPlatformError, ReentrantSelectionError)):
+            # The plugin says its hardware is here but hands over an unusable class, or its activate() depends on
+            # the selection it is part of: falling back would run the job on the wrong device, so this is an error
+            # even in auto mode.
+            error.activations = tuple(activations)
+            raise error
+        if error is not None and (selected or namespace.strict()):
+            why = f"selected by {env} failed" if selected else f"failed ({namespace.strict_env}=1 makes this an error)"
+            raise PluginLoadError(
+                f"{_describe(ep)} {why}: {activation.error}",
+                plugin=ep.name,
+                dist=ep.dist_name,
+                activations=tuple(activations),
+            ) from error
+        if error is not None:
+            problems.append(f"{_describe(ep)} was skipped: {activation.error}")
+            logger.warning("%s. Set %s=1 to make this an error.", problems[-1], namespace.strict_env)
+        elif cls is not None:
+            logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.dist_label, activation.result)
+            activated.append((ep, cls))
+        elif selected:
+            raise PlatformUnavailableError(
+                f"{_describe(ep)} is selected by {env}={selected!r}, but its activate() returned None: its hardware "
+                f"or backend is not available on this machine. Check the device and its driver, or unset {env}.",
+                plugin=ep.name,
+                dist=ep.dist_name,
+                activations=tuple(activations),
+            )
+    if len(activated) > 1:
+        names = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep, _ in activated)
+        raise AmbiguousPlatformError(
+            f"Several platform plugins activated: {names}. Set {env} to the one to use, e.g. "
+            f"{env}={activated[0][0].name}.",
+            activations=tuple(activations),
         )
-    logger.info("Platform plugin %r (%s) selected by %s -> %s", ep.name, ep.dist_label, namespace.platform_env, cls)
+    note = f"; {len(problems)} plugin(s) failed and were skipped" if problems else ""
+    if activated:
+        (ep, cls), count = activated[0], len(candidates)
+        rule, reason = RULE_SINGLE, f"{env} unset; {ep.name!r} was the only plugin whose activate() returned a class "
+        reason += f"(of {count} installed){note}"
+        if selected:
+            rule, reason = RULE_EXPLICIT, f"{env}={selected!r}; only that plugin was imported and activated"
+        return PlatformSelection(
+            namespace.name,
+            cls,
+            rule,
+            reason,
+            ep.name,
+            ep.dist_name,
+            ep.dist_version,
+            tuple(activations),
+            tuple(problems),
+        )
+    fallback = namespace.resolve_fallback_class()
+    if candidates:
+        why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
+    else:
+        why = f"no platform plugin is installed in group {namespace.platform_group!r}"
+    (logger.warning if problems else logger.info)("Using fallback platform %s: %s.", fallback.__qualname__, why)
     return PlatformSelection(
         namespace.name,
-        cls,
-        RULE_EXPLICIT,
-        f"{namespace.platform_env}={selected!r}; only that plugin was imported and activated",
-        ep.name,
-        ep.dist_name,
-        ep.dist_version,
-        (activation,),
+        fallback,
+        RULE_FALLBACK,
+        f"{env} unset; {why}",
+        activations=tuple(activations),
+        problems=tuple(problems),
     )
 
 
@@ -365,75 +395,6 @@ def platform_name_suggestions(candidates: tuple[PluginEntryPoint, ...], selected
     found = sorted({name for fold, name in by_fold.items() if fold == folded(selected)})
     found = found or sorted({ep.name for ep in candidates if ep.dist_name == normalize_distribution_name(selected)})
     return found or [by_fold[m] for m in difflib.get_close_matches(folded(selected), list(by_fold), 3, 0.75)]
-
-
-def _select_automatic(
-    namespace: PluginNamespace, discovery: DiscoveryResult, candidates: tuple[PluginEntryPoint, ...]
-) -> PlatformSelection:
-    _reject_duplicates(discovery, namespace.platform_group)
-    _reject_reserved_names(namespace, candidates)
-    activations: list[Activation] = []
-    activated: list[tuple[PluginEntryPoint, type]] = []
-    problems: list[str] = []
-    for ep in candidates:
-        activation, cls, error = _activate(ep, namespace)
-        activations.append(activation)
-        if isinstance(error, (InvalidPlatformError, ReentrantSelectionError)):
-            # The plugin says its hardware is here but hands over an unusable class, or its activate() depends on
-            # the selection it is part of: falling back would run the job on the wrong device, so this is an error
-            # even in auto mode.
-            error.activations = tuple(activations)
-            raise error
-        if error is not None:
-            message = f"{_describe(ep)} was skipped: {activation.error}"
-            if namespace.strict():
-                raise PluginLoadError(
-                    f"{message} ({namespace.strict_env}=1 makes this an error)",
-                    plugin=ep.name,
-                    dist=ep.dist_name,
-                    activations=tuple(activations),
-                ) from error
-            logger.warning("%s. Set %s=1 to make this an error.", message, namespace.strict_env)
-            problems.append(message)
-        elif cls is not None:
-            logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.dist_label, activation.result)
-            activated.append((ep, cls))
-    if len(activated) > 1:
-        names = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep, _ in activated)
-        raise AmbiguousPlatformError(
-            f"Several platform plugins activated: {names}. Set {namespace.platform_env} to the one to use, "
-            f"e.g. {namespace.platform_env}={activated[0][0].name}.",
-            activations=tuple(activations),
-        )
-    note = f"; {len(problems)} plugin(s) failed and were skipped" if problems else ""
-    if activated:
-        (ep, cls), why = activated[0], f"{ep.name!r} was the only plugin whose activate() returned a class"
-        return PlatformSelection(
-            namespace.name,
-            cls,
-            RULE_SINGLE,
-            f"{namespace.platform_env} unset; {why} (of {len(candidates)} installed){note}",
-            ep.name,
-            ep.dist_name,
-            ep.dist_version,
-            tuple(activations),
-            tuple(problems),
-        )
-    fallback = namespace.resolve_fallback_class()
-    if candidates:
-        why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
-    else:
-        why = f"no platform plugin is installed in group {namespace.platform_group!r}"
-    log = logger.warning if problems else logger.info
-    log("Using fallback platform %s: %s.", fallback.__qualname__, why)
-    return PlatformSelection(
-        namespace.name,
-        fallback,
-        RULE_FALLBACK,
-        f"{namespace.platform_env} unset; {why}",
-        activations=tuple(activations),
-        problems=tuple(problems),
-    )
 
 
 @contextlib.contextmanager

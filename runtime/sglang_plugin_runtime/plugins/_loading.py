@@ -216,45 +216,48 @@ def load_entry_points(
             *(env, os.environ.get(env, ""), group, env, env),
         )
     loaded: dict[str, tuple[Callable[..., Any], PluginEntryPoint]] = {}
-    for planned in plan:
-        ep = planned.entry_point
-        if planned.status == NOT_INSTALLED:
-            logger.warning(
-                "%s lists %r, but it is not installed: no plugin of that name in group %r. Check the "
-                "spelling or install it.",
-                namespace.plugins_env,
-                planned.name,
+    for name, status, reason, ep in plan:
+        if ep is not None and ep.name in skip:
+            continue
+        if status != TO_LOAD:
+            record = _record(ep, status, reason) if ep is not None else PluginRecord(name, status, reason)
+            if status == FAILED_DUPLICATE and namespace.strict():
+                raise DuplicatePluginError(
+                    f"Plugin name {name!r} in group {group!r}: {reason}", plugin=name, dist=record.dist_name
+                )
+            if status == FAILED_DUPLICATE:
+                _fail(record, namespace, report)
+                continue
+            log = logger.warning if status == NOT_INSTALLED else logger.info
+            log(
+                "Plugin %r in group %r: %s (%s)",
+                name,
                 group,
+                reason,
+                "check the spelling or install it" if status == NOT_INSTALLED else "skipped",
             )
             if report is not None:
-                report.records.append(PluginRecord(planned.name, NOT_INSTALLED, planned.reason))
-        elif ep is None or ep.name in skip:
+                report.records.append(record)
             continue
-        elif planned.status == FAILED_DUPLICATE:
-            if namespace.strict():
-                raise DuplicatePluginError(
-                    f"Plugin name {ep.name!r} in group {group!r}: {planned.reason}", plugin=ep.name, dist=ep.dist_name
-                )
-            _fail(_record(ep, FAILED_DUPLICATE, planned.reason), namespace, report)
-        elif planned.status != TO_LOAD:
-            logger.info("Skipping plugin %r (%s): %s", ep.name, ep.dist_label, planned.reason)
-            if report is not None:
-                report.records.append(_record(ep, planned.status, planned.reason))
+        assert ep is not None
+        start = time.perf_counter()
+        func, error = _run_plugin_code(ep, ep.load, "the import")
+        reason = f"import of {ep.value!r} failed: {describe_failure(error)}" if error is not None else ""
+        if error is None and not callable(func):
+            reason = (
+                f"the entry point {ep.value!r} names {type(func).__name__} {func!r}, not a function; it must "
+                f"name the plugin's function (register() for a general plugin, activate() for a platform plugin)"
+            )
+        if reason:
+            trace = plugin_traceback(error) if error is not None else None
+            _fail(
+                _record(ep, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, traceback=trace),
+                namespace,
+                report,
+                error,
+            )
         else:
-            start = time.perf_counter()
-            func, error = _run_plugin_code(ep, ep.load, "the import")
-            reason = f"import of {ep.value!r} failed: {describe_failure(error)}" if error is not None else ""
-            if error is None and not callable(func):
-                reason = (
-                    f"the entry point {ep.value!r} names {type(func).__name__} {func!r}, not a function; it must "
-                    f"name the plugin's function (register() for a general plugin, activate() for a platform plugin)"
-                )
-            if reason:
-                trace = plugin_traceback(error) if error is not None else None
-                record = _record(ep, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, traceback=trace)
-                _fail(record, namespace, report, error)
-            else:
-                loaded[ep.name] = (func, ep)
+            loaded[ep.name] = (func, ep)
     return loaded
 
 
