@@ -157,6 +157,9 @@ def resolve_qualified_name(name: str) -> object:
     import importlib
     import pkgutil
 
+    head, _, tail = name.replace(":", ".").rpartition(".")
+    if head in sys.modules and tail in vars(sys.modules[head]):  # already imported: no import machinery needed
+        return vars(sys.modules[head])[tail]
     try:
         return pkgutil.resolve_name(name)
     except AttributeError:
