@@ -954,3 +954,31 @@ def test_hooks_registered_by_a_failed_platform_plugin_are_discarded(site: Plugin
     out = site.run_json(HOOKS_AFTER_LOAD)
     assert out["activations"] == ["failed", "unavailable"]
     assert out["greet"] == "HELLO" and out["hooks"] == [["zeta", "zeta-npu"]]
+
+
+@pytest.mark.fault(
+    "selection",
+    "SGLANG_PLATFORM set to a 10,000-character value",
+    "PlatformNotFoundError that shows its start and its length, not the whole value",
+)
+def test_a_very_long_platform_name_is_cut_in_the_error(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    out = select(site, SGLANG_PLATFORM="x" * 10_000)
+    assert out["error"] == "PlatformNotFoundError"
+    assert "(10000 characters)" in out["message"] and len(out["message"]) < 1_000
+
+
+@pytest.mark.fault(
+    "selection",
+    "a platform entry point listed twice in one distribution's entry_points.txt",
+    "DuplicatePluginError naming that file and the repeated line, not 'offered by twice-dev and twice-dev'",
+)
+def test_an_entry_point_listed_twice_in_one_file_names_the_file_and_the_line(site: PluginSite) -> None:
+    dist = site.add(
+        "twice-dev",
+        entry_points_text="[sglang.srt.platforms]\ntwice = twice_mod:activate\ntwice = twice_mod:activate\n",
+    )
+    out = select(site)
+    assert out["error"] == "DuplicatePluginError"
+    assert str(dist / "entry_points.txt") in out["message"] and "'twice = twice_mod:activate'" in out["message"]
+    assert "twice-dev 1.0 and twice-dev 1.0" not in out["message"]
