@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, duplicate_reason
 from .._namespace import NamespaceState, PluginNamespace, known_namespaces, resolve_qualified_name, state_of
-from .._plugin_code import describe_failure, guarded, is_plugin_failure, note_interrupt, plugin_traceback
+from .._plugin_code import describe_failure, guarded, plugin_traceback
 from ..errors import (
     AmbiguousPlatformError,
     DuplicatePluginError,
@@ -397,63 +397,6 @@ def platform_name_suggestions(candidates: tuple[PluginEntryPoint, ...], selected
     return found or [by_fold[m] for m in difflib.get_close_matches(folded(selected), list(by_fold), 3, 0.75)]
 
 
-@contextlib.contextmanager
-def _observing_host_activations(namespace: PluginNamespace, state: NamespaceState) -> Iterator[None]:
-    """While the host's start-up runs, record what each of the namespace's platform plugins' ``activate()`` gives
-    it (entry points loaded through ``importlib.metadata``, as SGLang loads them): selection then reuses the
-    outcome, so a plugin's hardware probe runs once per process."""
-    from importlib.metadata import EntryPoint
-
-    load = EntryPoint.load
-
-    def observed_load(ep: EntryPoint) -> Any:
-        func = load(ep)
-        if ep.group != namespace.platform_group or not callable(func):
-            return func
-
-        def activate(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                result = func(*args, **kwargs)
-            except BaseException as exc:
-                state.host_outcomes[ep.name] = (ep.value, None, exc, time.perf_counter() - start)
-                if not is_plugin_failure(exc):
-                    note_interrupt(exc, f"activate() of platform plugin {ep.name!r} (by the host's start-up)")
-                raise
-            state.host_outcomes[ep.name] = (ep.value, result, None, time.perf_counter() - start)
-            return result
-
-        return activate
-
-    EntryPoint.load = observed_load  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        EntryPoint.load = load  # type: ignore[method-assign]
-
-
-def _import_host(namespace: PluginNamespace, state: NamespaceState) -> None:
-    """Where the host is installed, import its platform module before selecting, as the host's own start-up
-    does: the host may select its platform while it is imported (SGLang does; the activations it ran are
-    reused), and a plugin built on the host's classes imports the host. If the host cannot be imported (released
-    SGLang refuses a plugin built on this runtime's classes), what that import added to ``sys.modules`` is
-    removed again and selection goes on without it."""
-    module = (namespace.host_base_class or "").split(":")[0]
-    if not module or module in sys.modules or namespace.host_distribution not in discover_entry_points().distributions:
-        return
-    import importlib
-
-    before = set(sys.modules)
-    with _observing_host_activations(namespace, state), guarded(f"the import of the host's {module}") as call:
-        importlib.import_module(module)
-    if call.error is not None:
-        for name in set(sys.modules) - before:
-            del sys.modules[name]
-        logger.info(
-            "The host's %s could not be imported, selecting without it: %s", module, describe_failure(call.error)
-        )
-
-
 class PlatformHolder:
     """The lazy, thread-safe, per-process platform singleton of one namespace (a view of its state)."""
 
@@ -470,8 +413,17 @@ class PlatformHolder:
         if running is not None and state.resolver is not me and me not in running.threads:
             raise self._reentry_error()  # a thread started by the plugin code that is running now
         with state.platform_lock:
-            if state.platform is None and state.resolving is None:
-                _import_host(self.namespace, state)  # may select the platform through this holder (adopted SGLang)
+            ns, module = self.namespace, (self.namespace.host_base_class or "").split(":")[0]
+            unimported = module and module not in sys.modules
+            if (
+                state.platform is None
+                and state.resolving is None
+                and unimported
+                and ns.host_distribution in (discover_entry_points().distributions)
+            ):
+                from ._host import import_host  # only where the host is installed but not imported yet
+
+                import_host(self.namespace, state, module)  # may select the platform through this holder
             if state.platform is None:
                 if state.resolving is not None:
                     raise self._reentry_error()
