@@ -127,39 +127,36 @@ def out_of_tree_identity_problems(cls: type) -> list[str]:
     return problems
 
 
+def _invalid(ep: PluginEntryPoint, message: str) -> InvalidPlatformError:
+    return InvalidPlatformError(f"{_describe(ep)}: {message}", plugin=ep.name, dist=ep.dist_name)
+
+
 def _validated_class(ep: PluginEntryPoint, result: object, namespace: PluginNamespace) -> type:
     """The class ``activate()`` named; ``InvalidPlatformError`` for anything that is not a usable platform class.
     Runs plugin code (the class's module, its metaclass): the caller guards it."""
-    where = f"{_describe(ep)}: activate() returned {result!r}"
+    returned = f"activate() returned {result!r}"
     qualname = result.strip() if isinstance(result, str) else ""
     if not isinstance(result, str) or ("." not in qualname and ":" not in qualname):
         kind = "" if isinstance(result, str) else f" ({type(result).__name__})"
-        raise InvalidPlatformError(
-            f"{where}{kind}; it must return a qualified class name such as 'my_plugin.platform:MyPlatform' "
-            f"('module.Class' or 'module:Class'), or None when the hardware is absent.",
-            plugin=ep.name,
-            dist=ep.dist_name,
+        raise _invalid(
+            ep,
+            f"{returned}{kind}; it must return a qualified class name such as "
+            "'my_plugin.platform:MyPlatform' ('module.Class' or 'module:Class'), or None when the hardware "
+            "is absent.",
         )
     with guarded(f"the import of {qualname!r} for {_describe(ep)}") as imported:
         cls = resolve_qualified_name(qualname)
     if imported.error is not None:
-        raise InvalidPlatformError(
-            f"{where}, which cannot be imported: {describe_failure(imported.error)}", plugin=ep.name, dist=ep.dist_name
-        ) from imported.error
+        error = _invalid(ep, f"{returned}, which cannot be imported: {describe_failure(imported.error)}")
+        raise error from imported.error
     # A class built on the host's own base (released SGLang's) is one the host runs: accepted too.
     bases = [base for base in dict.fromkeys([namespace.resolve_base_class(), namespace.host_base()]) if base]
     if not isinstance(cls, type) or not issubclass(cls, tuple(bases)):
         names = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in bases)
-        raise InvalidPlatformError(
-            f"{where}, which is {cls!r}, not a subclass of {names}.", plugin=ep.name, dist=ep.dist_name
-        )
+        raise _invalid(ep, f"{returned}, which is {cls!r}, not a subclass of {names}.")
     problems = out_of_tree_identity_problems(cls)
     if problems:
-        raise InvalidPlatformError(
-            f"{_describe(ep)}: class {qualname!r} is not a valid out-of-tree platform: " + "; ".join(problems),
-            plugin=ep.name,
-            dist=ep.dist_name,
-        )
+        raise _invalid(ep, f"class {qualname!r} is not a valid out-of-tree platform: " + "; ".join(problems))
     return cls
 
 
@@ -217,11 +214,11 @@ def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activat
             if call.error is not None:
                 exc, error = call.error, f"import failed: {describe_failure(call.error)}"
             elif not callable(activate):
-                exc = InvalidPlatformError(
-                    f"{_describe(ep)}: the entry point names {type(activate).__name__} {activate!r}, not a function. "
-                    f"A platform plugin's entry point must name its activate() function, e.g. '{ep.module}:activate'.",
-                    plugin=ep.name,
-                    dist=ep.dist_name,
+                exc = _invalid(
+                    ep,
+                    f"the entry point names {type(activate).__name__} {activate!r}, not a function. A "
+                    f"platform plugin's entry point must name its activate() function, e.g. "
+                    f"'{ep.module}:activate'.",
                 )
             else:
                 with guarded(f"activate() of {_describe(ep)}") as call:
@@ -240,11 +237,8 @@ def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activat
             if call.error is not None:  # an InvalidPlatformError, or the class's metaclass or attributes raised
                 exc, result = call.error, repr(result)
                 if not isinstance(exc, InvalidPlatformError):
-                    exc = InvalidPlatformError(
-                        f"{_describe(ep)}: its platform class {result} failed while being checked: "
-                        f"{describe_failure(exc)}",
-                        plugin=ep.name,
-                        dist=ep.dist_name,
+                    exc = _invalid(
+                        ep, f"its platform class {result} failed while being checked: {describe_failure(exc)}"
                     )
     if exc is not None:
         _discard_hooks_of(ep)
