@@ -48,8 +48,7 @@ class _Batch:
 
     def __init__(self) -> None:
         self.failures: list[t.HookFailure] = []
-        self.done: list[Replacement] = []  # stale copies of what was replaced get the new callable
-        self.restores: list[Replacement] = []  # copies of what was removed get the original back
+        self.walks: list[Replacement] = []  # stale copies of what was replaced or removed get what replaced it
 
 
 class Registry:
@@ -155,8 +154,7 @@ class Registry:
         for slot in sorted(heirs, key=_depth):  # rebuild a subclass slot whose base changed underneath it
             if _base_raw(slot) is not slot.original.raw:
                 self._build(slot, batch)
-        rebind(batch.restores)
-        rebind(batch.done, walk)
+        rebind(batch.walks, walk)
         for failure in batch.failures:
             logger.error("Failed to apply hooks to %s", failure)
 
@@ -216,10 +214,8 @@ class Registry:
         """(Re)build ``slot``'s wrapper from its original and install it; queue the walk for stale copies."""
         regs, old, key = t.ordered(slot.records), slot.current, (id(slot.owner), slot.name)
         with guarded(f"the hooks on {slot.key}") as call:
-            if slot.inherited and (inherited := _base_raw(slot)) is MISSING:
-                raise TypeError(f"no base class of {slot.key} defines {slot.name!r} any more")
             if slot.inherited:
-                slot.original = unwrap(inherited, slot.owner)
+                slot.original = unwrap(_base_raw(slot), slot.owner)
             new, raw = self._compose(slot, regs)
             if old is None:
                 slot.previous = own_value(slot.owner, slot.name)
@@ -241,7 +237,7 @@ class Registry:
         logger.info("Applied %d hook(s) to %s (from: %s)", len(regs), slot.key, sources)
         if slot.original.kind in _REBINDABLE and not slot.inherited:  # no global holds what a subclass inherits
             stale = (slot.original.func,) if old is None else (slot.original.func, old)
-            batch.done.append(Replacement(slot.name, stale, new, slot.rebinds))
+            batch.walks.append(Replacement(slot.name, stale, new, slot.rebinds))
 
     def _compose(self, slot: t.Slot, regs: list[t.Registration]) -> tuple[object, object]:
         """The callable to install and the raw attribute holding it: may raise, changes nothing."""
@@ -250,9 +246,8 @@ class Registry:
         others = [r for r in regs if r.hook_type is not _REPLACE]
         if original.kind == "class" and others:
             raise TypeError(
-                f"Target '{target}' is a class. Only HookType.REPLACE is allowed for class targets (got "
-                f"{others[0].hook_type.value} from {others[0].label()}). To hook a method, use "
-                f"'{target}.<method_name>' instead."
+                f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not {others[0].hook_type.name} "
+                f"({others[0].label()}). To hook a method, use '{target}.<method_name>'."
             )
         for r in [] if inspect.iscoroutinefunction(original.func) else others:
             if inspect.iscoroutinefunction(r.hook):
@@ -271,7 +266,8 @@ class Registry:
         if slot.original.kind != "class" or not isinstance(slot.current, type):
             return ()
         mine = {id(r.hook) for r in regs}
-        left = [c for c in cast(type, slot.original.func).__subclasses__() if id(c) not in mine]
+        subclasses: list[type] = cast(type, slot.original.func).__subclasses__()
+        left = [c for c in subclasses if id(c) not in mine]
         if not left:
             return ()
         names = ", ".join(f"{c.__module__}.{c.__qualname__}" for c in left)
@@ -327,7 +323,7 @@ class Registry:
             self._build(slot, batch)
         elif not slot.records:
             if (restore := self._undo(slot)) is not None:
-                batch.restores.append(restore)
+                batch.walks.append(restore)
             del self.slots[id(slot.owner), slot.name]
 
     def reset(self) -> None:

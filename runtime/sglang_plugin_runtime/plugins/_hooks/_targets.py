@@ -78,12 +78,11 @@ def module_dict(obj: object) -> dict[str, object] | None:
     """A module's namespace, read without running code: ``None`` for anything else, and for a module whose class
     intercepts attribute access (``LazyLoader``'s, until the module has executed)."""
     kind = type(obj)
-    if kind is not types.ModuleType and (
-        not issubclass(kind, types.ModuleType) or kind.__getattribute__ is not _MODULE_GETATTRIBUTE
+    if kind is types.ModuleType or (
+        issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTRIBUTE
     ):
-        return None
-    namespace = obj.__dict__
-    return namespace if isinstance(namespace, dict) else None
+        return obj.__dict__  # type: ignore[no-any-return]
+    return None
 
 
 def resolve(spec: TargetSpec) -> Resolution | Unresolved:
@@ -153,7 +152,9 @@ def unwrap(raw: object, owner: object) -> Unwrapped:
                 raise TypeError("property has no getter to hook")
             return Unwrapped(kind, getattr(raw, attr), raw)
     if not callable(raw):
-        raise TypeError(f"attribute is not callable (it is a {type(raw).__name__})")
+        raise TypeError(
+            "no such attribute" if raw is MISSING else f"attribute is not callable (a {type(raw).__name__})"
+        )
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
     return Unwrapped("function" if binds else "nonbinding", raw, raw)
