@@ -246,8 +246,8 @@ class Registry:
         others = [r for r in regs if r.hook_type is not _REPLACE]
         if original.kind == "class" and others:
             raise TypeError(
-                f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not {others[0].hook_type.name} "
-                f"({others[0].label()}). To hook a method, use '{target}.<method_name>'."
+                f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
+                f"{others[0].hook_type.name} ({others[0].label()}). To hook a method, use '{target}.<method_name>'."
             )
         for r in [] if inspect.iscoroutinefunction(original.func) else others:
             if inspect.iscoroutinefunction(r.hook):
@@ -266,7 +266,7 @@ class Registry:
         if slot.original.kind != "class" or not isinstance(slot.current, type):
             return ()
         mine = {id(r.hook) for r in regs}
-        subclasses: list[type] = cast(type, slot.original.func).__subclasses__()
+        subclasses: list[type] = type.__subclasses__(cast(type, slot.original.func))  # not a metaclass's override
         left = [c for c in subclasses if id(c) not in mine]
         if not left:
             return ()

@@ -81,7 +81,7 @@ def module_dict(obj: object) -> dict[str, object] | None:
     if kind is types.ModuleType or (
         issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTRIBUTE
     ):
-        return obj.__dict__  # type: ignore[no-any-return]
+        return obj.__dict__
     return None
 
 
