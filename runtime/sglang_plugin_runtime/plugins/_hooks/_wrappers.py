@@ -57,7 +57,10 @@ def build_wrapper(
     outermost first. ``func`` gives the wrapper its metadata and decides whether it is ``async def``."""
     is_async = inspect.iscoroutinefunction(func)
     awaited = tuple(is_async and inspect.iscoroutinefunction(hook) for _kind, hook in chain)
-    make = _factory(tuple(kind for kind, _hook in chain), awaited, is_async)
+    # The arity the original declares is tested first: each arity tested before a call's own costs it about 4%.
+    declared = getattr(getattr(func, "__code__", None), "co_argcount", None)
+    arities = tuple(sorted(_FAST_ARITIES, key=lambda n: n != declared))
+    make = _factory(tuple(kind for kind, _hook in chain), awaited, is_async, arities)
     wrapper: Callable[..., object] = make(core, label, *(hook for _kind, hook in chain))
     functools.update_wrapper(wrapper, func)
     return wrapper
@@ -78,7 +81,9 @@ def _new_args(result: Any, hook: object, label: str) -> tuple[Any, Any]:
 
 
 @functools.lru_cache(maxsize=256)
-def _factory(kinds: tuple[str, ...], awaited: tuple[bool, ...], is_async: bool) -> Callable[..., Any]:
+def _factory(
+    kinds: tuple[str, ...], awaited: tuple[bool, ...], is_async: bool, arities: tuple[int, ...]
+) -> Callable[..., Any]:
     """Compile, once per chain shape, ``_make(_core, _label, _h0, _h1, ...)``, which returns a wrapper."""
     # Function k runs the BEFORE/AFTER hooks bodies[k] around a call of the k-th AROUND (the last: of the core).
     arounds = [i for i, kind in enumerate(kinds) if kind == "around"]
@@ -126,9 +131,9 @@ def _factory(kinds: tuple[str, ...], awaited: tuple[bool, ...], is_async: bool) 
             "        __tracebackhide__ = True",
         ]
         lines += ["        if not kwargs:", "            n = len(args)"]
-        for n in _FAST_ARITIES:
+        for n in arities:
             params = ", ".join(f"_p{j}" for j in range(n))
-            lines.append(f"            {'elif' if n else 'if'} n == {n}:")
+            lines.append(f"            {'elif' if n != arities[0] else 'if'} n == {n}:")
             lines += [f"                {params}, = args"] if n else []
             emit(" " * 16, ops, call, params, [])
         emit(" " * 8, ops, call, _GENERIC, [])
