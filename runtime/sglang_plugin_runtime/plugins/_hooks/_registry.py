@@ -165,8 +165,15 @@ class Registry:
             return record.slot
         with guarded(f"resolving the hook target {name}") as call:
             found = resolve(record.spec)
-            if isinstance(found, Resolution) and (id(found.owner), found.name) not in self.slots:
-                self._new_slot(found)
+            if isinstance(found, Resolution) and (key := (id(found.owner), found.name)) not in self.slots:
+                original = unwrap(found.raw, found.owner)
+                if found.owned and (
+                    other := next((s for s in self.slots.values() if s.current is original.func), None)
+                ):
+                    # A module global we rebound earlier (a re-export): hook the real original, not our wrapper.
+                    original = original._replace(func=other.original.func)
+                inherited = isinstance(found.owner, type) and not found.owned
+                self.slots[key] = t.Slot(found.key, found.owner, found.name, original, inherited)
         if call.error is not None:
             error = call.error
             reason = (
@@ -180,14 +187,6 @@ class Registry:
             record.slot, record.resolved = self.slots[id(found.owner), found.name], found.key
             record.slot.records.append(record)
         return record.slot
-
-    def _new_slot(self, found: Resolution) -> None:
-        original = unwrap(found.raw, found.owner)
-        if found.owned and (other := next((s for s in self.slots.values() if s.current is original.func), None)):
-            # A module global we rebound earlier (a re-export): hook the real original, not our wrapper.
-            original = original._replace(func=other.original.func)
-        inherited = isinstance(found.owner, type) and not found.owned
-        self.slots[id(found.owner), found.name] = t.Slot(found.key, found.owner, found.name, original, inherited)
 
     def _pend(self, record: t.TargetRecord, found: Unresolved, batch: _Batch) -> None:
         name, record.error = record.spec.text, found.reason
