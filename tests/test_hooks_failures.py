@@ -285,3 +285,69 @@ def g():
     report = HookRegistry.describe(f"{name}.Config.size")[0]
     assert report.status == "failed" and "SystemExit(4)" in report.error
     assert module.g() == 2
+
+
+@pytest.mark.fault(
+    "hooks",
+    "apply_hooks(strict=True) once, then a failing target applied by a plain apply_hooks()",
+    "the plain apply logs the failure and does not raise: strictness belongs to one call (was: strict for good)",
+)
+def test_a_strict_apply_does_not_make_later_applies_strict(make_module, monkeypatch):
+    monkeypatch.delenv("SGLANG_PLUGINS_STRICT", raising=False)
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}.f", lambda r: r)
+    HookRegistry.apply_hooks(strict=True)
+    HookRegistry.register(f"{name}.missing", lambda r: r)
+    HookRegistry.apply_hooks()
+    assert HookRegistry.describe(f"{name}.missing")[0].status == "failed"
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a target left pending by a strict apply fails when its module is imported, after strictness was turned off",
+    "the import raises HookApplyError: a pending target keeps the strictness of the apply that took it (was: "
+    "the environment at import time decided)",
+)
+def test_a_pending_target_keeps_the_strictness_of_its_apply(make_module, monkeypatch):
+    strict_name = make_module("strict_later", "def f():\n    return 1\n")
+    lenient_name = make_module("lenient_later", "def f():\n    return 1\n")
+
+    async def cannot_hook_a_sync_function(result):
+        return result
+
+    monkeypatch.setenv("SGLANG_PLUGINS_STRICT", "1")
+    HookRegistry.register(f"{strict_name}.f", cannot_hook_a_sync_function)
+    HookRegistry.apply_hooks()
+    monkeypatch.delenv("SGLANG_PLUGINS_STRICT")
+    HookRegistry.register(f"{lenient_name}.f", cannot_hook_a_sync_function)
+    HookRegistry.apply_hooks()
+    importlib.import_module(lenient_name)
+    assert HookRegistry.describe(f"{lenient_name}.f")[0].status == "failed"
+    with pytest.raises(HookApplyError):
+        importlib.import_module(strict_name)
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a diffusion plugin (its namespace not strict) registers a failing hook after apply_hooks() ran, with the SRT "
+    "namespace's SGLANG_PLUGINS_STRICT=1 set",
+    "logged, not raised: a late hook has the strictness of the plugin context it was registered in",
+)
+def test_a_late_hook_has_the_strictness_of_its_plugin_context(make_module, monkeypatch):
+    from sglang_plugin_runtime.plugins.hook_registry import _current_plugin_source, _plugin_context
+
+    monkeypatch.setenv("SGLANG_PLUGINS_STRICT", "1")
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+    HookRegistry.apply_hooks()
+    source = HookSource("diffusion_plugin", "dist")
+    with _plugin_context(source, strict=False):
+        assert _current_plugin_source.get() == source
+        HookRegistry.register(f"{name}.missing", lambda r: r)
+    assert _current_plugin_source.get() is None
+    report = HookRegistry.describe(f"{name}.missing")[0]
+    assert report.status == "failed" and report.hooks[0].plugin == "diffusion_plugin"
+    monkeypatch.delenv("SGLANG_PLUGINS_STRICT")
+    with _plugin_context(source, strict=True), pytest.raises(HookApplyError):
+        HookRegistry.register(f"{name}.missing_too", lambda r: r)

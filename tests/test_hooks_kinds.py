@@ -6,8 +6,13 @@ import asyncio
 import importlib
 import inspect
 import pickle
+import subprocess
+import sys
+import textwrap
 
-from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+import pytest
+
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookSource, HookType
 
 CLASSES = """
 class Base:
@@ -287,3 +292,116 @@ def test_both_spellings_of_one_target_share_one_wrapper(make_module):
     HookRegistry.apply_hooks()
     assert mod.f(0) == [0, "dotted", "colon"]
     assert mod.f.__wrapped__ is original
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a hook on builtins.len, a builtin the wrapper itself would call",
+    "applied: len() runs the hook, the wrapper never looks builtins up when called (was: RecursionError and len "
+    "broken for the process); reset() restores the builtin",
+)
+def test_a_hook_on_a_builtin_the_wrapper_uses_is_applied_and_reset_restores_it():
+    # In a child process: a broken len() would take the whole test session down with it.
+    code = textwrap.dedent(
+        """
+        import builtins
+        from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+
+        original = builtins.len
+        seen = []
+
+        def after(result, obj):
+            if obj == "probe":
+                seen.append(result)
+
+        HookRegistry.register("builtins.len", after, HookType.AFTER)
+        HookRegistry.register("builtins.len", lambda fn, *a: fn(*a), HookType.AROUND)
+        HookRegistry.apply_hooks()
+        assert builtins.len is not original
+        assert len("probe") == 5 and seen == [5], seen
+        assert HookRegistry.describe("builtins.len")[0].status == "applied"
+        HookRegistry.reset()
+        assert builtins.len is original
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize("applies", ["one apply", "an apply per name"])
+@pytest.mark.fault(
+    "hooks",
+    "one module under two names in sys.modules (os.path and posixpath), a hook through each name",
+    "both hooks run, in one wrapper on the one attribute (was: only the last, while describe() said both applied)",
+)
+def test_hooks_through_two_names_of_one_module_both_run(make_module, applies):
+    name = make_module("m", "def f(x):\n    return [x]\n")
+    module = importlib.import_module(name)
+    original = module.f
+    alias = f"{name}_alias"
+    sys.modules[alias] = module  # removed with the package's modules after the test
+    HookRegistry.register(f"{name}.f", lambda r, x: [*r, "real"])
+    if applies == "an apply per name":
+        HookRegistry.apply_hooks()
+    HookRegistry.register(f"{alias}.f", lambda r, x: [*r, "alias"])
+    HookRegistry.apply_hooks()
+    assert module.f(0) == [0, "real", "alias"]
+    assert module.f.__wrapped__ is original
+    assert [r.status for r in HookRegistry.describe()] == ["applied", "applied"]
+    HookRegistry.reset()
+    assert module.f is original
+
+
+@pytest.mark.parametrize("applies", ["one apply", "an apply after the method hook"])
+@pytest.mark.fault(
+    "hooks",
+    "a class REPLACE on m.C registered after a hook on m.C.meth was applied",
+    "the same result as in one apply: the method hook runs on the replacement class, the original class is left "
+    "untouched (was: the method hook silently lost while describe() said applied)",
+)
+def test_class_replace_after_a_method_hook_gives_the_same_result_as_one_apply(make_module, applies):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    original = mod.Base
+    raw = original.__dict__["method"]
+
+    class Replacement(original):
+        pass
+
+    def hooked(result, self, x):
+        return (*result, "hooked")
+
+    HookRegistry.register(f"{name}.Base.method", hooked)
+    if applies == "an apply after the method hook":
+        HookRegistry.apply_hooks()
+    HookRegistry.register(f"{name}.Base", Replacement, HookType.REPLACE)
+    HookRegistry.apply_hooks()
+    assert mod.Base is Replacement
+    assert mod.Base().method(1) == ("method", "Replacement", 1, "hooked")
+    assert original.__dict__["method"] is raw
+    assert HookRegistry.is_hook_applied(f"{name}.Base.method", hooked)
+    HookRegistry.reset()
+    assert mod.Base is original and original.__dict__["method"] is raw and "method" not in Replacement.__dict__
+
+
+@pytest.mark.fault(
+    "hooks",
+    "the plugin whose class REPLACE on m.C carried a hook on m.C.meth is discarded",
+    "the method hook moves back to the original class, as if the class REPLACE had never been registered",
+)
+def test_discarding_a_class_replace_moves_the_method_hook_back_to_the_original_class(make_module):
+    name = make_module("m", CLASSES)
+    mod = importlib.import_module(name)
+    original = mod.Base
+
+    class Replacement(original):
+        pass
+
+    HookRegistry.register(f"{name}.Base.method", lambda r, self, x: (*r, "hooked"))
+    HookRegistry.register(f"{name}.Base", Replacement, HookType.REPLACE, source=HookSource("swap", None))
+    HookRegistry.apply_hooks()
+    HookRegistry.discard_source(HookSource("swap", None))
+    assert mod.Base is original and "method" not in Replacement.__dict__
+    assert mod.Base().method(1) == ("method", "Base", 1, "hooked")

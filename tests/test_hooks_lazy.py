@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
+import types
+import uuid
 
-from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
+import pytest
+
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, isolated_registry
 
 
 def test_apply_hooks_does_not_import_a_target_module(make_module):
@@ -126,3 +131,30 @@ def test_dotted_target_in_a_submodule_not_yet_imported_waits_for_it(make_module)
     HookRegistry.apply_hooks()
     assert HookRegistry.describe(f"{name}.f")[0].status == "pending"
     assert importlib.import_module(name).f() == 2
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a hook on a module that importlib.util.LazyLoader has put in sys.modules without executing it",
+    "resolution never executes it: the target stays pending until the module has run, then the next apply patches it",
+)
+def test_a_lazily_loaded_target_module_is_not_executed_by_apply_hooks(tmp_path):
+    name = f"lazy_{uuid.uuid4().hex[:8]}"
+    path = tmp_path / f"{name}.py"
+    path.write_text("RAN = True\n\ndef f():\n    return 1\n")
+    spec = importlib.util.spec_from_file_location(name, path)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    try:
+        with isolated_registry():
+            HookRegistry.register(f"{name}.f", lambda r: r + 1)
+            HookRegistry.apply_hooks()
+            assert type(module) is not types.ModuleType  # not executed
+            assert HookRegistry.describe(f"{name}.f")[0].status == "pending"
+            assert module.RAN  # the program's own first access runs it
+            HookRegistry.apply_hooks()
+            assert module.f() == 2
+    finally:
+        del sys.modules[name]

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
+import types
+import uuid
+
+import pytest
 
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
 
@@ -94,3 +99,36 @@ def test_a_copy_made_by_a_later_import_is_rebound_on_rebuild(make_module):
     HookRegistry.register(f"{name}.f", lambda r: r * 10)
     HookRegistry.apply_hooks()
     assert module.f() == user.f() == 20
+
+
+def lazy_module(folder, name: str, source: str):
+    """``name`` in sys.modules through ``importlib.util.LazyLoader``: its code runs on first attribute access."""
+    path = folder / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a module deferred by importlib.util.LazyLoader sits in sys.modules (its code would fail) during the "
+    "stale-reference walk",
+    "the walk never executes it: the apply succeeds and the module stays deferred (was: the walk ran it and its "
+    "ImportError escaped load_plugins())",
+)
+def test_the_walk_never_executes_a_lazily_loaded_module(make_module, tmp_path):
+    name = make_module("m", "def f():\n    return 1\n")
+    module = importlib.import_module(name)
+    lazy_name = f"lazy_{uuid.uuid4().hex[:8]}"
+    lazy = lazy_module(tmp_path, lazy_name, "raise ImportError('executed by the hook registry')\n")
+    try:
+        HookRegistry.register(f"{name}.f", lambda r: r + 1)
+        HookRegistry.apply_hooks()
+        assert module.f() == 2
+        assert type(lazy) is not types.ModuleType  # still deferred: LazyLoader's class until first access
+    finally:
+        del sys.modules[lazy_name]

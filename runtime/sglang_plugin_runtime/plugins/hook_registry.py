@@ -6,20 +6,21 @@ signatures, defaults and error types, so plugin code moves between the two by sw
 application, stale-reference rebinding, exact undo, async, introspection) docs/hooks.md says how.
 
 Importing this module never loads the plugin discovery code, never imports torch and never imports a
-target module.
+target module; the report classes (``TargetReport``, ``HookReport``, ``Conflict``) load when first used.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
-from ._hooks._describe import Conflict, HookReport, TargetReport
-from ._hooks._errors import STRICT_ENV, HookApplyError, HookFailure
-from ._hooks._registry import Registry, active_registry, isolated
-from ._hooks._types import HookSource, HookStatus, HookType
+from ._hooks._registry import Registry, active_registry, isolated_registry
+from ._hooks._registry import _plugin_context as _plugin_context  # for plugin loaders
+from ._hooks._types import STRICT_ENV, HookApplyError, HookFailure, HookSource, HookStatus, HookType
 from ._hooks._types import _current_plugin_source as _current_plugin_source  # SGLang's name; plugin loaders set it
+
+if TYPE_CHECKING:
+    from ._hooks._describe import Conflict, HookReport, TargetReport
 
 __all__ = [
     "STATUSES",
@@ -79,7 +80,9 @@ class HookRegistry:
         """Patch every target whose module is imported; watch the others' imports.
 
         Idempotent. Failures are logged and kept for :meth:`describe`; in strict mode
-        (``strict=True`` or ``SGLANG_PLUGINS_STRICT=1``) they raise :class:`HookApplyError`.
+        (``strict=True``, or ``SGLANG_PLUGINS_STRICT=1`` read now when ``strict`` is ``None``) they raise
+        :class:`HookApplyError`. A target keeps the strictness of the call that took it, also when it is
+        patched later, as its module is imported.
         """
         active_registry().apply_hooks(strict)
 
@@ -124,11 +127,10 @@ def plugin_hook(target: str, type: HookType = HookType.AFTER, *, priority: int =
     return decorator
 
 
-@contextlib.contextmanager
-def isolated_registry() -> Iterator[Registry]:
-    """Give the block a fresh, empty registry; on exit undo its patches and make the previous one active again.
+def __getattr__(name: str) -> object:
+    # The report classes are imported on first use: a serving process never needs them.
+    if name in ("TargetReport", "HookReport", "Conflict"):
+        from ._hooks import _describe
 
-    Patches applied before the block stay in place during it and after it.
-    """
-    with isolated() as registry:
-        yield registry
+        return getattr(_describe, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

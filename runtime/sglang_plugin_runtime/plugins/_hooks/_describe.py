@@ -1,16 +1,17 @@
 """Reports about registered hooks: a stable, JSON-friendly API for ``sglang-plugins doctor`` and ``explain``.
 
-Reports are frozen dataclasses built from a snapshot of the registry; holding one never keeps the registry
-locked and never changes when the registry does.
+Imported only when a report is asked for, never by a serving process. Reports are frozen dataclasses built from a
+snapshot of the registry; holding one never keeps the registry locked and never changes when the registry does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._state import Registration
-from ._types import HookType, describe_callable
+from ._targets import MISSING
+from ._types import HookType, Registration, Slot, TargetRecord, describe_callable, ordered
 
 
 @dataclass(frozen=True)
@@ -61,57 +62,65 @@ class TargetReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "target": self.target,
-            "status": self.status,
-            "error": self.error,
-            "resolved": self.resolved,
+            **asdict(self),
             "hooks": [h.to_dict() for h in self.hooks],
             "conflicts": [c.to_dict() for c in self.conflicts],
-            "rebound": self.rebound,
         }
 
 
-def hook_reports(regs: list[Registration]) -> tuple[HookReport, ...]:
-    """``regs`` (innermost first) as reports in nesting order, outermost first, the REPLACEs last."""
+def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
+    """The report of one target string; ``slots``: all of its registry's (the caller holds the registry's lock)."""
+    slot = record.slot
+    regs = ordered(slot.records if slot is not None else [record])
+    found = _conflicts(regs)
+    if slot is not None and slot.current is not None:
+        found += slot.conflicts
+        replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
+        owner = next((s for s in slots if s.current is slot.owner and s.original.kind == "class"), None)
+        if owner is not None and replaces and slot.previous is not MISSING:  # the class defines it itself
+            message = (
+                f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own implementation of "
+                f"'{slot.name}' on {owner.key}"
+            )
+            found.append(("method_replace_overrides_class_replace", message))
+    return TargetReport(
+        target=record.spec.text,
+        status=record.status.value,
+        error=record.error,
+        resolved=record.resolved,
+        hooks=_hooks(regs),
+        conflicts=tuple(Conflict(kind, message) for kind, message in found),
+        rebound=sum(ns.get(slot.name) is slot.current for ns in slot.rebinds) if slot is not None else 0,
+    )
+
+
+def _hooks(regs: list[Registration]) -> tuple[HookReport, ...]:
+    """``regs`` (innermost first) in nesting order, outermost first, then the winning REPLACE and overridden ones."""
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     others = [r for r in regs if r.hook_type is not HookType.REPLACE]
-
-    def report(r: Registration, active: bool) -> HookReport:
-        return HookReport(
+    return tuple(
+        HookReport(
             r.hook_type.value,
             describe_callable(r.hook),
             r.source.plugin_name if r.source is not None else None,
             r.source.dist_name if r.source is not None else None,
             r.priority,
-            active,
+            active=r.hook_type is not HookType.REPLACE or r is replaces[-1],
         )
-
-    reports = [report(r, True) for r in reversed(others)]
-    if replaces:
-        reports.append(report(replaces[-1], True))
-        reports.extend(report(r, False) for r in reversed(replaces[:-1]))
-    return tuple(reports)
+        for r in [*reversed(others), *reversed(replaces)]
+    )
 
 
-def registration_conflicts(regs: list[Registration]) -> list[Conflict]:
-    """Conflicts visible from the registrations alone (no class information needed)."""
+def _conflicts(regs: list[Registration]) -> list[tuple[str, str]]:
+    """``(kind, message)`` for combinations that work but deserve a look, seen from the registrations alone."""
     found = []
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
-    if len(replaces) > 1:
-        found.append(
-            Conflict(
-                "multiple_replace",
-                f"{len(replaces)} REPLACE hooks; only {replaces[-1].label()} runs, overriding "
-                + ", ".join(r.label() for r in replaces[:-1]),
-            )
-        )
     arounds = [r for r in regs if r.hook_type is HookType.AROUND]
+    if len(replaces) > 1:
+        message = f"{len(replaces)} REPLACE hooks; only {replaces[-1].label()} runs, overriding "
+        found.append(("multiple_replace", message + ", ".join(r.label() for r in replaces[:-1])))
     if len(arounds) > 1:
-        found.append(
-            Conflict(
-                "multiple_around",
-                f"{len(arounds)} AROUND hooks ({', '.join(r.label() for r in arounds)}); if one skips "
-                "original_fn, the hooks inside it are bypassed",
-            )
-        )
+        labels = ", ".join(r.label() for r in arounds)
+        message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, the hooks inside it are bypassed"
+        found.append(("multiple_around", message))
     return found

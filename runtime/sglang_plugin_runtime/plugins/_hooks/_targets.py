@@ -1,190 +1,182 @@
-"""Target strings: parsing them, and finding the attribute they name without importing anything.
+"""Targets: parsing a target string, finding the attribute it names, and the kind of attribute it is.
 
-Two spellings are accepted: ``pkg.mod.Class.method`` (dotted) and ``pkg.mod:Class.method``
-(entry-point style). With the dotted spelling the module part is not known up front; it is the
-longest prefix that is present in ``sys.modules``. Resolution reads ``__dict__`` entries only, so a
-module-level ``__getattr__`` (lazy submodule loading) is never triggered and nothing is imported.
+Two spellings are accepted: ``pkg.mod.Class.method`` (dotted; the module is the longest prefix present in
+``sys.modules``) and ``pkg.mod:Class.method`` (the module is explicit). Finding a target reads ``sys.modules`` and
+``__dict__`` entries only: nothing is imported, no module-level ``__getattr__`` runs, and a module that
+``importlib.util.LazyLoader`` has not executed yet counts as not imported (reading it would execute it).
+
+A class attribute is read from ``__dict__`` so that a ``classmethod`` stays a ``classmethod`` and an inherited
+method is found on its base without binding it; the wrapper goes back in the same kind of descriptor.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import sys
 import types
-from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
-_MISSING = object()
+#: No such attribute (as the value an attribute had before a patch: there is nothing to restore but a deletion).
+MISSING = object()
+_MODULE_GETATTRIBUTE = types.ModuleType.__getattribute__
 
 
 class TargetNotFound(LookupError):
     """The target's module is imported but the attribute path does not exist."""
 
 
-@dataclass(frozen=True, slots=True)
-class TargetSpec:
-    """A parsed target string."""
+class TargetSpec(NamedTuple):
+    """A parsed target string: ``module`` is ``None`` for the dotted spelling, ``parts`` the names after it."""
 
     text: str
     module: str | None
-    """The module for the ``module:attr`` spelling; ``None`` for the dotted spelling."""
     parts: tuple[str, ...]
-    """Every dotted component (dotted spelling) or the attribute path (colon spelling)."""
-
-    @property
-    def dotted(self) -> str:
-        """The target in dotted form, used to match both spellings of one target."""
-        return self.text.replace(":", ".")
-
-    @property
-    def attribute(self) -> str:
-        """The name of the attribute that gets patched (also the name used for rebinding)."""
-        return self.parts[-1]
-
-    def candidate_modules(self) -> tuple[str, ...]:
-        """Module names whose import may make this target resolvable, shortest first."""
-        if self.module is not None:
-            return (self.module,)
-        return tuple(".".join(self.parts[:i]) for i in range(1, len(self.parts)))
 
 
-@dataclass(frozen=True, slots=True)
-class Resolution:
-    """Where a target lives right now."""
+class Resolution(NamedTuple):
+    """Where a target lives now: ``owner.name`` holds ``raw`` (``owned``: in the owner's own ``__dict__``)."""
 
-    module_name: str
-    attr_path: tuple[str, ...]
+    key: str  # the canonical spelling, module:attr.path
     owner: object
-    """The object whose attribute is patched (a module, a class, or any other object)."""
+    name: str
     raw: object
-    """The raw value (``__dict__`` entry, descriptors not invoked) found for the attribute."""
     owned: bool
-    """Whether ``raw`` is in ``owner.__dict__`` itself (False: inherited from a base class)."""
-
-    @property
-    def key(self) -> str:
-        """The canonical spelling, ``module:attr.path``; two spellings of one target share it."""
-        return f"{self.module_name}:{'.'.join(self.attr_path)}"
 
 
-@dataclass(frozen=True, slots=True)
-class Unresolved:
-    """The target cannot be resolved yet: its module (or a submodule on the path) is not imported."""
+class Unresolved(NamedTuple):
+    """Not resolvable yet; importing one of ``watch`` may change that."""
 
     reason: str
     watch: tuple[str, ...]
-    """Module names to watch for: when one of them finishes importing, try again."""
+
+
+class Unwrapped(NamedTuple):
+    """The callable in a raw attribute; ``kind``: "class", "function", "classmethod", "staticmethod", "property",
+    "cached_property" or "nonbinding" (a callable class attribute that does not bind, e.g. a builtin)."""
+
+    kind: str
+    func: object
+    raw: object
 
 
 def parse_target(target: object) -> TargetSpec:
     """Validate a target string; raise ``ValueError`` (``TypeError`` for a non-string) when bad."""
     if not isinstance(target, str):
         raise TypeError(f"Hook target must be a string, got {type(target).__name__}: {target!r}")
-    if target.count(":") > 1:
-        raise ValueError(f"Invalid target path (at most one ':' allowed): {target}")
-    if ":" in target:
-        module, _, attr = target.partition(":")
-        module_parts = module.split(".")
-        attr_parts = attr.split(".")
-        if not all(p.isidentifier() for p in module_parts + attr_parts):
-            raise ValueError(f"Invalid target path (expected 'pkg.module:Attr.path' of identifiers): {target}")
-        return TargetSpec(target, module, tuple(attr_parts))
-    parts = target.split(".")
-    if len(parts) < 2:
+    module, colon, attr = target.rpartition(":")
+    parts = tuple(attr.split("."))
+    names = (*module.split("."), *parts) if colon else parts
+    if target.count(":") > 1 or not all(name.isidentifier() for name in names):
+        raise ValueError(f"Invalid target path (expected pkg.module.attr or pkg.module:Attr.path): {target}")
+    if not colon and len(parts) < 2:
         raise ValueError(f"Invalid target path (need at least module.attr): {target}")
-    if not all(p.isidentifier() for p in parts):
-        raise ValueError(f"Invalid target path (expected dotted identifiers): {target}")
-    return TargetSpec(target, None, tuple(parts))
+    return TargetSpec(target, module if colon else None, parts)
 
 
-def _module_dict(module: object) -> Mapping[str, object] | None:
-    d = getattr(module, "__dict__", None) if isinstance(module, types.ModuleType) else None
-    return d if isinstance(d, dict) else None
+def module_dict(obj: object) -> dict[str, object] | None:
+    """A module's namespace, read without running code: ``None`` for anything else, and for a module whose class
+    intercepts attribute access (``LazyLoader``'s, until the module has executed)."""
+    kind = type(obj)
+    if kind is types.ModuleType or (
+        issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTRIBUTE
+    ):
+        return obj.__dict__
+    return None
 
 
-def _is_initializing(module: object) -> bool:
-    spec = getattr(module, "__spec__", None)
-    return bool(getattr(spec, "_initializing", False))
-
-
-def _static_lookup(obj: object, name: str) -> tuple[object, bool]:
-    """Find ``name`` on ``obj`` without running descriptors or ``__getattr__``.
-
-    Returns ``(raw, owned)``; ``raw`` is ``_MISSING`` when absent.
-    """
-    if isinstance(obj, type):
-        for klass in obj.__mro__:
-            if name in klass.__dict__:
-                return klass.__dict__[name], klass is obj
-        return _MISSING, False
-    module_dict = _module_dict(obj)
-    if module_dict is not None:
-        return module_dict.get(name, _MISSING), True
-    own: object = getattr(obj, "__dict__", None)
-    if isinstance(own, dict) and name in own:
-        return own[name], True
-    try:
-        return getattr(obj, name), False
-    except AttributeError:
-        return _MISSING, False
-
-
-def resolve(spec: TargetSpec, modules: Mapping[str, object] | None = None) -> Resolution | Unresolved:
-    """Locate ``spec`` among already-imported modules.
-
-    Returns :class:`Unresolved` while the answer could still change by importing a module, and
-    raises :class:`TargetNotFound` when the module is fully imported and the path does not exist.
-    """
-    if modules is None:
-        modules = sys.modules
-    if spec.module is not None:
-        module_name = spec.module
-        module = modules.get(module_name)
-        if module is None:
-            return Unresolved(f"module {module_name!r} is not imported yet", (module_name,))
-        path = spec.parts
-    else:
-        for i in range(len(spec.parts) - 1, 0, -1):
-            candidate = ".".join(spec.parts[:i])
-            module = modules.get(candidate)
-            if module is not None:
-                module_name = candidate
-                path = spec.parts[i:]
-                break
-        else:
-            return Unresolved(f"module {spec.parts[0]!r} is not imported yet", spec.candidate_modules())
-    return _walk(spec, module_name, module, path, modules)
-
-
-def _walk(
-    spec: TargetSpec,
-    module_name: str,
-    module: object,
-    path: tuple[str, ...],
-    modules: Mapping[str, object],
-) -> Resolution | Unresolved:
-    owner: object = module
+def resolve(spec: TargetSpec) -> Resolution | Unresolved:
+    """Locate ``spec`` among the modules imported now; raise :class:`TargetNotFound` when it cannot exist."""
+    parts, module_name = spec.parts, spec.module
+    if module_name is None:  # the longest prefix that is imported
+        cut = next((i for i in range(len(parts) - 1, 0, -1) if sys.modules.get(".".join(parts[:i])) is not None), 0)
+        if not cut:
+            watch = tuple(".".join(parts[:i]) for i in range(1, len(parts)))
+            return Unresolved(f"module {parts[0]!r} is not imported yet", watch)
+        module_name, parts = ".".join(parts[:cut]), parts[cut:]
+    owner: object = sys.modules.get(module_name)
     owner_name = module_name
-    for index, name in enumerate(path):
-        raw, owned = _static_lookup(owner, name)
-        if raw is _MISSING and isinstance(owner, types.ModuleType):
-            sub = modules.get(f"{owner_name}.{name}")
-            if sub is not None:
+    if owner is None:
+        return Unresolved(f"module {module_name!r} is not imported yet", (module_name,))
+    for index, name in enumerate(parts):
+        namespace = module_dict(owner)
+        if namespace is None and isinstance(owner, types.ModuleType):
+            return Unresolved(f"module {owner_name!r} is imported lazily and has not executed yet", (owner_name,))
+        raw, owned = _lookup(owner, name, namespace)
+        if raw is MISSING and namespace is not None:
+            if (sub := sys.modules.get(f"{owner_name}.{name}")) is not None:
                 raw, owned = sub, True
-        if raw is _MISSING:
-            if isinstance(owner, types.ModuleType) and (hasattr(owner, "__path__") or _is_initializing(owner)):
-                # A package may gain the name when a submodule is imported; a module that is
-                # still executing may define it further down.
-                rest = ".".join(path[index:])
-                watch = tuple(f"{owner_name}.{'.'.join(path[index:j])}" for j in range(index + 1, len(path))) or (
-                    owner_name,
-                )
-                return Unresolved(f"{owner_name!r} has no attribute {rest!r} yet", watch)
-            kind = "module" if isinstance(owner, types.ModuleType) else type(owner).__name__
+            elif "__path__" in namespace or getattr(namespace.get("__spec__"), "_initializing", False):
+                # A package may gain the name when a submodule is imported; a module that is still executing
+                # may define it further down.
+                watch = tuple(f"{owner_name}.{'.'.join(parts[index:j])}" for j in range(index + 1, len(parts)))
+                rest = ".".join(parts[index:])
+                return Unresolved(f"{owner_name!r} has no attribute {rest!r} yet", watch or (owner_name,))
+        if raw is MISSING:
+            kind = "module" if namespace is not None else type(owner).__name__
             raise TargetNotFound(f"{kind} {owner_name!r} has no attribute {name!r}")
-        if index == len(path) - 1:
-            return Resolution(module_name, path, owner, raw, owned)
-        if isinstance(raw, (staticmethod, classmethod)):
-            raw = raw.__func__
-        owner = raw
+        if index == len(parts) - 1:
+            return Resolution(f"{module_name}:{'.'.join(parts)}", owner, name, raw, owned)
+        owner = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
         owner_name = f"{owner_name}.{name}"
-    raise AssertionError("unreachable: empty attribute path")  # pragma: no cover
+    raise AssertionError("unreachable: a target has at least one attribute")  # pragma: no cover
+
+
+def _lookup(obj: object, name: str, namespace: dict[str, object] | None) -> tuple[object, bool]:
+    """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``; ``MISSING`` if absent."""
+    if isinstance(obj, type):
+        klass = next((k for k in obj.__mro__ if name in k.__dict__), None)
+        return (MISSING, False) if klass is None else (klass.__dict__[name], klass is obj)
+    if namespace is None and isinstance(own := getattr(obj, "__dict__", None), dict) and name in own:
+        namespace = own
+    if namespace is not None:
+        return namespace.get(name, MISSING), True
+    return getattr(obj, name, MISSING), False
+
+
+def own_value(owner: object, name: str) -> object:
+    """The raw value in ``owner.__dict__`` (descriptors not run), or :data:`MISSING`."""
+    namespace = getattr(owner, "__dict__", None)
+    if isinstance(namespace, (dict, types.MappingProxyType)):
+        return namespace.get(name, MISSING)
+    return getattr(owner, name, MISSING)
+
+
+def unwrap(raw: object, owner: object) -> Unwrapped:
+    """Classify ``raw``; ``TypeError`` for an attribute that cannot carry hooks."""
+    if isinstance(raw, type):
+        return Unwrapped("class", raw, raw)
+    for kind, descriptor, attr in _DESCRIPTORS:
+        if isinstance(raw, descriptor):
+            if getattr(raw, attr) is None:
+                raise TypeError("property has no getter to hook")
+            return Unwrapped(kind, getattr(raw, attr), raw)
+    if not callable(raw):
+        raise TypeError(
+            "no such attribute" if raw is MISSING else f"attribute is not callable (a {type(raw).__name__})"
+        )
+    # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
+    binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
+    return Unwrapped("function" if binds else "nonbinding", raw, raw)
+
+
+_DESCRIPTORS = (
+    ("classmethod", classmethod, "__func__"),
+    ("staticmethod", staticmethod, "__func__"),
+    ("property", property, "fget"),
+    ("cached_property", functools.cached_property, "func"),
+)
+
+
+def rewrap(unwrapped: Unwrapped, wrapper: object) -> object:
+    """``wrapper`` in the kind of attribute the original came in."""
+    kind, raw = unwrapped.kind, unwrapped.raw
+    if kind in ("classmethod", "staticmethod", "nonbinding"):
+        return (classmethod if kind == "classmethod" else staticmethod)(wrapper)  # type: ignore[arg-type]
+    if isinstance(raw, property):
+        return raw.getter(wrapper)  # type: ignore[arg-type]  # keeps fset, fdel, doc and a subclass's type
+    if isinstance(raw, functools.cached_property):
+        raw = copy.copy(raw)
+        raw.func = wrapper  # type: ignore[assignment]
+        return raw
+    return wrapper

@@ -1,12 +1,20 @@
-"""Hook types, hook sources, target statuses and the context variable that attributes registrations to plugins."""
+"""What the hook registry talks about and remembers: hook types and sources, registrations, targets and slots.
+
+Shared by the registry (``_registry``), which owns every instance, and the reports (``_describe``), which read them.
+"""
 
 from __future__ import annotations
 
-import contextvars
 import enum
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
-_PUBLIC_MODULE = "sglang_plugin_runtime.plugins.hook_registry"
+from ._targets import TargetSpec, Unwrapped
+
+#: The variable that makes ``HookRegistry.apply_hooks()`` strict (the SRT namespace's; see ``_plugin_context``).
+STRICT_ENV = "SGLANG_PLUGINS_STRICT"
 
 
 class HookSource(NamedTuple):
@@ -28,42 +36,105 @@ class HookType(enum.Enum):
 class HookStatus(str, enum.Enum):
     """Where a target stands; the values are part of the CLI's JSON schema."""
 
-    REGISTERED = "registered"
-    """Hooks registered, ``apply_hooks()`` not called since."""
+    REGISTERED = "registered"  # hooks registered, apply_hooks() not called since
     APPLIED = "applied"
-    PENDING = "pending"
-    """Waiting for its module to be imported (patched right after it is)."""
+    PENDING = "pending"  # waiting for its module to be imported (patched right after it is)
     FAILED = "failed"
 
     def __str__(self) -> str:
         return self.value
 
 
-# The classes are documented under the public module; pickles and reprs should say so.
-HookSource.__module__ = _PUBLIC_MODULE
-HookType.__module__ = _PUBLIC_MODULE
-HookStatus.__module__ = _PUBLIC_MODULE
+# Documented (and pickled) under the public module.
+HookSource.__module__ = HookType.__module__ = HookStatus.__module__ = "sglang_plugin_runtime.plugins.hook_registry"
 
-# Set by the plugin loader while a plugin's module is imported and while its function runs;
-# ``register()`` reads it when no explicit source is given.
-_current_plugin_source: contextvars.ContextVar[HookSource | None] = contextvars.ContextVar(
-    "_current_plugin_source", default=None
-)
+# Set by plugin loaders (``_plugin_context``) while a plugin's module is imported and while its function runs
+# (SGLang's name): ``register()`` reads the source when none is given, and how strict a hook applied at once is.
+_current_plugin_source: ContextVar[HookSource | None] = ContextVar("_current_plugin_source", default=None)
+_current_strict: ContextVar[bool | None] = ContextVar("_current_strict", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class HookFailure:
+    """Why one target could not be patched."""
+
+    target: str
+    message: str
+    hooks: tuple[str, ...]  # "hook qualname [plugin=..., dist=...]" for each hook concerned
+
+    def __str__(self) -> str:
+        return f"{self.target}: {self.message} (hooks: {'; '.join(self.hooks) or 'no hooks'})"
+
+
+class HookApplyError(RuntimeError):
+    """Strict mode: one or more targets could not be patched (``failures`` lists them all)."""
+
+    def __init__(self, failures: Iterable[HookFailure]) -> None:
+        self.failures: tuple[HookFailure, ...] = tuple(failures)
+        lines = "".join(f"\n  - {failure}" for failure in self.failures)
+        super().__init__(f"{len(self.failures)} hook target(s) could not be applied:{lines}")
 
 
 def format_source(source: HookSource | None) -> str:
-    """Render a source for log lines and reports (SGLang's wording)."""
+    """A source for log lines and reports (SGLang's wording)."""
     if source is None:
         return "unknown"
-    if source.dist_name:
-        return f"plugin={source.plugin_name}, dist={source.dist_name}"
-    return f"plugin={source.plugin_name}"
+    return f"plugin={source.plugin_name}" + (f", dist={source.dist_name}" if source.dist_name else "")
 
 
 def describe_callable(obj: object) -> str:
     """A stable, human-readable name for a hook: ``module.qualname`` when available."""
-    qualname = getattr(obj, "__qualname__", None)
+    qualname, module = getattr(obj, "__qualname__", None), getattr(obj, "__module__", None)
     if not isinstance(qualname, str):
         return repr(obj)
-    module = getattr(obj, "__module__", None)
     return f"{module}.{qualname}" if isinstance(module, str) and module else qualname
+
+
+class Registration(NamedTuple):
+    """One ``register()`` call; ``seq`` orders registrations of equal priority."""
+
+    seq: int
+    hook_type: HookType
+    hook: Callable[..., object]
+    source: HookSource | None
+    priority: int
+
+    def label(self) -> str:
+        return f"{describe_callable(self.hook)} [{format_source(self.source)}]"
+
+
+@dataclass(slots=True, eq=False)
+class TargetRecord:
+    """One target *string*: its registrations and where it stands."""
+
+    spec: TargetSpec
+    registrations: list[Registration] = field(default_factory=list)
+    status: HookStatus = HookStatus.REGISTERED
+    error: str | None = None
+    strict: bool = False  # the strictness of the apply that took it (also when its module is imported later)
+    resolved: str | None = None  # the canonical module:attr.path once resolved
+    slot: Slot | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Slot:
+    """One attribute (an owner object and a name): what was there, what is installed, for every target naming it."""
+
+    key: str  # the canonical spelling it was first resolved through, for messages
+    owner: object
+    name: str
+    original: Unwrapped
+    # Inherited from a base class: the original is what the base provides *now*, read again at every build, so
+    # the base's hooks run for the subclass too.
+    inherited: bool
+    records: list[TargetRecord] = field(default_factory=list)
+    previous: object = None  # the raw value before the first patch (MISSING: none of its own, the patch shadows)
+    raw: object = None  # the raw value installed (the callable, or a descriptor around it); None: not patched
+    current: object = None  # the callable installed
+    rebinds: list[dict[str, object]] = field(default_factory=list)  # namespaces whose global `name` was rebound
+    conflicts: tuple[tuple[str, str], ...] = ()  # (kind, message) seen when it was built
+
+
+def ordered(records: Iterable[TargetRecord]) -> list[Registration]:
+    """The registrations of ``records``, innermost first: by priority, then registration order."""
+    return sorted((r for record in records for r in record.registrations), key=lambda r: (r.priority, r.seq))
