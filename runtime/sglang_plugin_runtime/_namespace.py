@@ -65,7 +65,12 @@ class PluginNamespace(NamedTuple):
 
     def strict(self) -> bool:
         """Whether the namespace's strict variable (``SGLANG_PLUGINS_STRICT``) turns plugin failures into errors."""
-        return os.environ.get(self.strict_env, "").strip().lower() in ("1", "true", "yes", "on")
+        return env_flag(self.strict_env)
+
+
+def env_flag(name: str) -> bool:
+    """Whether environment variable ``name`` is set to a true value (``1``, ``true``, ``yes``, ``on``)."""
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 class NamespaceState:

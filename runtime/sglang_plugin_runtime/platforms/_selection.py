@@ -172,20 +172,17 @@ class _Activating:
 
 
 @contextlib.contextmanager
-def _plugin_code(state: NamespaceState, ep: PluginEntryPoint | None) -> Iterator[_Activating]:
+def _plugin_code(namespace: PluginNamespace, ep: PluginEntryPoint | None) -> Iterator[_Activating]:
     """Mark plugin code as running in the resolving thread; hooks it registers are attributed to plugin ``ep``."""
-    running = state.running = _Activating(ep)
-    source = None
-    if ep is not None:
-        from ..plugins.hook_registry import HookSource, _current_plugin_source
+    from ..plugins.hook_registry import HookSource, _plugin_context
 
-        source = _current_plugin_source.set(HookSource(plugin_name=ep.name, dist_name=ep.dist_name))
+    state = state_of(namespace)
+    running = state.running = _Activating(ep)
     try:
-        yield running
+        with _plugin_context(ep and HookSource(ep.name, ep.dist_name), namespace.strict()):
+            yield running
     finally:
         state.running = None
-        if source is not None:
-            _current_plugin_source.reset(source)
 
 
 def activating() -> PluginEntryPoint | None:
@@ -204,7 +201,7 @@ def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activat
     state = state_of(namespace)
     start = time.perf_counter()
     result = cls = exc = error = raised = seconds = None
-    with _plugin_code(state, ep) as running:
+    with _plugin_code(namespace, ep) as running:
         observed = state.host_outcomes.pop(ep.name, None)
         if observed is not None and observed[0] == ep.value:  # the host's start-up already ran it
             _value, result, raised, seconds = observed
@@ -432,7 +429,7 @@ class PlatformHolder:
         selection = select_platform(self.namespace)
         state.resolving = selection.class_path
         where = f"the constructor of platform class {selection.class_path}"
-        with _plugin_code(state, None) as running, guarded(where) as call:
+        with _plugin_code(self.namespace, None) as running, guarded(where) as call:
             platform = selection.platform_class()
         error = running.reentered or call.error
         if isinstance(error, ReentrantSelectionError):

@@ -24,7 +24,7 @@ from .._discovery import (
 from .._namespace import PluginNamespace, known_namespaces, state_of
 from .._plugin_code import describe_failure, guarded, plugin_traceback
 from ..errors import DuplicatePluginError, PluginLoadError
-from .hook_registry import HookRegistry, HookSource, _current_plugin_source
+from .hook_registry import HookRegistry, HookSource, _plugin_context
 
 logger = logging.getLogger(__name__)
 
@@ -154,14 +154,16 @@ def _source(ep: PluginEntryPoint) -> HookSource:
     return HookSource(plugin_name=ep.name, dist_name=ep.dist_name)
 
 
-def _run_plugin_code(ep: PluginEntryPoint, action: Callable[[], Any], where: str) -> tuple[Any, BaseException | None]:
-    """Run ``action`` (plugin code) with ``ep`` as the hook source; its failure is returned, its hooks discarded."""
-    token = _current_plugin_source.set(_source(ep))
-    try:
-        with guarded(f"{where} of plugin {ep.name!r} ({ep.dist_label})") as call:
-            result = action()
-    finally:
-        _current_plugin_source.reset(token)
+def _run_plugin_code(
+    ep: PluginEntryPoint, action: Callable[[], Any], where: str, namespace: PluginNamespace
+) -> tuple[Any, BaseException | None]:
+    """Run ``action`` (plugin code) with ``ep`` as the hook source and the namespace's strictness for the hooks it
+    registers; its failure is returned and its hooks discarded."""
+    with (
+        _plugin_context(_source(ep), namespace.strict()),
+        guarded(f"{where} of plugin {ep.name!r} ({ep.dist_label})") as call,
+    ):
+        result = action()
     if call.error is not None:
         HookRegistry.discard_source(_source(ep))
         return None, call.error
@@ -241,7 +243,7 @@ def load_entry_points(
             continue
         assert ep is not None
         start = time.perf_counter()
-        func, error = _run_plugin_code(ep, ep.load, "the import")
+        func, error = _run_plugin_code(ep, ep.load, "the import", namespace)
         reason = f"import of {ep.value!r} failed: {describe_failure(error)}" if error is not None else ""
         if error is None and not callable(func):
             reason = (
@@ -298,7 +300,7 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
                 raise
             finally:
                 state.loading = False
-    HookRegistry.apply_hooks(strict=True if namespace.strict() else None)
+    HookRegistry.apply_hooks(strict=namespace.strict())
     return state.report  # type: ignore[no-any-return]
 
 
@@ -332,7 +334,7 @@ def _run_register(
 ) -> bool:
     """Run one plugin's function; return whether it completed (failures are recorded, or raised when strict)."""
     start = time.perf_counter()
-    result, error = _run_plugin_code(ep, func, f"{ep.value}()")
+    result, error = _run_plugin_code(ep, func, f"{ep.value}()", namespace)
     reason = f"{ep.value}() raised {describe_failure(error)}" if error is not None else ""
     if inspect.iscoroutine(result) or inspect.isgenerator(result) or inspect.isasyncgen(result):
         if inspect.iscoroutine(result):
