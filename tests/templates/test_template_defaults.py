@@ -86,7 +86,8 @@ def test_a_project_name_without_ascii_letters_gives_a_valid_distribution_name(
 def test_a_project_name_a_dependency_or_python_uses_gets_free_names(
     template_dir: Path, tmp_path: Path, project_name: str, distribution: str, package: str
 ) -> None:
-    answers = _answers(render_template(template_dir, tmp_path / "out", plugin_kind="general", project_name=project_name))
+    project = render_template(template_dir, tmp_path / "out", plugin_kind="general", project_name=project_name)
+    answers = _answers(project)
     assert (answers["distribution_name"], answers["package_name"]) == (distribution, package)
 
 

@@ -572,7 +572,9 @@ def test_runtime_source_defaults_to_the_template_folder(render: Render, template
     ).read_text(encoding="utf-8")
 
 
-def test_runtime_source_from_a_git_template_is_pinned_to_its_commit(kit_repository: dict[str, str], tmp_path: Path) -> None:
+def test_runtime_source_from_a_git_template_is_pinned_to_its_commit(
+    kit_repository: dict[str, str], tmp_path: Path
+) -> None:
     # The commit, not the tag: a tag placed on that commit later must not change what this version renders.
     project = render_template(Path(kit_repository["path"]), tmp_path / "out", vcs_ref=kit_repository["current"])
     source = _answers(project)["runtime_source"]

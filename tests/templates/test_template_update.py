@@ -102,7 +102,8 @@ def updated_after_tag(tmp_path: Path) -> tuple[Path, Path]:
     git(template, "tag", "v1.0.0")  # the release lands on the commit the vendor generated from
     ci = template / "templates" / "_shared" / "ci.yml.jinja"
     text = ci.read_text(encoding="utf-8")
-    ci.write_text(text.replace("      - name: Install\n", f"      {CI_NOTE}\n      - name: Install\n", 1), encoding="utf-8")
+    text = text.replace("      - name: Install\n", f"      {CI_NOTE}\n      - name: Install\n", 1)
+    ci.write_text(text, encoding="utf-8")
     gitignore = template / "templates" / "_shared" / "gitignore.jinja"
     gitignore.write_text(gitignore.read_text(encoding="utf-8") + "\n" + NEW_IGNORE_LINE, encoding="utf-8")
     git(template, "commit", "--quiet", "-am", "template v1.1.0")
