@@ -30,6 +30,8 @@ WIDTH = 1300
 #: The pages whose code blocks must fit: the ones a newcomer reads first.
 CODE_PAGES = ["index.md", "getting-started.md"]
 DIAGRAM_PAGES = ["selection.md", "hooks.md", "processes.md"]
+#: Pages whose tables are mostly identifiers (answers, variables, modules).
+TABLE_PAGES = ["getting-started.md", "selection.md", "testing-kit.md"]
 #: A diagram drawn smaller than this, to fit the column, has text too small to read.
 MIN_DIAGRAM_SCALE = 0.8
 
@@ -80,9 +82,15 @@ _PROBE = """
         column_width: box.parentElement.getBoundingClientRect().width,
       };
     });
+    const identifiers = [...document.querySelectorAll(".md-content td code")]
+      .filter(code => !/\\s/.test(code.textContent))
+      .map(code => ({text: code.textContent, lines: code.getClientRects().length}));
+    const nav = [...document.querySelectorAll(".md-sidebar--primary .md-nav__link .md-ellipsis")]
+      .filter(name => name.getClientRects().length > 0)
+      .map(name => ({text: name.textContent.trim(), scroll_width: name.scrollWidth, client_width: name.clientWidth}));
     const out = document.createElement("pre");
     out.id = "docs-check-report";
-    out.textContent = JSON.stringify({blocks, diagrams, height: document.documentElement.scrollHeight});
+    out.textContent = JSON.stringify({blocks, diagrams, identifiers, nav, height: document.documentElement.scrollHeight});
     document.body.appendChild(out);
   }
   function wait(tries) {
@@ -215,6 +223,23 @@ def test_no_code_block_is_cut_off_at_1300_px(page: str, browser: Browser, screen
     if screenshots is not None:
         browser.screenshot(page, screenshots / f"{page.removesuffix('.md')}.png", report["height"])
     assert not cut_off, f"{page}: code blocks wider than their box at {WIDTH} px: " + json.dumps(cut_off, indent=1)
+
+
+@pytest.mark.parametrize("page", TABLE_PAGES)
+def test_no_identifier_in_a_table_is_broken_across_lines(page: str, browser: Browser) -> None:
+    report = browser.measure(page)
+    assert report["identifiers"], f"{page}: no code in a table found"
+    broken = [code["text"] for code in report["identifiers"] if code["lines"] > 1]
+    assert not broken, f"{page}: identifiers broken across lines at {WIDTH} px: {broken}"
+
+
+@pytest.mark.parametrize("page", ["reference/device_mixin.md"])
+def test_sidebar_names_are_shown_whole(page: str, browser: Browser) -> None:
+    report = browser.measure(page)
+    names = [name["text"] for name in report["nav"]]
+    assert "platforms.device_mixin" in names and "plugins.hook_registry" in names, names
+    cut = [name["text"] for name in report["nav"] if name["scroll_width"] > name["client_width"] + 1]
+    assert not cut, f"{page}: sidebar names cut off at {WIDTH} px: {cut}"
 
 
 @pytest.mark.parametrize("page", DIAGRAM_PAGES)
