@@ -90,7 +90,8 @@ _PROBE = """
       .map(name => ({text: name.textContent.trim(), scroll_width: name.scrollWidth, client_width: name.clientWidth}));
     const out = document.createElement("pre");
     out.id = "docs-check-report";
-    out.textContent = JSON.stringify({blocks, diagrams, identifiers, nav, height: document.documentElement.scrollHeight});
+    const height = document.documentElement.scrollHeight;
+    out.textContent = JSON.stringify({blocks, diagrams, identifiers, nav, height});
     document.body.appendChild(out);
   }
   function wait(tries) {
