@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench bench-quick test-sglang test-pythons docs docs-check
+.PHONY: demo test lint venv clean bench bench-quick test-sglang test-pythons docs docs-serve docs-check
 
 $(STAMP): requirements-dev.txt requirements-docs.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,27 +47,27 @@ test-sglang: $(STAMP)
 test-pythons:
 	bash scripts/test-pythons.sh
 
+# The site, built strictly into site/. It carries a pinned mermaid.js (docs/_hooks/mermaid_js.py: fetched once with
+# npm into .cache/mermaid/, checked by SHA-256), so its diagrams draw with no network.
 docs: $(STAMP)
+	$(PY) docs/_hooks/mermaid_js.py >/dev/null
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
 
-# The docs as a reader sees them: the strict build, each diagram's source on its page and checked against the
-# code, and, where Chromium is installed, every diagram drawn and no code block cut off at 1300 px, with
-# screenshots in build/docs-check/. The site loads mermaid.js from a CDN; the browser check uses a pinned local
-# copy, fetched here with npm when it can be (without it, only the drawing checks are skipped).
-MERMAID_VERSION := 11.17.2
-MERMAID_SHA256 := 581ed7d74bd9048d0e3a91363927d72ef22942d7722546b27f7cc29e35390eb8
-MERMAID_JS := .cache/mermaid/package/dist/mermaid.min.js
+# The built site at http://127.0.0.1:$(DOCS_PORT)/ (Ctrl-C stops it); nothing is fetched from the network.
+DOCS_PORT ?= 8000
+docs-serve: docs
+	@echo "docs-serve: http://127.0.0.1:$(DOCS_PORT)/ (Ctrl-C to stop)"
+	$(PY) -m http.server --bind 127.0.0.1 --directory site $(DOCS_PORT)
 
+# The docs as a reader sees them: the strict build, each diagram's source on its page and checked against the
+# code, the pinned mermaid.js carried by the site, and, where Chromium is installed, every diagram drawn with no
+# network and no code block cut off at 1300 px, with screenshots in build/docs-check/.
 docs-check: $(STAMP)
-	@test -f $(MERMAID_JS) || ! command -v npm >/dev/null || ( mkdir -p .cache/mermaid && cd .cache/mermaid \
-	  && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null && tar -xzf mermaid-$(MERMAID_VERSION).tgz package/dist/mermaid.min.js \
-	  && rm mermaid-$(MERMAID_VERSION).tgz ) || echo "docs-check: could not fetch mermaid $(MERMAID_VERSION); the drawing checks will be skipped"
-	@test ! -f $(MERMAID_JS) || echo "$(MERMAID_SHA256)  $(MERMAID_JS)" | sha256sum --check --quiet \
-	  || { echo "docs-check: $(MERMAID_JS) is not mermaid $(MERMAID_VERSION) (SHA-256 differs); removed it, run again"; rm -f $(MERMAID_JS); exit 1; }
+	$(PY) docs/_hooks/mermaid_js.py >/dev/null
 	rm -rf build/docs-check
 	SGLANG_DOCS_SCREENSHOTS=build/docs-check $(PY) -m pytest -p no:cacheprovider -rs \
 	  tests/test_docs.py::test_site_builds_strictly tests/test_docs.py::test_each_diagrams_source_reaches_its_built_page \
-	  tests/test_docs_diagrams.py tests/test_docs_browser.py
+	  tests/test_docs_offline.py tests/test_docs_diagrams.py tests/test_docs_browser.py
 	@echo "docs-check: screenshots in build/docs-check/ (look at them)"
 
 clean:

@@ -5,9 +5,9 @@ elsewhere. They never need the network:
 
 - the code-block checks use the built pages as they are (the fonts fall back to the local ones, which have the
   same monospace advance as Roboto Mono);
-- the site draws diagrams with mermaid.js, which Material loads from a CDN. Offline, these tests give the page a
-  local copy instead, from ``$SGLANG_DOCS_MERMAID_JS`` or ``.cache/mermaid/package/dist/mermaid.min.js`` (which
-  ``make docs-check`` fetches, pinned, with npm); without one, the drawing checks are skipped.
+- the site carries the pinned mermaid.js it draws diagrams with (``javascripts/mermaid.min.js``, see
+  ``docs/_hooks/mermaid_js.py``), and Chromium resolves no host name here: every diagram drawn is drawn as a reader
+  with no network sees it.
 
 With ``SGLANG_DOCS_SCREENSHOTS=DIR`` each checked page, and each diagram on its own, is also saved as a PNG in DIR
 (``make docs-check`` saves them in ``build/docs-check/``), for a person to look at.
@@ -24,12 +24,14 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from _docs_support import DOCS_DIR, REPO_ROOT, build_site, mermaid_blocks, page_html
+from _docs_support import DOCS_DIR, build_site, mermaid_blocks, page_html
 
 WIDTH = 1300
 #: The pages whose code blocks must fit: the ones a newcomer reads first.
 CODE_PAGES = ["index.md", "getting-started.md"]
 DIAGRAM_PAGES = ["selection.md", "hooks.md", "processes.md"]
+#: Pages whose tables are mostly identifiers (answers, variables, modules).
+TABLE_PAGES = ["getting-started.md", "selection.md", "testing-kit.md"]
 #: A diagram drawn smaller than this, to fit the column, has text too small to read.
 MIN_DIAGRAM_SCALE = 0.8
 
@@ -40,12 +42,6 @@ def _chromium() -> str | None:
         if found:
             return found
     return None
-
-
-def _mermaid_js() -> Path | None:
-    configured = os.environ.get("SGLANG_DOCS_MERMAID_JS")
-    path = Path(configured) if configured else REPO_ROOT / ".cache" / "mermaid" / "package" / "dist" / "mermaid.min.js"
-    return path if path.is_file() else None
 
 
 pytestmark = [
@@ -86,9 +82,16 @@ _PROBE = """
         column_width: box.parentElement.getBoundingClientRect().width,
       };
     });
+    const identifiers = [...document.querySelectorAll(".md-content td code")]
+      .filter(code => !/\\s/.test(code.textContent))
+      .map(code => ({text: code.textContent, lines: code.getClientRects().length}));
+    const nav = [...document.querySelectorAll(".md-sidebar--primary .md-nav__link .md-ellipsis")]
+      .filter(name => name.getClientRects().length > 0)
+      .map(name => ({text: name.textContent.trim(), scroll_width: name.scrollWidth, client_width: name.clientWidth}));
     const out = document.createElement("pre");
     out.id = "docs-check-report";
-    out.textContent = JSON.stringify({blocks, diagrams, height: document.documentElement.scrollHeight});
+    const height = document.documentElement.scrollHeight;
+    out.textContent = JSON.stringify({blocks, diagrams, identifiers, nav, height});
     document.body.appendChild(out);
   }
   function wait(tries) {
@@ -138,16 +141,13 @@ def _squeezed(text: str) -> str:
 class Browser:
     """Headless Chromium over the built site: load a page with extra scripts, read its DOM or screenshot it."""
 
-    def __init__(self, executable: str, site: Path, mermaid_js: Path | None) -> None:
+    def __init__(self, executable: str, site: Path) -> None:
         self.executable = executable
         self.site = site
-        self.mermaid_js = mermaid_js
         self.profile = Path(tempfile.mkdtemp(prefix="sglang-docs-chromium-"))
 
     def _page_with(self, page: str, head: str) -> Path:
         source = page_html(self.site, page)
-        if self.mermaid_js is not None:
-            head += f'<script src="{self.mermaid_js.as_uri()}"></script>'
         probe = source.with_name(f"_check_{os.getpid()}.html")
         probe.write_text(source.read_text(encoding="utf-8").replace("<head>", "<head>" + head, 1), encoding="utf-8")
         return probe
@@ -201,7 +201,7 @@ def browser():
         pytest.fail("the site did not build: see test_site_builds_strictly", pytrace=False)
     executable = _chromium()
     assert executable is not None
-    chromium = Browser(executable, site, _mermaid_js())
+    chromium = Browser(executable, site)
     yield chromium
     chromium.close()
 
@@ -226,10 +226,25 @@ def test_no_code_block_is_cut_off_at_1300_px(page: str, browser: Browser, screen
     assert not cut_off, f"{page}: code blocks wider than their box at {WIDTH} px: " + json.dumps(cut_off, indent=1)
 
 
+@pytest.mark.parametrize("page", TABLE_PAGES)
+def test_no_identifier_in_a_table_is_broken_across_lines(page: str, browser: Browser) -> None:
+    report = browser.measure(page)
+    assert report["identifiers"], f"{page}: no code in a table found"
+    broken = [code["text"] for code in report["identifiers"] if code["lines"] > 1]
+    assert not broken, f"{page}: identifiers broken across lines at {WIDTH} px: {broken}"
+
+
+@pytest.mark.parametrize("page", ["reference/device_mixin.md"])
+def test_sidebar_names_are_shown_whole(page: str, browser: Browser) -> None:
+    report = browser.measure(page)
+    names = [name["text"] for name in report["nav"]]
+    assert "platforms.device_mixin" in names and "plugins.hook_registry" in names, names
+    cut = [name["text"] for name in report["nav"] if name["scroll_width"] > name["client_width"] + 1]
+    assert not cut, f"{page}: sidebar names cut off at {WIDTH} px: {cut}"
+
+
 @pytest.mark.parametrize("page", DIAGRAM_PAGES)
-def test_every_diagram_is_drawn_readably(page: str, browser: Browser, screenshots: Path | None) -> None:
-    if browser.mermaid_js is None:
-        pytest.skip("no local mermaid.min.js (make docs-check fetches one; the site itself loads it from a CDN)")
+def test_every_diagram_is_drawn_readably_with_no_network(page: str, browser: Browser, screenshots: Path | None) -> None:
     report = browser.measure(page)
     expected = page_html(browser.site, page).read_text(encoding="utf-8").count('<pre class="mermaid">')
     diagrams = report["diagrams"]

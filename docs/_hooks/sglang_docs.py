@@ -11,6 +11,10 @@
   contract table generated from the code's own ``@active`` / ``@reserved`` markers
   (``sglang_plugin_runtime.platforms._contract.describe_contract``), and strips the doc-test options
   (``test="..."``, ``group="..."``, ``site="..."``) from code fences so they never reach the page.
+- ``on_config`` / ``on_files``: the site carries the pinned mermaid.js (``mermaid_js.py``: fetched once with npm,
+  checked by SHA-256) as ``javascripts/mermaid.min.js``, loaded on every page, so Material draws the diagrams with
+  it instead of fetching one from a CDN: the built site works with no network. Without it the build warns (and
+  ``--strict`` fails), saying why.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from demo_site import build_demo_site, foreign_plugins, unclean_environment_message
+from mermaid_js import VERSION as MERMAID_VERSION
+from mermaid_js import MermaidUnavailable, pinned_mermaid_js
 
 _state: dict[str, Any] = {}
 
@@ -41,6 +47,8 @@ _FENCE = re.compile(
 )
 _EXEC_ON = re.compile(r'\bexec="(?:1|on|true|yes)"')
 _SHELL_LANGUAGES = {"console", "bash", "sh"}
+#: Where the site carries mermaid.js.
+MERMAID_URI = "javascripts/mermaid.min.js"
 
 
 def on_config(config: Any) -> Any:
@@ -63,7 +71,32 @@ def on_config(config: Any) -> Any:
     os.environ["COLUMNS"] = "100"
     os.environ["NO_COLOR"] = "1"
     os.environ.pop("FORCE_COLOR", None)
+    _state.pop("mermaid", None)
+    try:
+        _state["mermaid"] = pinned_mermaid_js()
+    except MermaidUnavailable as exc:
+        import logging
+
+        logging.getLogger("mkdocs.hooks.sglang_docs").warning(
+            "the site would load mermaid.js from a CDN, so its diagrams would not draw offline: %s. Build where npm "
+            "reaches its registry once (the copy is kept in .cache/mermaid/), or set SGLANG_DOCS_MERMAID_JS to a copy "
+            "of mermaid.js %s",
+            exc,
+            MERMAID_VERSION,
+        )
+    else:
+        if MERMAID_URI not in [str(script) for script in config.extra_javascript]:
+            config.extra_javascript.append(MERMAID_URI)
     return config
+
+
+def on_files(files: Any, config: Any) -> Any:
+    mermaid = _state.get("mermaid")
+    if mermaid is not None:
+        from mkdocs.structure.files import File
+
+        files.append(File.generated(config, MERMAID_URI, abs_src_path=str(mermaid)))
+    return files
 
 
 def on_shutdown() -> None:

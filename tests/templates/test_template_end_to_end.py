@@ -33,6 +33,7 @@ from template_support import (
     GENERAL_REALISTIC,
     PLATFORM_REALISTIC,
     VirtualEnv,
+    git,
     render_template,
     run_workflow_step,
     simple_index,
@@ -192,12 +193,16 @@ def test_workflow_lists_the_plugin_the_runtime_discovers(ci_run: CIRun) -> None:
 
 
 @TODAY_CASES
-def test_today_the_runtime_comes_from_the_kit_repository_at_the_template_tag(ci_run: CIRun) -> None:
+def test_today_the_runtime_comes_from_the_kit_repository_at_the_template_commit(
+    ci_run: CIRun, kit_repository: dict[str, str]
+) -> None:
     direct_url = json.loads(_installed_runtime(ci_run)["direct_url"])
-    # Derived from where the package was generated: the kit's git repository, at the tag it was generated from.
+    # Derived from where the package was generated: the kit's git repository, at the commit of the tag it was
+    # generated from (the commit, so that a tag placed later changes nothing).
     assert ci_run.answers["runtime_source"] == "git+" + direct_url["url"]
     assert direct_url["url"].startswith("file://") and direct_url["vcs_info"]["vcs"] == "git"
-    assert direct_url["vcs_info"]["requested_revision"] == ci_run.answers["_commit"]
+    tagged = git(Path(kit_repository["path"]), "rev-parse", f"{ci_run.answers['_commit']}^{{commit}}").strip()
+    assert direct_url["vcs_info"]["requested_revision"] == tagged == direct_url["vcs_info"]["commit_id"]
 
 
 @PUBLISHED_CASES

@@ -25,6 +25,7 @@ from template_support import (
     PLATFORM_REALISTIC,
     REPO_ROOT,
     Render,
+    git,
     render_template,
 )
 
@@ -368,7 +369,7 @@ def test_description_and_author_are_derived_from_the_answers(render: Render) -> 
     assert platform["description"] == (
         'Runs SGLang on mydevice hardware (torch device type "mydevice") as a platform plugin'
     )
-    assert platform["author_name"] == "SGLang MyDevice Platform authors"
+    assert platform["author_name"] == "SGLang mydevice Platform authors"
     general = _answers(_RENDERED.get("general-defaults") or render(**CASES["general-defaults"]))
     assert general["description"].startswith("SGLang Example Hooks: ")
     assert general["author_name"] == "SGLang Example Hooks authors"
@@ -544,12 +545,18 @@ def test_platform_readme_links_the_contract_on_the_kits_repository(
         runtime_source="git+https://github.com/acme/sglang-plugin-kit.git",
     )
     readme = (project / "README.md").read_text(encoding="utf-8")
-    expected = f"https://github.com/acme/sglang-plugin-kit/blob/{kit_repository['current']}/docs/platform-contract.md"
+    commit = _tagged_commit(kit_repository)
+    expected = f"https://github.com/acme/sglang-plugin-kit/blob/{commit}/docs/platform-contract.md"
     assert expected in readme
     assert (REPO_ROOT / "docs" / "platform-contract.md").is_file()
 
 
 # ---- where the package gets the runtime --------------------------------------------------------------------
+
+
+def _tagged_commit(kit_repository: dict[str, str]) -> str:
+    """The commit the kit's current tag points at."""
+    return git(Path(kit_repository["path"]), "rev-parse", f"{kit_repository['current']}^{{commit}}").strip()
 
 
 def _ci_install(project: Path) -> str:
@@ -565,11 +572,14 @@ def test_runtime_source_defaults_to_the_template_folder(render: Render, template
     ).read_text(encoding="utf-8")
 
 
-def test_runtime_source_from_a_git_template_is_pinned_to_its_tag(kit_repository: dict[str, str], tmp_path: Path) -> None:
+def test_runtime_source_from_a_git_template_is_pinned_to_its_commit(
+    kit_repository: dict[str, str], tmp_path: Path
+) -> None:
+    # The commit, not the tag: a tag placed on that commit later must not change what this version renders.
     project = render_template(Path(kit_repository["path"]), tmp_path / "out", vcs_ref=kit_repository["current"])
     source = _answers(project)["runtime_source"]
     assert source == "git+" + Path(kit_repository["path"]).resolve().as_uri()
-    assert f'"sglang-plugin-runtime @ {source}@{kit_repository["current"]}"' in _ci_install(project)
+    assert f'"sglang-plugin-runtime @ {source}@{_tagged_commit(kit_repository)}"' in _ci_install(project)
 
 
 @pytest.mark.parametrize(

@@ -69,3 +69,66 @@ def test_update_leaves_no_conflicts(updated_project: Path) -> None:
         assert path.suffix != ".rej", path
         text = path.read_text(encoding="utf-8")
         assert "<<<<<<<" not in text and ">>>>>>>" not in text, path
+
+
+# ---- generated from an untagged commit, which a release tag lands on afterwards --------------------------------
+
+CI_NOTE = "# v2 of the template: the runner's Python is set up by actions/setup-python."
+
+
+@pytest.fixture
+def updated_after_tag(tmp_path: Path) -> tuple[Path, Path]:
+    """Generate from an untagged commit, tag that commit (the release), make and tag v2, update to it.
+
+    Returns the updated project and a fresh generation from v2 with the same answers."""
+    from copier import run_update
+
+    template = copy_template(tmp_path / "template")
+    git(template, "init", "--quiet", "--initial-branch=main")
+    git(template, "add", "-A")
+    git(template, "commit", "--quiet", "-m", "template before the release")
+    git(template, "tag", "v0.9.0")
+    readme = template / "templates" / "_shared" / "readme_update.md.jinja"
+    readme.write_text(readme.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    git(template, "commit", "--quiet", "-am", "the release candidate (untagged when the vendor generates)")
+
+    project = render_template(template, tmp_path / "project", vcs_ref="HEAD", plugin_kind="general")
+    commit = yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))["_commit"]
+    assert commit.startswith("v0.9.0-1-g"), commit  # one commit past the last tag: untagged
+    git(project, "init", "--quiet", "--initial-branch=main")
+    git(project, "add", "-A")
+    git(project, "commit", "--quiet", "-m", "generated from an untagged commit")
+
+    git(template, "tag", "v1.0.0")  # the release lands on the commit the vendor generated from
+    ci = template / "templates" / "_shared" / "ci.yml.jinja"
+    text = ci.read_text(encoding="utf-8")
+    text = text.replace("      - name: Install\n", f"      {CI_NOTE}\n      - name: Install\n", 1)
+    ci.write_text(text, encoding="utf-8")
+    gitignore = template / "templates" / "_shared" / "gitignore.jinja"
+    gitignore.write_text(gitignore.read_text(encoding="utf-8") + "\n" + NEW_IGNORE_LINE, encoding="utf-8")
+    git(template, "commit", "--quiet", "-am", "template v1.1.0")
+    git(template, "tag", "v1.1.0")
+
+    run_update(project, vcs_ref="v1.1.0", defaults=True, overwrite=True, unsafe=False, quiet=True)
+    fresh = render_template(template, tmp_path / "fresh", vcs_ref="v1.1.0", plugin_kind="general")
+    return project, fresh
+
+
+@pytest.mark.fault("templates", "copier update after a release tag landed on the commit a project was generated from",
+                   "no conflict: the runtime pin names the commit, whatever tags point at it")
+def test_update_after_a_tag_landed_on_the_generating_commit_leaves_no_conflict(
+    updated_after_tag: tuple[Path, Path],
+) -> None:
+    project, fresh = updated_after_tag
+    status = git(project, "status", "--porcelain")
+    assert not [line for line in status.splitlines() if line[:2] in {"UU", "AA", "DU", "UD", "AU", "UA"}], status
+    for path in project.rglob("*"):
+        if ".git" in path.parts or not path.is_file():
+            continue
+        relative = path.relative_to(project)
+        assert path.suffix != ".rej", relative
+        if relative.as_posix() == ".copier-answers.yml":
+            continue
+        # Untouched by the vendor: exactly what v1.1.0 generates.
+        assert path.read_text(encoding="utf-8") == (fresh / relative).read_text(encoding="utf-8"), relative
+    assert CI_NOTE in (project / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import keyword
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from template_support import render_template
+import tomllib
+import yaml
+from template_support import REPO_ROOT, render_template
 
 BAD_ANSWERS: list[tuple[str, dict[str, Any], str]] = [
     ("distribution_name", {"distribution_name": "my plugin"}, "not a valid distribution name"),
@@ -37,6 +42,7 @@ BAD_ANSWERS: list[tuple[str, dict[str, Any], str]] = [
     ("author_email", {"author_email": "a@b"}, "not a plain e-mail address"),
     ("device_name", {"device_name": "my device"}, "starts with a letter"),
     ("device_name", {"device_name": "9lives"}, "starts with a letter"),
+    ("device_name", {"device_name": "CUDA"}, "built into torch"),
     ("device_type", {"device_type": "cuda"}, "built into torch"),
     ("device_type", {"device_type": "cpu"}, "built into torch"),
     ("device_type", {"device_type": "meta"}, "built into torch"),
@@ -74,6 +80,16 @@ def test_bad_answer_is_refused_with_a_message_saying_what_is_allowed(
     assert not (destination / "pyproject.toml").exists()
 
 
+@pytest.mark.fault("templates", "a package named like a standard-library module (json, types, re, ...)",
+                   "refused at generation, saying Python would import its own module and never the plugin")
+@pytest.mark.parametrize("name", ["json", "types", "re", "enum", "collections", "logging", "platform", "site"])
+def test_a_standard_library_name_is_refused_with_the_reason(template_dir: Path, tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match="package_name") as excinfo:
+        render_template(template_dir, tmp_path / "out", plugin_kind="general", package_name=name)
+    assert f'"{name}" is a module of Python\'s standard library: Python would import its own' in str(excinfo.value)
+    assert not (tmp_path / "out" / "pyproject.toml").exists()
+
+
 def test_general_example_hooks_refuse_an_unknown_choice(template_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="example_hooks"):
         render_template(template_dir, tmp_path / "out", plugin_kind="general", example_hooks=["sideways"])
@@ -86,3 +102,58 @@ def test_hpu_is_accepted_as_a_device_type_for_gaudi_style_stacks(
         template_dir, tmp_path / "out", device_type="hpu", backend_module="habana_frameworks.torch"
     )
     assert 'device_type = "hpu"' in next(project.glob("*/device.py")).read_text(encoding="utf-8")
+
+
+# ---- the names the validators refuse are data; each list is checked against its source -------------------------
+
+
+def _data(name: str) -> set[str]:
+    return set(yaml.safe_load((REPO_ROOT / "copier.yml").read_text(encoding="utf-8"))[name]["default"].split())
+
+
+def test_standard_library_list_is_every_python_s_stdlib_module_names() -> None:
+    # The union over the Pythons the packages support; each one found here is asked (this one always).
+    pythons = sorted({sys.executable, *map(str, Path("/root/.pyenv/versions").glob("3.1[0-3].*/bin/python3.1?"))})
+    found: set[str] = set()
+    for python in pythons:
+        names = subprocess.run([python, "-c", "import sys; print(*sys.stdlib_module_names)"],
+                               capture_output=True, text=True, check=True).stdout.split()
+        assert set(names) <= _data("python_stdlib_modules"), (python, set(names) - _data("python_stdlib_modules"))
+        found |= set(names)
+    if len(pythons) > 4:  # 3.10 to 3.13 all here: nothing else is listed
+        assert _data("python_stdlib_modules") == found
+
+
+def test_keyword_list_is_python_s() -> None:
+    assert _data("python_keywords") == {k.lower() for k in keyword.kwlist}
+
+
+def test_diffusion_reserved_names_are_the_runtime_s() -> None:
+    from sglang_plugin_runtime._namespace import MULTIMODAL
+
+    assert _data("diffusion_reserved_entry_points") == set(MULTIMODAL.reserved_platform_names)
+
+
+@pytest.mark.fault("templates", "a diffusion entry point named like one of the engine's built-in platforms (npu, cuda)",
+                   "the diffusion entry point gets another name, which the engine accepts")
+@pytest.mark.parametrize("name", ["npu", "CUDA", "musa"])
+def test_a_reserved_name_gives_the_diffusion_entry_point_another_name(
+    template_dir: Path, tmp_path: Path, name: str
+) -> None:
+    from sglang_plugin_runtime._namespace import MULTIMODAL
+
+    project = render_template(template_dir, tmp_path / "out", entry_point_name=name, with_mm_platform=True)
+    groups = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    (srt,) = groups["sglang.srt.platforms"]
+    (diffusion,) = groups["sglang.multimodal_gen.platforms"]
+    assert srt == name and diffusion == f"{name}-plugin"
+    assert diffusion.lower() not in MULTIMODAL.reserved_platform_names
+    assert f"`SGLANG_DIFFUSION_PLATFORM_OVERRIDE` | `SGLANG_PLATFORM` for SGLang's diffusion engine (`{diffusion}`" in (
+        project / "README.md"
+    ).read_text(encoding="utf-8")
+
+
+def test_an_unreserved_name_is_the_diffusion_entry_point_too(template_dir: Path, tmp_path: Path) -> None:
+    project = render_template(template_dir, tmp_path / "out", entry_point_name="acme_npu", with_mm_platform=True)
+    groups = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    assert list(groups["sglang.multimodal_gen.platforms"]) == ["acme_npu"]

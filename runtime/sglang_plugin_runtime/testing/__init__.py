@@ -1,8 +1,9 @@
 """Testing kit for plugin authors, and a pytest plugin (registered through the ``pytest11`` entry point).
 
 Fixtures (in every pytest run where the runtime is installed): ``plugin_env``, ``fake_distributions``,
-``hook_registry``, ``platform_override`` and ``simulated_device``. Helpers: fake distributions on ``sys.path``
-without installing, a simulated torch device module, and a conformance check for platform classes.
+``hook_registry``, ``platform_override``, ``simulated_device`` and ``stand_in_module``. Helpers: fake distributions
+on ``sys.path`` without installing, stand-in modules for a hook's target (SGLang's code without SGLang), a simulated
+torch device module, and a conformance check for platform classes.
 
 Importing this module is cheap (pytest imports it at start-up in every project where the runtime is installed):
 it imports neither pytest nor torch, and the helpers are imported on first use. See docs/testing-kit.md.
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from ._fake_distributions import write_fake_distribution
     from ._fake_site import FakeDistributions
     from ._platform_override import PlatformOverride
+    from ._stand_in import StandInModules
 
 __all__ = [
     "ConformanceProblem",
@@ -32,6 +34,7 @@ __all__ = [
     "PlatformOverride",
     "PluginEnv",
     "SimulatedDevice",
+    "StandInModules",
     "assert_platform_conformance",
     "check_platform_conformance",
     "simulated_device",
@@ -46,6 +49,7 @@ _LAZY = {
     "assert_platform_conformance": "._conformance",
     "check_platform_conformance": "._conformance",
     "SimulatedDevice": ".._simulated_device",
+    "StandInModules": "._stand_in",
     "simulated_device": ".._simulated_device",
     "write_fake_distribution": "._fake_distributions",
 }

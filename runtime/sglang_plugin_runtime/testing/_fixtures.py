@@ -15,6 +15,7 @@ import pytest
 from ._environment import PluginEnv
 from ._fake_site import FakeDistributions
 from ._platform_override import PlatformOverride
+from ._stand_in import StandInModules
 
 
 @pytest.fixture
@@ -91,3 +92,16 @@ def simulated_device() -> Iterator[Callable[..., Any]]:
     finally:
         for device in reversed(started):
             device.stop()
+
+
+@pytest.fixture
+def stand_in_module() -> Iterator[StandInModules]:
+    """A factory for stand-in modules: ``stand_in_module("sglang.srt.managers.scheduler", Scheduler=MyScheduler)``
+    makes that dotted path importable for this test (missing parents created empty), so a hook aimed at SGLang's
+    code applies without SGLang. Put it in place before ``apply_hooks()``. Every stand-in, and whatever was
+    imported under it, leaves ``sys.modules`` afterwards; modules it set aside come back."""
+    stand_ins = StandInModules().start()
+    try:
+        yield stand_ins
+    finally:
+        stand_ins.stop()

@@ -1,0 +1,121 @@
+"""Stand-in modules: a dotted module path (``sglang.srt.managers.scheduler``) importable for one test, without
+the package that really provides it, and gone afterwards.
+
+A hook aimed at SGLang's own code (``sglang.srt.managers.scheduler:Scheduler.run_batch``) can then be applied and
+exercised where SGLang is not installed: the test puts in the names the hook needs, shaped like SGLang's.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType, TracebackType
+from typing import Any
+
+_MISSING: Any = object()
+
+
+class StandInModules:
+    """Put stand-in modules into ``sys.modules`` (call the object); :meth:`stop` takes every one out again.
+
+    ``stand_in("sglang.srt.managers.scheduler", Scheduler=MyScheduler)`` makes ``import
+    sglang.srt.managers.scheduler`` give a module holding ``Scheduler``: missing parents (``sglang``,
+    ``sglang.srt``, ...) are created as empty packages, each bound as an attribute of its parent. A module already
+    in ``sys.modules`` under that name (SGLang's own, where it is installed) is set aside for the test, not
+    changed. Calling again with the same name adds names to the same stand-in. After :meth:`stop`, ``sys.modules``
+    and every parent module already imported before are exactly as they were.
+
+    Put the stand-in in place before ``apply_hooks()``: the hooks are then applied to it like to any imported module.
+    """
+
+    def __init__(self) -> None:
+        self._created: dict[str, ModuleType] = {}
+        # What start-up found: each replaced sys.modules entry, and each attribute set on a module it did not make.
+        self._saved_modules: dict[str, Any] = {}
+        self._saved_attributes: list[tuple[ModuleType, str, Any]] = []
+        self._imported_before: set[str] = set()
+        self._started = False
+
+    def start(self) -> StandInModules:
+        if not self._started:
+            self._imported_before = set(sys.modules)
+            self._started = True
+        return self
+
+    def __enter__(self) -> StandInModules:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def __call__(self, name: str, /, **attributes: Any) -> ModuleType:
+        """The stand-in for module ``name`` (created now, or the one made earlier), with ``attributes`` set on it."""
+        if not self._started:
+            raise RuntimeError("StandInModules.start() must be called before adding stand-in modules")
+        parts = name.split(".")
+        if not all(part.isidentifier() for part in parts):
+            raise ValueError(f"{name!r} is not a dotted module name (such as 'sglang.srt.managers.scheduler')")
+        for depth in range(1, len(parts) + 1):
+            self._module(".".join(parts[:depth]), package=depth < len(parts))
+        module = self._created[name]
+        for attribute, value in attributes.items():
+            setattr(module, attribute, value)
+        return module
+
+    add = __call__
+
+    def _module(self, name: str, *, package: bool) -> ModuleType:
+        """The module ``name`` as the test sees it: a stand-in made here, or a parent already imported."""
+        if name in self._created:
+            module = self._created[name]
+            if package and not hasattr(module, "__path__"):
+                module.__path__ = []
+            return module
+        existing = sys.modules.get(name)
+        if package and existing is not None:
+            return existing  # a parent imported before the test (SGLang's own package, say) stays as it is
+        module = ModuleType(name, "A stand-in module of sglang_plugin_runtime.testing (StandInModules).")
+        if package:
+            module.__path__ = []  # a package with nothing importable inside but other stand-ins
+        self._saved_modules.setdefault(name, existing if existing is not None else _MISSING)
+        self._created[name] = module
+        sys.modules[name] = module
+        parent_name, _, child = name.rpartition(".")
+        if parent_name:
+            parent = self._created.get(parent_name) or sys.modules[parent_name]
+            if parent_name not in self._created:
+                self._saved_attributes.append((parent, child, parent.__dict__.get(child, _MISSING)))
+            setattr(parent, child, module)
+        return module
+
+    @property
+    def names(self) -> list[str]:
+        """The stand-in modules in ``sys.modules`` now, parents first."""
+        return list(self._created)
+
+    def stop(self) -> None:
+        """Take every stand-in out of ``sys.modules`` (with whatever was imported under it) and put back what was
+        there; the parents imported before the test lose the attributes added to them."""
+        if not self._started:
+            return
+        prefixes = tuple(f"{name}." for name in self._created)
+        imported_since = set(sys.modules) - self._imported_before - set(self._created)
+        for name in [n for n in imported_since if n.startswith(prefixes)]:
+            del sys.modules[name]  # imported under a stand-in package during the test
+        for name in reversed(list(self._created)):
+            previous = self._saved_modules[name]
+            if previous is _MISSING:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = previous
+        for parent, attribute, value in reversed(self._saved_attributes):
+            if value is _MISSING:
+                parent.__dict__.pop(attribute, None)
+            else:
+                setattr(parent, attribute, value)
+        self._created.clear()
+        self._saved_modules.clear()
+        self._saved_attributes.clear()
+        self._imported_before = set()
+        self._started = False
