@@ -78,16 +78,14 @@ class DeviceCapability(NamedTuple):
 
 
 #: torch.distributed backend per torch device type; unknown types fall back to gloo.
-_DEVICE_TO_DISTRIBUTED_BACKEND: dict[str, str] = {
+_DEVICE_TO_DISTRIBUTED_BACKEND = {
     "cuda": "nccl",
     "xpu": "xccl",
     "hpu": "hccl",
     "npu": "hccl",
-    "cpu": "gloo",
-    "musa": "mccl",
     "mlu": "cncl",
+    "musa": "mccl",
 }
-_FALLBACK_DISTRIBUTED_BACKEND = "gloo"
 
 
 class DeviceMixin:
@@ -100,13 +98,10 @@ class DeviceMixin:
     """
 
     _enum: PlatformEnum = PlatformEnum.UNSPECIFIED
+    #: Short human-readable device name (e.g. "npu"); non-empty.
     device_name: str = "unknown"
+    #: The torch.device type string (e.g. "npu"); non-empty.
     device_type: str = "cpu"
-
-    _CONTRACT_ATTRIBUTES = {
-        "device_name": ("active", 'Short human-readable device name (e.g. "npu"); non-empty.'),
-        "device_type": ("active", 'The torch.device type string (e.g. "npu"); non-empty.'),
-    }
 
     def __init_subclass__(cls, *, _contract_class: bool = False, check_overrides: bool = True, **kwargs: Any) -> None:
         """Check every platform subclass against the contract when it is defined.
@@ -175,12 +170,7 @@ class DeviceMixin:
     @active
     def is_cuda_alike(self) -> bool:
         """Whether the device speaks CUDA-like APIs (CUDA, ROCm, MUSA, SAIL)."""
-        return self._enum in (
-            PlatformEnum.CUDA,
-            PlatformEnum.ROCM,
-            PlatformEnum.MUSA,
-            PlatformEnum.SAIL,
-        )
+        return self._enum in (PlatformEnum.CUDA, PlatformEnum.ROCM, PlatformEnum.MUSA, PlatformEnum.SAIL)
 
     @active
     def is_out_of_tree(self) -> bool:
@@ -255,7 +245,7 @@ class DeviceMixin:
     @active
     def get_torch_distributed_backend_str(self) -> str:
         """The ``torch.distributed`` backend for ``device_type`` (table default, else gloo)."""
-        return _DEVICE_TO_DISTRIBUTED_BACKEND.get(self.device_type, _FALLBACK_DISTRIBUTED_BACKEND)
+        return _DEVICE_TO_DISTRIBUTED_BACKEND.get(self.device_type, "gloo")
 
     @reserved
     def get_communicator_class(self) -> type | None:

@@ -78,13 +78,10 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
     served from it by ``get_kv_pool_cls``, as SGLang serves it, with a ``DeprecationWarning``.
     """
 
+    #: Names of the quantization methods the device runs.
     supported_quantization: list[str] = []
+    #: A PlatformCapabilities: what core may ask of the device.
     capabilities: PlatformCapabilities = PlatformCapabilities()
-
-    _CONTRACT_ATTRIBUTES = {
-        "supported_quantization": ("active", "Names of the quantization methods the device runs."),
-        "capabilities": ("active", "A PlatformCapabilities: what core may ask of the device."),
-    }
 
     # ---- configuration lifecycle ---------------------------------------------------------
 

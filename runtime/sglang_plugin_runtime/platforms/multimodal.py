@@ -40,15 +40,12 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     the ``torch.compile`` backend for small standalone functions.
     """
 
+    #: A torch.device or None; kept for compatibility with SGLang.
     device: torch.device | None = None
+    #: PyTorch dispatcher key for torch.library registrations.
     dispatch_key: str = ""
+    #: torch.compile backend for small standalone functions.
     simple_compile_backend: str = "inductor"
-
-    _CONTRACT_ATTRIBUTES = {
-        "device": ("active", "A torch.device or None; kept for compatibility with SGLang."),
-        "dispatch_key": ("active", "PyTorch dispatcher key for torch.library registrations."),
-        "simple_compile_backend": ("active", "torch.compile backend for small standalone functions."),
-    }
 
     # ---- lifecycle ---------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ fail-fast base, probed methods whose results do not match the contract's annotat
 overrides that cannot accept the host's calls, likely misspellings, and retired hooks the
 class still relies on (also in classes created with the definition-time check bypassed).
 This is where strictness lives: a deployment only warns about a misspelling; the plugin's
-own tests fail on it. Probes make the calls the hosts make (``_interface_table``); methods
+own tests fail on it. Probes make the calls the hosts make (the interface table); methods
 that touch the device are called only while a simulated device of the platform's
 ``device_type`` is active.
 
@@ -29,8 +29,8 @@ from typing import Any
 
 from .._simulated_device import active_simulated_device
 from ..platforms import _contract
-from ..platforms import _interface_table as table
-from ..platforms.device_mixin import PlatformEnum
+from ..platforms._describe import ERROR_KINDS, ContractMethod, OverrideProblem
+from ..platforms._selection import out_of_tree_identity_problems
 from ._host_classes import RuntimePlatformView, has_member, platform_view
 
 __all__ = ["ConformanceProblem", "assert_platform_conformance", "check_platform_conformance"]
@@ -67,39 +67,35 @@ _EXAMPLE_ARGUMENTS: dict[str, tuple[Any, ...]] = {
 
 
 def _probes(view: RuntimePlatformView) -> tuple[list[_Probe], list[_Probe]]:
-    """(cheap, device) probes of the class's contract: the calls its hosts make (``_interface_table``).
+    """(cheap, device) probes of the class's contract: the calls its hosts make (the interface table).
 
     A member is probed with each of its hosts' call forms whose arguments have example values; a member the hosts
     never call, with its leading example arguments. Members whose row has no ``probe`` (effects, or real inputs)
     are never called.
     """
-    cheap: list[_Probe] = []
-    device: list[_Probe] = []
-    seen: set[tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]] = set()
+    probes: dict[str, dict[_Probe, None]] = {"cheap": {}, "device": {}}
     for host in view.hosts:
-        for row in table.entries(host):
-            member = view.contract.get(row.name)
-            if not row.probe or member is None or member.kind in ("attribute", "property"):
+        for row in (r for r in _contract.interface_rows() if r.get("host") == host and r.get("probe")):
+            member = view.contract.get(row["name"])
+            if member is None or member.kind in ("attribute", "property"):
                 continue
             names = list(member.signature.parameters) if member.signature is not None else []
             # Uncalled: positionally, every leading parameter that has an example (as the probes always did).
             leading = len(list(itertools.takewhile(_EXAMPLE_ARGUMENTS.__contains__, names)))
-            forms = [c for c in row.calls if not c.read and not c.on_class] or [table.HostCall(leading)]
+            forms = [c for c in row.get("calls", ()) if not c.get("read") and not c.get("on_class")] or [
+                {"args": leading}
+            ]
             for form in forms:
-                positional = names[: form.args]
-                wanted = positional + list(form.kwargs)
-                if any(n not in _EXAMPLE_ARGUMENTS for n in wanted):
-                    continue
-                for values in itertools.product(*(_EXAMPLE_ARGUMENTS[n] for n in wanted)):
-                    args = tuple(values[: form.args])
-                    kwargs = tuple(zip(form.kwargs, values[form.args :], strict=False))
-                    if (row.name, args, kwargs) not in seen:
-                        seen.add((row.name, args, kwargs))
-                        (cheap if row.probe == "cheap" else device).append((row.name, args, dict(kwargs)))
-    return cheap, device
+                count, keywords = form.get("args", 0), list(form.get("kwargs", ()))
+                wanted = names[:count] + keywords
+                if all(n in _EXAMPLE_ARGUMENTS for n in wanted):
+                    for values in itertools.product(*(_EXAMPLE_ARGUMENTS[n] for n in wanted)):
+                        named = tuple(zip(keywords, values[count:], strict=True))
+                        probes[row["probe"]][(row["name"], values[:count], named)] = None
+    return list(probes["cheap"]), list(probes["device"])
 
 
-_Probe = tuple[str, tuple[Any, ...], dict[str, Any]]
+_Probe = tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]
 
 
 def check_platform_conformance(
@@ -128,7 +124,7 @@ def check_platform_conformance(
     problems.extend(_attribute_type_problems(view))
 
     # A member whose override cannot take the host's call is not probed with that call again.
-    reported: set[str] = {p.attribute for p in problems if p.kind in _contract.ERROR_KINDS}
+    reported: set[str] = {p.attribute for p in problems if p.kind in ERROR_KINDS}
     for member in contract.values():
         if not member.required or (member.status == "reserved" and not include_reserved):
             continue
@@ -170,7 +166,7 @@ def check_platform_conformance(
             continue  # not in this contract, already reported, or a contract name the host's base lacks
         if probed.status == "reserved" and probed.required and not include_reserved:
             continue
-        problem = _probe(view, instance, probed, args, kwargs)
+        problem = _probe(view, instance, probed, args, dict(kwargs))
         if problem is not None:
             if problem.kind == "not_implemented":
                 reported.add(method)
@@ -199,56 +195,38 @@ def assert_platform_conformance(cls: type, *, out_of_tree: bool = True, include_
 # --------------------------------------------------------------------------------------
 
 
-def _override_findings(view: RuntimePlatformView) -> list[_contract.OverrideProblem]:
+def _override_findings(view: RuntimePlatformView) -> list[OverrideProblem]:
     """The override findings the kit fails on: what breaks a host call, misspellings, and retired hooks
     the class relies on (it defines no replacement). A vendor's own API and other versions' names pass."""
     findings = []
     for problem in view.override_problems():
         if problem.kind == "retired":
-            row = next(r for host in view.hosts if (r := table.entry(problem.attribute, host)) is not None)
-            replacement = row.replacement.split("(")[0]
-            if inspect.getattr_static(view.cls, replacement, None) is not view.base_definition(
-                view.contract[replacement]
-            ):
+            row = next(r for h in view.hosts if (r := _contract.interface_row(problem.attribute, h)) is not None)
+            replacement = view.contract[row["replacement"].split("(")[0]]
+            if inspect.getattr_static(view.cls, replacement.name, None) is not view.base_definition(replacement):
                 continue  # the class overrides the replacement too: the retired name only serves older hosts
-        elif problem.kind == "unknown":
-            continue
-        findings.append(problem)
+        if problem.kind != "unknown":
+            findings.append(problem)
     return findings
 
 
 def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[ConformanceProblem]:
-    cls = view.cls
-    problems = []
-    name = cls.__name__
-    enum_value = getattr(cls, "_enum", None)
-    if out_of_tree and view.to_runtime(enum_value) is not PlatformEnum.OOT:
-        problems.append(
-            ConformanceProblem(
-                "_enum",
-                "identity",
-                f"{name}._enum is {enum_value}; an out-of-tree platform must set _enum = PlatformEnum.OOT",
-            )
-        )
+    """What selection would refuse (``out_of_tree_identity_problems``), and identity left at DeviceMixin's."""
+    name, problems = view.cls.__name__, []
+    refused = {text.split(" ", 1)[0]: text for text in out_of_tree_identity_problems(view.cls)}
+    if out_of_tree and "_enum" in refused:
+        enum_value = getattr(view.cls, "_enum", None)
+        message = f"{name}._enum is {enum_value}; an out-of-tree platform must set _enum = PlatformEnum.OOT"
+        problems.append(ConformanceProblem("_enum", "identity", message))
     for attribute in ("device_name", "device_type"):
-        value = getattr(cls, attribute, None)
-        if not isinstance(value, str) or not value.strip():
-            problems.append(
-                ConformanceProblem(
-                    attribute,
-                    "identity",
-                    f"{name}.{attribute} is {value!r}; it must be a non-empty string",
-                )
-            )
+        if attribute in refused:
+            problems.append(ConformanceProblem(attribute, "identity", f"{name}.{refused[attribute]}"))
         elif out_of_tree and _defined_only_by_contract(view, attribute):
-            problems.append(
-                ConformanceProblem(
-                    attribute,
-                    "identity",
-                    f"{name}.{attribute} is DeviceMixin's placeholder {value!r}; set it on "
-                    f"your platform (or device mixin) class",
-                )
+            message = (
+                f"{name}.{attribute} is DeviceMixin's placeholder {getattr(view.cls, attribute)!r}; set it on your "
+                "platform (or device mixin) class"
             )
+            problems.append(ConformanceProblem(attribute, "identity", message))
     return problems
 
 
@@ -286,7 +264,7 @@ def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProbl
 def _probe(
     view: RuntimePlatformView,
     instance: Any,
-    member: _contract.ContractMethod,
+    member: ContractMethod,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> ConformanceProblem | None:
@@ -311,9 +289,7 @@ def _probe(
     )
 
 
-def _probe_set_device(
-    view: RuntimePlatformView, instance: Any, member: _contract.ContractMethod
-) -> ConformanceProblem | None:
+def _probe_set_device(view: RuntimePlatformView, instance: Any, member: ContractMethod) -> ConformanceProblem | None:
     try:
         device = instance.get_device(0)
     except Exception:
