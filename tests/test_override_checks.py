@@ -3,7 +3,7 @@
 Every platform class SGLang would run is accepted: a vendor's own public API, names of other SGLang versions,
 retired hooks the host still serves, renamed parameters the host passes positionally, a vendor device mixin with
 extra methods. A ``TypeError`` is kept for an override that cannot accept a call the host makes
-(``_interface_table`` records each one); a public name one or two keystrokes from a contract name gets a WARNING.
+(the interface table records each one); a public name one or two keystrokes from a contract name gets a WARNING.
 """
 
 from __future__ import annotations

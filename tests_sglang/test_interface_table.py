@@ -36,8 +36,20 @@ RUNTIME_SITE = "sglang_plugin_runtime"
 RELEASED = "0.5.23"
 #: SGLang's platform classes, by the table's ``owner``, and the host that calls each.
 OWNERS = {"DeviceMixin": "srt", "SRTPlatform": "srt", "diffusion Platform": "diffusion"}
-ROW_KEYS = ("name", "owner", "host", "kind", "signature", "versions", "calls", "probe", "replacement", "served_by", "origin")
-CALL_KEYS = ("args", "kwargs", "on_class", "read", "indirect", "site")
+ROW_KEYS = [
+    "name",
+    "owner",
+    "host",
+    "kind",
+    "signature",
+    "versions",
+    "calls",
+    "probe",
+    "replacement",
+    "served_by",
+    "origin",
+]
+CALL_KEYS = ["args", "kwargs", "on_class", "read", "indirect", "site"]
 
 Form = tuple[int, tuple[str, ...]]
 
@@ -141,7 +153,10 @@ def derived_rows() -> list[dict[str, Any]]:
     current = _file_rows()
     declared = {owner: _declared(cls) for owner, cls in _sglang_classes().items()}
     scanned = _scanned_calls()
-    retired = {hook: f"get_kv_pool_cls(self, *, kind) for kind={kind!r}" for kind, hook in interface._LEGACY_KV_POOL_HOOKS.items()}
+    retired = {
+        hook: f"get_kv_pool_cls(self, *, kind) for kind={kind!r}"
+        for kind, hook in interface._LEGACY_KV_POOL_HOOKS.items()
+    }
     rows = []
     for row in current:
         if "origin" in row:
@@ -192,7 +207,9 @@ def _rows() -> list[dict[str, Any]]:
 @pytest.mark.parametrize("owner", list(OWNERS))
 def test_rows_are_exactly_the_names_and_signatures_sglang_declares(owner: str) -> None:
     declared = _declared(_sglang_classes()[owner])
-    rows = {r["name"]: (r["kind"], r["signature"]) for r in _rows() if r["owner"] == owner and RELEASED in r["versions"]}
+    rows = {
+        r["name"]: (r["kind"], r["signature"]) for r in _rows() if r["owner"] == owner and RELEASED in r["versions"]
+    }
     assert rows == declared
 
 

@@ -36,14 +36,13 @@ from typing import Any, Literal, NamedTuple, TypeVar, overload
 logger = logging.getLogger(__name__)
 
 Status = Literal["active", "reserved"]
-MemberKind = Literal["method", "classmethod", "staticmethod", "property", "attribute"]
-ErrorKind = Literal["signature", "binding"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _MARK = "__sglang_contract__"
 # The hosts of each contract class, by the interface table's names; the root ``DeviceMixin`` alone has none.
 _HOSTS: dict[str, tuple[str, ...]] = {"SRTPlatform": ("srt",), "MMPlatform": ("diffusion",)}
-_OWN_MEMBERS: dict[type, dict[str, Mark]] = {}
+#: Each contract class, and the members it declares itself in declaration order (attributes first).
+OWN_MEMBERS: dict[type, dict[str, Mark]] = {}
 #: The names already warned about, per class that defines them: one WARNING per misspelling.
 _WARNED: weakref.WeakKeyDictionary[type, set[str]] = weakref.WeakKeyDictionary()
 
@@ -69,32 +68,29 @@ def underlying(raw: Any) -> Any:
     return raw.__func__ if isinstance(raw, (classmethod, staticmethod)) else raw
 
 
-def _marker(status: Status, required: bool) -> Callable[[_F], _F]:
-    def mark(func: _F) -> _F:
-        setattr(underlying(func), _MARK, Mark(status, required))
-        return func
+class _Marker:
+    """A contract member's marker (``@active``, ``@reserved``), used bare or as ``(required=True)``; the member is
+    returned unchanged. ``required``: the base implementation fails fast, so an out-of-tree platform overrides it."""
 
-    return mark
+    def __init__(self, status: Status) -> None:
+        self.status = status
+
+    @overload
+    def __call__(self, func: _F, /) -> _F: ...
+    @overload
+    def __call__(self, func: None = None, /, *, required: bool = False) -> Callable[[_F], _F]: ...
+    def __call__(self, func: _F | None = None, /, *, required: bool = False) -> _F | Callable[[_F], _F]:
+        def mark(member: _F) -> _F:
+            setattr(underlying(member), _MARK, Mark(self.status, required))
+            return member
+
+        return mark if func is None else mark(func)
 
 
-@overload
-def active(func: _F, /) -> _F: ...
-@overload
-def active(*, required: bool = False) -> Callable[[_F], _F]: ...
-def active(func: _F | None = None, /, *, required: bool = False) -> _F | Callable[[_F], _F]:
-    """Mark a contract member that hosts call today through ``current_platform`` (returns it unchanged)."""
-    mark = _marker("active", required)
-    return mark if func is None else mark(func)
-
-
-@overload
-def reserved(func: _F, /) -> _F: ...
-@overload
-def reserved(*, required: bool = False) -> Callable[[_F], _F]: ...
-def reserved(func: _F | None = None, /, *, required: bool = False) -> _F | Callable[[_F], _F]:
-    """Mark a contract member that is planned: hosts do not call it yet (returns it unchanged)."""
-    mark = _marker("reserved", required)
-    return mark if func is None else mark(func)
+#: A contract member that hosts call today through ``current_platform``.
+active = _Marker("active")
+#: A contract member that is planned: hosts do not call it yet.
+reserved = _Marker("reserved")
 
 
 def not_implemented(obj: object, method: str) -> NotImplementedError:
@@ -109,39 +105,23 @@ def register_contract_class(cls: type) -> None:
     An unmarked public method is refused. (That no contract class redefines another's name, which would shadow a
     vendor mixin's implementation, is checked by the tests.)
     """
-    members = {name: Mark("active", False) for name in inspect.get_annotations(cls) if not name.startswith("_")}
-    unmarked = []
-    for name, raw in cls.__dict__.items():
-        mark = getattr(underlying(raw), _MARK, None)
-        if name.startswith("_") or name in members:
-            continue
-        if mark is None:
-            unmarked.append(f"{cls.__name__}.{name} has no @active/@reserved marker")
-        else:
-            members[name] = mark
+    attributes = {name: Mark("active", False) for name in inspect.get_annotations(cls) if not name.startswith("_")}
+    public = {name: raw for name, raw in vars(cls).items() if not name.startswith("_") and name not in attributes}
+    methods = {name: getattr(underlying(raw), _MARK, None) for name, raw in public.items()}
+    unmarked = [f"{cls.__name__}.{name} has no @active/@reserved marker" for name, m in methods.items() if m is None]
     if unmarked:
         raise TypeError("invalid contract class:\n  - " + "\n  - ".join(unmarked))
-    _OWN_MEMBERS[cls] = members
-
-
-def is_contract_class(cls: type) -> bool:
-    """Whether ``cls`` declares part of the contract (rather than implementing it)."""
-    return cls in _OWN_MEMBERS
+    OWN_MEMBERS[cls] = attributes | {name: mark for name, mark in methods.items() if mark is not None}
 
 
 def contract_classes(cls: type) -> list[type]:
     """The contract classes in ``cls``'s MRO, most derived first."""
-    return [klass for klass in cls.__mro__ if klass in _OWN_MEMBERS]
-
-
-def own_members(cls: type) -> dict[str, Mark]:
-    """The members contract class ``cls`` declares itself, in declaration order."""
-    return _OWN_MEMBERS[cls]
+    return [klass for klass in cls.__mro__ if klass in OWN_MEMBERS]
 
 
 def contract_members(cls: type) -> dict[str, Mark]:
     """Every contract member visible to ``cls``: the union over its contract bases, base-most first."""
-    return {name: mark for klass in reversed(contract_classes(cls)) for name, mark in _OWN_MEMBERS[klass].items()}
+    return {name: mark for klass in reversed(contract_classes(cls)) for name, mark in OWN_MEMBERS[klass].items()}
 
 
 def hosts_of(cls: type) -> tuple[str, ...]:
@@ -152,10 +132,9 @@ def hosts_of(cls: type) -> tuple[str, ...]:
 def checked_classes(cls: type, *, whole_mro: bool) -> list[type]:
     """The classes whose names are checked for ``cls``: with ``whole_mro`` every non-contract class in its MRO;
     without (at definition), ``cls`` and its bases that are no platform (platform bases were checked already)."""
-    if not contract_classes(cls):
-        return []
-    mro = [klass for klass in cls.__mro__ if klass is not object and klass not in _OWN_MEMBERS]
-    return [klass for klass in mro if klass is cls or whole_mro or not hosts_of(klass)]
+    mro = [klass for klass in cls.__mro__ if klass is not object and klass not in OWN_MEMBERS]
+    platform = bool(contract_classes(cls))
+    return [klass for klass in mro if platform and (klass is cls or whole_mro or not hosts_of(klass))]
 
 
 # --------------------------------------------------------------------------------------
@@ -171,13 +150,9 @@ def interface_rows() -> tuple[dict[str, Any], ...]:
 
 
 @cache
-def _index() -> dict[tuple[str, str], dict[str, Any]]:
-    return {(row.get("host", ""), row["name"]): row for row in interface_rows()}
-
-
 def interface_row(name: str, host: str) -> dict[str, Any] | None:
     """The row of ``name`` for ``host`` (``""``: names of other SGLang versions), or ``None``."""
-    return _index().get((host, name))
+    return next((row for row in interface_rows() if row["name"] == name and row.get("host", "") == host), None)
 
 
 def render_call(call: dict[str, Any], name: str) -> str:
@@ -192,7 +167,7 @@ def render_call(call: dict[str, Any], name: str) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def kind_of(raw: Any) -> MemberKind:
+def kind_of(raw: Any) -> str:
     """How a class-``__dict__`` entry binds when read from an instance."""
     if isinstance(raw, (staticmethod, classmethod)):
         return "classmethod" if isinstance(raw, classmethod) else "staticmethod"
@@ -219,7 +194,7 @@ def bound_signature(kind: str, func: Any, *, on_class: bool) -> inspect.Signatur
     return signature
 
 
-def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[ErrorKind, str] | None:
+def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[str, str] | None:
     """Why ``raw`` (a class-``__dict__`` entry) cannot serve ``call``, or ``None`` when it can."""
     kind, shown, on_class = kind_of(raw), render_call(call, name), bool(call.get("on_class"))
     if call.get("read"):
@@ -245,7 +220,7 @@ def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[ErrorKind,
     return None
 
 
-def host_call_problem(raw: Any, name: str, hosts: tuple[str, ...]) -> tuple[ErrorKind, str] | None:
+def host_call_problem(raw: Any, name: str, hosts: tuple[str, ...]) -> tuple[str, str] | None:
     """``("signature" | "binding", why)`` when ``raw``, defined as ``name``, cannot serve a call ``hosts`` make."""
     for row in (row for host in hosts if (row := interface_row(name, host)) is not None):
         for call in row.get("calls", ()):
@@ -256,11 +231,9 @@ def host_call_problem(raw: Any, name: str, hosts: tuple[str, ...]) -> tuple[Erro
     return None
 
 
-def declared_by(name: str) -> str:
-    """Who declares ``name``: another SGLang version, a contract class, SGLang's class in the table; ``""``: no one."""
-    owners = [klass.__name__ for klass, members in _OWN_MEMBERS.items() if name in members]
-    owners = owners or [row.get("owner", "") for row in interface_rows() if row["name"] == name]
-    return str((interface_row(name, "") or {}).get("origin") or " and ".join(dict.fromkeys(owners)))
+def is_known_name(name: str) -> bool:
+    """Whether a contract class or some SGLang version's platform classes declare ``name`` (so it is no typo)."""
+    return any(name in members for members in OWN_MEMBERS.values()) or any(r["name"] == name for r in interface_rows())
 
 
 def _edit_distance(a: str, b: str) -> int:
@@ -289,33 +262,26 @@ def near_miss(name: str, candidates: Collection[str]) -> str | None:
 
 def misspelling(name: str, contract: Collection[str]) -> str | None:
     """Why public name ``name`` is likely a misspelling of a ``contract`` name (it is no known name), or ``None``."""
-    guess = None if declared_by(name) else near_miss(name, contract)
-    if guess is None:
-        return None
-    return (
-        f"not a name SGLang calls; did you mean {guess!r}? (a vendor helper that is no typo can start with an "
-        f"underscore: '_{name}')"
-    )
+    guess = None if is_known_name(name) else near_miss(name, contract)
+    hint = f"a vendor helper that is no typo can start with an underscore: '_{name}'"
+    return None if guess is None else f"not a name SGLang calls; did you mean {guess!r}? ({hint})"
 
 
 def enforce(cls: type) -> None:
     """Refuse ``cls`` when its host cannot call it; warn once per likely misspelling."""
     contract, hosts = contract_members(cls), hosts_of(cls)
-    errors: list[str] = []
-    typos: list[tuple[type, str, str]] = []
-    for klass in checked_classes(cls, whole_mro=False):
-        for name, raw in ((n, r) for n, r in klass.__dict__.items() if not n.startswith("_")):
-            found = host_call_problem(raw, name, hosts)
-            if found is not None:
-                errors.append(f"\n  - {klass.__name__}.{name}: {found[1]}")
-            typo = None if name in contract else misspelling(name, contract)
-            if typo is not None:
-                typos.append((klass, name, f"{klass.__name__}.{name}: {typo}"))
+    names = [
+        (k, n, r) for k in checked_classes(cls, whole_mro=False) for n, r in vars(k).items() if not n.startswith("_")
+    ]
+    errors = [f"{k.__name__}.{n}: {found[1]}" for k, n, r in names if (found := host_call_problem(r, n, hosts))]
     if errors:
         bases = ", ".join(k.__name__ for k in contract_classes(cls))
         count = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
-        raise TypeError(f"{cls.__name__} cannot serve its host's calls ({bases}): {count}:" + "".join(errors))
-    for klass, name, message in typos:
-        if name not in _WARNED.setdefault(klass, set()):
+        raise TypeError(
+            f"{cls.__name__} cannot serve its host's calls ({bases}): {count}:\n  - " + "\n  - ".join(errors)
+        )
+    for klass, name, _ in names:
+        typo = None if name in contract or name in _WARNED.setdefault(klass, set()) else misspelling(name, contract)
+        if typo is not None:
             _WARNED[klass].add(name)
-            logger.warning("%s", message)
+            logger.warning("%s.%s: %s", klass.__name__, name, typo)

@@ -10,7 +10,7 @@ import inspect
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from . import _contract
 
@@ -25,6 +25,9 @@ __all__ = [
 ]
 
 
+MemberKind = Literal["method", "classmethod", "staticmethod", "property", "attribute"]
+
+
 @dataclass(frozen=True)
 class ContractMethod:
     """One public member of the platform contract, as code (and the docs) can read it.
@@ -37,7 +40,7 @@ class ContractMethod:
     name: str
     status: _contract.Status
     required: bool
-    kind: _contract.MemberKind
+    kind: MemberKind
     declared_in: type
     summary: str
     function: Any
@@ -87,14 +90,15 @@ def contract_methods(cls: type) -> dict[str, ContractMethod]:
     for klass in reversed(_contract.contract_classes(cls)):
         attributes = inspect.get_annotations(klass)
         comments = _attribute_comments(klass)
-        for name, (status, required) in _contract.own_members(klass).items():
+        for name, (status, required) in _contract.OWN_MEMBERS[klass].items():
             if name in attributes:
                 members[name] = ContractMethod(name, status, required, "attribute", klass, comments.get(name, ""), None)
                 continue
             raw = klass.__dict__[name]
             function = _contract.underlying(raw)
             summary = (inspect.getdoc(function) or "").strip().partition("\n")[0]
-            members[name] = ContractMethod(name, status, required, _contract.kind_of(raw), klass, summary, function)
+            kind = cast(MemberKind, _contract.kind_of(raw))
+            members[name] = ContractMethod(name, status, required, kind, klass, summary, function)
     return members
 
 
@@ -151,7 +155,7 @@ def check_class_namespace(klass: type, contract: Collection[str], hosts: tuple[s
     problems = []
     for name, raw in ((n, r) for n, r in klass.__dict__.items() if not n.startswith("_")):
         found = _contract.host_call_problem(raw, name, hosts)
-        findings: list[tuple[ProblemKind, str]] = [] if found is None else [found]
+        findings = [] if found is None else [cast(tuple[ProblemKind, str], found)]
         if name not in contract:
             findings.append(_meaning(name, contract, hosts))
         where = f"{klass.__name__}.{name}"
@@ -162,22 +166,27 @@ def check_class_namespace(klass: type, contract: Collection[str], hosts: tuple[s
 def _meaning(name: str, contract: Collection[str], hosts: tuple[str, ...]) -> tuple[ProblemKind, str]:
     """What a public name that is no contract member means to the hosts."""
     released = next(v for v in reversed(host_versions()) if v != "main")
-    rows = [row for host in hosts if (row := _contract.interface_row(name, host)) is not None]
-    retired, typo, origin = (
-        [r for r in rows if "replacement" in r],
-        _contract.misspelling(name, contract),
-        _contract.declared_by(name),
-    )
+    retired = [r for h in hosts if (r := _contract.interface_row(name, h)) is not None and "replacement" in r]
+    typo = _contract.misspelling(name, contract)
     if retired:
-        return "retired", (
-            "a retired SGLang hook, still served with a DeprecationWarning; override "
-            f"{retired[0]['replacement']} instead"
+        replacement = retired[0]["replacement"]
+        return (
+            "retired",
+            f"a retired SGLang hook, still served with a DeprecationWarning; override {replacement} instead",
         )
     if typo is not None:
         return "misspelled", typo
-    if origin:
-        return "unknown", f"a name of {origin}; not called here by SGLang {released}"
-    return "unknown", f"the platform's own API; not called by SGLang {released}"
+    if not _contract.is_known_name(name):
+        return "unknown", f"the platform's own API; not called by SGLang {released}"
+    return "unknown", f"a name of {_declared_by(name)}; not called here by SGLang {released}"
+
+
+def _declared_by(name: str) -> str:
+    """Who declares ``name``: another SGLang version, our contract classes, or SGLang's classes in the table."""
+    other_version = _contract.interface_row(name, "")
+    ours = [klass.__name__ for klass, members in _contract.OWN_MEMBERS.items() if name in members]
+    sglangs = [row["owner"] for row in _contract.interface_rows() if row["name"] == name and "owner" in row]
+    return str(other_version["origin"]) if other_version else " and ".join(ours or dict.fromkeys(sglangs))
 
 
 def host_versions() -> tuple[str, ...]:

@@ -76,7 +76,11 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
     @active
     def get_torch_library_dispatch_key(self) -> str:
-        """Dispatcher key for direct ``torch.library`` registrations."""
+        """Dispatcher key for direct ``torch.library`` registrations.
+
+        Default: ``dispatch_key`` for an out-of-tree platform (``NotImplementedError`` while it is empty);
+        in-tree, ``"PrivateUse1"`` on NPU, else ``"CUDA"``.
+        """
         if self.is_out_of_tree():
             if not self.dispatch_key:
                 raise NotImplementedError(
@@ -91,7 +95,10 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     @classmethod
     @active
     def is_blackwell(cls) -> bool:
-        """Whether the current CUDA device is Blackwell (major capability 10)."""
+        """Whether the current CUDA device is Blackwell (major capability 10).
+
+        Default: ``False`` except on CUDA, where torch reports the capability.
+        """
         if not cls.is_cuda_static():
             return False
         import torch
@@ -101,7 +108,10 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     @classmethod
     @active
     def is_hopper(cls) -> bool:
-        """Whether the current CUDA device is Hopper (capability 9.0)."""
+        """Whether the current CUDA device is Hopper (capability 9.0).
+
+        Default: ``False`` except on CUDA, where torch reports the capability.
+        """
         if not cls.is_cuda_static():
             return False
         import torch
@@ -111,7 +121,10 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     @classmethod
     @active
     def is_sm120(cls) -> bool:
-        """Whether the current CUDA device has major capability 12."""
+        """Whether the current CUDA device has major capability 12.
+
+        Default: ``False`` except on CUDA, where torch reports the capability.
+        """
         if not cls.is_cuda_static():
             return False
         import torch
@@ -165,7 +178,10 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
     @active
     def has_device_capability(self, capability: tuple[int, int] | int, device_id: int = 0) -> bool:
-        """Whether the device's capability is at least ``capability`` (tuple or packed int)."""
+        """Whether the device's capability is at least ``capability`` (tuple or packed int).
+
+        Default: compares with ``get_device_capability(device_id)``; ``False`` when that is ``None``.
+        """
         current = self.get_device_capability(device_id)
         if current is None:
             return False
@@ -175,7 +191,10 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
     @active
     def supports_distributed_device_id(self) -> bool:
-        """Whether ``torch.distributed`` accepts this platform's device id (not for plugins)."""
+        """Whether ``torch.distributed`` accepts this platform's device id (not for plugins).
+
+        Default: ``False`` for an out-of-tree platform and for MPS, MUSA, NPU, CPU and XPU; else ``True``.
+        """
         return not (
             self.is_out_of_tree() or self.is_mps() or self.is_musa() or self.is_npu() or self.is_cpu() or self.is_xpu()
         )
@@ -271,13 +290,20 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     @classmethod
     @active
     def get_device_communicator_cls(cls) -> str:
-        """Qualified name of the device communicator class (the host's base class by default)."""
+        """Qualified name of the device communicator class (the host's base class by default).
+
+        Default: returns the diffusion engine's ``DeviceCommunicatorBase``.
+        """
         return _DEFAULT_DEVICE_COMMUNICATOR
 
     @classmethod
     @active
     def get_all_to_all_communicator_cls(cls) -> str:
-        """Qualified name of the communicator ``all_to_all_4D`` uses."""
+        """Qualified name of the communicator ``all_to_all_4D`` uses.
+
+        Default: ``get_device_communicator_cls()``; ``NotImplementedError`` for an out-of-tree platform that
+        overrides neither.
+        """
         qualname = cls.get_device_communicator_cls()
         if cls._enum is PlatformEnum.OOT and qualname == _DEFAULT_DEVICE_COMMUNICATOR:
             raise NotImplementedError(

@@ -87,7 +87,7 @@ class RuntimePlatformView:
 
     def is_contract_class(self, klass: type) -> bool:
         """Whether ``klass`` declares the contract (so a value it sets is only a placeholder)."""
-        return _contract.is_contract_class(klass)
+        return klass in _contract.OWN_MEMBERS
 
     def to_runtime(self, value: Any) -> Any:
         """``value`` as the contract's annotations expect it (already so for our own classes)."""
@@ -111,7 +111,7 @@ class HostPlatformView(RuntimePlatformView):
         """Our override check applied to each of the vendor's own classes in the MRO (never SGLang's)."""
         problems: list[OverrideProblem] = []
         for klass in self.cls.__mro__:
-            if klass is object or _is_host_class(klass) or _contract.is_contract_class(klass):
+            if klass is object or _is_host_class(klass) or klass in _contract.OWN_MEMBERS:
                 continue
             # The per-class check the definition-time enforcement uses; SGLang's bases are not ours, so
             # find_override_problems() cannot walk this MRO itself. SGLang's SRTPlatform is called by the LLM host.
