@@ -14,18 +14,9 @@ from typing import Any, Literal, cast
 
 from . import _contract
 
-__all__ = [
-    "ContractMethod",
-    "OverrideProblem",
-    "check_class_namespace",
-    "contract_methods",
-    "describe_contract",
-    "find_override_problems",
-    "host_versions",
-]
-
-
 MemberKind = Literal["method", "classmethod", "staticmethod", "property", "attribute"]
+#: A ``#:`` comment line, then the annotated attribute it describes.
+_ATTRIBUTE_COMMENT = re.compile(r"^\s*#:(.*)\n\s*(\w+)\s*:", re.M)
 
 
 @dataclass(frozen=True)
@@ -80,35 +71,24 @@ def _unquoted(annotation: Any) -> Any:
 
 
 def describe_contract(cls: type) -> list[ContractMethod]:
-    """The contract ``cls`` must honour, base-most contract class first, in declaration order."""
-    return list(contract_methods(cls).values())
+    """The contract ``cls`` must honour, base-most contract class first, in declaration order.
 
-
-def contract_methods(cls: type) -> dict[str, ContractMethod]:
-    """``describe_contract(cls)`` by member name."""
-    members: dict[str, ContractMethod] = {}
+    A method's summary is its docstring's first line; an attribute's, the ``#:`` comment above it.
+    """
+    members: list[ContractMethod] = []
     for klass in reversed(_contract.contract_classes(cls)):
         attributes = inspect.get_annotations(klass)
-        comments = _attribute_comments(klass)
+        try:
+            comments = {n: t.strip() for t, n in _ATTRIBUTE_COMMENT.findall(inspect.getsource(klass))}
+        except (OSError, TypeError):  # no source to read them from
+            comments = {}
         for name, (status, required) in _contract.OWN_MEMBERS[klass].items():
-            if name in attributes:
-                members[name] = ContractMethod(name, status, required, "attribute", klass, comments.get(name, ""), None)
-                continue
-            raw = klass.__dict__[name]
+            raw = None if name in attributes else vars(klass)[name]
             function = _contract.underlying(raw)
-            summary = (inspect.getdoc(function) or "").strip().partition("\n")[0]
-            kind = cast(MemberKind, _contract.kind_of(raw))
-            members[name] = ContractMethod(name, status, required, kind, klass, summary, function)
+            kind = cast(MemberKind, "attribute" if raw is None else _contract.kind_of(raw))
+            summary = comments.get(name, "") if raw is None else (inspect.getdoc(function) or "").partition("\n")[0]
+            members.append(ContractMethod(name, status, required, kind, klass, summary, function))
     return members
-
-
-def _attribute_comments(klass: type) -> dict[str, str]:
-    """The ``#:`` comment above each annotated attribute in ``klass``'s source (none when the source is absent)."""
-    try:
-        source = inspect.getsource(klass)
-    except (OSError, TypeError):
-        return {}
-    return {name: text.strip() for text, name in re.findall(r"^\s*#:(.*)\n\s*(\w+)\s*:", source, re.M)}
 
 
 # --------------------------------------------------------------------------------------
@@ -166,14 +146,11 @@ def check_class_namespace(klass: type, contract: Collection[str], hosts: tuple[s
 def _meaning(name: str, contract: Collection[str], hosts: tuple[str, ...]) -> tuple[ProblemKind, str]:
     """What a public name that is no contract member means to the hosts."""
     released = next(v for v in reversed(host_versions()) if v != "main")
-    retired = [r for h in hosts if (r := _contract.interface_row(name, h)) is not None and "replacement" in r]
+    retired = [r["replacement"] for h in hosts if "replacement" in (r := _contract.interface_row(name, h) or {})]
     typo = _contract.misspelling(name, contract)
     if retired:
-        replacement = retired[0]["replacement"]
-        return (
-            "retired",
-            f"a retired SGLang hook, still served with a DeprecationWarning; override {replacement} instead",
-        )
+        served = "a retired SGLang hook, still served with a DeprecationWarning"
+        return "retired", f"{served}; override {retired[0]} instead"
     if typo is not None:
         return "misspelled", typo
     if not _contract.is_known_name(name):

@@ -11,12 +11,10 @@ differences.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import _contract
-from ._contract import active
+from ._contract import active, not_implemented
 from .device_mixin import DeviceMixin, PlatformEnum
 
 if TYPE_CHECKING:
@@ -24,12 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MMPlatform"]
 
-logger = logging.getLogger(__name__)
-
 #: The diffusion host's default communicator, named (not imported) as SGLang names it.
-_DEFAULT_DEVICE_COMMUNICATOR = (
-    "sglang.multimodal_gen.runtime.distributed.device_communicators.base_device_communicator.DeviceCommunicatorBase"
-)
+_COMMUNICATORS = "sglang.multimodal_gen.runtime.distributed.device_communicators"
+_DEFAULT_DEVICE_COMMUNICATOR = f"{_COMMUNICATORS}.base_device_communicator.DeviceCommunicatorBase"
 
 
 class MMPlatform(DeviceMixin, _contract_class=True):
@@ -81,14 +76,12 @@ class MMPlatform(DeviceMixin, _contract_class=True):
         Default: ``dispatch_key`` for an out-of-tree platform (``NotImplementedError`` while it is empty);
         in-tree, ``"PrivateUse1"`` on NPU, else ``"CUDA"``.
         """
-        if self.is_out_of_tree():
-            if not self.dispatch_key:
-                raise NotImplementedError(
-                    f"{type(self).__name__}.get_torch_library_dispatch_key() has no answer: "
-                    f"set dispatch_key (e.g. 'PrivateUse1') on your platform class"
-                )
-            return self.dispatch_key
-        return "PrivateUse1" if self.is_npu() else "CUDA"
+        if not self.is_out_of_tree():
+            return "PrivateUse1" if self.is_npu() else "CUDA"
+        if not self.dispatch_key:
+            fix = "set dispatch_key (e.g. 'PrivateUse1') on your platform class"
+            raise NotImplementedError(f"{type(self).__name__}.get_torch_library_dispatch_key() has no answer: {fix}")
+        return self.dispatch_key
 
     # ---- identity and capability questions -------------------------------------------
 
@@ -99,11 +92,7 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
         Default: ``False`` except on CUDA, where torch reports the capability.
         """
-        if not cls.is_cuda_static():
-            return False
-        import torch
-
-        return torch.cuda.get_device_capability()[0] == 10
+        return _cuda_capability(cls)[:1] == (10,)
 
     @classmethod
     @active
@@ -112,11 +101,7 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
         Default: ``False`` except on CUDA, where torch reports the capability.
         """
-        if not cls.is_cuda_static():
-            return False
-        import torch
-
-        return tuple(torch.cuda.get_device_capability()) == (9, 0)
+        return _cuda_capability(cls) == (9, 0)
 
     @classmethod
     @active
@@ -125,11 +110,7 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
         Default: ``False`` except on CUDA, where torch reports the capability.
         """
-        if not cls.is_cuda_static():
-            return False
-        import torch
-
-        return torch.cuda.get_device_capability()[0] == 12
+        return _cuda_capability(cls)[:1] == (12,)
 
     @classmethod
     @active
@@ -182,12 +163,9 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
         Default: compares with ``get_device_capability(device_id)``; ``False`` when that is ``None``.
         """
-        current = self.get_device_capability(device_id)
-        if current is None:
+        if (current := self.get_device_capability(device_id)) is None:
             return False
-        if isinstance(capability, tuple):
-            return current >= capability
-        return current.to_int() >= capability
+        return current >= capability if isinstance(capability, tuple) else current.to_int() >= capability
 
     @active
     def supports_distributed_device_id(self) -> bool:
@@ -195,9 +173,8 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
         Default: ``False`` for an out-of-tree platform and for MPS, MUSA, NPU, CPU and XPU; else ``True``.
         """
-        return not (
-            self.is_out_of_tree() or self.is_mps() or self.is_musa() or self.is_npu() or self.is_cpu() or self.is_xpu()
-        )
+        unsupported = (self.is_out_of_tree, self.is_mps, self.is_musa, self.is_npu, self.is_cpu, self.is_xpu)
+        return not any(query() for query in unsupported)
 
     @classmethod
     @active
@@ -237,19 +214,15 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     @active(required=True)
     def get_local_torch_device(cls) -> torch.device:
         """The ``torch.device`` of this process's rank."""
-        raise _contract.not_implemented(cls, "get_local_torch_device")
+        raise not_implemented(cls, "get_local_torch_device")
 
     @classmethod
     @active(required=True)
     def get_available_gpu_memory(
-        cls,
-        device_id: int | None = None,
-        distributed: bool = False,
-        empty_cache: bool = True,
-        cpu_group: Any = None,
+        cls, device_id: int | None = None, distributed: bool = False, empty_cache: bool = True, cpu_group: Any = None
     ) -> float:
         """Free device memory in GiB (optionally the minimum across ranks)."""
-        raise _contract.not_implemented(cls, "get_available_gpu_memory")
+        raise not_implemented(cls, "get_available_gpu_memory")
 
     @classmethod
     @active
@@ -271,12 +244,7 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
     @classmethod
     @active
-    def get_attn_backend_cls_str(
-        cls,
-        selected_backend: Any,
-        head_size: int,
-        dtype: torch.dtype,
-    ) -> str:
+    def get_attn_backend_cls_str(cls, selected_backend: Any, head_size: int, dtype: torch.dtype) -> str:
         """Qualified name of the attention backend class for these parameters (``""``: none)."""
         return ""
 
@@ -306,8 +274,15 @@ class MMPlatform(DeviceMixin, _contract_class=True):
         """
         qualname = cls.get_device_communicator_cls()
         if cls._enum is PlatformEnum.OOT and qualname == _DEFAULT_DEVICE_COMMUNICATOR:
-            raise NotImplementedError(
-                f"{cls.__name__}.get_all_to_all_communicator_cls() is not implemented: "
-                f"override it (or get_device_communicator_cls) in your platform class"
-            )
+            fix = "override it (or get_device_communicator_cls) in your platform class"
+            raise NotImplementedError(f"{cls.__name__}.get_all_to_all_communicator_cls() is not implemented: {fix}")
         return qualname
+
+
+def _cuda_capability(cls: type[MMPlatform]) -> tuple[int, ...]:
+    """The current CUDA device's compute capability; ``()`` off CUDA (torch is imported only on CUDA)."""
+    if not cls.is_cuda_static():
+        return ()
+    import torch
+
+    return tuple(torch.cuda.get_device_capability())

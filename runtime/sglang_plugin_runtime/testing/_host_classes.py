@@ -32,7 +32,7 @@ from ..platforms._describe import (
     ContractMethod,
     OverrideProblem,
     check_class_namespace,
-    contract_methods,
+    describe_contract,
     find_override_problems,
 )
 from ..platforms.device_mixin import CpuArchEnum, DeviceCapability, DeviceMixin, PlatformEnum
@@ -73,7 +73,7 @@ class RuntimePlatformView:
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
-        self.contract: dict[str, ContractMethod] = contract_methods(cls)
+        self.contract: dict[str, ContractMethod] = {m.name: m for m in describe_contract(cls)}
         #: The hosts that call the class (``"srt"``, ``"diffusion"``); their calls are what the class must accept.
         self.hosts: tuple[str, ...] = _contract.hosts_of(cls)
 
@@ -104,7 +104,7 @@ class HostPlatformView(RuntimePlatformView):
         names = {_HOST_CONTRACT_CLASSES[(base.__module__, base.__name__)] for base in host_bases}
         # SGLang's SRTPlatform includes its DeviceMixin, as ours does: the most derived counterpart decides.
         root = _RUNTIME_CONTRACT_CLASSES["SRTPlatform" if "SRTPlatform" in names else "DeviceMixin"]
-        self.contract = contract_methods(root)
+        self.contract = {m.name: m for m in describe_contract(root)}
         self.hosts = _contract.hosts_of(root)
 
     def override_problems(self) -> list[OverrideProblem]:
