@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections.abc
 import inspect
 import itertools
-import logging
 import sys
 import types
 import typing
@@ -34,8 +33,6 @@ from ..platforms._selection import out_of_tree_identity_problems
 from ._host_classes import RuntimePlatformView, has_member, platform_view
 
 __all__ = ["ConformanceProblem", "assert_platform_conformance", "check_platform_conformance"]
-
-logger = logging.getLogger(__name__)
 
 _NO_RESULT = object()
 
@@ -82,10 +79,8 @@ def _probes(view: RuntimePlatformView) -> tuple[list[_Probe], list[_Probe]]:
             names = list(member.signature.parameters) if member.signature is not None else []
             # Uncalled: positionally, every leading parameter that has an example (as the probes always did).
             leading = len(list(itertools.takewhile(_EXAMPLE_ARGUMENTS.__contains__, names)))
-            forms = [c for c in row.get("calls", ()) if not c.get("read") and not c.get("on_class")] or [
-                {"args": leading}
-            ]
-            for form in forms:
+            calls = [c for c in row.get("calls", ()) if not c.get("read") and not c.get("on_class")]
+            for form in calls or [{"args": leading}]:
                 count, keywords = form.get("args", 0), list(form.get("kwargs", ()))
                 wanted = names[:count] + keywords
                 if all(n in _EXAMPLE_ARGUMENTS for n in wanted):
@@ -108,14 +103,9 @@ def check_platform_conformance(
     """
     view = platform_view(cls)
     if view is None:
-        return [
-            ConformanceProblem(
-                "<class>",
-                "not_a_platform",
-                f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform "
-                f"(sglang_plugin_runtime's, or SGLang's own sglang.srt.platforms.interface.SRTPlatform)",
-            )
-        ]
+        message = f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform (sglang_plugin_runtime's, "
+        message += "or SGLang's own sglang.srt.platforms.interface.SRTPlatform)"
+        return [ConformanceProblem("<class>", "not_a_platform", message)]
     name = cls.__name__
     problems: list[ConformanceProblem] = []
     problems.extend(_identity_problems(view, out_of_tree))
@@ -132,28 +122,17 @@ def check_platform_conformance(
         if implementation is view.base_definition(member):
             reported.add(member.name)
             source = (
-                f"still raises NotImplementedError from {member.qualname}"
-                if implementation is not None
-                else "is not defined"
+                "is not defined"
+                if implementation is None
+                else f"still raises NotImplementedError from {member.qualname}"
             )
-            problems.append(
-                ConformanceProblem(
-                    member.name,
-                    "not_implemented",
-                    f"{name}.{member.name}() is required ({member.status}) and {source}: override it",
-                )
-            )
+            message = f"{name}.{member.name}() is required ({member.status}) and {source}: override it"
+            problems.append(ConformanceProblem(member.name, "not_implemented", message))
 
     try:
         instance = cls()
     except Exception as exc:
-        problems.append(
-            ConformanceProblem(
-                "__init__",
-                "instantiation",
-                f"{name}() raised {type(exc).__name__}: {exc}",
-            )
-        )
+        problems.append(ConformanceProblem("__init__", "instantiation", f"{name}() raised {type(exc).__name__}: {exc}"))
         return problems
 
     probes, device_probes = _probes(view)
@@ -251,22 +230,13 @@ def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProbl
             continue
         value = getattr(cls, member.name, None)
         if not _conforms(view.to_runtime(value), hint):
-            problems.append(
-                ConformanceProblem(
-                    member.name,
-                    "attribute_type",
-                    f"{cls.__name__}.{member.name} is {value!r}; the contract declares {_hint_text(annotation)}",
-                )
-            )
+            message = f"{cls.__name__}.{member.name} is {value!r}; the contract declares {_hint_text(annotation)}"
+            problems.append(ConformanceProblem(member.name, "attribute_type", message))
     return problems
 
 
 def _probe(
-    view: RuntimePlatformView,
-    instance: Any,
-    member: ContractMethod,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
+    view: RuntimePlatformView, instance: Any, member: ContractMethod, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> ConformanceProblem | None:
     cls_name = type(instance).__name__
     call = f"{cls_name}.{member.name}({_call_text(args, kwargs)})"
@@ -282,11 +252,8 @@ def _probe(
     hint = _resolve(annotation, member.declared_in)
     if hint is _NO_RESULT or _conforms(view.to_runtime(result), hint):
         return None
-    return ConformanceProblem(
-        member.name,
-        "return_type",
-        f"{call} returned {result!r} ({type(result).__name__}); the contract declares {_hint_text(annotation)}",
-    )
+    message = f"{call} returned {result!r} ({type(result).__name__}); the contract declares {_hint_text(annotation)}"
+    return ConformanceProblem(member.name, "return_type", message)
 
 
 def _probe_set_device(view: RuntimePlatformView, instance: Any, member: ContractMethod) -> ConformanceProblem | None:
