@@ -5,8 +5,11 @@
 
 from __future__ import annotations
 
+import html
 import importlib.util
+import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -57,7 +60,7 @@ def test_the_command_rewrites_a_stale_table(tmp_path: Path) -> None:
     start = "<!-- contract-table:start sglang_plugin_runtime.platforms.interface:SRTPlatform own -->"
     stale = f"# P\n\n{start}\nold\n<!-- contract-table:end -->\n"
     generated = contract_tables.sync(stale)
-    assert "old" not in generated and "| `get_kv_pool_cls(*, kind: KVPoolKind) -> type | None` |" in generated
+    assert "old" not in generated and "| <code>get_kv_pool_cls(&#42;, kind: KVPoolKind) " in generated
     assert contract_tables.sync(generated) == generated
 
 
@@ -77,6 +80,69 @@ def test_defaults_read_as_the_code_behaves() -> None:
     default = contract_tables.default_behaviour
     assert default(members["get_device"]) == "raises `NotImplementedError`: override it"
     assert default(members["init_backend"]) == "does nothing"
-    assert default(members["get_compile_options"]) == "returns `None`"
-    assert default(members["dispatch_key"]) == "`''`"
+    assert default(members["get_compile_options"]) == "returns <code>None</code>"
+    assert default(members["dispatch_key"]) == "<code>''</code>"
     assert default(members["reindex_device_id"]) == "yields ``device_id`` unchanged."
+
+
+@pytest.mark.parametrize("page", contract_tables.pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_every_generated_row_has_its_headers_cells_as_github_splits_them(page: Path) -> None:
+    """GitHub splits a row at every unescaped ``|``, even inside a code span: each row keeps its header's shape."""
+    for region in re.findall(r"^<!-- \S+:start.*?^<!-- \S+:end -->", page.read_text(encoding="utf-8"), re.M | re.S):
+        table: list[int] = []
+        for line in region.splitlines() + [""]:
+            if line.startswith("|"):
+                table.append(len(re.split(r"(?<!\\)\|", line.strip())))
+            elif table:
+                assert set(table) == {table[0]}, f"{page.name}: a row has more or fewer cells than its header"
+                table = []
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("docs-site")
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="no Chromium installed (apt-get install chromium)")
+@pytest.mark.parametrize("page", ["platform-contract.md", "reference/contract.md", "getting-started.md", "sglang.md"])
+def test_no_identifier_in_a_table_breaks_across_lines_at_1300_px(page: str, tmp_path: Path) -> None:
+    from _docs_support import build_site, page_html
+
+    proc, site = build_site()
+    assert proc.returncode == 0, "the site did not build: see test_site_builds_strictly"
+    source = page_html(site, page)
+    probe = source.with_name(f"_wrap_{tmp_path.name}.html")
+    probe.write_text(source.read_text(encoding="utf-8").replace("<head>", "<head>" + _WRAP_PROBE, 1), encoding="utf-8")
+    try:
+        command = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files"]
+        command += [f"--user-data-dir={tmp_path / 'profile'}", "--host-resolver-rules=MAP * ~NOTFOUND"]
+        command += ["--virtual-time-budget=10000", "--window-size=1300,1000", "--dump-dom", probe.as_uri()]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    finally:
+        probe.unlink()
+    found = re.search(r'<pre id="wrap-report">(.*?)</pre>', result.stdout, re.S)
+    assert found, f"{page}: the page never reported ({result.stderr[-1000:]})"
+    report = json.loads(html.unescape(found.group(1)))
+    assert report["identifiers"] > 0 and report["broken"] == [], report["broken"]
+
+
+# Each identifier (a run of letters, digits, ``_`` and ``.``) in a table's code spans must sit on one line.
+_WRAP_PROBE = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const broken = [];
+  let identifiers = 0;
+  for (const code of document.querySelectorAll(".md-content table code")) {
+    const walker = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.textContent.matchAll(/[A-Za-z_][\\w.]*/g)) {
+        identifiers++;
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        if (new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1) broken.push(match[0]);
+      }
+    }
+  }
+  const out = document.createElement("pre");
+  out.id = "wrap-report";
+  out.textContent = JSON.stringify({identifiers, broken});
+  document.body.appendChild(out);
+}, 300));
+</script>"""

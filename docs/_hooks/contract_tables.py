@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import html
 import importlib
 import inspect
 import re
@@ -43,10 +44,24 @@ _OWNER_TITLES = {
 }
 
 
-def _cell(text: str, *, code: bool = False) -> str:
-    # Python-Markdown's tables never split on a pipe inside a code span, and print a backslash there verbatim.
+def _cell(text: str) -> str:
+    """Prose for a table cell: one line, its pipes escaped (a code span in it must hold none: see ``_code``)."""
     text = text.replace("\n", " ")
-    return f"`{text}`" if code else text.replace("|", "\\|")
+    if "|" in "".join(re.findall(r"`+[^`]*`+", text)):
+        raise ValueError(f"a code span in a table cell holds a '|', which splits the cell on GitHub: {text!r}")
+    return text.replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """Inline code for a table cell, written as HTML so that it reads the same on the site and in GitHub's view.
+
+    GitHub splits a table cell at a ``|`` even inside backticks, and Python-Markdown prints an escaped one with its
+    backslash; an entity is a pipe to both. ``<``, ``*`` are entities too (no tag, no emphasis), and the ``->`` of
+    a signature never breaks across lines (extra.css keeps identifiers whole).
+    """
+    escaped = html.escape(text, quote=False).replace("|", "&#124;").replace("*", "&#42;")
+    arrow = ' <span class="nowrap">-&gt;</span> '
+    return f"<code>{escaped.replace(' -&gt; ', arrow)}</code>"
 
 
 # --------------------------------------------------------------------------------------
@@ -67,7 +82,7 @@ def default_behaviour(member: Any) -> str:
         source = textwrap.dedent(inspect.getsource(member.declared_in))
         (klass,) = ast.parse(source).body
         values = [n.value for n in klass.body if isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == member.name]
-        return f"`{ast.unparse(values[0])}`" if values and values[0] is not None else "unset"
+        return _code(ast.unparse(values[0])) if values and values[0] is not None else "unset"
     said = re.search(r"^Default: (.+?)(?:\n\n|\Z)", inspect.getdoc(member.function) or "", re.M | re.S)
     if said:
         return " ".join(said.group(1).split())
@@ -78,7 +93,7 @@ def default_behaviour(member: Any) -> str:
     if not body:
         return "does nothing"
     if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
-        return f"returns `{ast.unparse(body[0].value)}`"
+        return f"returns {_code(ast.unparse(body[0].value))}"
     raise ValueError(f"{member.qualname}: say what it does by default in its docstring ('Default: ...')")
 
 
@@ -91,20 +106,20 @@ def contract_table(cls: type, *, own_only: bool = False) -> str:
     """The Markdown table of ``cls``'s platform contract, one row per member, in declaration order."""
     from sglang_plugin_runtime.platforms import describe_contract
 
-    rows = [
-        "| member | kind | a host calls it | must override | by default | declared in | what it is for |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    # A table of one class's own members leaves out "declared in": it is that class on every row.
+    headers = ["member", "kind", "a host calls it", "must override", "by default", "declared in", "what it is for"]
+    headers = [h for h in headers if not (own_only and h == "declared in")]
+    rows = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for member in describe_contract(cls):
         if own_only and member.declared_in is not cls:
             continue
         cells = [
-            _cell(member.render(), code=True),
+            _code(member.render()),
             member.kind,
             "yes (active)" if member.status == "active" else "not yet (reserved)",
             "**yes**" if member.required else "no",
-            default_behaviour(member),
-            f"`{member.declared_in.__name__}`",
+            _cell(default_behaviour(member)),
+            *([] if own_only else [_code(member.declared_in.__name__)]),
             _cell(member.summary),
         ]
         rows.append("| " + " | ".join(cells) + " |")
@@ -127,17 +142,18 @@ def interface_tables() -> str:
             "|---|---|---|---|",
         ]
         for row in (r for r in rows if r.get("owner") == owner):
-            shape = f"{'@classmethod ' if row['kind'] == 'classmethod' else ''}{row['signature']}" or row["kind"]
-            calls = [f"`{render_call(c, row['name'])}` ({_cell(c['site'])})" for c in row.get("calls", ())]
+            shape = f"{'@classmethod ' if row['kind'] == 'classmethod' else ''}{row['signature']}"
+            shape = _code(shape) if row["signature"] else row["kind"]
+            calls = [f"{_code(render_call(c, row['name']))} ({_cell(c['site'])})" for c in row.get("calls", ())]
             if row.get("replacement"):
                 status = (
                     f"retired; served by {', '.join(row['served_by'])} and the runtime (DeprecationWarning): "
-                    f"override `{row['replacement']}`"
+                    f"override {_code(row['replacement'])}"
                 )
             else:
                 first = row["versions"][0]
                 status = ", ".join(row["versions"]) if first == versions[0] else f"since {first}"
-            lines.append(f"| `{row['name']}` | {_cell(shape)} | {'<br>'.join(calls) or 'not called'} | {status} |")
+            lines.append(f"| {_code(row['name'])} | {shape} | {'<br>'.join(calls) or 'not called'} | {status} |")
         lines.append("")
     lines += [
         "### Names of other SGLang versions",
@@ -148,7 +164,7 @@ def interface_tables() -> str:
         "| name | where it comes from |",
         "|---|---|",
     ]
-    lines += [f"| `{row['name']}` | {_cell(row['origin'])} |" for row in rows if "origin" in row]
+    lines += [f"| {_code(row['name'])} | {_cell(row['origin'])} |" for row in rows if "origin" in row]
     return "\n".join(lines)
 
 
