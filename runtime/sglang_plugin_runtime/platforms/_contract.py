@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import json
 import logging
 import weakref
 from collections.abc import Callable, Collection
 from functools import cache, cached_property
-from importlib.resources import files
 from types import FunctionType
 from typing import Any, Literal, NamedTuple, TypeVar, overload
 
@@ -145,6 +143,9 @@ def checked_classes(cls: type, *, whole_mro: bool) -> list[type]:
 @cache
 def interface_rows() -> tuple[dict[str, Any], ...]:
     """Every row of the interface table: a name of an SGLang platform class (with ``host``), or of another version."""
+    import json  # only a platform subclass's definition reads the table
+    from importlib.resources import files
+
     text = files(__package__).joinpath("interface_table.jsonl").read_text(encoding="utf-8")
     return tuple(json.loads(line) for line in text.splitlines())
 
