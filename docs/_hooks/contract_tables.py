@@ -56,12 +56,12 @@ def _code(text: str) -> str:
     """Inline code for a table cell, written as HTML so that it reads the same on the site and in GitHub's view.
 
     GitHub splits a table cell at a ``|`` even inside backticks, and Python-Markdown prints an escaped one with its
-    backslash; an entity is a pipe to both. ``<``, ``*`` are entities too (no tag, no emphasis), and the ``->`` of
-    a signature never breaks across lines (extra.css keeps identifiers whole).
+    backslash; an entity is a pipe to both. ``<``, ``*`` are entities too (no tag, no emphasis). On the site the
+    code never wraps (``nowrap``, extra.css) except after a comma or an opening parenthesis (``<wbr>``).
     """
     escaped = html.escape(text, quote=False).replace("|", "&#124;").replace("*", "&#42;")
-    arrow = ' <span class="nowrap">-&gt;</span> '
-    return f"<code>{escaped.replace(' -&gt; ', arrow)}</code>"
+    breakable = re.sub(r"\((?!\))", "(<wbr>", escaped.replace(", ", ", <wbr>"))
+    return f'<code class="nowrap">{breakable}</code>'
 
 
 # --------------------------------------------------------------------------------------
@@ -107,7 +107,7 @@ def contract_table(cls: type, *, own_only: bool = False) -> str:
     from sglang_plugin_runtime.platforms import describe_contract
 
     # A table of one class's own members leaves out "declared in": it is that class on every row.
-    headers = ["member", "kind", "a host calls it", "must override", "by default", "declared in", "what it is for"]
+    headers = ["member", "what it is for", "by default", "kind", "a host calls it", "must override", "declared in"]
     headers = [h for h in headers if not (own_only and h == "declared in")]
     rows = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for member in describe_contract(cls):
@@ -115,12 +115,12 @@ def contract_table(cls: type, *, own_only: bool = False) -> str:
             continue
         cells = [
             _code(member.render()),
+            _cell(member.summary),
+            _cell(default_behaviour(member)),
             member.kind,
             "yes (active)" if member.status == "active" else "not yet (reserved)",
             "**yes**" if member.required else "no",
-            _cell(default_behaviour(member)),
             *([] if own_only else [_code(member.declared_in.__name__)]),
-            _cell(member.summary),
         ]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
