@@ -56,12 +56,12 @@ def _code(text: str) -> str:
     """Inline code for a table cell, written as HTML so that it reads the same on the site and in GitHub's view.
 
     GitHub splits a table cell at a ``|`` even inside backticks, and Python-Markdown prints an escaped one with its
-    backslash; an entity is a pipe to both. ``<``, ``*`` are entities too (no tag, no emphasis). On the site the
-    code never wraps (``nowrap``, extra.css) except after a comma or an opening parenthesis (``<wbr>``).
+    backslash; an entity is a pipe to both. ``<``, ``*`` are entities too (no tag, no emphasis). On the site code in
+    a table never wraps (extra.css), except where ``<wbr>`` allows it: after a comma or an opening parenthesis.
     """
     escaped = html.escape(text, quote=False).replace("|", "&#124;").replace("*", "&#42;")
     breakable = re.sub(r"\((?!\))", "(<wbr>", escaped.replace(", ", ", <wbr>"))
-    return f'<code class="nowrap">{breakable}</code>'
+    return f"<code>{breakable}</code>"
 
 
 # --------------------------------------------------------------------------------------
