@@ -222,7 +222,8 @@ def test_strict_build_fails_on_a_broken_link_and_a_failing_command(tmp_path: Pat
             $ python -c "print('generated at build time')"
             ```
 
-            <!-- sglang-docs: contract-table sglang_plugin_runtime.platforms.interface:SRTPlatform -->
+            <!-- contract-table:start sglang_plugin_runtime.platforms.interface:SRTPlatform -->
+            <!-- contract-table:end -->
             """,
             "other.md": """
             # Other

@@ -1,41 +1,60 @@
-"""The interface table: consistent with the runtime's contract classes, and rendered into the docs.
+"""The interface table: data (one JSON row per line), consistent with the runtime's contract classes, and shipped.
 
-``tests_sglang/test_interface_table.py`` checks the rows against the real SGLang 0.5.23 wheel.
+``tests_sglang/test_interface_table.py`` writes the rows from the real SGLang 0.5.23 wheel and checks them against it.
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from sglang_plugin_runtime.platforms import _contract
-from sglang_plugin_runtime.platforms import _interface_table as table
+from sglang_plugin_runtime.platforms._describe import find_override_problems, host_versions
 from sglang_plugin_runtime.platforms.interface import SRTPlatform
 from sglang_plugin_runtime.platforms.multimodal import MMPlatform
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "platform-contract.md"
-START, END = "<!-- interface-table:start -->", "<!-- interface-table:end -->"
-CONTRACTS = {table.SRT: SRTPlatform, table.DIFFUSION: MMPlatform}
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "runtime" / "sglang_plugin_runtime" / "platforms" / "interface_table.jsonl"
+CONTRACTS = {"srt": SRTPlatform, "diffusion": MMPlatform}
 
 
-@pytest.mark.parametrize("host", [table.SRT, table.DIFFUSION])
+def rows(host: str | None = None) -> list[dict]:
+    return [row for row in _contract.interface_rows() if "host" in row and host in (None, row["host"])]
+
+
+def other_version_names() -> dict[str, str]:
+    return {row["name"]: row["origin"] for row in _contract.interface_rows() if "origin" in row}
+
+
+def test_the_table_is_one_json_object_per_line() -> None:
+    lines = DATA.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == list(_contract.interface_rows())
+    for row in rows():
+        assert {"name", "owner", "host", "kind", "signature", "versions"} <= set(row), row
+        assert row["host"] in CONTRACTS and row.get("probe", "cheap") in ("cheap", "device"), row
+
+
+@pytest.mark.parametrize("host", ["srt", "diffusion"])
 def test_every_name_sglang_declares_is_in_the_runtimes_contract(host: str) -> None:
-    declared = {row.name for row in table.entries(host) if not row.retired}
+    declared = {row["name"] for row in rows(host) if "replacement" not in row}
     assert declared <= set(_contract.contract_members(CONTRACTS[host]))
 
 
 def test_every_srt_contract_member_has_a_row() -> None:
-    assert set(_contract.contract_members(SRTPlatform)) <= {row.name for row in table.entries(table.SRT)}
+    assert set(_contract.contract_members(SRTPlatform)) <= {row["name"] for row in rows("srt")}
 
 
-@pytest.mark.parametrize("host", [table.SRT, table.DIFFUSION])
+@pytest.mark.parametrize("host", ["srt", "diffusion"])
 def test_the_runtimes_own_contract_accepts_every_call_its_host_makes(host: str) -> None:
     """The base classes themselves pass the check: each recorded call binds to the contract's definition."""
     cls = CONTRACTS[host]
-    assert [
-        p for p in _contract.find_override_problems(type("Probe", (cls,), dict(vars_of_contract(cls)))) if p.is_error
-    ] == []
+    assert [p for p in find_override_problems(type("Probe", (cls,), dict(vars_of_contract(cls)))) if p.is_error] == []
 
 
 def vars_of_contract(cls: type) -> dict[str, object]:
@@ -46,61 +65,93 @@ def vars_of_contract(cls: type) -> dict[str, object]:
 
 
 def test_retired_hooks_name_their_replacement_and_who_serves_them() -> None:
-    retired = table.retired_entries()
-    assert [r.name for r in retired] == ["get_mha_kv_pool_cls", "get_mla_kv_pool_cls", "get_dsa_kv_pool_cls"]
+    retired = [row for row in rows("srt") if "replacement" in row]
+    assert [r["name"] for r in retired] == ["get_mha_kv_pool_cls", "get_mla_kv_pool_cls", "get_dsa_kv_pool_cls"]
     for row in retired:
-        assert row.replacement.startswith("get_kv_pool_cls(self, *, kind)")
-        assert row.served_by == ("0.5.23",) and row.versions == ()
+        assert row["replacement"].startswith("get_kv_pool_cls(self, *, kind)")
+        assert row["served_by"] == ["0.5.23"] and row["versions"] == []
 
 
 def test_names_of_other_versions_are_known_and_none_is_a_current_name() -> None:
-    current = {row.name for row in table.entries()}
-    assert not current & set(table.OTHER_VERSION_NAMES)
-    assert all(table.is_known_name(name) for name in table.OTHER_VERSION_NAMES)
-    assert not table.is_known_name("vendor_name")
+    current = {row["name"] for row in rows()}
+    assert not current & set(other_version_names())
+    assert all(_contract.is_known_name(name) for name in other_version_names())
+    assert not _contract.is_known_name("vendor_name")
+
+
+def test_the_supported_host_versions_are_derived_from_the_rows() -> None:
+    assert host_versions() == ("0.5.23", "main")
 
 
 def test_rows_since_main_are_not_in_0_5_23() -> None:
-    (mlu,) = [row for row in table.entries(table.SRT) if row.name == "is_mlu"]
-    assert mlu.versions == ("main",)
-    assert table.entry("is_cuda", table.SRT).versions == ("0.5.23", "main")
+    assert _contract.interface_row("is_mlu", "srt")["versions"] == ["main"]
+    assert _contract.interface_row("is_cuda", "srt")["versions"] == ["0.5.23", "main"]
 
 
 def test_every_call_names_where_it_is_made() -> None:
-    for row in table.entries():
-        for call in row.calls:
-            assert call.site, row
-            assert call.render(row.name).startswith(("platform.", "PlatformClass."))
-
-
-def test_the_doc_carries_the_generated_interface_table() -> None:
-    """docs/platform-contract.md between the markers is exactly ``render_markdown()``; rewritten when stale."""
-    text = DOC.read_text(encoding="utf-8")
-    assert START in text and END in text, f"{DOC} lost its interface-table markers"
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    generated = (
-        f"{head}{START}\n<!-- generated from sglang_plugin_runtime/platforms/_interface_table.py by "
-        f"tests/test_interface_table.py: do not edit -->\n\n{table.render_markdown()}\n{END}{tail}"
-    )
-    if generated != text:
-        DOC.write_text(generated, encoding="utf-8")
-        pytest.fail(
-            f"{DOC.name} was out of date with the interface table; it has been rewritten: review and commit it",
-            pytrace=False,
-        )
+    for row in rows():
+        for call in row.get("calls", ()):
+            assert call["site"].startswith(("sglang/", "sglang_plugin_runtime.")), row
+            assert _contract.render_call(call, row["name"]).startswith(("platform.", "PlatformClass.")), row
 
 
 def test_the_contract_names_its_hosts_as_the_table_does() -> None:
-    from sglang_plugin_runtime.platforms import _contract, _interface_table
-
-    assert _contract._HOSTS == {"SRTPlatform": (_interface_table.SRT,), "MMPlatform": (_interface_table.DIFFUSION,)}
+    assert (_contract.hosts_of(SRTPlatform), _contract.hosts_of(MMPlatform)) == (("srt",), ("diffusion",))
+    assert {row["host"] for row in rows()} == set(CONTRACTS)
 
 
 def test_resolving_the_fallback_platform_does_not_read_the_interface_table(site) -> None:
     out = site.run_json(
-        "import json, sys\n"
-        "from sglang_plugin_runtime.platforms import current_platform\n"
-        "print(json.dumps('sglang_plugin_runtime.platforms._interface_table' in sys.modules))\n"
+        "import json\n"
+        "from sglang_plugin_runtime.platforms import _contract, current_platform\n"
+        "current_platform.device_name\n"
+        "print(json.dumps(_contract.interface_rows.cache_info().currsize))\n"
     )
-    assert out is False
+    assert out == 0
+
+
+def test_defining_a_platform_class_reads_the_interface_table(site) -> None:
+    out = site.run_json(
+        "import json\n"
+        "from sglang_plugin_runtime.platforms import _contract\n"
+        "from sglang_plugin_runtime.platforms.interface import SRTPlatform\n"
+        "class Plat(SRTPlatform):\n"
+        "    def get_default_attention_backend(self):\n"
+        "        return 'widget'\n"
+        "print(json.dumps(_contract.interface_rows.cache_info().currsize))\n"
+    )
+    assert out == 1
+
+
+@pytest.mark.slow
+def test_the_wheel_ships_the_table_and_an_installed_wheel_reads_it(tmp_path: Path) -> None:
+    """``python -m build`` puts the data file in the wheel; a class defined over a plain (non-editable) install of
+    that wheel is checked against it."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "runtime", source / "runtime", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    # The dev venv has setuptools (which builds wheels itself) but not the separate `wheel` package pyproject lists.
+    build = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check"]
+    subprocess.run([*build, "--outdir", str(tmp_path / "dist"), str(source)], check=True, capture_output=True)
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    assert "sglang_plugin_runtime/platforms/interface_table.jsonl" in zipfile.ZipFile(wheel).namelist()
+    target = tmp_path / "installed"
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)]
+    subprocess.run(install, check=True, capture_output=True, text=True)
+    code = (
+        "import sglang_plugin_runtime\n"
+        "from sglang_plugin_runtime.platforms.interface import SRTPlatform\n"
+        "try:\n"
+        "    class Plat(SRTPlatform):\n"
+        "        def is_pin_memory_available(self): ...\n"
+        "except TypeError as exc:\n"
+        "    print(sglang_plugin_runtime.__file__, 'called from sglang/srt/utils/common.py' in str(exc))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env={"PYTHONPATH": str(target)}, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    location, refused = result.stdout.split()
+    assert Path(location).is_relative_to(target) and refused == "True"

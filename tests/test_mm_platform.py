@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from sglang_plugin_runtime.platforms import _contract
+from sglang_plugin_runtime.platforms import describe_contract
 from sglang_plugin_runtime.platforms.device_mixin import DeviceCapability, DeviceMixin, PlatformEnum
 from sglang_plugin_runtime.platforms.multimodal import MMPlatform
 
@@ -164,7 +164,7 @@ def test_mm_get_device_keeps_device_mixin_signature() -> None:
 
 
 def test_every_mm_member_is_active() -> None:
-    members = [m for m in _contract.describe_contract(MMPlatform) if m.declared_in is MMPlatform]
+    members = [m for m in describe_contract(MMPlatform) if m.declared_in is MMPlatform]
     assert members and all(m.status == "active" for m in members)
 
 

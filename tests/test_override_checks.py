@@ -3,7 +3,7 @@
 Every platform class SGLang would run is accepted: a vendor's own public API, names of other SGLang versions,
 retired hooks the host still serves, renamed parameters the host passes positionally, a vendor device mixin with
 extra methods. A ``TypeError`` is kept for an override that cannot accept a call the host makes
-(``_interface_table`` records each one); a public name one or two keystrokes from a contract name gets a WARNING.
+(the interface table records each one); a public name one or two keystrokes from a contract name gets a WARNING.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from functools import cached_property
 import pytest
 
 from sglang_plugin_runtime.platforms import _contract
+from sglang_plugin_runtime.platforms._describe import find_override_problems
 from sglang_plugin_runtime.platforms.device_mixin import DeviceMixin, PlatformEnum
 from sglang_plugin_runtime.platforms.interface import SRTPlatform
 from sglang_plugin_runtime.platforms.multimodal import MMPlatform
@@ -50,7 +51,7 @@ def test_vendor_public_methods_and_properties_are_accepted_silently(caplog: pyte
 
     assert Plat().vendor_name == "acme"
     assert _warnings(caplog) == []
-    kinds = {(p.attribute, p.kind) for p in _contract.find_override_problems(Plat)}
+    kinds = {(p.attribute, p.kind) for p in find_override_problems(Plat)}
     assert kinds == {("frobnicate", "unknown"), ("vendor_name", "unknown"), ("get_device_count", "unknown")}
 
 
@@ -71,7 +72,7 @@ def test_names_of_other_sglang_versions_are_accepted(caplog: pytest.LogCaptureFi
                 return object
 
     assert _warnings(caplog) == []
-    problems = {p.attribute: p for p in _contract.find_override_problems(Plat)}
+    problems = {p.attribute: p for p in find_override_problems(Plat)}
     assert {p.kind for p in problems.values()} == {"unknown"}
     assert "SRTPlatform before 0.5.23" in problems["support_cuda_graph"].message
 
@@ -85,7 +86,7 @@ def test_a_member_of_the_other_host_is_accepted_on_a_platform() -> None:
         def get_kv_pool_cls(self, *, kind: str) -> None:
             return None
 
-    problems = _contract.find_override_problems(Plat) + _contract.find_override_problems(MMPlat)
+    problems = find_override_problems(Plat) + find_override_problems(MMPlat)
     assert [(p.attribute, p.kind) for p in problems] == [("is_hpu", "unknown"), ("get_kv_pool_cls", "unknown")]
     assert "a name of MMPlatform; not called here" in problems[0].message
 
@@ -281,7 +282,7 @@ def test_retired_hook_warns_once_per_class() -> None:
 
 def test_retired_hook_is_reported_with_its_replacement() -> None:
     Plat = _define({"get_mha_kv_pool_cls": lambda self: object})
-    (problem,) = _contract.find_override_problems(Plat)
+    (problem,) = find_override_problems(Plat)
     assert (problem.kind, problem.is_error) == ("retired", False)
     assert "override get_kv_pool_cls(self, *, kind) for kind='mha' instead" in problem.message
 
@@ -535,7 +536,7 @@ def test_find_override_problems_reports_without_raising() -> None:
     Plat = _define(
         {"get_devce_name": lambda self: "x", "get_kv_pool_cls": lambda self: None}, SRTPlatform, check_overrides=False
     )
-    problems = _contract.find_override_problems(Plat)
+    problems = find_override_problems(Plat)
     assert [(p.attribute, p.kind, p.is_error) for p in problems] == [
         ("get_devce_name", "misspelled", False),
         ("get_kv_pool_cls", "signature", True),
@@ -548,7 +549,7 @@ def test_subclass_of_bypassed_class_reports_base_problems_in_whole_mro_mode() ->
     class Child(Base):
         pass
 
-    assert [p.owner for p in _contract.find_override_problems(Child)] == ["Plat"]
+    assert [p.owner for p in find_override_problems(Child)] == ["Plat"]
 
 
 def test_contract_classes_do_not_redefine_each_others_names() -> None:

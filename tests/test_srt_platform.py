@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from sglang_plugin_runtime.platforms import _contract
+from sglang_plugin_runtime.platforms import describe_contract
 from sglang_plugin_runtime.platforms.device_mixin import DeviceMixin, PlatformEnum
 from sglang_plugin_runtime.platforms.interface import (
     PlatformCapabilities,
@@ -142,18 +142,18 @@ def test_reject_out_of_tree_path_is_noop_in_tree() -> None:
 
 
 def test_every_srt_member_is_active() -> None:
-    srt_members = [m for m in _contract.describe_contract(SRTPlatform) if m.declared_in is SRTPlatform]
+    srt_members = [m for m in describe_contract(SRTPlatform) if m.declared_in is SRTPlatform]
     assert srt_members and all(m.status == "active" for m in srt_members)
 
 
 def test_describe_contract_marks_required_members() -> None:
-    required = {m.name for m in _contract.describe_contract(SRTPlatform) if m.required}
+    required = {m.name for m in describe_contract(SRTPlatform) if m.required}
     assert {"get_default_attention_backend", "get_device_total_memory", "get_device"} <= required
     assert "get_compile_backend" not in required
 
 
 def test_describe_contract_records_status_kind_signature_and_declaring_class() -> None:
-    members = {m.name: m for m in _contract.describe_contract(SRTPlatform)}
+    members = {m.name: m for m in describe_contract(SRTPlatform)}
     member = members["get_device_total_memory"]
     assert (member.status, member.required, member.kind, member.declared_in) == (
         "active",
@@ -168,7 +168,7 @@ def test_describe_contract_records_status_kind_signature_and_declaring_class() -
 
 
 def test_describe_contract_lists_device_mixin_members_first() -> None:
-    names = [m.name for m in _contract.describe_contract(SRTPlatform)]
+    names = [m.name for m in describe_contract(SRTPlatform)]
     assert names.index("is_cuda") < names.index("apply_server_args_defaults")
 
 

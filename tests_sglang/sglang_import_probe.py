@@ -22,8 +22,9 @@ else:
 refused = {}
 try:
     from sglang_plugin_runtime.platforms import _contract
+    from sglang_plugin_runtime.platforms._describe import find_override_problems
     def collect(cls):
-        problems = _contract.find_override_problems(cls, whole_mro=False)
+        problems = find_override_problems(cls, whole_mro=False)
         if problems:
             refused[cls.__qualname__] = [p.message for p in problems]
     _contract.enforce = collect

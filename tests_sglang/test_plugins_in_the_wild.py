@@ -4,7 +4,7 @@ Real out-of-tree platforms (a Tenstorrent plugin, FlagOS's multi-vendor plugin, 
 define extra public methods, retired hooks, renamed parameters and vendor properties. Each shape below is our own
 plugin written that way, installed as a distribution and selected with ``SGLANG_PLATFORM`` by SGLang 0.5.23 and by
 the runtime, each in a fresh process. Then the host's own calls of every member the plugin defines are made, in the
-form ``_interface_table`` records (``test_interface_table.py`` proves those are SGLang's real calls). The verdict
+form the interface table records (``test_interface_table.py`` proves those are SGLang's real calls). The verdict
 (``runs``, or ``fails: <member>``) must be the same for both; the table of outcomes becomes the "plugins in the
 wild" section of docs/sglang.md, written the way the compatibility matrix is.
 """
@@ -186,7 +186,7 @@ except Exception as exc:
         root = root.__cause__
     out["error"] = f"{{type(root).__name__}}: {{root}}"
 else:
-    from sglang_plugin_runtime.platforms import _interface_table as table
+    from sglang_plugin_runtime.platforms._contract import interface_row
     from sglang_plugin_runtime.testing import check_platform_conformance
     values = {{"device_id": 0, "device": None, "local_rank": 0, "algorithm": "EAGLE", "backend": "triton",
                "phase": "draft_decode", "kind": "mha", "mode": None, "quantization": "fp8", "server_args": None,
@@ -195,22 +195,22 @@ else:
     out["selected"] = cls.__name__
     own = [n for k in cls.__mro__ if k.__module__ == "wild_platform" for n in vars(k) if not n.startswith("_")]
     for name in dict.fromkeys(own):
-        row = table.entry(name, "srt")
+        row = interface_row(name, "srt")
         if row is None:
             continue
-        if row.retired:
+        if "replacement" in row:
             kind = name.split("_")[1]
             served = platform.get_kv_pool_cls(kind=kind)
             out["served"][kind] = getattr(served, "__name__", repr(served))
             continue
-        params = [p.strip().split("=")[0].strip("*") for p in row.signature.strip("()").split(",")][1:]
-        for call in row.calls:
+        params = [p.strip().split("=")[0].strip("*") for p in row["signature"].strip("()").split(",")][1:]
+        for call in row.get("calls", ()):
             try:
-                if call.read:
+                if call.get("read"):
                     getattr(platform, name)
                 else:
-                    args = [values[p] for p in params[: call.args]]
-                    result = getattr(platform, name)(*args, **{{k: values[k] for k in call.kwargs}})
+                    args = [values[p] for p in params[: call.get("args", 0)]]
+                    result = getattr(platform, name)(*args, **{{k: values[k] for k in call.get("kwargs", ())}})
                     if hasattr(result, "__enter__"):
                         with result:
                             pass

@@ -7,9 +7,8 @@
 - ``on_page_markdown``: gives each page with ``exec="on"`` blocks a fresh working directory, runs the page's
   ``setup="on"`` Python blocks there (in order, as scripts), and runs its shell blocks there, so a page can create a
   playground (``write_fake_distribution("site", ...)``) and then show ``$ PYTHONPATH=site sglang-plugins list``.
-  It also replaces ``<!-- sglang-docs: contract-table module:Class [own] -->`` with the platform
-  contract table generated from the code's own ``@active`` / ``@reserved`` markers
-  (``sglang_plugin_runtime.platforms._contract.describe_contract``), and strips the doc-test options
+  It also fills the generated contract tables (``<!-- contract-table:start ... -->``, ``<!-- interface-table:start
+  -->``; ``contract_tables.py``) from the code, so the site never shows a stale one, and strips the doc-test options
   (``test="..."``, ``group="..."``, ``site="..."``) from code fences so they never reach the page.
 - ``on_config`` / ``on_files``: the site carries the pinned mermaid.js (``mermaid_js.py``: fetched once with npm,
   checked by SHA-256) as ``javascripts/mermaid.min.js``, loaded on every page, so Material draws the diagrams with
@@ -19,7 +18,6 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import shutil
@@ -30,15 +28,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from contract_tables import sync as sync_contract_tables
 from demo_site import build_demo_site, foreign_plugins, unclean_environment_message
 from mermaid_js import VERSION as MERMAID_VERSION
 from mermaid_js import MermaidUnavailable, pinned_mermaid_js
 
 _state: dict[str, Any] = {}
 
-_MARKER = re.compile(
-    r"^<!--\s*sglang-docs:\s*contract-table\s+(?P<target>[\w.]+[:.]\w+)(?P<own>\s+own)?\s*-->\s*$", re.M
-)
 # A fence opener with our doc-test options: ```py test="skip" / ```python group="tour" site="demo".
 _DOC_TEST_OPTION = re.compile(r'\s+(?:test|group|site|reason|setup)="[^"]*"')
 # A whole fenced block: indent, fence, info string, body.
@@ -105,46 +101,6 @@ def on_shutdown() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _resolve(target: str) -> type:
-    module, _, name = target.partition(":") if ":" in target else target.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
-def _cell(text: str, *, code: bool = False) -> str:
-    # Python-Markdown's tables never split on a pipe inside a code span, and print a backslash there verbatim.
-    text = text.replace("\n", " ")
-    return f"`{text}`" if code else text.replace("|", "\\|")
-
-
-def contract_table(cls: type, *, own_only: bool = False) -> str:
-    """The Markdown table of ``cls``'s platform contract, one row per member, in declaration order."""
-    from sglang_plugin_runtime.platforms._contract import describe_contract
-
-    rows = [
-        "| member | kind | a host calls it | must override | declared in | what it is for |",
-        "|---|---|---|---|---|---|",
-    ]
-    for member in describe_contract(cls):
-        if own_only and member.declared_in is not cls:
-            continue
-        status = "yes (active)" if member.status == "active" else "not yet (reserved)"
-        rows.append(
-            "| "
-            + " | ".join(
-                [
-                    _cell(member.render(), code=True),
-                    member.kind,
-                    status,
-                    "**yes**" if member.required else "no",
-                    f"`{member.declared_in.__name__}`",
-                    _cell(member.summary),
-                ]
-            )
-            + " |"
-        )
-    return "\n".join(rows)
-
-
 def _page_workdir(page: Any) -> Path:
     slug = re.sub(r"\W+", "_", page.file.src_uri)
     workdir = Path(_state["tmp"]) / "pages" / slug
@@ -208,10 +164,7 @@ def _rewrite_fences(markdown: str, workdir: Path | None) -> str:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    def render(match: re.Match[str]) -> str:
-        return contract_table(_resolve(match.group("target")), own_only=bool(match.group("own")))
-
-    markdown = _MARKER.sub(render, markdown)
+    markdown = sync_contract_tables(markdown)
     workdir = None
     if _EXEC_ON.search(markdown):
         workdir = _page_workdir(page)

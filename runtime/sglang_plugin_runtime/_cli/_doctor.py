@@ -111,7 +111,7 @@ def _override_findings(cls: type, problems: Problems) -> list[dict[str, str]]:
     A name no host calls (the vendor's own API, another SGLang version's name, a retired hook) is listed and is
     no problem: SGLang runs such a class.
     """
-    from ..platforms._contract import find_override_problems
+    from ..platforms._describe import find_override_problems
 
     findings = find_override_problems(cls)
     for finding in findings:

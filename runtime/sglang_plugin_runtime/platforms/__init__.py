@@ -27,7 +27,7 @@ from ._selection import (
 )
 
 if TYPE_CHECKING:
-    from ._contract import describe_contract
+    from ._describe import describe_contract
     from .device_mixin import CpuArchEnum, DeviceCapability, DeviceMixin, PlatformEnum
     from .interface import SRTPlatform
     from .multimodal import MMPlatform
@@ -77,7 +77,7 @@ _LAZY_CLASSES = {
     "PlatformEnum": ".device_mixin",
     "DeviceCapability": ".device_mixin",
     "CpuArchEnum": ".device_mixin",
-    "describe_contract": "._contract",
+    "describe_contract": "._describe",
 }
 
 

@@ -11,22 +11,18 @@ so resolving a platform stays cheap.
 
 from __future__ import annotations
 
+import contextlib
 import enum
-import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import _contract
-from ._contract import active, reserved
+from ._contract import active, enforce, not_implemented, register_contract_class, reserved
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = ["CpuArchEnum", "DeviceCapability", "DeviceMixin", "PlatformEnum"]
-
-logger = logging.getLogger(__name__)
 
 
 class PlatformEnum(enum.Enum):
@@ -70,24 +66,13 @@ class DeviceCapability(NamedTuple):
     def to_int(self) -> int:
         """The packed ``<major><minor>`` integer (``9.0`` -> ``90``); minor must be one digit."""
         if not 0 <= self.minor < 10:
-            raise ValueError(
-                f"DeviceCapability({self.major}, {self.minor}) cannot be packed as "
-                f"<major><minor>: minor must be between 0 and 9"
-            )
+            packed = f"DeviceCapability({self.major}, {self.minor}) cannot be packed as <major><minor>"
+            raise ValueError(f"{packed}: minor must be between 0 and 9")
         return self.major * 10 + self.minor
 
 
 #: torch.distributed backend per torch device type; unknown types fall back to gloo.
-_DEVICE_TO_DISTRIBUTED_BACKEND: dict[str, str] = {
-    "cuda": "nccl",
-    "xpu": "xccl",
-    "hpu": "hccl",
-    "npu": "hccl",
-    "cpu": "gloo",
-    "musa": "mccl",
-    "mlu": "cncl",
-}
-_FALLBACK_DISTRIBUTED_BACKEND = "gloo"
+_DISTRIBUTED_BACKENDS = {"cuda": "nccl", "xpu": "xccl", "hpu": "hccl", "npu": "hccl", "mlu": "cncl", "musa": "mccl"}
 
 
 class DeviceMixin:
@@ -100,13 +85,10 @@ class DeviceMixin:
     """
 
     _enum: PlatformEnum = PlatformEnum.UNSPECIFIED
+    #: Short human-readable device name (e.g. "npu"); non-empty.
     device_name: str = "unknown"
+    #: The torch.device type string (e.g. "npu"); non-empty.
     device_type: str = "cpu"
-
-    _CONTRACT_ATTRIBUTES = {
-        "device_name": ("active", 'Short human-readable device name (e.g. "npu"); non-empty.'),
-        "device_type": ("active", 'The torch.device type string (e.g. "npu"); non-empty.'),
-    }
 
     def __init_subclass__(cls, *, _contract_class: bool = False, check_overrides: bool = True, **kwargs: Any) -> None:
         """Check every platform subclass against the contract when it is defined.
@@ -116,9 +98,9 @@ class DeviceMixin:
         """
         super().__init_subclass__(**kwargs)
         if _contract_class:
-            _contract.register_contract_class(cls)
+            register_contract_class(cls)
         elif check_overrides:
-            _contract.enforce(cls)
+            enforce(cls)
 
     # ---- identity queries ------------------------------------------------------------
 
@@ -175,12 +157,7 @@ class DeviceMixin:
     @active
     def is_cuda_alike(self) -> bool:
         """Whether the device speaks CUDA-like APIs (CUDA, ROCm, MUSA, SAIL)."""
-        return self._enum in (
-            PlatformEnum.CUDA,
-            PlatformEnum.ROCM,
-            PlatformEnum.MUSA,
-            PlatformEnum.SAIL,
-        )
+        return self._enum in (PlatformEnum.CUDA, PlatformEnum.ROCM, PlatformEnum.MUSA, PlatformEnum.SAIL)
 
     @active
     def is_out_of_tree(self) -> bool:
@@ -192,12 +169,12 @@ class DeviceMixin:
     @active(required=True)
     def get_device_total_memory(self, device_id: int = 0) -> int:
         """Total memory of a device in bytes; hosts size the KV cache from it."""
-        raise _contract.not_implemented(self, "get_device_total_memory")
+        raise not_implemented(self, "get_device_total_memory")
 
     @active(required=True)
     def get_current_memory_usage(self, device: torch.device | None = None) -> float:
         """Peak memory in use on a device, in bytes."""
-        raise _contract.not_implemented(self, "get_current_memory_usage")
+        raise not_implemented(self, "get_current_memory_usage")
 
     @active
     def is_pin_memory_available(self, device: Any = None) -> bool:
@@ -205,9 +182,12 @@ class DeviceMixin:
         return False
 
     @active
-    @contextmanager
+    @contextlib.contextmanager
     def reindex_device_id(self, device_id: int) -> Iterator[int]:
-        """Context in which a physical device is seen as logical device 0 (identity by default)."""
+        """Context in which a physical device is seen as logical device 0 (identity by default).
+
+        Default: yields ``device_id`` unchanged.
+        """
         yield device_id
 
     # ---- reserved device management --------------------------------------------------
@@ -215,27 +195,27 @@ class DeviceMixin:
     @reserved(required=True)
     def get_device(self, device_id: int = 0) -> torch.device:
         """The ``torch.device`` for a device index."""
-        raise _contract.not_implemented(self, "get_device")
+        raise not_implemented(self, "get_device")
 
     @reserved(required=True)
     def set_device(self, device: torch.device) -> None:
         """Make ``device`` the current device of this process."""
-        raise _contract.not_implemented(self, "set_device")
+        raise not_implemented(self, "set_device")
 
     @reserved(required=True)
     def get_device_name(self, device_id: int = 0) -> str:
         """Marketing name of a device, for logs and model-config decisions."""
-        raise _contract.not_implemented(self, "get_device_name")
+        raise not_implemented(self, "get_device_name")
 
     @reserved(required=True)
     def get_device_uuid(self, device_id: int = 0) -> str:
         """Stable unique identifier of a device."""
-        raise _contract.not_implemented(self, "get_device_uuid")
+        raise not_implemented(self, "get_device_uuid")
 
     @reserved(required=True)
     def get_device_capability(self, device_id: int = 0) -> DeviceCapability | None:
         """Compute capability of a device, or ``None`` when the notion does not apply."""
-        raise _contract.not_implemented(self, "get_device_capability")
+        raise not_implemented(self, "get_device_capability")
 
     @reserved
     def empty_cache(self) -> None:
@@ -248,14 +228,18 @@ class DeviceMixin:
     @reserved(required=True)
     def get_available_memory(self, device_id: int = 0) -> tuple[int, int]:
         """``(free_bytes, total_bytes)`` of a device."""
-        raise _contract.not_implemented(self, "get_available_memory")
+        raise not_implemented(self, "get_available_memory")
 
     # ---- distributed -------------------------------------------------------------------
 
     @active
     def get_torch_distributed_backend_str(self) -> str:
-        """The ``torch.distributed`` backend for ``device_type`` (table default, else gloo)."""
-        return _DEVICE_TO_DISTRIBUTED_BACKEND.get(self.device_type, _FALLBACK_DISTRIBUTED_BACKEND)
+        """The ``torch.distributed`` backend for ``device_type`` (table default, else gloo).
+
+        Default: by ``device_type``: ``"nccl"`` for cuda, ``"xccl"`` for xpu, ``"hccl"`` for hpu and npu,
+        ``"cncl"`` for mlu, ``"mccl"`` for musa, ``"gloo"`` for any other.
+        """
+        return _DISTRIBUTED_BACKENDS.get(self.device_type, "gloo")
 
     @reserved
     def get_communicator_class(self) -> type | None:
@@ -275,23 +259,22 @@ class DeviceMixin:
     @classmethod
     @reserved
     def seed_everything(cls, seed: int | None = None) -> None:
-        """Seed ``random``, numpy and torch (when installed) for reproducible runs."""
+        """Seed ``random``, numpy and torch (when installed) for reproducible runs.
+
+        Default: seeds ``random``, then numpy and torch where installed; nothing for ``seed=None``.
+        """
         if seed is None:
             return
         import random
 
         random.seed(seed)
-        try:
+        with contextlib.suppress(ImportError):  # numpy and torch are seeded where installed
             import numpy
-        except ImportError:
-            logger.debug("numpy is not installed; not seeding it")
-        else:
+
             numpy.random.seed(seed)
-        try:
+        with contextlib.suppress(ImportError):
             import torch
-        except ImportError:
-            logger.debug("torch is not installed; not seeding it")
-        else:
+
             torch.manual_seed(seed)
 
     @reserved
@@ -307,31 +290,30 @@ class DeviceMixin:
     @classmethod
     @reserved
     def get_cpu_architecture(cls) -> CpuArchEnum:
-        """Classify the host CPU from ``platform.machine()``."""
-        import platform as _platform
+        """Classify the host CPU from ``platform.machine()``.
 
-        machine = _platform.machine().lower()
+        Default: ``X86`` for x86_64/amd64/i386/i686, ``ARM`` for arm64/aarch64, else ``UNSPECIFIED``.
+        """
+        import platform
+
+        machine = platform.machine().lower()
         if machine in ("x86_64", "amd64", "i386", "i686"):
             return CpuArchEnum.X86
-        if machine in ("arm64", "aarch64"):
-            return CpuArchEnum.ARM
-        return CpuArchEnum.UNSPECIFIED
+        return CpuArchEnum.ARM if machine in ("arm64", "aarch64") else CpuArchEnum.UNSPECIFIED
 
     @reserved(required=True)
     def get_torch_profiler_activity_str(self) -> str:
         """Name of the ``torch.profiler.ProfilerActivity`` that traces this device."""
-        raise _contract.not_implemented(self, "get_torch_profiler_activity_str")
+        raise not_implemented(self, "get_torch_profiler_activity_str")
 
     @reserved(required=True)
     def get_torch_profiler_activity(self) -> torch.profiler.ProfilerActivity:
         """The ``torch.profiler.ProfilerActivity`` that traces this device."""
-        raise _contract.not_implemented(self, "get_torch_profiler_activity")
+        raise not_implemented(self, "get_torch_profiler_activity")
 
     def __repr__(self) -> str:
-        return (
-            f"{type(self).__name__}(device_name={self.device_name!r}, "
-            f"device_type={self.device_type!r}, enum={self._enum})"
-        )
+        name, enum_value = type(self).__name__, self._enum
+        return f"{name}(device_name={self.device_name!r}, device_type={self.device_type!r}, enum={enum_value})"
 
 
-_contract.register_contract_class(DeviceMixin)
+register_contract_class(DeviceMixin)

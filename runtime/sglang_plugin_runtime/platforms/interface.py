@@ -14,10 +14,9 @@ import logging
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
-from . import _contract
-from ._contract import active
+from ._contract import active, not_implemented
 from .device_mixin import DeviceMixin, PlatformEnum
 
 if TYPE_CHECKING:
@@ -78,13 +77,10 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
     served from it by ``get_kv_pool_cls``, as SGLang serves it, with a ``DeprecationWarning``.
     """
 
+    #: Names of the quantization methods the device runs.
     supported_quantization: list[str] = []
+    #: A PlatformCapabilities: what core may ask of the device.
     capabilities: PlatformCapabilities = PlatformCapabilities()
-
-    _CONTRACT_ATTRIBUTES = {
-        "supported_quantization": ("active", "Names of the quantization methods the device runs."),
-        "capabilities": ("active", "A PlatformCapabilities: what core may ask of the device."),
-    }
 
     # ---- configuration lifecycle ---------------------------------------------------------
 
@@ -105,12 +101,12 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
     @active(required=True)
     def get_default_attention_backend(self) -> str:
         """Name of the attention backend used when the user names none."""
-        raise _contract.not_implemented(self, "get_default_attention_backend")
+        raise not_implemented(self, "get_default_attention_backend")
 
     @active(required=True)
     def get_default_speculative_draft_attention_backend(self, algorithm: str) -> str:
         """Draft-model attention backend for a speculative algorithm."""
-        raise _contract.not_implemented(self, "get_default_speculative_draft_attention_backend")
+        raise not_implemented(self, "get_default_speculative_draft_attention_backend")
 
     @active
     def get_graph_runner_cls(self) -> type | None:
@@ -127,6 +123,9 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
         """KV pool class for ``kind`` (``"mha"``, ``"mla"`` or ``"dsa"``), or ``None`` for in-tree.
 
         Falls back to the retired ``get_<kind>_kv_pool_cls()`` when the platform still defines it.
+
+        Default: returns ``None`` (the in-tree pool), or what the retired hook returns (with a
+        ``DeprecationWarning``); ``KeyError`` for an unknown kind.
         """
         if kind not in _KV_POOL_KINDS:
             raise KeyError(f"unknown KV pool kind {kind!r}; expected one of {_KV_POOL_KINDS}")
@@ -134,17 +133,13 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
         legacy = getattr(self, hook, None)
         if legacy is None:
             return None
-        key = (type(self), hook)
-        if key not in _WARNED_RETIRED_HOOKS:
-            _WARNED_RETIRED_HOOKS.add(key)
-            message = (
-                f"{type(self).__name__}.{hook}() is a retired SGLang hook, served for now; "
-                f"override get_kv_pool_cls(self, *, kind) and return the pool for kind={kind!r} instead"
-            )
+        if (type(self), hook) not in _WARNED_RETIRED_HOOKS:
+            _WARNED_RETIRED_HOOKS.add((type(self), hook))
+            message = f"{type(self).__name__}.{hook}() is a retired SGLang hook, served for now; override "
+            message += f"get_kv_pool_cls(self, *, kind) and return the pool for kind={kind!r} instead"
             warnings.warn(message, DeprecationWarning, stacklevel=2)
             logger.warning("%s", message)
-        pool: type | None = legacy()
-        return pool
+        return cast("type | None", legacy())
 
     @active
     def get_paged_allocator_cls(self) -> type | None:
@@ -215,21 +210,18 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
 
 def require_out_of_tree_impl(platform: SRTPlatform, *, hook: str, subsystem: str) -> None:
     """Refuse an out-of-tree platform's "no opinion" where the fallback assumes CUDA."""
-    if not platform.is_out_of_tree():
-        return
-    raise NotImplementedError(
-        f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) "
-        f"provides no {subsystem}: override {hook} on your SRTPlatform subclass, because "
-        f"the in-tree fallback is chosen by device and would give this device CUDA's."
-    )
+    if platform.is_out_of_tree():
+        raise NotImplementedError(
+            f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) provides no "
+            f"{subsystem}: override {hook} on your SRTPlatform subclass, because the in-tree fallback is chosen by "
+            "device and would give this device CUDA's."
+        )
 
 
 def reject_out_of_tree_path(platform: SRTPlatform, *, subsystem: str) -> None:
     """Refuse an out-of-tree platform on an in-tree-only path that has no platform seam."""
-    if not platform.is_out_of_tree():
-        return
-    raise NotImplementedError(
-        f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) "
-        f"reached {subsystem}, which has no platform seam yet and would build in-tree "
-        f"classes that assume CUDA."
-    )
+    if platform.is_out_of_tree():
+        raise NotImplementedError(
+            f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) reached {subsystem}, "
+            "which has no platform seam yet and would build in-tree classes that assume CUDA."
+        )

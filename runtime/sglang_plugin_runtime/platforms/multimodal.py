@@ -11,12 +11,10 @@ differences.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from . import _contract
-from ._contract import active
+from ._contract import active, not_implemented
 from .device_mixin import DeviceMixin, PlatformEnum
 
 if TYPE_CHECKING:
@@ -24,12 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["MMPlatform"]
 
-logger = logging.getLogger(__name__)
-
 #: The diffusion host's default communicator, named (not imported) as SGLang names it.
-_DEFAULT_DEVICE_COMMUNICATOR = (
-    "sglang.multimodal_gen.runtime.distributed.device_communicators.base_device_communicator.DeviceCommunicatorBase"
-)
+_COMMUNICATORS = "sglang.multimodal_gen.runtime.distributed.device_communicators"
+_DEFAULT_DEVICE_COMMUNICATOR = f"{_COMMUNICATORS}.base_device_communicator.DeviceCommunicatorBase"
 
 
 class MMPlatform(DeviceMixin, _contract_class=True):
@@ -40,15 +35,12 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     the ``torch.compile`` backend for small standalone functions.
     """
 
+    #: A torch.device or None; kept for compatibility with SGLang.
     device: torch.device | None = None
+    #: PyTorch dispatcher key for torch.library registrations.
     dispatch_key: str = ""
+    #: torch.compile backend for small standalone functions.
     simple_compile_backend: str = "inductor"
-
-    _CONTRACT_ATTRIBUTES = {
-        "device": ("active", "A torch.device or None; kept for compatibility with SGLang."),
-        "dispatch_key": ("active", "PyTorch dispatcher key for torch.library registrations."),
-        "simple_compile_backend": ("active", "torch.compile backend for small standalone functions."),
-    }
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -79,47 +71,46 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
     @active
     def get_torch_library_dispatch_key(self) -> str:
-        """Dispatcher key for direct ``torch.library`` registrations."""
-        if self.is_out_of_tree():
-            if not self.dispatch_key:
-                raise NotImplementedError(
-                    f"{type(self).__name__}.get_torch_library_dispatch_key() has no answer: "
-                    f"set dispatch_key (e.g. 'PrivateUse1') on your platform class"
-                )
-            return self.dispatch_key
-        return "PrivateUse1" if self.is_npu() else "CUDA"
+        """Dispatcher key for direct ``torch.library`` registrations.
+
+        Default: ``dispatch_key`` for an out-of-tree platform (``NotImplementedError`` while it is empty);
+        in-tree, ``"PrivateUse1"`` on NPU, else ``"CUDA"``.
+        """
+        if not self.is_out_of_tree():
+            return "PrivateUse1" if self.is_npu() else "CUDA"
+        if not self.dispatch_key:
+            fix = "set dispatch_key (e.g. 'PrivateUse1') on your platform class"
+            raise NotImplementedError(f"{type(self).__name__}.get_torch_library_dispatch_key() has no answer: {fix}")
+        return self.dispatch_key
 
     # ---- identity and capability questions -------------------------------------------
 
     @classmethod
     @active
     def is_blackwell(cls) -> bool:
-        """Whether the current CUDA device is Blackwell (major capability 10)."""
-        if not cls.is_cuda_static():
-            return False
-        import torch
+        """Whether the current CUDA device is Blackwell (major capability 10).
 
-        return torch.cuda.get_device_capability()[0] == 10
+        Default: ``False`` except on CUDA, where torch reports the capability.
+        """
+        return _cuda_capability(cls)[:1] == (10,)
 
     @classmethod
     @active
     def is_hopper(cls) -> bool:
-        """Whether the current CUDA device is Hopper (capability 9.0)."""
-        if not cls.is_cuda_static():
-            return False
-        import torch
+        """Whether the current CUDA device is Hopper (capability 9.0).
 
-        return tuple(torch.cuda.get_device_capability()) == (9, 0)
+        Default: ``False`` except on CUDA, where torch reports the capability.
+        """
+        return _cuda_capability(cls) == (9, 0)
 
     @classmethod
     @active
     def is_sm120(cls) -> bool:
-        """Whether the current CUDA device has major capability 12."""
-        if not cls.is_cuda_static():
-            return False
-        import torch
+        """Whether the current CUDA device has major capability 12.
 
-        return torch.cuda.get_device_capability()[0] == 12
+        Default: ``False`` except on CUDA, where torch reports the capability.
+        """
+        return _cuda_capability(cls)[:1] == (12,)
 
     @classmethod
     @active
@@ -168,20 +159,22 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
     @active
     def has_device_capability(self, capability: tuple[int, int] | int, device_id: int = 0) -> bool:
-        """Whether the device's capability is at least ``capability`` (tuple or packed int)."""
-        current = self.get_device_capability(device_id)
-        if current is None:
+        """Whether the device's capability is at least ``capability`` (tuple or packed int).
+
+        Default: compares with ``get_device_capability(device_id)``; ``False`` when that is ``None``.
+        """
+        if (current := self.get_device_capability(device_id)) is None:
             return False
-        if isinstance(capability, tuple):
-            return current >= capability
-        return current.to_int() >= capability
+        return current >= capability if isinstance(capability, tuple) else current.to_int() >= capability
 
     @active
     def supports_distributed_device_id(self) -> bool:
-        """Whether ``torch.distributed`` accepts this platform's device id (not for plugins)."""
-        return not (
-            self.is_out_of_tree() or self.is_mps() or self.is_musa() or self.is_npu() or self.is_cpu() or self.is_xpu()
-        )
+        """Whether ``torch.distributed`` accepts this platform's device id (not for plugins).
+
+        Default: ``False`` for an out-of-tree platform and for MPS, MUSA, NPU, CPU and XPU; else ``True``.
+        """
+        unsupported = (self.is_out_of_tree, self.is_mps, self.is_musa, self.is_npu, self.is_cpu, self.is_xpu)
+        return not any(query() for query in unsupported)
 
     @classmethod
     @active
@@ -221,19 +214,15 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     @active(required=True)
     def get_local_torch_device(cls) -> torch.device:
         """The ``torch.device`` of this process's rank."""
-        raise _contract.not_implemented(cls, "get_local_torch_device")
+        raise not_implemented(cls, "get_local_torch_device")
 
     @classmethod
     @active(required=True)
     def get_available_gpu_memory(
-        cls,
-        device_id: int | None = None,
-        distributed: bool = False,
-        empty_cache: bool = True,
-        cpu_group: Any = None,
+        cls, device_id: int | None = None, distributed: bool = False, empty_cache: bool = True, cpu_group: Any = None
     ) -> float:
         """Free device memory in GiB (optionally the minimum across ranks)."""
-        raise _contract.not_implemented(cls, "get_available_gpu_memory")
+        raise not_implemented(cls, "get_available_gpu_memory")
 
     @classmethod
     @active
@@ -255,12 +244,7 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
     @classmethod
     @active
-    def get_attn_backend_cls_str(
-        cls,
-        selected_backend: Any,
-        head_size: int,
-        dtype: torch.dtype,
-    ) -> str:
+    def get_attn_backend_cls_str(cls, selected_backend: Any, head_size: int, dtype: torch.dtype) -> str:
         """Qualified name of the attention backend class for these parameters (``""``: none)."""
         return ""
 
@@ -274,17 +258,31 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     @classmethod
     @active
     def get_device_communicator_cls(cls) -> str:
-        """Qualified name of the device communicator class (the host's base class by default)."""
+        """Qualified name of the device communicator class (the host's base class by default).
+
+        Default: returns the diffusion engine's ``DeviceCommunicatorBase``.
+        """
         return _DEFAULT_DEVICE_COMMUNICATOR
 
     @classmethod
     @active
     def get_all_to_all_communicator_cls(cls) -> str:
-        """Qualified name of the communicator ``all_to_all_4D`` uses."""
+        """Qualified name of the communicator ``all_to_all_4D`` uses.
+
+        Default: ``get_device_communicator_cls()``; ``NotImplementedError`` for an out-of-tree platform that
+        overrides neither.
+        """
         qualname = cls.get_device_communicator_cls()
         if cls._enum is PlatformEnum.OOT and qualname == _DEFAULT_DEVICE_COMMUNICATOR:
-            raise NotImplementedError(
-                f"{cls.__name__}.get_all_to_all_communicator_cls() is not implemented: "
-                f"override it (or get_device_communicator_cls) in your platform class"
-            )
+            fix = "override it (or get_device_communicator_cls) in your platform class"
+            raise NotImplementedError(f"{cls.__name__}.get_all_to_all_communicator_cls() is not implemented: {fix}")
         return qualname
+
+
+def _cuda_capability(cls: type[MMPlatform]) -> tuple[int, ...]:
+    """The current CUDA device's compute capability; ``()`` off CUDA (torch is imported only on CUDA)."""
+    if not cls.is_cuda_static():
+        return ()
+    import torch
+
+    return tuple(torch.cuda.get_device_capability())

@@ -5,7 +5,7 @@ fail-fast base, probed methods whose results do not match the contract's annotat
 overrides that cannot accept the host's calls, likely misspellings, and retired hooks the
 class still relies on (also in classes created with the definition-time check bypassed).
 This is where strictness lives: a deployment only warns about a misspelling; the plugin's
-own tests fail on it. Probes make the calls the hosts make (``_interface_table``); methods
+own tests fail on it. Probes make the calls the hosts make (the interface table); methods
 that touch the device are called only while a simulated device of the platform's
 ``device_type`` is active.
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections.abc
 import inspect
 import itertools
-import logging
 import sys
 import types
 import typing
@@ -29,13 +28,11 @@ from typing import Any
 
 from .._simulated_device import active_simulated_device
 from ..platforms import _contract
-from ..platforms import _interface_table as table
-from ..platforms.device_mixin import PlatformEnum
+from ..platforms._describe import ERROR_KINDS, ContractMethod, OverrideProblem
+from ..platforms._selection import out_of_tree_identity_problems
 from ._host_classes import RuntimePlatformView, has_member, platform_view
 
 __all__ = ["ConformanceProblem", "assert_platform_conformance", "check_platform_conformance"]
-
-logger = logging.getLogger(__name__)
 
 _NO_RESULT = object()
 
@@ -67,39 +64,33 @@ _EXAMPLE_ARGUMENTS: dict[str, tuple[Any, ...]] = {
 
 
 def _probes(view: RuntimePlatformView) -> tuple[list[_Probe], list[_Probe]]:
-    """(cheap, device) probes of the class's contract: the calls its hosts make (``_interface_table``).
+    """(cheap, device) probes of the class's contract: the calls its hosts make (the interface table).
 
     A member is probed with each of its hosts' call forms whose arguments have example values; a member the hosts
     never call, with its leading example arguments. Members whose row has no ``probe`` (effects, or real inputs)
     are never called.
     """
-    cheap: list[_Probe] = []
-    device: list[_Probe] = []
-    seen: set[tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]] = set()
+    probes: dict[str, dict[_Probe, None]] = {"cheap": {}, "device": {}}
     for host in view.hosts:
-        for row in table.entries(host):
-            member = view.contract.get(row.name)
-            if not row.probe or member is None or member.kind in ("attribute", "property"):
+        for row in (r for r in _contract.interface_rows() if r.get("host") == host and r.get("probe")):
+            member = view.contract.get(row["name"])
+            if member is None or member.kind in ("attribute", "property"):
                 continue
             names = list(member.signature.parameters) if member.signature is not None else []
             # Uncalled: positionally, every leading parameter that has an example (as the probes always did).
             leading = len(list(itertools.takewhile(_EXAMPLE_ARGUMENTS.__contains__, names)))
-            forms = [c for c in row.calls if not c.read and not c.on_class] or [table.HostCall(leading)]
-            for form in forms:
-                positional = names[: form.args]
-                wanted = positional + list(form.kwargs)
-                if any(n not in _EXAMPLE_ARGUMENTS for n in wanted):
-                    continue
-                for values in itertools.product(*(_EXAMPLE_ARGUMENTS[n] for n in wanted)):
-                    args = tuple(values[: form.args])
-                    kwargs = tuple(zip(form.kwargs, values[form.args :], strict=False))
-                    if (row.name, args, kwargs) not in seen:
-                        seen.add((row.name, args, kwargs))
-                        (cheap if row.probe == "cheap" else device).append((row.name, args, dict(kwargs)))
-    return cheap, device
+            calls = [c for c in row.get("calls", ()) if not c.get("read") and not c.get("on_class")]
+            for form in calls or [{"args": leading}]:
+                count, keywords = form.get("args", 0), list(form.get("kwargs", ()))
+                wanted = names[:count] + keywords
+                if all(n in _EXAMPLE_ARGUMENTS for n in wanted):
+                    for values in itertools.product(*(_EXAMPLE_ARGUMENTS[n] for n in wanted)):
+                        named = tuple(zip(keywords, values[count:], strict=True))
+                        probes[row["probe"]][(row["name"], values[:count], named)] = None
+    return list(probes["cheap"]), list(probes["device"])
 
 
-_Probe = tuple[str, tuple[Any, ...], dict[str, Any]]
+_Probe = tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]
 
 
 def check_platform_conformance(
@@ -112,14 +103,9 @@ def check_platform_conformance(
     """
     view = platform_view(cls)
     if view is None:
-        return [
-            ConformanceProblem(
-                "<class>",
-                "not_a_platform",
-                f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform "
-                f"(sglang_plugin_runtime's, or SGLang's own sglang.srt.platforms.interface.SRTPlatform)",
-            )
-        ]
+        message = f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform (sglang_plugin_runtime's, "
+        message += "or SGLang's own sglang.srt.platforms.interface.SRTPlatform)"
+        return [ConformanceProblem("<class>", "not_a_platform", message)]
     name = cls.__name__
     problems: list[ConformanceProblem] = []
     problems.extend(_identity_problems(view, out_of_tree))
@@ -128,7 +114,7 @@ def check_platform_conformance(
     problems.extend(_attribute_type_problems(view))
 
     # A member whose override cannot take the host's call is not probed with that call again.
-    reported: set[str] = {p.attribute for p in problems if p.kind in _contract.ERROR_KINDS}
+    reported: set[str] = {p.attribute for p in problems if p.kind in ERROR_KINDS}
     for member in contract.values():
         if not member.required or (member.status == "reserved" and not include_reserved):
             continue
@@ -136,28 +122,17 @@ def check_platform_conformance(
         if implementation is view.base_definition(member):
             reported.add(member.name)
             source = (
-                f"still raises NotImplementedError from {member.qualname}"
-                if implementation is not None
-                else "is not defined"
+                "is not defined"
+                if implementation is None
+                else f"still raises NotImplementedError from {member.qualname}"
             )
-            problems.append(
-                ConformanceProblem(
-                    member.name,
-                    "not_implemented",
-                    f"{name}.{member.name}() is required ({member.status}) and {source}: override it",
-                )
-            )
+            message = f"{name}.{member.name}() is required ({member.status}) and {source}: override it"
+            problems.append(ConformanceProblem(member.name, "not_implemented", message))
 
     try:
         instance = cls()
     except Exception as exc:
-        problems.append(
-            ConformanceProblem(
-                "__init__",
-                "instantiation",
-                f"{name}() raised {type(exc).__name__}: {exc}",
-            )
-        )
+        problems.append(ConformanceProblem("__init__", "instantiation", f"{name}() raised {type(exc).__name__}: {exc}"))
         return problems
 
     probes, device_probes = _probes(view)
@@ -170,7 +145,7 @@ def check_platform_conformance(
             continue  # not in this contract, already reported, or a contract name the host's base lacks
         if probed.status == "reserved" and probed.required and not include_reserved:
             continue
-        problem = _probe(view, instance, probed, args, kwargs)
+        problem = _probe(view, instance, probed, args, dict(kwargs))
         if problem is not None:
             if problem.kind == "not_implemented":
                 reported.add(method)
@@ -199,56 +174,38 @@ def assert_platform_conformance(cls: type, *, out_of_tree: bool = True, include_
 # --------------------------------------------------------------------------------------
 
 
-def _override_findings(view: RuntimePlatformView) -> list[_contract.OverrideProblem]:
+def _override_findings(view: RuntimePlatformView) -> list[OverrideProblem]:
     """The override findings the kit fails on: what breaks a host call, misspellings, and retired hooks
     the class relies on (it defines no replacement). A vendor's own API and other versions' names pass."""
     findings = []
     for problem in view.override_problems():
         if problem.kind == "retired":
-            row = next(r for host in view.hosts if (r := table.entry(problem.attribute, host)) is not None)
-            replacement = row.replacement.split("(")[0]
-            if inspect.getattr_static(view.cls, replacement, None) is not view.base_definition(
-                view.contract[replacement]
-            ):
+            row = next(r for h in view.hosts if (r := _contract.interface_row(problem.attribute, h)) is not None)
+            replacement = view.contract[row["replacement"].split("(")[0]]
+            if inspect.getattr_static(view.cls, replacement.name, None) is not view.base_definition(replacement):
                 continue  # the class overrides the replacement too: the retired name only serves older hosts
-        elif problem.kind == "unknown":
-            continue
-        findings.append(problem)
+        if problem.kind != "unknown":
+            findings.append(problem)
     return findings
 
 
 def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[ConformanceProblem]:
-    cls = view.cls
-    problems = []
-    name = cls.__name__
-    enum_value = getattr(cls, "_enum", None)
-    if out_of_tree and view.to_runtime(enum_value) is not PlatformEnum.OOT:
-        problems.append(
-            ConformanceProblem(
-                "_enum",
-                "identity",
-                f"{name}._enum is {enum_value}; an out-of-tree platform must set _enum = PlatformEnum.OOT",
-            )
-        )
+    """What selection would refuse (``out_of_tree_identity_problems``), and identity left at DeviceMixin's."""
+    name, problems = view.cls.__name__, []
+    refused = {text.split(" ", 1)[0]: text for text in out_of_tree_identity_problems(view.cls)}
+    if out_of_tree and "_enum" in refused:
+        enum_value = getattr(view.cls, "_enum", None)
+        message = f"{name}._enum is {enum_value}; an out-of-tree platform must set _enum = PlatformEnum.OOT"
+        problems.append(ConformanceProblem("_enum", "identity", message))
     for attribute in ("device_name", "device_type"):
-        value = getattr(cls, attribute, None)
-        if not isinstance(value, str) or not value.strip():
-            problems.append(
-                ConformanceProblem(
-                    attribute,
-                    "identity",
-                    f"{name}.{attribute} is {value!r}; it must be a non-empty string",
-                )
-            )
+        if attribute in refused:
+            problems.append(ConformanceProblem(attribute, "identity", f"{name}.{refused[attribute]}"))
         elif out_of_tree and _defined_only_by_contract(view, attribute):
-            problems.append(
-                ConformanceProblem(
-                    attribute,
-                    "identity",
-                    f"{name}.{attribute} is DeviceMixin's placeholder {value!r}; set it on "
-                    f"your platform (or device mixin) class",
-                )
+            message = (
+                f"{name}.{attribute} is DeviceMixin's placeholder {getattr(view.cls, attribute)!r}; set it on your "
+                "platform (or device mixin) class"
             )
+            problems.append(ConformanceProblem(attribute, "identity", message))
     return problems
 
 
@@ -273,22 +230,13 @@ def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProbl
             continue
         value = getattr(cls, member.name, None)
         if not _conforms(view.to_runtime(value), hint):
-            problems.append(
-                ConformanceProblem(
-                    member.name,
-                    "attribute_type",
-                    f"{cls.__name__}.{member.name} is {value!r}; the contract declares {_hint_text(annotation)}",
-                )
-            )
+            message = f"{cls.__name__}.{member.name} is {value!r}; the contract declares {_hint_text(annotation)}"
+            problems.append(ConformanceProblem(member.name, "attribute_type", message))
     return problems
 
 
 def _probe(
-    view: RuntimePlatformView,
-    instance: Any,
-    member: _contract.ContractMethod,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
+    view: RuntimePlatformView, instance: Any, member: ContractMethod, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> ConformanceProblem | None:
     cls_name = type(instance).__name__
     call = f"{cls_name}.{member.name}({_call_text(args, kwargs)})"
@@ -304,16 +252,11 @@ def _probe(
     hint = _resolve(annotation, member.declared_in)
     if hint is _NO_RESULT or _conforms(view.to_runtime(result), hint):
         return None
-    return ConformanceProblem(
-        member.name,
-        "return_type",
-        f"{call} returned {result!r} ({type(result).__name__}); the contract declares {_hint_text(annotation)}",
-    )
+    message = f"{call} returned {result!r} ({type(result).__name__}); the contract declares {_hint_text(annotation)}"
+    return ConformanceProblem(member.name, "return_type", message)
 
 
-def _probe_set_device(
-    view: RuntimePlatformView, instance: Any, member: _contract.ContractMethod
-) -> ConformanceProblem | None:
+def _probe_set_device(view: RuntimePlatformView, instance: Any, member: ContractMethod) -> ConformanceProblem | None:
     try:
         device = instance.get_device(0)
     except Exception:

@@ -28,6 +28,13 @@ import logging
 from typing import Any, cast
 
 from ..platforms import _contract
+from ..platforms._describe import (
+    ContractMethod,
+    OverrideProblem,
+    check_class_namespace,
+    describe_contract,
+    find_override_problems,
+)
 from ..platforms.device_mixin import CpuArchEnum, DeviceCapability, DeviceMixin, PlatformEnum
 from ..platforms.interface import PlatformCapabilities, SRTPlatform
 
@@ -66,21 +73,21 @@ class RuntimePlatformView:
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
-        self.contract: dict[str, _contract.ContractMethod] = _contract.contract_members(cls)
+        self.contract: dict[str, ContractMethod] = {m.name: m for m in describe_contract(cls)}
         #: The hosts that call the class (``"srt"``, ``"diffusion"``); their calls are what the class must accept.
         self.hosts: tuple[str, ...] = _contract.hosts_of(cls)
 
-    def override_problems(self) -> list[_contract.OverrideProblem]:
+    def override_problems(self) -> list[OverrideProblem]:
         """What each public name anywhere in the class's MRO means for the hosts that call it."""
-        return _contract.find_override_problems(self.cls, whole_mro=True)
+        return find_override_problems(self.cls, whole_mro=True)
 
-    def base_definition(self, member: _contract.ContractMethod) -> Any:
+    def base_definition(self, member: ContractMethod) -> Any:
         """The contract's own (for required members: fail-fast) definition of ``member``."""
         return member.declared_in.__dict__.get(member.name)
 
     def is_contract_class(self, klass: type) -> bool:
         """Whether ``klass`` declares the contract (so a value it sets is only a placeholder)."""
-        return _contract.is_contract_class(klass)
+        return klass in _contract.OWN_MEMBERS
 
     def to_runtime(self, value: Any) -> Any:
         """``value`` as the contract's annotations expect it (already so for our own classes)."""
@@ -97,21 +104,21 @@ class HostPlatformView(RuntimePlatformView):
         names = {_HOST_CONTRACT_CLASSES[(base.__module__, base.__name__)] for base in host_bases}
         # SGLang's SRTPlatform includes its DeviceMixin, as ours does: the most derived counterpart decides.
         root = _RUNTIME_CONTRACT_CLASSES["SRTPlatform" if "SRTPlatform" in names else "DeviceMixin"]
-        self.contract = _contract.contract_members(root)
+        self.contract = {m.name: m for m in describe_contract(root)}
         self.hosts = _contract.hosts_of(root)
 
-    def override_problems(self) -> list[_contract.OverrideProblem]:
+    def override_problems(self) -> list[OverrideProblem]:
         """Our override check applied to each of the vendor's own classes in the MRO (never SGLang's)."""
-        problems: list[_contract.OverrideProblem] = []
+        problems: list[OverrideProblem] = []
         for klass in self.cls.__mro__:
-            if klass is object or _is_host_class(klass) or _contract.is_contract_class(klass):
+            if klass is object or _is_host_class(klass) or klass in _contract.OWN_MEMBERS:
                 continue
             # The per-class check the definition-time enforcement uses; SGLang's bases are not ours, so
             # find_override_problems() cannot walk this MRO itself. SGLang's SRTPlatform is called by the LLM host.
-            problems.extend(_contract.check_class_namespace(klass, self.contract, self.hosts))
+            problems.extend(check_class_namespace(klass, self.contract, self.hosts))
         return problems
 
-    def base_definition(self, member: _contract.ContractMethod) -> Any:
+    def base_definition(self, member: ContractMethod) -> Any:
         """SGLang's own definition of ``member`` (``None`` when SGLang's bases do not declare it)."""
         for base in self.host_bases:
             if member.name in base.__dict__:

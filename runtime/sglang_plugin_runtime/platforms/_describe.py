@@ -1,0 +1,172 @@
+"""The platform contract member by member (``describe_contract``), for the docs and the conformance check.
+
+Off the serving path: a host process never imports it. What it describes is recorded by ``_contract``: the
+``@active`` / ``@reserved`` markers of the methods, and the annotated class attributes with their ``#:`` comments.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from . import _contract
+
+MemberKind = Literal["method", "classmethod", "staticmethod", "property", "attribute"]
+#: A ``#:`` comment line, then the annotated attribute it describes.
+_ATTRIBUTE_COMMENT = re.compile(r"^\s*#:(.*)\n\s*(\w+)\s*:", re.M)
+
+
+@dataclass(frozen=True)
+class ContractMethod:
+    """One public member of the platform contract, as code (and the docs) can read it.
+
+    ``status`` is ``"active"`` when a host calls it today through ``current_platform`` and ``"reserved"`` when
+    the seam exists but hosts still use hard-coded calls. ``required`` means the base implementation fails fast,
+    so an out-of-tree platform must override it.
+    """
+
+    name: str
+    status: _contract.Status
+    required: bool
+    kind: MemberKind
+    declared_in: type
+    summary: str
+    function: Any
+
+    @property
+    def qualname(self) -> str:
+        """``DeclaringClass.name``, the form the docs and error messages use."""
+        return f"{self.declared_in.__name__}.{self.name}"
+
+    @property
+    def signature(self) -> inspect.Signature | None:
+        """The contract signature without ``self``/``cls`` (``None`` for data and properties)."""
+        if self.kind in ("attribute", "property"):
+            return None
+        return _contract.bound_signature(self.kind, self.function, on_class=False)
+
+    def render(self) -> str:
+        """A one-line rendering such as ``get_device(device_id: int = 0) -> torch.device``."""
+        signature = self.signature
+        if signature is None:
+            return self.name
+        params = [p.replace(annotation=_unquoted(p.annotation)) for p in signature.parameters.values()]
+        unquoted = signature.replace(parameters=params, return_annotation=_unquoted(signature.return_annotation))
+        return f"{self.name}{unquoted}"
+
+
+class _Text(str):
+    """An annotation that prints as its source text (no quotes) in a rendered signature."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _unquoted(annotation: Any) -> Any:
+    # String annotations (``from __future__ import annotations``) print as they read in the source.
+    return _Text(annotation) if isinstance(annotation, str) else annotation
+
+
+def describe_contract(cls: type) -> list[ContractMethod]:
+    """The contract ``cls`` must honour, base-most contract class first, in declaration order.
+
+    A method's summary is its docstring's first line; an attribute's, the ``#:`` comment above it.
+    """
+    members: list[ContractMethod] = []
+    for klass in reversed(_contract.contract_classes(cls)):
+        attributes = inspect.get_annotations(klass)
+        try:
+            comments = {n: t.strip() for t, n in _ATTRIBUTE_COMMENT.findall(inspect.getsource(klass))}
+        except (OSError, TypeError):  # no source to read them from
+            comments = {}
+        for name, (status, required) in _contract.OWN_MEMBERS[klass].items():
+            raw = None if name in attributes else vars(klass)[name]
+            function = _contract.underlying(raw)
+            kind = cast(MemberKind, "attribute" if raw is None else _contract.kind_of(raw))
+            summary = comments.get(name, "") if raw is None else (inspect.getdoc(function) or "").partition("\n")[0]
+            members.append(ContractMethod(name, status, required, kind, klass, summary, function))
+    return members
+
+
+# --------------------------------------------------------------------------------------
+# What each public name of a platform class means (doctor, the conformance check)
+# --------------------------------------------------------------------------------------
+
+#: ``signature`` and ``binding`` make a class unusable by its host (errors); ``misspelled`` is a likely typo
+#: (a warning at definition, an error in the conformance check); ``retired`` and ``unknown`` are information.
+ProblemKind = Literal["signature", "binding", "misspelled", "retired", "unknown"]
+ERROR_KINDS: frozenset[str] = frozenset({"signature", "binding"})
+
+
+@dataclass(frozen=True)
+class OverrideProblem:
+    """One public name of a platform class, as the check sees it (see ``ProblemKind``)."""
+
+    owner: str
+    attribute: str
+    kind: ProblemKind
+    message: str
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the host's call would fail (the class is refused at definition)."""
+        return self.kind in ERROR_KINDS
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def find_override_problems(cls: type, *, whole_mro: bool = True) -> list[OverrideProblem]:
+    """What every public name of ``cls`` means for its hosts, without raising (see ``ProblemKind``).
+
+    With ``whole_mro`` (the conformance check's mode) every non-contract class in the MRO is inspected, so a base
+    created with checks bypassed is reported too; without, what the definition-time check inspects.
+    """
+    contract, hosts = _contract.contract_members(cls), _contract.hosts_of(cls)
+    checked = _contract.checked_classes(cls, whole_mro=whole_mro)
+    return [problem for klass in checked for problem in check_class_namespace(klass, contract, hosts)]
+
+
+def check_class_namespace(klass: type, contract: Collection[str], hosts: tuple[str, ...]) -> list[OverrideProblem]:
+    """What each public name ``klass`` itself defines means for ``hosts`` (a host-call problem first, if any)."""
+    problems = []
+    for name, raw in ((n, r) for n, r in klass.__dict__.items() if not n.startswith("_")):
+        found = _contract.host_call_problem(raw, name, hosts)
+        findings = [] if found is None else [cast(tuple[ProblemKind, str], found)]
+        if name not in contract:
+            findings.append(_meaning(name, contract, hosts))
+        where = f"{klass.__name__}.{name}"
+        problems += [OverrideProblem(klass.__name__, name, kind, f"{where}: {text}") for kind, text in findings]
+    return problems
+
+
+def _meaning(name: str, contract: Collection[str], hosts: tuple[str, ...]) -> tuple[ProblemKind, str]:
+    """What a public name that is no contract member means to the hosts."""
+    released = next(v for v in reversed(host_versions()) if v != "main")
+    retired = [r["replacement"] for h in hosts if "replacement" in (r := _contract.interface_row(name, h) or {})]
+    typo = _contract.misspelling(name, contract)
+    if retired:
+        served = "a retired SGLang hook, still served with a DeprecationWarning"
+        return "retired", f"{served}; override {retired[0]} instead"
+    if typo is not None:
+        return "misspelled", typo
+    if not _contract.is_known_name(name):
+        return "unknown", f"the platform's own API; not called by SGLang {released}"
+    return "unknown", f"a name of {_declared_by(name)}; not called here by SGLang {released}"
+
+
+def _declared_by(name: str) -> str:
+    """Who declares ``name``: another SGLang version, our contract classes, or SGLang's classes in the table."""
+    other_version = _contract.interface_row(name, "")
+    ours = [klass.__name__ for klass, members in _contract.OWN_MEMBERS.items() if name in members]
+    sglangs = [row["owner"] for row in _contract.interface_rows() if row["name"] == name and "owner" in row]
+    return str(other_version["origin"]) if other_version else " and ".join(ours or dict.fromkeys(sglangs))
+
+
+def host_versions() -> tuple[str, ...]:
+    """The supported SGLang versions, oldest first, as the interface table's rows name them (``main`` last)."""
+    named = {v for row in _contract.interface_rows() for v in row.get("versions", []) + row.get("served_by", [])}
+    return tuple(sorted(named, key=lambda v: (v == "main", [int(p) for p in v.split(".") if p.isdigit()])))
