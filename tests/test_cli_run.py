@@ -15,8 +15,7 @@ from _plugin_site import PluginSite
 from test_cli_doctor import cli
 
 from sglang_plugin_runtime._launcher._finder import AdoptedSGLangFinder
-from sglang_plugin_runtime._launcher._patch import PatchError, apply, parse
-from sglang_plugin_runtime._launcher._versions import patch_text, supported_versions
+from sglang_plugin_runtime._launcher._patch import PatchError, apply, parse, patch_text, supported_versions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,12 +61,12 @@ def test_a_cut_short_hunk_is_a_malformed_patch() -> None:
         parse(DIFF.rsplit("\n", 3)[0] + "\n")
 
 
-def test_the_launcher_carries_the_same_patch_as_integrations_sglang() -> None:
+def test_the_launcher_carries_the_adoption_patch_as_package_data() -> None:
     assert supported_versions() == ("0.5.23",)
     packaged = patch_text("0.5.23")
-    assert packaged == (REPO_ROOT / "integrations" / "sglang" / "sglang-0.5.23.patch").read_text(encoding="utf-8"), (
-        "copy integrations/sglang/sglang-0.5.23.patch to runtime/sglang_plugin_runtime/_launcher/patches/"
-    )
+    pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"_launcher/patches/*.patch"' in pyproject, "the wheel must ship the patches the launcher reads"
+    assert not list((REPO_ROOT / "integrations").rglob("*.patch")), "the adoption patch has one copy, the launcher's"
     assert set(parse(packaged)) == {
         "sglang/multimodal_gen/runtime/platforms/plugins.py",
         "sglang/srt/platforms/__init__.py",
