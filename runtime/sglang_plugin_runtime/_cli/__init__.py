@@ -115,11 +115,11 @@ def _simulation(args: argparse.Namespace) -> Any:
             "--simulate needs torch to attach the simulated device to: pip install torch==2.13.0 --index-url "
             "https://download.pytorch.org/whl/cpu (or run without --simulate)"
         ) from None
-    if hasattr(torch, device):
-        free = [name for name in ("npu", "mlu", "musa", "hpu", "gcu", "tt") if not hasattr(torch, name)]
+    if device in ("cpu", "cuda", "meta") or hasattr(torch, device):
+        free = ", ".join(name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name))
         raise _UsageError(
-            f"--simulate {device}: torch.{device} is torch's own, it cannot be simulated; simulate a device type "
-            f"torch does not have (a vendor's: {', '.join(free)}, ...)"
+            f"--simulate {device}: {device} is one of torch's own device types, it cannot be simulated; simulate a "
+            f"device type torch does not have (a vendor's: {free}, ...)"
         )
     if backend is not None and (
         not backend.isidentifier() or backend in sys.modules or importlib.util.find_spec(backend)

@@ -415,8 +415,10 @@ def load_comparison(argument: str) -> dict[str, Any]:
     except OSError as exc:
         how = "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its digest"
         raise ComparisonInputError(f"--compare {argument!r}: cannot read it ({exc.strerror or exc}); {how}") from None
-    except (ValueError, RecursionError) as exc:
+    except ValueError as exc:
         raise ComparisonInputError(f"--compare {argument!r}: not JSON ({exc})") from None
+    except RecursionError:
+        raise ComparisonInputError(f"--compare {argument!r}: not a fingerprint (nested too deeply)") from None
     host = None
     if isinstance(document, dict) and document.get("command") == "fingerprint":
         document, host = document.get("fingerprint"), document.get("host")
