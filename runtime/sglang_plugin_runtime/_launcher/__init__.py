@@ -155,9 +155,8 @@ def execute(prepared: Plan) -> int:
             if isinstance(info, signal.struct_siginfo) and info.si_signo in forwarded and info.si_code != _SI_KERNEL:
                 child.send_signal(info.si_signo)
         if prepared.shim_dir is not None and not (prepared.shim_dir / ADOPTED_MARKER).exists():
-            print(
-                "sglang-plugins run: no process of the command imported SGLang, so none ran it adopted", file=sys.stderr
-            )
+            note = "no process of the command adopted SGLang (an isolated python -I/-E imports it without the launcher)"
+            print(f"sglang-plugins run: {note}", file=sys.stderr)
         return 128 - child.returncode if child.returncode < 0 else child.returncode
     finally:
         if previous is not None:
