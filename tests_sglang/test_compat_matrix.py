@@ -626,11 +626,12 @@ def register_raises_after_a_hook(e: str, root: Path) -> str:
     src = """
     from {hooks} import HookRegistry, HookType
     def register():
-        HookRegistry.register("json.dumps", lambda result, *a, **k: "hooked", HookType.AFTER)
+        HookRegistry.register("half_target.work", lambda result, *a, **k: "hooked", HookType.AFTER)
         raise RuntimeError("half way")
     """
-    _dist(root, e, "plug-half", {GENERAL: {"half": "plug_half:register"}}, {"plug_half.py": src})
-    out = _load(e, root, extra="import json\n    out['hooked'] = json.dumps(1) == 'hooked'")
+    modules = {"plug_half.py": src, "half_target.py": "def work():\n    return 'original'\n"}
+    _dist(root, e, "plug-half", {GENERAL: {"half": "plug_half:register"}}, modules)
+    out = _load(e, root, extra="import half_target\n    out['hooked'] = half_target.work() == 'hooked'")
     logged = "logged" if any("half" in w for w in out["warnings"]) else "silent"
     return f"failure {logged}; its hook {'applied' if out['hooked'] else 'discarded'}"
 

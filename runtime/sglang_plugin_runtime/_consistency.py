@@ -85,6 +85,12 @@ _LABELS = {
     "field": "fingerprint field {!r}",
 }
 _KINDS = list(_LABELS)
+
+
+def _order(key: tuple[str, str]) -> tuple[int, str]:
+    return _KINDS.index(key[0]), key[1]
+
+
 _KNOWN_FIELDS = {"format", "runtime_version", "namespace", "platform", "general_plugins", "hooks"}
 
 
@@ -131,7 +137,7 @@ def compare(participants: Sequence[Participant]) -> list[Difference]:
     Raises ``LookupError``/``TypeError``/``AttributeError`` on a document that is not a fingerprint.
     """
     per_rank = [(p, _items(p.fingerprint)) for p in participants]
-    keys = sorted({key for _, items in per_rank for key in items}, key=lambda k: (_KINDS.index(k[0]), k[1]))
+    keys = sorted({key for _, items in per_rank for key in items}, key=_order)
     platform_differs = len({canonical_json(items.get(("platform", ""))) for _, items in per_rank}) > 1
     differences = []
     for kind, name in keys:
@@ -149,6 +155,14 @@ def compare(participants: Sequence[Participant]) -> list[Difference]:
         differences.append(Difference(kind, label, _severity(kind, [raw for raw, _ in ordered]), variants))
     differences.sort(key=lambda d: d.severity != ERROR)  # stable: keeps the fixed order within each severity
     return differences
+
+
+def describe(fingerprint: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Each item of ``fingerprint`` as people read it, ``(label, value)``, in the order differences are listed."""
+    items = _items(fingerprint)
+    return [
+        (_LABELS[kind].format(name), _render(kind, items[(kind, name)])) for kind, name in sorted(items, key=_order)
+    ]
 
 
 def rank_groups(participants: Sequence[Participant]) -> list[RankGroup]:
@@ -205,7 +219,7 @@ def _render(kind: str, raw: Any) -> str:
     if kind == "platform-rule":
         return str(raw)
     if not isinstance(raw, Mapping) or kind not in ("platform", "activation", "plugin", "hooks"):
-        return canonical_json(raw)
+        return raw if isinstance(raw, str) else canonical_json(raw)
     if kind == "platform":
         plugin = raw.get("plugin")
         source = ", ".join(filter(None, [f"plugin {plugin!r}" if plugin else "", _dist(raw)]))
@@ -276,9 +290,7 @@ def format_groups(groups: Sequence[RankGroup], indent: str = "  ", *, show_hosts
     return lines
 
 
-def judge(
-    ns: Any, rank: int, world_size: int, entries: list[dict[str, Any]], mode: str, logger: logging.Logger
-) -> tuple[tuple[Difference, ...], tuple[RankGroup, ...]]:
+def judge(ns: Any, rank: int, world: int, entries: list[dict[str, Any]], mode: str, logger: logging.Logger) -> Any:
     """The ranks' gathered fingerprints differ: raise :class:`PluginConsistencyError` on every rank alike, or (in
     ``warn`` mode, or with warnings only) log the report and return the differences and the rank groups."""
     broken = "; ".join(f"rank {e['rank']} (host {e['host']}): {e['failure']}" for e in entries if e["failure"])
@@ -292,34 +304,35 @@ def judge(
     participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
     groups = tuple(rank_groups(participants))
     # Digests that differ in a way compare() cannot itemise (should not happen) still make one difference.
-    opaque = Difference(
-        "field", "fingerprint", ERROR, tuple(Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in groups)
-    )
-    differences = tuple(compare(participants) or [opaque])
-    raising = mode == "error" and any(d.severity == ERROR for d in differences)
-    hosts = sorted({host for group in groups for host in group.hosts})
-    verdict = "every rank raises this error" if raising else "logged only"
-    if not raising and any(d.severity == ERROR for d in differences):
-        verdict += f" ({_ENV}=warn)"
+    opaque = [
+        Difference(
+            "field",
+            "fingerprint",
+            ERROR,
+            tuple(Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in groups),
+        )
+    ]
+    differences = tuple(compare(participants) or opaque)
+    errors = any(d.severity == ERROR for d in differences)
+    raising, hosts = mode == "error" and errors, sorted({host for group in groups for host in group.hosts})
+    verdict = "every rank raises this error" if raising else "logged only" + f" ({_ENV}=warn)" * errors
     where = f"all on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts"
     lines = [
-        f"Plugins differ across the {world_size} ranks of the process group ({where}; namespace {ns.name!r}); "
-        f"{verdict}.",
-        *format_groups(groups, show_hosts=len(hosts) > 1),
-        *format_differences(differences, show_hosts=len(hosts) > 1),
+        f"Plugins differ across the {world} ranks of the process group ({where}; namespace {ns.name!r}); {verdict}."
+    ]
+    lines += format_groups(groups, show_hosts=len(hosts) > 1) + format_differences(
+        differences, show_hosts=len(hosts) > 1
+    )
+    lines.append(
         f"Fix: install the same plugin distributions and versions on every node and give every rank the same "
         f"{ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, run `sglang-plugins fingerprint "
         f"--namespace {ns.name}` on each (the digests above are its first 12 digits; `--compare FILE` lists the "
-        f"differences).",
-    ]
+        f"differences)."
+    )
     if raising:
         lines.append(f"To log this instead of raising, set {_ENV}=warn on every rank.")
         raise PluginConsistencyError("\n".join(lines), differences=differences, groups=groups, namespace=ns.name)
     lowest = min(p.rank for p in participants)
-    if rank == lowest:
-        logger.warning("%s", "\n".join(lines))
-    else:
-        logger.warning(
-            "Plugins differ across ranks (%d difference(s)); rank %d logs the report.", len(differences), lowest
-        )
+    summary = f"Plugins differ across ranks ({len(differences)} difference(s)); rank {lowest} logs the report."
+    logger.warning("%s", "\n".join(lines) if rank == lowest else summary)
     return differences, groups

@@ -24,11 +24,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import __version__
+from .._simulated_device import TORCH_INSTALL
 
 __all__ = ["main"]
 
 logger = logging.getLogger(__name__)
 EXIT_USAGE, EXIT_INTERNAL = 2, 3
+_EXIT_STATUSES = "Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not run, 3 internal error."
+_RUN = "run COMMAND (e.g. python -m sglang.launch_server ...) with this runtime as a released SGLang's plugin layer"
 
 
 class _UsageError(Exception):
@@ -44,65 +47,37 @@ def _parser() -> argparse.ArgumentParser:
     from .._namespace import known_namespaces
 
     common = _Parser(add_help=False)
-    names = ", ".join(ns.name for ns in known_namespaces())
-    common.add_argument(
-        "--namespace", "-n", default="srt", metavar="NAME", help=f"plugin namespace ({names}; default: srt)"
-    )
-    common.add_argument("--json", action="store_true", help="print one JSON document (schema: 'sglang-plugins schema')")
-    common.add_argument(
-        "--strict", action="store_true", help="treat warnings as problems; doctor also runs the conformance check"
-    )
-    common.add_argument("--verbose", "-v", action="count", default=0, help="log to stderr (-v INFO, -vv DEBUG)")
-    sim = common.add_argument_group("simulation (for machines without the hardware)")
-    sim.add_argument(
-        "--simulate", metavar="DEVICE_TYPE", help="install a simulated torch.DEVICE_TYPE first (needs torch)"
-    )
-    sim.add_argument("--simulate-backend", metavar="MODULE", help="also register a fake vendor module (e.g. torch_npu)")
-    sim.add_argument("--simulate-count", metavar="N", type=int, default=1, help="simulated device count (default 1)")
-    parser = _Parser(
-        prog="sglang-plugins",
-        description="What SGLang plugins are installed, which platform is selected and why, which hooks are applied.",
-        epilog="Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not run, 3 internal error.",
-    )
+    add = common.add_argument
+    add("--namespace", "-n", default="srt", help=f"{', '.join(n.name for n in known_namespaces())} (default srt)")
+    add("--json", action="store_true", help="print one JSON document (its schema: 'sglang-plugins schema')")
+    add("--strict", action="store_true", help="warnings fail too; doctor also runs the conformance check")
+    add("--verbose", "-v", action="count", default=0, help="log to stderr (-v INFO, -vv DEBUG)")
+    add("--simulate", metavar="DEVICE_TYPE", help="run on a simulated torch.DEVICE_TYPE (needs torch)")
+    add("--simulate-backend", metavar="MODULE", help="also a fake vendor module (e.g. torch_npu)")
+    add("--simulate-count", metavar="N", type=int, default=1, help="simulated device count (default 1)")
+    parser = _Parser(prog="sglang-plugins", description=__doc__.split("\n")[0].strip("`"), epilog=_EXIT_STATUSES)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands.add_parser(
-        "list", parents=[common], help="installed plugin entry points and what the environment does with them"
-    )
-    doctor = commands.add_parser(
-        "doctor", parents=[common], help="run selection and load_plugins() here and report every step"
-    )
+    commands.add_parser("list", parents=[common], help="what is installed and what the environment does with it")
+    doctor = commands.add_parser("doctor", parents=[common], help="select, load_plugins() here; report every step")
     explain = commands.add_parser("explain", parents=[common], help="the hooks on one target, in the order they run")
     explain.add_argument("target", metavar="TARGET", help="pkg.mod.func, pkg.mod.Class.method or pkg.mod:Class.method")
     for command in (doctor, explain):
-        command.add_argument(
-            "--import-targets", action="store_true", help="import hooked modules so their hooks apply now"
-        )
-    fingerprint = commands.add_parser(
-        "fingerprint", parents=[common], help="this node's plugin fingerprint (what ranks compare)"
-    )
-    fingerprint.add_argument(
-        "--compare", metavar="FILE|DIGEST", help="another node's 'fingerprint --json' file (or digest)"
-    )
+        command.add_argument("--import-targets", action="store_true", help="import hooked modules: hooks apply now")
+    fingerprint = commands.add_parser("fingerprint", parents=[common], help="this node's plugin fingerprint")
+    fingerprint.add_argument("--compare", metavar="FILE|DIGEST", help="another node's 'fingerprint --json' file")
     commands.add_parser("schema", help="print the JSON schema of --json output")
-    run = commands.add_parser(
-        "run",
-        help="run a command (python -m sglang.launch_server ...) with this runtime as a released SGLang's plugin layer",
-        description="Run COMMAND so that SGLang, in COMMAND and every process it starts, imports this runtime as its "
-        "plugin and platform layer, as the adoption patch makes it. Nothing installed is changed.",
-        usage="%(prog)s [--] COMMAND [ARG ...]",
-    )
+    run = commands.add_parser("run", help=_RUN, description=_RUN, usage="%(prog)s [--] COMMAND [ARG ...]")
     run.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command and its arguments")
     return parser
 
 
-def _simulation(args: argparse.Namespace) -> Any:
-    from ._reports import Simulation
-
+def _simulation(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not installed."""
     device, backend = args.simulate, args.simulate_backend
+    if device is None and backend is not None:
+        raise _UsageError("--simulate-backend needs --simulate DEVICE_TYPE")
     if device is None:
-        if backend is not None:
-            raise _UsageError("--simulate-backend needs --simulate DEVICE_TYPE")
         return None
     if not device.isidentifier():
         raise _UsageError(f"--simulate {device!r}: a torch device type is an identifier such as 'npu'")
@@ -111,24 +86,19 @@ def _simulation(args: argparse.Namespace) -> Any:
     try:
         import torch
     except ImportError:
-        raise _UsageError(
-            "--simulate needs torch to attach the simulated device to: pip install torch==2.13.0 --index-url "
-            "https://download.pytorch.org/whl/cpu (or run without --simulate)"
-        ) from None
+        raise _UsageError(f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}") from None
     if device in ("cpu", "cuda", "meta") or hasattr(torch, device):
         free = ", ".join(name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name))
+        how = f"simulate a device type torch does not have (a vendor's: {free}, ...)"
         raise _UsageError(
-            f"--simulate {device}: {device} is one of torch's own device types, it cannot be simulated; simulate a "
-            f"device type torch does not have (a vendor's: {free}, ...)"
+            f"--simulate {device}: {device} is one of torch's own device types, it cannot be simulated; {how}"
         )
     if backend is not None and (
         not backend.isidentifier() or backend in sys.modules or importlib.util.find_spec(backend)
     ):
-        raise _UsageError(
-            f"--simulate-backend {backend}: give the name of a vendor module that is not installed here (e.g. "
-            f"torch_npu); a fake one would hide an installed module"
-        )
-    return Simulation(device, args.simulate_count, backend)
+        how = "give the name of a vendor module that is not installed here (e.g. torch_npu)"
+        raise _UsageError(f"--simulate-backend {backend}: {how}; a fake one would hide an installed module")
+    return {"device_type": device, "device_count": args.simulate_count, "backend_module": backend}
 
 
 def _report(args: argparse.Namespace) -> dict[str, Any]:

@@ -7,6 +7,7 @@ otherwise), so a hook, an activation or a plugin record has one shape wherever i
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import logging
@@ -17,25 +18,17 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from .._discovery import DiscoveryResult, discover_entry_points
 from .._fingerprint import as_json, fingerprint_hook
 from .._namespace import PluginNamespace
 from .._plugin_code import describe_failure, guarded
+from .._simulated_device import simulated_device
+from ..platforms._selection import activating, platform_holder, unknown_platform_message
 
 ERROR, WARNING = "error", "warning"
 RUN_DOCTOR = "sglang-plugins run -- sglang-plugins doctor"
-
-
-@dataclass(frozen=True)
-class Simulation:
-    """A simulated torch device the command runs under; always reported, so output never passes for real."""
-
-    device_type: str
-    device_count: int = 1
-    backend_module: str | None = None
 
 
 class Problems(list[dict[str, Any]]):
@@ -60,8 +53,6 @@ class LogCapture(logging.Handler):
         self.activation_lines: dict[str, list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
-        from ..platforms._selection import activating
-
         try:
             message = record.getMessage()
         except Exception:  # a plugin's bad format string must not break the report
@@ -74,7 +65,7 @@ class LogCapture(logging.Handler):
 
 
 @contextmanager
-def _captured(simulation: Simulation | None) -> Iterator[LogCapture]:
+def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
     """Logs captured (see :class:`LogCapture`), on a simulated device if asked. The root logger is lowered to DEBUG
     for the capture only: every other handler on it is raised to the root's level, so the terminal sees no more."""
     handler, root = LogCapture(), logging.getLogger()
@@ -84,15 +75,8 @@ def _captured(simulation: Simulation | None) -> Iterator[LogCapture]:
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     try:
-        if simulation is None:
+        with simulated_device(**simulation) if simulation else contextlib.nullcontext():
             yield handler
-        else:
-            from .._simulated_device import simulated_device
-
-            with simulated_device(
-                simulation.device_type, device_count=simulation.device_count, backend_module=simulation.backend_module
-            ):
-                yield handler
     finally:
         root.setLevel(level)
         root.removeHandler(handler)
@@ -104,7 +88,7 @@ Step = Callable[[PluginNamespace, Problems, LogCapture], dict[str, Any]]
 
 
 def report(
-    command: str, ns: PluginNamespace, simulation: Simulation | None, strict: bool, step: Step
+    command: str, ns: PluginNamespace, simulation: dict[str, Any] | None, strict: bool, step: Step
 ) -> dict[str, Any]:
     """The envelope every document shares, around what ``step`` makes of this process's plugins."""
     problems = Problems()
@@ -113,7 +97,7 @@ def report(
     failing = problems if strict else [p for p in problems if p["severity"] == ERROR]
     environment = {name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)}
     envelope = {"schema_version": 1, "command": command, "namespace": ns.name, "simulated": simulation is not None}
-    envelope["simulation"] = asdict(simulation) if simulation is not None else None
+    envelope["simulation"] = simulation
     envelope.update(environment=environment, healthy=not failing, exit_status=1 if failing else 0, problems=problems)
     return {**envelope, **body}
 
@@ -160,7 +144,6 @@ def _entry_point(ep: Any, name: str, action: str, reason: str) -> dict[str, Any]
 
 def list_step(ns: PluginNamespace, problems: Problems, logs: LogCapture) -> dict[str, Any]:
     """Every entry point of ``ns`` and what the environment would make of it (the loader's plan); imports nothing."""
-    from ..platforms._selection import unknown_platform_message
     from ..plugins._loading import plan_general_plugins
 
     discovery = discover_entry_points()
@@ -200,8 +183,6 @@ def _activations(activations: Any, problems: Problems, logs: LogCapture, how: st
 
 
 def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool) -> dict[str, Any]:
-    from ..platforms._selection import platform_holder
-
     holder = platform_holder(ns)
     holder.reset()
     start = time.perf_counter()

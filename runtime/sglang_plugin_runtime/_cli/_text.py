@@ -156,53 +156,19 @@ def _explain(report: dict[str, Any]) -> Lines:
 
 
 def _fingerprint(report: dict[str, Any]) -> Lines:
-    fp, compared = report["fingerprint"], report["compared_with"]
-    platform, plugins = fp["platform"], fp["general_plugins"]
-    lines = ["", f"Digest: {report['digest']}", f"Host:   {report['host']} (not part of the fingerprint)", ""]
-    lines.append(f"Runtime: sglang-plugin-runtime {fp['runtime_version']}")
-    if platform["status"] == "failed":
-        lines.append(f"Platform: selection FAILED: {platform['error_type']} (plugin {platform['plugin']!r})")
-    else:
-        source = f"plugin {platform['plugin']!r}, {_dist(platform)}" if platform["plugin"] else "no plugin"
-        lines.append(f"Platform: {platform['class']} ({source}; rule {platform['rule']})")
-    rows: Rows = [(a["plugin"], _dist(a), a["status"]) for a in platform["activations"]]
-    lines += table(("PLATFORM PLUGIN", "DISTRIBUTION", "ACTIVATE()"), rows) if rows else []
-    if plugins is None:
-        lines += ["", "General plugins: load_plugins() did not run"]
-    else:
-        rows = [(p["plugin"], _dist(p), p["status"]) for p in plugins]
-        lines += _section(
-            f"General plugins ({len(rows)})", ("PLUGIN", "DISTRIBUTION", "STATUS"), rows, "(none installed)"
-        )
-    rows = [
-        (
-            t["target"] + " [FAILED]" * t["failed"],
-            h["type"],
-            h["hook"],
-            h["plugin"],
-            "" if h["active"] else "overridden",
-        )
-        for t in fp["hooks"]
-        for h in t["hooks"]
-    ]
-    lines += _section(
-        f"Hooks ({len(fp['hooks'])} target(s))", ("TARGET", "TYPE", "HOOK", "PLUGIN", "NOTE"), rows, "(none registered)"
-    )
+    """The fingerprint as the items ranks compare, in the words their differences are reported in."""
+    from .._consistency import describe
+
+    compared, digest = report["compared_with"], report["digest"]
+    lines = ["", f"Digest: {digest}", f"Host:   {report['host']} (not part of the fingerprint)"]
+    lines += _section("Fingerprint", ("ITEM", "VALUE"), describe(report["fingerprint"]))
     if compared is None:
-        return [
-            *lines,
-            "",
-            "Every node (and rank) that runs the same plugins prints this digest. Save this with --json and run "
-            "'sglang-plugins fingerprint --compare FILE' on another node to list what differs.",
-        ]
+        note = "Every node (and rank) that runs the same plugins prints this digest. Save this with --json and run"
+        return [*lines, "", f"{note} 'sglang-plugins fingerprint --compare FILE' on another node to list what differs."]
     where = compared["source"] + (f", host {compared['host']}" if compared["host"] else "")
     rows = [(d["severity"].upper(), d["item"], d["here"], d["there"]) for d in compared["differences"]]
-    return [
-        *lines,
-        "",
-        f"Compared with {where}: {'SAME' if compared['same'] else 'DIFFERENT'}",
-        *(table(("SEVERITY", "ITEM", "HERE", "THERE"), rows) if rows else []),
-    ]
+    title = f"Compared with {where}: {'SAME' if compared['same'] else 'DIFFERENT'}"
+    return lines + (_section(title, ("SEVERITY", "ITEM", "HERE", "THERE"), rows) or ["", title])
 
 
 def render(report: dict[str, Any]) -> str:
