@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench bench-quick test-sglang docs docs-check
+.PHONY: demo test lint venv clean bench bench-quick test-sglang test-pythons docs docs-check
 
 $(STAMP): requirements-dev.txt requirements-docs.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,10 @@ bench-quick: $(STAMP)
 
 test-sglang: $(STAMP)
 	bash scripts/test-sglang.sh
+
+# The runtime's own tests under the other Pythons the package claims (3.10 and 3.13), each in a cached venv.
+test-pythons:
+	bash scripts/test-pythons.sh
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site

@@ -233,3 +233,87 @@ def test_changing_sys_path_triggers_a_rescan(site: PluginSite, tmp_path) -> None
         """
     )
     assert out == [[], ["late"]]
+
+
+@pytest.mark.fault(
+    "discovery",
+    "a versionless *.egg-info (as `setup.py develop` writes) whose PKG-INFO is Latin-1, offering a console "
+    "script and no plugin",
+    "never read: selection, loading and the other plugins are unaffected",
+)
+def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(site: PluginSite) -> None:
+    egg = site.root / "oldpkg.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_bytes(b"Metadata-Version: 1.1\nName: oldpkg\nAuthor: Jos\xe9 Mar\xeda\n\n")
+    (egg / "entry_points.txt").write_text("[console_scripts]\noldtool = oldpkg.cli:main\n")
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    site.add(
+        "zeta",
+        entry_points={"sglang.srt.plugins": {"zeta": "zeta_hooks:register"}},
+        modules={"zeta_hooks.py": "def register():\n    pass\n"},
+    )
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.platforms import current_platform
+        from sglang_plugin_runtime.plugins import load_plugins
+        print(json.dumps([current_platform.device_name, [(r.plugin, r.status) for r in load_plugins().records]]))
+        """
+    )
+    assert out == ["acmenpu", [["zeta", "loaded"]]]
+
+
+@pytest.mark.fault(
+    "discovery",
+    "a distribution offering a plugin whose METADATA cannot be decoded (Latin-1)",
+    "that distribution is skipped with its path in the WARNING and the report; the others load",
+)
+def test_a_plugin_distribution_with_undecodable_metadata_is_skipped_with_its_path(site: PluginSite) -> None:
+    bad = site.add("bad", entry_points={"g": {"bad": "m:f"}})
+    (bad / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: bad\nVersion: 1.0\nAuthor: Jos\xe9\n\n")
+    site.add("good", entry_points={"g": {"ok": "m:f"}})
+    result = scan_distributions([str(site.root)])
+    assert [ep.name for ep in result.group("g")] == ["ok"]
+    assert [m.path for m in result.malformed] == [str(bad)]
+    assert "UnicodeDecodeError" in result.malformed[0].reason
+
+
+@pytest.mark.fault(
+    "discovery",
+    "an entry_points.txt that is not valid UTF-8 inside a zip file on sys.path",
+    "that distribution is reported with the zip's path; the scan goes on",
+)
+def test_an_undecodable_entry_points_file_in_a_zip_is_reported_not_raised(site: PluginSite, tmp_path) -> None:
+    import zipfile
+
+    archive = tmp_path / "plugins.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n")
+        zf.writestr("zipped-1.0.dist-info/entry_points.txt", b"[g]\nz = zipped_mod:f \xff\n")
+    site.add("good", entry_points={"g": {"ok": "m:f"}})
+    result = scan_distributions([str(archive), str(site.root)])
+    assert [ep.name for ep in result.group("g")] == ["ok"]
+    assert len(result.malformed) == 1 and str(archive) in result.malformed[0].path
+
+
+@pytest.mark.fault(
+    "discovery",
+    "the working directory was deleted while '' is on sys.path (python -c, a REPL)",
+    "that entry finds nothing; every other entry is scanned and plugins load",
+)
+def test_a_deleted_working_directory_on_sys_path_is_skipped(site: PluginSite, tmp_path) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    out = site.run_json(
+        f"""
+        import json, os, sys
+        os.chdir({str(gone)!r}); os.rmdir({str(gone)!r})
+        sys.path.insert(0, "")
+        from sglang_plugin_runtime.platforms import current_platform
+        from sglang_plugin_runtime.plugins import load_plugins
+        load_plugins()
+        print(json.dumps(current_platform.device_name))
+        """
+    )
+    assert out == "acmenpu"

@@ -167,7 +167,8 @@ def test_plugin_source_is_current_during_import_and_during_register(site: Plugin
 @pytest.mark.fault(
     "plugins",
     "a general plugin's module raises at import",
-    "failed-import with the exception, WARNING naming its distribution; the others load",
+    "failed-import with the exception, an ERROR with its traceback naming its distribution (as SGLang logs it); "
+    "the others load",
 )
 def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
@@ -181,7 +182,7 @@ def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) 
     out = __import__("json").loads(result.stdout.splitlines()[-1])
     assert out["alpha"][0] == out["gamma"][0] == "loaded"
     assert out["broken"][0] == "failed-import" and "boom at import" in out["broken"][1]
-    assert "WARNING" in result.stderr and "broken-dist" in result.stderr
+    assert "ERROR" in result.stderr and "broken-dist" in result.stderr and "Traceback" in result.stderr
 
 
 @pytest.mark.fault(
@@ -491,3 +492,84 @@ def test_a_host_namespaces_own_strict_variable_makes_hook_failures_raise(site: P
         """
     assert site.run_json(code) == "no error"
     assert site.run_json(code, {"MYHOST_STRICT": "1"}) == "HookApplyError"
+
+
+@pytest.mark.parametrize(
+    ("definition", "kind"),
+    [("def register():\n    yield\n", "a generator"), ("async def register():\n    pass\n", "an async")],
+)
+@pytest.mark.fault(
+    "plugins",
+    "register() written as a generator function or as `async def` (its body would never run)",
+    "failed-register naming the plugin and saying to make it a plain function; no 'never awaited' warning",
+)
+def test_register_that_is_a_generator_or_async_function_fails_naming_the_plugin(
+    site: PluginSite, definition: str, kind: str
+) -> None:
+    site.add(
+        "lazy-dist",
+        entry_points={"sglang.srt.plugins": {"lazy": "lazy_plugin:register"}},
+        modules={"lazy_plugin.py": definition},
+    )
+    result = site.run("import warnings\nwarnings.simplefilter('error')\n" + LOAD)
+    out = __import__("json").loads(result.stdout.splitlines()[-1])
+    assert out["lazy"][0] == "failed-register"
+    assert f"is {kind} function" in out["lazy"][1] and "plain function" in out["lazy"][1]
+    assert "never awaited" not in result.stderr
+
+
+FORK_WHILE_LOADING = """
+import json, os, threading, time
+import target_mod
+from sglang_plugin_runtime.plugins import load_plugins
+import beta_plugin
+loader = threading.Thread(target=load_plugins)
+loader.start()
+beta_plugin.STARTED.wait(30)
+pid = os.fork()
+if pid == 0:
+    load_plugins()
+    target_mod.work(1)
+    with open(os.environ["CHILD_OUT"], "w") as out:
+        out.write(json.dumps(len(target_mod.CALLS)))
+    os._exit(0)
+os.waitpid(pid, 0)
+beta_plugin.RELEASE.set()
+loader.join(30)
+print(open(os.environ["CHILD_OUT"]).read())
+"""
+
+COUNTING_HOOK = """
+    import target_mod
+    def count(result, x):
+        target_mod.CALLS.append("hook")
+    HookRegistry.register("target_mod.work", count, HookType.AFTER)
+"""
+
+BLOCKING_REGISTER = """
+import os, threading
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+STARTED, RELEASE, PARENT = threading.Event(), threading.Event(), os.getpid()
+
+def register():
+    STARTED.set()
+    if os.getpid() == PARENT:
+        RELEASE.wait(30)
+"""
+
+
+@pytest.mark.fault(
+    "plugins",
+    "the process forks while another thread is inside load_plugins() (one plugin's register() done, one running)",
+    "the child's load_plugins() runs only the unfinished plugins again: each hook is registered and runs once",
+)
+def test_fork_while_another_thread_loads_runs_each_hook_once_in_the_child(site: PluginSite, tmp_path) -> None:
+    site.add("target", modules={"target_mod.py": TARGET_MODULE})
+    add_general(site, "alpha-dist", "alpha", in_register=COUNTING_HOOK)
+    site.add(
+        "beta-dist",
+        entry_points={"sglang.srt.plugins": {"beta": "beta_plugin:register"}},
+        modules={"beta_plugin.py": BLOCKING_REGISTER},
+    )
+    out = site.run_json(FORK_WHILE_LOADING, {"CHILD_OUT": str(tmp_path / "child.json")})
+    assert out == 2  # the call itself and the hook, once

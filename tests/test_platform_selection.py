@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import pytest
@@ -654,8 +653,7 @@ def test_keyboard_interrupt_in_activate_propagates_with_the_plugin_named(site: P
             print(json.dumps({"notes": getattr(exc, "__notes__", [])}))
     """
     out = site.run_json(code)
-    if sys.version_info >= (3, 11):
-        assert "activate() of platform plugin 'acme'" in out["notes"][0]
+    assert any("activate() of platform plugin 'acme'" in note for note in out["notes"]), out
 
 
 @pytest.mark.fault(
@@ -819,3 +817,140 @@ def test_a_host_that_fails_to_import_is_rolled_back_and_selection_goes_on(site: 
     )
     out = site.run_json(HOST_NAMESPACE)
     assert out == {"class": "vendor_platform.VendorPlatform", "host_modules": []}
+
+
+# --- plugin code that misbehaves while its platform class is checked or built ----------------------------------
+
+VALIDATED_MODULE_EXITS = {
+    "vendor_pkg/__init__.py": "def activate():\n    return 'vendor_pkg.platform.VendorPlatform'\n",
+    "vendor_pkg/platform.py": "import sys\nsys.exit(0)\n",
+}
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module calls sys.exit(0) while it is imported",
+    "InvalidPlatformError naming the plugin and the SystemExit; the host process goes on",
+)
+def test_class_module_calling_sys_exit_is_the_plugins_failure_not_the_hosts_exit(site: PluginSite) -> None:
+    site.add(
+        "vendor-npu",
+        entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
+        modules=VALIDATED_MODULE_EXITS,
+    )
+    out = select(site)
+    assert out["error"] == "InvalidPlatformError"
+    assert "'vendor'" in out["message"] and "SystemExit(0)" in out["message"]
+
+
+@pytest.mark.parametrize("body", ["import sys\nsys.exit(0)\n", "raise KeyboardInterrupt\n"])
+@pytest.mark.fault(
+    "cli",
+    "under doctor --json, the module of the class activate() names calls sys.exit(0) or raises KeyboardInterrupt "
+    "itself",
+    "that plugin's failure in valid JSON, non-zero exit (not a silent exit 0, not Ctrl-C's 130)",
+)
+def test_doctor_reports_a_class_module_that_exits_or_interrupts_as_the_plugins_failure(
+    site: PluginSite, body: str
+) -> None:
+    modules = dict(VALIDATED_MODULE_EXITS, **{"vendor_pkg/platform.py": body})
+    site.add("vendor-npu", entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}}, modules=modules)
+    result = site.run("import sys\nfrom sglang_plugin_runtime._cli import main\nsys.exit(main(['doctor', '--json']))")
+    report = json.loads(result.stdout)
+    assert result.returncode not in (0, 130), result.stderr
+    assert report["platform"]["plugin"] == "vendor" or "'vendor'" in json.dumps(report["problems"])
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() reads current_platform from a helper thread and joins it",
+    "no hang: the helper thread gets a ReentrantSelectionError and the selection fails naming the plugin",
+)
+def test_activate_reading_current_platform_from_a_helper_thread_is_refused_not_deadlocked(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={
+            "acme_platform.py": platform_module("AcmePlatform", "acmenpu", "return None")
+            + "\n".join(
+                [
+                    "import threading",
+                    "def activate():",
+                    "    from sglang_plugin_runtime.platforms import get_current_platform",
+                    "    seen = []",
+                    "    def peek():",
+                    "        try:",
+                    "            get_current_platform()",
+                    "        except Exception as exc:",
+                    "            seen.append(type(exc).__name__)",
+                    "    helper = threading.Thread(target=peek)",
+                    "    helper.start()",
+                    "    helper.join(10)",
+                    "    assert not helper.is_alive(), 'deadlocked'",
+                    "    return __name__ + '.AcmePlatform'",
+                ]
+            )
+        },
+    )
+    out = select(site)
+    assert out["error"] == "ReentrantSelectionError" and "'acme'" in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "the platform class's metaclass raises when device_name is read (a property on the metaclass)",
+    "InvalidPlatformError naming the plugin and the exception, not a raw traceback",
+)
+def test_platform_class_whose_metaclass_raises_is_attributed_to_its_plugin(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "return __name__ + '.Broken'")
+    (site.root / "acme_platform.py").write_text(
+        (site.root / "acme_platform.py").read_text()
+        + "\nfrom sglang_plugin_runtime.platforms.interface import SRTPlatform\n"
+        "class Meta(type(SRTPlatform)):\n"
+        "    @property\n"
+        "    def device_name(cls):\n"
+        "        raise LookupError('no device table')\n"
+        "class Broken(SRTPlatform, metaclass=Meta):\n"
+        "    _enum = PlatformEnum.OOT\n"
+        "    device_type = 'acmenpu'\n"
+    )
+    out = select(site)
+    assert out["error"] == "InvalidPlatformError"
+    assert "'acme'" in out["message"] and "LookupError: no device table" in out["message"]
+
+
+HOOKING_PLATFORM = """
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+def shout(result, *args, **kwargs):
+    return result.upper()
+HookRegistry.register("target_mod.greet", shout, HookType.AFTER)
+"""
+
+HOOKS_AFTER_LOAD = """
+import json
+import target_mod
+from sglang_plugin_runtime.platforms import current_platform_selection
+from sglang_plugin_runtime.plugins import load_plugins
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
+selection = current_platform_selection()
+load_plugins()
+print(json.dumps({"greet": target_mod.greet(), "activations": [a.status for a in selection.activations],
+                  "hooks": [[h.plugin, h.dist] for t in HookRegistry.describe() for h in t.hooks]}))
+"""
+
+
+@pytest.mark.fault(
+    "selection",
+    "a platform plugin's module registers a hook when imported, then its activate() raises (plugin skipped)",
+    "the failed plugin's hook is discarded; hooks a platform plugin's module registers are attributed to it",
+)
+def test_hooks_registered_by_a_failed_platform_plugin_are_discarded(site: PluginSite) -> None:
+    site.add("target", modules={"target_mod.py": "def greet():\n    return 'hello'\n"})
+    site.add_platform("acme-npu", "acme", "acmenpu", "raise RuntimeError('no device')")
+    site.add_platform("zeta-npu", "zeta", "zetanpu", "return None")
+    for name in ("acme", "zeta"):
+        module = site.root / f"{name}_platform.py"
+        module.write_text(module.read_text() + HOOKING_PLATFORM)
+    out = site.run_json(HOOKS_AFTER_LOAD)
+    assert out["activations"] == ["failed", "unavailable"]
+    assert out["greet"] == "HELLO" and out["hooks"] == [["zeta", "zeta-npu"]]

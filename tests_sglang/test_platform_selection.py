@@ -139,3 +139,67 @@ report({"class": f"{type(p).__module__}.{type(p).__qualname__}", "plugin": s.plu
     assert out["class"] == "sglang_simdev_rt.platform.SimdevSRTPlatform"
     assert out["plugin"] == "simdev_rt"
     assert out["sglang_imported"] is False
+
+
+COUNTING_PLATFORM = """
+import os
+def activate():
+    with open(os.path.join(os.path.dirname(__file__), "activate.calls"), "a") as calls:
+        calls.write("x")
+    return __name__ + ".CountingPlatform"
+from {base_module} import SRTPlatform
+from {enum_module} import PlatformEnum
+class CountingPlatform(SRTPlatform):
+    _enum = PlatformEnum.OOT
+    device_name = "counting"
+    device_type = "cpu"
+"""
+
+
+@pytest.mark.parametrize(
+    ("base", "enum"),
+    [
+        ("sglang.srt.platforms.interface", "sglang.srt.platforms.device_mixin"),
+        ("sglang_plugin_runtime.platforms.interface", "sglang_plugin_runtime.platforms.device_mixin"),
+    ],
+    ids=["built-on-sglang", "built-on-the-runtime"],
+)
+def test_activate_runs_once_per_process_when_the_runtime_selects_beside_released_sglang(
+    tmp_path: Path, base: str, enum: str
+) -> None:
+    write_fake_distribution(
+        tmp_path,
+        "counting-platform",
+        entry_points={"sglang.srt.platforms": {"counting": "counting_platform:activate"}},
+        modules={"counting_platform.py": COUNTING_PLATFORM.format(base_module=base, enum_module=enum)},
+    )
+    out = run_python(
+        """
+        from sglang_plugin_runtime.platforms import current_platform_selection
+        selection = current_platform_selection()
+        report({"plugin": selection.plugin, "statuses": [a.status for a in selection.activations]})
+        """,
+        paths=[tmp_path],
+    )
+    assert out["plugin"] == "counting" and out["statuses"] == ["activated"], out.stderr
+    assert (tmp_path / "activate.calls").read_text() == "x"
+
+
+def test_keyboard_interrupt_in_activate_names_the_plugin_beside_released_sglang(tmp_path: Path) -> None:
+    write_fake_distribution(
+        tmp_path,
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={"acme_platform.py": "def activate():\n    raise KeyboardInterrupt\n"},
+    )
+    out = run_python(
+        """
+        from sglang_plugin_runtime.platforms import current_platform_selection
+        try:
+            current_platform_selection()
+        except KeyboardInterrupt as exc:
+            report({"notes": getattr(exc, "__notes__", [])})
+        """,
+        paths=[tmp_path],
+    )
+    assert any("activate() of platform plugin 'acme'" in note for note in out["notes"]), out.result

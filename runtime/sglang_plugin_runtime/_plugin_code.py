@@ -120,5 +120,8 @@ def plugin_traceback(exc: BaseException) -> str:
 
 def note_interrupt(exc: BaseException, where: str) -> None:
     """Record on a propagating ``KeyboardInterrupt`` which plugin code it interrupted (Python 3.11+ notes)."""
+    note = f"(raised while the runtime was running {where})"
     if sys.version_info >= (3, 11):
-        exc.add_note(f"(raised while the runtime was running {where})")
+        exc.add_note(note)
+    else:  # the same attribute, which Python 3.10 does not print but callers can read
+        exc.__notes__ = [*getattr(exc, "__notes__", ()), note]  # type: ignore[attr-defined]

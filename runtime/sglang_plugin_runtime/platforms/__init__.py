@@ -14,15 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._discovery import refresh_discovery
 from .._lazy_exports import lazy_exports
-from .._namespace import (
-    MULTIMODAL,
-    SRT,
-    ClassRef,
-    PluginNamespace,
-    get_namespace,
-    register_namespace,
-    set_host_fallback,
-)
+from .._namespace import MULTIMODAL, SRT, ClassRef, PluginNamespace, get_namespace, register_namespace, state_of
 from ._selection import (
     RULE_EXPLICIT,
     RULE_FALLBACK,
@@ -113,7 +105,7 @@ def set_fallback_platform(fallback: ClassRef | None, namespace: str | PluginName
     first resolved: a platform already chosen by fallback stays in place (a WARNING says so).
     """
     ns = get_namespace(namespace)
-    set_host_fallback(ns.name, fallback)
+    state_of(ns).fallback = fallback
     chosen = platform_holder(ns).peek_selection()
     if chosen is not None and chosen.rule == RULE_FALLBACK:
         import logging

@@ -6,21 +6,24 @@
   N -> error. A plugin that fails to import or activate is a WARNING (an error in strict mode), never silent.
 
 What ``activate()`` returns is validated (a non-empty ``module.Class`` / ``module:Class`` string naming a subclass of
-the namespace's base class, out-of-tree, with a device name and type) before anything is instantiated.
+the namespace's base class, out-of-tree, with a device name and type) before anything is instantiated. Each
+plugin's code runs once per process: where the host's own start-up already ran an ``activate()`` (released SGLang
+resolves its platform while it is imported), its outcome is reused.
 """
 
 # No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
 # string annotation of its fields, a cost paid by every process at start-up.
-import contextvars
+import contextlib
 import logging
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
-from .._forking import after_fork_in_child
-from .._namespace import PluginNamespace, resolve_qualified_name
-from .._plugin_code import describe_failure, is_plugin_failure, note_interrupt, plugin_traceback
+from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, duplicate_reason
+from .._namespace import NamespaceState, PluginNamespace, known_namespaces, resolve_qualified_name, state_of
+from .._plugin_code import describe_failure, guarded, is_plugin_failure, note_interrupt, plugin_traceback
 from ..errors import (
     AmbiguousPlatformError,
     DuplicatePluginError,
@@ -58,17 +61,9 @@ class Activation(NamedTuple):
     """For a plugin whose import or ``activate()`` raised: the traceback, without the runtime's frames."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "plugin": self.plugin,
-            "distribution": self.dist_name,
-            "version": self.dist_version,
-            "value": self.value,
-            "status": self.status,
-            "result": self.result,
-            "error": self.error,
-            "seconds": self.seconds,
-            "traceback": self.traceback,
-        }
+        data = self._asdict()
+        data["distribution"], data["version"] = data.pop("dist_name"), data.pop("dist_version")
+        return data
 
 
 class PlatformSelection(NamedTuple):
@@ -90,41 +85,21 @@ class PlatformSelection(NamedTuple):
         return f"{self.platform_class.__module__}.{self.platform_class.__qualname__}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "platform_class": self.class_path,
-            "rule": self.rule,
-            "reason": self.reason,
-            "plugin": self.plugin,
-            "distribution": self.dist_name,
-            "version": self.dist_version,
-            "activations": [a.to_dict() for a in self.activations],
-            "problems": list(self.problems),
-        }
+        data = self._asdict()
+        data["distribution"], data["version"] = data.pop("dist_name"), data.pop("dist_version")
+        data.update(platform_class=self.class_path, activations=[a.to_dict() for a in self.activations])
+        data["problems"] = list(self.problems)
+        return data
 
 
 def _describe(ep: PluginEntryPoint) -> str:
     return f"platform plugin {ep.name!r} (distribution {ep.dist_label}, entry point {ep.value!r})"
 
 
-def _reject_duplicates(discovery: DiscoveryResult, group: str, names: set[str] | None = None) -> None:
-    for name, eps in discovery.duplicates(group).items():
-        if names is not None and name not in names:
-            continue
-        dists = " and ".join(ep.dist_label for ep in eps)
-        raise DuplicatePluginError(
-            f"Platform plugin name {name!r} in group {group!r} is offered by {dists}. "
-            f"Entry-point names must be unique: uninstall one of these distributions.",
-            plugin=name,
-            dist=eps[0].dist_name,
-        )
-
-
 def _reject_reserved_names(namespace: PluginNamespace, candidates: tuple[PluginEntryPoint, ...]) -> None:
     """Refuse, before importing anything, platform plugins named like one of the host's built-in platforms."""
-    reserved = sorted({ep.name for ep in candidates if ep.name.lower() in namespace.reserved_platform_names})
-    if reserved:
-        offenders = [ep for ep in candidates if ep.name in reserved]
+    offenders = [ep for ep in candidates if ep.name.lower() in namespace.reserved_platform_names]
+    if offenders:
         raise PluginError(
             f"Platform plugin names in group {namespace.platform_group!r} cannot be names of the host's built-in "
             f"platforms ({', '.join(sorted(namespace.reserved_platform_names))}): "
@@ -133,54 +108,6 @@ def _reject_reserved_names(namespace: PluginNamespace, candidates: tuple[PluginE
             plugin=offenders[0].name,
             dist=offenders[0].dist_name,
         )
-
-
-def _validate_result(ep: PluginEntryPoint, result: object, namespace: PluginNamespace) -> type:
-    """Check what ``activate()`` returned and load the class it names."""
-    where = _describe(ep)
-    if not isinstance(result, str):
-        raise InvalidPlatformError(
-            f"{where}: activate() returned {result!r} ({type(result).__name__}); it must return a qualified class "
-            f"name such as 'my_plugin.platform:MyPlatform', or None when the hardware is absent.",
-            plugin=ep.name,
-            dist=ep.dist_name,
-        )
-    qualname = result.strip()
-    if not qualname or ("." not in qualname and ":" not in qualname):
-        raise InvalidPlatformError(
-            f"{where}: activate() returned {result!r}; it must be a qualified class name 'module.Class' or "
-            f"'module:Class'.",
-            plugin=ep.name,
-            dist=ep.dist_name,
-        )
-    try:
-        cls = resolve_qualified_name(qualname)
-    except Exception as exc:
-        raise InvalidPlatformError(
-            f"{where}: activate() returned {qualname!r}, which cannot be imported: {type(exc).__name__}: {exc}",
-            plugin=ep.name,
-            dist=ep.dist_name,
-        ) from exc
-    # A class built on the host's own base (released SGLang's) is one the host runs: accepted too.
-    bases = [namespace.resolve_base_class()]
-    host_base = namespace.host_base()
-    if host_base is not None and host_base not in bases:
-        bases.append(host_base)
-    if not isinstance(cls, type) or not issubclass(cls, tuple(bases)):
-        names = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in bases)
-        raise InvalidPlatformError(
-            f"{where}: activate() returned {qualname!r}, which is {cls!r}, not a subclass of {names}.",
-            plugin=ep.name,
-            dist=ep.dist_name,
-        )
-    problems = out_of_tree_identity_problems(cls)
-    if problems:
-        raise InvalidPlatformError(
-            f"{where}: class {qualname!r} is not a valid out-of-tree platform: " + "; ".join(problems),
-            plugin=ep.name,
-            dist=ep.dist_name,
-        )
-    return cls
 
 
 def out_of_tree_identity_problems(cls: type) -> list[str]:
@@ -200,138 +127,234 @@ def out_of_tree_identity_problems(cls: type) -> list[str]:
     return problems
 
 
+def _validated_class(ep: PluginEntryPoint, result: object, namespace: PluginNamespace) -> type:
+    """The class ``activate()`` named; ``InvalidPlatformError`` for anything that is not a usable platform class.
+    Runs plugin code (the class's module, its metaclass): the caller guards it."""
+    where = f"{_describe(ep)}: activate() returned {result!r}"
+    qualname = result.strip() if isinstance(result, str) else ""
+    if not isinstance(result, str) or ("." not in qualname and ":" not in qualname):
+        kind = "" if isinstance(result, str) else f" ({type(result).__name__})"
+        raise InvalidPlatformError(
+            f"{where}{kind}; it must return a qualified class name such as 'my_plugin.platform:MyPlatform' "
+            f"('module.Class' or 'module:Class'), or None when the hardware is absent.",
+            plugin=ep.name,
+            dist=ep.dist_name,
+        )
+    with guarded(f"the import of {qualname!r} for {_describe(ep)}") as imported:
+        cls = resolve_qualified_name(qualname)
+    if imported.error is not None:
+        raise InvalidPlatformError(
+            f"{where}, which cannot be imported: {describe_failure(imported.error)}", plugin=ep.name, dist=ep.dist_name
+        ) from imported.error
+    # A class built on the host's own base (released SGLang's) is one the host runs: accepted too.
+    bases = [base for base in dict.fromkeys([namespace.resolve_base_class(), namespace.host_base()]) if base]
+    if not isinstance(cls, type) or not issubclass(cls, tuple(bases)):
+        names = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in bases)
+        raise InvalidPlatformError(
+            f"{where}, which is {cls!r}, not a subclass of {names}.", plugin=ep.name, dist=ep.dist_name
+        )
+    problems = out_of_tree_identity_problems(cls)
+    if problems:
+        raise InvalidPlatformError(
+            f"{_describe(ep)}: class {qualname!r} is not a valid out-of-tree platform: " + "; ".join(problems),
+            plugin=ep.name,
+            dist=ep.dist_name,
+        )
+    return cls
+
+
 class _Activating:
-    """The platform plugin whose import or ``activate()`` is running in this context (see :func:`activating`)."""
+    """A platform plugin whose code (import, ``activate()``, class, constructor) runs in the resolving thread."""
 
-    __slots__ = ("ep", "reentered")
-
-    def __init__(self, ep: PluginEntryPoint) -> None:
+    def __init__(self, ep: PluginEntryPoint | None) -> None:
         self.ep = ep
+        #: Threads alive when the plugin's code started: one born since then was started by that code.
+        self.threads = frozenset(threading.enumerate())
         #: Set when this plugin's code read ``current_platform`` of the namespace being selected.
         self.reentered: ReentrantSelectionError | None = None
 
 
-_ACTIVATING: contextvars.ContextVar[_Activating | None] = contextvars.ContextVar("_activating", default=None)
+@contextlib.contextmanager
+def _plugin_code(state: NamespaceState, ep: PluginEntryPoint | None) -> Iterator[_Activating]:
+    """Mark plugin code as running in the resolving thread; hooks it registers are attributed to plugin ``ep``."""
+    running = state.running = _Activating(ep)
+    source = None
+    if ep is not None:
+        from ..plugins.hook_registry import HookSource, _current_plugin_source
+
+        source = _current_plugin_source.set(HookSource(plugin_name=ep.name, dist_name=ep.dist_name))
+    try:
+        yield running
+    finally:
+        state.running = None
+        if source is not None:
+            _current_plugin_source.reset(source)
 
 
 def activating() -> PluginEntryPoint | None:
-    """The platform plugin whose import or ``activate()`` runs right now (diagnostics attribute log lines)."""
-    current = _ACTIVATING.get()
-    return current.ep if current is not None else None
+    """The platform plugin whose code runs in this thread right now (diagnostics attribute log lines with it)."""
+    me = threading.current_thread()
+    for namespace in known_namespaces():
+        state = state_of(namespace)
+        if state.resolver is me and state.running is not None:
+            return state.running.ep  # type: ignore[no-any-return]
+    return None
 
 
 def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activation, type | None, BaseException | None]:
-    """Import and call one plugin's ``activate()``; never raises, the caller decides what a failure means.
-
-    A ``KeyboardInterrupt`` is the exception: it propagates (the user stopped the start-up).
-    """
+    """Import and call one plugin's ``activate()``; never raises but for a user's Ctrl-C: the caller decides what
+    a failure means. A failed plugin's hooks (registered while its module was imported) are discarded."""
+    state = state_of(namespace)
     start = time.perf_counter()
+    result = cls = exc = error = raised = seconds = None
+    with _plugin_code(state, ep) as running:
+        observed = state.host_outcomes.pop(ep.name, None)
+        if observed is not None and observed[0] == ep.value:  # the host's start-up already ran it
+            _value, result, raised, seconds = observed
+        else:
+            with guarded(f"the import of {_describe(ep)}") as call:
+                activate = ep.load()
+            if call.error is not None:
+                exc, error = call.error, f"import failed: {describe_failure(call.error)}"
+            elif not callable(activate):
+                exc = InvalidPlatformError(
+                    f"{_describe(ep)}: the entry point names {type(activate).__name__} {activate!r}, not a function. "
+                    f"A platform plugin's entry point must name its activate() function, e.g. '{ep.module}:activate'.",
+                    plugin=ep.name,
+                    dist=ep.dist_name,
+                )
+            else:
+                with guarded(f"activate() of {_describe(ep)}") as call:
+                    result = activate()
+                raised = call.error
+        if raised is not None:
+            exc, error = raised, f"activate() raised {describe_failure(raised)}"
+        seconds = time.perf_counter() - start if seconds is None else seconds
+        if running.reentered is not None:
+            # It read current_platform during its own selection (even if it caught the error): its answer was
+            # computed from a selection that cannot exist yet, so it is not used.
+            exc, result, error = running.reentered, None, None
+        elif exc is None and result is not None:
+            with guarded(f"the platform class of {_describe(ep)}") as call:
+                cls = _validated_class(ep, result, namespace)
+            if call.error is not None:  # an InvalidPlatformError, or the class's metaclass or attributes raised
+                exc, result = call.error, repr(result)
+                if not isinstance(exc, InvalidPlatformError):
+                    exc = InvalidPlatformError(
+                        f"{_describe(ep)}: its platform class {result} failed while being checked: "
+                        f"{describe_failure(exc)}",
+                        plugin=ep.name,
+                        dist=ep.dist_name,
+                    )
+    if exc is not None:
+        _discard_hooks_of(ep)
+    status = "failed" if exc is not None else "activated" if cls is not None else "unavailable"
+    trace = plugin_traceback(exc) if error is not None and exc is not None else None
+    error = error if error is not None or exc is None else str(exc)
+    activation = Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, status, result, error, seconds, trace)
+    return activation, cls, exc
 
-    def record(
-        status: str, result: str | None = None, error: str | None = None, exc: BaseException | None = None
-    ) -> Activation:
-        seconds = time.perf_counter() - start
-        trace = plugin_traceback(exc) if exc is not None else None
-        return Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, status, result, error, seconds, trace)
 
-    context = _Activating(ep)
-    token = _ACTIVATING.set(context)
-    try:
-        try:
-            activate = ep.load()
-        except BaseException as exc:
-            if not is_plugin_failure(exc):
-                note_interrupt(exc, f"the import of {_describe(ep)}")
-                raise
-            return record("failed", error=f"import failed: {describe_failure(exc)}", exc=exc), None, exc
-        if not callable(activate):
-            invalid = InvalidPlatformError(
-                f"{_describe(ep)}: the entry point names {type(activate).__name__} {activate!r}, not a function. "
-                f"A platform plugin's entry point must name its activate() function, e.g. "
-                f"'{ep.module}:activate'.",
-                plugin=ep.name,
-                dist=ep.dist_name,
-            )
-            return record("failed", error=str(invalid)), None, invalid
-        try:
-            result = activate()
-        except BaseException as exc:
-            if not is_plugin_failure(exc):
-                note_interrupt(exc, f"activate() of {_describe(ep)}")
-                raise
-            if context.reentered is not None:
-                return record("failed", error=str(context.reentered)), None, context.reentered
-            return record("failed", error=f"activate() raised {describe_failure(exc)}", exc=exc), None, exc
-    finally:
-        _ACTIVATING.reset(token)
-    if context.reentered is not None:
-        # The plugin caught the error and returned anyway: its answer was computed from a selection that
-        # cannot exist yet, so it is not used.
-        return record("failed", error=str(context.reentered)), None, context.reentered
-    if result is None:
-        return record("unavailable"), None, None
-    # The time is activate()'s own; validating the class it names is not the plugin's cost.
-    activation = record("activated", result)
-    try:
-        cls = _validate_result(ep, result, namespace)
-    except InvalidPlatformError as exc:
-        return activation._replace(status="failed", result=repr(result), error=str(exc)), None, exc
-    return activation, cls, None
+def _discard_hooks_of(ep: PluginEntryPoint) -> None:
+    """A failed plugin's hooks are discarded: nothing half-done gets applied."""
+    if "sglang_plugin_runtime.plugins.hook_registry" in sys.modules:
+        from ..plugins.hook_registry import HookRegistry, HookSource
+
+        HookRegistry.discard_source(HookSource(plugin_name=ep.name, dist_name=ep.dist_name))
 
 
 def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | None = None) -> PlatformSelection:
     """Run the decision tree for ``namespace`` and return the chosen class with its provenance.
 
-    Does not instantiate the class and does not cache; :class:`PlatformHolder` does both.
+    Does not instantiate the class and does not keep it; :class:`PlatformHolder` does both.
     """
     discovery = discovery if discovery is not None else discover_entry_points()
-    group = namespace.platform_group
-    candidates = discovery.group(group)
+    candidates, env = discovery.group(namespace.platform_group), namespace.platform_env
     selected = namespace.selected_platform()
     if selected:
-        return _select_explicit(namespace, discovery, candidates, selected)
-    return _select_automatic(namespace, discovery, candidates)
-
-
-def _select_explicit(
-    namespace: PluginNamespace, discovery: DiscoveryResult, candidates: tuple[PluginEntryPoint, ...], selected: str
-) -> PlatformSelection:
-    matches = [ep for ep in candidates if ep.name == selected]
-    if not matches:
-        raise PlatformNotFoundError(unknown_platform_message(namespace, candidates, selected), plugin=selected)
-    _reject_duplicates(discovery, namespace.platform_group, {selected})
-    _reject_reserved_names(namespace, tuple(matches))
-    ep = matches[0]
-    activation, cls, error = _activate(ep, namespace)
-    if error is not None:
+        installed, candidates = candidates, tuple(ep for ep in candidates if ep.name == selected)
+        if not candidates:
+            raise PlatformNotFoundError(unknown_platform_message(namespace, installed, selected), plugin=selected[:80])
+    for name, eps in discovery.duplicates(namespace.platform_group).items():
+        if not selected or name == selected:
+            raise DuplicatePluginError(
+                f"Platform plugin name {name!r} in group {namespace.platform_group!r}: {duplicate_reason(eps)}.",
+                plugin=name,
+                dist=eps[0].dist_name,
+            )
+    _reject_reserved_names(namespace, candidates)
+    activations: list[Activation] = []
+    activated: list[tuple[PluginEntryPoint, type]] = []
+    problems: list[str] = []
+    for ep in candidates[:1] if selected else candidates:
+        activation, cls, error = _activate(ep, namespace)
+        activations.append(activation)
         if isinstance(error, (InvalidPlatformError, ReentrantSelectionError)):
-            error.activations = (activation,)
+            # The plugin says its hardware is here but hands over an unusable class, or its activate() depends on
+            # the selection it is part of: falling back would run the job on the wrong device, so this is an error
+            # even in auto mode.
+            error.activations = tuple(activations)
             raise error
-        raise PluginLoadError(
-            f"{_describe(ep)} selected by {namespace.platform_env} failed: {activation.error}",
-            plugin=ep.name,
-            dist=ep.dist_name,
-            activations=(activation,),
-        ) from error
-    if cls is None:
-        raise PlatformUnavailableError(
-            f"{_describe(ep)} is selected by {namespace.platform_env}={selected!r}, but its activate() returned "
-            f"None: its hardware or backend is not available on this machine. Check the device and its driver, "
-            f"or unset {namespace.platform_env}.",
-            plugin=ep.name,
-            dist=ep.dist_name,
-            activations=(activation,),
+        if error is not None and (selected or namespace.strict()):
+            why = f"selected by {env} failed" if selected else f"failed ({namespace.strict_env}=1 makes this an error)"
+            raise PluginLoadError(
+                f"{_describe(ep)} {why}: {activation.error}",
+                plugin=ep.name,
+                dist=ep.dist_name,
+                activations=tuple(activations),
+            ) from error
+        if error is not None:
+            problems.append(f"{_describe(ep)} was skipped: {activation.error}")
+            logger.warning("%s. Set %s=1 to make this an error.", problems[-1], namespace.strict_env)
+        elif cls is not None:
+            logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.dist_label, activation.result)
+            activated.append((ep, cls))
+        elif selected:
+            raise PlatformUnavailableError(
+                f"{_describe(ep)} is selected by {env}={selected!r}, but its activate() returned None: its hardware "
+                f"or backend is not available on this machine. Check the device and its driver, or unset {env}.",
+                plugin=ep.name,
+                dist=ep.dist_name,
+                activations=tuple(activations),
+            )
+    if len(activated) > 1:
+        names = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep, _ in activated)
+        raise AmbiguousPlatformError(
+            f"Several platform plugins activated: {names}. Set {env} to the one to use, e.g. "
+            f"{env}={activated[0][0].name}.",
+            activations=tuple(activations),
         )
-    logger.info("Platform plugin %r (%s) selected by %s -> %s", ep.name, ep.dist_label, namespace.platform_env, cls)
+    note = f"; {len(problems)} plugin(s) failed and were skipped" if problems else ""
+    if activated:
+        (ep, cls), count = activated[0], len(candidates)
+        rule, reason = RULE_SINGLE, f"{env} unset; {ep.name!r} was the only plugin whose activate() returned a class "
+        reason += f"(of {count} installed){note}"
+        if selected:
+            rule, reason = RULE_EXPLICIT, f"{env}={selected!r}; only that plugin was imported and activated"
+        return PlatformSelection(
+            namespace.name,
+            cls,
+            rule,
+            reason,
+            ep.name,
+            ep.dist_name,
+            ep.dist_version,
+            tuple(activations),
+            tuple(problems),
+        )
+    fallback = namespace.resolve_fallback_class()
+    if candidates:
+        why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
+    else:
+        why = f"no platform plugin is installed in group {namespace.platform_group!r}"
+    (logger.warning if problems else logger.info)("Using fallback platform %s: %s.", fallback.__qualname__, why)
     return PlatformSelection(
-        namespace=namespace.name,
-        platform_class=cls,
-        rule=RULE_EXPLICIT,
-        reason=f"{namespace.platform_env}={selected!r}; only that plugin was imported and activated",
-        plugin=ep.name,
-        dist_name=ep.dist_name,
-        dist_version=ep.dist_version,
-        activations=(activation,),
+        namespace.name,
+        fallback,
+        RULE_FALLBACK,
+        f"{env} unset; {why}",
+        activations=tuple(activations),
+        problems=tuple(problems),
     )
 
 
@@ -340,8 +363,9 @@ def unknown_platform_message(
 ) -> str:
     """Why ``selected`` names no installed platform plugin, with the likely intended name when there is one."""
     available = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep in candidates) or "none installed"
+    shown = repr(selected) if len(selected) <= 80 else f"{selected[:60]!r}... ({len(selected)} characters)"
     message = (
-        f"{namespace.platform_env}={selected!r} does not match any platform plugin in group "
+        f"{namespace.platform_env}={shown} does not match any platform plugin in group "
         f"{namespace.platform_group!r} (available: {available})."
     )
     suggestions = platform_name_suggestions(candidates, selected)
@@ -360,231 +384,180 @@ def unknown_platform_message(
 def platform_name_suggestions(candidates: tuple[PluginEntryPoint, ...], selected: str) -> list[str]:
     """Installed platform names that ``selected`` probably meant: other case or separators, the distribution's
     name instead of the entry point's, or a near miss."""
+    import difflib
+
+    from .._discovery import normalize_distribution_name
 
     def folded(name: str) -> str:
         return name.lower().replace("-", "_").replace(".", "_")
 
-    names = sorted({ep.name for ep in candidates})
-    found = [name for name in names if folded(name) == folded(selected)]
-    if not found:
-        dist = normalize_distribution_name(selected)
-        found = sorted({ep.name for ep in candidates if ep.dist_name == dist})
-    if not found and names:
-        import difflib
-
-        by_fold = {folded(name): name for name in names}
-        found = [
-            by_fold[close] for close in difflib.get_close_matches(folded(selected), list(by_fold), n=3, cutoff=0.75)
-        ]
-    return found
+    by_fold = {folded(ep.name): ep.name for ep in candidates}
+    found = sorted({name for fold, name in by_fold.items() if fold == folded(selected)})
+    found = found or sorted({ep.name for ep in candidates if ep.dist_name == normalize_distribution_name(selected)})
+    return found or [by_fold[m] for m in difflib.get_close_matches(folded(selected), list(by_fold), 3, 0.75)]
 
 
-def _select_automatic(
-    namespace: PluginNamespace, discovery: DiscoveryResult, candidates: tuple[PluginEntryPoint, ...]
-) -> PlatformSelection:
-    _reject_duplicates(discovery, namespace.platform_group)
-    _reject_reserved_names(namespace, candidates)
-    strict = namespace.strict()
-    activations: list[Activation] = []
-    activated: list[tuple[PluginEntryPoint, type]] = []
-    problems: list[str] = []
-    for ep in candidates:
-        activation, cls, error = _activate(ep, namespace)
-        activations.append(activation)
-        if isinstance(error, (InvalidPlatformError, ReentrantSelectionError)):
-            # The plugin says its hardware is here but hands over an unusable class, or its activate() depends on
-            # the selection it is part of: falling back would run the job on the wrong device, so this is an error
-            # even in auto mode.
-            error.activations = tuple(activations)
-            raise error
-        if error is not None:
-            message = f"{_describe(ep)} was skipped: {activation.error}"
-            if strict:
-                raise PluginLoadError(
-                    f"{message} ({namespace.strict_env}=1 makes this an error)",
-                    plugin=ep.name,
-                    dist=ep.dist_name,
-                    activations=tuple(activations),
-                ) from error
-            logger.warning("%s. Set %s=1 to make this an error.", message, namespace.strict_env)
-            problems.append(message)
-        elif cls is not None:
-            logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.dist_label, activation.result)
-            activated.append((ep, cls))
-    if len(activated) > 1:
-        names = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep, _ in activated)
-        raise AmbiguousPlatformError(
-            f"Several platform plugins activated: {names}. Set {namespace.platform_env} to the one to use, "
-            f"e.g. {namespace.platform_env}={activated[0][0].name}.",
-            activations=tuple(activations),
+@contextlib.contextmanager
+def _observing_host_activations(namespace: PluginNamespace, state: NamespaceState) -> Iterator[None]:
+    """While the host's start-up runs, record what each of the namespace's platform plugins' ``activate()`` gives
+    it (entry points loaded through ``importlib.metadata``, as SGLang loads them): selection then reuses the
+    outcome, so a plugin's hardware probe runs once per process."""
+    from importlib.metadata import EntryPoint
+
+    load = EntryPoint.load
+
+    def observed_load(ep: EntryPoint) -> Any:
+        func = load(ep)
+        if ep.group != namespace.platform_group or not callable(func):
+            return func
+
+        def activate(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                result = func(*args, **kwargs)
+            except BaseException as exc:
+                state.host_outcomes[ep.name] = (ep.value, None, exc, time.perf_counter() - start)
+                if not is_plugin_failure(exc):
+                    note_interrupt(exc, f"activate() of platform plugin {ep.name!r} (by the host's start-up)")
+                raise
+            state.host_outcomes[ep.name] = (ep.value, result, None, time.perf_counter() - start)
+            return result
+
+        return activate
+
+    EntryPoint.load = observed_load  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        EntryPoint.load = load  # type: ignore[method-assign]
+
+
+def _import_host(namespace: PluginNamespace, state: NamespaceState) -> None:
+    """Where the host is installed, import its platform module before selecting, as the host's own start-up
+    does: the host may select its platform while it is imported (SGLang does; the activations it ran are
+    reused), and a plugin built on the host's classes imports the host. If the host cannot be imported (released
+    SGLang refuses a plugin built on this runtime's classes), what that import added to ``sys.modules`` is
+    removed again and selection goes on without it."""
+    module = (namespace.host_base_class or "").split(":")[0]
+    if not module or module in sys.modules or namespace.host_distribution not in discover_entry_points().distributions:
+        return
+    import importlib
+
+    before = set(sys.modules)
+    with _observing_host_activations(namespace, state), guarded(f"the import of the host's {module}") as call:
+        importlib.import_module(module)
+    if call.error is not None:
+        for name in set(sys.modules) - before:
+            del sys.modules[name]
+        logger.info(
+            "The host's %s could not be imported, selecting without it: %s", module, describe_failure(call.error)
         )
-    note = f"; {len(problems)} plugin(s) failed and were skipped" if problems else ""
-    if len(activated) == 1:
-        ep, cls = activated[0]
-        return PlatformSelection(
-            namespace=namespace.name,
-            platform_class=cls,
-            rule=RULE_SINGLE,
-            reason=f"{namespace.platform_env} unset; {ep.name!r} was the only plugin whose activate() "
-            f"returned a class (of {len(candidates)} installed){note}",
-            plugin=ep.name,
-            dist_name=ep.dist_name,
-            dist_version=ep.dist_version,
-            activations=tuple(activations),
-            problems=tuple(problems),
-        )
-    fallback = namespace.resolve_fallback_class()
-    if candidates:
-        why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
-    else:
-        why = f"no platform plugin is installed in group {namespace.platform_group!r}"
-    if problems:
-        logger.warning("Falling back to %s: %s.", fallback.__qualname__, why)
-    else:
-        logger.info("Using fallback platform %s: %s.", fallback.__qualname__, why)
-    return PlatformSelection(
-        namespace=namespace.name,
-        platform_class=fallback,
-        rule=RULE_FALLBACK,
-        reason=f"{namespace.platform_env} unset; {why}",
-        activations=tuple(activations),
-        problems=tuple(problems),
-    )
 
 
 class PlatformHolder:
-    """The lazy, thread-safe, per-process platform singleton of one namespace."""
+    """The lazy, thread-safe, per-process platform singleton of one namespace (a view of its state)."""
 
     def __init__(self, namespace: PluginNamespace) -> None:
         self.namespace = namespace
-        self._lock = threading.RLock()
-        self._platform: Any = None
-        self._selection: PlatformSelection | None = None
-        #: What is being resolved right now, by the thread holding the lock: a second ``get()`` from that thread
-        #: is a re-entry (plugin code reading ``current_platform`` during its own selection).
-        self._resolving: str | None = None
+        self.state = state_of(namespace)
 
     def get(self) -> Any:
-        platform = self._platform
+        state = self.state
+        platform = state.platform
         if platform is not None:
             return platform
-        with self._lock:
-            if self._platform is None and self._resolving is None:
-                # Importing the host may select the platform itself (through this holder): then it is done.
-                self.namespace.import_host(discover_entry_points().distributions)
-            if self._platform is None:
-                if self._resolving is not None:
+        running, me = state.running, threading.current_thread()
+        if running is not None and state.resolver is not me and me not in running.threads:
+            raise self._reentry_error()  # a thread started by the plugin code that is running now
+        with state.platform_lock:
+            if state.platform is None and state.resolving is None:
+                _import_host(self.namespace, state)  # may select the platform through this holder (adopted SGLang)
+            if state.platform is None:
+                if state.resolving is not None:
                     raise self._reentry_error()
-                self._resolving = "selection"
+                state.resolving, state.resolver = "selection", me
                 try:
-                    selection = select_platform(self.namespace)
-                    self._resolving = selection.class_path
-                    try:
-                        platform = selection.platform_class()
-                    except BaseException as exc:
-                        if not is_plugin_failure(exc) or isinstance(exc, ReentrantSelectionError):
-                            raise
-                        raise PluginLoadError(
-                            f"Platform class {selection.class_path} (plugin {selection.plugin!r}, distribution "
-                            f"{selection.dist_name}) could not be instantiated: {describe_failure(exc)}",
-                            plugin=selection.plugin,
-                            dist=selection.dist_name,
-                        ) from exc
+                    self._resolve(state)
                 finally:
-                    self._resolving = None
-                # Publish the instance and its provenance together, only once both exist.
-                self._selection = selection
-                self._platform = platform
-            return self._platform
+                    state.resolving = state.resolver = None
+            return state.platform
+
+    def _resolve(self, state: NamespaceState) -> None:
+        selection = select_platform(self.namespace)
+        state.resolving = selection.class_path
+        where = f"the constructor of platform class {selection.class_path}"
+        with _plugin_code(state, None) as running, guarded(where) as call:
+            platform = selection.platform_class()
+        error = running.reentered or call.error
+        if isinstance(error, ReentrantSelectionError):
+            raise error
+        if error is not None:
+            raise PluginLoadError(
+                f"Platform class {selection.class_path} (plugin {selection.plugin!r}, distribution "
+                f"{selection.dist_name}) could not be instantiated: {describe_failure(error)}",
+                plugin=selection.plugin,
+                dist=selection.dist_name,
+            ) from error
+        # Publish the instance and its provenance together, only once both exist.
+        state.selection, state.platform = selection, platform
 
     def _reentry_error(self) -> ReentrantSelectionError:
         """The error for plugin code that reads ``current_platform`` while it is being selected; remembered on
-        the running activation, so a plugin that catches it is still reported."""
+        the running plugin code, so a plugin that catches it is still reported."""
         advice = (
             "Selection cannot depend on its own result: probe the hardware directly (for example the vendor "
             "module's device count or torch.<device>.is_available()) and read current_platform only after "
             "selection, e.g. in the platform's methods or a general plugin's register()."
         )
-        running = _ACTIVATING.get()
+        running = self.state.running
+        ep = running.ep if running is not None else None
+        if ep is not None:
+            where = f"{_describe(ep)} read {self.namespace.name} current_platform while it was being selected (in "
+            where += "its module's import or its activate())."
+        else:
+            resolving = self.state.resolving
+            who = f"the constructor of platform class {resolving}" if resolving not in (None, "selection") else None
+            where = f"{who or 'code run by the selection'} read {self.namespace.name} current_platform while it was "
+            where += "being selected."
+        error = ReentrantSelectionError(
+            f"{where} {advice}", plugin=ep.name if ep else None, dist=ep.dist_name if ep else None
+        )
         if running is not None:
-            ep = running.ep
-            error = ReentrantSelectionError(
-                f"{_describe(ep)} read {self.namespace.name} current_platform while it was being selected (in its "
-                f"module's import or its activate()). {advice}",
-                plugin=ep.name,
-                dist=ep.dist_name,
-            )
             running.reentered = error
-            return error
-        where = (
-            f"the constructor of platform class {self._resolving}"
-            if self._resolving not in (None, "selection")
-            else "code run by the selection"
-        )
-        return ReentrantSelectionError(
-            f"{where} read {self.namespace.name} current_platform while it was being selected. {advice}"
-        )
+        return error
 
     def selection(self) -> PlatformSelection:
         """The provenance of the current platform, resolving it first if needed."""
         self.get()
-        assert self._selection is not None
-        return self._selection
+        return self.state.selection  # type: ignore[no-any-return]
 
     def peek_selection(self) -> PlatformSelection | None:
         """The provenance if the platform was already resolved; never triggers selection."""
-        return self._selection
+        return self.state.selection  # type: ignore[no-any-return]
 
     def override(self, platform: Any) -> None:
         """Use ``platform`` (an instance or a class) from now on; for tests and hosts that choose themselves."""
         instance = platform() if isinstance(platform, type) else platform
-        cls = type(instance)
-        with self._lock:
-            self._platform = instance
-            self._selection = PlatformSelection(
-                namespace=self.namespace.name,
-                platform_class=cls,
-                rule=RULE_OVERRIDE,
-                reason="set by code through set_current_platform()",
-            )
+        reason = "set by code through set_current_platform()"
+        with self.state.platform_lock:
+            self.state.platform = instance
+            self.state.selection = PlatformSelection(self.namespace.name, type(instance), RULE_OVERRIDE, reason)
 
     def snapshot(self) -> tuple[Any, PlatformSelection | None]:
         """The current state (instance or ``None``, provenance), for :meth:`restore` (the testing kit uses it)."""
-        with self._lock:
-            return self._platform, self._selection
+        with self.state.platform_lock:
+            return self.state.platform, self.state.selection
 
-    def restore(self, state: tuple[Any, PlatformSelection | None]) -> None:
+    def restore(self, snapshot: tuple[Any, PlatformSelection | None]) -> None:
         """Put back a state taken by :meth:`snapshot`, exactly (same instance, or unresolved)."""
-        with self._lock:
-            self._platform, self._selection = state
+        with self.state.platform_lock:
+            self.state.platform, self.state.selection = snapshot
 
     def reset(self) -> None:
         """Forget the current platform; the next access selects again."""
-        with self._lock:
-            self._platform = None
-            self._selection = None
-
-    def after_fork(self) -> None:
-        # The resolved platform is inherited and still right; only the lock may be in a bad state.
-        self._lock = threading.RLock()
-
-
-_HOLDERS: dict[str, PlatformHolder] = {}
-_HOLDERS_LOCK = threading.Lock()
+        self.restore((None, None))
 
 
 def platform_holder(namespace: PluginNamespace) -> PlatformHolder:
     """The process-wide holder of ``namespace``'s current platform."""
-    holder = _HOLDERS.get(namespace.name)
-    if holder is None:
-        with _HOLDERS_LOCK:
-            holder = _HOLDERS.setdefault(namespace.name, PlatformHolder(namespace))
-    return holder
-
-
-@after_fork_in_child
-def _after_fork() -> None:
-    global _HOLDERS_LOCK
-    _HOLDERS_LOCK = threading.Lock()
-    for holder in _HOLDERS.values():
-        holder.after_fork()
+    return PlatformHolder(namespace)

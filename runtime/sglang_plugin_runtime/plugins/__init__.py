@@ -56,12 +56,10 @@ def load_plugins_by_group(
     (raised with ``SGLANG_PLUGINS_STRICT=1``). Distribution names are PEP 503 normalised.
     """
     namespace = namespace_for_group(group, SRT)
-    return load_entry_points(
-        group,
-        namespace,
-        excluded_dists=excluded_dists,
-        apply_allowlist=group == namespace.plugin_group,
+    loaded = load_entry_points(
+        group, namespace, excluded_dists=excluded_dists, apply_allowlist=group == namespace.plugin_group
     )
+    return {name: (func, ep.dist_name) for name, (func, ep) in loaded.items()}
 
 
 def load_plugins(namespace: str | PluginNamespace = SRT) -> LoadReport:

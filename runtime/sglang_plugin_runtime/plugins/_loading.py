@@ -1,25 +1,30 @@
-"""Loading general plugins: filter, import with attribution, run ``register()``, record what happened.
+"""Loading general plugins: decide which to load, import them with attribution, run ``register()``, record it.
 
-Written once for every namespace. The public functions with SGLang's signatures live in
-:mod:`sglang_plugin_runtime.plugins`.
+Written once for every namespace. Which plugins are loaded, skipped or refused is one pure function
+(:func:`plan_entry_points`) that ``sglang-plugins list`` asks too. The public functions with SGLang's signatures
+live in :mod:`sglang_plugin_runtime.plugins`.
 """
 
 # No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
 # string annotation of its fields, a cost paid by every process at start-up.
+import inspect
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, normalize_distribution_name
-from .._forking import after_fork_in_child
-from .._namespace import PluginNamespace, known_namespaces
-from .._plugin_code import describe_failure, is_plugin_failure, note_interrupt
+from .._discovery import (
+    DiscoveryResult,
+    PluginEntryPoint,
+    discover_entry_points,
+    duplicate_reason,
+    normalize_distribution_name,
+)
+from .._namespace import PluginNamespace, known_namespaces, state_of
+from .._plugin_code import describe_failure, guarded, plugin_traceback
 from ..errors import DuplicatePluginError, PluginLoadError
-from ._hooks._registry import active_registry
-from ._hooks._types import HookSource, _current_plugin_source
+from .hook_registry import HookRegistry, HookSource, _current_plugin_source
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +36,8 @@ FAILED_IMPORT = "failed-import"
 FAILED_REGISTER = "failed-register"
 FAILED_DUPLICATE = "failed-duplicate"
 NOT_INSTALLED = "not-installed"
+TO_LOAD = "to-load"
+"""A plan's verdict for a plugin that will be imported and run (never a record's status)."""
 
 
 class PluginRecord(NamedTuple):
@@ -43,21 +50,17 @@ class PluginRecord(NamedTuple):
     dist_version: str | None = None
     value: str | None = None
     seconds: float = 0.0
+    traceback: str | None = None
+    """For a plugin whose import or ``register()`` raised: the traceback, without the runtime's frames."""
 
     @property
     def ok(self) -> bool:
         return not self.status.startswith("failed") and self.status != NOT_INSTALLED
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "plugin": self.plugin,
-            "status": self.status,
-            "reason": self.reason,
-            "distribution": self.dist_name,
-            "version": self.dist_version,
-            "value": self.value,
-            "seconds": self.seconds,
-        }
+        data = self._asdict()
+        data["distribution"], data["version"] = data.pop("dist_name"), data.pop("dist_version")
+        return data
 
 
 class LoadReport:
@@ -74,22 +77,25 @@ class LoadReport:
 
     def __repr__(self) -> str:
         plugins = ", ".join(f"{r.plugin}: {r.status}" for r in self.records) or "no plugins"
-        state = "" if self.completed else ", incomplete"
-        return f"LoadReport({self.namespace}: {plugins}{state})"
+        return f"LoadReport({self.namespace}: {plugins}{'' if self.completed else ', incomplete'})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "completed": self.completed,
-            "plugins": [r.to_dict() for r in self.records],
-        }
+        plugins = [r.to_dict() for r in self.records]
+        return {"namespace": self.namespace, "completed": self.completed, "plugins": plugins}
+
+
+class PlannedPlugin(NamedTuple):
+    """What loading will do with one entry point (or one allowlisted name that is not installed)."""
+
+    name: str
+    status: str
+    """``TO_LOAD``, ``SKIPPED_ALLOWLIST``, ``SKIPPED_PLATFORM``, ``FAILED_DUPLICATE`` or ``NOT_INSTALLED``."""
+    reason: str
+    entry_point: PluginEntryPoint | None
 
 
 def namespace_for_group(group: str, default: PluginNamespace) -> PluginNamespace:
-    for namespace in known_namespaces():
-        if group in (namespace.plugin_group, namespace.platform_group):
-            return namespace
-    return default
+    return next((ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)), default)
 
 
 def unselected_platform_dists(namespace: PluginNamespace, discovery: DiscoveryResult) -> set[str]:
@@ -98,45 +104,85 @@ def unselected_platform_dists(namespace: PluginNamespace, discovery: DiscoveryRe
     A distribution that offers the selected platform is never in the set, even when it offers others too.
     """
     selected = namespace.selected_platform()
-    if not selected:
-        return set()
-    offering: dict[str, bool] = {}
-    for ep in discovery.group(namespace.platform_group):
-        offering[ep.dist_name] = offering.get(ep.dist_name, False) or ep.name == selected
-    return {dist for dist, offers_selected in offering.items() if not offers_selected}
+    eps = discovery.group(namespace.platform_group) if selected else ()
+    return {ep.dist_name for ep in eps} - {ep.dist_name for ep in eps if ep.name == selected}
 
 
-def _record(ep: PluginEntryPoint, status: str, reason: str = "", *, seconds: float = 0.0) -> PluginRecord:
-    return PluginRecord(ep.name, status, reason, ep.dist_name, ep.dist_version, ep.value, seconds)
+def plan_entry_points(
+    group: str,
+    namespace: PluginNamespace,
+    discovery: DiscoveryResult,
+    *,
+    excluded_dists: Iterable[str] = (),
+    apply_allowlist: bool = True,
+) -> list[PlannedPlugin]:
+    """What loading ``group`` will do with each entry point, in load order; imports nothing."""
+    allowed = namespace.allowed_plugins() if apply_allowlist else None
+    excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
+    entries, duplicates = discovery.group(group), discovery.duplicates(group)
+    env = namespace.plugins_env
+    plan = [
+        PlannedPlugin(name, NOT_INSTALLED, f"listed in {env} but not installed", None)
+        for name in sorted((allowed or set()) - {ep.name for ep in entries})
+    ]
+    for ep in entries:
+        if allowed is not None and ep.name not in allowed:
+            status, reason = SKIPPED_ALLOWLIST, f"not in {env}"
+        elif ep.dist_name in excluded:
+            selected = namespace.selected_platform()
+            status = SKIPPED_PLATFORM
+            reason = f"its distribution offers only platforms other than {namespace.platform_env}={selected!r}"
+        elif ep.name in duplicates:
+            status, reason = FAILED_DUPLICATE, f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}"
+        else:
+            status, reason = TO_LOAD, ""
+        plan.append(PlannedPlugin(ep.name, status, reason, ep))
+    return plan
 
 
-def _source_for(ep: PluginEntryPoint) -> HookSource:
+def plan_general_plugins(namespace: PluginNamespace, discovery: DiscoveryResult) -> list[PlannedPlugin]:
+    """What :func:`load_general_plugins` will do with each of ``namespace``'s general plugins; imports nothing."""
+    excluded = unselected_platform_dists(namespace, discovery)
+    return plan_entry_points(namespace.plugin_group, namespace, discovery, excluded_dists=excluded)
+
+
+def _record(ep: PluginEntryPoint, status: str, reason: str = "", **extra: Any) -> PluginRecord:
+    return PluginRecord(ep.name, status, reason, ep.dist_name, ep.dist_version, ep.value, **extra)
+
+
+def _source(ep: PluginEntryPoint) -> HookSource:
     return HookSource(plugin_name=ep.name, dist_name=ep.dist_name)
 
 
-def _attributed(ep: PluginEntryPoint, action: Callable[[], Any]) -> Any:
-    """Run ``action`` with ``ep`` as the current plugin source, so hooks it registers are attributed to it."""
-    token = _current_plugin_source.set(_source_for(ep))
+def _run_plugin_code(ep: PluginEntryPoint, action: Callable[[], Any], where: str) -> tuple[Any, BaseException | None]:
+    """Run ``action`` (plugin code) with ``ep`` as the hook source; its failure is returned, its hooks discarded."""
+    token = _current_plugin_source.set(_source(ep))
     try:
-        return action()
+        with guarded(f"{where} of plugin {ep.name!r} ({ep.dist_label})") as call:
+            result = action()
     finally:
         _current_plugin_source.reset(token)
+    if call.error is not None:
+        HookRegistry.discard_source(_source(ep))
+        return None, call.error
+    return result, None
 
 
-def _fail(
-    report: LoadReport | None, record: PluginRecord, strict: bool, strict_env: str, error: BaseException | None
-) -> None:
+def _fail(record: PluginRecord, namespace: PluginNamespace, report: LoadReport | None, error: Any = None) -> None:
     if report is not None:
         report.records.append(record)
     where = f"plugin {record.plugin!r}" + (
-        f" (distribution {record.dist_name} {record.dist_version})" if record.dist_name else ""
+        f" (distribution {record.dist_name} {record.dist_version})" * bool(record.dist_name)
     )
     message = f"General {where} failed: {record.reason}"
-    if strict:
+    if namespace.strict():
         raise PluginLoadError(
-            f"{message} ({strict_env}=1 makes this an error)", plugin=record.plugin, dist=record.dist_name
+            f"{message} ({namespace.strict_env}=1 makes this an error)", plugin=record.plugin, dist=record.dist_name
         ) from error
-    logger.warning("%s. It was skipped; the other plugins are unaffected.", message)
+    # SGLang logs a failing plugin at ERROR with its traceback; so do we, naming the distribution too.
+    trace = f"\n{record.traceback.rstrip()}" if record.traceback else ""
+    log = logger.error if record.status in (FAILED_IMPORT, FAILED_REGISTER) else logger.warning
+    log("%s. It was skipped; the other plugins are unaffected.%s", message, trace)
 
 
 def load_entry_points(
@@ -148,137 +194,84 @@ def load_entry_points(
     report: LoadReport | None = None,
     discovery: DiscoveryResult | None = None,
     skip: Iterable[str] = (),
-) -> dict[str, tuple[Callable[..., Any], str | None]]:
-    """Import the entry points of ``group`` and return ``{name: (callable, dist_name)}``, in sorted order.
+) -> dict[str, tuple[Callable[..., Any], PluginEntryPoint]]:
+    """Import the entry points of ``group`` and return ``{name: (callable, entry point)}``, in load order.
 
     Imports run with the plugin as the current hook source. Failures are recorded in ``report`` and logged
     (strict mode raises); they never stop the other plugins. Entry points named in ``skip`` are left alone.
     """
     skip = frozenset(skip)
-    discovery = discovery if discovery is not None else discover_entry_points()
-    strict = namespace.strict()
-    excluded = {normalize_distribution_name(d) for d in (excluded_dists or ())}
-    allowed = namespace.allowed_plugins() if apply_allowlist else None
-    entries = discovery.group(group)
-    duplicates = discovery.duplicates(group)
-    if allowed is not None and not allowed:
+    plan = plan_entry_points(
+        group,
+        namespace,
+        discovery or discover_entry_points(),
+        excluded_dists=excluded_dists or (),
+        apply_allowlist=apply_allowlist,
+    )
+    if apply_allowlist and namespace.allowed_plugins() == frozenset():
+        env = namespace.plugins_env
         logger.warning(
             "%s=%r names no plugin, so no general plugin in group %r is loaded (as in SGLang). Unset %s to load "
             "them all, or list the ones to load: %s=name1,name2.",
-            namespace.plugins_env,
-            os.environ.get(namespace.plugins_env, ""),
-            group,
-            namespace.plugins_env,
-            namespace.plugins_env,
+            *(env, os.environ.get(env, ""), group, env, env),
         )
-    if allowed is not None:
-        for missing in sorted(allowed - {ep.name for ep in entries}):
-            logger.warning(
-                "%s lists %r, but it is not installed: no plugin of that name in group %r. "
-                "Check the spelling or install it.",
-                namespace.plugins_env,
-                missing,
+    loaded: dict[str, tuple[Callable[..., Any], PluginEntryPoint]] = {}
+    for name, status, reason, ep in plan:
+        if ep is not None and ep.name in skip:
+            continue
+        if status != TO_LOAD:
+            record = _record(ep, status, reason) if ep is not None else PluginRecord(name, status, reason)
+            if status == FAILED_DUPLICATE and namespace.strict():
+                raise DuplicatePluginError(
+                    f"Plugin name {name!r} in group {group!r}: {reason}", plugin=name, dist=record.dist_name
+                )
+            if status == FAILED_DUPLICATE:
+                _fail(record, namespace, report)
+                continue
+            log = logger.warning if status == NOT_INSTALLED else logger.info
+            log(
+                "Plugin %r in group %r: %s (%s)",
+                name,
                 group,
+                reason,
+                "check the spelling or install it" if status == NOT_INSTALLED else "skipped",
             )
             if report is not None:
-                report.records.append(
-                    PluginRecord(missing, NOT_INSTALLED, f"listed in {namespace.plugins_env} but not installed")
-                )
-    loaded: dict[str, tuple[Callable[..., Any], str | None]] = {}
-    for ep in entries:
-        if ep.name in skip:
+                report.records.append(record)
             continue
-        if allowed is not None and ep.name not in allowed:
-            logger.info("Skipping plugin %r: not in %s", ep.name, namespace.plugins_env)
-            if report is not None:
-                report.records.append(_record(ep, SKIPPED_ALLOWLIST, f"not in {namespace.plugins_env}"))
-            continue
-        if ep.dist_name in excluded:
-            selected = namespace.selected_platform()
-            reason = f"its distribution offers only platforms other than {namespace.platform_env}={selected!r}"
-            logger.info("Skipping plugin %r (%s): %s", ep.name, ep.dist_label, reason)
-            if report is not None:
-                report.records.append(_record(ep, SKIPPED_PLATFORM, reason))
-            continue
-        if ep.name in duplicates:
-            dists = " and ".join(other.dist_label for other in duplicates[ep.name])
-            reason = f"the name {ep.name!r} is offered by {dists}; uninstall one of them"
-            if strict:
-                raise DuplicatePluginError(
-                    f"Plugin name {ep.name!r} in group {group!r}: {reason}", plugin=ep.name, dist=ep.dist_name
-                )
-            _fail(report, _record(ep, FAILED_DUPLICATE, reason), False, namespace.strict_env, None)
-            continue
+        assert ep is not None
         start = time.perf_counter()
-        failure: tuple[str, BaseException | None] | None = None
-        try:
-            func = _attributed(ep, ep.load)
-        except BaseException as exc:
-            if not is_plugin_failure(exc):
-                note_interrupt(exc, f"the import of plugin {ep.name!r} ({ep.dist_label})")
-                raise
-            failure = (f"import of {ep.value!r} failed: {describe_failure(exc)}", exc)
+        func, error = _run_plugin_code(ep, ep.load, "the import")
+        reason = f"import of {ep.value!r} failed: {describe_failure(error)}" if error is not None else ""
+        if error is None and not callable(func):
+            reason = (
+                f"the entry point {ep.value!r} names {type(func).__name__} {func!r}, not a function; it must "
+                f"name the plugin's function (register() for a general plugin, activate() for a platform plugin)"
+            )
+        if reason:
+            trace = plugin_traceback(error) if error is not None else None
+            _fail(
+                _record(ep, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, traceback=trace),
+                namespace,
+                report,
+                error,
+            )
         else:
-            if not callable(func):
-                failure = (
-                    f"the entry point {ep.value!r} names {type(func).__name__} {func!r}, not a function; it must "
-                    f"name the plugin's function (register() for a general plugin, activate() for a platform plugin)",
-                    None,
-                )
-        if failure is not None:
-            reason, error = failure
-            _discard_hooks(ep)
-            record = _record(ep, FAILED_IMPORT, reason, seconds=time.perf_counter() - start)
-            _fail(report, record, strict, namespace.strict_env, error)
-            continue
-        loaded[ep.name] = (func, ep.dist_name)
+            loaded[ep.name] = (func, ep)
     return loaded
-
-
-def _discard_hooks(ep: PluginEntryPoint) -> None:
-    """Drop hooks a failed plugin registered before failing, so nothing half-done gets applied."""
-    active_registry().discard_source(_source_for(ep))
-
-
-class _LoadState:
-    """Per-process, per-namespace state of :func:`load_general_plugins`."""
-
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.report: LoadReport | None = None
-        self.loading = False
-        #: Plugins whose ``register()`` completed in an attempt that failed later (strict mode): a retry keeps
-        #: their hooks and does not run them again, so each hook is registered once.
-        self.done: dict[str, PluginRecord] = {}
-
-    def after_fork(self) -> None:
-        # The child inherits registered and applied hooks (they live in its copied memory), so a completed load
-        # stays completed; an in-flight one (another thread of the parent) did not survive the fork.
-        self.lock = threading.RLock()
-        self.loading = False
-        if self.report is not None and not self.report.completed:
-            self.report = None
-            self.done.clear()
-
-
-_STATES: dict[str, _LoadState] = {}
-
-
-def _state(namespace: PluginNamespace) -> _LoadState:
-    return _STATES.setdefault(namespace.name, _LoadState())
-
-
-def last_load_report(namespace: PluginNamespace) -> LoadReport | None:
-    return _STATES[namespace.name].report if namespace.name in _STATES else None
 
 
 def reset_load_state(namespace: PluginNamespace | None = None) -> None:
     """Forget that plugins were loaded (tests); hooks are reset separately via ``HookRegistry.reset()``."""
-    for name, state in list(_STATES.items()):
-        if namespace is None or name == namespace.name:
-            with state.lock:
-                state.report = None
-                state.done.clear()
+    for ns in known_namespaces() if namespace is None else (namespace,):
+        state = state_of(ns)
+        with state.load_lock:
+            state.report, state.in_flight = None, None
+            state.done.clear()
+
+
+def last_load_report(namespace: PluginNamespace) -> LoadReport | None:
+    return state_of(namespace).report  # type: ignore[no-any-return]
 
 
 def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
@@ -286,49 +279,52 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
 
     Idempotent: later calls only re-apply hooks (cheap; picks up hooks registered since). A re-entrant call
     from inside a plugin's ``register()`` returns the report in progress. If discovery itself fails, nothing
-    is marked as loaded, so the next call tries again.
+    is marked as loaded, so the next call tries again. A plugin whose ``register()`` completed is never run again
+    (a strict retry, a child forked while another thread was loading).
     """
-    state = _state(namespace)
-    with state.lock:
+    state = state_of(namespace)
+    with state.load_lock:
         if state.loading:
-            assert state.report is not None
-            return state.report
-        if state.report is not None and state.report.completed:
-            _apply_hooks(namespace)
-            return state.report
-        state.loading = True
-        try:
-            discovery = discover_entry_points()
-            report = LoadReport(namespace.name)
-            state.report = report
-            plugins = load_entry_points(
-                namespace.plugin_group,
-                namespace,
-                excluded_dists=unselected_platform_dists(namespace, discovery),
-                apply_allowlist=True,
-                report=report,
-                discovery=discovery,
-                skip=state.done,
-            )
-            eps = {ep.name: ep for ep in discovery.group(namespace.plugin_group)}
-            for name, (func, _dist) in plugins.items():
-                if _run_register(eps[name], func, namespace, report):
-                    state.done[name] = report.records[-1]
-            report.records.extend(record for name, record in state.done.items() if name not in plugins)
-            report.completed = True
-            state.done.clear()
-        except BaseException:
-            state.report = None
-            raise
-        finally:
-            state.loading = False
-    _apply_hooks(namespace)
+            return state.report  # type: ignore[no-any-return]
+        if state.report is None or not state.report.completed:
+            if state.in_flight is not None:  # forked while this plugin's register() ran in another thread
+                HookRegistry.discard_source(state.in_flight)
+                state.in_flight = None
+            state.loading = True
+            try:
+                state.report = _load(namespace, state.done)
+            except BaseException:
+                state.report = None
+                raise
+            finally:
+                state.loading = False
+    HookRegistry.apply_hooks(strict=True if namespace.strict() else None)
+    return state.report  # type: ignore[no-any-return]
+
+
+def _load(namespace: PluginNamespace, done: dict[str, PluginRecord]) -> LoadReport:
+    state = state_of(namespace)
+    discovery = discover_entry_points()
+    report = state.report = LoadReport(namespace.name)
+    excluded = unselected_platform_dists(namespace, discovery)
+    plugins = load_entry_points(
+        namespace.plugin_group,
+        namespace,
+        excluded_dists=excluded,
+        apply_allowlist=True,
+        report=report,
+        discovery=discovery,
+        skip=done,
+    )
+    for name, (func, ep) in plugins.items():
+        state.in_flight = _source(ep)
+        if _run_register(ep, func, namespace, report):
+            done[name] = report.records[-1]
+        state.in_flight = None
+    report.records.extend(record for name, record in done.items() if name not in plugins)
+    report.completed = True
+    done.clear()
     return report
-
-
-def _apply_hooks(namespace: PluginNamespace) -> None:
-    """Apply the registered hooks; the namespace's own strict variable makes failures raise."""
-    active_registry().apply_hooks(strict=True if namespace.strict() else None)
 
 
 def _run_register(
@@ -336,29 +332,22 @@ def _run_register(
 ) -> bool:
     """Run one plugin's function; return whether it completed (failures are recorded, or raised when strict)."""
     start = time.perf_counter()
-    try:
-        _attributed(ep, func)
-    except BaseException as exc:
-        if not is_plugin_failure(exc):
-            note_interrupt(exc, f"{ep.value}() of plugin {ep.name!r} ({ep.dist_label})")
-            raise
-        _discard_hooks(ep)
-        reason = f"{ep.value}() raised {describe_failure(exc)}"
-        _fail(
-            report,
-            _record(ep, FAILED_REGISTER, reason, seconds=time.perf_counter() - start),
-            namespace.strict(),
-            namespace.strict_env,
-            exc,
+    result, error = _run_plugin_code(ep, func, f"{ep.value}()")
+    reason = f"{ep.value}() raised {describe_failure(error)}" if error is not None else ""
+    if inspect.iscoroutine(result) or inspect.isgenerator(result) or inspect.isasyncgen(result):
+        if inspect.iscoroutine(result):
+            result.close()  # its body never ran; closed, Python does not warn "never awaited" about it later
+        kind = "a generator" if inspect.isgenerator(result) else "an async"
+        reason = (
+            f"{ep.value} is {kind} function: calling it returned {type(result).__name__} and its body never "
+            f"ran, so nothing was registered; make it a plain function (def register(): ...)"
         )
-        return False
+        HookRegistry.discard_source(_source(ep))
     seconds = time.perf_counter() - start
+    if reason:
+        trace = plugin_traceback(error) if error is not None else None
+        _fail(_record(ep, FAILED_REGISTER, reason, seconds=seconds, traceback=trace), namespace, report, error)
+        return False
     logger.info("Loaded general plugin %r (%s) in %.1f ms", ep.name, ep.dist_label, seconds * 1e3)
     report.records.append(_record(ep, LOADED, "", seconds=seconds))
     return True
-
-
-@after_fork_in_child
-def _after_fork() -> None:
-    for state in _STATES.values():
-        state.after_fork()
