@@ -639,3 +639,19 @@ def test_strict_doctor_fails_on_what_the_conformance_check_catches(site: PluginS
     conformance = [p for p in report["problems"] if p["message"].startswith("conformance check:")]
     assert any("get_device_total_memory" in p["message"] for p in conformance), report["problems"]
     assert {p["plugin"] for p in conformance} == {"sim"}
+
+
+@pytest.mark.fault(
+    "cli",
+    "a general plugin's register() raises under doctor",
+    "doctor shows the message and the plugin's traceback (its frames and the frames it called), in the JSON and "
+    "the text (it showed one line)",
+)
+def test_register_raising_shows_the_plugins_traceback(site: PluginSite) -> None:
+    add_general(site, "broken-dist", "broken", body="import json\njson.loads('{not json')")
+    result = cli(site, "doctor")
+    assert result.code == 1 and "general plugin 'broken' failed-register" in result.out
+    trace = result.out.split("Traceback of general plugin 'broken'")[1].split("\nHooks")[0]
+    assert "broken_plugin.py" in trace and "json/decoder.py" in trace and "JSONDecodeError: (see Problems)" in trace
+    record = cli(site, "doctor", "--json").json["plugins"]["plugins"][0]
+    assert record["status"] == "failed-register" and "broken_plugin.py" in record["traceback"]

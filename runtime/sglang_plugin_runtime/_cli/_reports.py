@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .._discovery import DiscoveryResult, discover_entry_points
+from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
 from .._fingerprint import as_json, fingerprint_hook
 from .._namespace import PluginNamespace
 from .._plugin_code import describe_failure, guarded
@@ -116,10 +116,8 @@ def _discovery(discovery: DiscoveryResult, ns: PluginNamespace, problems: Proble
     for group in (ns.platform_group, ns.plugin_group):
         for name, eps in discovery.duplicates(group).items():
             duplicates.append({"group": group, "name": name, "distributions": [ep.dist_name for ep in eps]})
-            offered = f"offered by {' and '.join(ep.dist_label for ep in eps)}; uninstall one of them"
-            problems.add(
-                ERROR, "discovery", f"entry point {name!r} in group {group!r} is {offered}", name, eps[0].dist_name
-            )
+            message = f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}"
+            problems.add(ERROR, "discovery", message, name, eps[0].dist_name)
     malformed = [{"path": bad.path, "reason": bad.reason} for bad in discovery.malformed]
     return {"distribution_count": discovery.distribution_count, "malformed": malformed, "duplicates": duplicates}
 

@@ -48,7 +48,7 @@ def _tracebacks(report: dict[str, Any], kind: str, records: list[dict[str, Any]]
         end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
         if end < len(lines) and _once(report, "\n".join(lines[end:])) == SEE:
             lines[end:] = [f"{lines[end].partition(':')[0]}: {SEE}"]
-        out += ["", f"Traceback of {kind} plugin {record['plugin']!r} (the plugin's frames only)"]
+        out += ["", f"Traceback of {kind} plugin {record['plugin']!r} (without the runtime's frames)"]
         out += ["  " + line for line in lines]
     return out
 
