@@ -9,7 +9,6 @@ when it stops. Use it as a context manager in tests, or ``start()``/``stop()`` f
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
 import threading
 import types
@@ -18,8 +17,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 __all__ = ["SimulatedCall", "SimulatedDevice", "active_simulated_device", "simulated_device"]
-
-logger = logging.getLogger(__name__)
 
 _GIB = 1024**3
 _PROTECTED_TYPES = frozenset({"cpu", "cuda", "meta"})
@@ -137,7 +134,6 @@ class SimulatedDevice:
                 self._swap(sys.modules, f"{self.backend_module}.{self.device_type}", self.module)
             _clear_device_module_cache(torch)
             _ACTIVE.append(self)
-            logger.debug("simulated device started: %r", self)
         return self
 
     def stop(self) -> None:
@@ -158,7 +154,6 @@ class SimulatedDevice:
             self._saved = []
             _clear_device_module_cache(self._torch)
             _ACTIVE.remove(self)
-            logger.debug("simulated device stopped: %r", self)
 
     def __enter__(self) -> SimulatedDevice:
         return self.start()

@@ -386,8 +386,9 @@ class ComparisonInputError(ValueError):
 def load_comparison(argument: str) -> dict[str, Any]:
     """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved ``PluginFingerprint.to_dict()``),
     or a digest (at least its first 12 hex digits)."""
+    other = {"source": argument, "digest": None, "host": None, "fingerprint": None}
     if re.fullmatch(r"[0-9a-fA-F]{12,64}", argument) and not os.path.exists(argument):
-        return {"source": argument, "digest": argument.lower(), "host": None, "fingerprint": None}
+        return {**other, "digest": argument.lower()}
     try:
         with open(argument, encoding="utf-8") as handle:
             document: Any = json.load(handle)
@@ -398,23 +399,16 @@ def load_comparison(argument: str) -> dict[str, Any]:
         raise ComparisonInputError(f"--compare {argument!r}: not JSON ({exc})") from None
     except RecursionError:
         raise ComparisonInputError(f"--compare {argument!r}: not a fingerprint (nested too deeply)") from None
-    host = None
     if isinstance(document, dict) and document.get("command") == "fingerprint":
-        document, host = document.get("fingerprint"), document.get("host")
+        other["host"] = document.get("host") if isinstance(document.get("host"), str) else None
+        document = document.get("fingerprint")
     if not isinstance(document, dict) or not {"format", "platform", "hooks"} <= set(document):
         how = "write one with 'sglang-plugins fingerprint --json > FILE'"
         raise ComparisonInputError(f"--compare {argument!r}: not a fingerprint; {how}")
-    return {
-        "source": argument,
-        "digest": None,
-        "host": host if isinstance(host, str) else None,
-        "fingerprint": document,
-    }
+    return {**other, "fingerprint": document}
 
 
-def fingerprint_step(
-    ns: PluginNamespace, problems: Problems, logs: LogCapture, other: dict[str, Any] | None
-) -> dict[str, Any]:
+def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, other: Any) -> dict[str, Any]:
     """Select the platform and run ``load_plugins()`` here (as a fresh rank would), fingerprint the result, and
     compare it with ``other`` (:func:`load_comparison`'s) when given."""
     from .._consistency import Participant, compare
@@ -424,38 +418,28 @@ def fingerprint_step(
     try:
         load_plugins(ns)
     except Exception as exc:  # strict mode: the fingerprint then says load_plugins() did not complete
-        problems.add(
-            ERROR, "plugins", f"load_plugins() raised {type(exc).__name__}: {exc}", getattr(exc, "plugin", None)
-        )
+        message = f"load_plugins() raised {type(exc).__name__}: {exc}"
+        problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))
     fingerprint, host = build_fingerprint(ns), socket.gethostname()
-    data, digest = fingerprint.to_dict(), fingerprint.digest
-    document = {"digest": digest, "host": host, "fingerprint": data, "compared_with": None}
+    document = {"digest": fingerprint.digest, "host": host, "fingerprint": fingerprint.to_dict()}
     if other is None:
-        return document
-    source, theirs = other["source"], other["fingerprint"]
-    compared = document["compared_with"] = {**other, "same": False, "differences": []}
-    del compared["fingerprint"]
+        return {**document, "compared_with": None}
+    source, theirs, digest = other["source"], other.pop("fingerprint"), document["digest"]
     if theirs is None:  # a digest only: same or not, no items
-        compared["same"] = digest.startswith(other["digest"])
+        same = digest.startswith(other["digest"])
         message = f"this node's fingerprint {digest[:12]} differs from {other['digest'][:12]}; compare with the other"
-        if not compared["same"]:
-            problems.add(
-                ERROR, "compare", f"{message} node's 'sglang-plugins fingerprint --json' file to see which items differ"
-            )
-        return document
+        message += " node's 'sglang-plugins fingerprint --json' file to see which items differ"
+        if not same:
+            problems.add(ERROR, "compare", message)
+        return {**document, "compared_with": {**other, "same": same, "differences": []}}
     try:  # anyone's JSON: a damaged inner structure makes it no fingerprint (not a bug here)
-        compared["digest"] = digest_of(theirs)
-        differences = compare([Participant(0, other["host"] or source, theirs), Participant(1, host, data)])
-        values = [{rank: v.value for v in d.variants for rank in v.ranks} for d in differences]
+        other["digest"] = digest_of(theirs)
+        participants = [Participant(0, other["host"] or source, theirs), Participant(1, host, document["fingerprint"])]
+        found = [(d, {rank: v.value for v in d.variants for rank in v.ranks}) for d in compare(participants)]
     except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
-        raise ComparisonInputError(
-            f"--compare {source!r}: not a fingerprint (its content is damaged: {type(exc).__name__})"
-        ) from None
-    compared["same"] = compared["digest"] == digest
+        raise ComparisonInputError(f"--compare {source!r}: not a fingerprint (damaged: {type(exc).__name__})") from None
     where = source + (f" (host {other['host']})" if other["host"] else "")
-    for d, value in zip(differences, values, strict=True):
-        compared["differences"].append(
-            {"kind": d.kind, "item": d.item, "severity": d.severity, "here": value[1], "there": value[0]}
-        )
+    for d, value in found:
         problems.add(d.severity, "compare", f"{d.item}: here {value[1]}; in {where} {value[0]}")
-    return document
+    rows = [{"kind": d.kind, "item": d.item, "severity": d.severity, "here": v[1], "there": v[0]} for d, v in found]
+    return {**document, "compared_with": {**other, "same": other["digest"] == digest, "differences": rows}}

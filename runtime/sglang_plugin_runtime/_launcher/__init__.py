@@ -30,14 +30,11 @@ __all__ = ["LaunchError", "Plan", "execute", "plan"]
 SHIM_SOURCE = """\
 # Written by `sglang-plugins run` for one process tree, and removed when the command ends.
 import sys
-
 try:
     from sglang_plugin_runtime._launcher._finder import enter_from_shim
 except ImportError as exc:
-    raise ImportError(
-        "sglang-plugins run: this Python (%s) cannot import sglang_plugin_runtime; install the runtime into the "
-        "environment that runs SGLang" % sys.executable
-    ) from exc
+    raise ImportError(f"sglang-plugins run: this Python ({sys.executable}) cannot import sglang_plugin_runtime; "
+                      "install the runtime into the environment that runs SGLang") from exc
 enter_from_shim(sys.modules[__name__])
 """
 
@@ -58,7 +55,6 @@ class Plan:
 
     command: list[str]
     env: dict[str, str]
-    sglang_version: str
     note: str = ""
     shim_dir: Path | None = None
 
@@ -112,7 +108,7 @@ def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
     hook_registry = site / "sglang" / "srt" / "plugins" / "hook_registry.py"
     if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(encoding="utf-8"):
         note = f"SGLang {version} already imports sglang_plugin_runtime; running the command as it is"
-        return Plan(command, env, version, f"sglang-plugins run: {note}")
+        return Plan(command, env, f"sglang-plugins run: {note}")
     try:
         patches = parse(patch_text(version))
     except LookupError as exc:
@@ -130,7 +126,7 @@ def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
     (shim_dir / "sglang" / "__init__.py").write_text(SHIM_SOURCE, encoding="utf-8")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim_dir), env.get("PYTHONPATH", "")) if p)
     env.update({VERSION_ENV: version, SHIM_ENV: str(shim_dir)})
-    return Plan(command, env, version, shim_dir=shim_dir)
+    return Plan(command, env, shim_dir=shim_dir)
 
 
 def execute(prepared: Plan) -> int:
