@@ -386,7 +386,7 @@ class ComparisonInputError(ValueError):
 def load_comparison(argument: str) -> dict[str, Any]:
     """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved ``PluginFingerprint.to_dict()``),
     or a digest (at least its first 12 hex digits)."""
-    other = {"source": argument, "digest": None, "host": None, "fingerprint": None}
+    other: dict[str, Any] = {"source": argument, "digest": None, "host": None, "fingerprint": None}
     if re.fullmatch(r"[0-9a-fA-F]{12,64}", argument) and not os.path.exists(argument):
         return {**other, "digest": argument.lower()}
     try:
@@ -421,7 +421,7 @@ def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, 
         message = f"load_plugins() raised {type(exc).__name__}: {exc}"
         problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))
     fingerprint, host = build_fingerprint(ns), socket.gethostname()
-    document = {"digest": fingerprint.digest, "host": host, "fingerprint": fingerprint.to_dict()}
+    document: dict[str, Any] = {"digest": fingerprint.digest, "host": host, "fingerprint": fingerprint.to_dict()}
     if other is None:
         return {**document, "compared_with": None}
     source, theirs, digest = other["source"], other.pop("fingerprint"), document["digest"]

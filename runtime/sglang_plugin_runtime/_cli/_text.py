@@ -87,18 +87,12 @@ def _doctor(report: dict[str, Any]) -> Lines:
     lines += _tracebacks(report, "platform", platform["activations"])
     if platform["status"] == "selected":
         plugin = f"{platform['plugin']} ({_dist(platform)})" if platform["plugin"] else "(none: fallback)"
-        rows = [("class", platform["platform_class"]), ("plugin", plugin), ("rule", platform["rule"])]
-        lines += [
-            "",
-            "Selected platform" + " [SIMULATED]" * report["simulated"],
-            *table(("", ""), [*rows, ("reason", platform["reason"])])[1:],
-        ]
+        title = "Selected platform" + " [SIMULATED]" * report["simulated"]
+        pairs = [("class", platform["platform_class"]), ("plugin", plugin), ("rule", platform["rule"])]
+        pairs.append(("reason", platform["reason"]))
     else:
-        lines += [
-            "",
-            "Selected platform: NONE (selection failed)",
-            *table(("", ""), [("error", _once(report, platform["error"]))])[1:],
-        ]
+        title, pairs = "Selected platform: NONE (selection failed)", [("error", _once(report, platform["error"]))]
+    lines += ["", title, *table(("", ""), pairs)[1:]]
     rows = [(o["attribute"], o["kind"], o["message"].partition(": ")[2]) for o in platform.get("overrides", ())]
     lines += _section("Platform class: public names SGLang does not call", ("NAME", "KIND", "WHAT IT MEANS"), rows)
     rows = [
@@ -115,12 +109,13 @@ def _doctor(report: dict[str, Any]) -> Lines:
         note = _once(report, t["error"] or "; ".join(c["message"] for c in t["conflicts"]) or None)
         rows.append((t["target"], t["status"], ", ".join(h["type"] for h in t["hooks"]) or "-", sources, note))
     theirs = len(hooks.get("sglang_registry_targets", ()))
-    empty = (
-        f"(none here; released SGLang's own registry has hooks on {theirs} target(s) {SEE})"
-        if theirs
-        else "(no hooks registered)"
+    empty = f"(none here; released SGLang's own registry has hooks on {theirs} target(s) {SEE})"
+    lines += _section(
+        "Hooks",
+        ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE"),
+        rows,
+        empty if theirs else "(no hooks registered)",
     )
-    lines += _section("Hooks", ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE"), rows, empty)
     rows = [
         (r["level"], r["logger"], r["message"])
         for r in report["log"]
