@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import __version__
+from .._launcher import LaunchError
 from .._simulated_device import TORCH_INSTALL
 
 __all__ = ["main"]
@@ -170,19 +171,6 @@ def _report_stdout(for_good: bool) -> Iterator[list[str]]:
             real.flush()
 
 
-def _run_command(argv: list[str], parser: argparse.ArgumentParser) -> int:
-    from .. import _launcher
-
-    command = argv[1:] if argv[:1] == ["--"] else argv
-    if command[:1] in (["-h"], ["--help"]):
-        parser.parse_args(["run", "--help"])
-    try:
-        return _launcher.execute(_launcher.plan(command))
-    except _launcher.LaunchError as exc:
-        sys.stderr.write(f"{exc}\n")
-        return EXIT_USAGE
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status instead of exiting, so it can be called from Python.
 
@@ -201,7 +189,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(files("sglang_plugin_runtime").joinpath("cli-schema.json").read_text(encoding="utf-8"))
             return 0
         if args.command == "run":
-            return _run_command(args.argv, parser)
+            from .. import _launcher
+
+            command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+            if command[:1] in (["-h"], ["--help"]):
+                parser.parse_args(["run", "--help"])
+            return _launcher.execute(_launcher.plan(command))
         if args.verbose <= 0:
             # The report shows every problem and the warnings plugins logged; a handler on the root logger keeps
             # Python's last-resort handler from also printing them on the terminal.
@@ -220,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(report["exit_status"])
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0)
-    except _UsageError as exc:
+    except (_UsageError, LaunchError) as exc:
         sys.stderr.write(f"{exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -72,14 +72,8 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path) if hunks is not None else None
         if hunks is None or spec is None or spec.origin is None or not spec.origin.endswith(".py"):
             return None
-        loader = _PatchedSourceLoader(fullname, spec.origin, hunks)
-        locations = spec.submodule_search_locations
-        adopted = importlib.util.spec_from_file_location(
-            fullname, spec.origin, loader=loader, submodule_search_locations=locations
-        )
-        if adopted is not None:
-            adopted.cached = None
-        return adopted
+        spec.loader, spec.cached = _PatchedSourceLoader(fullname, spec.origin, hunks), None
+        return spec
 
 
 def module_name(path: str) -> str:
