@@ -7,7 +7,7 @@
 #    never pull torchvision or a CUDA torch). The cache key is a hash of that file, this script's venv
 #    recipe version and the Python version: change any of them and the venv is rebuilt; old ones are removed.
 # 2. Builds (once, cached the same way, its key also covering the patch) the *adopted* venv: its own install of
-#    the same pinned set, then integrations/sglang/sglang-0.5.23.patch applied to its sglang package with a
+#    the same pinned set, then runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch applied to its sglang package with a
 #    plain `patch` (SGLang importing this runtime). The plain venv is never modified.
 # 3. Installs this repository's runtime into each (a real `pip install`, from a snapshot of the source, every run).
 # 4. Runs `pytest tests_sglang` in the plain venv (without tests_sglang/adopted), then `pytest tests_sglang/adopted`
@@ -20,7 +20,7 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REQUIREMENTS="$REPO_ROOT/scripts/sglang-requirements.txt"
-ADOPTION_PATCH="$REPO_ROOT/integrations/sglang/sglang-0.5.23.patch"
+ADOPTION_PATCH="$REPO_ROOT/runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch"
 PYTHON="${PYTHON:-python3.11}"
 CACHE_DIR="${SGLANG_VENV_DIR:-$REPO_ROOT/.cache}"
 RECIPE_VERSION=1 # bump when the way the venv is built changes

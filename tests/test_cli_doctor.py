@@ -12,10 +12,11 @@ from typing import Any
 
 import jsonschema
 import pytest
-from _plugin_site import RUNTIME_SRC, PluginSite
+from _plugin_site import RUNTIME_SRC, PluginSite, platform_module
 
 SCHEMA = json.loads((RUNTIME_SRC / "sglang_plugin_runtime" / "cli-schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+PLATFORMS = "sglang.srt.platforms"
 PLUGIN_VARS = ("SGLANG_PLATFORM", "SGLANG_PLUGINS", "SGLANG_PLUGINS_STRICT", "SGLANG_DIFFUSION_PLATFORM_OVERRIDE")
 
 
@@ -212,7 +213,13 @@ def test_general_plugin_skipped_by_allowlist_is_healthy_and_says_why(site: Plugi
 # --- hooks --------------------------------------------------------------------------------------------------
 
 
-def test_hook_on_a_missing_module_is_an_error_naming_target_and_plugin(site: PluginSite) -> None:
+@pytest.mark.fault(
+    "cli",
+    "a hook targets a module of a package that is not installed here (sglang.* without SGLang)",
+    "doctor says the package is not installed here, a warning naming target and plugin (exit 0); --strict fails "
+    "(it said 'can never apply ... misspelled target?' and failed)",
+)
+def test_hook_on_a_package_not_installed_here_is_a_warning_that_strict_fails(site: PluginSite) -> None:
     add_general(
         site,
         "hooks-dist",
@@ -224,11 +231,14 @@ def test_hook_on_a_missing_module_is_an_error_naming_target_and_plugin(site: Plu
     )
     result = cli(site, "doctor", "--json")
     report = result.json
-    assert result.code == 1
+    assert result.code == 0
     target = next(t for t in report["hooks"]["targets"] if t["target"] == "no_such_pkg.mod.func")
-    assert target["status"] == "failed"
+    assert target["status"] == "pending"
     problem = next(p for p in report["problems"] if p["target"] == "no_such_pkg.mod.func")
-    assert problem["severity"] == "error" and problem["plugin"] == "hooks"
+    assert problem["severity"] == "warning" and problem["plugin"] == "hooks"
+    assert "package 'no_such_pkg', which is not installed here" in problem["message"]
+    assert "misspelled" not in problem["message"]
+    assert cli(site, "doctor", "--strict").code == 1
 
 
 def test_pending_hook_is_a_warning_and_strict_flag_fails_it(site: PluginSite) -> None:
@@ -504,3 +514,144 @@ def test_target_module_calling_sys_exit_under_import_targets_is_reported(site: P
     result = cli(site, "doctor", "--json", "--import-targets")
     assert result.code == 1
     assert "importing 'exiting_target' for target 'exiting_target.work' failed: SystemExit(2)" in messages(result.json)
+
+
+@pytest.mark.fault(
+    "cli",
+    "a plugin registers an atexit print (Python and file descriptor 1), or starts a thread that prints after the "
+    "report, under doctor --json",
+    "stdout holds exactly the JSON document until the process ends; the late text goes to stderr",
+)
+def test_plugin_output_after_the_report_goes_to_stderr(site: PluginSite) -> None:
+    late = (
+        "import atexit, os, threading, time\n"
+        "atexit.register(print, 'printed at exit')\n"
+        "atexit.register(os.write, 1, b'written to fd 1 at exit\\n')\n"
+        "threading.Thread(target=lambda: (time.sleep(2), print('printed by a thread'))).start()"
+    )
+    add_general(site, "late-dist", "late", at_import=late)
+    result = cli(site, "doctor", "--json")
+    assert result.json["healthy"]
+    assert all(text in result.err for text in ("printed at exit", "written to fd 1 at exit", "printed by a thread"))
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor --simulate cuda (or cpu, meta, xpu: a device type torch already has)",
+    "exit 2 naming device types that can be simulated (it was an internal error advising replace_existing=True)",
+)
+@pytest.mark.parametrize("device", ["cuda", "cpu", "meta", "xpu"])
+def test_simulating_a_device_type_of_torch_is_a_usage_error(site: PluginSite, device: str) -> None:
+    pytest.importorskip("torch")
+    result = cli(site, "doctor", "--simulate", device)
+    assert result.code == 2 and result.out == ""
+    assert f"--simulate {device}: {device} is one of torch's own device types" in result.err
+    assert "npu" in result.err and "internal error" not in result.err and "replace_existing" not in result.err
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor --simulate npu --simulate-backend sglang_plugin_runtime (a module that is installed)",
+    "exit 2: the backend names a module that is not installed here (it was 'internal error: ModuleNotFoundError')",
+)
+def test_simulate_backend_naming_an_installed_module_is_a_usage_error(site: PluginSite) -> None:
+    pytest.importorskip("torch")
+    result = cli(site, "doctor", "--simulate", "npu", "--simulate-backend", "sglang_plugin_runtime")
+    assert result.code == 2
+    assert "--simulate-backend sglang_plugin_runtime" in result.err and "not installed here" in result.err
+    assert "internal error" not in result.err
+
+
+@pytest.mark.fault(
+    "cli",
+    "a plugin's error text holds characters the terminal cannot encode (PYTHONIOENCODING=ascii, a C locale "
+    "without UTF-8 mode)",
+    "text doctor prints the whole report with those characters escaped (it exited 3 with no report)",
+)
+@pytest.mark.parametrize(
+    "env",
+    [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}],
+    ids=["ascii", "c-locale"],
+)
+def test_text_doctor_escapes_what_the_terminal_cannot_encode(site: PluginSite, env: dict[str, str]) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "raise RuntimeError('pilote introuvable: caf\\u00e9 \\u2615')")
+    result = cli(site, "doctor", **env)
+    assert result.code == 1
+    assert "pilote introuvable: caf\\xe9 \\u2615" in result.out
+    assert "Result: PROBLEMS FOUND" in result.out
+
+
+@pytest.mark.fault(
+    "cli",
+    "a platform class whose override cannot accept the host's call (a 400-character TypeError at import)",
+    "text doctor says it once, in Problems; the activation row and the traceback point there (it said it 3 times)",
+)
+def test_doctor_prints_each_problem_once(site: PluginSite) -> None:
+    extra = "class Bad(AcmePlatform):\n    def get_device_total_memory(self):\n        return 0\n"
+    source = platform_module("AcmePlatform", "acme", "return __name__ + '.Bad'", extra=extra)
+    site.add(
+        "acme-npu", entry_points={PLATFORMS: {"acme": "acme_platform:activate"}}, modules={"acme_platform.py": source}
+    )
+    out = cli(site, "doctor").out
+    assert out.count("cannot accept the host's call") == 1
+    assert "Traceback of platform plugin 'acme'" in out and "TypeError: (see Problems)" in out
+    assert "acme    acme-npu 1.0  failed" in out and "(see Problems)" in out.split("Traceback of")[0]
+
+
+STRICT_PLATFORM = """
+import torch
+from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
+from sglang_plugin_runtime.platforms.interface import SRTPlatform
+
+class SimPlatform(SRTPlatform):
+    _enum = PlatformEnum.OOT
+    device_name = "simnpu"
+    device_type = "simnpu"
+
+    def synchronise(self):
+        pass
+
+    def get_device_total_memory(self, device_id=0):
+        return "16 GiB"
+
+def activate():
+    device = getattr(torch, "simnpu", None)
+    return __name__ + ".SimPlatform" if device is not None and device.is_available() else None
+"""
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor --strict --simulate on a platform with a misspelled override and a method returning the wrong type",
+    "exit 1: the misspelling and the conformance check's return-type error fail the gate (it said OK, exit 0)",
+)
+def test_strict_doctor_fails_on_what_the_conformance_check_catches(site: PluginSite) -> None:
+    site.add(
+        "sim-npu",
+        entry_points={PLATFORMS: {"sim": "sim_platform:activate"}},
+        modules={"sim_platform.py": STRICT_PLATFORM},
+    )
+    assert cli(site, "doctor", "--json", "--simulate", "simnpu").code == 0  # SGLang runs it: warnings only
+    result = cli(site, "doctor", "--json", "--strict", "--simulate", "simnpu")
+    report = result.json
+    assert result.code == 1 and report["platform"]["platform_class"] == "sim_platform.SimPlatform"
+    assert "did you mean 'synchronize'?" in messages(report, "warning")
+    conformance = [p for p in report["problems"] if p["message"].startswith("conformance check:")]
+    assert any("get_device_total_memory" in p["message"] for p in conformance), report["problems"]
+    assert {p["plugin"] for p in conformance} == {"sim"}
+
+
+@pytest.mark.fault(
+    "cli",
+    "a general plugin's register() raises under doctor",
+    "doctor shows the message and the plugin's traceback (its frames and the frames it called), in the JSON and "
+    "the text (it showed one line)",
+)
+def test_register_raising_shows_the_plugins_traceback(site: PluginSite) -> None:
+    add_general(site, "broken-dist", "broken", body="import json\njson.loads('{not json')")
+    result = cli(site, "doctor")
+    assert result.code == 1 and "general plugin 'broken' failed-register" in result.out
+    trace = result.out.split("Traceback of general plugin 'broken'")[1].split("\nHooks")[0]
+    assert "broken_plugin.py" in trace and "json/decoder.py" in trace and "JSONDecodeError: (see Problems)" in trace
+    record = cli(site, "doctor", "--json").json["plugins"]["plugins"][0]
+    assert record["status"] == "failed-register" and "broken_plugin.py" in record["traceback"]

@@ -6,17 +6,19 @@ for SGLang so every refusal and the loading mechanism run in ``make test``.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from _plugin_site import PluginSite
+from _plugin_site import RUNTIME_SRC, PluginSite
 from test_cli_doctor import cli
 
 from sglang_plugin_runtime._launcher._finder import AdoptedSGLangFinder
-from sglang_plugin_runtime._launcher._patch import PatchError, apply, parse
-from sglang_plugin_runtime._launcher._versions import patch_text, supported_versions
+from sglang_plugin_runtime._launcher._patch import PatchError, apply, parse, patch_text, supported_versions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,12 +64,12 @@ def test_a_cut_short_hunk_is_a_malformed_patch() -> None:
         parse(DIFF.rsplit("\n", 3)[0] + "\n")
 
 
-def test_the_launcher_carries_the_same_patch_as_integrations_sglang() -> None:
+def test_the_launcher_carries_the_adoption_patch_as_package_data() -> None:
     assert supported_versions() == ("0.5.23",)
     packaged = patch_text("0.5.23")
-    assert packaged == (REPO_ROOT / "integrations" / "sglang" / "sglang-0.5.23.patch").read_text(encoding="utf-8"), (
-        "copy integrations/sglang/sglang-0.5.23.patch to runtime/sglang_plugin_runtime/_launcher/patches/"
-    )
+    pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"_launcher/patches/*.patch"' in pyproject, "the wheel must ship the patches the launcher reads"
+    assert not list((REPO_ROOT / "integrations").rglob("*.patch")), "the adoption patch has one copy, the launcher's"
     assert set(parse(packaged)) == {
         "sglang/multimodal_gen/runtime/platforms/plugins.py",
         "sglang/srt/platforms/__init__.py",
@@ -172,3 +174,90 @@ def test_run_passes_an_sglang_that_already_imports_the_runtime_through_unchanged
     assert result.code == 5
     assert result.out.strip() == "None"
     assert "already imports sglang_plugin_runtime; running the command as it is" in result.err
+
+
+@pytest.mark.fault(
+    "cli",
+    "sglang-plugins run -- python with -I or -E after an option that takes a value, or combined with others "
+    "(-X utf8 -I, -W ignore -E, -Ic, -sI)",
+    "refused before anything runs, naming the option, as CPython parses its options (it ran SGLang unadopted)",
+)
+@pytest.mark.parametrize(
+    ("options", "refused"),
+    [
+        (["-X", "utf8", "-I", "-c", "pass"], "-I"),
+        (["-W", "ignore", "-E", "-c", "pass"], "-E"),
+        (["-Ic", "pass"], "-I"),
+        (["-sI", "-c", "pass"], "-I"),
+        (["-Wignore", "-bE", "-c", "pass"], "-E"),
+        (["--check-hash-based-pycs", "never", "-E", "-c", "pass"], "-E"),
+    ],
+)
+def test_run_refuses_every_isolated_python(site: PluginSite, options: list[str], refused: str) -> None:
+    result = cli(site, "run", "--", sys.executable, *options)
+    assert result.code == 2
+    assert f"{sys.executable} {refused} ignores PYTHONPATH" in result.err and f"drop {refused}" in result.err
+
+
+@pytest.mark.parametrize("options", [["-c", "pass", "-I"], ["-m", "json.tool", "-E"], ["script.py", "-I"]])
+def test_run_leaves_the_commands_own_options_alone(site: PluginSite, options: list[str]) -> None:
+    result = cli(site, "run", "--", sys.executable, *options)
+    assert result.code == 2 and "ignores PYTHONPATH" not in result.err and "SGLang is not installed" in result.err
+
+
+def test_run_help_after_the_separator_shows_the_usage(site: PluginSite) -> None:
+    helped = cli(site, "run", "--", "--help")
+    assert helped.code == 0 and "usage: sglang-plugins run [--] COMMAND" in helped.out
+    assert "cannot start" not in helped.err
+    option = cli(site, "run", "--", "--verbose")
+    assert option.code == 2 and "'--verbose' is an option, not a command" in option.err
+
+
+def add_adopted_sglang(site: PluginSite) -> None:
+    """An SGLang that already imports the runtime: the launcher runs the command as it is."""
+    site.add(
+        "sglang",
+        "0.6.0",
+        modules={
+            "sglang/__init__.py": "",
+            "sglang/srt/plugins/hook_registry.py": (
+                "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry\n"
+            ),
+        },
+    )
+
+
+@pytest.mark.fault(
+    "cli",
+    "SIGINT, SIGTERM, SIGHUP or SIGQUIT sent to the pid of sglang-plugins run only (a supervisor, a container stop)",
+    "forwarded to the command; the launcher exits with the command's status (SIGINT was swallowed and the command "
+    "ran on; SIGQUIT killed the launcher alone)",
+)
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"])
+def test_run_forwards_the_signals_sent_to_the_launcher(site: PluginSite, name: str) -> None:
+    add_adopted_sglang(site)
+    command = textwrap.dedent(f"""
+        import signal, sys, time
+        signal.signal(signal.{name}, lambda *args: sys.exit(42))
+        print("ready", flush=True)
+        time.sleep(60)
+    """)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site.root), str(RUNTIME_SRC)])
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "sglang_plugin_runtime", "run", "--", sys.executable, "-c", command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=site.root,
+        # A child of a background job inherits SIGINT and SIGQUIT ignored; the launcher's own handling is tested.
+        preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGQUIT)],
+    )
+    try:
+        assert launcher.stdout is not None and launcher.stdout.readline().strip() == "ready"
+        launcher.send_signal(getattr(signal, name))
+        _, err = launcher.communicate(timeout=30)
+    finally:
+        launcher.kill()
+    assert launcher.returncode == 42, err

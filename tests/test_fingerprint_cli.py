@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from _plugin_site import PluginSite
 from test_cli_doctor import cli
 
@@ -77,9 +78,12 @@ def test_human_output_shows_digest_platform_plugins_and_hooks(site: PluginSite) 
     digest = cli(site, "fingerprint", "--json").json["digest"]
     assert result.code == 0
     assert f"Digest: {digest}" in result.out
-    assert "Platform: acme_platform.AcmePlatform (plugin 'acme', acme-npu 1.0; rule single-activated)" in result.out
-    assert "timer   acme-timer 1.0  loaded" in result.out
-    assert "demo_target.work  around  acme_timer.timed  timer" in result.out
+    # The items ranks compare, in the words check_plugin_consistency() reports their differences in.
+    lines = [" ".join(line.split()) for line in result.out.splitlines()]
+    assert "platform acme_platform.AcmePlatform (plugin 'acme', acme-npu 1.0)" in lines
+    assert "platform selection rule single-activated" in lines
+    assert "general plugin 'timer' loaded, acme-timer 1.0" in lines
+    assert "hooks on 'demo_target.work' around acme_timer.timed [timer from acme-timer]" in lines
 
 
 def test_compare_with_a_node_that_has_the_same_plugins_exits_zero(tmp_path: Path) -> None:
@@ -160,3 +164,29 @@ def test_namespace_option_fingerprints_the_diffusion_side(site: PluginSite) -> N
     assert report["namespace"] == fingerprint["namespace"] == "multimodal_gen"
     assert fingerprint["platform"]["class"] == "sglang_plugin_runtime.platforms.multimodal.MMPlatform"
     assert fingerprint["platform"]["rule"] == "fallback"
+
+
+DAMAGED = {
+    "inner structure damaged": json.dumps(
+        {"format": 1, "platform": {"activations": [1, 2]}, "general_plugins": "timer", "hooks": [{"no": "target"}]}
+    ),
+    "hook chain damaged": json.dumps(
+        {"format": 1, "platform": {}, "general_plugins": None, "hooks": [{"target": "t", "hooks": [["around"]]}]}
+    ),
+    "nested very deep": '{"format": 1, "platform": {}, "hooks": ' + "[" * 100_000 + "]" * 100_000 + "}",
+}
+
+
+@pytest.mark.fault(
+    "cli",
+    "fingerprint --compare FILE whose JSON is valid but damaged inside (wrong types, missing keys), or nested deep",
+    "exit 2 and 'not a fingerprint' naming the file (it was exit 3, 'this is a bug in sglang-plugins')",
+)
+@pytest.mark.parametrize("content", DAMAGED.values(), ids=DAMAGED.keys())
+def test_compare_with_a_damaged_or_deeply_nested_file_is_a_usage_error(site: PluginSite, content: str) -> None:
+    populate(site)
+    (site.root / "damaged.json").write_text(content)
+    result = cli(site, "fingerprint", "--compare", "damaged.json")
+    assert result.code == 2 and result.out == ""
+    assert "--compare 'damaged.json': not a fingerprint" in result.err
+    assert "internal error" not in result.err

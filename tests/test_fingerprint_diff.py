@@ -6,17 +6,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from sglang_plugin_runtime._fingerprint import (
+from sglang_plugin_runtime._consistency import (
     ERROR,
     WARNING,
     Participant,
     compare,
     compress_ranks,
-    digest_of,
     format_differences,
     format_groups,
     rank_groups,
 )
+from sglang_plugin_runtime._fingerprint import digest_of
 
 
 def fingerprint() -> dict[str, Any]:

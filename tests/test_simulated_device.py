@@ -241,4 +241,5 @@ def test_missing_torch_is_a_clear_runtime_error() -> None:
         """
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert "pip install torch==2.13.0" in result.stdout, result.stderr
+    # The CPU build: from PyPI, `pip install torch` pulls the multi-GB CUDA build.
+    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in result.stdout, result.stderr

@@ -1,7 +1,8 @@
 """The adoption patch against the released wheel, in the plain venv (which it must never touch).
 
-integrations/sglang/sglang-0.5.23.patch is the upstream pull request: it applies to the wheel's files exactly (no
-fuzz, no offset), the plain venv still holds the wheel's files byte for byte (RECORD hashes), SGLang's own diffusion
+The adoption patch (runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch: its one copy, package data
+the launcher reads) is the upstream pull request: it applies to the wheel's files exactly (no fuzz, no offset), the
+plain venv still holds the wheel's files byte for byte (RECORD hashes), SGLang's own diffusion
 plugin tests pass there (the baseline the adopted tier compares with), and its size is in docs/sglang.md.
 """
 
@@ -23,7 +24,7 @@ from generated_docs import sync_section
 from wheel_unit_tests import DIFFUSION_TESTS, run_wheel_tests, sglang_package_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PATCH = REPO_ROOT / "integrations" / "sglang" / "sglang-0.5.23.patch"
+PATCH = REPO_ROOT / "runtime" / "sglang_plugin_runtime" / "_launcher" / "patches" / "sglang-0.5.23.patch"
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def test_make_patch_reproduces_the_committed_patch_from_the_released_and_patched
         ["patch", "--strip=1", "--batch", "--fuzz=0", f"--input={PATCH}"], cwd=after, check=True, capture_output=True
     )
     made = subprocess.run(
-        [sys.executable, str(PATCH.parent / "make_patch.py"), str(before), str(after)],
+        [sys.executable, str(REPO_ROOT / "integrations" / "sglang" / "make_patch.py"), str(before), str(after)],
         capture_output=True,
         text=True,
         check=True,

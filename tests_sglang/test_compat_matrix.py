@@ -585,6 +585,57 @@ def duplicate_names(e: str, root: Path) -> str:
     return "error names both distributions" if "plug-one" in text and "plug-two" in text else "one silently wins"
 
 
+ORDER_SRC = """
+import builtins
+def register():
+    builtins.__dict__.setdefault("ORDER", []).append(__name__)
+"""
+
+
+@scenario(
+    "The order general plugins run in (`plug-b` earlier on `sys.path` than `plug-a`)",
+    group="loaders",
+    sglang="discovery order: b, a",
+    ours="(distribution, entry-point name) order: a, b",
+    why="Which plugin's hooks nest outermost must not depend on where a distribution was installed or on the order "
+    "a file system lists a folder: every process and every node runs the same order.",
+)
+def plugin_order(e: str, root: Path) -> str:
+    first = root / "first"
+    first.mkdir()
+    _dist(first, e, "plug-b", {GENERAL: {"b": "plug_b:register"}}, {"plug_b.py": ORDER_SRC})
+    _dist(root, e, "plug-a", {GENERAL: {"a": "plug_a:register"}}, {"plug_a.py": ORDER_SRC})
+    code = f"""
+    import builtins
+    from {IMPLS[e]["plugins"]} import load_plugins
+    load_plugins()
+    report([name.removeprefix("plug_") for name in builtins.ORDER])
+    """
+    order = ", ".join(run_python(code, paths=[first, root]).result)
+    return {"b, a": "discovery order: b, a", "a, b": "(distribution, entry-point name) order: a, b"}.get(order, order)
+
+
+@scenario(
+    "A general plugin's register() registers a hook, then raises",
+    group="loaders",
+    sglang="failure logged; its hook applied",
+    ours="failure logged; its hook discarded",
+    why="A plugin that failed is not half-installed: `doctor` reports it failed, and none of its hooks runs.",
+)
+def register_raises_after_a_hook(e: str, root: Path) -> str:
+    src = """
+    from {hooks} import HookRegistry, HookType
+    def register():
+        HookRegistry.register("half_target.work", lambda result, *a, **k: "hooked", HookType.AFTER)
+        raise RuntimeError("half way")
+    """
+    modules = {"plug_half.py": src, "half_target.py": "def work():\n    return 'original'\n"}
+    _dist(root, e, "plug-half", {GENERAL: {"half": "plug_half:register"}}, modules)
+    out = _load(e, root, extra="import half_target\n    out['hooked'] = half_target.work() == 'hooked'")
+    logged = "logged" if any("half" in w for w in out["warnings"]) else "silent"
+    return f"failure {logged}; its hook {'applied' if out['hooked'] else 'discarded'}"
+
+
 PLATFORM_SRC = """
 from {interface} import SRTPlatform
 from {device_mixin} import PlatformEnum

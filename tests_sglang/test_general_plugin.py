@@ -8,12 +8,15 @@ It is pip-installed, and a fresh subprocess of the SGLang venv calls SGLang's ``
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import GENERAL_ANSWERS, GeneratedPackage
-from scenarios import run_python
+from scenarios import clean_env, run_python
 
 pytestmark = pytest.mark.subprocess
 
@@ -119,8 +122,8 @@ def test_sglang_plugins_allowlist_can_switch_it_off(general_plugin: GeneratedPac
     assert out["imported"] is False
 
 
-def test_doctor_warns_that_hooks_went_to_sglangs_own_registry(general_plugin: GeneratedPackage) -> None:
-    # A host_api=sglang plugin registers with SGLang's HookRegistry; our doctor cannot apply those hooks and says so.
+def test_doctor_says_released_sglang_keeps_its_own_registry_and_how_to_see_it(general_plugin: GeneratedPackage) -> None:
+    # A plugin written for released SGLang registers with SGLang's own HookRegistry, which doctor cannot inspect.
     outcome = run_python(
         """
         import io, json, contextlib
@@ -133,7 +136,28 @@ def test_doctor_warns_that_hooks_went_to_sglangs_own_registry(general_plugin: Ge
         paths=[general_plugin.site],
     )
     messages = [p["message"] for p in outcome["doctor"]["problems"] if p["severity"] == "warning"]
-    foreign = [m for m in messages if "SGLang's own HookRegistry" in m]
+    foreign = [m for m in messages if "released SGLang keeps its own hook registry" in m]
     assert len(foreign) == 1, messages
     assert "sglang.srt.runtime_context.get_platform" in foreign[0]
-    assert "neither sees nor applies" in foreign[0]
+    assert foreign[0].endswith("run: sglang-plugins run -- sglang-plugins doctor")
+    assert "host_api" not in foreign[0]
+    assert "sglang.srt.runtime_context.get_platform" in outcome["doctor"]["hooks"]["sglang_registry_targets"]
+
+
+def test_doctor_under_the_launcher_shows_the_hooks_sglang_plugins_register(general_plugin: GeneratedPackage) -> None:
+    """What the warning above advises: with the runtime as SGLang's plugin layer, the same plugin's hooks are ours."""
+    script = Path(sys.executable).with_name("sglang-plugins")
+    completed = subprocess.run(
+        [sys.executable, "-m", "sglang_plugin_runtime", "run", "--", str(script), "doctor", "--json"],
+        env=clean_env([general_plugin.site]),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    report = json.loads(completed.stdout)
+    targets = {t["target"]: t for t in report["hooks"]["targets"]}
+    assert "sglang.srt.runtime_context.get_platform" in targets, completed.stderr
+    assert {h["source"]["plugin"] for h in targets["sglang.srt.runtime_context.get_platform"]["hooks"]} == {"probe"}
+    assert report["hooks"]["sglang_registry_targets"] == []
+    assert "runs with sglang_plugin_runtime" in completed.stderr

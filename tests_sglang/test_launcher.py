@@ -216,6 +216,23 @@ def test_an_isolated_python_is_refused_because_it_would_run_sglang_unadopted() -
     assert "-I ignores PYTHONPATH" in completed.stderr
 
 
+@pytest.mark.parametrize("options", [["-X", "utf8", "-I"], ["-W", "ignore", "-E"], ["-sI"]])
+def test_an_isolated_python_after_other_options_is_refused_and_nothing_runs(options: list[str]) -> None:
+    completed = launch(sys.executable, *options, "-c", "import sglang; print('ran')")
+    assert completed.returncode == 2 and completed.stdout == ""
+    assert "ignores PYTHONPATH" in completed.stderr and "runs with sglang_plugin_runtime" not in completed.stderr
+
+
+def test_adoption_is_claimed_only_by_a_process_that_adopts() -> None:
+    """A process of the command that imports SGLang without the shim (an isolated python it starts) is not adopted,
+    and nothing claims it is."""
+    inner = "import subprocess, sys; subprocess.run([sys.executable, '-I', '-c', 'import sglang'], check=True)"
+    completed = launch(sys.executable, "-c", inner)
+    assert completed.returncode == 0, completed.stderr
+    assert "runs with sglang_plugin_runtime" not in completed.stderr
+    assert "no process of the command adopted SGLang" in completed.stderr
+
+
 def test_a_modified_sglang_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
     """A fork whose files differ where the patch applies: refused before anything runs."""
     real = Path(importlib.util.find_spec("sglang").submodule_search_locations[0]).parent
@@ -250,7 +267,7 @@ def test_a_missing_command_is_a_usage_error() -> None:
 
 
 def test_the_launcher_reports_what_it_adopted() -> None:
-    completed = launch(sys.executable, "-c", "import json, os; print(json.dumps(os.environ['PYTHONPATH']))")
+    completed = launch(sys.executable, "-c", "import json, os, sglang; print(json.dumps(os.environ['PYTHONPATH']))")
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout).split(":")[0].rsplit("/", 1)[-1].startswith("sglang-plugins-run-")
     assert "(7 modules adopted in memory; nothing installed is changed)" in completed.stderr

@@ -1,4 +1,4 @@
-"""What a process's plugins did, as a fingerprint that ranks and hosts can compare, and the diff of several.
+"""What a process's plugins did, as a fingerprint that ranks and hosts can compare.
 
 A fingerprint holds only what must be equal on every rank of a job: the runtime's version, the namespace, the
 selected platform (class, plugin, distribution, version, rule) with every platform plugin's ``activate()`` outcome,
@@ -11,30 +11,38 @@ Whether a hook target is *applied* or still *pending* is left out too: it only s
 has been imported yet in that process, which is a matter of timing (and always pending in the CLI); the hooks
 apply on import either way. A target whose hooks *failed* to apply is in.
 
-Built from public APIs only: ``current_platform_selection()``, ``plugin_load_report()`` and
-``HookRegistry.describe()``. Standard library only; nothing here imports torch.
+Built from public APIs only; standard library only; nothing here imports torch. Comparing fingerprints and
+formatting the differences is :mod:`._consistency`'s, imported only when ranks disagree.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: Version of the fingerprint's layout; a change makes every digest change, so only bump it with the runtime's.
 FORMAT = 1
 
-ERROR = "error"
-WARNING = "warning"
-
 #: An address in a ``repr()`` (``<functools.partial object at 0x7f...>``): different in every process.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
+#: The JSON names of the runtime records' fields, where they differ (the fingerprint's and the CLI's, one place).
+JSON_NAMES = {"dist_name": "distribution", "dist_version": "version", "dist": "distribution", "hook_type": "type"}
 
-@dataclass(frozen=True)
+
+def as_json(record: Any, *fields: str) -> dict[str, Any]:
+    """A runtime record (a NamedTuple or a dataclass) as a JSON object under :data:`JSON_NAMES`; only ``fields``
+    (JSON names) when given."""
+    raw = record._asdict() if hasattr(record, "_asdict") else dataclasses.asdict(record)
+    data = {JSON_NAMES.get(key, key): value for key, value in raw.items()}
+    return {name: data[name] for name in fields} if fields else data
+
+
+@dataclasses.dataclass(frozen=True)
 class PluginFingerprint:
     """What one process's plugins did, in a form that is equal on every rank that runs the same plugins."""
 
@@ -50,14 +58,7 @@ class PluginFingerprint:
     hooks: Sequence[Mapping[str, Any]]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": self.format,
-            "runtime_version": self.runtime_version,
-            "namespace": self.namespace,
-            "platform": dict(self.platform),
-            "general_plugins": None if self.general_plugins is None else [dict(p) for p in self.general_plugins],
-            "hooks": [dict(h) for h in self.hooks],
-        }
+        return dataclasses.asdict(self)
 
     @property
     def digest(self) -> str:
@@ -74,86 +75,63 @@ def digest_of(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(data).encode("ascii")).hexdigest()
 
 
-# ---- building ------------------------------------------------------------------------------------------------
-
-
-def build_fingerprint(namespace: Any = "srt") -> PluginFingerprint:
-    """The fingerprint of this process for ``namespace`` (a name or a ``PluginNamespace``).
+def build_fingerprint(namespace: Any) -> PluginFingerprint:
+    """The fingerprint of this process for ``namespace`` (a ``PluginNamespace``).
 
     Resolves the namespace's current platform if nothing has yet (hosts have by the time their process group
     exists: the device decides the backend). Never raises for what plugins did: a failed selection is recorded as
     such, so a rank whose platform failed still takes part in a comparison instead of dying alone.
     """
     from . import __version__
-    from ._namespace import get_namespace
 
-    ns = get_namespace(namespace)
-    return PluginFingerprint(
-        format=FORMAT,
-        runtime_version=__version__,
-        namespace=ns.name,
-        platform=_platform_section(ns),
-        general_plugins=_plugins_section(ns),
-        hooks=_hooks_section(),
-    )
+    return PluginFingerprint(FORMAT, __version__, namespace.name, _platform(namespace), _plugins(namespace), _hooks())
 
 
-def _activation(activation: Any) -> dict[str, Any]:
-    return {
-        "plugin": activation.plugin,
-        "distribution": activation.dist_name,
-        "version": activation.dist_version,
-        "status": activation.status,
-    }
+def _by_plugin(records: Any, *fields: str) -> list[dict[str, Any]]:
+    return sorted((as_json(r, *fields) for r in records), key=lambda r: (r["plugin"], r["distribution"] or ""))
 
 
-def _platform_section(ns: Any) -> dict[str, Any]:
+def _platform(ns: Any) -> dict[str, Any]:
     from .platforms import current_platform_selection
 
     try:
         selection = current_platform_selection(ns)
     except Exception as exc:  # recorded, not raised: see build_fingerprint()
-        activations = [_activation(a) for a in getattr(exc, "activations", ())]
+        activations = _by_plugin(getattr(exc, "activations", ()), "plugin", "distribution", "version", "status")
         plugin = getattr(exc, "plugin", None)
         version = next((a["version"] for a in activations if a["plugin"] == plugin), None)
+        failed = {"status": "failed", "class": None, "plugin": plugin, "distribution": getattr(exc, "dist", None)}
         return {
-            "status": "failed",
-            "class": None,
-            "plugin": plugin,
-            "distribution": getattr(exc, "dist", None),
+            **failed,
             "version": version,
             "rule": None,
             "error_type": type(exc).__name__,
-            "activations": sorted(activations, key=lambda a: (a["plugin"], a["distribution"] or "")),
+            "activations": activations,
         }
     return {
         "status": "selected",
         "class": selection.class_path,
-        "plugin": selection.plugin,
-        "distribution": selection.dist_name,
-        "version": selection.dist_version,
-        "rule": selection.rule,
+        **as_json(selection, "plugin", "distribution", "version", "rule"),
         "error_type": None,
-        "activations": sorted(
-            (_activation(a) for a in selection.activations), key=lambda a: (a["plugin"], a["distribution"] or "")
-        ),
+        "activations": _by_plugin(selection.activations, "plugin", "distribution", "version", "status"),
     }
 
 
-def _plugins_section(ns: Any) -> list[dict[str, Any]] | None:
+def _plugins(ns: Any) -> list[dict[str, Any]] | None:
     from .plugins import plugin_load_report
 
     report = plugin_load_report(ns)
-    if report is None:
-        return None
-    records = [
-        {"plugin": r.plugin, "status": r.status, "distribution": r.dist_name, "version": r.dist_version}
-        for r in report.records
-    ]
-    return sorted(records, key=lambda r: (r["plugin"], r["distribution"] or ""))
+    return None if report is None else _by_plugin(report.records, "plugin", "status", "distribution", "version")
 
 
-def _hooks_section() -> list[dict[str, Any]]:
+def fingerprint_hook(hook: Any) -> dict[str, Any]:
+    """One ``HookReport`` as the fingerprint (and the CLI) names it, without the addresses ``repr()`` shows."""
+    data = as_json(hook)
+    data["hook"] = _ADDRESS.sub("", data["hook"])
+    return data
+
+
+def _hooks() -> list[dict[str, Any]]:
     from .plugins.hook_registry import HookRegistry
 
     chains: dict[str, list[list[dict[str, Any]]]] = {}
@@ -161,20 +139,9 @@ def _hooks_section() -> list[dict[str, Any]]:
     for report in HookRegistry.describe():
         # Both spellings (``pkg.mod:Class.m`` and ``pkg.mod.Class.m``) name the same target.
         name = report.target.replace(":", ".")
-        chains.setdefault(name, []).append([_hook(h) for h in report.hooks])
+        chains.setdefault(name, []).append([fingerprint_hook(h) for h in report.hooks])
         failed[name] = failed.get(name, False) or report.status == "failed"
     return [{"target": name, "failed": failed[name], "hooks": _merge(chains[name])} for name in sorted(chains)]
-
-
-def _hook(report: Any) -> dict[str, Any]:
-    return {
-        "type": report.hook_type,
-        "hook": _ADDRESS.sub("", report.hook),
-        "plugin": report.plugin,
-        "distribution": report.dist,
-        "priority": report.priority,
-        "active": report.active,
-    }
 
 
 def _merge(chains: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -183,308 +150,7 @@ def _merge(chains: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     Once applied, each spelling reports the whole chain; while pending, each reports only its own hooks. Sorting
     the union makes both states give the same list.
     """
-    if len(chains) == 1:
-        return chains[0]
     first = chains[0]
-    hooks = first if all(chain == first for chain in chains) else [h for chain in chains for h in chain]
-    return sorted(hooks, key=canonical_json)
-
-
-# ---- comparing -----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One value an item has, and the ranks (and their hosts) that have it."""
-
-    value: str
-    ranks: tuple[int, ...]
-    hosts: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "ranks": list(self.ranks), "hosts": list(self.hosts)}
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One item (the platform, a general plugin, the hooks on a target, ...) that is not the same on every rank."""
-
-    #: ``runtime``, ``namespace``, ``format``, ``platform``, ``platform-rule``, ``activation``, ``plugins-loaded``,
-    #: ``plugin``, ``hooks`` or ``field`` (something this version does not know, from a newer runtime).
-    kind: str
-    #: What differs, for people: ``general plugin 'timer'``, ``hooks on 'pkg.mod.func'``.
-    item: str
-    #: ``error`` (different code runs on different ranks) or ``warning`` (the same code runs everywhere).
-    severity: str
-    #: Most common value first.
-    variants: tuple[Variant, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "item": self.item,
-            "severity": self.severity,
-            "variants": [v.to_dict() for v in self.variants],
-        }
-
-
-@dataclass(frozen=True)
-class RankGroup:
-    """Ranks whose fingerprints are identical."""
-
-    digest: str
-    ranks: tuple[int, ...]
-    hosts: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"digest": self.digest, "ranks": list(self.ranks), "hosts": list(self.hosts)}
-
-
-@dataclass(frozen=True)
-class Participant:
-    """One rank's fingerprint (as a dict, as it travels), with where it comes from."""
-
-    rank: int
-    host: str
-    fingerprint: Mapping[str, Any]
-
-
-_MISSING = object()
-
-#: The order items are listed in, most fundamental first.
-_KIND_ORDER = (
-    "format",
-    "runtime",
-    "namespace",
-    "platform",
-    "platform-rule",
-    "activation",
-    "plugins-loaded",
-    "plugin",
-    "hooks",
-    "field",
-)
-_KNOWN_FIELDS = {"format", "runtime_version", "namespace", "platform", "general_plugins", "hooks"}
-
-
-def _items(fingerprint: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
-    """The comparable items of one fingerprint: ``{(kind, name): raw value}``."""
-    items: dict[tuple[str, str], Any] = {
-        ("format", ""): fingerprint.get("format"),
-        ("runtime", ""): fingerprint.get("runtime_version"),
-        ("namespace", ""): fingerprint.get("namespace"),
-    }
-    platform = fingerprint.get("platform")
-    if isinstance(platform, Mapping):
-        items[("platform", "")] = {k: v for k, v in platform.items() if k not in ("rule", "activations")}
-        items[("platform-rule", "")] = platform.get("rule")
-        for activation in platform.get("activations") or ():
-            items[("activation", activation["plugin"])] = {k: v for k, v in activation.items() if k != "plugin"}
-    else:
-        items[("platform", "")] = platform
-    plugins = fingerprint.get("general_plugins")
-    items[("plugins-loaded", "")] = plugins is not None
-    for record in plugins or ():
-        items[("plugin", record["plugin"])] = {k: v for k, v in record.items() if k != "plugin"}
-    hook_targets: dict[str, list[Any]] = {}
-    for target in fingerprint.get("hooks") or ():
-        hook_targets.setdefault(target["target"], []).append({k: v for k, v in target.items() if k != "target"})
-    for name, entries in hook_targets.items():
-        items[("hooks", name)] = entries[0] if len(entries) == 1 else entries
-    for key in sorted(set(fingerprint) - _KNOWN_FIELDS):
-        items[("field", key)] = fingerprint[key]
-    return items
-
-
-def compare(participants: Sequence[Participant]) -> list[Difference]:
-    """Every item that is not the same for all ``participants``, errors first, then in a fixed order."""
-    per_rank = [(p, _items(p.fingerprint)) for p in participants]
-    keys = sorted({key for _, items in per_rank for key in items}, key=lambda k: (_KIND_ORDER.index(k[0]), k[1]))
-    platform_differs = len({canonical_json(items.get(("platform", ""))) for _, items in per_rank}) > 1
-    differences = []
-    for key in keys:
-        if key[0] == "platform-rule" and platform_differs:
-            continue  # the platform line already shows each rank's platform; the rule is its consequence
-        groups: dict[str, tuple[Any, list[Participant]]] = {}
-        for participant, items in per_rank:
-            raw = items.get(key, _MISSING)
-            token = "<missing>" if raw is _MISSING else canonical_json(raw)
-            groups.setdefault(token, (raw, []))[1].append(participant)
-        if len(groups) == 1:
-            continue
-        ordered = sorted(groups.values(), key=lambda g: (-len(g[1]), min(p.rank for p in g[1])))
-        raws = [raw for raw, _ in ordered]
-        variants = tuple(
-            Variant(
-                _render(key[0], raw),
-                tuple(sorted(p.rank for p in members)),
-                tuple(sorted({p.host for p in members})),
-            )
-            for raw, members in ordered
-        )
-        differences.append(Difference(key[0], _label(key), _severity(key[0], raws), variants))
-    differences.sort(key=lambda d: d.severity != ERROR)  # stable: keeps the fixed order within each severity
-    return differences
-
-
-def rank_groups(participants: Sequence[Participant]) -> list[RankGroup]:
-    """Ranks grouped by identical fingerprint, largest group first."""
-    groups: dict[str, list[Participant]] = {}
-    for participant in participants:
-        groups.setdefault(digest_of(participant.fingerprint), []).append(participant)
-    ordered = sorted(groups.items(), key=lambda g: (-len(g[1]), min(p.rank for p in g[1])))
-    return [
-        RankGroup(digest, tuple(sorted(p.rank for p in members)), tuple(sorted({p.host for p in members})))
-        for digest, members in ordered
-    ]
-
-
-def _severity(kind: str, raws: Sequence[Any]) -> str:
-    """Error when different code runs on different ranks; warning when the same code runs everywhere.
-
-    - the rule that chose the platform (``SGLANG_PLATFORM`` on some ranks, automatic on others) and the
-      ``activate()`` outcomes of platform plugins: warnings; the selected platform itself is its own item;
-    - a general plugin that is loaded on no rank (skipped or failed everywhere, in different ways or versions):
-      warning; one loaded on some ranks, or loaded in different versions: error;
-    - everything else (runtime version, platform, whether plugins were loaded, hook chains): error.
-    """
-    if kind in ("platform-rule", "activation"):
-        return WARNING
-    if kind == "plugin":
-        loaded = any(isinstance(raw, Mapping) and raw.get("status") == "loaded" for raw in raws)
-        return ERROR if loaded else WARNING
-    return ERROR
-
-
-def _label(key: tuple[str, str]) -> str:
-    kind, name = key
-    return {
-        "format": "fingerprint format",
-        "runtime": "runtime version",
-        "namespace": "namespace",
-        "platform": "platform",
-        "platform-rule": "platform selection rule",
-        "activation": f"platform plugin {name!r}, activate()",
-        "plugins-loaded": "general plugins",
-        "plugin": f"general plugin {name!r}",
-        "hooks": f"hooks on {name!r}",
-        "field": f"fingerprint field {name!r}",
-    }[kind]
-
-
-def _dist(raw: Mapping[str, Any]) -> str:
-    dist, version = raw.get("distribution"), raw.get("version")
-    if not dist:
-        return ""
-    return f"{dist} {version}" if version else str(dist)
-
-
-_ACTIVATION_TEXT = {
-    "activated": "activated",
-    "unavailable": "returned None (hardware not found)",
-    "failed": "failed (import, activate() or its class)",
-}
-
-
-def _render(kind: str, raw: Any) -> str:
-    """One item's value for people; the raw value is what is compared."""
-    if raw is _MISSING:
-        return {
-            "activation": "not installed",
-            "plugin": "not installed",
-            "hooks": "no hooks",
-        }.get(kind, "missing")
-    if kind == "runtime":
-        return f"sglang-plugin-runtime {raw}"
-    if kind == "platform" and isinstance(raw, Mapping):
-        plugin = raw.get("plugin")
-        source = ", ".join(filter(None, [f"plugin {plugin!r}" if plugin else "", _dist(raw)]))
-        if raw.get("status") == "failed":
-            return f"selection failed: {raw.get('error_type')}" + (f" ({source})" if source else "")
-        return f"{raw.get('class')}" + (f" ({source})" if source else " (no plugin: the fallback)")
-    if kind == "activation" and isinstance(raw, Mapping):
-        activation_status = str(raw.get("status"))
-        text = _ACTIVATION_TEXT.get(activation_status, activation_status)
-        return f"{text}, {_dist(raw)}" if _dist(raw) else text
-    if kind == "plugins-loaded":
-        return "load_plugins() ran" if raw else "load_plugins() not called"
-    if kind == "plugin" and isinstance(raw, Mapping):
-        status = raw.get("status")
-        if status == "not-installed":
-            return "listed in the allowlist, not installed"
-        return f"{status}, {_dist(raw)}" if _dist(raw) else str(status)
-    if kind == "hooks" and isinstance(raw, Mapping):
-        chain = "; ".join(_render_hook(h) for h in raw.get("hooks") or ()) or "no hooks"
-        return f"{chain} (FAILED to apply)" if raw.get("failed") else chain
-    if kind == "platform-rule":
-        return str(raw)
-    return canonical_json(raw)
-
-
-def _render_hook(hook: Mapping[str, Any]) -> str:
-    source = hook.get("plugin") or "no plugin"
-    if hook.get("distribution"):
-        source += f" from {hook['distribution']}"
-    extra = f", priority {hook['priority']}" if hook.get("priority") else ""
-    overridden = ", overridden" if not hook.get("active", True) else ""
-    return f"{hook.get('type')} {hook.get('hook')} [{source}{extra}{overridden}]"
-
-
-# ---- formatting ----------------------------------------------------------------------------------------------
-
-
-def compress_ranks(ranks: Iterable[int]) -> str:
-    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7, 8"`` (a span from three ranks on)."""
-    ordered = sorted(set(ranks))
-    spans: list[str] = []
-    i = 0
-    while i < len(ordered):
-        j = i
-        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
-            j += 1
-        if j - i >= 2:
-            spans.append(f"{ordered[i]}-{ordered[j]}")
-        else:
-            spans.extend(str(rank) for rank in ordered[i : j + 1])
-        i = j + 1
-    return ", ".join(spans)
-
-
-def ranks_text(ranks: Sequence[int]) -> str:
-    return ("rank " if len(ranks) == 1 else "ranks ") + compress_ranks(ranks)
-
-
-def hosts_text(hosts: Sequence[str], limit: int = 4) -> str:
-    if len(hosts) == 1:
-        return f"host {hosts[0]}"
-    if len(hosts) <= limit:
-        return "hosts " + ", ".join(hosts)
-    return f"{len(hosts)} hosts: " + ", ".join(hosts[:limit]) + ", ..."
-
-
-def format_differences(differences: Sequence[Difference], indent: str = "  ", *, show_hosts: bool = True) -> list[str]:
-    """The lines that list ``differences``, errors first; each value with the ranks (and hosts) that have it."""
-    lines = []
-    for severity, title in (
-        (ERROR, "Differences that change what runs (errors)"),
-        (WARNING, "Other differences (warnings)"),
-    ):
-        chosen = [d for d in differences if d.severity == severity]
-        if not chosen:
-            continue
-        lines.append(f"{title}:")
-        for difference in chosen:
-            lines.append(f"{indent}{difference.item}:")
-            width = min(max(len(v.value) for v in difference.variants), 100)
-            for variant in difference.variants:
-                where = ranks_text(variant.ranks) + (f" ({hosts_text(variant.hosts)})" if show_hosts else "")
-                lines.append(f"{indent * 2}{variant.value:<{width}}  on {where}")
-    return lines
-
-
-def format_groups(groups: Sequence[RankGroup], indent: str = "  ", *, show_hosts: bool = True) -> list[str]:
-    lines = ["Ranks by fingerprint:"]
-    for group in groups:
-        where = ranks_text(group.ranks) + (f" ({hosts_text(group.hosts)})" if show_hosts else "")
-        lines.append(f"{indent}{group.digest[:12]}  {where}")
-    return lines
+    if all(chain == first for chain in chains):
+        return first
+    return sorted((h for chain in chains for h in chain), key=canonical_json)

@@ -10,7 +10,8 @@ they differ, naming the ranks, their hosts and each item that differs.
 errors and logs warnings; ``warn`` logs both and returns; ``off`` returns at once without communicating, so it must
 be set for every rank (as launchers pass their environment to all ranks), or the others wait in the collective.
 
-Importing this module does not import torch; calling :func:`check_plugin_consistency` does.
+Importing this module does not import torch; calling :func:`check_plugin_consistency` does. What ranks that agree
+need is here; comparing and reporting fingerprints that differ is in :mod:`._consistency`, imported only then.
 """
 
 from __future__ import annotations
@@ -20,30 +21,18 @@ import logging
 import os
 import socket
 import struct
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._fingerprint import (
-    ERROR,
-    FORMAT,
-    Difference,
-    Participant,
-    PluginFingerprint,
-    RankGroup,
-    Variant,
-    build_fingerprint,
-    compare,
-    digest_of,
-    format_differences,
-    format_groups,
-    rank_groups,
-)
+from ._fingerprint import FORMAT, PluginFingerprint, build_fingerprint, digest_of
+from ._lazy_exports import lazy_exports
 from ._namespace import SRT, PluginNamespace, get_namespace
 from .errors import PluginConsistencyError
 
 if TYPE_CHECKING:
     from torch.distributed import ProcessGroup
+
+    from ._consistency import Difference, RankGroup, Variant
 
 __all__ = [
     "CONSISTENCY_ENV",
@@ -68,6 +57,11 @@ _MODE_CODES = {"warn": 1, "error": 2}
 #: What every rank sends first: its fingerprint's sha256, its mode, whether building the fingerprint failed, and
 #: the length of its full payload.
 _HEAD = struct.Struct(">32sB?I")
+
+# The records of a disagreement, from the module that builds them (imported on first use).
+__getattr__ = lazy_exports(
+    __name__, globals(), dict.fromkeys(("Difference", "RankGroup", "Variant"), f"{__package__}._consistency")
+)
 
 
 @dataclass(frozen=True)
@@ -96,11 +90,10 @@ def consistency_mode() -> str:
     An unknown value counts as ``error`` (with a warning): a typo must not switch the check off on one rank only.
     """
     raw = os.environ.get(CONSISTENCY_ENV, "").strip().lower()
-    if not raw:
-        return "error"
     if raw in MODES:
         return raw
-    logger.warning("%s=%r is not one of %s; checking in 'error' mode.", CONSISTENCY_ENV, raw, ", ".join(MODES))
+    if raw:
+        logger.warning("%s=%r is not one of %s; checking in 'error' mode.", CONSISTENCY_ENV, raw, ", ".join(MODES))
     return "error"
 
 
@@ -131,9 +124,19 @@ def check_plugin_consistency(
         return None
     ns = get_namespace(namespace)
     exchange = _Exchange(group)
-    fingerprint, data, failure = _own_fingerprint(ns, exchange.world_size)
-    if exchange.world_size == 1:
-        assert fingerprint is not None  # with no peers to keep waiting, a failure was raised as it is
+    world = exchange.world_size
+    fingerprint: PluginFingerprint | None = None
+    failure: str | None = None
+    try:
+        fingerprint = plugin_fingerprint(ns)
+        data = fingerprint.to_dict()
+    except Exception as exc:  # a bug here must not keep this rank out of the collective its peers wait in
+        if world == 1:
+            raise
+        logger.exception("Building this rank's plugin fingerprint failed")
+        failure = f"{type(exc).__name__}: {exc}"
+        data = {"format": FORMAT, "namespace": ns.name, "build_error": type(exc).__name__}
+    if fingerprint is not None and world == 1:
         return ConsistencyResult(fingerprint, 1, mode)
     digest = digest_of(data)
     payload = json.dumps(
@@ -143,98 +146,17 @@ def check_plugin_consistency(
     heads = [_HEAD.unpack(raw) for raw in exchange.all_gather(head, _HEAD.size)]
     # Every rank decides from the same gathered bytes, so all raise or all return; the strictest mode applies.
     effective = "error" if any(code == _MODE_CODES["error"] for _, code, _, _ in heads) else "warn"
-    any_failed = any(failed for _, _, failed, _ in heads)
-    if len({d for d, _, _, _ in heads}) == 1 and not any_failed:
+    if len({d for d, _, _, _ in heads}) == 1 and not any(failed for _, _, failed, _ in heads):
         assert fingerprint is not None
-        logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], exchange.world_size)
-        return ConsistencyResult(fingerprint, exchange.world_size, effective)
-    size = max(length for _, _, _, length in heads)
-    entries = [
-        json.loads(raw[:length].decode("utf-8"))
-        for raw, (_, _, _, length) in zip(exchange.all_gather(payload, size), heads, strict=True)
-    ]
-    if any_failed:
-        broken = "; ".join(f"rank {e['rank']} (host {e['host']}): {e['failure']}" for e in entries if e["failure"])
-        raise PluginConsistencyError(
-            f"Plugin consistency could not be checked: building the plugin fingerprint failed on {broken}. This is "
-            f"a bug in sglang-plugin-runtime (every rank raises this error); please report it with the log of "
-            f"those ranks. {CONSISTENCY_ENV}=off skips the check meanwhile.",
-            namespace=ns.name,
-        )
-    assert fingerprint is not None
-    participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
-    differences = tuple(compare(participants) or [_opaque_difference(participants)])
-    groups = tuple(rank_groups(participants))
-    raising = effective == "error" and any(d.severity == ERROR for d in differences)
-    message = _report(ns, exchange.world_size, groups, differences, raising=raising)
-    if raising:
-        raise PluginConsistencyError(message, differences=differences, groups=groups, namespace=ns.name)
-    lowest = min(p.rank for p in participants)
-    if exchange.rank == lowest:
-        logger.warning("%s", message)
-    else:
-        logger.warning(
-            "Plugins differ across ranks (%d difference(s)); rank %d logs the report.", len(differences), lowest
-        )
-    return ConsistencyResult(fingerprint, exchange.world_size, effective, differences, groups)
+        logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], world)
+        return ConsistencyResult(fingerprint, world, effective)
+    gathered = exchange.all_gather(payload, max(length for _, _, _, length in heads))
+    entries = [json.loads(raw[:length].decode("utf-8")) for raw, (*_, length) in zip(gathered, heads, strict=True)]
+    from ._consistency import judge
 
-
-def _own_fingerprint(
-    ns: PluginNamespace, world_size: int
-) -> tuple[PluginFingerprint | None, dict[str, Any], str | None]:
-    """This rank's fingerprint, its dict, and ``None``; or, if building it failed, ``None``, a stand-in, the error.
-
-    A bug here must not keep this rank out of the collective its peers wait in: it takes part, and every rank raises.
-    """
-    try:
-        fingerprint = plugin_fingerprint(ns)
-    except Exception as exc:
-        if world_size == 1:
-            raise
-        logger.exception("Building this rank's plugin fingerprint failed")
-        stand_in = {"format": FORMAT, "namespace": ns.name, "build_error": type(exc).__name__}
-        return None, stand_in, f"{type(exc).__name__}: {exc}"
-    return fingerprint, fingerprint.to_dict(), None
-
-
-def _report(
-    ns: PluginNamespace,
-    world_size: int,
-    groups: tuple[RankGroup, ...],
-    differences: Sequence[Difference],
-    *,
-    raising: bool,
-) -> str:
-    verdict = "every rank raises this error" if raising else "logged only"
-    if not raising and any(d.severity == ERROR for d in differences):
-        verdict += f" ({CONSISTENCY_ENV}=warn)"
-    hosts = sorted({host for group in groups for host in group.hosts})
-    where = f"all on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts"
-    headline = (
-        f"Plugins differ across the {world_size} ranks of the process group ({where}; namespace {ns.name!r}); "
-        f"{verdict}."
-    )
-    fix = (
-        f"Fix: install the same plugin distributions and versions on every node and give every rank the same "
-        f"{ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, run `sglang-plugins fingerprint "
-        f"--namespace {ns.name}` on each (the digests above are its first 12 digits; `--compare FILE` lists the "
-        f"differences)."
-    )
-    lines = [
-        headline,
-        *format_groups(groups, show_hosts=len(hosts) > 1),
-        *format_differences(differences, show_hosts=len(hosts) > 1),
-        fix,
-    ]
-    if raising:
-        lines.append(f"To log this instead of raising, set {CONSISTENCY_ENV}=warn on every rank.")
-    return "\n".join(lines)
-
-
-def _opaque_difference(participants: list[Participant]) -> Difference:
-    """Fingerprints whose digests differ in a way :func:`compare` cannot itemise (should not happen)."""
-    variants = tuple(Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in rank_groups(participants))
-    return Difference("field", "fingerprint", ERROR, variants)
+    differences, groups = judge(ns, exchange.rank, world, entries, effective, logger)  # raises, or logs
+    assert fingerprint is not None  # a failed build on any rank made judge() raise
+    return ConsistencyResult(fingerprint, world, effective, differences, groups)
 
 
 class _Exchange:

@@ -1,8 +1,8 @@
 """Helpers of the adopted-SGLang tier (imported by its conftest and tests; no fixtures here).
 
 The tier runs inside the venv that ``scripts/test-sglang.sh`` builds from the real ``sglang==0.5.23`` wheel with
-``integrations/sglang/sglang-0.5.23.patch`` applied. Every scenario is a fresh subprocess of that venv, with exactly
-the scenario's distributions on ``PYTHONPATH``.
+the adoption patch (``runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch``) applied. Every
+scenario is a fresh subprocess of that venv, with exactly the scenario's distributions on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sglang_import_probe import IMPORT_PROBE, ImportProbe
 __all__ = ["Outcome", "ScenarioError", "clean_env", "pip_install_target", "render", "run_python"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PATCH = REPO_ROOT / "integrations" / "sglang" / "sglang-0.5.23.patch"
+PATCH = REPO_ROOT / "runtime" / "sglang_plugin_runtime" / "_launcher" / "patches" / "sglang-0.5.23.patch"
 
 #: The SGLang modules the patch turns into re-exports, each with the runtime module it re-exports.
 REEXPORTS = {

@@ -5,7 +5,8 @@ anything runs, that the installed SGLang is a release this runtime carries the a
 patch applies to its files exactly; it then writes a shim folder (one ``sglang/__init__.py``) to a fresh temporary
 directory and puts it first on the command's ``PYTHONPATH``. In every interpreter of the tree the shim installs
 :class:`~._finder.AdoptedSGLangFinder` and hands over to the real ``sglang`` package (see ``_finder``).
-:func:`execute` runs the command, forwards SIGTERM/SIGHUP to it, returns its exit status and removes the shim.
+:func:`execute` runs the command, forwards the signals sent to the launcher, returns the command's exit status and
+removes the shim.
 """
 
 from __future__ import annotations
@@ -14,34 +15,34 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
-from ._finder import SHIM_ENV, VERSION_ENV
-from ._patch import PatchError, apply, parse
-from ._versions import patch_text
+from ._finder import ADOPTED_MARKER, SHIM_ENV, VERSION_ENV
+from ._patch import PatchError, apply, parse, patch_text
 
 __all__ = ["LaunchError", "Plan", "execute", "plan"]
 
 SHIM_SOURCE = """\
 # Written by `sglang-plugins run` for one process tree, and removed when the command ends.
 import sys
-
 try:
     from sglang_plugin_runtime._launcher._finder import enter_from_shim
 except ImportError as exc:
-    raise ImportError(
-        "sglang-plugins run: this Python (%s) cannot import sglang_plugin_runtime; install the runtime into the "
-        "environment that runs SGLang" % sys.executable
-    ) from exc
+    raise ImportError(f"sglang-plugins run: this Python ({sys.executable}) cannot import sglang_plugin_runtime; "
+                      "install the runtime into the environment that runs SGLang") from exc
 enter_from_shim(sys.modules[__name__])
 """
 
-
-#: The interpreter's switches that take no value (``python -bBdEhiIOPqRsSuvVx``).
-_PYTHON_SWITCHES = frozenset("bBdEhiIOPqRsSuvVx")
+#: Signals a supervisor or a container stop sends the launcher: the command gets them.
+FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+#: ``si_code`` of a signal the kernel sent, as a terminal sends Ctrl-C to its whole foreground process group: the
+#: command got it too, so it is not sent again.
+_SI_KERNEL = 0x80
 
 
 class LaunchError(Exception):
@@ -54,13 +55,48 @@ class Plan:
 
     command: list[str]
     env: dict[str, str]
-    sglang_version: str
-    note: str
+    note: str = ""
     shim_dir: Path | None = None
-    adopted_modules: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _installed_sglang() -> tuple[str, Path]:
+def isolating_option(command: list[str]) -> str | None:
+    """The option with which ``python ...`` ignores ``PYTHONPATH`` (``-I``, ``-E``, also combined: ``-sI``, ``-Ic``),
+    read as CPython reads its options: ``-c``/``-m``, the script or ``--`` end them; ``-W``/``-X`` take a value."""
+    if not command or not os.path.basename(command[0]).startswith("python"):
+        return None
+    arguments = iter(command[1:])
+    for argument in arguments:
+        if argument in ("-", "--") or not argument.startswith("-"):
+            return None
+        if argument == "--check-hash-based-pycs":
+            next(arguments, None)
+        for i, letter in enumerate("" if argument.startswith("--") else argument[1:]):
+            if letter in "IE":
+                return f"-{letter}"
+            if letter in "cm":
+                return None
+            if letter in "WX":  # the rest of the argument is the value, or the next argument is
+                if i == len(argument) - 2:
+                    next(arguments, None)
+                break
+    return None
+
+
+def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
+    """Check everything that can be checked before ``command`` runs; :class:`LaunchError` says what is wrong."""
+    if not command or command[0].startswith("-"):
+        got = f" ({command[0]!r} is an option, not a command)" if command else ""
+        raise LaunchError(
+            f"sglang-plugins run: give the command to run after '--'{got}, e.g. sglang-plugins run -- python -m "
+            "sglang.launch_server --model-path ...; 'sglang-plugins run --help' shows the usage"
+        )
+    isolating = isolating_option(command)
+    if isolating is not None:
+        raise LaunchError(
+            f"sglang-plugins run: {command[0]} {isolating} ignores PYTHONPATH, so SGLang would run without the "
+            f"runtime; drop {isolating}"
+        )
+    env = dict(os.environ if environ is None else environ)
     try:
         dist = metadata.distribution("sglang")
     except metadata.PackageNotFoundError:
@@ -68,50 +104,18 @@ def _installed_sglang() -> tuple[str, Path]:
             "sglang-plugins run: SGLang is not installed in this environment; install it, or run sglang-plugins from "
             "the environment that has it"
         ) from None
-    return dist.version, Path(str(dist.locate_file("")))
-
-
-def _refuse_isolated_python(command: list[str]) -> None:
-    """``python -I``/``-E`` ignore PYTHONPATH: the shim would never load and SGLang would run unadopted, silently."""
-    if not command or not os.path.basename(command[0]).startswith("python"):
-        return
-    for arg in command[1:]:
-        letters = arg[1:]
-        if not arg.startswith("-") or not letters or not set(letters) <= _PYTHON_SWITCHES:
-            return  # the script, -m/-c, or an option with a value: the interpreter's own switches end here
-        if "I" in letters or "E" in letters:
-            raise LaunchError(
-                f"sglang-plugins run: {command[0]} {arg} ignores PYTHONPATH, so SGLang would run without the runtime; "
-                f"drop {arg}"
-            )
-
-
-def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
-    """Check everything that can be checked before ``command`` runs; :class:`LaunchError` says what is wrong."""
-    if not command:
-        raise LaunchError(
-            "sglang-plugins run: give the command to run, e.g. sglang-plugins run -- python -m "
-            "sglang.launch_server --model-path ..."
-        )
-    _refuse_isolated_python(command)
-    env = dict(os.environ if environ is None else environ)
-    version, site = _installed_sglang()
+    version, site = dist.version, Path(str(dist.locate_file("")))
     hook_registry = site / "sglang" / "srt" / "plugins" / "hook_registry.py"
     if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(encoding="utf-8"):
-        return Plan(
-            command,
-            env,
-            version,
-            f"sglang-plugins run: SGLang {version} already imports sglang_plugin_runtime; running the command as it is",
-        )
+        note = f"SGLang {version} already imports sglang_plugin_runtime; running the command as it is"
+        return Plan(command, env, f"sglang-plugins run: {note}")
     try:
         patches = parse(patch_text(version))
     except LookupError as exc:
         raise LaunchError(f"sglang-plugins run: {exc}; install a supported SGLang release") from None
     for path, hunks in patches.items():
-        installed = site / path
         try:
-            apply(installed.read_text(encoding="utf-8"), hunks, name=str(installed))
+            apply((site / path).read_text(encoding="utf-8"), hunks, name=str(site / path))
         except (OSError, PatchError) as exc:
             raise LaunchError(
                 f"sglang-plugins run: the installed SGLang {version} differs from the released files the adoption "
@@ -121,42 +125,37 @@ def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
     (shim_dir / "sglang").mkdir()
     (shim_dir / "sglang" / "__init__.py").write_text(SHIM_SOURCE, encoding="utf-8")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim_dir), env.get("PYTHONPATH", "")) if p)
-    env[VERSION_ENV] = version
-    env[SHIM_ENV] = str(shim_dir)
-    modules = tuple(sorted(path[: -len(".py")].replace("/", ".").removesuffix(".__init__") for path in patches))
-    from .. import __version__
-
-    note = (
-        f"sglang-plugins run: SGLang {version} runs with sglang_plugin_runtime {__version__} as its plugin layer "
-        f"in this process tree ({len(modules)} modules adopted in memory; nothing installed is changed)"
-    )
-    return Plan(command, env, version, note, shim_dir, modules)
+    env.update({VERSION_ENV: version, SHIM_ENV: str(shim_dir)})
+    return Plan(command, env, shim_dir=shim_dir)
 
 
 def execute(prepared: Plan) -> int:
     """Run the planned command; its exit status (128 + N when it died of signal N). The shim is always removed."""
-    forwarded = (signal.SIGTERM, signal.SIGHUP)
-    previous = {}
+    if prepared.note:
+        print(prepared.note, file=sys.stderr, flush=True)
+    forwarded = {getattr(signal, name) for name in FORWARDED}
+    waited = forwarded | {signal.SIGCHLD}
+    # Blocked, the signals wait for sigtimedwait(), which says who sent each (where it exists: not on macOS).
+    blocking = hasattr(signal, "sigtimedwait")
+    previous: Any = signal.pthread_sigmask(signal.SIG_BLOCK, waited) if blocking else None
     try:
         try:
-            child = subprocess.Popen(prepared.command, env=prepared.env)
+            unblock = (lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous)) if blocking else None
+            child = subprocess.Popen(prepared.command, env=prepared.env, preexec_fn=unblock)
         except OSError as exc:
             raise LaunchError(f"sglang-plugins run: cannot start {prepared.command[0]!r}: {exc}") from None
-
-        def forward(signum: int, _frame: object) -> None:
-            child.send_signal(signum)
-
-        for signum in forwarded:
-            previous[signum] = signal.signal(signum, forward)
-        while True:
-            try:
-                status = child.wait()
-                break
-            except KeyboardInterrupt:  # the child got the same Ctrl-C from the terminal; wait for it to end
-                continue
-        return 128 - status if status < 0 else status
+        for signum in () if blocking else forwarded:
+            signal.signal(signum, lambda number, _frame: child.send_signal(number))
+        while child.poll() is None:
+            info = signal.sigtimedwait(waited, 1.0) if blocking else child.wait()
+            if isinstance(info, signal.struct_siginfo) and info.si_signo in forwarded and info.si_code != _SI_KERNEL:
+                child.send_signal(info.si_signo)
+        if prepared.shim_dir is not None and not (prepared.shim_dir / ADOPTED_MARKER).exists():
+            note = "no process of the command adopted SGLang (an isolated python -I/-E imports it without the launcher)"
+            print(f"sglang-plugins run: {note}", file=sys.stderr)
+        return 128 - child.returncode if child.returncode < 0 else child.returncode
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        if previous is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         if prepared.shim_dir is not None:
             shutil.rmtree(prepared.shim_dir, ignore_errors=True)

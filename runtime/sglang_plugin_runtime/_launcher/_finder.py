@@ -5,7 +5,8 @@ The launcher puts a shim folder first on ``PYTHONPATH``; its only module is a ``
 and loads the real ``sglang`` package in the shim's place. From then on, the modules the patch changes are compiled
 from the installed files with the patch applied in memory (exactly, or an ``ImportError`` that says why); every
 other module is SGLang's own file. Children inherit ``PYTHONPATH`` (spawn, forkserver, subprocesses) or the loaded
-modules (fork), so the whole process tree runs the same code.
+modules (fork), so the whole process tree runs the same code. The first interpreter that adopts SGLang says so (the
+launcher never claims it for a command that does not get here, such as an isolated ``python -I``).
 """
 
 from __future__ import annotations
@@ -19,17 +20,13 @@ import sys
 from collections.abc import Sequence
 from types import CodeType, ModuleType
 
-from ._patch import Hunk, PatchError, apply, parse
-from ._versions import patch_text
+from ._patch import Hunk, PatchError, apply, parse, patch_text
 
 #: Set by the launcher: the SGLang version whose patch the processes apply, and the shim folder.
 VERSION_ENV = "SGLANG_PLUGINS_RUN_SGLANG_VERSION"
 SHIM_ENV = "SGLANG_PLUGINS_RUN_SHIM"
-
-
-def _module_name(path: str) -> str:
-    parts = path[: -len(".py")].split("/")
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+#: Created in the shim folder by the first interpreter of the tree that adopts SGLang.
+ADOPTED_MARKER = "adopted"
 
 
 class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
@@ -62,7 +59,7 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
     """Finds the modules the adoption patch changes and loads them patched."""
 
     def __init__(self, patches: dict[str, tuple[Hunk, ...]]) -> None:
-        self._patches = {_module_name(path): hunks for path, hunks in patches.items()}
+        self._patches = {module_name(path): hunks for path, hunks in patches.items()}
 
     @property
     def modules(self) -> frozenset[str]:
@@ -72,18 +69,16 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         hunks = self._patches.get(fullname)
-        if hunks is None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path) if hunks is not None else None
+        if hunks is None or spec is None or spec.origin is None or not spec.origin.endswith(".py"):
             return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
-            return None
-        loader = _PatchedSourceLoader(fullname, spec.origin, hunks)
-        adopted = importlib.util.spec_from_file_location(
-            fullname, spec.origin, loader=loader, submodule_search_locations=spec.submodule_search_locations
-        )
-        if adopted is not None:
-            adopted.cached = None
-        return adopted
+        spec.loader, spec.cached = _PatchedSourceLoader(fullname, spec.origin, hunks), None
+        return spec
+
+
+def module_name(path: str) -> str:
+    """``sglang/srt/plugins/__init__.py`` -> ``sglang.srt.plugins``."""
+    return path[: -len(".py")].replace("/", ".").removesuffix(".__init__")
 
 
 def install(version: str) -> AdoptedSGLangFinder:
@@ -101,7 +96,7 @@ def enter_from_shim(shim_module: ModuleType) -> None:
     version = os.environ.get(VERSION_ENV, "")
     if not version:
         raise ImportError(f"sglang-plugins run: {VERSION_ENV} is not set; this shim only works under the launcher")
-    install(version)
+    finder = install(version)
     shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
     search = [p for p in sys.path if os.path.abspath(p or os.curdir) != shim_dir]
     spec = importlib.machinery.PathFinder.find_spec("sglang", search)
@@ -115,3 +110,13 @@ def enter_from_shim(shim_module: ModuleType) -> None:
     except BaseException:
         sys.modules.pop("sglang", None)
         raise
+    try:  # the first interpreter of the tree to get here says what runs
+        os.close(os.open(os.path.join(shim_dir, ADOPTED_MARKER), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except OSError:
+        return
+    from .. import __version__
+
+    sys.stderr.write(
+        f"sglang-plugins run: SGLang {version} runs with sglang_plugin_runtime {__version__} as its plugin layer in "
+        f"this process tree ({len(finder.modules)} modules adopted in memory; nothing installed is changed)\n"
+    )

@@ -1,4 +1,6 @@
-"""Apply a unified diff to file contents in memory, exactly: every hunk at its stated line, no fuzz, no offset.
+"""The adoption patches the launcher carries (package data, one per released SGLang version: the upstream change,
+``patches/sglang-<version>.patch``), applied to file contents in memory exactly: every hunk at its stated line, no
+fuzz, no offset.
 
 The launcher must produce exactly what ``patch --fuzz=0`` produces from the released files, or nothing: a source
 that differs anywhere a hunk touches is refused, so a different SGLang never runs half-adopted.
@@ -7,6 +9,7 @@ that differs anywhere a hunk touches is refused, so a different SGLang never run
 from __future__ import annotations
 
 import re
+from importlib.resources import files
 from typing import NamedTuple
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -22,51 +25,53 @@ class Hunk(NamedTuple):
     new: tuple[str, ...]  # context and added lines, as in the result
 
 
+def supported_versions() -> tuple[str, ...]:
+    names = [entry.name for entry in files(__package__).joinpath("patches").iterdir()]
+    return tuple(sorted(n[len("sglang-") : -len(".patch")] for n in names if re.fullmatch(r"sglang-.+\.patch", n)))
+
+
+def patch_text(version: str) -> str:
+    """The patch for SGLang ``version``; ``LookupError`` naming the supported versions if there is none."""
+    resource = files(__package__).joinpath("patches").joinpath(f"sglang-{version}.patch")
+    if not resource.is_file():
+        supported = ", ".join(supported_versions()) or "none"
+        raise LookupError(f"no adoption patch for SGLang {version} (this runtime carries: {supported})")
+    return resource.read_text(encoding="utf-8")
+
+
 def parse(diff: str) -> dict[str, tuple[Hunk, ...]]:
     """``{path after the a/ or b/ prefix: hunks}`` of a unified diff."""
-    files: dict[str, list[Hunk]] = {}
+    patches: dict[str, list[Hunk]] = {}
     lines = diff.splitlines(keepends=True)
     path: str | None = None
     i = 0
     while i < len(lines):
-        line = lines[i]
+        line, match = lines[i], _HUNK.match(lines[i])
+        i += 1
         if line.startswith("+++ "):
             path = line[4:].split("\t")[0].strip()
             path = path[2:] if path.startswith(("a/", "b/")) else path
-            files.setdefault(path, [])
-            i += 1
+            patches.setdefault(path, [])
             continue
-        match = _HUNK.match(line)
         if match is None:
-            i += 1
             continue
         if path is None:
-            raise PatchError(f"hunk before any '+++' header at diff line {i + 1}")
-        old_count = int(match.group(2) or 1)
-        new_count = int(match.group(4) or 1)
+            raise PatchError(f"hunk before any '+++' header at diff line {i}")
         old: list[str] = []
         new: list[str] = []
-        i += 1
-        while len(old) < old_count or len(new) < new_count:
+        while len(old) < int(match.group(2) or 1) or len(new) < int(match.group(4) or 1):
             if i >= len(lines):
                 raise PatchError(f"{path}: hunk '{line.strip()}' is cut short")
-            body = lines[i]
-            tag, text = body[:1], body[1:]
-            if tag == " ":
-                old.append(text)
-                new.append(text)
-            elif tag == "-":
-                old.append(text)
-            elif tag == "+":
-                new.append(text)
-            elif body.startswith("\\"):  # "\ No newline at end of file"
-                i += 1
-                continue
-            else:
-                raise PatchError(f"{path}: unexpected line in hunk '{line.strip()}': {body!r}")
+            tag, text = lines[i][:1], lines[i][1:]
             i += 1
-        files[path].append(Hunk(int(match.group(1)), tuple(old), tuple(new)))
-    return {p: tuple(h) for p, h in files.items()}
+            if tag in (" ", "-"):
+                old.append(text)
+            if tag in (" ", "+"):
+                new.append(text)
+            if tag not in (" ", "-", "+", "\\"):  # "\ No newline at end of file" is skipped
+                raise PatchError(f"{path}: unexpected line in hunk '{line.strip()}': {tag + text!r}")
+        patches[path].append(Hunk(int(match.group(1)), tuple(old), tuple(new)))
+    return {p: tuple(h) for p, h in patches.items()}
 
 
 def apply(source: str, hunks: tuple[Hunk, ...], *, name: str) -> str:
@@ -79,14 +84,12 @@ def apply(source: str, hunks: tuple[Hunk, ...], *, name: str) -> str:
         if start < position:
             raise PatchError(f"{name}: hunks overlap or are out of order at line {hunk.old_start}")
         found = tuple(lines[start : start + len(hunk.old)])
-        if found != hunk.old:
-            padded = found + ("<end of file>\n",) * (len(hunk.old) - len(found))
-            for offset, (want, got) in enumerate(zip(hunk.old, padded, strict=True)):
-                if want != got:
-                    raise PatchError(
-                        f"{name}, line {start + offset + 1}: expected {want.rstrip()!r}, found {got.rstrip()!r}"
-                    )
-            raise PatchError(f"{name}: the file ends before line {start + len(hunk.old)}")
+        for offset, want in enumerate(hunk.old):
+            got = found[offset] if offset < len(found) else "<end of file>\n"
+            if want != got:
+                raise PatchError(
+                    f"{name}, line {start + offset + 1}: expected {want.rstrip()!r}, found {got.rstrip()!r}"
+                )
         out.extend(lines[position:start])
         out.extend(hunk.new)
         position = start + len(hunk.old)

@@ -1,0 +1,445 @@
+"""The documents ``list``, ``doctor``, ``explain`` and ``fingerprint`` print: the runtime's records under the names
+of the CLI's JSON schema (``cli-schema.json``: fields are only ever added, never renamed or removed).
+
+A record becomes JSON through :func:`~.._fingerprint.as_json` (its fields, renamed where the schema names them
+otherwise), so a hook, an activation or a plugin record has one shape wherever it appears.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import logging
+import os
+import re
+import socket
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
+from .._fingerprint import as_json, fingerprint_hook
+from .._namespace import PluginNamespace
+from .._plugin_code import describe_failure, guarded
+from .._simulated_device import simulated_device
+from ..platforms._selection import activating, platform_holder, unknown_platform_message
+
+ERROR, WARNING = "error", "warning"
+RUN_DOCTOR = "sglang-plugins run -- sglang-plugins doctor"
+
+
+class Problems(list[dict[str, Any]]):
+    """Problems found while building a report, in the order found; one fault reached twice is one problem."""
+
+    def add(
+        self, severity: str, step: str, message: str, plugin: Any = None, dist: Any = None, target: Any = None
+    ) -> None:
+        item = {"severity": severity, "step": step, "message": message, "plugin": plugin, "distribution": dist}
+        item["target"] = target
+        if item not in self:
+            self.append(item)
+
+
+class LogCapture(logging.Handler):
+    """WARNING and worse records emitted while a report is built (plugins' own loggers included), and every record
+    a platform plugin's own code logs while it is imported and activated (why it returned ``None``, usually)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[dict[str, str]] = []
+        self.activation_lines: dict[str, list[str]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # a plugin's bad format string must not break the report
+            message = str(record.msg)
+        ep = activating()
+        if ep is not None and not record.name.startswith("sglang_plugin_runtime"):
+            self.activation_lines.setdefault(ep.name, []).append(f"{record.levelname} {record.name}: {message}")
+        if record.levelno >= logging.WARNING:
+            self.records.append({"level": record.levelname, "logger": record.name, "message": message})
+
+
+@contextmanager
+def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
+    """Logs captured (see :class:`LogCapture`), on a simulated device if asked. The root logger is lowered to DEBUG
+    for the capture only: every other handler on it is raised to the root's level, so the terminal sees no more."""
+    handler, root = LogCapture(), logging.getLogger()
+    level, raised = root.level, [h for h in root.handlers if h.level == logging.NOTSET]
+    for other in raised:
+        other.setLevel(root.getEffectiveLevel())
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        with simulated_device(**simulation) if simulation else contextlib.nullcontext():
+            yield handler
+    finally:
+        root.setLevel(level)
+        root.removeHandler(handler)
+        for other in raised:
+            other.setLevel(logging.NOTSET)
+
+
+Step = Callable[[PluginNamespace, Problems, LogCapture], dict[str, Any]]
+
+
+def report(
+    command: str, ns: PluginNamespace, simulation: dict[str, Any] | None, strict: bool, step: Step
+) -> dict[str, Any]:
+    """The envelope every document shares, around what ``step`` makes of this process's plugins."""
+    problems = Problems()
+    with _captured(simulation) as logs:
+        body = step(ns, problems, logs)
+    failing = problems if strict else [p for p in problems if p["severity"] == ERROR]
+    environment = {name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)}
+    envelope = {"schema_version": 1, "command": command, "namespace": ns.name, "simulated": simulation is not None}
+    envelope["simulation"] = simulation
+    envelope.update(environment=environment, healthy=not failing, exit_status=1 if failing else 0, problems=problems)
+    return {**envelope, **body}
+
+
+def error_text(exc: BaseException) -> str:
+    cause = exc.__cause__
+    caused = cause is not None and str(cause) not in str(exc)
+    return describe_failure(exc) + (f" (caused by {type(cause).__name__}: {cause})" if caused else "")
+
+
+def _discovery(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> dict[str, Any]:
+    """What the scan found, and what is wrong with it (malformed distributions, duplicate names)."""
+    for bad in discovery.malformed:
+        problems.add(ERROR, "discovery", f"malformed distribution at {bad.path}: {bad.reason}; it was skipped")
+    duplicates = []
+    for group in (ns.platform_group, ns.plugin_group):
+        for name, eps in discovery.duplicates(group).items():
+            duplicates.append({"group": group, "name": name, "distributions": [ep.dist_name for ep in eps]})
+            message = f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}"
+            problems.add(ERROR, "discovery", message, name, eps[0].dist_name)
+    malformed = [{"path": bad.path, "reason": bad.reason} for bad in discovery.malformed]
+    return {"distribution_count": discovery.distribution_count, "malformed": malformed, "duplicates": duplicates}
+
+
+def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
+    """``SGLANG_PLUGINS`` set to something that names no plugin (``","``) disables every general plugin."""
+    if ns.allowed_plugins() == frozenset():
+        raw, env = os.environ.get(ns.plugins_env, ""), ns.plugins_env
+        message = f"{env}={raw!r} names no plugin, so no general plugin is loaded; unset it to load them all, or list"
+        problems.add(WARNING, "plugins", f"{message} the ones to load ({env}=name1,name2)")
+
+
+def _entry_point(ep: Any, name: str, action: str, reason: str) -> dict[str, Any]:
+    values = (None,) * 4 if ep is None else (ep.dist_name, ep.dist_version, ep.value, ep.dist_path)
+    return {
+        "name": name,
+        **dict(zip(("distribution", "version", "value", "path"), values, strict=True)),
+        "action": action,
+        "reason": reason,
+    }
+
+
+def list_step(ns: PluginNamespace, problems: Problems, logs: LogCapture) -> dict[str, Any]:
+    """Every entry point of ``ns`` and what the environment would make of it (the loader's plan); imports nothing."""
+    from ..plugins._loading import plan_general_plugins
+
+    discovery = discover_entry_points()
+    found = _discovery(discovery, ns, problems)
+    selected, env = ns.selected_platform(), ns.platform_env
+    platforms, duplicates = discovery.group(ns.platform_group), discovery.duplicates(ns.platform_group)
+    rows = []
+    for ep in platforms:
+        if ep.name in duplicates and selected in (None, ep.name):
+            action, reason = "duplicate", "another distribution offers the same name; selection will fail"
+        elif selected is None:
+            action, reason = "candidate", f"{env} unset: imported and activate() called"
+        elif ep.name == selected:
+            action, reason = "selected", f"{env}={selected!r}: the only platform imported"
+        else:
+            action, reason = "not-selected", f"{env}={selected!r}: never imported"
+        rows.append(_entry_point(ep, ep.name, action, reason))
+    if selected is not None and selected not in {ep.name for ep in platforms}:
+        problems.add(ERROR, "selection", unknown_platform_message(ns, platforms, selected), selected)
+    _allowlist(ns, problems)
+    general = []
+    for plan in plan_general_plugins(ns, discovery):
+        action = {"to-load": "allowed", "failed-duplicate": "duplicate"}.get(plan.status, plan.status)
+        general.append(_entry_point(plan.entry_point, plan.name, action, plan.reason))
+        if plan.entry_point is None:
+            problems.add(WARNING, "plugins", f"{ns.plugins_env} lists {plan.name!r}, which is not installed", plan.name)
+    groups = [{"group": ns.platform_group, "kind": "platform", "entry_points": rows}]
+    groups.append({"group": ns.plugin_group, "kind": "general", "entry_points": general})
+    return {"distribution_count": found["distribution_count"], "groups": groups, **found}
+
+
+def _activations(activations: Any, problems: Problems, logs: LogCapture, how: str) -> list[dict[str, Any]]:
+    """Each activation as JSON, with what the plugin logged while it ran; a failed one is also a problem."""
+    for a in (a for a in activations if a.status == "failed"):
+        problems.add(ERROR, "selection", f"platform plugin {a.plugin!r} {how}: {a.error}", a.plugin, a.dist_name)
+    return [{**as_json(a), "log": logs.activation_lines.get(a.plugin, [])} for a in activations]
+
+
+def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool) -> dict[str, Any]:
+    holder = platform_holder(ns)
+    holder.reset()
+    start = time.perf_counter()
+    try:
+        cls = type(holder.get())
+    except Exception as exc:
+        data = dict.fromkeys(("platform_class", "rule", "reason", "plugin", "distribution", "version"))
+        data.update(plugin=getattr(exc, "plugin", None), distribution=getattr(exc, "dist", None))
+        data.update(status="failed", error=error_text(exc), error_type=type(exc).__name__)
+        data.update(seconds=time.perf_counter() - start)
+        data["activations"] = _activations(getattr(exc, "activations", ()), problems, logs, "failed")
+        said = any(str(exc) in p["message"] for p in problems)
+        summary = "no platform could be selected" + ("" if said else f": {exc}")
+        problems.add(ERROR, "selection", summary, data["plugin"], data["distribution"])
+        return data
+    seconds, selection = time.perf_counter() - start, holder.selection()
+    data = {"status": "selected", "platform_class": selection.class_path}
+    data.update(as_json(selection, "rule", "reason", "plugin", "distribution", "version"))
+    data.update(error=None, error_type=None, seconds=seconds)
+    data["activations"] = _activations(selection.activations, problems, logs, "failed and was skipped")
+    if selection.rule == "fallback" and selection.activations and not selection.problems:
+        problems.add(
+            WARNING, "selection", f"no installed platform plugin activated; using the fallback {selection.class_path}"
+        )
+    from ..platforms._describe import find_override_problems
+
+    # What the class's public names mean to SGLang: a likely misspelling is a warning.
+    findings = find_override_problems(cls)
+    for finding in (f for f in findings if f.kind == "misspelled"):
+        problems.add(WARNING, "selection", finding.message)
+    if strict and selection.plugin is not None:  # what a deployment gates on: the check the plugin's own tests run
+        from ..testing._conformance import check_platform_conformance
+
+        covered = {f.kind for f in findings} | {"misspelled", "retired"}
+        for problem in (p for p in check_platform_conformance(cls) if p.kind not in covered):
+            problems.add(
+                ERROR, "selection", f"conformance check: {problem.message}", selection.plugin, selection.dist_name
+            )
+    return {**data, "overrides": [as_json(f, "attribute", "kind", "message") for f in findings]}
+
+
+def plugins_step(ns: PluginNamespace, problems: Problems) -> dict[str, Any]:
+    from ..plugins._loading import NOT_INSTALLED, last_load_report, load_general_plugins, reset_load_state
+
+    _allowlist(ns, problems)
+    reset_load_state(ns)
+    try:
+        records = load_general_plugins(ns).records
+    except Exception as exc:
+        where = (getattr(exc, "plugin", None), getattr(exc, "dist", None))
+        problems.add(ERROR, "plugins", f"loading general plugins stopped: {exc}", *where)
+        partial = last_load_report(ns)
+        return {
+            "status": "failed",
+            "error": error_text(exc),
+            "plugins": [as_json(r) for r in partial.records] if partial else [],
+        }
+    for r in (r for r in records if not r.ok):
+        message = f"general plugin {r.plugin!r} {r.status}: {r.reason}"
+        problems.add(WARNING if r.status == NOT_INSTALLED else ERROR, "plugins", message, r.plugin, r.dist_name)
+    return {"status": "loaded", "error": None, "plugins": [as_json(r) for r in records]}
+
+
+def _target(report: Any) -> dict[str, Any]:
+    """One ``TargetReport`` as JSON, with its hooks numbered outermost first and one call step by step."""
+    data, hooks = as_json(report), []
+    for position, hook in enumerate(report.hooks, start=1):
+        h = fingerprint_hook(hook)
+        source = {"plugin": h.pop("plugin"), "distribution": h.pop("distribution")}
+        hooks.append({"position": position, **h, "source": source if any(source.values()) else None})
+    data.update(hooks=hooks, conflicts=[as_json(c) for c in report.conflicts])
+    # BEFORE and AROUND hooks on the way in (outermost first), the active REPLACE (or the original), AFTER hooks on
+    # the way out, innermost first.
+    active = [h for h in hooks if h["active"]]
+    original = {"position": None, "type": "original", "hook": data["resolved"] or data["target"]}
+    steps = [("enter", h) for h in active if h["type"] in ("before", "around")]
+    steps.append(("call", next((h for h in reversed(active) if h["type"] == "replace"), original)))
+    steps += [("exit", h) for h in reversed(active) if h["type"] == "after"]
+    data["call_flow"] = [
+        {"phase": phase, "position": h["position"], "type": h["type"], "hook": h["hook"]} for phase, h in steps
+    ]
+    return data
+
+
+def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
+    """Import the modules of pending targets so their hooks apply now (``--import-targets``)."""
+    from ..plugins.hook_registry import HookRegistry
+
+    for target in (t["target"] for t in targets if t["status"] == "pending"):
+        module, colon, _ = target.partition(":")
+        parts = target.split(".")
+        for name in [module] if colon else [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]:
+            with guarded(f"the import of {name!r}") as call:
+                try:
+                    importlib.import_module(name)
+                except ModuleNotFoundError as exc:
+                    if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+                        continue  # not a module: the next shorter prefix may be
+                    raise
+            if call.error is not None:
+                problems.add(
+                    ERROR, "hooks", f"importing {name!r} for target {target!r} failed: {error_text(call.error)}"
+                )
+            break
+    try:
+        HookRegistry.apply_hooks()
+    except Exception as exc:  # strict mode raises; the failed targets are in describe() either way
+        problems.add(ERROR, "hooks", f"applying hooks failed: {error_text(exc)}")
+
+
+def _not_installed(target: str) -> str | None:
+    """The top-level package of ``target`` when it is not installed here (found without importing anything)."""
+    top = target.replace(":", ".").split(".")[0]
+    try:
+        return None if not top.isidentifier() or top in sys.modules or importlib.util.find_spec(top) else top
+    except (ImportError, ValueError):
+        return top
+
+
+def hooks_step(problems: Problems, import_targets: bool, target: str | None = None) -> dict[str, Any]:
+    from ..plugins.hook_registry import HookRegistry
+
+    targets = [_target(r) for r in HookRegistry.describe(target)]
+    if import_targets and targets:
+        _import_modules(targets, problems)
+        targets = [_target(r) for r in HookRegistry.describe(target)]
+    for t in targets:
+        name, status, sources = t["target"], t["status"], [h["source"] for h in t["hooks"] if h["source"]]
+        plugins = sorted({s["plugin"] for s in sources if s["plugin"]})
+        dists = {s["distribution"] for s in sources}
+        where = (plugins[0] if len(plugins) == 1 else None, next(iter(dists)) if len(dists) == 1 else None, name)
+        hooks = f"hooks on {name!r}" + (f" (from {', '.join(plugins)})" if plugins else "")
+        package = _not_installed(name) if status == "pending" else None
+        if status == "failed":
+            problems.add(ERROR, "hooks", f"{hooks} failed: {t['error'] or 'see the registry log'}", *where)
+        elif package is not None:
+            message = f"{hooks} wait for package {package!r}, which is not installed here; they apply in a process"
+            problems.add(WARNING, "hooks", f"{message} where it is (a problem only with --strict)", *where)
+        elif status == "pending":
+            message = f"{hooks} are pending: the module is not imported in this process yet; they apply when it is"
+            problems.add(WARNING, "hooks", f"{message} (use --import-targets to check now)", *where)
+        for conflict in t["conflicts"]:
+            problems.add(WARNING, "hooks", f"{name}: {conflict['message']}", *where)
+    return {"available": True, "unavailable_reason": None, "targets": targets}
+
+
+def _sglang_registry_targets() -> list[str]:
+    """Targets with hooks in released SGLang's own registry, if a plugin imported it (never imported here)."""
+    hooks = getattr(getattr(sys.modules.get("sglang.srt.plugins.hook_registry"), "HookRegistry", None), "_hooks", None)
+    return sorted(str(t) for t, entries in hooks.items() if entries) if isinstance(hooks, dict) else []
+
+
+def doctor_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, import_targets: bool, strict: bool
+) -> dict[str, Any]:
+    """Run selection, ``load_plugins()`` and hook application here, and report every step."""
+    discovery = discover_entry_points()
+    found = _discovery(discovery, ns, problems)
+    counts = {
+        "platform_plugins": len(discovery.group(ns.platform_group)),
+        "general_plugins": len(discovery.group(ns.plugin_group)),
+    }
+    platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems)
+    hooks = {**hooks_step(problems, import_targets), "sglang_registry_targets": _sglang_registry_targets()}
+    if hooks["sglang_registry_targets"]:
+        theirs = hooks["sglang_registry_targets"]
+        message = (
+            f"released SGLang keeps its own hook registry: plugins registered hooks on {len(theirs)} target(s) there"
+        )
+        message += f" ({', '.join(theirs)}), which SGLang's load_plugins() applies and this report cannot see"
+        problems.add(
+            WARNING, "hooks", f"{message}; to see them with the runtime as SGLang's plugin layer, run: {RUN_DOCTOR}"
+        )
+    discovery_data = {"distribution_count": found["distribution_count"], **counts, **found}
+    return {"discovery": discovery_data, "platform": platform, "plugins": plugins, "hooks": hooks, "log": logs.records}
+
+
+def explain_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, target: str, import_targets: bool
+) -> dict[str, Any]:
+    """Load the general plugins, then describe the hooks on ``target`` in the order they run."""
+    plugins = plugins_step(ns, problems)
+    wanted = target.replace(":", ".")
+    found = next(
+        (t for t in hooks_step(problems, import_targets, target)["targets"] if t["target"].replace(":", ".") == wanted),
+        None,
+    )
+    # Only the problems about this target (or about loading) matter here.
+    problems[:] = [p for p in problems if p["target"] in (None, found["target"] if found else target)]
+    if found is None:
+        message = f"no hook is registered on {target!r} by any loaded plugin"
+        if wanted in {t.replace(":", ".") for t in _sglang_registry_targets()}:
+            message = f"no hook is registered on {target!r} in this runtime's registry; released SGLang keeps its own"
+            message += f" registry, which has hooks on it: run sglang-plugins run -- sglang-plugins explain {target}"
+        problems.add(WARNING, "explain", message, target=target)
+    return {"target": target, "found": found is not None, "report": found, "plugins": plugins, "log": logs.records}
+
+
+class ComparisonInputError(ValueError):
+    """``--compare`` names something that is neither a fingerprint file nor a digest."""
+
+
+def load_comparison(argument: str) -> dict[str, Any]:
+    """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved ``PluginFingerprint.to_dict()``),
+    or a digest (at least its first 12 hex digits)."""
+    other: dict[str, Any] = {"source": argument, "digest": None, "host": None, "fingerprint": None}
+    if re.fullmatch(r"[0-9a-fA-F]{12,64}", argument) and not os.path.exists(argument):
+        return {**other, "digest": argument.lower()}
+    try:
+        with open(argument, encoding="utf-8") as handle:
+            document: Any = json.load(handle)
+    except OSError as exc:
+        how = "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its digest"
+        raise ComparisonInputError(f"--compare {argument!r}: cannot read it ({exc.strerror or exc}); {how}") from None
+    except ValueError as exc:
+        raise ComparisonInputError(f"--compare {argument!r}: not JSON ({exc})") from None
+    except RecursionError:
+        raise ComparisonInputError(f"--compare {argument!r}: not a fingerprint (nested too deeply)") from None
+    if isinstance(document, dict) and document.get("command") == "fingerprint":
+        other["host"] = document.get("host") if isinstance(document.get("host"), str) else None
+        document = document.get("fingerprint")
+    if not isinstance(document, dict) or not {"format", "platform", "hooks"} <= set(document):
+        how = "write one with 'sglang-plugins fingerprint --json > FILE'"
+        raise ComparisonInputError(f"--compare {argument!r}: not a fingerprint; {how}")
+    return {**other, "fingerprint": document}
+
+
+def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, other: Any) -> dict[str, Any]:
+    """Select the platform and run ``load_plugins()`` here (as a fresh rank would), fingerprint the result, and
+    compare it with ``other`` (:func:`load_comparison`'s) when given."""
+    from .._consistency import Participant, compare
+    from .._fingerprint import build_fingerprint, digest_of
+    from ..plugins import load_plugins
+
+    try:
+        load_plugins(ns)
+    except Exception as exc:  # strict mode: the fingerprint then says load_plugins() did not complete
+        message = f"load_plugins() raised {type(exc).__name__}: {exc}"
+        problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))
+    fingerprint, host = build_fingerprint(ns), socket.gethostname()
+    document: dict[str, Any] = {"digest": fingerprint.digest, "host": host, "fingerprint": fingerprint.to_dict()}
+    if other is None:
+        return {**document, "compared_with": None}
+    source, theirs, digest = other["source"], other.pop("fingerprint"), document["digest"]
+    if theirs is None:  # a digest only: same or not, no items
+        same = digest.startswith(other["digest"])
+        message = f"this node's fingerprint {digest[:12]} differs from {other['digest'][:12]}; compare with the other"
+        message += " node's 'sglang-plugins fingerprint --json' file to see which items differ"
+        if not same:
+            problems.add(ERROR, "compare", message)
+        return {**document, "compared_with": {**other, "same": same, "differences": []}}
+    try:  # anyone's JSON: a damaged inner structure makes it no fingerprint (not a bug here)
+        other["digest"] = digest_of(theirs)
+        participants = [Participant(0, other["host"] or source, theirs), Participant(1, host, document["fingerprint"])]
+        found = [(d, {rank: v.value for v in d.variants for rank in v.ranks}) for d in compare(participants)]
+    except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
+        raise ComparisonInputError(f"--compare {source!r}: not a fingerprint (damaged: {type(exc).__name__})") from None
+    where = source + (f" (host {other['host']})" if other["host"] else "")
+    for d, value in found:
+        problems.add(d.severity, "compare", f"{d.item}: here {value[1]}; in {where} {value[0]}")
+    rows = [{"kind": d.kind, "item": d.item, "severity": d.severity, "here": v[1], "there": v[0]} for d, v in found]
+    return {**document, "compared_with": {**other, "same": other["digest"] == digest, "differences": rows}}

@@ -1,0 +1,191 @@
+"""The documents for people: sections of aligned plain-text tables (no box drawing, so output pastes anywhere), the
+problems last, each said once (a table cell or a traceback that would repeat a problem points to it instead)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+Lines = list[str]
+Rows = list[Any]
+SEE = "(see Problems)"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], indent: str = "  ") -> Lines:
+    """Lines of a table; ``None`` cells show as ``-``; the last column is never padded (no trailing spaces)."""
+    # One line per row: newlines in error messages would break the alignment.
+    cells = [list(headers), *([" ".join(str("-" if v is None else v).split()) for v in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    return [(indent + "  ".join([*map(str.ljust, row[:-1], widths), row[-1]])).rstrip() for row in cells]
+
+
+def _section(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]], empty: str = "") -> Lines:
+    """A titled table; with no rows, ``empty`` under the title (or nothing at all)."""
+    return ["", title, *table(headers, rows)] if rows else ["", title, f"  {empty}"] if empty else []
+
+
+def _dist(item: dict[str, Any]) -> str | None:
+    name, version = item.get("distribution"), item.get("version")
+    return f"{name} {version}" if name and version else name
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms"
+
+
+def _once(report: dict[str, Any], text: str | None) -> str | None:
+    """``text``, or a pointer to the problems table when a problem already says it."""
+    core = (text or "").partition(": ")[2] or text
+    return SEE if core and any(core in p["message"] for p in report["problems"]) else text
+
+
+def _tracebacks(report: dict[str, Any], kind: str, records: list[dict[str, Any]]) -> Lines:
+    """The plugins' tracebacks; the last message of each, when a problem says it, replaced by a pointer."""
+    out = []
+    for record in (r for r in records if r.get("traceback")):
+        lines = record["traceback"].rstrip().splitlines()
+        start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (")), default=0)
+        end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
+        if end < len(lines) and _once(report, "\n".join(lines[end:])) == SEE:
+            lines[end:] = [f"{lines[end].partition(':')[0]}: {SEE}"]
+        out += ["", f"Traceback of {kind} plugin {record['plugin']!r} (without the runtime's frames)"]
+        out += ["  " + line for line in lines]
+    return out
+
+
+def _list(report: dict[str, Any]) -> Lines:
+    lines = []
+    for g in report["groups"]:
+        title = f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry point(s))"
+        rows: Rows = [(e["name"], _dist(e), e["value"], e["action"], e["reason"]) for e in g["entry_points"]]
+        lines += _section(title, ("NAME", "DISTRIBUTION", "TARGET", "ACTION", "WHY"), rows, "(none installed)")
+    rows = [(m["path"], m["reason"]) for m in report["malformed"]]
+    lines += _section("Malformed distributions (skipped)", ("PATH", "REASON"), rows)
+    rows = [(d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]]
+    lines += _section("Duplicate entry-point names", ("GROUP", "NAME", "DISTRIBUTIONS"), rows)
+    return [*lines, "", f"{report['distribution_count']} installed distribution(s) scanned; no plugin was imported."]
+
+
+def _outcome(report: dict[str, Any], activation: dict[str, Any]) -> str | None:
+    """The RESULT / ERROR cell: the class, the error, or why ``activate()`` returned ``None``."""
+    if activation["status"] != "unavailable":
+        return _once(report, activation["error"]) or activation["result"]
+    said = activation.get("log")
+    return f"None: {said[-1]}" if said else "None (activate() logged no reason; log one at DEBUG to see it here)"
+
+
+def _doctor(report: dict[str, Any]) -> Lines:
+    found, platform, plugins, hooks = report["discovery"], report["platform"], report["plugins"], report["hooks"]
+    counts = f"{found['platform_plugins']} platform plugin(s), {found['general_plugins']} general plugin(s)"
+    scanned = f"{found['distribution_count']} installed distribution(s) scanned"
+    lines = ["", f"Discovery: {scanned}, {counts}, {len(found['malformed'])} malformed"]
+    rows: Rows = [
+        (a["plugin"], _dist(a), a["status"], _ms(a["seconds"]), _outcome(report, a)) for a in platform["activations"]
+    ]
+    headers = ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", "RESULT / ERROR")
+    lines += _section("Platform plugins: activate()", headers, rows, "(no platform plugin was activated)")
+    lines += _tracebacks(report, "platform", platform["activations"])
+    if platform["status"] == "selected":
+        plugin = f"{platform['plugin']} ({_dist(platform)})" if platform["plugin"] else "(none: fallback)"
+        title = "Selected platform" + " [SIMULATED]" * report["simulated"]
+        pairs = [("class", platform["platform_class"]), ("plugin", plugin), ("rule", platform["rule"])]
+        pairs.append(("reason", platform["reason"]))
+    else:
+        title, pairs = "Selected platform: NONE (selection failed)", [("error", _once(report, platform["error"]))]
+    lines += ["", title, *table(("", ""), pairs)[1:]]
+    rows = [(o["attribute"], o["kind"], o["message"].partition(": ")[2]) for o in platform.get("overrides", ())]
+    lines += _section("Platform class: public names SGLang does not call", ("NAME", "KIND", "WHAT IT MEANS"), rows)
+    rows = [
+        (r["plugin"], _dist(r), r["status"], _ms(r["seconds"]), _once(report, r["reason"])) for r in plugins["plugins"]
+    ]
+    lines += _section(
+        "General plugins", ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", "REASON"), rows, "(none installed)"
+    )
+    lines += [f"  loading stopped: {_once(report, plugins['error'])}"] if plugins["error"] else []
+    lines += _tracebacks(report, "general", plugins["plugins"])
+    rows = []
+    for t in hooks["targets"]:
+        sources = ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]})) or "unknown"
+        note = _once(report, t["error"] or "; ".join(c["message"] for c in t["conflicts"]) or None)
+        rows.append((t["target"], t["status"], ", ".join(h["type"] for h in t["hooks"]) or "-", sources, note))
+    theirs = len(hooks.get("sglang_registry_targets", ()))
+    empty = f"(none here; released SGLang's own registry has hooks on {theirs} target(s) {SEE})"
+    lines += _section(
+        "Hooks",
+        ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE"),
+        rows,
+        empty if theirs else "(no hooks registered)",
+    )
+    rows = [
+        (r["level"], r["logger"], r["message"])
+        for r in report["log"]
+        if not r["logger"].startswith("sglang_plugin_runtime")
+    ]
+    return lines + _section("Warnings logged by plugins", ("LEVEL", "LOGGER", "MESSAGE"), rows)
+
+
+def _explain(report: dict[str, Any]) -> Lines:
+    found = report["report"]
+    if found is None:
+        loaded = ", ".join(p["plugin"] for p in report["plugins"]["plugins"] if p["status"] == "loaded") or "none"
+        return ["", f"No hook is registered on {report['target']} by the loaded plugins.", f"Plugins loaded: {loaded}"]
+    resolved = found["resolved"] or "(not yet: its module is not imported)"
+    status = found["status"] + (f": {found['error']}" if found["error"] else "")
+    lines = ["", f"Target    {found['target']}", f"Resolved  {resolved}", f"Status    {status}"]
+    rows: Rows = []
+    for h in found["hooks"]:
+        source, note = h["source"] or {}, None if h["active"] else "overridden: does not run"
+        rows.append(
+            (h["position"], h["type"], h["hook"], source.get("plugin"), source.get("distribution"), h["priority"], note)
+        )
+    lines += _section(
+        "Hooks, outermost first", ("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION", "PRIORITY", "NOTE"), rows
+    )
+    arrows = {"enter": "->", "call": "==", "exit": "<-"}
+    steps = [
+        (i, arrows[s["phase"]], s["type"], s["hook"] + (f"  [#{s['position']}]" if s["position"] else ""))
+        for i, s in enumerate(found["call_flow"], 1)
+    ]
+    lines += _section("One call, step by step", ("STEP", "", "TYPE", "HOOK"), steps)
+    return lines + _section("Conflicts", ("KIND", "MESSAGE"), [(c["kind"], c["message"]) for c in found["conflicts"]])
+
+
+def _fingerprint(report: dict[str, Any]) -> Lines:
+    """The fingerprint as the items ranks compare, in the words their differences are reported in."""
+    from .._consistency import describe
+
+    compared, digest = report["compared_with"], report["digest"]
+    lines = ["", f"Digest: {digest}", f"Host:   {report['host']} (not part of the fingerprint)"]
+    lines += _section("Fingerprint", ("ITEM", "VALUE"), describe(report["fingerprint"]))
+    if compared is None:
+        note = "Every node (and rank) that runs the same plugins prints this digest. Save this with --json and run"
+        return [*lines, "", f"{note} 'sglang-plugins fingerprint --compare FILE' on another node to list what differs."]
+    where = compared["source"] + (f", host {compared['host']}" if compared["host"] else "")
+    rows = [(d["severity"].upper(), d["item"], d["here"], d["there"]) for d in compared["differences"]]
+    title = f"Compared with {where}: {'SAME' if compared['same'] else 'DIFFERENT'}"
+    return lines + (_section(title, ("SEVERITY", "ITEM", "HERE", "THERE"), rows) or ["", title])
+
+
+def render(report: dict[str, Any]) -> str:
+    command, sim = report["command"], report["simulation"]
+    lines = [
+        f"sglang-plugins {command}{' ' + report['target'] if command == 'explain' else ''} "
+        f"(namespace {report['namespace']})"
+    ]
+    if sim:
+        backend = f", backend module {sim['backend_module']}" if sim["backend_module"] else ""
+        lines.append(
+            f"SIMULATED device: torch.{sim['device_type']} ({sim['device_count']} device(s){backend}); nothing below "
+            "was checked on real hardware"
+        )
+    if command in ("list", "doctor"):
+        rows: Rows = [(k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()]
+        lines += _section("Environment", ("VARIABLE", "VALUE"), rows)
+    lines += {"list": _list, "doctor": _doctor, "explain": _explain, "fingerprint": _fingerprint}[command](report)
+    # The comparison's differences are its table: not repeated as problems.
+    rows = [(p["severity"].upper(), p["step"], p["message"]) for p in report["problems"] if p["step"] != "compare"]
+    lines += _section(f"Problems ({len(rows)})", ("SEVERITY", "STEP", "MESSAGE"), rows)
+    errors = sum(p["severity"] == "error" for p in report["problems"])
+    verdict = ("OK" if report["healthy"] else "PROBLEMS FOUND") + " [SIMULATED]" * report["simulated"]
+    counts = f"{errors} error(s), {len(report['problems']) - errors} warning(s)"
+    return "\n".join([*lines, "", f"Result: {verdict}: {counts}; exit status {report['exit_status']}", ""])

@@ -1,0 +1,338 @@
+"""Fingerprints that differ: which items, error or warning, which ranks and hosts have each value, and the report.
+
+Imported only when ranks disagree (by :func:`sglang_plugin_runtime.distributed.check_plugin_consistency`) or when
+the CLI compares two nodes. Pure functions over fingerprint documents (as they travel: JSON objects).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ._fingerprint import canonical_json, digest_of
+from .errors import PluginConsistencyError
+
+ERROR = "error"
+WARNING = "warning"
+_ENV = "SGLANG_PLUGINS_CONSISTENCY"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One value an item has, and the ranks (and their hosts) that have it."""
+
+    value: str
+    ranks: tuple[int, ...]
+    hosts: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One item (the platform, a general plugin, the hooks on a target, ...) that is not the same on every rank."""
+
+    #: ``runtime``, ``namespace``, ``format``, ``platform``, ``platform-rule``, ``activation``, ``plugins-loaded``,
+    #: ``plugin``, ``hooks`` or ``field`` (something this version does not know, from a newer runtime).
+    kind: str
+    #: What differs, for people: ``general plugin 'timer'``, ``hooks on 'pkg.mod.func'``.
+    item: str
+    #: ``error`` (different code runs on different ranks) or ``warning`` (the same code runs everywhere).
+    severity: str
+    #: Most common value first.
+    variants: tuple[Variant, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RankGroup:
+    """Ranks whose fingerprints are identical."""
+
+    digest: str
+    ranks: tuple[int, ...]
+    hosts: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Participant:
+    """One rank's fingerprint (as a dict, as it travels), with where it comes from."""
+
+    rank: int
+    host: str
+    fingerprint: Mapping[str, Any]
+
+
+_MISSING = object()
+#: Each kind of item, most fundamental first (the order items are listed in), with its label for people.
+_LABELS = {
+    "format": "fingerprint format",
+    "runtime": "runtime version",
+    "namespace": "namespace",
+    "platform": "platform",
+    "platform-rule": "platform selection rule",
+    "activation": "platform plugin {!r}, activate()",
+    "plugins-loaded": "general plugins",
+    "plugin": "general plugin {!r}",
+    "hooks": "hooks on {!r}",
+    "field": "fingerprint field {!r}",
+}
+_KINDS = list(_LABELS)
+
+
+def _order(key: tuple[str, str]) -> tuple[int, str]:
+    return _KINDS.index(key[0]), key[1]
+
+
+_KNOWN_FIELDS = {"format", "runtime_version", "namespace", "platform", "general_plugins", "hooks"}
+
+
+def _without(record: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in record.items() if k not in keys}
+
+
+def _items(fingerprint: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
+    """The comparable items of one fingerprint: ``{(kind, name): raw value}``."""
+    items: dict[tuple[str, str], Any] = {
+        ("format", ""): fingerprint.get("format"),
+        ("runtime", ""): fingerprint.get("runtime_version"),
+        ("namespace", ""): fingerprint.get("namespace"),
+    }
+    platform = fingerprint.get("platform")
+    if isinstance(platform, Mapping):
+        items[("platform", "")] = _without(platform, "rule", "activations")
+        items[("platform-rule", "")] = platform.get("rule")
+        for activation in platform.get("activations") or ():
+            items[("activation", activation["plugin"])] = _without(activation, "plugin")
+    else:
+        items[("platform", "")] = platform
+    plugins = fingerprint.get("general_plugins")
+    items[("plugins-loaded", "")] = plugins is not None
+    for record in plugins or ():
+        items[("plugin", record["plugin"])] = _without(record, "plugin")
+    hook_targets: dict[str, list[Any]] = {}
+    for target in fingerprint.get("hooks") or ():
+        hook_targets.setdefault(target["target"], []).append(_without(target, "target"))
+    for name, entries in hook_targets.items():
+        items[("hooks", name)] = entries[0] if len(entries) == 1 else entries
+    for key in sorted(set(fingerprint) - _KNOWN_FIELDS):
+        items[("field", key)] = fingerprint[key]
+    return items
+
+
+def _ranks_and_hosts(members: Sequence[Participant]) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    return tuple(sorted(p.rank for p in members)), tuple(sorted({p.host for p in members}))
+
+
+def compare(participants: Sequence[Participant]) -> list[Difference]:
+    """Every item that is not the same for all ``participants``, errors first, then in a fixed order.
+
+    Raises ``LookupError``/``TypeError``/``AttributeError`` on a document that is not a fingerprint.
+    """
+    per_rank = [(p, _items(p.fingerprint)) for p in participants]
+    keys = sorted({key for _, items in per_rank for key in items}, key=_order)
+    platform_differs = len({canonical_json(items.get(("platform", ""))) for _, items in per_rank}) > 1
+    differences = []
+    for kind, name in keys:
+        if kind == "platform-rule" and platform_differs:
+            continue  # the platform line already shows each rank's platform; the rule is its consequence
+        groups: dict[str, tuple[Any, list[Participant]]] = {}
+        for participant, items in per_rank:
+            raw = items.get((kind, name), _MISSING)
+            groups.setdefault("<missing>" if raw is _MISSING else canonical_json(raw), (raw, []))[1].append(participant)
+        if len(groups) == 1:
+            continue
+        ordered = sorted(groups.values(), key=lambda g: (-len(g[1]), min(p.rank for p in g[1])))
+        variants = tuple(Variant(_render(kind, raw), *_ranks_and_hosts(members)) for raw, members in ordered)
+        label = _LABELS[kind].format(name)
+        differences.append(Difference(kind, label, _severity(kind, [raw for raw, _ in ordered]), variants))
+    differences.sort(key=lambda d: d.severity != ERROR)  # stable: keeps the fixed order within each severity
+    return differences
+
+
+def describe(fingerprint: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Each item of ``fingerprint`` as people read it, ``(label, value)``, in the order differences are listed."""
+    items = _items(fingerprint)
+    return [
+        (_LABELS[kind].format(name), _render(kind, items[(kind, name)])) for kind, name in sorted(items, key=_order)
+    ]
+
+
+def rank_groups(participants: Sequence[Participant]) -> list[RankGroup]:
+    """Ranks grouped by identical fingerprint, largest group first."""
+    groups: dict[str, list[Participant]] = {}
+    for participant in participants:
+        groups.setdefault(digest_of(participant.fingerprint), []).append(participant)
+    ordered = sorted(groups.items(), key=lambda g: (-len(g[1]), min(p.rank for p in g[1])))
+    return [RankGroup(digest, *_ranks_and_hosts(members)) for digest, members in ordered]
+
+
+def _severity(kind: str, raws: Sequence[Any]) -> str:
+    """Error when different code runs on different ranks; warning when the same code runs everywhere.
+
+    - the rule that chose the platform (``SGLANG_PLATFORM`` on some ranks, automatic on others) and the
+      ``activate()`` outcomes of platform plugins: warnings; the selected platform itself is its own item;
+    - a general plugin that is loaded on no rank (skipped or failed everywhere, in different ways or versions):
+      warning; one loaded on some ranks, or loaded in different versions: error;
+    - everything else (runtime version, platform, whether plugins were loaded, hook chains): error.
+    """
+    if kind in ("platform-rule", "activation"):
+        return WARNING
+    if kind == "plugin":
+        loaded = any(isinstance(raw, Mapping) and raw.get("status") == "loaded" for raw in raws)
+        return ERROR if loaded else WARNING
+    return ERROR
+
+
+def _dist(raw: Mapping[str, Any]) -> str:
+    dist, version = raw.get("distribution"), raw.get("version")
+    return "" if not dist else f"{dist} {version}" if version else str(dist)
+
+
+def _with_dist(text: str, raw: Mapping[str, Any]) -> str:
+    return f"{text}, {_dist(raw)}" if _dist(raw) else text
+
+
+_ACTIVATION_TEXT = {
+    "activated": "activated",
+    "unavailable": "returned None (hardware not found)",
+    "failed": "failed (import, activate() or its class)",
+}
+_ABSENT = {"activation": "not installed", "plugin": "not installed", "hooks": "no hooks"}
+
+
+def _render(kind: str, raw: Any) -> str:
+    """One item's value for people; the raw value is what is compared."""
+    if raw is _MISSING:
+        return _ABSENT.get(kind, "missing")
+    if kind == "runtime":
+        return f"sglang-plugin-runtime {raw}"
+    if kind == "plugins-loaded":
+        return "load_plugins() ran" if raw else "load_plugins() not called"
+    if kind == "platform-rule":
+        return str(raw)
+    if not isinstance(raw, Mapping) or kind not in ("platform", "activation", "plugin", "hooks"):
+        return raw if isinstance(raw, str) else canonical_json(raw)
+    if kind == "platform":
+        plugin = raw.get("plugin")
+        source = ", ".join(filter(None, [f"plugin {plugin!r}" if plugin else "", _dist(raw)]))
+        if raw.get("status") == "failed":
+            return f"selection failed: {raw.get('error_type')}" + (f" ({source})" if source else "")
+        return f"{raw.get('class')}" + (f" ({source})" if source else " (no plugin: the fallback)")
+    if kind == "activation":
+        return _with_dist(_ACTIVATION_TEXT.get(str(raw.get("status")), str(raw.get("status"))), raw)
+    if kind == "plugin":
+        status = raw.get("status")
+        return "listed in the allowlist, not installed" if status == "not-installed" else _with_dist(str(status), raw)
+    chain = "; ".join(_render_hook(h) for h in raw.get("hooks") or ()) or "no hooks"
+    return f"{chain} (FAILED to apply)" if raw.get("failed") else chain
+
+
+def _render_hook(hook: Mapping[str, Any]) -> str:
+    source = (hook.get("plugin") or "no plugin") + (f" from {hook['distribution']}" if hook.get("distribution") else "")
+    extra = f", priority {hook['priority']}" if hook.get("priority") else ""
+    overridden = ", overridden" if not hook.get("active", True) else ""
+    return f"{hook.get('type')} {hook.get('hook')} [{source}{extra}{overridden}]"
+
+
+# ---- formatting ----------------------------------------------------------------------------------------------
+
+
+def compress_ranks(ranks: Iterable[int]) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7, 8"`` (a span from three ranks on)."""
+    spans: list[list[int]] = []
+    for rank in sorted(set(ranks)):
+        if spans and rank == spans[-1][-1] + 1:
+            spans[-1].append(rank)
+        else:
+            spans.append([rank])
+    return ", ".join(f"{s[0]}-{s[-1]}" if len(s) >= 3 else ", ".join(map(str, s)) for s in spans)
+
+
+def _where(ranks: Sequence[int], hosts: Sequence[str], show_hosts: bool, limit: int = 4) -> str:
+    text = ("rank " if len(ranks) == 1 else "ranks ") + compress_ranks(ranks)
+    if not show_hosts:
+        return text
+    if len(hosts) == 1:
+        return f"{text} (host {hosts[0]})"
+    if len(hosts) <= limit:
+        return f"{text} (hosts {', '.join(hosts)})"
+    return f"{text} ({len(hosts)} hosts: {', '.join(hosts[:limit])}, ...)"
+
+
+def format_differences(differences: Sequence[Difference], indent: str = "  ", *, show_hosts: bool = True) -> list[str]:
+    """The lines that list ``differences``, errors first; each value with the ranks (and hosts) that have it."""
+    lines = []
+    for severity, title in (
+        (ERROR, "Differences that change what runs (errors)"),
+        (WARNING, "Other differences (warnings)"),
+    ):
+        chosen = [d for d in differences if d.severity == severity]
+        lines += [f"{title}:"] if chosen else []
+        for difference in chosen:
+            lines.append(f"{indent}{difference.item}:")
+            width = min(max(len(v.value) for v in difference.variants), 100)
+            for v in difference.variants:
+                lines.append(f"{indent * 2}{v.value:<{width}}  on {_where(v.ranks, v.hosts, show_hosts)}")
+    return lines
+
+
+def format_groups(groups: Sequence[RankGroup], indent: str = "  ", *, show_hosts: bool = True) -> list[str]:
+    lines = ["Ranks by fingerprint:"]
+    lines += [f"{indent}{g.digest[:12]}  {_where(g.ranks, g.hosts, show_hosts)}" for g in groups]
+    return lines
+
+
+def judge(ns: Any, rank: int, world: int, entries: list[dict[str, Any]], mode: str, logger: logging.Logger) -> Any:
+    """The ranks' gathered fingerprints differ: raise :class:`PluginConsistencyError` on every rank alike, or (in
+    ``warn`` mode, or with warnings only) log the report and return the differences and the rank groups."""
+    broken = "; ".join(f"rank {e['rank']} (host {e['host']}): {e['failure']}" for e in entries if e["failure"])
+    if broken:
+        raise PluginConsistencyError(
+            f"Plugin consistency could not be checked: building the plugin fingerprint failed on {broken}. This is "
+            f"a bug in sglang-plugin-runtime (every rank raises this error); please report it with the log of "
+            f"those ranks. {_ENV}=off skips the check meanwhile.",
+            namespace=ns.name,
+        )
+    participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
+    groups = tuple(rank_groups(participants))
+    # Digests that differ in a way compare() cannot itemise (should not happen) still make one difference.
+    opaque = [
+        Difference(
+            "field",
+            "fingerprint",
+            ERROR,
+            tuple(Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in groups),
+        )
+    ]
+    differences = tuple(compare(participants) or opaque)
+    errors = any(d.severity == ERROR for d in differences)
+    raising, hosts = mode == "error" and errors, sorted({host for group in groups for host in group.hosts})
+    verdict = "every rank raises this error" if raising else "logged only" + f" ({_ENV}=warn)" * errors
+    where = f"all on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts"
+    lines = [
+        f"Plugins differ across the {world} ranks of the process group ({where}; namespace {ns.name!r}); {verdict}."
+    ]
+    lines += format_groups(groups, show_hosts=len(hosts) > 1) + format_differences(
+        differences, show_hosts=len(hosts) > 1
+    )
+    lines.append(
+        f"Fix: install the same plugin distributions and versions on every node and give every rank the same "
+        f"{ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, run `sglang-plugins fingerprint "
+        f"--namespace {ns.name}` on each (the digests above are its first 12 digits; `--compare FILE` lists the "
+        f"differences)."
+    )
+    if raising:
+        lines.append(f"To log this instead of raising, set {_ENV}=warn on every rank.")
+        raise PluginConsistencyError("\n".join(lines), differences=differences, groups=groups, namespace=ns.name)
+    lowest = min(p.rank for p in participants)
+    summary = f"Plugins differ across ranks ({len(differences)} difference(s)); rank {lowest} logs the report."
+    logger.warning("%s", "\n".join(lines) if rank == lowest else summary)
+    return differences, groups
