@@ -6,6 +6,7 @@ the CLI compares two nodes. Pure functions over fingerprint documents (as they t
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -19,20 +20,22 @@ WARNING = "warning"
 _ENV = "SGLANG_PLUGINS_CONSISTENCY"
 
 
+class _Record:
+    def to_dict(self: Any) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass(frozen=True)
-class Variant:
+class Variant(_Record):
     """One value an item has, and the ranks (and their hosts) that have it."""
 
     value: str
     ranks: tuple[int, ...]
     hosts: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class Difference:
+class Difference(_Record):
     """One item (the platform, a general plugin, the hooks on a target, ...) that is not the same on every rank."""
 
     #: ``runtime``, ``namespace``, ``format``, ``platform``, ``platform-rule``, ``activation``, ``plugins-loaded``,
@@ -45,20 +48,14 @@ class Difference:
     #: Most common value first.
     variants: tuple[Variant, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class RankGroup:
+class RankGroup(_Record):
     """Ranks whose fingerprints are identical."""
 
     digest: str
     ranks: tuple[int, ...]
     hosts: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -85,13 +82,18 @@ _LABELS = {
     "field": "fingerprint field {!r}",
 }
 _KINDS = list(_LABELS)
+_KNOWN_FIELDS = {"format", "runtime_version", "namespace", "platform", "general_plugins", "hooks"}
+#: How a platform plugin's ``activate()`` or a general plugin ended, for people (else the status itself).
+_STATUS_TEXT = {
+    "unavailable": "returned None (hardware not found)",
+    "failed": "failed (import, activate() or its class)",
+    "not-installed": "listed in the allowlist, not installed",
+}
+_ABSENT = {"activation": "not installed", "plugin": "not installed", "hooks": "no hooks"}
 
 
 def _order(key: tuple[str, str]) -> tuple[int, str]:
     return _KINDS.index(key[0]), key[1]
-
-
-_KNOWN_FIELDS = {"format", "runtime_version", "namespace", "platform", "general_plugins", "hooks"}
 
 
 def _without(record: Mapping[str, Any], *keys: str) -> dict[str, Any]:
@@ -127,8 +129,13 @@ def _items(fingerprint: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
     return items
 
 
-def _ranks_and_hosts(members: Sequence[Participant]) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    return tuple(sorted(p.rank for p in members)), tuple(sorted({p.host for p in members}))
+def _grouped(keyed: Iterable[tuple[Any, Participant]]) -> list[tuple[Any, tuple[int, ...], tuple[str, ...]]]:
+    """``(key, ranks, hosts)`` of the participants that share a key (compared as JSON), largest group first."""
+    groups: dict[str, tuple[Any, list[Participant]]] = {}
+    for key, participant in keyed:
+        groups.setdefault("<missing>" if key is _MISSING else canonical_json(key), (key, []))[1].append(participant)
+    ordered = sorted(groups.values(), key=lambda g: (-len(g[1]), min(p.rank for p in g[1])))
+    return [(key, tuple(sorted(p.rank for p in m)), tuple(sorted({p.host for p in m}))) for key, m in ordered]
 
 
 def compare(participants: Sequence[Participant]) -> list[Difference]:
@@ -143,16 +150,11 @@ def compare(participants: Sequence[Participant]) -> list[Difference]:
     for kind, name in keys:
         if kind == "platform-rule" and platform_differs:
             continue  # the platform line already shows each rank's platform; the rule is its consequence
-        groups: dict[str, tuple[Any, list[Participant]]] = {}
-        for participant, items in per_rank:
-            raw = items.get((kind, name), _MISSING)
-            groups.setdefault("<missing>" if raw is _MISSING else canonical_json(raw), (raw, []))[1].append(participant)
-        if len(groups) == 1:
-            continue
-        ordered = sorted(groups.values(), key=lambda g: (-len(g[1]), min(p.rank for p in g[1])))
-        variants = tuple(Variant(_render(kind, raw), *_ranks_and_hosts(members)) for raw, members in ordered)
-        label = _LABELS[kind].format(name)
-        differences.append(Difference(kind, label, _severity(kind, [raw for raw, _ in ordered]), variants))
+        grouped = _grouped((items.get((kind, name), _MISSING), p) for p, items in per_rank)
+        if len(grouped) > 1:
+            variants = tuple(Variant(_render(kind, raw), ranks, hosts) for raw, ranks, hosts in grouped)
+            severity = _severity(kind, [raw for raw, _, _ in grouped])
+            differences.append(Difference(kind, _LABELS[kind].format(name), severity, variants))
     differences.sort(key=lambda d: d.severity != ERROR)  # stable: keeps the fixed order within each severity
     return differences
 
@@ -160,18 +162,12 @@ def compare(participants: Sequence[Participant]) -> list[Difference]:
 def describe(fingerprint: Mapping[str, Any]) -> list[tuple[str, str]]:
     """Each item of ``fingerprint`` as people read it, ``(label, value)``, in the order differences are listed."""
     items = _items(fingerprint)
-    return [
-        (_LABELS[kind].format(name), _render(kind, items[(kind, name)])) for kind, name in sorted(items, key=_order)
-    ]
+    return [(_LABELS[kind].format(name), _render(kind, items[kind, name])) for kind, name in sorted(items, key=_order)]
 
 
 def rank_groups(participants: Sequence[Participant]) -> list[RankGroup]:
     """Ranks grouped by identical fingerprint, largest group first."""
-    groups: dict[str, list[Participant]] = {}
-    for participant in participants:
-        groups.setdefault(digest_of(participant.fingerprint), []).append(participant)
-    ordered = sorted(groups.items(), key=lambda g: (-len(g[1]), min(p.rank for p in g[1])))
-    return [RankGroup(digest, *_ranks_and_hosts(members)) for digest, members in ordered]
+    return [RankGroup(*group) for group in _grouped((digest_of(p.fingerprint), p) for p in participants)]
 
 
 def _severity(kind: str, raws: Sequence[Any]) -> str:
@@ -183,29 +179,14 @@ def _severity(kind: str, raws: Sequence[Any]) -> str:
       warning; one loaded on some ranks, or loaded in different versions: error;
     - everything else (runtime version, platform, whether plugins were loaded, hook chains): error.
     """
-    if kind in ("platform-rule", "activation"):
-        return WARNING
     if kind == "plugin":
-        loaded = any(isinstance(raw, Mapping) and raw.get("status") == "loaded" for raw in raws)
-        return ERROR if loaded else WARNING
-    return ERROR
+        return ERROR if any(isinstance(raw, Mapping) and raw.get("status") == "loaded" for raw in raws) else WARNING
+    return WARNING if kind in ("platform-rule", "activation") else ERROR
 
 
 def _dist(raw: Mapping[str, Any]) -> str:
     dist, version = raw.get("distribution"), raw.get("version")
     return "" if not dist else f"{dist} {version}" if version else str(dist)
-
-
-def _with_dist(text: str, raw: Mapping[str, Any]) -> str:
-    return f"{text}, {_dist(raw)}" if _dist(raw) else text
-
-
-_ACTIVATION_TEXT = {
-    "activated": "activated",
-    "unavailable": "returned None (hardware not found)",
-    "failed": "failed (import, activate() or its class)",
-}
-_ABSENT = {"activation": "not installed", "plugin": "not installed", "hooks": "no hooks"}
 
 
 def _render(kind: str, raw: Any) -> str:
@@ -226,11 +207,9 @@ def _render(kind: str, raw: Any) -> str:
         if raw.get("status") == "failed":
             return f"selection failed: {raw.get('error_type')}" + (f" ({source})" if source else "")
         return f"{raw.get('class')}" + (f" ({source})" if source else " (no plugin: the fallback)")
-    if kind == "activation":
-        return _with_dist(_ACTIVATION_TEXT.get(str(raw.get("status")), str(raw.get("status"))), raw)
-    if kind == "plugin":
-        status = raw.get("status")
-        return "listed in the allowlist, not installed" if status == "not-installed" else _with_dist(str(status), raw)
+    if kind in ("activation", "plugin"):
+        status = str(raw.get("status"))
+        return ", ".join(filter(None, [_STATUS_TEXT.get(status, status), _dist(raw)]))
     chain = "; ".join(_render_hook(h) for h in raw.get("hooks") or ()) or "no hooks"
     return f"{chain} (FAILED to apply)" if raw.get("failed") else chain
 
@@ -247,47 +226,36 @@ def _render_hook(hook: Mapping[str, Any]) -> str:
 
 def compress_ranks(ranks: Iterable[int]) -> str:
     """``[0, 1, 2, 5, 7, 8]`` -> ``"0-2, 5, 7, 8"`` (a span from three ranks on)."""
-    spans: list[list[int]] = []
-    for rank in sorted(set(ranks)):
-        if spans and rank == spans[-1][-1] + 1:
-            spans[-1].append(rank)
-        else:
-            spans.append([rank])
+    runs = itertools.groupby(enumerate(sorted(set(ranks))), key=lambda pair: pair[1] - pair[0])
+    spans = [[rank for _, rank in run] for _, run in runs]
     return ", ".join(f"{s[0]}-{s[-1]}" if len(s) >= 3 else ", ".join(map(str, s)) for s in spans)
 
 
-def _where(ranks: Sequence[int], hosts: Sequence[str], show_hosts: bool, limit: int = 4) -> str:
+def _where(ranks: Sequence[int], hosts: Sequence[str], show_hosts: bool) -> str:
     text = ("rank " if len(ranks) == 1 else "ranks ") + compress_ranks(ranks)
     if not show_hosts:
         return text
-    if len(hosts) == 1:
-        return f"{text} (host {hosts[0]})"
-    if len(hosts) <= limit:
-        return f"{text} (hosts {', '.join(hosts)})"
-    return f"{text} ({len(hosts)} hosts: {', '.join(hosts[:limit])}, ...)"
+    if len(hosts) > 4:
+        return f"{text} ({len(hosts)} hosts: {', '.join(hosts[:4])}, ...)"
+    return f"{text} ({'host' if len(hosts) == 1 else 'hosts'} {', '.join(hosts)})"
 
 
-def format_differences(differences: Sequence[Difference], indent: str = "  ", *, show_hosts: bool = True) -> list[str]:
+def format_differences(differences: Sequence[Difference], *, show_hosts: bool = True) -> list[str]:
     """The lines that list ``differences``, errors first; each value with the ranks (and hosts) that have it."""
     lines = []
-    for severity, title in (
-        (ERROR, "Differences that change what runs (errors)"),
-        (WARNING, "Other differences (warnings)"),
-    ):
+    titles = {ERROR: "Differences that change what runs (errors)", WARNING: "Other differences (warnings)"}
+    for severity, title in titles.items():
         chosen = [d for d in differences if d.severity == severity]
         lines += [f"{title}:"] if chosen else []
         for difference in chosen:
-            lines.append(f"{indent}{difference.item}:")
             width = min(max(len(v.value) for v in difference.variants), 100)
-            for v in difference.variants:
-                lines.append(f"{indent * 2}{v.value:<{width}}  on {_where(v.ranks, v.hosts, show_hosts)}")
+            lines.append(f"  {difference.item}:")
+            lines += [f"    {v.value:<{width}}  on {_where(v.ranks, v.hosts, show_hosts)}" for v in difference.variants]
     return lines
 
 
-def format_groups(groups: Sequence[RankGroup], indent: str = "  ", *, show_hosts: bool = True) -> list[str]:
-    lines = ["Ranks by fingerprint:"]
-    lines += [f"{indent}{g.digest[:12]}  {_where(g.ranks, g.hosts, show_hosts)}" for g in groups]
-    return lines
+def format_groups(groups: Sequence[RankGroup], *, show_hosts: bool = True) -> list[str]:
+    return ["Ranks by fingerprint:", *(f"  {g.digest[:12]}  {_where(g.ranks, g.hosts, show_hosts)}" for g in groups)]
 
 
 def judge(ns: Any, rank: int, world: int, entries: list[dict[str, Any]], mode: str, logger: logging.Logger) -> Any:
@@ -304,31 +272,21 @@ def judge(ns: Any, rank: int, world: int, entries: list[dict[str, Any]], mode: s
     participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
     groups = tuple(rank_groups(participants))
     # Digests that differ in a way compare() cannot itemise (should not happen) still make one difference.
-    opaque = [
-        Difference(
-            "field",
-            "fingerprint",
-            ERROR,
-            tuple(Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in groups),
-        )
-    ]
-    differences = tuple(compare(participants) or opaque)
+    opaque = tuple(Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in groups)
+    differences = tuple(compare(participants) or [Difference("field", "fingerprint", ERROR, opaque)])
     errors = any(d.severity == ERROR for d in differences)
     raising, hosts = mode == "error" and errors, sorted({host for group in groups for host in group.hosts})
     verdict = "every rank raises this error" if raising else "logged only" + f" ({_ENV}=warn)" * errors
     where = f"all on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts"
     lines = [
-        f"Plugins differ across the {world} ranks of the process group ({where}; namespace {ns.name!r}); {verdict}."
-    ]
-    lines += format_groups(groups, show_hosts=len(hosts) > 1) + format_differences(
-        differences, show_hosts=len(hosts) > 1
-    )
-    lines.append(
+        f"Plugins differ across the {world} ranks of the process group ({where}; namespace {ns.name!r}); {verdict}.",
+        *format_groups(groups, show_hosts=len(hosts) > 1),
+        *format_differences(differences, show_hosts=len(hosts) > 1),
         f"Fix: install the same plugin distributions and versions on every node and give every rank the same "
         f"{ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, run `sglang-plugins fingerprint "
         f"--namespace {ns.name}` on each (the digests above are its first 12 digits; `--compare FILE` lists the "
-        f"differences)."
-    )
+        f"differences).",
+    ]
     if raising:
         lines.append(f"To log this instead of raising, set {_ENV}=warn on every rank.")
         raise PluginConsistencyError("\n".join(lines), differences=differences, groups=groups, namespace=ns.name)
