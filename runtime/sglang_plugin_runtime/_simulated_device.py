@@ -67,7 +67,7 @@ class SimulatedDevice:
         replace_existing: bool = False,
         privateuse1: bool = False,
     ) -> None:
-        if not device_type or not device_type.isidentifier():
+        if not device_type.isidentifier():
             raise ValueError(f"device_type must be an identifier such as 'npu', got {device_type!r}")
         if device_type in _PROTECTED_TYPES and not replace_existing:
             raise ValueError(
@@ -128,8 +128,8 @@ class SimulatedDevice:
                 self.backend = types.ModuleType(
                     self.backend_module, f"Simulated {self.backend_module} backend package."
                 )
-                self.backend.__dict__.update(__version__="0.0.0+simulated", __simulated__=True, __path__=[])
-                setattr(self.backend, self.device_type, self.module)
+                simulated = {"__version__": "0.0.0+simulated", "__simulated__": True, "__path__": []}
+                self.backend.__dict__.update(simulated, **{self.device_type: self.module})
                 self._swap(sys.modules, self.backend_module, self.backend)
                 self._swap(sys.modules, f"{self.backend_module}.{self.device_type}", self.module)
             _clear_device_module_cache(torch)
@@ -208,27 +208,15 @@ class SimulatedDevice:
             )
         return int(index)
 
-    def _properties(self, device: Any = None) -> SimulatedDeviceProperties:
-        i = self._index(device)
-        return SimulatedDeviceProperties(
-            self.name, self.total_memory, *self.capability, f"SIM-{self.device_type}-{i:04d}", i
-        )
-
-    def _checked(self, attribute: str | None) -> Callable[..., Any]:
-        """An answer that checks its device argument, then gives this simulation's ``attribute`` (or ``None``)."""
-
-        def answer(device: Any = None) -> Any:
-            self._index(device)
-            return getattr(self, attribute) if attribute else None
-
-        return answer
-
-    def _reset_peak(self, device: Any = None) -> None:
-        i = self._index(device)
+    def _reset_peak(self, i: int) -> None:
         self._peak[i] = self._allocated[i]
 
     def _build_module(self) -> types.ModuleType:
         """The device module: what each function of ``torch.<device_type>`` answers, every call recorded."""
+
+        def per_device(answer: Callable[[int], Any]) -> Callable[..., Any]:  # the device argument checked first
+            return lambda device=None: answer(self._index(device))
+
         api: dict[str, Callable[..., Any]] = {
             "is_available": lambda: True,
             "is_initialized": lambda: True,
@@ -236,20 +224,21 @@ class SimulatedDevice:
             "device_count": lambda: self.device_count,
             "current_device": lambda: self.current_index,
             "set_device": lambda device: setattr(self, "current_index", self._index(device)),
-            "get_device_name": self._checked("name"),
-            "get_device_properties": self._properties,
-            "get_device_capability": self._checked("capability"),
-            "mem_get_info": lambda device=None: (
-                self.total_memory - self._reserved[self._index(device)],
-                self.total_memory,
+            "get_device_name": per_device(lambda i: self.name),
+            "get_device_properties": per_device(
+                lambda i: SimulatedDeviceProperties(
+                    self.name, self.total_memory, *self.capability, f"SIM-{self.device_type}-{i:04d}", i
+                )
             ),
-            "memory_allocated": lambda device=None: self._allocated[self._index(device)],
-            "max_memory_allocated": lambda device=None: self._peak[self._index(device)],
-            "memory_reserved": lambda device=None: self._reserved[self._index(device)],
-            "max_memory_reserved": lambda device=None: self._reserved[self._index(device)],
-            "reset_peak_memory_stats": self._reset_peak,
+            "get_device_capability": per_device(lambda i: self.capability),
+            "mem_get_info": per_device(lambda i: (self.total_memory - self._reserved[i], self.total_memory)),
+            "memory_allocated": per_device(lambda i: self._allocated[i]),
+            "max_memory_allocated": per_device(lambda i: self._peak[i]),
+            "memory_reserved": per_device(lambda i: self._reserved[i]),
+            "max_memory_reserved": per_device(lambda i: self._reserved[i]),
+            "reset_peak_memory_stats": per_device(self._reset_peak),
             "empty_cache": lambda: setattr(self, "_reserved", list(self._allocated)),
-            "synchronize": self._checked(None),
+            "synchronize": per_device(lambda i: None),
             "manual_seed": lambda seed: setattr(self, "seed", int(seed)),
             "manual_seed_all": lambda seed: setattr(self, "seed", int(seed)),
         }
@@ -272,9 +261,7 @@ class SimulatedDevice:
 
 def _clear_device_module_cache(torch: Any) -> None:
     # torch.get_device_module caches its answer per device; a stale one would outlive us.
-    cache_clear = getattr(getattr(torch, "get_device_module", None), "cache_clear", None)
-    if cache_clear is not None:
-        cache_clear()
+    getattr(getattr(torch, "get_device_module", None), "cache_clear", lambda: None)()
 
 
 #: ``simulated_device("npu", device_count=2, backend_module="torch_npu")``: the factory (the kit's, ``--simulate``'s)
