@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import importlib.util
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .. import __version__
-from .._launcher import LaunchError
+from .. import __version__, _launcher
 from .._simulated_device import TORCH_INSTALL
 
 __all__ = ["main"]
@@ -110,37 +110,33 @@ def _report(args: argparse.Namespace) -> dict[str, Any]:
         namespace = get_namespace(args.namespace)
     except ValueError as exc:
         raise _UsageError(f"--namespace: {exc}") from None
-    if args.command == "list":
-        step: Any = _reports.list_step
-    elif args.command == "doctor":
-        step = functools.partial(_reports.doctor_step, import_targets=args.import_targets, strict=args.strict)
-    elif args.command == "explain":
-        from ..plugins._hooks._targets import parse_target
-
-        try:
-            parse_target(args.target)
-        except (ValueError, TypeError) as exc:
-            raise _UsageError(
-                f"explain: {args.target!r} is not a hook target ({exc}); use pkg.mod.func, pkg.mod.Class.method or "
-                f"pkg.mod:Class.method"
-            ) from None
-        step = functools.partial(_reports.explain_step, target=args.target, import_targets=args.import_targets)
+    simulation = _simulation(args)
     try:
-        if args.command == "fingerprint":
-            other = _reports.load_comparison(args.compare) if args.compare is not None else None
-            step = functools.partial(_reports.fingerprint_step, other=other)
-        return _reports.report(args.command, namespace, _simulation(args), args.strict, step)
-    except _reports.ComparisonInputError as exc:
-        raise _UsageError(f"fingerprint: {exc}") from None
+        return _reports.report(args, namespace, simulation)
+    except _reports.InputError as exc:
+        raise _UsageError(str(exc)) from None
 
 
 @contextlib.contextmanager
-def _report_stdout(for_good: bool) -> Iterator[list[str]]:
-    """Standard output for the report only: while the block runs (plugins run in it, and print from Python or from
-    native code on file descriptor 1), stdout is standard error; then what the block put in the yielded list is
-    written to the real stdout, escaping what its encoding cannot show. ``for_good`` (the CLI's own process):
-    stdout stays standard error to the end, so a plugin's ``atexit`` handler or thread printing later cannot add
-    to the report either."""
+def _plugins_running(for_good: bool) -> Iterator[list[str]]:
+    """The block runs plugins in this process: whatever they print (from Python, or from native code on file
+    descriptor 1) goes to standard error, and what the block puts in the yielded list is then written to the real
+    stdout, escaping what its encoding cannot show. ``for_good`` (the CLI's own process): stdout stays standard
+    error to the end, so a plugin's ``atexit`` handler or thread printing later cannot add to the report either.
+
+    In the block a real Ctrl-C raises :class:`~.._plugin_code.InterruptFromSignal`, so any other
+    ``KeyboardInterrupt`` comes from plugin code and is reported as that plugin's failure (main thread only)."""
+    from .. import _plugin_code
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise _plugin_code.InterruptFromSignal()
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    # Ignored (e.g. a job started in the background), SIGINT cannot arrive; off the main thread it cannot be handled.
+    previous = signal.getsignal(signal.SIGINT) if main_thread else signal.SIG_IGN
+    if previous is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, interrupt)
+    _plugin_code._marked = main_thread
     report: list[str] = []
     real = sys.stdout
     real.flush()
@@ -153,21 +149,24 @@ def _report_stdout(for_good: bool) -> Iterator[list[str]]:
     try:
         yield report
     finally:
+        _plugin_code._marked = False
+        if previous is not signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
         with contextlib.suppress(OSError, AttributeError, TypeError):  # fflush(NULL): native bytes go to stderr now
             import ctypes
 
             ctypes.CDLL(None).fflush(None)
-        text = "".join(report)
+        encoding = getattr(real, "encoding", None) or "utf-8"
+        text = "".join(report).encode(encoding, "backslashreplace").decode(encoding)
         if for_good and saved is not None:
-            with open(saved, "w", encoding=real.encoding or "utf-8", errors="backslashreplace") as out:
+            with open(saved, "w", encoding=encoding) as out:
                 out.write(text)
         else:
             if saved is not None:
                 os.dup2(saved, 1)
                 os.close(saved)
             sys.stdout = real
-            encoding = getattr(real, "encoding", None) or "utf-8"
-            real.write(text.encode(encoding, "backslashreplace").decode(encoding))
+            real.write(text)
             real.flush()
 
 
@@ -189,8 +188,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stdout.write(files("sglang_plugin_runtime").joinpath("cli-schema.json").read_text(encoding="utf-8"))
             return 0
         if args.command == "run":
-            from .. import _launcher
-
             command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
             if command[:1] in (["-h"], ["--help"]):
                 parser.parse_args(["run", "--help"])
@@ -202,18 +199,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             level = logging.INFO if args.verbose == 1 else logging.DEBUG
             logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
-        from .._plugin_code import signal_interrupts_marked
         from ._text import render
 
-        # Plugins run in this process: whatever they print goes to stderr, and a KeyboardInterrupt they raise
-        # themselves is their failure, not the user's Ctrl-C.
-        with _report_stdout(for_good=argv is None) as out, signal_interrupts_marked():
+        with _plugins_running(for_good=argv is None) as out:
             report = _report(args)
             out.append(json.dumps(report, indent=2) + "\n" if args.json else render(report))
         return int(report["exit_status"])
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0)
-    except (_UsageError, LaunchError) as exc:
+    except (_UsageError, _launcher.LaunchError) as exc:
         sys.stderr.write(f"{exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -2,7 +2,8 @@
 of the CLI's JSON schema (``cli-schema.json``: fields are only ever added, never renamed or removed).
 
 A record becomes JSON through :func:`~.._fingerprint.as_json` (its fields, renamed where the schema names them
-otherwise), so a hook, an activation or a plugin record has one shape wherever it appears.
+otherwise), so a hook, an activation or a plugin record has one shape wherever it appears. Each command is one step
+(``<command>_step``) run inside :func:`report`, which adds the envelope every document shares.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 import socket
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -29,6 +30,11 @@ from ..platforms._selection import activating, platform_holder, unknown_platform
 
 ERROR, WARNING = "error", "warning"
 RUN_DOCTOR = "sglang-plugins run -- sglang-plugins doctor"
+_ENTRY_POINT_KEYS = ("name", "distribution", "version", "value", "path", "action", "reason")
+
+
+class InputError(ValueError):
+    """An argument names something the command cannot use (a target, a ``--compare`` file); the message says why."""
 
 
 class Problems(list[dict[str, Any]]):
@@ -37,8 +43,7 @@ class Problems(list[dict[str, Any]]):
     def add(
         self, severity: str, step: str, message: str, plugin: Any = None, dist: Any = None, target: Any = None
     ) -> None:
-        item = {"severity": severity, "step": step, "message": message, "plugin": plugin, "distribution": dist}
-        item["target"] = target
+        item = dict(severity=severity, step=step, message=message, plugin=plugin, distribution=dist, target=target)
         if item not in self:
             self.append(item)
 
@@ -84,22 +89,18 @@ def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
             other.setLevel(logging.NOTSET)
 
 
-Step = Callable[[PluginNamespace, Problems, LogCapture], dict[str, Any]]
-
-
-def report(
-    command: str, ns: PluginNamespace, simulation: dict[str, Any] | None, strict: bool, step: Step
-) -> dict[str, Any]:
-    """The envelope every document shares, around what ``step`` makes of this process's plugins."""
+def report(args: Any, ns: PluginNamespace, simulation: dict[str, Any] | None) -> dict[str, Any]:
+    """The envelope every document shares, around what ``args.command``'s step makes of this process's plugins;
+    :class:`InputError` when an argument is unusable."""
+    steps = {"list": list_step, "doctor": doctor_step, "explain": explain_step, "fingerprint": fingerprint_step}
     problems = Problems()
     with _captured(simulation) as logs:
-        body = step(ns, problems, logs)
-    failing = problems if strict else [p for p in problems if p["severity"] == ERROR]
+        body = steps[args.command](ns, problems, logs, args)
+    failing = problems if args.strict else [p for p in problems if p["severity"] == ERROR]
     environment = {name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)}
-    envelope = {"schema_version": 1, "command": command, "namespace": ns.name, "simulated": simulation is not None}
-    envelope["simulation"] = simulation
-    envelope.update(environment=environment, healthy=not failing, exit_status=1 if failing else 0, problems=problems)
-    return {**envelope, **body}
+    envelope = {"schema_version": 1, "command": args.command, "namespace": ns.name, "simulated": bool(simulation)}
+    envelope.update(simulation=simulation, environment=environment, healthy=not failing)
+    return {**envelope, "exit_status": 1 if failing else 0, "problems": problems, **body}
 
 
 def error_text(exc: BaseException) -> str:
@@ -110,15 +111,15 @@ def error_text(exc: BaseException) -> str:
 
 def _discovery(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> dict[str, Any]:
     """What the scan found, and what is wrong with it (malformed distributions, duplicate names)."""
-    for bad in discovery.malformed:
-        problems.add(ERROR, "discovery", f"malformed distribution at {bad.path}: {bad.reason}; it was skipped")
+    malformed = [as_json(bad) for bad in discovery.malformed]
+    for bad in malformed:
+        problems.add(ERROR, "discovery", f"malformed distribution at {bad['path']}: {bad['reason']}; it was skipped")
     duplicates = []
     for group in (ns.platform_group, ns.plugin_group):
         for name, eps in discovery.duplicates(group).items():
             duplicates.append({"group": group, "name": name, "distributions": [ep.dist_name for ep in eps]})
             message = f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}"
             problems.add(ERROR, "discovery", message, name, eps[0].dist_name)
-    malformed = [{"path": bad.path, "reason": bad.reason} for bad in discovery.malformed]
     return {"distribution_count": discovery.distribution_count, "malformed": malformed, "duplicates": duplicates}
 
 
@@ -131,16 +132,11 @@ def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
 
 
 def _entry_point(ep: Any, name: str, action: str, reason: str) -> dict[str, Any]:
-    values = (None,) * 4 if ep is None else (ep.dist_name, ep.dist_version, ep.value, ep.dist_path)
-    return {
-        "name": name,
-        **dict(zip(("distribution", "version", "value", "path"), values, strict=True)),
-        "action": action,
-        "reason": reason,
-    }
+    where = (None,) * 4 if ep is None else (ep.dist_name, ep.dist_version, ep.value, ep.dist_path)
+    return dict(zip(_ENTRY_POINT_KEYS, (name, *where, action, reason), strict=True))
 
 
-def list_step(ns: PluginNamespace, problems: Problems, logs: LogCapture) -> dict[str, Any]:
+def list_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
     """Every entry point of ``ns`` and what the environment would make of it (the loader's plan); imports nothing."""
     from ..plugins._loading import plan_general_plugins
 
@@ -188,9 +184,8 @@ def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict:
         cls = type(holder.get())
     except Exception as exc:
         data = dict.fromkeys(("platform_class", "rule", "reason", "plugin", "distribution", "version"))
-        data.update(plugin=getattr(exc, "plugin", None), distribution=getattr(exc, "dist", None))
-        data.update(status="failed", error=error_text(exc), error_type=type(exc).__name__)
-        data.update(seconds=time.perf_counter() - start)
+        data.update(plugin=getattr(exc, "plugin", None), distribution=getattr(exc, "dist", None), status="failed")
+        data.update(error=error_text(exc), error_type=type(exc).__name__, seconds=time.perf_counter() - start)
         data["activations"] = _activations(getattr(exc, "activations", ()), problems, logs, "failed")
         said = any(str(exc) in p["message"] for p in problems)
         summary = "no platform could be selected" + ("" if said else f": {exc}")
@@ -202,9 +197,8 @@ def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict:
     data.update(error=None, error_type=None, seconds=seconds)
     data["activations"] = _activations(selection.activations, problems, logs, "failed and was skipped")
     if selection.rule == "fallback" and selection.activations and not selection.problems:
-        problems.add(
-            WARNING, "selection", f"no installed platform plugin activated; using the fallback {selection.class_path}"
-        )
+        message = f"no installed platform plugin activated; using the fallback {selection.class_path}"
+        problems.add(WARNING, "selection", message)
     from ..platforms._describe import find_override_problems
 
     # What the class's public names mean to SGLang: a likely misspelling is a warning.
@@ -216,9 +210,8 @@ def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict:
 
         covered = {f.kind for f in findings} | {"misspelled", "retired"}
         for problem in (p for p in check_platform_conformance(cls) if p.kind not in covered):
-            problems.add(
-                ERROR, "selection", f"conformance check: {problem.message}", selection.plugin, selection.dist_name
-            )
+            message = f"conformance check: {problem.message}"
+            problems.add(ERROR, "selection", message, selection.plugin, selection.dist_name)
     return {**data, "overrides": [as_json(f, "attribute", "kind", "message") for f in findings]}
 
 
@@ -233,11 +226,8 @@ def plugins_step(ns: PluginNamespace, problems: Problems) -> dict[str, Any]:
         where = (getattr(exc, "plugin", None), getattr(exc, "dist", None))
         problems.add(ERROR, "plugins", f"loading general plugins stopped: {exc}", *where)
         partial = last_load_report(ns)
-        return {
-            "status": "failed",
-            "error": error_text(exc),
-            "plugins": [as_json(r) for r in partial.records] if partial else [],
-        }
+        records = partial.records if partial else []
+        return {"status": "failed", "error": error_text(exc), "plugins": [as_json(r) for r in records]}
     for r in (r for r in records if not r.ok):
         message = f"general plugin {r.plugin!r} {r.status}: {r.reason}"
         problems.add(WARNING if r.status == NOT_INSTALLED else ERROR, "plugins", message, r.plugin, r.dist_name)
@@ -281,9 +271,8 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
                         continue  # not a module: the next shorter prefix may be
                     raise
             if call.error is not None:
-                problems.add(
-                    ERROR, "hooks", f"importing {name!r} for target {target!r} failed: {error_text(call.error)}"
-                )
+                message = f"importing {name!r} for target {target!r} failed: {error_text(call.error)}"
+                problems.add(ERROR, "hooks", message)
             break
     try:
         HookRegistry.apply_hooks()
@@ -333,41 +322,39 @@ def _sglang_registry_targets() -> list[str]:
     return sorted(str(t) for t, entries in hooks.items() if entries) if isinstance(hooks, dict) else []
 
 
-def doctor_step(
-    ns: PluginNamespace, problems: Problems, logs: LogCapture, import_targets: bool, strict: bool
-) -> dict[str, Any]:
+def doctor_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
     """Run selection, ``load_plugins()`` and hook application here, and report every step."""
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
-    counts = {
-        "platform_plugins": len(discovery.group(ns.platform_group)),
-        "general_plugins": len(discovery.group(ns.plugin_group)),
-    }
-    platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems)
-    hooks = {**hooks_step(problems, import_targets), "sglang_registry_targets": _sglang_registry_targets()}
-    if hooks["sglang_registry_targets"]:
-        theirs = hooks["sglang_registry_targets"]
+    counts = {"platform_plugins": len(discovery.group(ns.platform_group))}
+    counts["general_plugins"] = len(discovery.group(ns.plugin_group))
+    platform, plugins = _platform(ns, problems, logs, args.strict), plugins_step(ns, problems)
+    theirs = _sglang_registry_targets()
+    hooks = {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs}
+    if theirs:
         message = (
-            f"released SGLang keeps its own hook registry: plugins registered hooks on {len(theirs)} target(s) there"
+            f"released SGLang keeps its own hook registry: plugins registered hooks on {len(theirs)} target(s) there "
+            f"({', '.join(theirs)}), which SGLang's load_plugins() applies and this report cannot see; to see them "
+            f"with the runtime as SGLang's plugin layer, run: {RUN_DOCTOR}"
         )
-        message += f" ({', '.join(theirs)}), which SGLang's load_plugins() applies and this report cannot see"
-        problems.add(
-            WARNING, "hooks", f"{message}; to see them with the runtime as SGLang's plugin layer, run: {RUN_DOCTOR}"
-        )
+        problems.add(WARNING, "hooks", message)
     discovery_data = {"distribution_count": found["distribution_count"], **counts, **found}
     return {"discovery": discovery_data, "platform": platform, "plugins": plugins, "hooks": hooks, "log": logs.records}
 
 
-def explain_step(
-    ns: PluginNamespace, problems: Problems, logs: LogCapture, target: str, import_targets: bool
-) -> dict[str, Any]:
-    """Load the general plugins, then describe the hooks on ``target`` in the order they run."""
+def explain_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
+    """Load the general plugins, then describe the hooks on ``args.target`` in the order they run."""
+    from ..plugins._hooks._targets import parse_target
+
+    target, wanted = args.target, args.target.replace(":", ".")
+    try:
+        parse_target(target)
+    except (ValueError, TypeError) as exc:
+        how = "use pkg.mod.func, pkg.mod.Class.method or pkg.mod:Class.method"
+        raise InputError(f"explain: {target!r} is not a hook target ({exc}); {how}") from None
     plugins = plugins_step(ns, problems)
-    wanted = target.replace(":", ".")
-    found = next(
-        (t for t in hooks_step(problems, import_targets, target)["targets"] if t["target"].replace(":", ".") == wanted),
-        None,
-    )
+    targets = hooks_step(problems, args.import_targets, target)["targets"]
+    found = next((t for t in targets if t["target"].replace(":", ".") == wanted), None)
     # Only the problems about this target (or about loading) matter here.
     problems[:] = [p for p in problems if p["target"] in (None, found["target"] if found else target)]
     if found is None:
@@ -379,67 +366,65 @@ def explain_step(
     return {"target": target, "found": found is not None, "report": found, "plugins": plugins, "log": logs.records}
 
 
-class ComparisonInputError(ValueError):
-    """``--compare`` names something that is neither a fingerprint file nor a digest."""
-
-
-def load_comparison(argument: str) -> dict[str, Any]:
+def _comparison(argument: str) -> dict[str, Any]:
     """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved ``PluginFingerprint.to_dict()``),
     or a digest (at least its first 12 hex digits)."""
     other: dict[str, Any] = {"source": argument, "digest": None, "host": None, "fingerprint": None}
     if re.fullmatch(r"[0-9a-fA-F]{12,64}", argument) and not os.path.exists(argument):
         return {**other, "digest": argument.lower()}
+    where = f"fingerprint: --compare {argument!r}"
     try:
         with open(argument, encoding="utf-8") as handle:
             document: Any = json.load(handle)
     except OSError as exc:
         how = "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its digest"
-        raise ComparisonInputError(f"--compare {argument!r}: cannot read it ({exc.strerror or exc}); {how}") from None
+        raise InputError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
     except ValueError as exc:
-        raise ComparisonInputError(f"--compare {argument!r}: not JSON ({exc})") from None
+        raise InputError(f"{where}: not JSON ({exc})") from None
     except RecursionError:
-        raise ComparisonInputError(f"--compare {argument!r}: not a fingerprint (nested too deeply)") from None
+        raise InputError(f"{where}: not a fingerprint (nested too deeply)") from None
     if isinstance(document, dict) and document.get("command") == "fingerprint":
         other["host"] = document.get("host") if isinstance(document.get("host"), str) else None
         document = document.get("fingerprint")
     if not isinstance(document, dict) or not {"format", "platform", "hooks"} <= set(document):
-        how = "write one with 'sglang-plugins fingerprint --json > FILE'"
-        raise ComparisonInputError(f"--compare {argument!r}: not a fingerprint; {how}")
+        raise InputError(f"{where}: not a fingerprint; write one with 'sglang-plugins fingerprint --json > FILE'")
     return {**other, "fingerprint": document}
 
 
-def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, other: Any) -> dict[str, Any]:
+def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
     """Select the platform and run ``load_plugins()`` here (as a fresh rank would), fingerprint the result, and
-    compare it with ``other`` (:func:`load_comparison`'s) when given."""
+    compare it with what ``--compare`` names, when given."""
     from .._consistency import Participant, compare
     from .._fingerprint import build_fingerprint, digest_of
     from ..plugins import load_plugins
 
+    other = _comparison(args.compare) if args.compare is not None else None
     try:
         load_plugins(ns)
     except Exception as exc:  # strict mode: the fingerprint then says load_plugins() did not complete
         message = f"load_plugins() raised {type(exc).__name__}: {exc}"
         problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))
     fingerprint, host = build_fingerprint(ns), socket.gethostname()
-    document: dict[str, Any] = {"digest": fingerprint.digest, "host": host, "fingerprint": fingerprint.to_dict()}
+    mine, source = fingerprint.to_dict(), args.compare
+    document: dict[str, Any] = {"digest": fingerprint.digest, "host": host, "fingerprint": mine}
     if other is None:
         return {**document, "compared_with": None}
-    source, theirs, digest = other["source"], other.pop("fingerprint"), document["digest"]
-    if theirs is None:  # a digest only: same or not, no items
-        same = digest.startswith(other["digest"])
-        message = f"this node's fingerprint {digest[:12]} differs from {other['digest'][:12]}; compare with the other"
-        message += " node's 'sglang-plugins fingerprint --json' file to see which items differ"
-        if not same:
-            problems.add(ERROR, "compare", message)
-        return {**document, "compared_with": {**other, "same": same, "differences": []}}
-    try:  # anyone's JSON: a damaged inner structure makes it no fingerprint (not a bug here)
-        other["digest"] = digest_of(theirs)
-        participants = [Participant(0, other["host"] or source, theirs), Participant(1, host, document["fingerprint"])]
-        found = [(d, {rank: v.value for v in d.variants for rank in v.ranks}) for d in compare(participants)]
-    except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
-        raise ComparisonInputError(f"--compare {source!r}: not a fingerprint (damaged: {type(exc).__name__})") from None
-    where = source + (f" (host {other['host']})" if other["host"] else "")
-    for d, value in found:
-        problems.add(d.severity, "compare", f"{d.item}: here {value[1]}; in {where} {value[0]}")
-    rows = [{"kind": d.kind, "item": d.item, "severity": d.severity, "here": v[1], "there": v[0]} for d, v in found]
-    return {**document, "compared_with": {**other, "same": other["digest"] == digest, "differences": rows}}
+    theirs, rows = other.pop("fingerprint"), []
+    if theirs is not None:  # a file: each item that differs (a digest only: the same or not)
+        participants = [Participant(0, other["host"] or source, theirs), Participant(1, host, mine)]
+        try:  # anyone's JSON: a damaged inner structure makes it no fingerprint (not a bug here)
+            other["digest"], differences = digest_of(theirs), compare(participants)
+        except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
+            damaged = f"not a fingerprint (damaged: {type(exc).__name__})"
+            raise InputError(f"fingerprint: --compare {source!r}: {damaged}") from None
+        where = source + (f" (host {other['host']})" if other["host"] else "")
+        for d in differences:
+            value = {rank: v.value for v in d.variants for rank in v.ranks}
+            problems.add(d.severity, "compare", f"{d.item}: here {value[1]}; in {where} {value[0]}")
+            rows.append({"kind": d.kind, "item": d.item, "severity": d.severity, "here": value[1], "there": value[0]})
+    same = fingerprint.digest.startswith(other["digest"])
+    if not same and theirs is None:
+        message = f"this node's fingerprint {fingerprint.digest[:12]} differs from {other['digest'][:12]}; compare with"
+        message += " the other node's 'sglang-plugins fingerprint --json' file to see which items differ"
+        problems.add(ERROR, "compare", message)
+    return {**document, "compared_with": {**other, "same": same, "differences": rows}}
