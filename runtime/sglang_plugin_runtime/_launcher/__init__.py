@@ -55,7 +55,6 @@ class Plan:
 
     command: list[str]
     env: dict[str, str]
-    note: str = ""
     shim_dir: Path | None = None
 
 
@@ -82,7 +81,7 @@ def isolating_option(command: list[str]) -> str | None:
     return None
 
 
-def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
+def plan(command: list[str]) -> Plan:
     """Check everything that can be checked before ``command`` runs; :class:`LaunchError` says what is wrong."""
     if not command or command[0].startswith("-"):
         got = f" ({command[0]!r} is an option, not a command)" if command else ""
@@ -96,7 +95,7 @@ def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
             f"sglang-plugins run: {command[0]} {isolating} ignores PYTHONPATH, so SGLang would run without the "
             f"runtime; drop {isolating}"
         )
-    env = dict(os.environ if environ is None else environ)
+    env = dict(os.environ)
     try:
         dist = metadata.distribution("sglang")
     except metadata.PackageNotFoundError:
@@ -108,7 +107,8 @@ def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
     hook_registry = site / "sglang" / "srt" / "plugins" / "hook_registry.py"
     if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(encoding="utf-8"):
         note = f"SGLang {version} already imports sglang_plugin_runtime; running the command as it is"
-        return Plan(command, env, f"sglang-plugins run: {note}")
+        print(f"sglang-plugins run: {note}", file=sys.stderr, flush=True)
+        return Plan(command, env)
     try:
         patches = parse(patch_text(version))
     except LookupError as exc:
@@ -126,13 +126,11 @@ def plan(command: list[str], environ: dict[str, str] | None = None) -> Plan:
     (shim_dir / "sglang" / "__init__.py").write_text(SHIM_SOURCE, encoding="utf-8")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim_dir), env.get("PYTHONPATH", "")) if p)
     env.update({VERSION_ENV: version, SHIM_ENV: str(shim_dir)})
-    return Plan(command, env, shim_dir=shim_dir)
+    return Plan(command, env, shim_dir)
 
 
 def execute(prepared: Plan) -> int:
     """Run the planned command; its exit status (128 + N when it died of signal N). The shim is always removed."""
-    if prepared.note:
-        print(prepared.note, file=sys.stderr, flush=True)
     forwarded = {getattr(signal, name) for name in FORWARDED}
     waited = forwarded | {signal.SIGCHLD}
     # Blocked, the signals wait for sigtimedwait(), which says who sent each (where it exists: not on macOS).

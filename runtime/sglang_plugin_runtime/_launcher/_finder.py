@@ -59,11 +59,9 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
     """Finds the modules the adoption patch changes and loads them patched."""
 
     def __init__(self, patches: dict[str, tuple[Hunk, ...]]) -> None:
-        self._patches = {module_name(path): hunks for path, hunks in patches.items()}
-
-    @property
-    def modules(self) -> frozenset[str]:
-        return frozenset(self._patches)
+        # sglang/srt/plugins/__init__.py -> sglang.srt.plugins
+        names = {path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"): h for path, h in patches.items()}
+        self._patches, self.modules = names, frozenset(names)
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
@@ -76,27 +74,15 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
-def module_name(path: str) -> str:
-    """``sglang/srt/plugins/__init__.py`` -> ``sglang.srt.plugins``."""
-    return path[: -len(".py")].replace("/", ".").removesuffix(".__init__")
-
-
-def install(version: str) -> AdoptedSGLangFinder:
-    """Put the finder for ``version``'s patch first on ``sys.meta_path`` (once per interpreter)."""
-    for finder in sys.meta_path:
-        if isinstance(finder, AdoptedSGLangFinder):
-            return finder
-    finder = AdoptedSGLangFinder(parse(patch_text(version)))
-    sys.meta_path.insert(0, finder)
-    return finder
-
-
 def enter_from_shim(shim_module: ModuleType) -> None:
     """Called by the shim's ``sglang/__init__.py``: install the finder, then load the real ``sglang`` in its place."""
     version = os.environ.get(VERSION_ENV, "")
     if not version:
         raise ImportError(f"sglang-plugins run: {VERSION_ENV} is not set; this shim only works under the launcher")
-    finder = install(version)
+    finder = next((f for f in sys.meta_path if isinstance(f, AdoptedSGLangFinder)), None)
+    if finder is None:  # once per interpreter: first on sys.meta_path
+        finder = AdoptedSGLangFinder(parse(patch_text(version)))
+        sys.meta_path.insert(0, finder)
     shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
     search = [p for p in sys.path if os.path.abspath(p or os.curdir) != shim_dir]
     spec = importlib.machinery.PathFinder.find_spec("sglang", search)

@@ -42,35 +42,27 @@ def patch_text(version: str) -> str:
 def parse(diff: str) -> dict[str, tuple[Hunk, ...]]:
     """``{path after the a/ or b/ prefix: hunks}`` of a unified diff."""
     patches: dict[str, list[Hunk]] = {}
-    lines = diff.splitlines(keepends=True)
-    path: str | None = None
-    i = 0
-    while i < len(lines):
-        line, match = lines[i], _HUNK.match(lines[i])
-        i += 1
+    lines = iter(diff.splitlines(keepends=True))
+    for line in lines:
+        match = _HUNK.match(line)
         if line.startswith("+++ "):
             path = line[4:].split("\t")[0].strip()
-            path = path[2:] if path.startswith(("a/", "b/")) else path
-            patches.setdefault(path, [])
-            continue
-        if match is None:
-            continue
-        if path is None:
-            raise PatchError(f"hunk before any '+++' header at diff line {i}")
-        old: list[str] = []
-        new: list[str] = []
-        while len(old) < int(match.group(2) or 1) or len(new) < int(match.group(4) or 1):
-            if i >= len(lines):
-                raise PatchError(f"{path}: hunk '{line.strip()}' is cut short")
-            tag, text = lines[i][:1], lines[i][1:]
-            i += 1
-            if tag in (" ", "-"):
-                old.append(text)
-            if tag in (" ", "+"):
-                new.append(text)
-            if tag not in (" ", "-", "+", "\\"):  # "\ No newline at end of file" is skipped
-                raise PatchError(f"{path}: unexpected line in hunk '{line.strip()}': {tag + text!r}")
-        patches[path].append(Hunk(int(match.group(1)), tuple(old), tuple(new)))
+            hunks = patches.setdefault(path[2:] if path.startswith(("a/", "b/")) else path, [])
+        elif match is not None and not patches:
+            raise PatchError(f"hunk {line.strip()!r} before any '+++' header")
+        elif match is not None:
+            old: list[str] = []
+            new: list[str] = []
+            while len(old) < int(match[2] or 1) or len(new) < int(match[4] or 1):
+                body = next(lines, None)
+                if body is None:
+                    raise PatchError(f"{path}: hunk '{line.strip()}' is cut short")
+                tag, text = body[:1], body[1:]
+                if tag not in (" ", "-", "+", "\\"):  # "\ No newline at end of file" is skipped
+                    raise PatchError(f"{path}: unexpected line in hunk '{line.strip()}': {body!r}")
+                old += [text] if tag in (" ", "-") else []
+                new += [text] if tag in (" ", "+") else []
+            hunks.append(Hunk(int(match[1]), tuple(old), tuple(new)))
     return {p: tuple(h) for p, h in patches.items()}
 
 
@@ -83,15 +75,10 @@ def apply(source: str, hunks: tuple[Hunk, ...], *, name: str) -> str:
         start = max(hunk.old_start - 1, 0) if hunk.old else hunk.old_start
         if start < position:
             raise PatchError(f"{name}: hunks overlap or are out of order at line {hunk.old_start}")
-        found = tuple(lines[start : start + len(hunk.old)])
-        for offset, want in enumerate(hunk.old):
-            got = found[offset] if offset < len(found) else "<end of file>\n"
+        for number, want in enumerate(hunk.old, start + 1):
+            got = lines[number - 1] if number <= len(lines) else "<end of file>\n"
             if want != got:
-                raise PatchError(
-                    f"{name}, line {start + offset + 1}: expected {want.rstrip()!r}, found {got.rstrip()!r}"
-                )
-        out.extend(lines[position:start])
-        out.extend(hunk.new)
+                raise PatchError(f"{name}, line {number}: expected {want.rstrip()!r}, found {got.rstrip()!r}")
+        out += lines[position:start] + list(hunk.new)
         position = start + len(hunk.old)
-    out.extend(lines[position:])
-    return "".join(out)
+    return "".join(out + lines[position:])
