@@ -184,7 +184,7 @@ def _severity(kind: str, raws: Sequence[Any]) -> str:
     return WARNING if kind in ("platform-rule", "activation") else ERROR
 
 
-def _dist(raw: Mapping[str, Any]) -> str:
+def dist_label(raw: Mapping[str, Any]) -> str:
     dist, version = raw.get("distribution"), raw.get("version")
     return "" if not dist else f"{dist} {version}" if version else str(dist)
 
@@ -203,13 +203,13 @@ def _render(kind: str, raw: Any) -> str:
         return raw if isinstance(raw, str) else canonical_json(raw)
     if kind == "platform":
         plugin = raw.get("plugin")
-        source = ", ".join(filter(None, [f"plugin {plugin!r}" if plugin else "", _dist(raw)]))
+        source = ", ".join(filter(None, [f"plugin {plugin!r}" if plugin else "", dist_label(raw)]))
         if raw.get("status") == "failed":
             return f"selection failed: {raw.get('error_type')}" + (f" ({source})" if source else "")
         return f"{raw.get('class')}" + (f" ({source})" if source else " (no plugin: the fallback)")
     if kind in ("activation", "plugin"):
         status = str(raw.get("status"))
-        return ", ".join(filter(None, [_STATUS_TEXT.get(status, status), _dist(raw)]))
+        return ", ".join(filter(None, [_STATUS_TEXT.get(status, status), dist_label(raw)]))
     chain = "; ".join(_render_hook(h) for h in raw.get("hooks") or ()) or "no hooks"
     return f"{chain} (FAILED to apply)" if raw.get("failed") else chain
 

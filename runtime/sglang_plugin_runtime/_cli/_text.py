@@ -6,31 +6,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-Lines = list[str]
-Rows = list[Any]
+from .._consistency import dist_label
+
 SEE = "(see Problems)"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], indent: str = "  ") -> Lines:
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     """Lines of a table; ``None`` cells show as ``-``; the last column is never padded (no trailing spaces)."""
     # One line per row: newlines in error messages would break the alignment.
     cells = [list(headers), *([" ".join(str("-" if v is None else v).split()) for v in row] for row in rows)]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    return [(indent + "  ".join([*map(str.ljust, row[:-1], widths), row[-1]])).rstrip() for row in cells]
+    return [("  " + "  ".join([*map(str.ljust, row[:-1], widths), row[-1]])).rstrip() for row in cells]
 
 
-def _section(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]], empty: str = "") -> Lines:
+def _section(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]], empty: str = "") -> list[str]:
     """A titled table; with no rows, ``empty`` under the title (or nothing at all)."""
     return ["", title, *table(headers, rows)] if rows else ["", title, f"  {empty}"] if empty else []
 
 
 def _dist(item: dict[str, Any]) -> str | None:
-    name, version = item.get("distribution"), item.get("version")
-    return f"{name} {version}" if name and version else name
-
-
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f} ms"
+    return dist_label(item) or None
 
 
 def _once(report: dict[str, Any], text: str | None) -> str | None:
@@ -39,9 +34,17 @@ def _once(report: dict[str, Any], text: str | None) -> str | None:
     return SEE if core and any(core in p["message"] for p in report["problems"]) else text
 
 
-def _tracebacks(report: dict[str, Any], kind: str, records: list[dict[str, Any]]) -> Lines:
-    """The plugins' tracebacks; the last message of each, when a problem says it, replaced by a pointer."""
-    out = []
+def _runs(report: dict[str, Any], kind: str, records: list[dict[str, Any]], last: str, note: Any) -> list[str]:
+    """The table of plugins that ran (``note(record)`` in the ``last`` column), then their tracebacks; the last
+    message of each traceback, when a problem says it, replaced by a pointer."""
+    if kind == "platform":
+        title, empty = "Platform plugins: activate()", "(no platform plugin was activated)"
+    else:
+        title, empty = "General plugins", "(none installed)"
+    rows = [(r["plugin"], _dist(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", note(r)) for r in records]
+    out = _section(title, ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last), rows, empty)
+    if kind == "general" and report["plugins"]["error"]:
+        out.append(f"  loading stopped: {_once(report, report['plugins']['error'])}")
     for record in (r for r in records if r.get("traceback")):
         lines = record["traceback"].rstrip().splitlines()
         start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (")), default=0)
@@ -53,16 +56,16 @@ def _tracebacks(report: dict[str, Any], kind: str, records: list[dict[str, Any]]
     return out
 
 
-def _list(report: dict[str, Any]) -> Lines:
+def _list(report: dict[str, Any]) -> list[str]:
     lines = []
     for g in report["groups"]:
         title = f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry point(s))"
-        rows: Rows = [(e["name"], _dist(e), e["value"], e["action"], e["reason"]) for e in g["entry_points"]]
+        rows = [(e["name"], _dist(e), e["value"], e["action"], e["reason"]) for e in g["entry_points"]]
         lines += _section(title, ("NAME", "DISTRIBUTION", "TARGET", "ACTION", "WHY"), rows, "(none installed)")
-    rows = [(m["path"], m["reason"]) for m in report["malformed"]]
-    lines += _section("Malformed distributions (skipped)", ("PATH", "REASON"), rows)
-    rows = [(d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]]
-    lines += _section("Duplicate entry-point names", ("GROUP", "NAME", "DISTRIBUTIONS"), rows)
+    malformed = [(m["path"], m["reason"]) for m in report["malformed"]]
+    lines += _section("Malformed distributions (skipped)", ("PATH", "REASON"), malformed)
+    duplicates = [(d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]]
+    lines += _section("Duplicate entry-point names", ("GROUP", "NAME", "DISTRIBUTIONS"), duplicates)
     return [*lines, "", f"{report['distribution_count']} installed distribution(s) scanned; no plugin was imported."]
 
 
@@ -74,17 +77,12 @@ def _outcome(report: dict[str, Any], activation: dict[str, Any]) -> str | None:
     return f"None: {said[-1]}" if said else "None (activate() logged no reason; log one at DEBUG to see it here)"
 
 
-def _doctor(report: dict[str, Any]) -> Lines:
-    found, platform, plugins, hooks = report["discovery"], report["platform"], report["plugins"], report["hooks"]
+def _doctor(report: dict[str, Any]) -> list[str]:
+    found, platform, hooks = report["discovery"], report["platform"], report["hooks"]
     counts = f"{found['platform_plugins']} platform plugin(s), {found['general_plugins']} general plugin(s)"
     scanned = f"{found['distribution_count']} installed distribution(s) scanned"
     lines = ["", f"Discovery: {scanned}, {counts}, {len(found['malformed'])} malformed"]
-    rows: Rows = [
-        (a["plugin"], _dist(a), a["status"], _ms(a["seconds"]), _outcome(report, a)) for a in platform["activations"]
-    ]
-    headers = ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", "RESULT / ERROR")
-    lines += _section("Platform plugins: activate()", headers, rows, "(no platform plugin was activated)")
-    lines += _tracebacks(report, "platform", platform["activations"])
+    lines += _runs(report, "platform", platform["activations"], "RESULT / ERROR", lambda a: _outcome(report, a))
     if platform["status"] == "selected":
         plugin = f"{platform['plugin']} ({_dist(platform)})" if platform["plugin"] else "(none: fallback)"
         title = "Selected platform" + " [SIMULATED]" * report["simulated"]
@@ -93,38 +91,25 @@ def _doctor(report: dict[str, Any]) -> Lines:
     else:
         title, pairs = "Selected platform: NONE (selection failed)", [("error", _once(report, platform["error"]))]
     lines += ["", title, *table(("", ""), pairs)[1:]]
-    rows = [(o["attribute"], o["kind"], o["message"].partition(": ")[2]) for o in platform.get("overrides", ())]
-    lines += _section("Platform class: public names SGLang does not call", ("NAME", "KIND", "WHAT IT MEANS"), rows)
-    rows = [
-        (r["plugin"], _dist(r), r["status"], _ms(r["seconds"]), _once(report, r["reason"])) for r in plugins["plugins"]
-    ]
-    lines += _section(
-        "General plugins", ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", "REASON"), rows, "(none installed)"
-    )
-    lines += [f"  loading stopped: {_once(report, plugins['error'])}"] if plugins["error"] else []
-    lines += _tracebacks(report, "general", plugins["plugins"])
-    rows = []
+    names = [(o["attribute"], o["kind"], o["message"].partition(": ")[2]) for o in platform.get("overrides", ())]
+    title = "Platform class: public names SGLang does not call"
+    lines += _section(title, ("NAME", "KIND", "WHAT IT MEANS"), names)
+    lines += _runs(report, "general", report["plugins"]["plugins"], "REASON", lambda r: _once(report, r["reason"]))
+    targets = []
     for t in hooks["targets"]:
         sources = ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]})) or "unknown"
         note = _once(report, t["error"] or "; ".join(c["message"] for c in t["conflicts"]) or None)
-        rows.append((t["target"], t["status"], ", ".join(h["type"] for h in t["hooks"]) or "-", sources, note))
+        targets.append((t["target"], t["status"], ", ".join(h["type"] for h in t["hooks"]) or "-", sources, note))
     theirs = len(hooks.get("sglang_registry_targets", ()))
     empty = f"(none here; released SGLang's own registry has hooks on {theirs} target(s) {SEE})"
-    lines += _section(
-        "Hooks",
-        ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE"),
-        rows,
-        empty if theirs else "(no hooks registered)",
-    )
-    rows = [
-        (r["level"], r["logger"], r["message"])
-        for r in report["log"]
-        if not r["logger"].startswith("sglang_plugin_runtime")
-    ]
-    return lines + _section("Warnings logged by plugins", ("LEVEL", "LOGGER", "MESSAGE"), rows)
+    headers = ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE")
+    lines += _section("Hooks", headers, targets, empty if theirs else "(no hooks registered)")
+    logged = [(r["level"], r["logger"], r["message"]) for r in report["log"]]
+    logged = [row for row in logged if not row[1].startswith("sglang_plugin_runtime")]
+    return lines + _section("Warnings logged by plugins", ("LEVEL", "LOGGER", "MESSAGE"), logged)
 
 
-def _explain(report: dict[str, Any]) -> Lines:
+def _explain(report: dict[str, Any]) -> list[str]:
     found = report["report"]
     if found is None:
         loaded = ", ".join(p["plugin"] for p in report["plugins"]["plugins"] if p["status"] == "loaded") or "none"
@@ -132,15 +117,13 @@ def _explain(report: dict[str, Any]) -> Lines:
     resolved = found["resolved"] or "(not yet: its module is not imported)"
     status = found["status"] + (f": {found['error']}" if found["error"] else "")
     lines = ["", f"Target    {found['target']}", f"Resolved  {resolved}", f"Status    {status}"]
-    rows: Rows = []
+    hooks = []
     for h in found["hooks"]:
         source, note = h["source"] or {}, None if h["active"] else "overridden: does not run"
-        rows.append(
-            (h["position"], h["type"], h["hook"], source.get("plugin"), source.get("distribution"), h["priority"], note)
-        )
-    lines += _section(
-        "Hooks, outermost first", ("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION", "PRIORITY", "NOTE"), rows
-    )
+        plugin, dist = source.get("plugin"), source.get("distribution")
+        hooks.append((h["position"], h["type"], h["hook"], plugin, dist, h["priority"], note))
+    headers = ("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION", "PRIORITY", "NOTE")
+    lines += _section("Hooks, outermost first", headers, hooks)
     arrows = {"enter": "->", "call": "==", "exit": "<-"}
     steps = [
         (i, arrows[s["phase"]], s["type"], s["hook"] + (f"  [#{s['position']}]" if s["position"] else ""))
@@ -150,7 +133,7 @@ def _explain(report: dict[str, Any]) -> Lines:
     return lines + _section("Conflicts", ("KIND", "MESSAGE"), [(c["kind"], c["message"]) for c in found["conflicts"]])
 
 
-def _fingerprint(report: dict[str, Any]) -> Lines:
+def _fingerprint(report: dict[str, Any]) -> list[str]:
     """The fingerprint as the items ranks compare, in the words their differences are reported in."""
     from .._consistency import describe
 
@@ -168,10 +151,8 @@ def _fingerprint(report: dict[str, Any]) -> Lines:
 
 def render(report: dict[str, Any]) -> str:
     command, sim = report["command"], report["simulation"]
-    lines = [
-        f"sglang-plugins {command}{' ' + report['target'] if command == 'explain' else ''} "
-        f"(namespace {report['namespace']})"
-    ]
+    target = f" {report['target']}" if command == "explain" else ""
+    lines = [f"sglang-plugins {command}{target} (namespace {report['namespace']})"]
     if sim:
         backend = f", backend module {sim['backend_module']}" if sim["backend_module"] else ""
         lines.append(
@@ -179,12 +160,12 @@ def render(report: dict[str, Any]) -> str:
             "was checked on real hardware"
         )
     if command in ("list", "doctor"):
-        rows: Rows = [(k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()]
-        lines += _section("Environment", ("VARIABLE", "VALUE"), rows)
+        variables = [(k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()]
+        lines += _section("Environment", ("VARIABLE", "VALUE"), variables)
     lines += {"list": _list, "doctor": _doctor, "explain": _explain, "fingerprint": _fingerprint}[command](report)
     # The comparison's differences are its table: not repeated as problems.
-    rows = [(p["severity"].upper(), p["step"], p["message"]) for p in report["problems"] if p["step"] != "compare"]
-    lines += _section(f"Problems ({len(rows)})", ("SEVERITY", "STEP", "MESSAGE"), rows)
+    problems = [(p["severity"].upper(), p["step"], p["message"]) for p in report["problems"] if p["step"] != "compare"]
+    lines += _section(f"Problems ({len(problems)})", ("SEVERITY", "STEP", "MESSAGE"), problems)
     errors = sum(p["severity"] == "error" for p in report["problems"])
     verdict = ("OK" if report["healthy"] else "PROBLEMS FOUND") + " [SIMULATED]" * report["simulated"]
     counts = f"{errors} error(s), {len(report['problems']) - errors} warning(s)"
