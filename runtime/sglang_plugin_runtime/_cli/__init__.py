@@ -49,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
 
     common = _Parser(add_help=False)
     add = common.add_argument
-    add("--namespace", "-n", default="srt", help=f"{', '.join(n.name for n in known_namespaces())} (default srt)")
+    names = [n.name for n in known_namespaces()]
+    add("--namespace", "-n", default="srt", choices=names, help="the plugin namespace to inspect (default srt)")
     add("--json", action="store_true", help="print one JSON document (its schema: 'sglang-plugins schema')")
     add("--strict", action="store_true", help="warnings fail too; doctor also runs the conformance check")
     add("--verbose", "-v", action="count", default=0, help="log to stderr (-v INFO, -vv DEBUG)")
@@ -106,13 +107,9 @@ def _report(args: argparse.Namespace) -> dict[str, Any]:
     from .._namespace import get_namespace
     from . import _reports
 
-    try:
-        namespace = get_namespace(args.namespace)
-    except ValueError as exc:
-        raise _UsageError(f"--namespace: {exc}") from None
     simulation = _simulation(args)
     try:
-        return _reports.report(args, namespace, simulation)
+        return _reports.report(args, get_namespace(args.namespace), simulation)
     except _reports.InputError as exc:
         raise _UsageError(str(exc)) from None
 

@@ -29,7 +29,6 @@ from .._simulated_device import simulated_device
 from ..platforms._selection import activating, platform_holder, unknown_platform_message
 
 ERROR, WARNING = "error", "warning"
-RUN_DOCTOR = "sglang-plugins run -- sglang-plugins doctor"
 _ENTRY_POINT_KEYS = ("name", "distribution", "version", "value", "path", "action", "reason")
 
 
@@ -335,7 +334,7 @@ def doctor_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args:
         message = (
             f"released SGLang keeps its own hook registry: plugins registered hooks on {len(theirs)} target(s) there "
             f"({', '.join(theirs)}), which SGLang's load_plugins() applies and this report cannot see; to see them "
-            f"with the runtime as SGLang's plugin layer, run: {RUN_DOCTOR}"
+            f"with the runtime as SGLang's plugin layer, run: sglang-plugins run -- sglang-plugins doctor"
         )
         problems.add(WARNING, "hooks", message)
     discovery_data = {"distribution_count": found["distribution_count"], **counts, **found}
@@ -379,10 +378,8 @@ def _comparison(argument: str) -> dict[str, Any]:
     except OSError as exc:
         how = "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its digest"
         raise InputError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
-    except ValueError as exc:
-        raise InputError(f"{where}: not JSON ({exc})") from None
-    except RecursionError:
-        raise InputError(f"{where}: not a fingerprint (nested too deeply)") from None
+    except (ValueError, RecursionError) as exc:  # not JSON, or nested too deeply
+        raise InputError(f"{where}: not a fingerprint ({exc})") from None
     if isinstance(document, dict) and document.get("command") == "fingerprint":
         other["host"] = document.get("host") if isinstance(document.get("host"), str) else None
         document = document.get("fingerprint")
