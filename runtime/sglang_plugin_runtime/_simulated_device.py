@@ -70,9 +70,9 @@ class SimulatedDevice:
         if not device_type.isidentifier():
             raise ValueError(f"device_type must be an identifier such as 'npu', got {device_type!r}")
         if device_type in _PROTECTED_TYPES and not replace_existing:
+            hides = f"it would hide torch's real torch.{device_type}"
             raise ValueError(
-                f"refusing to simulate {device_type!r}: it would hide torch's real torch.{device_type}; pass "
-                f"replace_existing=True if you mean it"
+                f"refusing to simulate {device_type!r}: {hides}; pass replace_existing=True if you mean it"
             )
         if device_count < 1:
             raise ValueError(f"device_count must be at least 1, got {device_count}")
@@ -104,15 +104,12 @@ class SimulatedDevice:
             try:
                 torch: Any = importlib.import_module("torch")
             except ImportError as exc:
-                raise RuntimeError(
-                    f"simulated_device() needs real torch to attach a device module to: {TORCH_INSTALL}"
-                ) from exc
+                message = f"simulated_device() needs real torch to attach a device module to: {TORCH_INSTALL}"
+                raise RuntimeError(message) from exc
             existing = torch.__dict__.get(self.device_type, _MISSING)
             if existing is not _MISSING and not self.replace_existing and not getattr(existing, "__simulated__", False):
-                raise ValueError(
-                    f"torch.{self.device_type} already exists ({existing!r}); refusing to replace a real device "
-                    f"module: pass replace_existing=True if you mean it"
-                )
+                how = "refusing to replace a real device module: pass replace_existing=True if you mean it"
+                raise ValueError(f"torch.{self.device_type} already exists ({existing!r}); {how}")
             if self.privateuse1 and torch._C._get_privateuse1_backend_name() != self.device_type:
                 current = torch._C._get_privateuse1_backend_name()
                 if current != "privateuseone":
@@ -142,10 +139,8 @@ class SimulatedDevice:
             if not self.active:
                 return
             if [sim for sim in _ACTIVE if sim.device_type == self.device_type][-1] is not self:
-                raise RuntimeError(
-                    f"{self!r} cannot stop before the simulated {self.device_type!r} device started after it; stop "
-                    f"that one first"
-                )
+                later = f"the simulated {self.device_type!r} device started after it"
+                raise RuntimeError(f"{self!r} cannot stop before {later}; stop that one first")
             for mapping, key, previous in reversed(self._saved):
                 if previous is _MISSING:
                     mapping.pop(key, None)
@@ -203,9 +198,8 @@ class SimulatedDevice:
             raise ValueError(f"expected a {self.device_type!r} device, got {device!r}")
         index = self.current_index if index is None else index
         if not 0 <= index < self.device_count:
-            raise RuntimeError(
-                f"invalid device ordinal {index}: the simulated {self.device_type} has {self.device_count} device(s)"
-            )
+            has = f"the simulated {self.device_type} has {self.device_count} device(s)"
+            raise RuntimeError(f"invalid device ordinal {index}: {has}")
         return int(index)
 
     def _reset_peak(self, i: int) -> None:

@@ -85,24 +85,19 @@ def plan(command: list[str]) -> Plan:
     """Check everything that can be checked before ``command`` runs; :class:`LaunchError` says what is wrong."""
     if not command or command[0].startswith("-"):
         got = f" ({command[0]!r} is an option, not a command)" if command else ""
-        raise LaunchError(
-            f"sglang-plugins run: give the command to run after '--'{got}, e.g. sglang-plugins run -- python -m "
-            "sglang.launch_server --model-path ...; 'sglang-plugins run --help' shows the usage"
-        )
+        example = "e.g. sglang-plugins run -- python -m sglang.launch_server --model-path ..."
+        how = f"give the command to run after '--'{got}, {example}; 'sglang-plugins run --help' shows the usage"
+        raise LaunchError(f"sglang-plugins run: {how}")
     isolating = isolating_option(command)
     if isolating is not None:
-        raise LaunchError(
-            f"sglang-plugins run: {command[0]} {isolating} ignores PYTHONPATH, so SGLang would run without the "
-            f"runtime; drop {isolating}"
-        )
+        ignores = f"{command[0]} {isolating} ignores PYTHONPATH, so SGLang would run without the runtime"
+        raise LaunchError(f"sglang-plugins run: {ignores}; drop {isolating}")
     env = dict(os.environ)
     try:
         dist = metadata.distribution("sglang")
     except metadata.PackageNotFoundError:
-        raise LaunchError(
-            "sglang-plugins run: SGLang is not installed in this environment; install it, or run sglang-plugins from "
-            "the environment that has it"
-        ) from None
+        how = "install it, or run sglang-plugins from the environment that has it"
+        raise LaunchError(f"sglang-plugins run: SGLang is not installed in this environment; {how}") from None
     version, site = dist.version, Path(str(dist.locate_file("")))
     hook_registry = site / "sglang" / "srt" / "plugins" / "hook_registry.py"
     if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(encoding="utf-8"):
@@ -117,10 +112,9 @@ def plan(command: list[str]) -> Plan:
         try:
             apply((site / path).read_text(encoding="utf-8"), hunks, name=str(site / path))
         except (OSError, PatchError) as exc:
-            raise LaunchError(
-                f"sglang-plugins run: the installed SGLang {version} differs from the released files the adoption "
-                f"patch was made for ({exc}); reinstall sglang=={version}, or run the command without the launcher"
-            ) from None
+            differs = f"the installed SGLang {version} differs from the released files the adoption patch was made for"
+            how = f"reinstall sglang=={version}, or run the command without the launcher"
+            raise LaunchError(f"sglang-plugins run: {differs} ({exc}); {how}") from None
     shim_dir = Path(tempfile.mkdtemp(prefix="sglang-plugins-run-"))
     (shim_dir / "sglang").mkdir()
     (shim_dir / "sglang" / "__init__.py").write_text(SHIM_SOURCE, encoding="utf-8")
