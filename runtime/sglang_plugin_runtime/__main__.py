@@ -1,8 +1,6 @@
 """``python -m sglang_plugin_runtime``: the ``sglang-plugins`` command, for environments without the script."""
 
-import sys
-
 from ._cli import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

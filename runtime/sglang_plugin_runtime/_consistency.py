@@ -102,21 +102,18 @@ def _without(record: Mapping[str, Any], *keys: str) -> dict[str, Any]:
 
 def _items(fingerprint: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
     """The comparable items of one fingerprint: ``{(kind, name): raw value}``."""
+    platform, plugins = fingerprint.get("platform"), fingerprint.get("general_plugins")
     items: dict[tuple[str, str], Any] = {
         ("format", ""): fingerprint.get("format"),
         ("runtime", ""): fingerprint.get("runtime_version"),
         ("namespace", ""): fingerprint.get("namespace"),
+        ("platform", ""): _without(platform, "rule", "activations") if isinstance(platform, Mapping) else platform,
+        ("plugins-loaded", ""): plugins is not None,
     }
-    platform = fingerprint.get("platform")
     if isinstance(platform, Mapping):
-        items[("platform", "")] = _without(platform, "rule", "activations")
         items[("platform-rule", "")] = platform.get("rule")
         for activation in platform.get("activations") or ():
             items[("activation", activation["plugin"])] = _without(activation, "plugin")
-    else:
-        items[("platform", "")] = platform
-    plugins = fingerprint.get("general_plugins")
-    items[("plugins-loaded", "")] = plugins is not None
     for record in plugins or ():
         items[("plugin", record["plugin"])] = _without(record, "plugin")
     hook_targets: dict[str, list[Any]] = {}
@@ -263,12 +260,10 @@ def judge(ns: Any, rank: int, world: int, entries: list[dict[str, Any]], mode: s
     ``warn`` mode, or with warnings only) log the report and return the differences and the rank groups."""
     broken = "; ".join(f"rank {e['rank']} (host {e['host']}): {e['failure']}" for e in entries if e["failure"])
     if broken:
-        raise PluginConsistencyError(
-            f"Plugin consistency could not be checked: building the plugin fingerprint failed on {broken}. This is "
-            f"a bug in sglang-plugin-runtime (every rank raises this error); please report it with the log of "
-            f"those ranks. {_ENV}=off skips the check meanwhile.",
-            namespace=ns.name,
-        )
+        failed = f"Plugin consistency could not be checked: building the plugin fingerprint failed on {broken}."
+        bug = "This is a bug in sglang-plugin-runtime (every rank raises this error);"
+        how = f"please report it with the log of those ranks. {_ENV}=off skips the check meanwhile."
+        raise PluginConsistencyError(f"{failed} {bug} {how}", namespace=ns.name)
     participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
     groups = tuple(rank_groups(participants))
     # Digests that differ in a way compare() cannot itemise (should not happen) still make one difference.

@@ -70,10 +70,8 @@ class SimulatedDevice:
         if not device_type.isidentifier():
             raise ValueError(f"device_type must be an identifier such as 'npu', got {device_type!r}")
         if device_type in _PROTECTED_TYPES and not replace_existing:
-            hides = f"it would hide torch's real torch.{device_type}"
-            raise ValueError(
-                f"refusing to simulate {device_type!r}: {hides}; pass replace_existing=True if you mean it"
-            )
+            refused = f"refusing to simulate {device_type!r}: it would hide torch's real torch.{device_type}"
+            raise ValueError(f"{refused}; pass replace_existing=True if you mean it")
         if device_count < 1:
             raise ValueError(f"device_count must be at least 1, got {device_count}")
         if total_memory < 0:
@@ -113,10 +111,8 @@ class SimulatedDevice:
             if self.privateuse1 and torch._C._get_privateuse1_backend_name() != self.device_type:
                 current = torch._C._get_privateuse1_backend_name()
                 if current != "privateuseone":
-                    raise RuntimeError(
-                        f"torch's PrivateUse1 backend is already named {current!r} in this process; it cannot be "
-                        f"renamed to {self.device_type!r}"
-                    )
+                    named = f"torch's PrivateUse1 backend is already named {current!r} in this process"
+                    raise RuntimeError(f"{named}; it cannot be renamed to {self.device_type!r}")
                 torch.utils.rename_privateuse1_backend(self.device_type)  # for good: torch allows one rename only
             self._torch, self._saved = torch, []
             self._swap(torch.__dict__, self.device_type, self.module)
@@ -202,6 +198,10 @@ class SimulatedDevice:
             raise RuntimeError(f"invalid device ordinal {index}: {has}")
         return int(index)
 
+    def _properties(self, i: int) -> SimulatedDeviceProperties:
+        uuid = f"SIM-{self.device_type}-{i:04d}"
+        return SimulatedDeviceProperties(self.name, self.total_memory, *self.capability, uuid, i)
+
     def _reset_peak(self, i: int) -> None:
         self._peak[i] = self._allocated[i]
 
@@ -219,11 +219,7 @@ class SimulatedDevice:
             "current_device": lambda: self.current_index,
             "set_device": lambda device: setattr(self, "current_index", self._index(device)),
             "get_device_name": per_device(lambda i: self.name),
-            "get_device_properties": per_device(
-                lambda i: SimulatedDeviceProperties(
-                    self.name, self.total_memory, *self.capability, f"SIM-{self.device_type}-{i:04d}", i
-                )
-            ),
+            "get_device_properties": per_device(self._properties),
             "get_device_capability": per_device(lambda i: self.capability),
             "mem_get_info": per_device(lambda i: (self.total_memory - self._reserved[i], self.total_memory)),
             "memory_allocated": per_device(lambda i: self._allocated[i]),

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import json
 import logging
 import os
@@ -22,6 +21,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from importlib.util import find_spec
 from typing import Any
 
 from .. import __version__, _launcher
@@ -91,13 +91,10 @@ def _simulation(args: argparse.Namespace) -> dict[str, Any] | None:
         raise _UsageError(f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}") from None
     if device in ("cpu", "cuda", "meta") or hasattr(torch, device):
         free = ", ".join(name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name))
+        own = f"{device} is one of torch's own device types, it cannot be simulated"
         how = f"simulate a device type torch does not have (a vendor's: {free}, ...)"
-        raise _UsageError(
-            f"--simulate {device}: {device} is one of torch's own device types, it cannot be simulated; {how}"
-        )
-    if backend is not None and (
-        not backend.isidentifier() or backend in sys.modules or importlib.util.find_spec(backend)
-    ):
+        raise _UsageError(f"--simulate {device}: {own}; {how}")
+    if backend is not None and (not backend.isidentifier() or backend in sys.modules or find_spec(backend)):
         how = "give the name of a vendor module that is not installed here (e.g. torch_npu)"
         raise _UsageError(f"--simulate-backend {backend}: {how}; a fake one would hide an installed module")
     return {"device_type": device, "device_count": args.simulate_count, "backend_module": backend}
@@ -212,8 +209,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         logger.debug("internal error", exc_info=True)
-        sys.stderr.write(
-            f"sglang-plugins: internal error: {type(exc).__name__}: {exc}\n"
-            "This is a bug in sglang-plugins, not in your plugins; rerun with -vv for the traceback and report it.\n"
-        )
+        bug = "This is a bug in sglang-plugins, not in your plugins; rerun with -vv for the traceback and report it."
+        sys.stderr.write(f"sglang-plugins: internal error: {type(exc).__name__}: {exc}\n{bug}\n")
         return EXIT_INTERNAL

@@ -249,7 +249,7 @@ def _target(report: Any) -> dict[str, Any]:
     steps.append(("call", next((h for h in reversed(active) if h["type"] == "replace"), original)))
     steps += [("exit", h) for h in reversed(active) if h["type"] == "after"]
     data["call_flow"] = [
-        {"phase": phase, "position": h["position"], "type": h["type"], "hook": h["hook"]} for phase, h in steps
+        {"phase": p, "position": h["position"], "type": h["type"], "hook": h["hook"]} for p, h in steps
     ]
     return data
 
@@ -331,12 +331,10 @@ def doctor_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args:
     theirs = _sglang_registry_targets()
     hooks = {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs}
     if theirs:
-        message = (
-            f"released SGLang keeps its own hook registry: plugins registered hooks on {len(theirs)} target(s) there "
-            f"({', '.join(theirs)}), which SGLang's load_plugins() applies and this report cannot see; to see them "
-            f"with the runtime as SGLang's plugin layer, run: sglang-plugins run -- sglang-plugins doctor"
-        )
-        problems.add(WARNING, "hooks", message)
+        where = f"plugins registered hooks on {len(theirs)} target(s) there ({', '.join(theirs)})"
+        unseen = "which SGLang's load_plugins() applies and this report cannot see"
+        how = "to see them with the runtime as SGLang's plugin layer, run: sglang-plugins run -- sglang-plugins doctor"
+        problems.add(WARNING, "hooks", f"released SGLang keeps its own hook registry: {where}, {unseen}; {how}")
     discovery_data = {"distribution_count": found["distribution_count"], **counts, **found}
     return {"discovery": discovery_data, "platform": platform, "plugins": plugins, "hooks": hooks, "log": logs.records}
 

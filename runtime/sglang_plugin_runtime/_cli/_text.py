@@ -155,10 +155,8 @@ def render(report: dict[str, Any]) -> str:
     lines = [f"sglang-plugins {command}{target} (namespace {report['namespace']})"]
     if sim:
         backend = f", backend module {sim['backend_module']}" if sim["backend_module"] else ""
-        lines.append(
-            f"SIMULATED device: torch.{sim['device_type']} ({sim['device_count']} device(s){backend}); nothing below "
-            "was checked on real hardware"
-        )
+        device = f"torch.{sim['device_type']} ({sim['device_count']} device(s){backend})"
+        lines.append(f"SIMULATED device: {device}; nothing below was checked on real hardware")
     if command in ("list", "doctor"):
         variables = [(k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()]
         lines += _section("Environment", ("VARIABLE", "VALUE"), variables)

@@ -69,15 +69,14 @@ def isolating_option(command: list[str]) -> str | None:
             return None
         if argument == "--check-hash-based-pycs":
             next(arguments, None)
-        for i, letter in enumerate("" if argument.startswith("--") else argument[1:]):
-            if letter in "IE":
-                return f"-{letter}"
-            if letter in "cm":
-                return None
-            if letter in "WX":  # the rest of the argument is the value, or the next argument is
-                if i == len(argument) - 2:
-                    next(arguments, None)
-                break
+        flags = "" if argument.startswith("--") else argument[1:]
+        letter = next((flag for flag in flags if flag in "IEcmWX"), "")  # the flags after it are its value
+        if letter in ("I", "E"):
+            return f"-{letter}"
+        if letter in ("c", "m"):
+            return None
+        if letter and flags.index(letter) == len(flags) - 1:  # -W or -X last: the next argument is its value
+            next(arguments, None)
     return None
 
 

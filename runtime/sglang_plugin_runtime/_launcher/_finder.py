@@ -42,10 +42,10 @@ class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
         try:
             patched = apply(original, self._hunks, name=self.path)
         except PatchError as exc:
+            stale = "The installed SGLang is not the release the patch was made for"
+            how = "run without 'sglang-plugins run', or install that release."
             raise ImportError(
-                f"sglang-plugins run: cannot adopt {fullname}: {exc}. The installed SGLang is not the release the "
-                f"patch was made for; run without 'sglang-plugins run', or install that release.",
-                name=fullname,
+                f"sglang-plugins run: cannot adopt {fullname}: {exc}. {stale}; {how}", name=fullname
             ) from exc
         # Tracebacks show the lines that run, not the file's.
         linecache.cache[self.path] = (len(patched), None, patched.splitlines(keepends=True), self.path)
@@ -102,7 +102,6 @@ def enter_from_shim(shim_module: ModuleType) -> None:
         return
     from .. import __version__
 
-    sys.stderr.write(
-        f"sglang-plugins run: SGLang {version} runs with sglang_plugin_runtime {__version__} as its plugin layer in "
-        f"this process tree ({len(finder.modules)} modules adopted in memory; nothing installed is changed)\n"
-    )
+    runs = f"SGLang {version} runs with sglang_plugin_runtime {__version__} as its plugin layer in this process tree"
+    adopted = f"{len(finder.modules)} modules adopted in memory; nothing installed is changed"
+    sys.stderr.write(f"sglang-plugins run: {runs} ({adopted})\n")
