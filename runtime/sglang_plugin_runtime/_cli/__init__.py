@@ -185,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
             if command[:1] in (["-h"], ["--help"]):
                 parser.parse_args(["run", "--help"])
-            return _launcher.execute(_launcher.plan(command))
+            return _launcher.execute(command, *_launcher.plan(command))
         if args.verbose <= 0:
             # The report shows every problem and the warnings plugins logged; a handler on the root logger keeps
             # Python's last-resort handler from also printing them on the terminal.

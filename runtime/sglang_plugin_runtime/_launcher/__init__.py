@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 from ._finder import ADOPTED_MARKER, SHIM_ENV, VERSION_ENV
 from ._patch import PatchError, apply, parse, patch_text
 
-__all__ = ["LaunchError", "Plan", "execute", "plan"]
+__all__ = ["LaunchError", "execute", "plan"]
 
 SHIM_SOURCE = """\
 # Written by `sglang-plugins run` for one process tree, and removed when the command ends.
@@ -47,15 +46,6 @@ _SI_KERNEL = 0x80
 
 class LaunchError(Exception):
     """The command cannot run with the runtime as SGLang's plugin layer; the message says why and what to do."""
-
-
-@dataclass
-class Plan:
-    """What :func:`execute` runs: the command, its environment, and the shim folder to remove afterwards."""
-
-    command: list[str]
-    env: dict[str, str]
-    shim_dir: Path | None = None
 
 
 def isolating_option(command: list[str]) -> str | None:
@@ -80,8 +70,9 @@ def isolating_option(command: list[str]) -> str | None:
     return None
 
 
-def plan(command: list[str]) -> Plan:
-    """Check everything that can be checked before ``command`` runs; :class:`LaunchError` says what is wrong."""
+def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
+    """Check everything that can be checked before ``command`` runs (:class:`LaunchError` says what is wrong); the
+    command's environment, and the shim folder to remove when it ends (``None``: SGLang runs as it is)."""
     if not command or command[0].startswith("-"):
         got = f" ({command[0]!r} is an option, not a command)" if command else ""
         example = "e.g. sglang-plugins run -- python -m sglang.launch_server --model-path ..."
@@ -102,7 +93,7 @@ def plan(command: list[str]) -> Plan:
     if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(encoding="utf-8"):
         note = f"SGLang {version} already imports sglang_plugin_runtime; running the command as it is"
         print(f"sglang-plugins run: {note}", file=sys.stderr, flush=True)
-        return Plan(command, env)
+        return env, None
     try:
         patches = parse(patch_text(version))
     except LookupError as exc:
@@ -119,11 +110,12 @@ def plan(command: list[str]) -> Plan:
     (shim_dir / "sglang" / "__init__.py").write_text(SHIM_SOURCE, encoding="utf-8")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim_dir), env.get("PYTHONPATH", "")) if p)
     env.update({VERSION_ENV: version, SHIM_ENV: str(shim_dir)})
-    return Plan(command, env, shim_dir)
+    return env, shim_dir
 
 
-def execute(prepared: Plan) -> int:
-    """Run the planned command; its exit status (128 + N when it died of signal N). The shim is always removed."""
+def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> int:
+    """Run ``command`` as :func:`plan` prepared it; its exit status (128 + N when it died of signal N). The shim is
+    always removed."""
     forwarded = {getattr(signal, name) for name in FORWARDED}
     waited = forwarded | {signal.SIGCHLD}
     # Blocked, the signals wait for sigtimedwait(), which says who sent each (where it exists: not on macOS).
@@ -132,21 +124,21 @@ def execute(prepared: Plan) -> int:
     try:
         try:
             unblock = (lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous)) if blocking else None
-            child = subprocess.Popen(prepared.command, env=prepared.env, preexec_fn=unblock)
+            child = subprocess.Popen(command, env=env, preexec_fn=unblock)
         except OSError as exc:
-            raise LaunchError(f"sglang-plugins run: cannot start {prepared.command[0]!r}: {exc}") from None
+            raise LaunchError(f"sglang-plugins run: cannot start {command[0]!r}: {exc}") from None
         for signum in () if blocking else forwarded:
             signal.signal(signum, lambda number, _frame: child.send_signal(number))
         while child.poll() is None:
             info = signal.sigtimedwait(waited, 1.0) if blocking else child.wait()
             if isinstance(info, signal.struct_siginfo) and info.si_signo in forwarded and info.si_code != _SI_KERNEL:
                 child.send_signal(info.si_signo)
-        if prepared.shim_dir is not None and not (prepared.shim_dir / ADOPTED_MARKER).exists():
+        if shim_dir is not None and not (shim_dir / ADOPTED_MARKER).exists():
             note = "no process of the command adopted SGLang (an isolated python -I/-E imports it without the launcher)"
             print(f"sglang-plugins run: {note}", file=sys.stderr)
         return 128 - child.returncode if child.returncode < 0 else child.returncode
     finally:
         if previous is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        if prepared.shim_dir is not None:
-            shutil.rmtree(prepared.shim_dir, ignore_errors=True)
+        if shim_dir is not None:
+            shutil.rmtree(shim_dir, ignore_errors=True)
