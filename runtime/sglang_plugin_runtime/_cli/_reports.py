@@ -18,7 +18,6 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
@@ -68,7 +67,7 @@ class LogCapture(logging.Handler):
             self.records.append({"level": record.levelname, "logger": record.name, "message": message})
 
 
-@contextmanager
+@contextlib.contextmanager
 def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
     """Logs captured (see :class:`LogCapture`), on a simulated device if asked. The root logger is lowered to DEBUG
     for the capture only: every other handler on it is raised to the root's level, so the terminal sees no more."""

@@ -18,6 +18,7 @@ import linecache
 import os
 import sys
 from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
 from types import CodeType, ModuleType
 
 from ._patch import Hunk, PatchError, apply, parse, patch_text
@@ -63,9 +64,7 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
         names = {path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"): h for path, h in patches.items()}
         self._patches, self.modules = names, frozenset(names)
 
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None, target: object = None) -> ModuleSpec | None:
         hunks = self._patches.get(fullname)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path) if hunks is not None else None
         if hunks is None or spec is None or spec.origin is None or not spec.origin.endswith(".py"):
