@@ -181,9 +181,10 @@ def _severity(kind: str, raws: Sequence[Any]) -> str:
     return WARNING if kind in ("platform-rule", "activation") else ERROR
 
 
-def dist_label(raw: Mapping[str, Any]) -> str:
+def dist_label(raw: Mapping[str, Any]) -> str | None:
+    """``name version`` of the distribution a record names, or ``None``."""
     dist, version = raw.get("distribution"), raw.get("version")
-    return "" if not dist else f"{dist} {version}" if version else str(dist)
+    return None if not dist else f"{dist} {version}" if version else str(dist)
 
 
 def _render(kind: str, raw: Any) -> str:

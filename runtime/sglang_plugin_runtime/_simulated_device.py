@@ -87,7 +87,6 @@ class SimulatedDevice:
         self.module = self._build_module()
         self.backend: types.ModuleType | None = None
         self._saved: list[tuple[MutableMapping[str, Any], str, Any]] = []
-        self._torch: Any = None
 
     @property
     def active(self) -> bool:
@@ -114,13 +113,12 @@ class SimulatedDevice:
                     named = f"torch's PrivateUse1 backend is already named {current!r} in this process"
                     raise RuntimeError(f"{named}; it cannot be renamed to {self.device_type!r}")
                 torch.utils.rename_privateuse1_backend(self.device_type)  # for good: torch allows one rename only
-            self._torch, self._saved = torch, []
+            self._saved = []
             self._swap(torch.__dict__, self.device_type, self.module)
             self._swap(sys.modules, f"torch.{self.device_type}", self.module)
             if self.backend_module:
-                self.backend = types.ModuleType(
-                    self.backend_module, f"Simulated {self.backend_module} backend package."
-                )
+                name = self.backend_module
+                self.backend = types.ModuleType(name, f"Simulated {name} backend package.")
                 simulated = {"__version__": "0.0.0+simulated", "__simulated__": True, "__path__": []}
                 self.backend.__dict__.update(simulated, **{self.device_type: self.module})
                 self._swap(sys.modules, self.backend_module, self.backend)
@@ -143,7 +141,7 @@ class SimulatedDevice:
                 else:
                     mapping[key] = previous
             self._saved = []
-            _clear_device_module_cache(self._torch)
+            _clear_device_module_cache(sys.modules.get("torch"))
             _ACTIVE.remove(self)
 
     def __enter__(self) -> SimulatedDevice:

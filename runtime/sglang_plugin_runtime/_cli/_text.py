@@ -24,10 +24,6 @@ def _section(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]
     return ["", title, *table(headers, rows)] if rows else ["", title, f"  {empty}"] if empty else []
 
 
-def _dist(item: dict[str, Any]) -> str | None:
-    return dist_label(item) or None
-
-
 def _once(report: dict[str, Any], text: str | None) -> str | None:
     """``text``, or a pointer to the problems table when a problem already says it."""
     core = (text or "").partition(": ")[2] or text
@@ -41,7 +37,7 @@ def _runs(report: dict[str, Any], kind: str, records: list[dict[str, Any]], last
         title, empty = "Platform plugins: activate()", "(no platform plugin was activated)"
     else:
         title, empty = "General plugins", "(none installed)"
-    rows = [(r["plugin"], _dist(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", note(r)) for r in records]
+    rows = [(r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", note(r)) for r in records]
     out = _section(title, ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last), rows, empty)
     if kind == "general" and report["plugins"]["error"]:
         out.append(f"  loading stopped: {_once(report, report['plugins']['error'])}")
@@ -60,7 +56,7 @@ def _list(report: dict[str, Any]) -> list[str]:
     lines = []
     for g in report["groups"]:
         title = f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry point(s))"
-        rows = [(e["name"], _dist(e), e["value"], e["action"], e["reason"]) for e in g["entry_points"]]
+        rows = [(e["name"], dist_label(e), e["value"], e["action"], e["reason"]) for e in g["entry_points"]]
         lines += _section(title, ("NAME", "DISTRIBUTION", "TARGET", "ACTION", "WHY"), rows, "(none installed)")
     malformed = [(m["path"], m["reason"]) for m in report["malformed"]]
     lines += _section("Malformed distributions (skipped)", ("PATH", "REASON"), malformed)
@@ -84,7 +80,7 @@ def _doctor(report: dict[str, Any]) -> list[str]:
     lines = ["", f"Discovery: {scanned}, {counts}, {len(found['malformed'])} malformed"]
     lines += _runs(report, "platform", platform["activations"], "RESULT / ERROR", lambda a: _outcome(report, a))
     if platform["status"] == "selected":
-        plugin = f"{platform['plugin']} ({_dist(platform)})" if platform["plugin"] else "(none: fallback)"
+        plugin = f"{platform['plugin']} ({dist_label(platform)})" if platform["plugin"] else "(none: fallback)"
         title = "Selected platform" + " [SIMULATED]" * report["simulated"]
         pairs = [("class", platform["platform_class"]), ("plugin", plugin), ("rule", platform["rule"])]
         pairs.append(("reason", platform["reason"]))

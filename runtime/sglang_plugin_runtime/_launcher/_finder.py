@@ -38,10 +38,8 @@ class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
         self._hunks = hunks
 
     def get_source(self, fullname: str) -> str:
-        with open(self.path, encoding="utf-8") as handle:
-            original = handle.read()
-        try:
-            patched = apply(original, self._hunks, name=self.path)
+        try:  # the file as the import system reads it (PEP 263, universal newlines), then patched
+            patched = apply(importlib.util.decode_source(self.get_data(self.path)), self._hunks, name=self.path)
         except PatchError as exc:
             stale = "The installed SGLang is not the release the patch was made for"
             how = "run without 'sglang-plugins run', or install that release."
