@@ -10,13 +10,12 @@ import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._fingerprint import canonical_json, digest_of
 from .errors import PluginConsistencyError
 
-ERROR = "error"
-WARNING = "warning"
+ERROR, WARNING = "error", "warning"
 _ENV = "SGLANG_PLUGINS_CONSISTENCY"
 
 
@@ -58,8 +57,7 @@ class RankGroup(_Record):
     hosts: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Participant:
+class Participant(NamedTuple):
     """One rank's fingerprint (as a dict, as it travels), with where it comes from."""
 
     rank: int

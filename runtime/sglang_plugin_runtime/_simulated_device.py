@@ -210,8 +210,7 @@ class SimulatedDevice:
             return lambda device=None: answer(self._index(device))
 
         api: dict[str, Callable[..., Any]] = {
-            "is_available": lambda: True,
-            "is_initialized": lambda: True,
+            **dict.fromkeys(("is_available", "is_initialized"), lambda: True),
             "init": lambda: None,
             "device_count": lambda: self.device_count,
             "current_device": lambda: self.current_index,
@@ -222,13 +221,11 @@ class SimulatedDevice:
             "mem_get_info": per_device(lambda i: (self.total_memory - self._reserved[i], self.total_memory)),
             "memory_allocated": per_device(lambda i: self._allocated[i]),
             "max_memory_allocated": per_device(lambda i: self._peak[i]),
-            "memory_reserved": per_device(lambda i: self._reserved[i]),
-            "max_memory_reserved": per_device(lambda i: self._reserved[i]),
+            **dict.fromkeys(("memory_reserved", "max_memory_reserved"), per_device(lambda i: self._reserved[i])),
             "reset_peak_memory_stats": per_device(self._reset_peak),
             "empty_cache": lambda: setattr(self, "_reserved", list(self._allocated)),
             "synchronize": per_device(lambda i: None),
-            "manual_seed": lambda seed: setattr(self, "seed", int(seed)),
-            "manual_seed_all": lambda seed: setattr(self, "seed", int(seed)),
+            **dict.fromkeys(("manual_seed", "manual_seed_all"), lambda seed: setattr(self, "seed", int(seed))),
         }
         module = types.ModuleType(f"torch.{self.device_type}", f"Simulated torch.{self.device_type} device module.")
         for name, answer in api.items():

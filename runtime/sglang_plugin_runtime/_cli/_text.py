@@ -33,10 +33,9 @@ def _once(report: dict[str, Any], text: str | None) -> str | None:
 def _runs(report: dict[str, Any], kind: str, records: list[dict[str, Any]], last: str, note: Any) -> list[str]:
     """The table of plugins that ran (``note(record)`` in the ``last`` column), then their tracebacks; the last
     message of each traceback, when a problem says it, replaced by a pointer."""
-    if kind == "platform":
-        title, empty = "Platform plugins: activate()", "(no platform plugin was activated)"
-    else:
-        title, empty = "General plugins", "(none installed)"
+    platform = kind == "platform"
+    title = "Platform plugins: activate()" if platform else "General plugins"
+    empty = "(no platform plugin was activated)" if platform else "(none installed)"
     rows = [(r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", note(r)) for r in records]
     out = _section(title, ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last), rows, empty)
     if kind == "general" and report["plugins"]["error"]:
