@@ -113,7 +113,6 @@ class SimulatedDevice:
                     named = f"torch's PrivateUse1 backend is already named {current!r} in this process"
                     raise RuntimeError(f"{named}; it cannot be renamed to {self.device_type!r}")
                 torch.utils.rename_privateuse1_backend(self.device_type)  # for good: torch allows one rename only
-            self._saved = []
             self._swap(torch.__dict__, self.device_type, self.module)
             self._swap(sys.modules, f"torch.{self.device_type}", self.module)
             if self.backend_module:

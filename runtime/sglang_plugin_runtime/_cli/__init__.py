@@ -21,11 +21,9 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from importlib.util import find_spec
 from typing import Any
 
 from .. import __version__, _launcher
-from .._simulated_device import TORCH_INSTALL
 
 __all__ = ["main"]
 
@@ -49,8 +47,9 @@ def _parser() -> argparse.ArgumentParser:
 
     common = _Parser(add_help=False)
     add = common.add_argument
-    names = [n.name for n in known_namespaces()]
-    add("--namespace", "-n", default="srt", choices=names, help="the plugin namespace to inspect (default srt)")
+    add(
+        "--namespace", "-n", default="srt", choices=[n.name for n in known_namespaces()], help="namespace (default srt)"
+    )
     add("--json", action="store_true", help="print one JSON document (its schema: 'sglang-plugins schema')")
     add("--strict", action="store_true", help="warnings fail too; doctor also runs the conformance check")
     add("--verbose", "-v", action="count", default=0, help="log to stderr (-v INFO, -vv DEBUG)")
@@ -74,39 +73,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _simulation(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not installed."""
-    device, backend = args.simulate, args.simulate_backend
-    if device is None and backend is not None:
-        raise _UsageError("--simulate-backend needs --simulate DEVICE_TYPE")
-    if device is None:
-        return None
-    if not device.isidentifier():
-        raise _UsageError(f"--simulate {device!r}: a torch device type is an identifier such as 'npu'")
-    if args.simulate_count < 1:
-        raise _UsageError(f"--simulate-count {args.simulate_count}: it must be at least 1")
-    try:
-        import torch
-    except ImportError:
-        raise _UsageError(f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}") from None
-    if device in ("cpu", "cuda", "meta") or hasattr(torch, device):
-        free = ", ".join(name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name))
-        own = f"{device} is one of torch's own device types, it cannot be simulated"
-        how = f"simulate a device type torch does not have (a vendor's: {free}, ...)"
-        raise _UsageError(f"--simulate {device}: {own}; {how}")
-    if backend is not None and (not backend.isidentifier() or backend in sys.modules or find_spec(backend)):
-        how = "give the name of a vendor module that is not installed here (e.g. torch_npu)"
-        raise _UsageError(f"--simulate-backend {backend}: {how}; a fake one would hide an installed module")
-    return {"device_type": device, "device_count": args.simulate_count, "backend_module": backend}
-
-
 def _report(args: argparse.Namespace) -> dict[str, Any]:
-    from .._namespace import get_namespace
     from . import _reports
 
-    simulation = _simulation(args)
     try:
-        return _reports.report(args, get_namespace(args.namespace), simulation)
+        return _reports.report(args)
     except _reports.InputError as exc:
         raise _UsageError(str(exc)) from None
 

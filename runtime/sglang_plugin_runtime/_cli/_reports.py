@@ -18,13 +18,14 @@ import socket
 import sys
 import time
 from collections.abc import Iterator
+from importlib.util import find_spec
 from typing import Any
 
 from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
 from .._fingerprint import as_json, fingerprint_hook
-from .._namespace import PluginNamespace
+from .._namespace import PluginNamespace, get_namespace
 from .._plugin_code import describe_failure, guarded
-from .._simulated_device import simulated_device
+from .._simulated_device import TORCH_INSTALL, simulated_device
 from ..platforms._selection import activating, platform_holder, unknown_platform_message
 
 ERROR, WARNING = "error", "warning"
@@ -87,11 +88,37 @@ def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
             other.setLevel(logging.NOTSET)
 
 
-def report(args: Any, ns: PluginNamespace, simulation: dict[str, Any] | None) -> dict[str, Any]:
+def _simulation(args: Any) -> dict[str, Any] | None:
+    """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not installed."""
+    device, backend = args.simulate, args.simulate_backend
+    if device is None and backend is not None:
+        raise InputError("--simulate-backend needs --simulate DEVICE_TYPE")
+    if device is None:
+        return None
+    if not device.isidentifier():
+        raise InputError(f"--simulate {device!r}: a torch device type is an identifier such as 'npu'")
+    if args.simulate_count < 1:
+        raise InputError(f"--simulate-count {args.simulate_count}: it must be at least 1")
+    try:
+        import torch
+    except ImportError:
+        raise InputError(f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}") from None
+    if device in ("cpu", "cuda", "meta") or hasattr(torch, device):
+        free = ", ".join(name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name))
+        own = f"{device} is one of torch's own device types, it cannot be simulated"
+        how = f"simulate a device type torch does not have (a vendor's: {free}, ...)"
+        raise InputError(f"--simulate {device}: {own}; {how}")
+    if backend is not None and (not backend.isidentifier() or backend in sys.modules or find_spec(backend)):
+        how = "give the name of a vendor module that is not installed here (e.g. torch_npu)"
+        raise InputError(f"--simulate-backend {backend}: {how}; a fake one would hide an installed module")
+    return {"device_type": device, "device_count": args.simulate_count, "backend_module": backend}
+
+
+def report(args: Any) -> dict[str, Any]:
     """The envelope every document shares, around what ``args.command``'s step makes of this process's plugins;
     :class:`InputError` when an argument is unusable."""
     steps = {"list": list_step, "doctor": doctor_step, "explain": explain_step, "fingerprint": fingerprint_step}
-    problems = Problems()
+    ns, simulation, problems = get_namespace(args.namespace), _simulation(args), Problems()
     with _captured(simulation) as logs:
         body = steps[args.command](ns, problems, logs, args)
     failing = problems if args.strict else [p for p in problems if p["severity"] == ERROR]
@@ -282,7 +309,7 @@ def _not_installed(target: str) -> str | None:
     """The top-level package of ``target`` when it is not installed here (found without importing anything)."""
     top = target.replace(":", ".").split(".")[0]
     try:
-        return None if not top.isidentifier() or top in sys.modules or importlib.util.find_spec(top) else top
+        return None if not top.isidentifier() or top in sys.modules or find_spec(top) else top
     except (ImportError, ValueError):
         return top
 
