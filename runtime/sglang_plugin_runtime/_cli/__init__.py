@@ -47,9 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 
     common = _Parser(add_help=False)
     add = common.add_argument
-    add(
-        "--namespace", "-n", default="srt", choices=[n.name for n in known_namespaces()], help="namespace (default srt)"
-    )
+    add("--namespace", "-n", default="srt", choices=[n.name for n in known_namespaces()], help="(default srt)")
     add("--json", action="store_true", help="print one JSON document (its schema: 'sglang-plugins schema')")
     add("--strict", action="store_true", help="warnings fail too; doctor also runs the conformance check")
     add("--verbose", "-v", action="count", default=0, help="log to stderr (-v INFO, -vv DEBUG)")
