@@ -404,17 +404,12 @@ class PlatformHolder:
         if running is not None and state.resolver is not me and me not in running.threads:
             raise self._reentry_error()  # a thread started by the plugin code that is running now
         with state.platform_lock:
-            ns, module = self.namespace, (self.namespace.host_base_class or "").split(":")[0]
-            unimported = module and module not in sys.modules
-            if (
-                state.platform is None
-                and state.resolving is None
-                and unimported
-                and ns.host_distribution in (discover_entry_points().distributions)
-            ):
+            host = (self.namespace.host_base_class or "").split(":")[0]
+            installed = self.namespace.host_distribution in discover_entry_points().distributions
+            if state.platform is None and state.resolving is None and installed and host not in sys.modules:
                 from ._host import import_host  # only where the host is installed but not imported yet
 
-                import_host(self.namespace, state, module)  # may select the platform through this holder
+                import_host(self.namespace, state, host)  # may select the platform through this holder
             if state.platform is None:
                 if state.resolving is not None:
                     raise self._reentry_error()
@@ -452,18 +447,16 @@ class PlatformHolder:
             "module's device count or torch.<device>.is_available()) and read current_platform only after "
             "selection, e.g. in the platform's methods or a general plugin's register()."
         )
-        running = self.state.running
+        running, resolving = self.state.running, self.state.resolving
         ep = running.ep if running is not None else None
-        if ep is not None:
-            where = f"{_describe(ep)} read {self.namespace.name} current_platform while it was being selected (in "
-            where += "its module's import or its activate())."
-        else:
-            resolving = self.state.resolving
-            who = f"the constructor of platform class {resolving}" if resolving not in (None, "selection") else None
-            where = f"{who or 'code run by the selection'} read {self.namespace.name} current_platform while it was "
-            where += "being selected."
+        who = f"the constructor of platform class {resolving}" if resolving not in (None, "selection") else None
+        who = (
+            f"{_describe(ep)} (in its module's import or its activate())" if ep else who or "code run by the selection"
+        )
         error = ReentrantSelectionError(
-            f"{where} {advice}", plugin=ep.name if ep else None, dist=ep.dist_name if ep else None
+            f"{who} read {self.namespace.name} current_platform while it was being selected. {advice}",
+            plugin=ep and ep.name,
+            dist=ep and ep.dist_name,
         )
         if running is not None:
             running.reentered = error
