@@ -452,10 +452,6 @@ class PlatformHolder:
         self.get()
         return self.state.selection  # type: ignore[no-any-return]
 
-    def peek_selection(self) -> PlatformSelection | None:
-        """The provenance if the platform was already resolved; never triggers selection."""
-        return self.state.selection  # type: ignore[no-any-return]
-
     def override(self, platform: Any) -> None:
         """Use ``platform`` (an instance or a class) from now on; for tests and hosts that choose themselves."""
         instance = platform() if isinstance(platform, type) else platform
@@ -464,19 +460,10 @@ class PlatformHolder:
             self.state.platform = instance
             self.state.selection = PlatformSelection(self.namespace.name, type(instance), RULE_OVERRIDE, reason)
 
-    def snapshot(self) -> tuple[Any, PlatformSelection | None]:
-        """The current state (instance or ``None``, provenance), for :meth:`restore` (the testing kit uses it)."""
-        with self.state.platform_lock:
-            return self.state.platform, self.state.selection
-
-    def restore(self, snapshot: tuple[Any, PlatformSelection | None]) -> None:
-        """Put back a state taken by :meth:`snapshot`, exactly (same instance, or unresolved)."""
-        with self.state.platform_lock:
-            self.state.platform, self.state.selection = snapshot
-
     def reset(self) -> None:
         """Forget the current platform; the next access selects again."""
-        self.restore((None, None))
+        with self.state.platform_lock:
+            self.state.platform = self.state.selection = None
 
 
 def platform_holder(namespace: PluginNamespace) -> PlatformHolder:
