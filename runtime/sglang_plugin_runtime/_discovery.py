@@ -107,24 +107,16 @@ def parse_entry_points_text(text: str) -> Iterator[tuple[str, str, str]]:
         yield group, name, value
 
 
-class _Offer(NamedTuple):
-    """An entry point as scanned: its distribution's version is read only when its group is asked for."""
-
-    group: str
-    name: str
-    value: str
-    dist: Any
-    dist_name: str
-    dist_path: str
-
-
 class DiscoveryResult:
     """Everything one scan found: entry points by group, the distributions, and what had to be skipped."""
 
-    def __init__(self, offers: list[_Offer], malformed: list[MalformedDistribution], distributions: frozenset[str]):
-        self._offers: dict[str, list[_Offer]] = {}
-        for offer in offers:
-            self._offers.setdefault(offer.group, []).append(offer)
+    def __init__(
+        self,
+        offers: dict[str, list[tuple[Any, ...]]],
+        malformed: list[MalformedDistribution],
+        distributions: frozenset[str],
+    ) -> None:
+        self._offers = offers  # group -> (name, value, distribution, its PEP 503 name, its path) as scanned
         self._groups: dict[str, tuple[PluginEntryPoint, ...]] = {}
         self._versions: dict[str, str | None] = {}
         self._lock = threading.Lock()
@@ -143,35 +135,27 @@ class DiscoveryResult:
 
     def group(self, name: str) -> tuple[PluginEntryPoint, ...]:
         """Entry points of one group, sorted by (distribution, entry-point name)."""
-        found = self._groups.get(name)
-        if found is None:
-            with self._lock:
-                found = self._groups[name] = self._build_group(name)
-        return found
+        with self._lock:
+            if name not in self._groups:
+                eps = [
+                    PluginEntryPoint(name, ep_name, value, dist_name, version, path)
+                    for ep_name, value, dist, dist_name, path in self._offers.get(name, ())
+                    if (version := self._version(dist, path)) is not None
+                ]
+                self._groups[name] = tuple(sorted(eps, key=lambda ep: (ep.dist_name, ep.name)))
+            return self._groups[name]
 
-    def _build_group(self, name: str) -> tuple[PluginEntryPoint, ...]:
-        eps = []
-        for offer in self._offers.get(name, ()):
-            version = self._version(offer)
-            if version is not None:
-                eps.append(PluginEntryPoint(name, offer.name, offer.value, offer.dist_name, version, offer.dist_path))
-        return tuple(sorted(eps, key=lambda ep: (ep.dist_name, ep.name)))
-
-    def _version(self, offer: _Offer) -> str | None:
-        if offer.dist_path not in self._versions:
+    def _version(self, dist: Any, path: str) -> str | None:
+        """The distribution's version, read once; one without a readable version is reported and skipped."""
+        if path not in self._versions:
             try:
-                version = offer.dist.version or None
-                reason = "no version in its metadata"
+                self._versions[path], reason = dist.version or None, "no version in its metadata"
             except Exception as exc:  # a broken METADATA hides this distribution only
-                version, reason = None, f"unreadable metadata: {type(exc).__name__}: {exc}"
-            if version is None:
-                self._report(MalformedDistribution(offer.dist_path, reason))
-            self._versions[offer.dist_path] = version
-        return self._versions[offer.dist_path]
-
-    def _report(self, bad: MalformedDistribution) -> None:
-        logger.warning("Skipping distribution at %s: %s", bad.path, bad.reason)
-        self.malformed.append(bad)
+                self._versions[path], reason = None, f"unreadable metadata: {type(exc).__name__}: {exc}"
+            if self._versions[path] is None:
+                logger.warning("Skipping distribution at %s: %s", path, reason)
+                self.malformed.append(MalformedDistribution(path, reason))
+        return self._versions[path]
 
     def duplicates(self, group: str) -> dict[str, tuple[PluginEntryPoint, ...]]:
         """Entry-point names that more than one distribution (or one file, twice) offers in ``group``."""
@@ -204,7 +188,7 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
     from importlib.metadata import distributions
 
     seen: set[str] = set()
-    offers: list[_Offer] = []
+    offers: dict[str, list[tuple[Any, ...]]] = {}
     malformed: list[MalformedDistribution] = []
     for entry in list(sys.path if path is None else path):
         try:
@@ -226,7 +210,8 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
                 reason = "malformed entry_points.txt" if isinstance(exc, MalformedEntryPoints) else "unreadable"
                 malformed.append(MalformedDistribution(where, f"{reason}: {type(exc).__name__}: {exc}"))
                 continue
-            offers += [_Offer(group, ep_name, value, dist, name, where) for group, ep_name, value in parsed]
+            for group, ep_name, value in parsed:
+                offers.setdefault(group, []).append((ep_name, value, dist, name, where))
     for bad in malformed:
         logger.warning("Skipping distribution at %s: %s", bad.path, bad.reason)
     return DiscoveryResult(offers, malformed, frozenset(seen))

@@ -78,27 +78,19 @@ class NamespaceState:
     (``plugins/_loading.py``) read and write it under its two locks; a forked child keeps what was finished."""
 
     def __init__(self) -> None:
-        self.fallback: ClassRef | None = None
-        """The host's fallback platform (``set_fallback_platform``)."""
+        self.fallback: ClassRef | None = None  # the host's fallback platform (set_fallback_platform)
         self.platform_lock = threading.RLock()
         self.platform: Any = None
-        self.selection: Any = None
-        """The ``PlatformSelection`` of ``platform``, published together with it."""
-        self.resolving: str | None = None
-        """What the thread in ``resolver`` is resolving right now (re-entrant reads are errors)."""
+        self.selection: Any = None  # the PlatformSelection of `platform`, published together with it
+        self.resolving: str | None = None  # what `resolver` resolves right now (re-entrant reads are errors)
         self.resolver: threading.Thread | None = None
-        self.running: Any = None
-        """The platform plugin whose code runs in the resolver right now (an ``_Activating``)."""
-        self.host_outcomes: dict[str, Any] = {}
-        """``activate()`` outcomes observed while the host's own start-up ran them: never run twice."""
+        self.running: Any = None  # the platform plugin whose code runs in the resolver now (an _Activating)
+        self.host_outcomes: dict[str, Any] = {}  # activate() outcomes the host's own start-up ran: never run twice
         self.load_lock = threading.RLock()
-        self.report: Any = None
-        """The ``LoadReport`` of the general plugins' load (complete, or in progress while ``loading``)."""
+        self.report: Any = None  # the LoadReport of the general plugins (complete, or in progress while loading)
         self.loading = False
-        self.done: dict[str, Any] = {}
-        """Plugins whose ``register()`` completed in a load that did not complete (strict retry, fork)."""
-        self.in_flight: Any = None
-        """The ``HookSource`` of the plugin whose code runs in the load right now."""
+        self.done: dict[str, Any] = {}  # register() completed in a load that did not (strict retry, fork)
+        self.in_flight: Any = None  # the HookSource of the plugin whose code the load runs right now
 
     def after_fork(self) -> None:
         """In a forked child: fresh locks; a finished selection and load stay, an interrupted one is redone."""

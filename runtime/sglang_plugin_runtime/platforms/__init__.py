@@ -106,7 +106,7 @@ def set_fallback_platform(fallback: ClassRef | None, namespace: str | PluginName
     """
     ns = get_namespace(namespace)
     state_of(ns).fallback = fallback
-    chosen = platform_holder(ns).peek_selection()
+    chosen: PlatformSelection | None = state_of(ns).selection
     if chosen is not None and chosen.rule == RULE_FALLBACK:
         import logging
 

@@ -19,24 +19,17 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
+from .. import errors
 from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, duplicate_reason
 from .._namespace import NamespaceState, PluginNamespace, known_namespaces, resolve_qualified_name, state_of
 from .._plugin_code import describe_failure, guarded, plugin_traceback
-from ..errors import (
-    AmbiguousPlatformError,
-    DuplicatePluginError,
-    InvalidPlatformError,
-    PlatformNotFoundError,
-    PlatformUnavailableError,
-    PluginError,
-    PluginLoadError,
-    ReentrantSelectionError,
-)
+from ..errors import InvalidPlatformError, PluginError, PluginLoadError, ReentrantSelectionError
 from .device_mixin import PlatformEnum
 
 logger = logging.getLogger(__name__)
+_E = TypeVar("_E", bound=PluginError)
 
 #: How a platform was chosen; part of the CLI's JSON schema, so values only ever get added.
 RULE_EXPLICIT = "explicit"  # SGLANG_PLATFORM named it
@@ -100,14 +93,13 @@ def _reject_reserved_names(namespace: PluginNamespace, candidates: tuple[PluginE
     """Refuse, before importing anything, platform plugins named like one of the host's built-in platforms."""
     offenders = [ep for ep in candidates if ep.name.lower() in namespace.reserved_platform_names]
     if offenders:
-        raise PluginError(
+        message = (
             f"Platform plugin names in group {namespace.platform_group!r} cannot be names of the host's built-in "
             f"platforms ({', '.join(sorted(namespace.reserved_platform_names))}): "
             + ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep in offenders)
-            + ". Rename the entry point in the plugin's pyproject.toml.",
-            plugin=offenders[0].name,
-            dist=offenders[0].dist_name,
+            + ". Rename the entry point in the plugin's pyproject.toml."
         )
+        raise _error(PluginError, offenders[0], message)
 
 
 def out_of_tree_identity_problems(cls: type) -> list[str]:
@@ -127,8 +119,13 @@ def out_of_tree_identity_problems(cls: type) -> list[str]:
     return problems
 
 
+def _error(kind: type[_E], ep: PluginEntryPoint | None, message: str, activations: Any = ()) -> _E:
+    """A ``kind`` error naming ``ep``'s plugin and distribution (for diagnostics) and the activations so far."""
+    return kind(message, plugin=ep and ep.name, dist=ep and ep.dist_name, activations=tuple(activations))
+
+
 def _invalid(ep: PluginEntryPoint, message: str) -> InvalidPlatformError:
-    return InvalidPlatformError(f"{_describe(ep)}: {message}", plugin=ep.name, dist=ep.dist_name)
+    return _error(InvalidPlatformError, ep, f"{_describe(ep)}: {message}")
 
 
 def _validated_class(ep: PluginEntryPoint, result: object, namespace: PluginNamespace) -> type:
@@ -265,14 +262,12 @@ def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | Non
     if selected:
         installed, candidates = candidates, tuple(ep for ep in candidates if ep.name == selected)
         if not candidates:
-            raise PlatformNotFoundError(unknown_platform_message(namespace, installed, selected), plugin=selected[:80])
+            message = unknown_platform_message(namespace, installed, selected)
+            raise errors.PlatformNotFoundError(message, plugin=selected[:80])
     for name, eps in discovery.duplicates(namespace.platform_group).items():
         if not selected or name == selected:
-            raise DuplicatePluginError(
-                f"Platform plugin name {name!r} in group {namespace.platform_group!r}: {duplicate_reason(eps)}.",
-                plugin=name,
-                dist=eps[0].dist_name,
-            )
+            message = f"Platform plugin name {name!r} in group {namespace.platform_group!r}: {duplicate_reason(eps)}."
+            raise _error(errors.DuplicatePluginError, eps[0], message)
     _reject_reserved_names(namespace, candidates)
     activations: list[Activation] = []
     activated: list[tuple[PluginEntryPoint, type]] = []
@@ -288,12 +283,7 @@ def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | Non
             raise error
         if error is not None and (selected or namespace.strict()):
             why = f"selected by {env} failed" if selected else f"failed ({namespace.strict_env}=1 makes this an error)"
-            raise PluginLoadError(
-                f"{_describe(ep)} {why}: {activation.error}",
-                plugin=ep.name,
-                dist=ep.dist_name,
-                activations=tuple(activations),
-            ) from error
+            raise _error(PluginLoadError, ep, f"{_describe(ep)} {why}: {activation.error}", activations) from error
         if error is not None:
             problems.append(f"{_describe(ep)} was skipped: {activation.error}")
             logger.warning("%s. Set %s=1 to make this an error.", problems[-1], namespace.strict_env)
@@ -301,20 +291,15 @@ def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | Non
             logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.dist_label, activation.result)
             activated.append((ep, cls))
         elif selected:
-            raise PlatformUnavailableError(
+            message = (
                 f"{_describe(ep)} is selected by {env}={selected!r}, but its activate() returned None: its hardware "
-                f"or backend is not available on this machine. Check the device and its driver, or unset {env}.",
-                plugin=ep.name,
-                dist=ep.dist_name,
-                activations=tuple(activations),
+                f"or backend is not available on this machine. Check the device and its driver, or unset {env}."
             )
+            raise _error(errors.PlatformUnavailableError, ep, message, activations)
     if len(activated) > 1:
         names = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep, _ in activated)
-        raise AmbiguousPlatformError(
-            f"Several platform plugins activated: {names}. Set {env} to the one to use, e.g. "
-            f"{env}={activated[0][0].name}.",
-            activations=tuple(activations),
-        )
+        message = f"Several platform plugins activated: {names}. Set {env} to the one to use, e.g. {env}="
+        raise _error(errors.AmbiguousPlatformError, None, message + activated[0][0].name + ".", activations)
     note = f"; {len(problems)} plugin(s) failed and were skipped" if problems else ""
     if activated:
         (ep, cls), count = activated[0], len(candidates)
@@ -404,17 +389,12 @@ class PlatformHolder:
         if running is not None and state.resolver is not me and me not in running.threads:
             raise self._reentry_error()  # a thread started by the plugin code that is running now
         with state.platform_lock:
-            ns, module = self.namespace, (self.namespace.host_base_class or "").split(":")[0]
-            unimported = module and module not in sys.modules
-            if (
-                state.platform is None
-                and state.resolving is None
-                and unimported
-                and ns.host_distribution in (discover_entry_points().distributions)
-            ):
+            host = (self.namespace.host_base_class or "").split(":")[0]
+            installed = self.namespace.host_distribution in discover_entry_points().distributions
+            if state.platform is None and state.resolving is None and installed and host not in sys.modules:
                 from ._host import import_host  # only where the host is installed but not imported yet
 
-                import_host(self.namespace, state, module)  # may select the platform through this holder
+                import_host(self.namespace, state, host)  # may select the platform through this holder
             if state.platform is None:
                 if state.resolving is not None:
                     raise self._reentry_error()
@@ -452,18 +432,16 @@ class PlatformHolder:
             "module's device count or torch.<device>.is_available()) and read current_platform only after "
             "selection, e.g. in the platform's methods or a general plugin's register()."
         )
-        running = self.state.running
+        running, resolving = self.state.running, self.state.resolving
         ep = running.ep if running is not None else None
-        if ep is not None:
-            where = f"{_describe(ep)} read {self.namespace.name} current_platform while it was being selected (in "
-            where += "its module's import or its activate())."
-        else:
-            resolving = self.state.resolving
-            who = f"the constructor of platform class {resolving}" if resolving not in (None, "selection") else None
-            where = f"{who or 'code run by the selection'} read {self.namespace.name} current_platform while it was "
-            where += "being selected."
+        who = f"the constructor of platform class {resolving}" if resolving not in (None, "selection") else None
+        who = (
+            f"{_describe(ep)} (in its module's import or its activate())" if ep else who or "code run by the selection"
+        )
         error = ReentrantSelectionError(
-            f"{where} {advice}", plugin=ep.name if ep else None, dist=ep.dist_name if ep else None
+            f"{who} read {self.namespace.name} current_platform while it was being selected. {advice}",
+            plugin=ep and ep.name,
+            dist=ep and ep.dist_name,
         )
         if running is not None:
             running.reentered = error
@@ -474,10 +452,6 @@ class PlatformHolder:
         self.get()
         return self.state.selection  # type: ignore[no-any-return]
 
-    def peek_selection(self) -> PlatformSelection | None:
-        """The provenance if the platform was already resolved; never triggers selection."""
-        return self.state.selection  # type: ignore[no-any-return]
-
     def override(self, platform: Any) -> None:
         """Use ``platform`` (an instance or a class) from now on; for tests and hosts that choose themselves."""
         instance = platform() if isinstance(platform, type) else platform
@@ -486,19 +460,10 @@ class PlatformHolder:
             self.state.platform = instance
             self.state.selection = PlatformSelection(self.namespace.name, type(instance), RULE_OVERRIDE, reason)
 
-    def snapshot(self) -> tuple[Any, PlatformSelection | None]:
-        """The current state (instance or ``None``, provenance), for :meth:`restore` (the testing kit uses it)."""
-        with self.state.platform_lock:
-            return self.state.platform, self.state.selection
-
-    def restore(self, snapshot: tuple[Any, PlatformSelection | None]) -> None:
-        """Put back a state taken by :meth:`snapshot`, exactly (same instance, or unresolved)."""
-        with self.state.platform_lock:
-            self.state.platform, self.state.selection = snapshot
-
     def reset(self) -> None:
         """Forget the current platform; the next access selects again."""
-        self.restore((None, None))
+        with self.state.platform_lock:
+            self.state.platform = self.state.selection = None
 
 
 def platform_holder(namespace: PluginNamespace) -> PlatformHolder:

@@ -155,28 +155,44 @@ def _source(ep: PluginEntryPoint) -> HookSource:
 
 
 def _run_plugin_code(
-    ep: PluginEntryPoint, action: Callable[[], Any], where: str, namespace: PluginNamespace
-) -> tuple[Any, BaseException | None]:
+    ep: PluginEntryPoint, action: Callable[[], Any], failure: str, namespace: PluginNamespace, report: Any
+) -> tuple[Any, float, str | None]:
     """Run ``action`` (plugin code) with ``ep`` as the hook source and the namespace's strictness for the hooks it
-    registers; its failure is returned and its hooks discarded."""
-    with (
-        _plugin_context(_source(ep), namespace.strict()),
-        guarded(f"{where} of plugin {ep.name!r} ({ep.dist_label})") as call,
-    ):
+    registers. Returns its result, its time and what went wrong (``None``: nothing); a failure is recorded as
+    ``failure`` (a status) and logged, or raised in strict mode, and the plugin's hooks are discarded."""
+    start, what = time.perf_counter(), f"import of {ep.value!r}" if failure == FAILED_IMPORT else f"{ep.value}()"
+    result = None
+    with _plugin_context(_source(ep), namespace.strict()), guarded(f"{what} of plugin {ep.name!r}") as call:
         result = action()
-    if call.error is not None:
+    error, reason = call.error, None
+    if error is not None:
+        reason = f"{what} {'failed:' if failure == FAILED_IMPORT else 'raised'} {describe_failure(error)}"
+    elif failure == FAILED_IMPORT and not callable(result):
+        reason = (
+            f"the entry point {ep.value!r} names {type(result).__name__} {result!r}, not a function; it must "
+            f"name the plugin's function (register() for a general plugin, activate() for a platform plugin)"
+        )
+    elif inspect.iscoroutine(result) or inspect.isgenerator(result) or inspect.isasyncgen(result):
+        if inspect.iscoroutine(result):
+            result.close()  # its body never ran; closed, Python does not warn "never awaited" about it later
+        kind = "a generator" if inspect.isgenerator(result) else "an async"
+        reason = (
+            f"{ep.value} is {kind} function: calling it returned {type(result).__name__} and its body never "
+            f"ran, so nothing was registered; make it a plain function (def register(): ...)"
+        )
+    seconds = time.perf_counter() - start
+    if reason is not None:
         HookRegistry.discard_source(_source(ep))
-        return None, call.error
-    return result, None
+        trace = plugin_traceback(error) if error is not None else None
+        _fail(_record(ep, failure, reason, seconds=seconds, traceback=trace), namespace, report, error)
+    return result, seconds, reason
 
 
 def _fail(record: PluginRecord, namespace: PluginNamespace, report: LoadReport | None, error: Any = None) -> None:
     if report is not None:
         report.records.append(record)
-    where = f"plugin {record.plugin!r}" + (
-        f" (distribution {record.dist_name} {record.dist_version})" * bool(record.dist_name)
-    )
-    message = f"General {where} failed: {record.reason}"
+    dist = f" (distribution {record.dist_name} {record.dist_version})" if record.dist_name else ""
+    message = f"General plugin {record.plugin!r}{dist} failed: {record.reason}"
     if namespace.strict():
         raise PluginLoadError(
             f"{message} ({namespace.strict_env}=1 makes this an error)", plugin=record.plugin, dist=record.dist_name
@@ -242,23 +258,8 @@ def load_entry_points(
                 report.records.append(record)
             continue
         assert ep is not None
-        start = time.perf_counter()
-        func, error = _run_plugin_code(ep, ep.load, "the import", namespace)
-        reason = f"import of {ep.value!r} failed: {describe_failure(error)}" if error is not None else ""
-        if error is None and not callable(func):
-            reason = (
-                f"the entry point {ep.value!r} names {type(func).__name__} {func!r}, not a function; it must "
-                f"name the plugin's function (register() for a general plugin, activate() for a platform plugin)"
-            )
-        if reason:
-            trace = plugin_traceback(error) if error is not None else None
-            _fail(
-                _record(ep, FAILED_IMPORT, reason, seconds=time.perf_counter() - start, traceback=trace),
-                namespace,
-                report,
-                error,
-            )
-        else:
+        func, _seconds, failed = _run_plugin_code(ep, ep.load, FAILED_IMPORT, namespace, report)
+        if failed is None:
             loaded[ep.name] = (func, ep)
     return loaded
 
@@ -333,23 +334,8 @@ def _run_register(
     ep: PluginEntryPoint, func: Callable[..., Any], namespace: PluginNamespace, report: LoadReport
 ) -> bool:
     """Run one plugin's function; return whether it completed (failures are recorded, or raised when strict)."""
-    start = time.perf_counter()
-    result, error = _run_plugin_code(ep, func, f"{ep.value}()", namespace)
-    reason = f"{ep.value}() raised {describe_failure(error)}" if error is not None else ""
-    if inspect.iscoroutine(result) or inspect.isgenerator(result) or inspect.isasyncgen(result):
-        if inspect.iscoroutine(result):
-            result.close()  # its body never ran; closed, Python does not warn "never awaited" about it later
-        kind = "a generator" if inspect.isgenerator(result) else "an async"
-        reason = (
-            f"{ep.value} is {kind} function: calling it returned {type(result).__name__} and its body never "
-            f"ran, so nothing was registered; make it a plain function (def register(): ...)"
-        )
-        HookRegistry.discard_source(_source(ep))
-    seconds = time.perf_counter() - start
-    if reason:
-        trace = plugin_traceback(error) if error is not None else None
-        _fail(_record(ep, FAILED_REGISTER, reason, seconds=seconds, traceback=trace), namespace, report, error)
-        return False
-    logger.info("Loaded general plugin %r (%s) in %.1f ms", ep.name, ep.dist_label, seconds * 1e3)
-    report.records.append(_record(ep, LOADED, "", seconds=seconds))
-    return True
+    _result, seconds, failed = _run_plugin_code(ep, func, FAILED_REGISTER, namespace, report)
+    if failed is None:
+        logger.info("Loaded general plugin %r (%s) in %.1f ms", ep.name, ep.dist_label, seconds * 1e3)
+        report.records.append(_record(ep, LOADED, "", seconds=seconds))
+    return failed is None

@@ -75,7 +75,7 @@ class FakeDistributions:
     def stop(self) -> None:
         if not self._started:
             return
-        from .._namespace import known_namespaces
+        from .._namespace import known_namespaces, state_of
         from ..platforms._selection import platform_holder
 
         removed = set(self.imported_modules())
@@ -86,7 +86,7 @@ class FakeDistributions:
         sys.path_importer_cache.pop(self._entry, None)
         for namespace in known_namespaces():
             holder = platform_holder(namespace)
-            selection = holder.peek_selection()
+            selection = state_of(namespace).selection
             if selection is not None and selection.platform_class.__module__ in removed:
                 holder.reset()
         self._started = False

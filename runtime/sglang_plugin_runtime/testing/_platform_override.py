@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._namespace import PluginNamespace, get_namespace, known_namespaces
+from .._namespace import NamespaceState, PluginNamespace, get_namespace, known_namespaces, state_of
 from ..platforms._selection import PlatformHolder, PlatformSelection, platform_holder
 
 
@@ -16,7 +16,7 @@ class PlatformOverride:
     """
 
     def __init__(self) -> None:
-        self._saved: dict[str, tuple[PlatformHolder, tuple[Any, Any]]] = {}
+        self._saved: dict[str, tuple[NamespaceState, tuple[Any, Any]]] = {}
 
     def start(self) -> PlatformOverride:
         for namespace in known_namespaces():
@@ -24,10 +24,11 @@ class PlatformOverride:
         return self
 
     def _remember(self, namespace: PluginNamespace) -> PlatformHolder:
-        holder = platform_holder(namespace)
         if namespace.name not in self._saved:
-            self._saved[namespace.name] = (holder, holder.snapshot())
-        return holder
+            state = state_of(namespace)
+            with state.platform_lock:
+                self._saved[namespace.name] = (state, (state.platform, state.selection))
+        return platform_holder(namespace)
 
     def set(self, platform: Any, namespace: str | PluginNamespace = "srt") -> Any:
         """Make ``platform`` (an instance, or a class to instantiate) current; returns the instance."""
@@ -54,6 +55,7 @@ class PlatformOverride:
         return self._remember(get_namespace(namespace)).get()
 
     def stop(self) -> None:
-        for holder, state in self._saved.values():
-            holder.restore(state)
+        for state, (platform, selection) in self._saved.values():
+            with state.platform_lock:
+                state.platform, state.selection = platform, selection
         self._saved.clear()
