@@ -140,11 +140,10 @@ def compare(participants: Sequence[Participant]) -> list[Difference]:
     """
     per_rank = [(p, _items(p.fingerprint)) for p in participants]
     keys = sorted({key for _, items in per_rank for key in items}, key=_order)
-    platform_differs = len({canonical_json(items.get(("platform", ""))) for _, items in per_rank}) > 1
-    differences = []
+    differences: list[Difference] = []
     for kind, name in keys:
-        if kind == "platform-rule" and platform_differs:
-            continue  # the platform line already shows each rank's platform; the rule is its consequence
+        if kind == "platform-rule" and differences and differences[-1].kind == "platform":
+            continue  # the platform (just listed) differs: its line shows each rank's; the rule is its consequence
         grouped = _grouped((items.get((kind, name), _MISSING), p) for p, items in per_rank)
         if len(grouped) > 1:
             variants = tuple(Variant(_render(kind, raw), ranks, hosts) for raw, ranks, hosts in grouped)

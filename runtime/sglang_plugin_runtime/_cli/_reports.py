@@ -61,8 +61,7 @@ class LogCapture(logging.Handler):
             message = record.getMessage()
         except Exception:  # a plugin's bad format string must not break the report
             message = str(record.msg)
-        ep = activating()
-        if ep is not None and not record.name.startswith("sglang_plugin_runtime"):
+        if (ep := activating()) is not None and not record.name.startswith("sglang_plugin_runtime"):
             self.activation_lines.setdefault(ep.name, []).append(f"{record.levelname} {record.name}: {message}")
         if record.levelno >= logging.WARNING:
             self.records.append({"level": record.levelname, "logger": record.name, "message": message})
