@@ -140,11 +140,11 @@ PLUGIN_DISTS = [
 ]
 
 
-def ensure_fake_dists(count: int, log) -> Path:
-    """``count`` filler distributions plus the five plugin distributions, in one site folder."""
+def ensure_fake_dists(count: int, log, plugins: bool = True) -> Path:
+    """``count`` filler distributions plus (``plugins``) the five plugin distributions, in one site folder."""
     from sglang_plugin_runtime.testing._fake_distributions import write_fake_distribution
 
-    target = CACHE / "dists" / f"n{count}"
+    target = CACHE / "dists" / (f"n{count}" if plugins else f"n{count}-no-plugins")
     if _stamp_ok(target, GENERATOR_VERSION):
         return target
     if target.exists():
@@ -158,7 +158,7 @@ def ensure_fake_dists(count: int, log) -> Path:
         if i % 10 == 0:
             eps["pytest11"] = {f"filler_{i}": f"filler_pkg_{i}.plugin"}
         write_fake_distribution(target, f"filler-package-{i}", f"1.{i % 7}.0", eps or None)
-    for dist, package, platform_ep, general_ep in PLUGIN_DISTS:
+    for dist, package, platform_ep, general_ep in PLUGIN_DISTS if plugins else ():
         eps = {}
         modules = {}
         if platform_ep:
@@ -177,7 +177,8 @@ def ensure_fake_dists(count: int, log) -> Path:
         write_fake_distribution(target, dist, "0.1.0", eps, modules)
     (target / "bench_targets.py").write_text(_TARGETS_MODULE)
     _write_stamp(target, GENERATOR_VERSION)
-    log(f"wrote {count} filler + {len(PLUGIN_DISTS)} plugin distributions into {target.relative_to(REPO)}")
+    plugin_count = len(PLUGIN_DISTS) if plugins else 0
+    log(f"wrote {count} filler + {plugin_count} plugin distributions into {target.relative_to(REPO)}")
     return target
 
 

@@ -171,12 +171,15 @@ class _Activating:
 @contextlib.contextmanager
 def _plugin_code(namespace: PluginNamespace, ep: PluginEntryPoint | None) -> Iterator[_Activating]:
     """Mark plugin code as running in the resolving thread; hooks it registers are attributed to plugin ``ep``."""
-    from ..plugins.hook_registry import HookSource, _plugin_context
-
     state = state_of(namespace)
+    context: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if ep is not None:  # the hook registry is imported once a plugin's code runs, never before
+        from ..plugins.hook_registry import HookSource, _plugin_context
+
+        context = _plugin_context(HookSource(ep.name, ep.dist_name), namespace.strict())
     running = state.running = _Activating(ep)
     try:
-        with _plugin_context(ep and HookSource(ep.name, ep.dist_name), namespace.strict()):
+        with context:
             yield running
     finally:
         state.running = None

@@ -8,8 +8,9 @@ in every process (server, scheduler, workers); it is idempotent and safe after `
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._lazy_exports import lazy_exports
 from .._namespace import MULTIMODAL, SRT, PluginNamespace, get_namespace
 from ._loading import (
     LoadReport,
@@ -19,8 +20,10 @@ from ._loading import (
     load_general_plugins,
     namespace_for_group,
 )
-from .hook_registry import HookRegistry, HookSource, HookType, plugin_hook
-from .hook_registry import _current_plugin_source as _current_plugin_source  # SGLang exposes it here too
+
+if TYPE_CHECKING:
+    from .hook_registry import HookRegistry, HookSource, HookType, plugin_hook
+    from .hook_registry import _current_plugin_source as _current_plugin_source
 
 #: Entry-point group of platform plugins (same name as SGLang's constant).
 PLATFORM_PLUGINS_GROUP = SRT.platform_group
@@ -75,3 +78,9 @@ def load_plugins(namespace: str | PluginNamespace = SRT) -> LoadReport:
 def plugin_load_report(namespace: str | PluginNamespace = SRT) -> LoadReport | None:
     """What the last ``load_plugins()`` of this process did, or ``None`` if it has not run."""
     return last_load_report(get_namespace(namespace))
+
+
+# The hook registry is imported when first asked for (a process with no plugin and no hook never needs it);
+# SGLang exposes _current_plugin_source here too.
+_HOOK_NAMES = ("HookRegistry", "HookSource", "HookType", "plugin_hook", "_current_plugin_source")
+__getattr__ = lazy_exports(__name__, globals(), dict.fromkeys(_HOOK_NAMES, ".hook_registry"))

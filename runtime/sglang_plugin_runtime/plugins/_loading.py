@@ -10,9 +10,10 @@ live in :mod:`sglang_plugin_runtime.plugins`.
 import inspect
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._discovery import (
     DiscoveryResult,
@@ -24,7 +25,9 @@ from .._discovery import (
 from .._namespace import PluginNamespace, known_namespaces, state_of
 from .._plugin_code import describe_failure, guarded, plugin_traceback
 from ..errors import DuplicatePluginError, PluginLoadError
-from .hook_registry import HookRegistry, HookSource, _plugin_context
+
+if TYPE_CHECKING:
+    from .hook_registry import HookSource
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +153,9 @@ def _record(ep: PluginEntryPoint, status: str, reason: str = "", **extra: Any) -
     return PluginRecord(ep.name, status, reason, ep.dist_name, ep.dist_version, ep.value, **extra)
 
 
-def _source(ep: PluginEntryPoint) -> HookSource:
+def _source(ep: PluginEntryPoint) -> "HookSource":
+    from .hook_registry import HookSource  # the registry is imported once a plugin runs, never before
+
     return HookSource(plugin_name=ep.name, dist_name=ep.dist_name)
 
 
@@ -162,6 +167,8 @@ def _run_plugin_code(
     ``failure`` (a status) and logged, or raised in strict mode, and the plugin's hooks are discarded."""
     start, what = time.perf_counter(), f"import of {ep.value!r}" if failure == FAILED_IMPORT else f"{ep.value}()"
     result = None
+    from .hook_registry import HookRegistry, _plugin_context
+
     with _plugin_context(_source(ep), namespace.strict()), guarded(f"{what} of plugin {ep.name!r}") as call:
         result = action()
     error, reason = call.error, None
@@ -264,6 +271,15 @@ def load_entry_points(
     return loaded
 
 
+_HOOK_REGISTRY = __name__.rpartition(".")[0] + ".hook_registry"
+
+
+def _hook_registry() -> Any:
+    from .hook_registry import HookRegistry
+
+    return HookRegistry
+
+
 def reset_load_state(namespace: PluginNamespace | None = None) -> None:
     """Forget that plugins were loaded (tests); hooks are reset separately via ``HookRegistry.reset()``."""
     for ns in known_namespaces() if namespace is None else (namespace,):
@@ -291,7 +307,7 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
             return state.report  # type: ignore[no-any-return]
         if state.report is None or not state.report.completed:
             if state.in_flight is not None:  # forked while this plugin's register() ran in another thread
-                HookRegistry.discard_source(state.in_flight)
+                _hook_registry().discard_source(state.in_flight)
                 state.in_flight = None
             state.loading = True
             try:
@@ -301,7 +317,8 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
                 raise
             finally:
                 state.loading = False
-    HookRegistry.apply_hooks(strict=namespace.strict())
+    if _HOOK_REGISTRY in sys.modules:  # else nothing can have registered a hook: no plugin ran, no host did
+        _hook_registry().apply_hooks(strict=namespace.strict())
     return state.report  # type: ignore[no-any-return]
 
 
