@@ -5,7 +5,7 @@ applied). Whatever it raises must end up as a failure attributed to that plugin,
 the host silently: ``sys.exit()`` in a plugin is a plugin failure like any other exception. A
 ``KeyboardInterrupt`` is different: it is how a user stops a slow start-up, so it propagates, with a note naming
 the plugin that was running. Only where the host marks the interrupts that come from a signal (the
-``sglang-plugins`` CLI does, see :func:`signal_interrupts_marked`) can a ``KeyboardInterrupt`` that a plugin raised
+``sglang-plugins`` CLI does, setting ``_marked`` while plugins run) can a ``KeyboardInterrupt`` that a plugin raised
 itself be told apart, and then it is a plugin failure too.
 """
 
@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
-import threading
 from collections.abc import Iterator
-from typing import Any
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class InterruptFromSignal(KeyboardInterrupt):
-    """A ``KeyboardInterrupt`` from :func:`signal_interrupts_marked`'s SIGINT handler: the user's, not a plugin's."""
+    """A ``KeyboardInterrupt`` from the CLI's SIGINT handler (``_cli._plugins_running``): the user's, not a plugin's."""
 
 
 _marked = False
@@ -34,31 +31,6 @@ def is_plugin_failure(exc: BaseException) -> bool:
     if isinstance(exc, (Exception, SystemExit)):
         return True
     return _marked and isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
-
-
-@contextlib.contextmanager
-def signal_interrupts_marked() -> Iterator[None]:
-    """Within the block, a real Ctrl-C raises :class:`InterruptFromSignal`, so any other ``KeyboardInterrupt``
-    comes from plugin code and is reported as that plugin's failure. Main thread only (else: no change)."""
-    global _marked
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: Any) -> None:
-        raise InterruptFromSignal()
-
-    previous = signal.getsignal(signal.SIGINT)
-    ignored = previous is signal.SIG_IGN  # e.g. a job started in the background: no Ctrl-C can arrive
-    if not ignored:
-        signal.signal(signal.SIGINT, handler)
-    _marked = True
-    try:
-        yield
-    finally:
-        _marked = False
-        if not ignored:
-            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
 class PluginCall:
