@@ -244,30 +244,26 @@ def load_entry_points(
     for name, status, reason, ep in plan:
         if ep is not None and ep.name in skip:
             continue
-        if status != TO_LOAD:
-            record = _record(ep, status, reason) if ep is not None else PluginRecord(name, status, reason)
-            if status == FAILED_DUPLICATE and namespace.strict():
-                raise DuplicatePluginError(
-                    f"Plugin name {name!r} in group {group!r}: {reason}", plugin=name, dist=record.dist_name
-                )
-            if status == FAILED_DUPLICATE:
-                _fail(record, namespace, report)
-                continue
-            log = logger.warning if status == NOT_INSTALLED else logger.info
-            log(
-                "Plugin %r in group %r: %s (%s)",
-                name,
-                group,
-                reason,
-                "check the spelling or install it" if status == NOT_INSTALLED else "skipped",
-            )
-            if report is not None:
-                report.records.append(record)
+        if status == TO_LOAD:
+            assert ep is not None
+            func, _seconds, failed = _run_plugin_code(ep, ep.load, FAILED_IMPORT, namespace, report)
+            if failed is None:
+                loaded[name] = (func, ep)
             continue
-        assert ep is not None
-        func, _seconds, failed = _run_plugin_code(ep, ep.load, FAILED_IMPORT, namespace, report)
-        if failed is None:
-            loaded[ep.name] = (func, ep)
+        record = _record(ep, status, reason) if ep is not None else PluginRecord(name, status, reason)
+        if status == FAILED_DUPLICATE and namespace.strict():
+            raise DuplicatePluginError(
+                f"Plugin name {name!r} in group {group!r}: {reason}", plugin=name, dist=record.dist_name
+            )
+        if status == FAILED_DUPLICATE:
+            _fail(record, namespace, report)
+            continue
+        advice = "check the spelling or install it" if status == NOT_INSTALLED else "skipped"
+        (logger.warning if status == NOT_INSTALLED else logger.info)(
+            "Plugin %r in group %r: %s (%s)", name, group, reason, advice
+        )
+        if report is not None:
+            report.records.append(record)
     return loaded
 
 
@@ -309,9 +305,9 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
             if state.in_flight is not None:  # forked while this plugin's register() ran in another thread
                 _hook_registry().discard_source(state.in_flight)
                 state.in_flight = None
-            state.loading = True
+            state.loading, state.report = True, LoadReport(namespace.name)
             try:
-                state.report = _load(namespace, state.done)
+                _load(namespace, state.report, state.done)
             except BaseException:
                 state.report = None
                 raise
@@ -322,10 +318,9 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
     return state.report  # type: ignore[no-any-return]
 
 
-def _load(namespace: PluginNamespace, done: dict[str, PluginRecord]) -> LoadReport:
-    state = state_of(namespace)
-    discovery = discover_entry_points()
-    report = state.report = LoadReport(namespace.name)
+def _load(namespace: PluginNamespace, report: LoadReport, done: dict[str, PluginRecord]) -> None:
+    """Load the plugins not ``done`` into ``report``; each whose ``register()`` completes joins ``done``."""
+    state, discovery = state_of(namespace), discover_entry_points()
     excluded = unselected_platform_dists(namespace, discovery)
     plugins = load_entry_points(
         namespace.plugin_group,
@@ -338,21 +333,11 @@ def _load(namespace: PluginNamespace, done: dict[str, PluginRecord]) -> LoadRepo
     )
     for name, (func, ep) in plugins.items():
         state.in_flight = _source(ep)
-        if _run_register(ep, func, namespace, report):
-            done[name] = report.records[-1]
+        _result, seconds, failed = _run_plugin_code(ep, func, FAILED_REGISTER, namespace, report)
         state.in_flight = None
+        if failed is None:
+            logger.info("Loaded general plugin %r (%s) in %.1f ms", ep.name, ep.dist_label, seconds * 1e3)
+            report.records.append(done.setdefault(name, _record(ep, LOADED, "", seconds=seconds)))
     report.records.extend(record for name, record in done.items() if name not in plugins)
     report.completed = True
     done.clear()
-    return report
-
-
-def _run_register(
-    ep: PluginEntryPoint, func: Callable[..., Any], namespace: PluginNamespace, report: LoadReport
-) -> bool:
-    """Run one plugin's function; return whether it completed (failures are recorded, or raised when strict)."""
-    _result, seconds, failed = _run_plugin_code(ep, func, FAILED_REGISTER, namespace, report)
-    if failed is None:
-        logger.info("Loaded general plugin %r (%s) in %.1f ms", ep.name, ep.dist_label, seconds * 1e3)
-        report.records.append(_record(ep, LOADED, "", seconds=seconds))
-    return failed is None
