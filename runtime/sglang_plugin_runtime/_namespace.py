@@ -117,22 +117,17 @@ def register_namespace(namespace: PluginNamespace) -> PluginNamespace:
 
 
 def get_namespace(name: str | PluginNamespace) -> PluginNamespace:
-    """The namespace named ``name`` (a namespace object is registered and returned as it is)."""
+    """The namespace named ``name`` (a namespace object is registered if it is new, and returned as it is)."""
     if isinstance(name, PluginNamespace):
-        return register_namespace(name) if name.name not in _NAMESPACES else name
-    try:
-        return _NAMESPACES[name][0]
-    except KeyError:
-        raise ValueError(f"unknown plugin namespace {name!r} (known: {', '.join(sorted(_NAMESPACES))})") from None
+        return name if name.name in _NAMESPACES else register_namespace(name)
+    if name not in _NAMESPACES:
+        raise ValueError(f"unknown plugin namespace {name!r} (known: {', '.join(sorted(_NAMESPACES))})")
+    return _NAMESPACES[name][0]
 
 
 def state_of(namespace: PluginNamespace) -> NamespaceState:
     """The state of ``namespace`` in this process."""
-    entry = _NAMESPACES.get(namespace.name)
-    if entry is None:
-        register_namespace(namespace)
-        entry = _NAMESPACES[namespace.name]
-    return entry[1]
+    return _NAMESPACES[get_namespace(namespace).name][1]
 
 
 def known_namespaces() -> tuple[PluginNamespace, ...]:
