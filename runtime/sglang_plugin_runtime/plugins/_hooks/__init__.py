@@ -2,6 +2,6 @@
 
 ``_registry`` (the registry object: registration, applying, undoing), ``_types`` (what it talks about and
 remembers), ``_targets`` (target strings, descriptors, recorded setattrs), ``_wrappers`` (the fused wrapper),
-``_rebinding`` (stale ``from x import f`` copies), ``_import_watch`` (the post-import hook) and ``_describe``
+``_import_watch`` (the post-import hook) and ``_describe``
 (reports, imported only when asked for).
 """

@@ -9,10 +9,11 @@ and ``__spec__.loader`` are never the proxy.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import threading
 import types
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
 from typing import Any
 
@@ -44,8 +45,9 @@ class _NotifyingLoader:
 class ImportWatcher:
     """A ``sys.meta_path`` finder that reports when one of the ``watched`` modules finishes executing."""
 
-    def __init__(self, on_loaded: LoadedCallback, watched: Container[str]) -> None:
-        self.watched, self._on_loaded, self._finding = watched, on_loaded, threading.local()
+    def __init__(self, on_loaded: LoadedCallback) -> None:
+        self.watched: set[str] = set()
+        self._on_loaded, self._finding = on_loaded, threading.local()
 
     # The import system calls this for every module not imported yet: keep the unwatched path short.
     def find_spec(
@@ -54,28 +56,23 @@ class ImportWatcher:
         if fullname not in self.watched:
             return None
         finding: set[str] = self._finding.__dict__.setdefault("names", set())
-        if fullname in finding:  # a finder behind us asked importlib again: let it go on without us
+        if fullname in finding:  # we, or a finder behind us, asked importlib again: let it go on without us
             return None
         finding.add(fullname)
         try:
-            spec = None
-            for finder in sys.meta_path[next((i + 1 for i, f in enumerate(sys.meta_path) if f is self), 0) :]:
-                find = getattr(finder, "find_spec", None)
-                if find is not None and (spec := find(fullname, path, target)) is not None:
-                    break
+            spec = importlib.util.find_spec(fullname)  # what the finders behind us find (we step aside meanwhile)
         finally:
             finding.discard(fullname)
-        loader = getattr(spec, "loader", None)
-        if spec is not None and hasattr(loader, "exec_module") and not isinstance(loader, _NotifyingLoader):
-            spec.loader = _NotifyingLoader(loader, self._on_loaded)
+        if spec is not None and hasattr(spec.loader, "exec_module") and not isinstance(spec.loader, _NotifyingLoader):
+            spec.loader = _NotifyingLoader(spec.loader, self._on_loaded)  # type: ignore[assignment]
         return spec
 
-    def install(self) -> None:
-        """Put the finder at the front of ``sys.meta_path`` (once)."""
-        if not any(f is self for f in sys.meta_path):
+    def watch(self, modules: set[str]) -> None:
+        """Watch ``modules``: the finder sits at the front of ``sys.meta_path`` while there are any (modules already
+        being imported still report)."""
+        self.watched = modules
+        installed = any(f is self for f in sys.meta_path)
+        if modules and not installed:
             sys.meta_path.insert(0, self)
-
-    def uninstall(self) -> None:
-        """Remove the finder; modules already being imported still report."""
-        if any(f is self for f in sys.meta_path):
+        elif installed and not modules:
             sys.meta_path[:] = [f for f in sys.meta_path if f is not self]

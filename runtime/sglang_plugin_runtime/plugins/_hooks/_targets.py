@@ -22,18 +22,6 @@ MISSING = object()
 _MODULE_GETATTRIBUTE = types.ModuleType.__getattribute__
 
 
-class TargetNotFound(LookupError):
-    """The target's module is imported but the attribute path does not exist."""
-
-
-class TargetSpec(NamedTuple):
-    """A parsed target string: ``module`` is ``None`` for the dotted spelling, ``parts`` the names after it."""
-
-    text: str
-    module: str | None
-    parts: tuple[str, ...]
-
-
 class Resolution(NamedTuple):
     """Where a target lives now: ``owner.name`` holds ``raw`` (``owned``: in the owner's own ``__dict__``)."""
 
@@ -45,7 +33,8 @@ class Resolution(NamedTuple):
 
 
 class Unresolved(NamedTuple):
-    """Not resolvable yet; importing one of ``watch`` may change that."""
+    """Not resolvable now; importing one of ``watch`` may change that (none: no import can, the attribute path does
+    not exist in a module that is imported)."""
 
     reason: str
     watch: tuple[str, ...]
@@ -60,8 +49,9 @@ class Unwrapped(NamedTuple):
     raw: object
 
 
-def parse_target(target: object) -> TargetSpec:
-    """Validate a target string; raise ``ValueError`` (``TypeError`` for a non-string) when bad."""
+def parse_target(target: object) -> tuple[str | None, tuple[str, ...]]:
+    """``(module, names after it)`` of a target string (``module`` is ``None`` for the dotted spelling); raise
+    ``ValueError`` (``TypeError`` for a non-string) when it is malformed."""
     if not isinstance(target, str):
         raise TypeError(f"Hook target must be a string, got {type(target).__name__}: {target!r}")
     module, colon, attr = target.rpartition(":")
@@ -71,7 +61,7 @@ def parse_target(target: object) -> TargetSpec:
         raise ValueError(f"Invalid target path (expected pkg.module.attr or pkg.module:Attr.path): {target}")
     if not colon and len(parts) < 2:
         raise ValueError(f"Invalid target path (need at least module.attr): {target}")
-    return TargetSpec(target, module if colon else None, parts)
+    return module if colon else None, parts
 
 
 def module_dict(obj: object) -> dict[str, object] | None:
@@ -85,19 +75,18 @@ def module_dict(obj: object) -> dict[str, object] | None:
     return None
 
 
-def resolve(spec: TargetSpec) -> Resolution | Unresolved:
-    """Locate ``spec`` among the modules imported now; raise :class:`TargetNotFound` when it cannot exist."""
-    parts, module_name = spec.parts, spec.module
-    if module_name is None:  # the longest prefix that is imported
-        cut = next((i for i in range(len(parts) - 1, 0, -1) if sys.modules.get(".".join(parts[:i])) is not None), 0)
-        if not cut:
-            watch = tuple(".".join(parts[:i]) for i in range(1, len(parts)))
-            return Unresolved(f"module {parts[0]!r} is not imported yet", watch)
-        module_name, parts = ".".join(parts[:cut]), parts[cut:]
-    owner: object = sys.modules.get(module_name)
+def resolve(target: str) -> Resolution | Unresolved:
+    """Locate ``target`` among the modules imported now."""
+    module, parts = parse_target(target)
+    # The module named before ':', else the longest prefix of the dotted path that is imported.
+    splits = [(module, parts)] if module else [(".".join(parts[:i]), parts[i:]) for i in range(len(parts) - 1, 0, -1)]
+    imported = [(name, rest) for name, rest in splits if sys.modules.get(name) is not None]
+    if not imported:
+        watch = tuple(name for name, _rest in splits)
+        return Unresolved(f"module {watch[-1]!r} is not imported yet", watch)
+    module_name, parts = imported[0]
+    owner: object = sys.modules[module_name]
     owner_name = module_name
-    if owner is None:
-        return Unresolved(f"module {module_name!r} is not imported yet", (module_name,))
     for index, name in enumerate(parts):
         namespace = module_dict(owner)
         if namespace is None and isinstance(owner, types.ModuleType):
@@ -114,7 +103,7 @@ def resolve(spec: TargetSpec) -> Resolution | Unresolved:
                 return Unresolved(f"{owner_name!r} has no attribute {rest!r} yet", watch or (owner_name,))
         if raw is MISSING:
             kind = "module" if namespace is not None else type(owner).__name__
-            raise TargetNotFound(f"{kind} {owner_name!r} has no attribute {name!r}")
+            return Unresolved(f"{kind} {owner_name!r} has no attribute {name!r}", ())
         if index == len(parts) - 1:
             return Resolution(f"{module_name}:{'.'.join(parts)}", owner, name, raw, owned)
         owner = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
@@ -144,28 +133,20 @@ def own_value(owner: object, name: str) -> object:
 
 def unwrap(raw: object, owner: object) -> Unwrapped:
     """Classify ``raw``; ``TypeError`` for an attribute that cannot carry hooks."""
-    if isinstance(raw, type):
-        return Unwrapped("class", raw, raw)
-    for kind, descriptor, attr in _DESCRIPTORS:
-        if isinstance(raw, descriptor):
-            if getattr(raw, attr) is None:
-                raise TypeError("property has no getter to hook")
-            return Unwrapped(kind, getattr(raw, attr), raw)
+    if isinstance(raw, (classmethod, staticmethod)):
+        return Unwrapped("classmethod" if isinstance(raw, classmethod) else "staticmethod", raw.__func__, raw)
+    if isinstance(raw, (property, functools.cached_property)):
+        getter = raw.fget if isinstance(raw, property) else raw.func
+        if getter is None:
+            raise TypeError("property has no getter to hook")
+        return Unwrapped("property", getter, raw)
     if not callable(raw):
         raise TypeError(
             "no such attribute" if raw is MISSING else f"attribute is not callable (a {type(raw).__name__})"
         )
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
-    return Unwrapped("function" if binds else "nonbinding", raw, raw)
-
-
-_DESCRIPTORS = (
-    ("classmethod", classmethod, "__func__"),
-    ("staticmethod", staticmethod, "__func__"),
-    ("property", property, "fget"),
-    ("cached_property", functools.cached_property, "func"),
-)
+    return Unwrapped("class" if isinstance(raw, type) else "function" if binds else "nonbinding", raw, raw)
 
 
 def rewrap(unwrapped: Unwrapped, wrapper: object) -> object:
@@ -178,5 +159,4 @@ def rewrap(unwrapped: Unwrapped, wrapper: object) -> object:
     if isinstance(raw, functools.cached_property):
         raw = copy.copy(raw)
         raw.func = wrapper  # type: ignore[assignment]
-        return raw
-    return wrapper
+    return raw if kind == "property" else wrapper

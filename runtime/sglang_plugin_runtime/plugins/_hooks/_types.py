@@ -11,7 +11,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ._targets import TargetSpec, Unwrapped
+from ._targets import Unwrapped
 
 #: The variable that makes ``HookRegistry.apply_hooks()`` strict (the SRT namespace's; see ``_plugin_context``).
 STRICT_ENV = "SGLANG_PLUGINS_STRICT"
@@ -107,12 +107,13 @@ class Registration(NamedTuple):
 class TargetRecord:
     """One target *string*: its registrations and where it stands."""
 
-    spec: TargetSpec
+    target: str
     registrations: list[Registration] = field(default_factory=list)
     status: HookStatus = HookStatus.REGISTERED
     error: str | None = None
     strict: bool = False  # the strictness of the apply that took it (also when its module is imported later)
     resolved: str | None = None  # the canonical module:attr.path once resolved
+    watch: tuple[str, ...] = ()  # while pending: the modules whose import may make it resolvable
     slot: Slot | None = None
 
 
@@ -131,7 +132,7 @@ class Slot:
     previous: object = None  # the raw value before the first patch (MISSING: none of its own, the patch shadows)
     raw: object = None  # the raw value installed (the callable, or a descriptor around it); None: not patched
     current: object = None  # the callable installed
-    rebinds: list[dict[str, object]] = field(default_factory=list)  # namespaces whose global `name` was rebound
+    rebinds: dict[int, dict[str, object]] = field(default_factory=dict)  # namespaces whose global `name` we rebound
     conflicts: tuple[tuple[str, str], ...] = ()  # (kind, message) seen when it was built
 
 
