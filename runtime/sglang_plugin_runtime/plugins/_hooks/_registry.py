@@ -142,37 +142,37 @@ class Registry:
             self._apply([name for name, record in self.targets.items() if record.status is not _APPLIED])
 
     def _apply(self, names: list[str], walk: Sequence[object] | None = None) -> None:
-        """Patch what resolves of ``names``, then one rebinding walk (over ``walk``, default every module) for all
-        of them; raise the failures of strict targets."""
+        """Take ``names`` and bring every slot up to date, then one rebinding walk (over ``walk``, default every
+        module) for all of them; raise the failures of strict targets."""
         batch = _Batch()
-        self._patch(names, batch)
-        self._finish(batch, walk)
+        self._finish([self._take(self.targets[name], batch) for name in sorted(names)], batch, walk)
         if strict := [failure for failure in batch.failures if self.targets[failure.target].strict]:
             raise t.HookApplyError(strict)
 
-    def _patch(self, names: Iterable[str], batch: _Batch) -> None:
-        slots = {
-            id(slot): slot for name in sorted(names) if (slot := self._take(self.targets[name], batch)) is not None
-        }
-        for slot in sorted(slots.values(), key=_depth):  # base classes first: a subclass wraps the base's method
-            self._build(slot, batch)
-
-    def _finish(self, batch: _Batch, walk: Sequence[object] | None = None) -> None:
-        """Make the result independent of the order of batches; then the walks, the watch list and the log."""
+    def _finish(self, taken: list[t.Slot | None], batch: _Batch, walk: Sequence[object] | None = None) -> None:
+        """Bring every slot up to date, twice: in between, targets hooked through a class that a class REPLACE has
+        since replaced (or restored) are taken again through what their path names now. Then the walks, the watch
+        list and the log."""
+        self._update(taken, batch)
         moved = [(r, r.slot) for r in self.targets.values() if r.slot is not None and _owner(r) is not r.slot.owner]
-        for record, slot in moved:  # a class REPLACE on the way came or went: take it again through what it names
+        for record, slot in moved:
             record.slot, record.status = None, t.HookStatus.REGISTERED
             slot.records.remove(record)
-            self._refresh(slot, batch)
-        self._patch([record.target for record, _slot in moved], batch)
-        heirs = [s for s in self.slots.values() if s.inherited and s.current is not None]
-        for slot in sorted(heirs, key=_depth):  # rebuild a subclass slot whose base changed underneath it
-            if _base_raw(slot) is not slot.original.raw:
-                self._build(slot, batch)
+        self._update([self._take(record, batch) for record, _slot in moved], batch)
         _rebind(batch.walks, walk)
         self._watcher.watch({module for r in self.targets.values() if r.status is _PENDING for module in r.watch})
         for failure in batch.failures:
             logger.error("Failed to apply hooks to %s", failure)
+
+    def _update(self, taken: list[t.Slot | None], batch: _Batch) -> None:
+        """Build the ``taken`` slots, rebuild those whose hooks or inherited original changed since their last build,
+        restore those left without hooks. Base classes first: a subclass wraps its base's method."""
+        for slot in sorted(self.slots.values(), key=_depth):
+            if not slot.records:
+                batch.walks += self._undo(slot)
+                del self.slots[id(slot.owner), slot.name]
+            elif slot in taken or (slot.current is not None and _changed(slot)):
+                self._build(slot, batch)
 
     def _take(self, record: t.TargetRecord, batch: _Batch) -> t.Slot | None:
         """The slot of ``record``'s attribute (made on first resolution), or ``None`` (failed or pending)."""
@@ -182,10 +182,8 @@ class Registry:
             found = resolve(record.target)
             if isinstance(found, Resolution) and (key := (id(found.owner), found.name)) not in self.slots:
                 original = unwrap(found.raw, found.owner)
-                if found.owned and (
-                    other := next((s for s in self.slots.values() if s.current is original.func), None)
-                ):
-                    # A module global we rebound earlier (a re-export): hook the real original, not our wrapper.
+                other = next((s for s in self.slots.values() if found.owned and s.current is original.func), None)
+                if other is not None:  # a module global we rebound earlier (a re-export): hook the real original
                     original = original._replace(func=other.original.func)
                 inherited = isinstance(found.owner, type) and not found.owned
                 self.slots[key] = t.Slot(found.key, found.owner, found.name, original, inherited)
@@ -219,6 +217,7 @@ class Registry:
     def _build(self, slot: t.Slot, batch: _Batch) -> None:
         """(Re)build ``slot``'s wrapper from its original and install it; queue the walk for stale copies."""
         regs, old, key = t.ordered(slot.records), slot.current, (id(slot.owner), slot.name)
+        slot.built = regs
         with guarded(f"the hooks on {slot.key}") as call:
             if slot.inherited:
                 slot.original = unwrap(_base_raw(slot), slot.owner)
@@ -239,8 +238,7 @@ class Registry:
         sources = ", ".join(sorted({t.format_source(r.source) for r in regs}))
         logger.info("Applied %d hook(s) to %s (from: %s)", len(regs), slot.key, sources)
         if _rebindable(slot):
-            stale = (slot.original.func,) if old is None else (slot.original.func, old)
-            batch.walks.append(_Walk(slot.name, stale, new, slot.rebinds))
+            batch.walks.append(_Walk(slot.name, (slot.original.func, old), new, slot.rebinds))
 
     def _compose(self, slot: t.Slot, regs: list[t.Registration]) -> tuple[object, object]:
         """The callable to install and the raw attribute holding it: may raise, changes nothing."""
@@ -304,14 +302,6 @@ class Registry:
             setattr(slot.owner, slot.name, slot.previous)
         return [_Walk(slot.name, (current,), original, slot.rebinds)] if _rebindable(slot) else []
 
-    def _refresh(self, slot: t.Slot, batch: _Batch) -> None:
-        """After ``slot`` lost registrations: rebuild it, or restore its original when none is left."""
-        if slot.records and slot.current is not None:
-            self._build(slot, batch)
-        elif not slot.records:
-            batch.walks += self._undo(slot)
-            del self.slots[id(slot.owner), slot.name]
-
     def reset(self) -> None:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.reset`."""
         with self.lock:
@@ -325,18 +315,16 @@ class Registry:
     def discard_source(self, source: t.HookSource) -> int:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.discard_source`."""
         with self.lock:
-            batch, removed, touched = _Batch(), 0, dict[int, t.Slot]()
-            for record in self.targets.values():
+            removed = 0
+            for name, record in list(self.targets.items()):
                 keep = [r for r in record.registrations if r.source != source]
                 removed += len(record.registrations) - len(keep)
-                if record.slot is not None and len(keep) < len(record.registrations):
-                    touched[id(record.slot)] = record.slot
                 record.registrations = keep
-            self.targets = {name: record for name, record in self.targets.items() if record.registrations}
-            for slot in sorted(touched.values(), key=_depth):
-                slot.records = [record for record in slot.records if record.registrations]
-                self._refresh(slot, batch)
-            self._finish(batch)
+                if not keep:
+                    del self.targets[name]
+                    if record.slot is not None:
+                        record.slot.records.remove(record)
+            self._finish([], _Batch())
             return removed
 
     # ------------------------------------------------------------------ introspection
@@ -380,6 +368,11 @@ def _rebindable(slot: t.Slot) -> bool:
     return slot.original.kind != "property" and not slot.inherited
 
 
+def _changed(slot: t.Slot) -> bool:
+    """Whether ``slot``'s hooks, or for an inherited slot the method it inherits, changed since its last build."""
+    return slot.built != t.ordered(slot.records) or (slot.inherited and _base_raw(slot) is not slot.original.raw)
+
+
 def _owner(record: t.TargetRecord) -> object:
     """The object ``record``'s attribute belongs to now (``None`` when it does not resolve)."""
     with guarded(f"resolving the hook target {record.target}") as call:
@@ -395,9 +388,11 @@ def _base_raw(slot: t.Slot) -> object:
 
 def _rebind(walks: Sequence[_Walk], modules: Iterable[object] | None = None) -> None:
     """Run ``walks`` in one pass over ``modules`` (default: every module in ``sys.modules``) and their ``found``."""
-    by_name: dict[str, dict[int, tuple[object, _Walk]]] = {}
+    by_name: dict[str, dict[int, _Walk]] = {}  # by id: ``walks`` keep every stale object alive meanwhile
     for walk in walks:
-        by_name.setdefault(walk.name, {}).update((id(old), (old, walk)) for old in walk.stale if old is not walk.new)
+        for old in walk.stale:
+            if old is not None and old is not walk.new:
+                by_name.setdefault(walk.name, {})[id(old)] = walk
     if not by_name:
         return
     names = by_name.keys()
@@ -406,10 +401,9 @@ def _rebind(walks: Sequence[_Walk], modules: Iterable[object] | None = None) -> 
         if namespace is None:
             continue
         for name in namespace.keys() & names:  # a C-level intersection: no Python loop over the globals
-            hit = by_name[name].get(id(namespace[name]))
-            if hit is not None and hit[0] is namespace[name]:
-                namespace[name] = hit[1].new
-                hit[1].found[id(namespace)] = namespace
+            if (hit := by_name[name].get(id(namespace[name]))) is not None:
+                namespace[name] = hit.new
+                hit.found[id(namespace)] = namespace
 
 
 _default = Registry()

@@ -129,6 +129,7 @@ class Slot:
     # the base's hooks run for the subclass too.
     inherited: bool
     records: list[TargetRecord] = field(default_factory=list)
+    built: list[Registration] = field(default_factory=list)  # the registrations of its last build, failed or not
     previous: object = None  # the raw value before the first patch (MISSING: none of its own, the patch shadows)
     raw: object = None  # the raw value installed (the callable, or a descriptor around it); None: not patched
     current: object = None  # the callable installed
