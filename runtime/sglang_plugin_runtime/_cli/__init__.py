@@ -115,10 +115,10 @@ def _report(args: argparse.Namespace) -> dict[str, Any]:
     elif args.command == "doctor":
         step = functools.partial(_reports.doctor_step, import_targets=args.import_targets, strict=args.strict)
     elif args.command == "explain":
-        from ..plugins._hooks._targets import parse_target
+        from ..plugins.hook_registry import _parse_target
 
         try:
-            parse_target(args.target)
+            _parse_target(args.target)
         except (ValueError, TypeError) as exc:
             raise _UsageError(
                 f"explain: {args.target!r} is not a hook target ({exc}); use pkg.mod.func, pkg.mod.Class.method or "

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from ._hooks._registry import Registry, active_registry, isolated_registry
+from ._hooks._registry import _parse_target as _parse_target  # for the CLI's explain
 from ._hooks._registry import _plugin_context as _plugin_context  # for plugin loaders
 from ._hooks._types import STRICT_ENV, HookApplyError, HookFailure, HookSource, HookStatus, HookType
 from ._hooks._types import _current_plugin_source as _current_plugin_source  # SGLang's name; plugin loaders set it

@@ -10,8 +10,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._targets import MISSING
-from ._types import HookType, Registration, Slot, TargetRecord, describe_callable, ordered
+from ._types import MISSING, HookType, Registration, Slot, TargetRecord, describe_callable, ordered
 
 
 @dataclass(frozen=True)

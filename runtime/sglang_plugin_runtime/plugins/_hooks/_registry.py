@@ -1,21 +1,36 @@
 """The hook registry: one object that owns the registrations, the patches, the lock and the import watcher, and
-the algorithms that apply and undo them.
+the algorithms that find targets, apply hooks and undo them.
 
-Registrations are kept per target *string* (``TargetRecord``). A target that resolves joins the ``Slot`` of the
-attribute it names, keyed by the owner object and the attribute name, so every spelling of one attribute (``m.f``
-and ``m:f``, or a module under two names in ``sys.modules``) shares one wrapper. A slot is always rebuilt from the
-original it recorded: wrappers never stack. After each batch the result is made independent of how registrations
-were split into batches: a target hooked through a class that a class REPLACE has since replaced (or restored)
-moves to the class its path names now, and a subclass slot is rebuilt when the method it inherits changed.
+Targets. Two spellings are accepted: ``pkg.mod.Class.method`` (dotted; the module is the longest prefix present
+in ``sys.modules``) and ``pkg.mod:Class.method`` (the module is explicit). Finding a target reads ``sys.modules``
+and ``__dict__`` entries only: nothing is imported, no module-level ``__getattr__`` runs, and a module that
+``importlib.util.LazyLoader`` has not executed yet counts as not imported (reading it would execute it). A class
+attribute is read from ``__dict__`` so that a ``classmethod`` stays a ``classmethod`` and an inherited method is
+found on its base without binding it; the wrapper goes back in the same kind of descriptor.
 
-Stale references: ``from x import f`` copies the reference, so patching ``x.f`` alone leaves the importer calling
+Slots. Registrations are kept per target *string* (``TargetRecord``). A target that resolves joins the ``Slot`` of
+the attribute it names, keyed by the owner object and the attribute name, so every spelling of one attribute
+(``m.f`` and ``m:f``, or a module under two names in ``sys.modules``) shares one wrapper. A slot is always rebuilt
+from the original it recorded: wrappers never stack. After each batch every slot is brought up to date, so the
+result does not depend on how registrations were split into batches: a target hooked through a class that a class
+REPLACE has since replaced (or restored) moves to the class its path names now, and a subclass slot is rebuilt
+when the method it inherits changed.
+
+Stale references. ``from x import f`` copies the reference, so patching ``x.f`` alone leaves the importer calling
 the original. After a batch, one walk over ``sys.modules`` rebinds, for every target of the batch at once, the
 globals whose *name equals the target's attribute name* and whose value *is* the replaced object. A hook module's
 ``from x import f as _orig`` therefore keeps the original, which a REPLACE delegating to ``_orig`` needs. The walk
 costs one set intersection per module (its globals with the batch's names), not a pass over every global of every
 module per target: SGLang's walk costs about 53 ms per target with ``sglang.srt.managers.scheduler`` imported. It
 writes into a module's namespace (a module's ``__setattr__`` never runs) and reads only namespaces that reading
-cannot execute (see ``_targets.module_dict``).
+cannot execute (``module_dict``).
+
+The post-import hook. A target whose module is not imported yet is patched right after it executes, never
+earlier. One finder sits at the front of ``sys.meta_path``. For a module name that is not watched it does a single
+set membership test and steps aside, so unrelated imports stay cheap. For a watched name it asks the finders behind
+it for the spec and wraps the spec's loader, whose ``exec_module`` runs the real one and then reports the fresh
+module. The real loader is put back on the module and its spec before the module's code runs, so ``__loader__``
+and ``__spec__.loader`` are never the proxy.
 
 ``HookRegistry`` and ``plugin_hook`` act on the *active* registry: the process's default one, or the fresh one
 ``isolated_registry()`` makes active for a block.
@@ -24,21 +39,23 @@ cannot execute (see ``_targets.module_dict``).
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import importlib.util
 import inspect
 import itertools
 import logging
 import sys
 import threading
+import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple, cast
+from importlib.machinery import ModuleSpec
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ..._forking import after_fork_in_child
 from ..._namespace import env_flag
 from ..._plugin_code import describe_failure, guarded
 from . import _types as t
-from ._import_watch import ImportWatcher
-from ._targets import MISSING, Resolution, Unresolved, module_dict, own_value, parse_target, resolve, rewrap, unwrap
 from ._wrappers import build_wrapper
 
 if TYPE_CHECKING:
@@ -47,6 +64,210 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _APPLIED, _PENDING, _REPLACE = t.HookStatus.APPLIED, t.HookStatus.PENDING, t.HookType.REPLACE
+
+
+_MODULE_GETATTRIBUTE = types.ModuleType.__getattribute__
+
+
+# ------------------------------------------------------------------ targets
+
+
+class Resolution(NamedTuple):
+    """Where a target lives now: ``owner.name`` holds ``raw`` (``owned``: in the owner's own ``__dict__``)."""
+
+    key: str  # the canonical spelling, module:attr.path
+    owner: object
+    name: str
+    raw: object
+    owned: bool
+
+
+class Unresolved(NamedTuple):
+    """Not resolvable now; importing one of ``watch`` may change that (none: no import can, the attribute path does
+    not exist in a module that is imported)."""
+
+    reason: str
+    watch: tuple[str, ...]
+
+
+def _parse_target(target: object) -> tuple[str | None, tuple[str, ...]]:
+    """``(module, names after it)`` of a target string (``module`` is ``None`` for the dotted spelling); raise
+    ``ValueError`` (``TypeError`` for a non-string) when it is malformed."""
+    if not isinstance(target, str):
+        raise TypeError(f"Hook target must be a string, got {type(target).__name__}: {target!r}")
+    module, colon, attr = target.rpartition(":")
+    parts = tuple(attr.split("."))
+    names = (*module.split("."), *parts) if colon else parts
+    if target.count(":") > 1 or not all(name.isidentifier() for name in names):
+        raise ValueError(f"Invalid target path (expected pkg.module.attr or pkg.module:Attr.path): {target}")
+    if not colon and len(parts) < 2:
+        raise ValueError(f"Invalid target path (need at least module.attr): {target}")
+    return module if colon else None, parts
+
+
+def module_dict(obj: object) -> dict[str, object] | None:
+    """A module's namespace, read without running code: ``None`` for anything else, and for a module whose class
+    intercepts attribute access (``LazyLoader``'s, until the module has executed)."""
+    kind = type(obj)
+    if kind is types.ModuleType or (
+        issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTRIBUTE
+    ):
+        return obj.__dict__
+    return None
+
+
+def resolve(target: str) -> Resolution | Unresolved:
+    """Locate ``target`` among the modules imported now."""
+    module, parts = _parse_target(target)
+    # The module named before ':', else the longest prefix of the dotted path that is imported.
+    splits = [(module, parts)] if module else [(".".join(parts[:i]), parts[i:]) for i in range(len(parts) - 1, 0, -1)]
+    imported = [(name, rest) for name, rest in splits if sys.modules.get(name) is not None]
+    if not imported:
+        watch = tuple(name for name, _rest in splits)
+        return Unresolved(f"module {watch[-1]!r} is not imported yet", watch)
+    module_name, parts = imported[0]
+    owner: object = sys.modules[module_name]
+    owner_name = module_name
+    for index, name in enumerate(parts):
+        namespace = module_dict(owner)
+        if namespace is None and isinstance(owner, types.ModuleType):
+            return Unresolved(f"module {owner_name!r} is imported lazily and has not executed yet", (owner_name,))
+        raw, owned = _lookup(owner, name, namespace)
+        if raw is t.MISSING and namespace is not None:
+            if (sub := sys.modules.get(f"{owner_name}.{name}")) is not None:
+                raw, owned = sub, True
+            elif "__path__" in namespace or getattr(namespace.get("__spec__"), "_initializing", False):
+                # A package may gain the name when a submodule is imported; a module that is still executing
+                # may define it further down.
+                watch = tuple(f"{owner_name}.{'.'.join(parts[index:j])}" for j in range(index + 1, len(parts)))
+                rest = ".".join(parts[index:])
+                return Unresolved(f"{owner_name!r} has no attribute {rest!r} yet", watch or (owner_name,))
+        if raw is t.MISSING:
+            kind = "module" if namespace is not None else type(owner).__name__
+            return Unresolved(f"{kind} {owner_name!r} has no attribute {name!r}", ())
+        if index == len(parts) - 1:
+            return Resolution(f"{module_name}:{'.'.join(parts)}", owner, name, raw, owned)
+        owner = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+        owner_name = f"{owner_name}.{name}"
+    raise AssertionError("unreachable: a target has at least one attribute")  # pragma: no cover
+
+
+def _lookup(obj: object, name: str, namespace: dict[str, object] | None) -> tuple[object, bool]:
+    """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``; ``MISSING`` if absent."""
+    if isinstance(obj, type):
+        klass = next((k for k in obj.__mro__ if name in k.__dict__), None)
+        return (t.MISSING, False) if klass is None else (klass.__dict__[name], klass is obj)
+    if namespace is None and isinstance(own := getattr(obj, "__dict__", None), dict) and name in own:
+        namespace = own
+    if namespace is not None:
+        return namespace.get(name, t.MISSING), True
+    return getattr(obj, name, t.MISSING), False
+
+
+def own_value(owner: object, name: str) -> object:
+    """The raw value in ``owner.__dict__`` (descriptors not run), or :data:`MISSING`."""
+    namespace = getattr(owner, "__dict__", None)
+    if isinstance(namespace, (dict, types.MappingProxyType)):
+        return namespace.get(name, t.MISSING)
+    return getattr(owner, name, t.MISSING)
+
+
+def unwrap(raw: object, owner: object) -> t.Unwrapped:
+    """Classify ``raw``; ``TypeError`` for an attribute that cannot carry hooks."""
+    if isinstance(raw, (classmethod, staticmethod)):
+        return t.Unwrapped("classmethod" if isinstance(raw, classmethod) else "staticmethod", raw.__func__, raw)
+    if isinstance(raw, (property, functools.cached_property)):
+        getter = raw.fget if isinstance(raw, property) else raw.func
+        if getter is None:
+            raise TypeError("property has no getter to hook")
+        return t.Unwrapped("property", getter, raw)
+    if not callable(raw):
+        raise TypeError(
+            "no such attribute" if raw is t.MISSING else f"attribute is not callable (a {type(raw).__name__})"
+        )
+    # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
+    binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
+    return t.Unwrapped("class" if isinstance(raw, type) else "function" if binds else "nonbinding", raw, raw)
+
+
+def rewrap(unwrapped: t.Unwrapped, wrapper: object) -> object:
+    """``wrapper`` in the kind of attribute the original came in."""
+    kind, raw = unwrapped.kind, unwrapped.raw
+    if kind in ("classmethod", "staticmethod", "nonbinding"):
+        return (classmethod if kind == "classmethod" else staticmethod)(wrapper)  # type: ignore[arg-type]
+    if isinstance(raw, property):
+        return raw.getter(wrapper)  # type: ignore[arg-type]  # keeps fset, fdel, doc and a subclass's type
+    if isinstance(raw, functools.cached_property):
+        raw = copy.copy(raw)
+        raw.func = wrapper  # type: ignore[assignment]
+    return raw if kind == "property" else wrapper
+
+
+# ------------------------------------------------------------------ the post-import hook
+
+
+#: Called as ``on_loaded(name, module_names_before_exec)`` after a watched module executed.
+LoadedCallback = Callable[[str, frozenset[str]], None]
+
+
+class _NotifyingLoader:
+    """Delegates everything to the real loader (``create_module`` too); reports after ``exec_module``."""
+
+    def __init__(self, loader: object, on_loaded: LoadedCallback) -> None:
+        self._loader, self._on_loaded = loader, on_loaded
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._loader, name)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        __tracebackhide__ = True
+        spec: Any = module.__spec__
+        if spec is not None and spec.loader is self:
+            spec.loader = self._loader
+        if getattr(module, "__loader__", None) is self:
+            module.__loader__ = self._loader
+        before = frozenset(sys.modules)
+        self._loader.exec_module(module)  # type: ignore[attr-defined]
+        self._on_loaded(module.__name__, before)
+
+
+class ImportWatcher:
+    """A ``sys.meta_path`` finder that reports when one of the ``watched`` modules finishes executing."""
+
+    def __init__(self, on_loaded: LoadedCallback) -> None:
+        self.watched: set[str] = set()
+        self._on_loaded, self._finding = on_loaded, threading.local()
+
+    # The import system calls this for every module not imported yet: keep the unwatched path short.
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname not in self.watched:
+            return None
+        finding: set[str] = self._finding.__dict__.setdefault("names", set())
+        if fullname in finding:  # we, or a finder behind us, asked importlib again: let it go on without us
+            return None
+        finding.add(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)  # what the finders behind us find (we step aside meanwhile)
+        finally:
+            finding.discard(fullname)
+        if spec is not None and hasattr(spec.loader, "exec_module") and not isinstance(spec.loader, _NotifyingLoader):
+            spec.loader = _NotifyingLoader(spec.loader, self._on_loaded)  # type: ignore[assignment]
+        return spec
+
+    def watch(self, modules: set[str]) -> None:
+        """Watch ``modules``: the finder sits at the front of ``sys.meta_path`` while there are any (modules already
+        being imported still report)."""
+        self.watched = modules
+        installed = any(f is self for f in sys.meta_path)
+        if modules and not installed:
+            sys.meta_path.insert(0, self)
+        elif installed and not modules:
+            sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
+
+
+# ------------------------------------------------------------------ the registry
 
 
 class _Walk(NamedTuple):
@@ -102,7 +323,7 @@ class Registry:
             raise TypeError(f"Hook for {target!r} must be callable, got {type(hook).__name__}: {hook!r}")
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise TypeError(f"priority must be an int, got {type(priority).__name__}")
-        parse_target(target)
+        _parse_target(target)
         source = source if source is not None else t._current_plugin_source.get()
         with self.lock:
             record = self.targets.setdefault(target, t.TargetRecord(target))
@@ -296,7 +517,7 @@ class Registry:
             return []
         if own_value(slot.owner, slot.name) is not slot.raw:
             logger.warning("Not restoring %s: it was changed after the hook registry patched it", slot.key)
-        elif slot.previous is MISSING:
+        elif slot.previous is t.MISSING:
             delattr(slot.owner, slot.name)
         else:
             setattr(slot.owner, slot.name, slot.previous)
@@ -383,7 +604,7 @@ def _owner(record: t.TargetRecord) -> object:
 def _base_raw(slot: t.Slot) -> object:
     """What an inherited slot's class inherits for its name right now (maybe a base's wrapper), or ``MISSING``."""
     assert isinstance(slot.owner, type)
-    return next((k.__dict__[slot.name] for k in slot.owner.__mro__[1:] if slot.name in k.__dict__), MISSING)
+    return next((k.__dict__[slot.name] for k in slot.owner.__mro__[1:] if slot.name in k.__dict__), t.MISSING)
 
 
 def _rebind(walks: Sequence[_Walk], modules: Iterable[object] | None = None) -> None:

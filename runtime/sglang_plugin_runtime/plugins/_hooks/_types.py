@@ -11,7 +11,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ._targets import Unwrapped
+#: No such attribute (as the value an attribute had before a patch: there is nothing to restore but a deletion).
+MISSING = object()
 
 #: The variable that makes ``HookRegistry.apply_hooks()`` strict (the SRT namespace's; see ``_plugin_context``).
 STRICT_ENV = "SGLANG_PLUGINS_STRICT"
@@ -88,6 +89,15 @@ def describe_callable(obj: object) -> str:
     if not isinstance(qualname, str):
         return repr(obj)
     return f"{module}.{qualname}" if isinstance(module, str) and module else qualname
+
+
+class Unwrapped(NamedTuple):
+    """The callable in a raw attribute; ``kind``: "class", "function", "classmethod", "staticmethod", "property",
+    "cached_property" or "nonbinding" (a callable class attribute that does not bind, e.g. a builtin)."""
+
+    kind: str
+    func: object
+    raw: object
 
 
 class Registration(NamedTuple):
