@@ -66,7 +66,7 @@ logger = logging.getLogger(__name__)
 _APPLIED, _PENDING, _REPLACE = t.HookStatus.APPLIED, t.HookStatus.PENDING, t.HookType.REPLACE
 
 
-_MODULE_GETATTRIBUTE = types.ModuleType.__getattribute__
+_MODULE_GETATTR = types.ModuleType.__getattribute__
 
 
 # ------------------------------------------------------------------ targets
@@ -109,9 +109,7 @@ def module_dict(obj: object) -> dict[str, object] | None:
     """A module's namespace, read without running code: ``None`` for anything else, and for a module whose class
     intercepts attribute access (``LazyLoader``'s, until the module has executed)."""
     kind = type(obj)
-    if kind is types.ModuleType or (
-        issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTRIBUTE
-    ):
+    if kind is types.ModuleType or (issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR):
         return obj.__dict__
     return None
 
@@ -206,14 +204,10 @@ def rewrap(unwrapped: t.Unwrapped, wrapper: object) -> object:
 # ------------------------------------------------------------------ the post-import hook
 
 
-#: Called as ``on_loaded(name, module_names_before_exec)`` after a watched module executed.
-LoadedCallback = Callable[[str, frozenset[str]], None]
-
-
 class _NotifyingLoader:
     """Delegates everything to the real loader (``create_module`` too); reports after ``exec_module``."""
 
-    def __init__(self, loader: object, on_loaded: LoadedCallback) -> None:
+    def __init__(self, loader: object, on_loaded: Callable[[str, frozenset[str]], None]) -> None:
         self._loader, self._on_loaded = loader, on_loaded
 
     def __getattr__(self, name: str) -> object:
@@ -234,7 +228,8 @@ class _NotifyingLoader:
 class ImportWatcher:
     """A ``sys.meta_path`` finder that reports when one of the ``watched`` modules finishes executing."""
 
-    def __init__(self, on_loaded: LoadedCallback) -> None:
+    def __init__(self, on_loaded: Callable[[str, frozenset[str]], None]) -> None:
+        """``on_loaded(name, module_names_before_it_executed)`` is called after a watched module executed."""
         self.watched: set[str] = set()
         self._on_loaded, self._finding = on_loaded, threading.local()
 
@@ -281,12 +276,11 @@ class _Walk(NamedTuple):
     found: dict[int, dict[str, object]]  # by id
 
 
-class _Batch:
+class _Batch(NamedTuple):
     """What one apply (or discard) collects: failures, and the rebinding walks to run at its end."""
 
-    def __init__(self) -> None:
-        self.failures: list[t.HookFailure] = []
-        self.walks: list[_Walk] = []  # stale copies of what was replaced or removed get what replaced it
+    failures: list[t.HookFailure]
+    walks: list[_Walk]  # stale copies of what was replaced or removed get what replaced it
 
 
 class Registry:
@@ -365,7 +359,7 @@ class Registry:
     def _apply(self, names: list[str], walk: Sequence[object] | None = None) -> None:
         """Take ``names`` and bring every slot up to date, then one rebinding walk (over ``walk``, default every
         module) for all of them; raise the failures of strict targets."""
-        batch = _Batch()
+        batch = _Batch([], [])
         self._finish([self._take(self.targets[name], batch) for name in sorted(names)], batch, walk)
         if strict := [failure for failure in batch.failures if self.targets[failure.target].strict]:
             raise t.HookApplyError(strict)
@@ -390,7 +384,7 @@ class Registry:
         restore those left without hooks. Base classes first: a subclass wraps its base's method."""
         for slot in sorted(self.slots.values(), key=_depth):
             if not slot.records:
-                batch.walks += self._undo(slot)
+                batch.walks.extend(self._undo(slot))
                 del self.slots[id(slot.owner), slot.name]
             elif slot in taken or (slot.current is not None and _changed(slot)):
                 self._build(slot, batch)
@@ -491,9 +485,7 @@ class Registry:
         if not (left := [c for c in subclasses if all(c is not r.hook for r in regs)]):
             return ()
         names = ", ".join(f"{c.__module__}.{c.__qualname__}" for c in left)
-        message = (
-            f"class REPLACE by {regs[-1].label()}: existing subclasses of the original keep inheriting from it: {names}"
-        )
+        message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original keep inheriting: {names}"
         logger.warning("Class REPLACE on '%s': %s", slot.key, message)
         return (("class_replace_subclasses", message),)
 
@@ -545,7 +537,7 @@ class Registry:
                     del self.targets[name]
                     if record.slot is not None:
                         record.slot.records.remove(record)
-            self._finish([], _Batch())
+            self._finish([], _Batch([], []))
             return removed
 
     # ------------------------------------------------------------------ introspection
@@ -616,12 +608,11 @@ def _rebind(walks: Sequence[_Walk], modules: Iterable[object] | None = None) -> 
                 by_name.setdefault(walk.name, {})[id(old)] = walk
     if not by_name:
         return
-    names = by_name.keys()
     namespaces = map(module_dict, list(sys.modules.values()) if modules is None else modules)
     for namespace in [*namespaces, *(found for walk in walks for found in walk.found.values())]:
         if namespace is None:
             continue
-        for name in namespace.keys() & names:  # a C-level intersection: no Python loop over the globals
+        for name in namespace.keys() & by_name.keys():  # a C-level intersection: no Python loop over the globals
             if (hit := by_name[name].get(id(namespace[name]))) is not None:
                 namespace[name] = hit.new
                 hit.found[id(namespace)] = namespace
