@@ -180,9 +180,7 @@ def unwrap(raw: object, owner: object) -> t.Unwrapped:
             raise TypeError("property has no getter to hook")
         return t.Unwrapped("property", getter, raw)
     if not callable(raw):
-        raise TypeError(
-            "no such attribute" if raw is t.MISSING else f"attribute is not callable (a {type(raw).__name__})"
-        )
+        raise TypeError("no such attribute" if raw is t.MISSING else f"attribute not callable (a {type(raw).__name__})")
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
     return t.Unwrapped("class" if isinstance(raw, type) else "function" if binds else "nonbinding", raw, raw)
@@ -234,9 +232,7 @@ class ImportWatcher:
         self._on_loaded, self._finding = on_loaded, threading.local()
 
     # The import system calls this for every module not imported yet: keep the unwatched path short.
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None
-    ) -> ModuleSpec | None:
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
         if fullname not in self.watched:
             return None
         finding: set[str] = self._finding.__dict__.setdefault("names", set())
