@@ -296,7 +296,7 @@ class Registry:
     def register(
         self,
         target: str,
-        hook: Callable[..., object],
+        hook: t.Hook,
         hook_type: t.HookType | str = t.HookType.AFTER,
         *,
         source: t.HookSource | None = None,
@@ -330,9 +330,8 @@ class Registry:
         if twin is not None:
             logger.warning(
                 f"{t.describe_callable(new.hook)} is registered as a {new.hook_type.name} hook on '{record.target}' a "
-                f"second time (first by {t.format_source(twin.source)}, now by {t.format_source(new.source)}): it "
-                "will run twice per call. Register it once; a hook module imported under two names registers its "
-                "decorators twice."
+                f"second time (first by {t.format_source(twin.source)}, now by {t.format_source(new.source)}): it will "
+                "run twice per call. Register it once (a module imported under two names registers it twice)."
             )
         replaces = [r for r in t.ordered(record.slot.records if record.slot else [record]) if r.hook_type is _REPLACE]
         if replaces and new.hook_type is _REPLACE:
@@ -379,6 +378,7 @@ class Registry:
         """Build the ``taken`` slots, rebuild those whose hooks or inherited original changed since their last build,
         restore those left without hooks. Base classes first: a subclass wraps its base's method."""
         for slot in sorted(self.slots.values(), key=_depth):
+            slot.records = [record for record in slot.records if record.registrations]  # discard_source() emptied
             if not slot.records:
                 batch.walks.extend(self._undo(slot))
                 del self.slots[id(slot.owner), slot.name]
@@ -524,17 +524,12 @@ class Registry:
     def discard_source(self, source: t.HookSource) -> int:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.discard_source`."""
         with self.lock:
-            removed = 0
-            for name, record in list(self.targets.items()):
-                keep = [r for r in record.registrations if r.source != source]
-                removed += len(record.registrations) - len(keep)
-                record.registrations = keep
-                if not keep:
-                    del self.targets[name]
-                    if record.slot is not None:
-                        record.slot.records.remove(record)
-            self._finish([], _Batch([], []))
-            return removed
+            before = sum(len(record.registrations) for record in self.targets.values())
+            for record in self.targets.values():
+                record.registrations = [r for r in record.registrations if r.source != source]
+            self.targets = {name: record for name, record in self.targets.items() if record.registrations}
+            self._finish([], _Batch([], []))  # a slot left with no target restores its original
+            return before - sum(len(record.registrations) for record in self.targets.values())
 
     # ------------------------------------------------------------------ introspection
 
@@ -551,9 +546,7 @@ class Registry:
             records = self.targets.values() if target is None else self._records_for(target)
             return [report(record, self.slots.values()) for record in sorted(records, key=lambda r: r.target)]
 
-    def is_hook_applied(
-        self, target: str, hook: Callable[..., object], hook_type: t.HookType | str | None = None
-    ) -> bool:
+    def is_hook_applied(self, target: str, hook: t.Hook, hook_type: t.HookType | str | None = None) -> bool:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.is_hook_applied`."""
         wanted = None if hook_type is None else t.HookType(hook_type)
         with self.lock:

@@ -11,6 +11,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+#: A hook, or what it hooks.
+Hook = Callable[..., object]
+
 #: No such attribute (as the value an attribute had before a patch: there is nothing to restore but a deletion).
 MISSING = object()
 
@@ -42,8 +45,7 @@ class HookStatus(str, enum.Enum):
     PENDING = "pending"  # waiting for its module to be imported (patched right after it is)
     FAILED = "failed"
 
-    def __str__(self) -> str:
-        return self.value
+    __str__ = str.__str__  # "applied", not "HookStatus.APPLIED"
 
 
 # Documented (and pickled) under the public module.
@@ -105,7 +107,7 @@ class Registration(NamedTuple):
 
     seq: int
     hook_type: HookType
-    hook: Callable[..., object]
+    hook: Hook
     source: HookSource | None
     priority: int
 

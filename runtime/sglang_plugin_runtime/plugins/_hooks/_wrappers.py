@@ -42,18 +42,14 @@ import linecache
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+Fn = Callable[..., object]
 _GENERIC = "*args, **kwargs"
 _FAST_ARITIES = range(4)  # calls with 0 to 3 positional arguments and no keywords take the fast path
 _GLOBALS = {"__builtins__": {}, "len": len, "_isawaitable": inspect.isawaitable}
 _numbers = itertools.count(1)
 
 
-def build_wrapper(
-    func: Callable[..., object],
-    core: Callable[..., object],
-    chain: Sequence[tuple[str, Callable[..., object]]],
-    label: str,
-) -> Callable[..., object]:
+def build_wrapper(func: Fn, core: Fn, chain: Sequence[tuple[str, Fn]], label: str) -> Fn:
     """``core`` (the original ``func``, or a REPLACE) inside ``chain``: ``("before"|"after"|"around", hook)`` pairs,
     outermost first. ``func`` gives the wrapper its metadata and decides whether it is ``async def``."""
     is_async = inspect.iscoroutinefunction(func)
@@ -62,7 +58,7 @@ def build_wrapper(
     declared = getattr(getattr(func, "__code__", None), "co_argcount", None)
     arities = tuple(sorted(_FAST_ARITIES, key=lambda n: n != declared))
     make = _factory(tuple(kind for kind, _hook in chain), awaited, is_async, arities)
-    wrapper: Callable[..., object] = make(core, label, *(hook for _kind, hook in chain))
+    wrapper: Fn = make(core, label, *(hook for _kind, hook in chain))
     functools.update_wrapper(wrapper, func)
     return wrapper
 
