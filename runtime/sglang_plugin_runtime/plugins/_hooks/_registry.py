@@ -262,14 +262,13 @@ class ImportWatcher:
 
 
 class _Walk(NamedTuple):
-    """Module globals named ``name`` that hold one of ``stale`` get ``new``; their namespaces are added to ``found``,
-    which the next walk for the same slot visits again (modules that left ``sys.modules`` or a walk over the modules
-    of one import miss them)."""
+    """Module globals named like ``slot``'s attribute that hold one of ``stale`` get ``new``; their namespaces are
+    added to ``slot.rebinds``, which the next walk for the slot visits again (modules that left ``sys.modules`` or a
+    walk over the modules of one import miss them)."""
 
-    name: str
+    slot: t.Slot
     stale: tuple[object, ...]
     new: object
-    found: dict[int, dict[str, object]]  # by id
 
 
 class _Batch(NamedTuple):
@@ -364,11 +363,10 @@ class Registry:
         since replaced (or restored) are taken again through what their path names now. Then the walks, the watch
         list and the log."""
         self._update(taken, batch)
-        moved = [(r, r.slot) for r in self.targets.values() if r.slot is not None and _owner(r) is not r.slot.owner]
-        for record, slot in moved:
+        moved = [r for r in self.targets.values() if r.slot is not None and _owner(r) is not r.slot.owner]
+        for record in moved:  # its old slot forgets it in the next pass
             record.slot, record.status = None, t.HookStatus.REGISTERED
-            slot.records.remove(record)
-        self._update([self._take(record, batch) for record, _slot in moved], batch)
+        self._update([self._take(record, batch) for record in moved], batch)
         _rebind(batch.walks, walk)
         self._watcher.watch({module for r in self.targets.values() if r.status is _PENDING for module in r.watch})
         for failure in batch.failures:
@@ -378,7 +376,7 @@ class Registry:
         """Build the ``taken`` slots, rebuild those whose hooks or inherited original changed since their last build,
         restore those left without hooks. Base classes first: a subclass wraps its base's method."""
         for slot in sorted(self.slots.values(), key=_depth):
-            slot.records = [record for record in slot.records if record.registrations]  # discard_source() emptied
+            slot.records = [r for r in slot.records if r.slot is slot and r.registrations]  # moved or discarded
             if not slot.records:
                 batch.walks.extend(self._undo(slot))
                 del self.slots[id(slot.owner), slot.name]
@@ -449,7 +447,7 @@ class Registry:
         sources = ", ".join(sorted({t.format_source(r.source) for r in regs}))
         logger.info("Applied %d hook(s) to %s (from: %s)", len(regs), slot.key, sources)
         if _rebindable(slot):
-            batch.walks.append(_Walk(slot.name, (slot.original.func, old), new, slot.rebinds))
+            batch.walks.append(_Walk(slot, (slot.original.func, old), new))
 
     def _compose(self, slot: t.Slot, regs: list[t.Registration]) -> tuple[object, object]:
         """The callable to install and the raw attribute holding it: may raise, changes nothing."""
@@ -509,7 +507,7 @@ class Registry:
             delattr(slot.owner, slot.name)
         else:
             setattr(slot.owner, slot.name, slot.previous)
-        return [_Walk(slot.name, (current,), original, slot.rebinds)] if _rebindable(slot) else []
+        return [_Walk(slot, (current,), original)] if _rebindable(slot) else []
 
     def reset(self) -> None:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.reset`."""
@@ -589,22 +587,23 @@ def _base_raw(slot: t.Slot) -> object:
 
 
 def _rebind(walks: Sequence[_Walk], modules: Iterable[object] | None = None) -> None:
-    """Run ``walks`` in one pass over ``modules`` (default: every module in ``sys.modules``) and their ``found``."""
+    """Run ``walks`` in one pass over ``modules`` (default: every module in ``sys.modules``) and the namespaces their
+    slots rebound before."""
     by_name: dict[str, dict[int, _Walk]] = {}  # by id: ``walks`` keep every stale object alive meanwhile
     for walk in walks:
         for old in walk.stale:
             if old is not None and old is not walk.new:
-                by_name.setdefault(walk.name, {})[id(old)] = walk
+                by_name.setdefault(walk.slot.name, {})[id(old)] = walk
     if not by_name:
         return
     namespaces = map(module_dict, list(sys.modules.values()) if modules is None else modules)
-    for namespace in [*namespaces, *(found for walk in walks for found in walk.found.values())]:
+    for namespace in [*namespaces, *(found for walk in walks for found in walk.slot.rebinds.values())]:
         if namespace is None:
             continue
         for name in namespace.keys() & by_name.keys():  # a C-level intersection: no Python loop over the globals
             if (hit := by_name[name].get(id(namespace[name]))) is not None:
                 namespace[name] = hit.new
-                hit.found[id(namespace)] = namespace
+                hit.slot.rebinds[id(namespace)] = namespace
 
 
 _default = Registry()
