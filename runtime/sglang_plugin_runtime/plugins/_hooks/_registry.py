@@ -50,7 +50,7 @@ import threading
 import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from importlib.machinery import ModuleSpec
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from ..._forking import after_fork_in_child
 from ..._namespace import env_flag
@@ -97,8 +97,7 @@ def _parse_target(target: object) -> tuple[str | None, tuple[str, ...]]:
         raise TypeError(f"Hook target must be a string, got {type(target).__name__}: {target!r}")
     module, colon, attr = target.rpartition(":")
     parts = tuple(attr.split("."))
-    names = (*module.split("."), *parts) if colon else parts
-    if target.count(":") > 1 or not all(name.isidentifier() for name in names):
+    if target.count(":") > 1 or not all(name.isidentifier() for name in target.replace(":", ".").split(".")):
         raise ValueError(f"Invalid target path (expected pkg.module.attr or pkg.module:Attr.path): {target}")
     if not colon and len(parts) < 2:
         raise ValueError(f"Invalid target path (need at least module.attr): {target}")
@@ -213,11 +212,9 @@ class _NotifyingLoader:
 
     def exec_module(self, module: types.ModuleType) -> None:
         __tracebackhide__ = True
-        spec: Any = module.__spec__
-        if spec is not None and spec.loader is self:
-            spec.loader = self._loader
-        if getattr(module, "__loader__", None) is self:
-            module.__loader__ = self._loader
+        for holder, attribute in ((module.__spec__, "loader"), (module, "__loader__")):  # the real loader, not us
+            if getattr(holder, attribute, None) is self:
+                setattr(holder, attribute, self._loader)
         before = frozenset(sys.modules)
         self._loader.exec_module(module)  # type: ignore[attr-defined]
         self._on_loaded(module.__name__, before)
@@ -313,10 +310,9 @@ class Registry:
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise TypeError(f"priority must be an int, got {type(priority).__name__}")
         _parse_target(target)
-        source = source if source is not None else t._current_plugin_source.get()
         with self.lock:
             record = self.targets.setdefault(target, t.TargetRecord(target))
-            new = t.Registration(next(self._seq), hook_type, hook, source, priority)
+            new = t.Registration(next(self._seq), hook_type, hook, source or t._current_plugin_source.get(), priority)
             self._warn_about_repeats(record, new)
             record.registrations.append(new)
             if self.applied:  # apply_hooks() already ran: apply now, as strict as the plugin's context says
@@ -498,8 +494,7 @@ class Registry:
 
     def _undo(self, slot: t.Slot) -> list[_Walk]:
         """Put back what ``slot`` changed; the walk that gives the original to copies taken after the patch."""
-        original, current = slot.original.func, slot.current
-        if current is None:
+        if slot.current is None:
             return []
         if own_value(slot.owner, slot.name) is not slot.raw:
             logger.warning("Not restoring %s: it was changed after the hook registry patched it", slot.key)
@@ -507,7 +502,7 @@ class Registry:
             delattr(slot.owner, slot.name)
         else:
             setattr(slot.owner, slot.name, slot.previous)
-        return [_Walk(slot, (current,), original)] if _rebindable(slot) else []
+        return [_Walk(slot, (slot.current,), slot.original.func)] if _rebindable(slot) else []
 
     def reset(self) -> None:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.reset`."""

@@ -58,9 +58,7 @@ def build_wrapper(func: Fn, core: Fn, chain: Sequence[tuple[str, Fn]], label: st
     declared = getattr(getattr(func, "__code__", None), "co_argcount", None)
     arities = tuple(sorted(_FAST_ARITIES, key=lambda n: n != declared))
     make = _factory(tuple(kind for kind, _hook in chain), awaited, is_async, arities)
-    wrapper: Fn = make(core, label, *(hook for _kind, hook in chain))
-    functools.update_wrapper(wrapper, func)
-    return wrapper
+    return functools.update_wrapper(make(core, label, *(hook for _kind, hook in chain)), func)
 
 
 def _new_args(result: Any, hook: object, label: str) -> tuple[Any, Any]:
