@@ -443,7 +443,7 @@ class Registry:
         sources = ", ".join(sorted({t.format_source(r.source) for r in regs}))
         logger.info("Applied %d hook(s) to %s (from: %s)", len(regs), slot.key, sources)
         if _rebindable(slot):
-            batch.walks.append(_Walk(slot, (slot.original.func, old), new))
+            batch.walks.append(_Walk(slot, (slot.original.func,) if old is None else (slot.original.func, old), new))
 
     def _compose(self, slot: t.Slot, regs: list[t.Registration]) -> tuple[object, object]:
         """The callable to install and the raw attribute holding it: may raise, changes nothing."""
@@ -586,9 +586,7 @@ def _rebind(walks: Sequence[_Walk], modules: Iterable[object] | None = None) -> 
     slots rebound before."""
     by_name: dict[str, dict[int, _Walk]] = {}  # by id: ``walks`` keep every stale object alive meanwhile
     for walk in walks:
-        for old in walk.stale:
-            if old is not None and old is not walk.new:
-                by_name.setdefault(walk.slot.name, {})[id(old)] = walk
+        by_name.setdefault(walk.slot.name, {}).update((id(old), walk) for old in walk.stale if old is not walk.new)
     if not by_name:
         return
     namespaces = map(module_dict, list(sys.modules.values()) if modules is None else modules)
