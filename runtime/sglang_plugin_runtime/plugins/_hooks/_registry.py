@@ -66,10 +66,9 @@ logger = logging.getLogger(__name__)
 _APPLIED, _PENDING, _REPLACE = t.HookStatus.APPLIED, t.HookStatus.PENDING, t.HookType.REPLACE
 
 
-_MODULE_GETATTR = types.ModuleType.__getattribute__
-
-
 # ------------------------------------------------------------------ targets
+
+_MODULE_GETATTR = types.ModuleType.__getattribute__
 
 
 class Resolution(NamedTuple):
@@ -589,10 +588,9 @@ def _rebind(walks: Sequence[_Walk], modules: Iterable[object] | None = None) -> 
         by_name.setdefault(walk.slot.name, {}).update((id(old), walk) for old in walk.stale if old is not walk.new)
     if not by_name:
         return
-    namespaces = map(module_dict, list(sys.modules.values()) if modules is None else modules)
-    for namespace in [*namespaces, *(found for walk in walks for found in walk.slot.rebinds.values())]:
-        if namespace is None:
-            continue
+    namespaces = map(module_dict, list(sys.modules.values()) if modules is None else modules)  # None: not a module
+    rebound = (namespace for walk in walks for namespace in walk.slot.rebinds.values())
+    for namespace in filter(None, [*namespaces, *rebound]):
         for name in namespace.keys() & by_name.keys():  # a C-level intersection: no Python loop over the globals
             if (hit := by_name[name].get(id(namespace[name]))) is not None:
                 namespace[name] = hit.new
