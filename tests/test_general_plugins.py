@@ -573,3 +573,20 @@ def test_fork_while_another_thread_loads_runs_each_hook_once_in_the_child(site: 
     )
     out = site.run_json(FORK_WHILE_LOADING, {"CHILD_OUT": str(tmp_path / "child.json")})
     assert out == 2  # the call itself and the hook, once
+
+
+def test_a_hook_registered_after_a_load_without_plugins_applies_at_once(site: PluginSite) -> None:
+    site.add("target", modules={"target_mod.py": TARGET_MODULE})
+    out = site.run_json(
+        """
+        import json, sys
+        import target_mod
+        from sglang_plugin_runtime.plugins import load_plugins
+        load_plugins()  # no plugin installed: the hook registry is not even imported
+        registry_imported = "sglang_plugin_runtime.plugins.hook_registry" in sys.modules
+        from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+        HookRegistry.register("target_mod.work", lambda result, x: result + 1, HookType.AFTER)
+        print(json.dumps([registry_imported, target_mod.work(1)]))
+        """
+    )
+    assert out == [False, 3]

@@ -368,7 +368,7 @@ def doctor_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args:
 
 def explain_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
     """Load the general plugins, then describe the hooks on ``args.target`` in the order they run."""
-    from ..plugins._hooks._targets import parse_target
+    from ..plugins.hook_registry import _parse_target as parse_target
 
     target, wanted = args.target, args.target.replace(":", ".")
     try:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from ._hooks._registry import Registry, active_registry, isolated_registry
+from ._hooks._registry import _parse_target as _parse_target  # for the CLI's explain
 from ._hooks._registry import _plugin_context as _plugin_context  # for plugin loaders
 from ._hooks._types import STRICT_ENV, HookApplyError, HookFailure, HookSource, HookStatus, HookType
 from ._hooks._types import _current_plugin_source as _current_plugin_source  # SGLang's name; plugin loaders set it
@@ -22,22 +23,10 @@ from ._hooks._types import _current_plugin_source as _current_plugin_source  # S
 if TYPE_CHECKING:
     from ._hooks._describe import Conflict, HookReport, TargetReport
 
-__all__ = [
-    "STATUSES",
-    "STRICT_ENV",
-    "Conflict",
-    "HookApplyError",
-    "HookFailure",
-    "HookRegistry",
-    "HookReport",
-    "HookSource",
-    "HookStatus",
-    "HookType",
-    "Registry",
-    "TargetReport",
-    "isolated_registry",
-    "plugin_hook",
-]
+# The names by role: registering hooks, applying them (strict mode), and the reports (imported on first use).
+__all__ = ["HookRegistry", "HookSource", "HookType", "Registry", "isolated_registry", "plugin_hook"]
+__all__ += ["STATUSES", "STRICT_ENV", "HookApplyError", "HookFailure", "HookStatus"]
+__all__ += ["Conflict", "HookReport", "TargetReport"]
 
 #: The statuses a target can have (the values of :class:`HookStatus`).
 STATUSES = tuple(status.value for status in HookStatus)

@@ -1,7 +1,6 @@
 """Private machinery behind :mod:`sglang_plugin_runtime.plugins.hook_registry`; import from there instead.
 
-``_registry`` (the registry object: registration, applying, undoing), ``_types`` (what it talks about and
-remembers), ``_targets`` (target strings, descriptors, recorded setattrs), ``_wrappers`` (the fused wrapper),
-``_rebinding`` (stale ``from x import f`` copies), ``_import_watch`` (the post-import hook) and ``_describe``
-(reports, imported only when asked for).
+``_registry`` (the registry object: finding targets, registering, applying, undoing, the post-import hook),
+``_types`` (what it talks about and remembers), ``_wrappers`` (the fused wrapper) and ``_describe`` (reports,
+imported only when asked for).
 """

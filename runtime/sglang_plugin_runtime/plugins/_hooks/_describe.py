@@ -10,8 +10,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._targets import MISSING
-from ._types import HookType, Registration, Slot, TargetRecord, describe_callable, ordered
+from ._types import MISSING, HookType, Registration, Slot, TargetRecord, describe_callable, ordered
 
 
 @dataclass(frozen=True)
@@ -84,13 +83,13 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
             )
             found.append(("method_replace_overrides_class_replace", message))
     return TargetReport(
-        target=record.spec.text,
+        target=record.target,
         status=record.status.value,
         error=record.error,
         resolved=record.resolved,
         hooks=_hooks(regs),
         conflicts=tuple(Conflict(kind, message) for kind, message in found),
-        rebound=sum(ns.get(slot.name) is slot.current for ns in slot.rebinds) if slot is not None else 0,
+        rebound=sum(ns.get(slot.name) is slot.current for ns in slot.rebinds.values()) if slot is not None else 0,
     )
 
 

@@ -11,7 +11,11 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ._targets import TargetSpec, Unwrapped
+#: A hook, or what it hooks.
+Hook = Callable[..., object]
+
+#: No such attribute (as the value an attribute had before a patch: there is nothing to restore but a deletion).
+MISSING = object()
 
 #: The variable that makes ``HookRegistry.apply_hooks()`` strict (the SRT namespace's; see ``_plugin_context``).
 STRICT_ENV = "SGLANG_PLUGINS_STRICT"
@@ -41,8 +45,7 @@ class HookStatus(str, enum.Enum):
     PENDING = "pending"  # waiting for its module to be imported (patched right after it is)
     FAILED = "failed"
 
-    def __str__(self) -> str:
-        return self.value
+    __str__ = str.__str__  # "applied", not "HookStatus.APPLIED"
 
 
 # Documented (and pickled) under the public module.
@@ -90,12 +93,21 @@ def describe_callable(obj: object) -> str:
     return f"{module}.{qualname}" if isinstance(module, str) and module else qualname
 
 
+class Unwrapped(NamedTuple):
+    """The callable in a raw attribute; ``kind``: "class", "function", "classmethod", "staticmethod", "property",
+    "cached_property" or "nonbinding" (a callable class attribute that does not bind, e.g. a builtin)."""
+
+    kind: str
+    func: object
+    raw: object
+
+
 class Registration(NamedTuple):
     """One ``register()`` call; ``seq`` orders registrations of equal priority."""
 
     seq: int
     hook_type: HookType
-    hook: Callable[..., object]
+    hook: Hook
     source: HookSource | None
     priority: int
 
@@ -107,12 +119,13 @@ class Registration(NamedTuple):
 class TargetRecord:
     """One target *string*: its registrations and where it stands."""
 
-    spec: TargetSpec
+    target: str
     registrations: list[Registration] = field(default_factory=list)
     status: HookStatus = HookStatus.REGISTERED
     error: str | None = None
     strict: bool = False  # the strictness of the apply that took it (also when its module is imported later)
     resolved: str | None = None  # the canonical module:attr.path once resolved
+    watch: tuple[str, ...] = ()  # while pending: the modules whose import may make it resolvable
     slot: Slot | None = None
 
 
@@ -128,10 +141,11 @@ class Slot:
     # the base's hooks run for the subclass too.
     inherited: bool
     records: list[TargetRecord] = field(default_factory=list)
+    built: list[Registration] = field(default_factory=list)  # the registrations of its last build, failed or not
     previous: object = None  # the raw value before the first patch (MISSING: none of its own, the patch shadows)
     raw: object = None  # the raw value installed (the callable, or a descriptor around it); None: not patched
     current: object = None  # the callable installed
-    rebinds: list[dict[str, object]] = field(default_factory=list)  # namespaces whose global `name` was rebound
+    rebinds: dict[int, dict[str, object]] = field(default_factory=dict)  # namespaces whose global `name` we rebound
     conflicts: tuple[tuple[str, str], ...] = ()  # (kind, message) seen when it was built
 
 

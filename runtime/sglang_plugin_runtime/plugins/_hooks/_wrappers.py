@@ -40,31 +40,23 @@ import inspect
 import itertools
 import linecache
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
+Fn = Callable[..., object]
 _GENERIC = "*args, **kwargs"
 _FAST_ARITIES = range(4)  # calls with 0 to 3 positional arguments and no keywords take the fast path
 _GLOBALS = {"__builtins__": {}, "len": len, "_isawaitable": inspect.isawaitable}
 _numbers = itertools.count(1)
 
 
-def build_wrapper(
-    func: Callable[..., object],
-    core: Callable[..., object],
-    chain: Sequence[tuple[str, Callable[..., object]]],
-    label: str,
-) -> Callable[..., object]:
+def build_wrapper(func: Fn, core: Fn, chain: Sequence[tuple[str, Fn]], label: str) -> Fn:
     """``core`` (the original ``func``, or a REPLACE) inside ``chain``: ``("before"|"after"|"around", hook)`` pairs,
     outermost first. ``func`` gives the wrapper its metadata and decides whether it is ``async def``."""
     is_async = inspect.iscoroutinefunction(func)
     awaited = tuple(is_async and inspect.iscoroutinefunction(hook) for _kind, hook in chain)
-    # The arity the original declares is tested first: each arity tested before a call's own costs it about 4%.
     declared = getattr(getattr(func, "__code__", None), "co_argcount", None)
-    arities = tuple(sorted(_FAST_ARITIES, key=lambda n: n != declared))
-    make = _factory(tuple(kind for kind, _hook in chain), awaited, is_async, arities)
-    wrapper: Callable[..., object] = make(core, label, *(hook for _kind, hook in chain))
-    functools.update_wrapper(wrapper, func)
-    return wrapper
+    make = _factory(tuple(kind for kind, _hook in chain), awaited, is_async, declared)
+    return functools.update_wrapper(make(core, label, *(hook for _kind, hook in chain)), func)
 
 
 def _new_args(result: Any, hook: object, label: str) -> tuple[Any, Any]:
@@ -83,25 +75,28 @@ def _new_args(result: Any, hook: object, label: str) -> tuple[Any, Any]:
 
 @functools.lru_cache(maxsize=256)
 def _factory(
-    kinds: tuple[str, ...], awaited: tuple[bool, ...], is_async: bool, arities: tuple[int, ...]
+    kinds: tuple[str, ...], awaited: tuple[bool, ...], is_async: bool, declared: int | None
 ) -> Callable[..., Any]:
-    """Compile, once per chain shape, ``_make(_core, _label, _h0, _h1, ...)``, which returns a wrapper."""
+    """Compile, once per chain shape, ``_make(_core, _label, _h0, _h1, ...)``, which returns a wrapper. ``declared``:
+    how many positional parameters the original declares."""
+    # The arity the original declares is tested first: each arity tested before a call's own costs it about 4%.
+    arities = sorted(_FAST_ARITIES, key=lambda n: n != declared)
     # Function k runs the BEFORE/AFTER hooks bodies[k] around a call of the k-th AROUND (the last: of the core).
     arounds = [i for i, kind in enumerate(kinds) if kind == "around"]
     edges = [-1, *arounds, len(kinds)]
     bodies = [list(range(start + 1, end)) for start, end in itertools.pairwise(edges)]
-    names = ["_wrapper", *(f"_inner{k}" for k in range(1, len(bodies)))]
     if len(bodies) > 1 and not bodies[-1]:
-        names[-1] = "_core"  # nothing inside the innermost AROUND: its original_fn is the core itself
+        bodies.pop()  # nothing inside the innermost AROUND: its original_fn is the core itself
+    names = ["_wrapper", *(f"_inner{k}" for k in range(1, len(bodies))), "_core"]
+    aws = ["await " if hook_awaited else "" for hook_awaited in awaited]
     lines = [f"def _make(_core, _label, {', '.join(f'_h{i}' for i in range(len(kinds)))}):"]
 
     def emit(pad: str, ops: list[int], call: str, args: str, afters: list[tuple[int, str]]) -> None:
         """The code running the hooks ``ops``, then ``call``, then the AFTER hooks; the arguments spelled ``args``."""
         afters = list(afters)
         for pos, i in enumerate(ops):
-            aw = "await " if awaited[i] else ""
             if kinds[i] == "before":
-                lines.extend((f"{pad}_r = {aw}_h{i}({args})", f"{pad}if _r is not None:"))
+                lines.extend((f"{pad}_r = {aws[i]}_h{i}({args})", f"{pad}if _r is not None:"))
                 lines.append(f"{pad}    args, kwargs = _new_args(_r, _h{i}, _label)")
                 if args != _GENERIC:  # new arguments: the rest of this body takes the generic path
                     emit(pad + "    ", ops[pos + 1 :], call, _GENERIC, afters)
@@ -117,21 +112,14 @@ def _factory(
         if is_async:  # an async def AROUND or core, or a plain AROUND returning original_fn(...)
             lines.extend((f"{pad}if _isawaitable(_res):", f"{pad}    _res = await _res"))
         for i, level_args in reversed(afters):
-            aw = "await " if awaited[i] else ""
-            lines.extend(
-                (f"{pad}_m = {aw}_h{i}(_res, {level_args})", f"{pad}if _m is not None:", f"{pad}    _res = _m")
-            )
+            lines.append(f"{pad}_m = {aws[i]}_h{i}(_res, {level_args})")
+            lines.extend((f"{pad}if _m is not None:", f"{pad}    _res = _m"))
         lines.append(f"{pad}return _res")
 
     for k, ops in enumerate(bodies):
-        if names[k] == "_core":
-            continue
         call = f"_h{arounds[k]}({names[k + 1]}, " if k < len(arounds) else "_core("
-        lines += [
-            f"    {'async ' if is_async else ''}def {names[k]}(*args, **kwargs):",
-            "        __tracebackhide__ = True",
-        ]
-        lines += ["        if not kwargs:", "            n = len(args)"]
+        lines.append(f"    {'async ' if is_async else ''}def {names[k]}(*args, **kwargs):")
+        lines += ["        __tracebackhide__ = True", "        if not kwargs:", "            n = len(args)"]
         for n in arities:
             params = ", ".join(f"_p{j}" for j in range(n))
             lines.append(f"            {'elif' if n != arities[0] else 'if'} n == {n}:")
@@ -144,5 +132,4 @@ def _factory(
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {**_GLOBALS, "_new_args": _new_args}
     exec(compile(source, filename, "exec"), namespace)
-    make: Callable[..., Any] = namespace["_make"]
-    return make
+    return cast("Callable[..., Any]", namespace["_make"])
