@@ -41,34 +41,12 @@ GENERAL_PLUGINS_GROUP = SRT.plugin_group
 #: Entry-point group of diffusion platform plugins.
 MM_PLATFORM_PLUGINS_GROUP = MULTIMODAL.platform_group
 
-__all__ = [
-    "GENERAL_PLUGINS_GROUP",
-    "MM_PLATFORM_PLUGINS_GROUP",
-    "PLATFORM_PLUGINS_GROUP",
-    "RULE_EXPLICIT",
-    "RULE_FALLBACK",
-    "RULE_OVERRIDE",
-    "RULE_SINGLE",
-    "Activation",
-    "CpuArchEnum",
-    "DeviceCapability",
-    "DeviceMixin",
-    "MMPlatform",
-    "PlatformEnum",
-    "PlatformSelection",
-    "PluginNamespace",
-    "SRTPlatform",
-    "current_platform",
-    "current_platform_selection",
-    "describe_contract",
-    "get_current_platform",
-    "refresh_discovery",
-    "register_namespace",
-    "reset_current_platform",
-    "select_platform",
-    "set_current_platform",
-    "set_fallback_platform",
-]
+__all__ = ["current_platform", "current_platform_selection", "get_current_platform", "set_current_platform"]
+__all__ += ["refresh_discovery", "reset_current_platform", "select_platform", "set_fallback_platform"]
+__all__ += ["RULE_EXPLICIT", "RULE_FALLBACK", "RULE_OVERRIDE", "RULE_SINGLE", "Activation", "PlatformSelection"]
+__all__ += ["GENERAL_PLUGINS_GROUP", "MM_PLATFORM_PLUGINS_GROUP", "PluginNamespace", "register_namespace"]
+__all__ += ["PLATFORM_PLUGINS_GROUP", "CpuArchEnum", "DeviceCapability", "DeviceMixin", "PlatformEnum", "SRTPlatform"]
+__all__ += ["MMPlatform", "describe_contract"]
 
 _LAZY_CLASSES = {
     "SRTPlatform": ".interface",

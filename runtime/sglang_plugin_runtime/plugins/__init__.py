@@ -32,20 +32,9 @@ GENERAL_PLUGINS_GROUP = SRT.plugin_group
 #: The diffusion side's general-plugin group.
 MM_GENERAL_PLUGINS_GROUP = MULTIMODAL.plugin_group
 
-__all__ = [
-    "GENERAL_PLUGINS_GROUP",
-    "MM_GENERAL_PLUGINS_GROUP",
-    "PLATFORM_PLUGINS_GROUP",
-    "HookRegistry",
-    "HookSource",
-    "HookType",
-    "LoadReport",
-    "PluginRecord",
-    "load_plugins",
-    "load_plugins_by_group",
-    "plugin_hook",
-    "plugin_load_report",
-]
+__all__ = ["LoadReport", "PluginRecord", "load_plugins", "load_plugins_by_group", "plugin_load_report"]
+__all__ += ["HookRegistry", "HookSource", "HookType", "plugin_hook"]
+__all__ += ["GENERAL_PLUGINS_GROUP", "MM_GENERAL_PLUGINS_GROUP", "PLATFORM_PLUGINS_GROUP"]
 
 
 def load_plugins_by_group(
