@@ -218,35 +218,27 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
 
 
 class _DiscoveryCache:
-    """The per-process scan, in memory: keyed by pid (dropped after ``fork``) and by ``sys.path``."""
+    """The per-process scan, in memory: keyed by pid (so a forked child scans again) and by ``sys.path``."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._key: tuple[int, tuple[str, ...]] | None = None
-        self._result: DiscoveryResult | None = None
+        self.lock = threading.Lock()
+        self.key: tuple[int, tuple[str, ...]] | None = None
+        self.result: DiscoveryResult | None = None
         #: How many scans this process ran (tests prove the in-memory scan is reused with it).
         self.scans = 0
 
     def get(self, refresh: bool = False) -> DiscoveryResult:
         key = (os.getpid(), tuple(sys.path))
-        with self._lock:
-            if refresh or self._result is None or self._key != key:
-                self._result, self._key = scan_distributions(), key
+        with self.lock:
+            if refresh or self.result is None or self.key != key:
+                self.result, self.key = scan_distributions(), key
                 self.scans += 1
-            return self._result
-
-    def clear(self) -> None:
-        with self._lock:
-            self._key = self._result = None
-
-    def after_fork(self) -> None:
-        """In a forked child: start empty, with a fresh lock (the parent's may have been held)."""
-        self._lock = threading.Lock()
-        self._key = self._result = None
+            return self.result
 
 
 _CACHE = _DiscoveryCache()
-after_fork_in_child(_CACHE.after_fork)
+# A forked child scans again anyway (its pid differs); it needs a fresh lock, which a parent's thread may have held.
+after_fork_in_child(lambda: setattr(_CACHE, "lock", threading.Lock()))
 
 
 def discover_entry_points(refresh: bool = False) -> DiscoveryResult:
@@ -256,4 +248,4 @@ def discover_entry_points(refresh: bool = False) -> DiscoveryResult:
 
 def refresh_discovery() -> None:
     """Drop the scan kept in memory; the next :func:`discover_entry_points` rescans."""
-    _CACHE.clear()
+    _CACHE.key = None

@@ -54,9 +54,9 @@ class Activation(NamedTuple):
     """For a plugin whose import or ``activate()`` raised: the traceback, without the runtime's frames."""
 
     def to_dict(self) -> dict[str, Any]:
-        data = self._asdict()
-        data["distribution"], data["version"] = data.pop("dist_name"), data.pop("dist_version")
-        return data
+        from .._fingerprint import as_json  # the one rule for JSON names (dist_name -> distribution, ...)
+
+        return as_json(self)
 
 
 class PlatformSelection(NamedTuple):
@@ -78,11 +78,10 @@ class PlatformSelection(NamedTuple):
         return f"{self.platform_class.__module__}.{self.platform_class.__qualname__}"
 
     def to_dict(self) -> dict[str, Any]:
-        data = self._asdict()
-        data["distribution"], data["version"] = data.pop("dist_name"), data.pop("dist_version")
-        data.update(platform_class=self.class_path, activations=[a.to_dict() for a in self.activations])
-        data["problems"] = list(self.problems)
-        return data
+        from .._fingerprint import as_json
+
+        activations, problems = [a.to_dict() for a in self.activations], list(self.problems)
+        return {**as_json(self), "platform_class": self.class_path, "activations": activations, "problems": problems}
 
 
 def _describe(ep: PluginEntryPoint) -> str:

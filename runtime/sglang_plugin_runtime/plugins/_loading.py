@@ -61,9 +61,9 @@ class PluginRecord(NamedTuple):
         return not self.status.startswith("failed") and self.status != NOT_INSTALLED
 
     def to_dict(self) -> dict[str, Any]:
-        data = self._asdict()
-        data["distribution"], data["version"] = data.pop("dist_name"), data.pop("dist_version")
-        return data
+        from .._fingerprint import as_json  # the one rule for JSON names (dist_name -> distribution, ...)
+
+        return as_json(self)
 
 
 class LoadReport:
