@@ -26,7 +26,8 @@ from .._fingerprint import as_json, fingerprint_hook
 from .._namespace import PluginNamespace, get_namespace
 from .._plugin_code import describe_failure, guarded
 from .._simulated_device import TORCH_INSTALL, simulated_device
-from ..platforms._selection import activating, platform_holder, unknown_platform_message
+from ..platforms._selection import activating, platform_holder
+from ..platforms._unknown_name import unknown_platform_message
 
 ERROR, WARNING = "error", "warning"
 _ENTRY_POINT_KEYS = ("name", "distribution", "version", "value", "path", "action", "reason")

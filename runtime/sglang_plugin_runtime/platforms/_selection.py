@@ -264,6 +264,8 @@ def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | Non
     if selected:
         installed, candidates = candidates, tuple(ep for ep in candidates if ep.name == selected)
         if not candidates:
+            from ._unknown_name import unknown_platform_message  # a misconfiguration: the only path needing it
+
             message = unknown_platform_message(namespace, installed, selected)
             raise errors.PlatformNotFoundError(message, plugin=selected[:80])
     for name, eps in discovery.duplicates(namespace.platform_group).items():
@@ -336,45 +338,6 @@ def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | Non
     )
 
 
-def unknown_platform_message(
-    namespace: PluginNamespace, candidates: tuple[PluginEntryPoint, ...], selected: str
-) -> str:
-    """Why ``selected`` names no installed platform plugin, with the likely intended name when there is one."""
-    available = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep in candidates) or "none installed"
-    shown = repr(selected) if len(selected) <= 80 else f"{selected[:60]!r}... ({len(selected)} characters)"
-    message = (
-        f"{namespace.platform_env}={shown} does not match any platform plugin in group "
-        f"{namespace.platform_group!r} (available: {available})."
-    )
-    suggestions = platform_name_suggestions(candidates, selected)
-    if suggestions:
-        names = " or ".join(repr(name) for name in suggestions)
-        return (
-            f"{message} Did you mean {namespace.platform_env}={names}? Platform names are matched exactly "
-            f"(they are entry-point names, not distribution names)."
-        )
-    return (
-        f"{message} Install the plugin's package (pip install <package>, or pip install -e <path> for a checkout) "
-        f"so it registers its entry point, or unset {namespace.platform_env} to pick automatically."
-    )
-
-
-def platform_name_suggestions(candidates: tuple[PluginEntryPoint, ...], selected: str) -> list[str]:
-    """Installed platform names that ``selected`` probably meant: other case or separators, the distribution's
-    name instead of the entry point's, or a near miss."""
-    import difflib
-
-    from .._discovery import normalize_distribution_name
-
-    def folded(name: str) -> str:
-        return name.lower().replace("-", "_").replace(".", "_")
-
-    by_fold = {folded(ep.name): ep.name for ep in candidates}
-    found = sorted({name for fold, name in by_fold.items() if fold == folded(selected)})
-    found = found or sorted({ep.name for ep in candidates if ep.dist_name == normalize_distribution_name(selected)})
-    return found or [by_fold[m] for m in difflib.get_close_matches(folded(selected), list(by_fold), 3, 0.75)]
-
-
 class PlatformHolder:
     """The lazy, thread-safe, per-process platform singleton of one namespace (a view of its state)."""
 
@@ -436,10 +399,12 @@ class PlatformHolder:
         )
         running, resolving = self.state.running, self.state.resolving
         ep = running.ep if running is not None else None
-        who = f"the constructor of platform class {resolving}" if resolving not in (None, "selection") else None
         who = (
-            f"{_describe(ep)} (in its module's import or its activate())" if ep else who or "code run by the selection"
+            f"the constructor of platform class {resolving}"
+            if resolving not in (None, "selection")
+            else "code run by selection"
         )
+        who = f"{_describe(ep)} (in its module's import or its activate())" if ep else who
         error = ReentrantSelectionError(
             f"{who} read {self.namespace.name} current_platform while it was being selected. {advice}",
             plugin=ep and ep.name,
