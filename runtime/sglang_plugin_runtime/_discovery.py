@@ -49,23 +49,27 @@ class PluginEntryPoint(NamedTuple):
 
     @property
     def module(self) -> str:
-        return str(_value_pattern().match(self.value).group("module"))
+        return str(self.entry_point.module)
 
     @property
     def attr(self) -> str | None:
-        attr = _value_pattern().match(self.value).group("attr")
-        return str(attr) if attr else None
+        return self.entry_point.attr or None
 
     @property
     def dist_label(self) -> str:
         """``name version``, as users see it in messages."""
         return f"{self.dist_name} {self.dist_version}"
 
-    def load(self) -> Any:
-        """Import the module and walk to the attribute (``importlib.metadata.EntryPoint.load``)."""
+    @property
+    def entry_point(self) -> Any:
+        """As ``importlib.metadata``'s ``EntryPoint``."""
         from importlib.metadata import EntryPoint
 
-        return EntryPoint(self.name, self.value, self.group).load()
+        return EntryPoint(self.name, self.value, self.group)
+
+    def load(self) -> Any:
+        """Import the module and walk to the attribute (``importlib.metadata.EntryPoint.load``)."""
+        return self.entry_point.load()
 
 
 class MalformedDistribution(NamedTuple):

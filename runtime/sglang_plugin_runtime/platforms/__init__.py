@@ -48,15 +48,8 @@ __all__ += ["GENERAL_PLUGINS_GROUP", "MM_PLATFORM_PLUGINS_GROUP", "PluginNamespa
 __all__ += ["PLATFORM_PLUGINS_GROUP", "CpuArchEnum", "DeviceCapability", "DeviceMixin", "PlatformEnum", "SRTPlatform"]
 __all__ += ["MMPlatform", "describe_contract"]
 
-_LAZY_CLASSES = {
-    "SRTPlatform": ".interface",
-    "MMPlatform": ".multimodal",
-    "DeviceMixin": ".device_mixin",
-    "PlatformEnum": ".device_mixin",
-    "DeviceCapability": ".device_mixin",
-    "CpuArchEnum": ".device_mixin",
-    "describe_contract": "._describe",
-}
+_LAZY_CLASSES = {"SRTPlatform": ".interface", "MMPlatform": ".multimodal", "describe_contract": "._describe"}
+_LAZY_CLASSES |= dict.fromkeys(("DeviceMixin", "PlatformEnum", "DeviceCapability", "CpuArchEnum"), ".device_mixin")
 
 
 def get_current_platform(namespace: str | PluginNamespace = SRT) -> Any:
@@ -91,9 +84,7 @@ def set_fallback_platform(fallback: ClassRef | None, namespace: str | PluginName
         logging.getLogger(__name__).warning(
             "set_fallback_platform(%r) for namespace %r came after the platform was resolved to the fallback %s; "
             "it applies from the next selection (reset_current_platform()).",
-            fallback,
-            ns.name,
-            chosen.class_path,
+            *(fallback, ns.name, chosen.class_path),
         )
 
 
