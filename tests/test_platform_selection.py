@@ -863,10 +863,20 @@ def test_doctor_reports_a_class_module_that_exits_or_interrupts_as_the_plugins_f
 
 @pytest.mark.fault(
     "selection",
-    "activate() reads current_platform from a helper thread and joins it",
+    "activate() reads current_platform from a helper thread and waits for it (a join, a future's result)",
     "no hang: the helper thread gets a ReentrantSelectionError and the selection fails naming the plugin",
 )
-def test_activate_reading_current_platform_from_a_helper_thread_is_refused_not_deadlocked(site: PluginSite) -> None:
+@pytest.mark.parametrize(
+    "wait",
+    [
+        "helper = threading.Thread(target=peek); helper.start(); helper.join(10); assert not helper.is_alive()",
+        "concurrent.futures.ThreadPoolExecutor(1).submit(peek).result(10)",
+    ],
+    ids=["join", "future"],
+)
+def test_activate_reading_current_platform_from_a_helper_thread_is_refused_not_deadlocked(
+    site: PluginSite, wait: str
+) -> None:
     site.add(
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
@@ -874,7 +884,7 @@ def test_activate_reading_current_platform_from_a_helper_thread_is_refused_not_d
             "acme_platform.py": platform_module("AcmePlatform", "acmenpu", "return None")
             + "\n".join(
                 [
-                    "import threading",
+                    "import concurrent.futures, threading",
                     "def activate():",
                     "    from sglang_plugin_runtime.platforms import get_current_platform",
                     "    seen = []",
@@ -883,10 +893,7 @@ def test_activate_reading_current_platform_from_a_helper_thread_is_refused_not_d
                     "            get_current_platform()",
                     "        except Exception as exc:",
                     "            seen.append(type(exc).__name__)",
-                    "    helper = threading.Thread(target=peek)",
-                    "    helper.start()",
-                    "    helper.join(10)",
-                    "    assert not helper.is_alive(), 'deadlocked'",
+                    f"    {wait}",
                     "    return __name__ + '.AcmePlatform'",
                 ]
             )

@@ -338,6 +338,14 @@ def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | Non
     )
 
 
+def _waits_on_a_thread(thread: threading.Thread | None) -> bool:
+    """Whether ``thread`` is blocked in one of :mod:`threading`'s waits (``join``, ``Event.wait``, a ``Condition``)."""
+    frame = sys._current_frames().get(thread.ident) if thread is not None and thread.ident is not None else None
+    while frame is not None and frame.f_code.co_filename != threading.__file__:
+        frame = frame.f_back
+    return frame is not None
+
+
 class PlatformHolder:
     """The lazy, thread-safe, per-process platform singleton of one namespace (a view of its state)."""
 
@@ -352,7 +360,12 @@ class PlatformHolder:
             return platform
         running, me = state.running, threading.current_thread()
         if running is not None and state.resolver is not me and me not in running.threads:
-            raise self._reentry_error()  # a thread started by the plugin code that is running now
+            # Started while plugin code runs: wait for the selection, unless that code is itself waiting on threads
+            # (a join, an event, a future's result): then it waits for this thread, and both would wait forever.
+            while not state.platform_lock.acquire(timeout=0.05):
+                if state.running is running and _waits_on_a_thread(state.resolver):
+                    raise self._reentry_error()
+            state.platform_lock.release()
         with state.platform_lock:
             host = (self.namespace.host_base_class or "").split(":")[0]
             installed = self.namespace.host_distribution in discover_entry_points().distributions
