@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from importlib.util import find_spec
@@ -23,10 +24,10 @@ from typing import Any
 
 from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
 from .._fingerprint import as_json, fingerprint_hook
-from .._namespace import PluginNamespace, get_namespace
+from .._namespace import PluginNamespace, get_namespace, known_namespaces, state_of
 from .._plugin_code import describe_failure, guarded
 from .._simulated_device import TORCH_INSTALL, simulated_device
-from ..platforms._selection import activating, platform_holder
+from ..platforms._selection import platform_holder
 from ..platforms._unknown_name import unknown_platform_message
 
 ERROR, WARNING = "error", "warning"
@@ -62,10 +63,19 @@ class LogCapture(logging.Handler):
             message = record.getMessage()
         except Exception:  # a plugin's bad format string must not break the report
             message = str(record.msg)
-        if (ep := activating()) is not None and not record.name.startswith("sglang_plugin_runtime"):
+        if (ep := _activating()) is not None and not record.name.startswith("sglang_plugin_runtime"):
             self.activation_lines.setdefault(ep.name, []).append(f"{record.levelname} {record.name}: {message}")
         if record.levelno >= logging.WARNING:
             self.records.append({"level": record.levelname, "logger": record.name, "message": message})
+
+
+def _activating() -> Any:
+    """The platform plugin whose code the selection runs in this thread right now (its log lines are its own)."""
+    for ns in known_namespaces():
+        state = state_of(ns)
+        if state.resolver is threading.current_thread() and state.running is not None:
+            return state.running.ep
+    return None
 
 
 @contextlib.contextmanager

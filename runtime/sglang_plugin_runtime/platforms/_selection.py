@@ -23,7 +23,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from .. import errors
 from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, duplicate_reason
-from .._namespace import NamespaceState, PluginNamespace, known_namespaces, resolve_qualified_name, state_of
+from .._namespace import NamespaceState, PluginNamespace, resolve_qualified_name, state_of
 from .._plugin_code import describe_failure, guarded, plugin_traceback
 from ..errors import InvalidPlatformError, PluginError, PluginLoadError, ReentrantSelectionError
 from .device_mixin import PlatformEnum
@@ -184,16 +184,6 @@ def _plugin_code(namespace: PluginNamespace, ep: PluginEntryPoint | None) -> Ite
         state.running = None
 
 
-def activating() -> PluginEntryPoint | None:
-    """The platform plugin whose code runs in this thread right now (diagnostics attribute log lines with it)."""
-    me = threading.current_thread()
-    for namespace in known_namespaces():
-        state = state_of(namespace)
-        if state.resolver is me and state.running is not None:
-            return state.running.ep  # type: ignore[no-any-return]
-    return None
-
-
 def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activation, type | None, BaseException | None]:
     """Import and call one plugin's ``activate()``; never raises but for a user's Ctrl-C: the caller decides what
     a failure means. A failed plugin's hooks (registered while its module was imported) are discarded."""
@@ -246,11 +236,10 @@ def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activat
 
 
 def _discard_hooks_of(ep: PluginEntryPoint) -> None:
-    """A failed plugin's hooks are discarded: nothing half-done gets applied."""
-    if "sglang_plugin_runtime.plugins.hook_registry" in sys.modules:
-        from ..plugins.hook_registry import HookRegistry, HookSource
+    """A failed plugin's hooks are discarded: nothing half-done gets applied (its code imported the registry)."""
+    from ..plugins.hook_registry import HookRegistry, HookSource
 
-        HookRegistry.discard_source(HookSource(plugin_name=ep.name, dist_name=ep.dist_name))
+    HookRegistry.discard_source(HookSource(plugin_name=ep.name, dist_name=ep.dist_name))
 
 
 def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | None = None) -> PlatformSelection:
