@@ -155,16 +155,7 @@ def test_run_refuses_an_isolated_python_that_would_ignore_the_shim(site: PluginS
 
 
 def test_run_passes_an_sglang_that_already_imports_the_runtime_through_unchanged(site: PluginSite) -> None:
-    site.add(
-        "sglang",
-        "0.6.0",
-        modules={
-            "sglang/__init__.py": "",
-            "sglang/srt/plugins/hook_registry.py": (
-                "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry\n"
-            ),
-        },
-    )
+    add_adopted_sglang(site)
     code = textwrap.dedent("""
         import os, sys
         print(os.environ.get("SGLANG_PLUGINS_RUN_SHIM"))
