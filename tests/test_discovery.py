@@ -163,13 +163,17 @@ def test_zip_entries_on_sys_path_are_read_through_importlib(site: PluginSite, tm
     assert [(ep.name, ep.dist_name, ep.dist_version) for ep in eps] == [("z", "zipped", "1.0")]
 
 
-def test_one_scan_serves_platform_selection_and_plugin_loading(site: PluginSite) -> None:
+def _add_a_platform_and_a_general_plugin(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     site.add(
         "zeta",
         entry_points={"sglang.srt.plugins": {"zeta": "zeta_hooks:register"}},
         modules={"zeta_hooks.py": "def register():\n    pass\n"},
     )
+
+
+def test_one_scan_serves_platform_selection_and_plugin_loading(site: PluginSite) -> None:
+    _add_a_platform_and_a_general_plugin(site)
     out = site.run_json(
         """
         import json, importlib.metadata as md
@@ -246,12 +250,7 @@ def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(s
     egg.mkdir()
     (egg / "PKG-INFO").write_bytes(b"Metadata-Version: 1.1\nName: oldpkg\nAuthor: Jos\xe9 Mar\xeda\n\n")
     (egg / "entry_points.txt").write_text("[console_scripts]\noldtool = oldpkg.cli:main\n")
-    site.add_platform("acme-npu", "acme", "acmenpu")
-    site.add(
-        "zeta",
-        entry_points={"sglang.srt.plugins": {"zeta": "zeta_hooks:register"}},
-        modules={"zeta_hooks.py": "def register():\n    pass\n"},
-    )
+    _add_a_platform_and_a_general_plugin(site)
     out = site.run_json(
         """
         import json
