@@ -39,9 +39,10 @@ for version in ${PYTHONS:-3.10 3.13}; do
     "$venv/bin/python" -m pip install --quiet --no-deps --force-reinstall "$REPO_ROOT" \
         2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
     echo "test-pythons: Python $version ($("$venv/bin/python" -c 'import sys; print(sys.version.split()[0])'))"
-    (cd "$REPO_ROOT" && "$venv/bin/python" -m pytest -q -n 2 -p no:cacheprovider tests \
+    # Not the slow end-to-end tests (they build packages or the site, with tools only the dev venv has).
+    (cd "$REPO_ROOT" && "$venv/bin/python" -m pytest -q -n 2 -p no:cacheprovider -m "not slow" tests \
         --ignore=tests/templates --ignore=tests/test_docs.py --ignore=tests/test_docs_browser.py \
-        --ignore=tests/test_docs_diagrams.py --ignore=tests/test_docs_machinery.py \
+        --ignore=tests/test_docs_diagrams.py --ignore=tests/test_docs_machinery.py --ignore=tests/test_docs_offline.py \
         --ignore=tests/test_demo_script.py --ignore=tests/test_benchmarks_smoke.py) || status=1
 done
 exit $status
