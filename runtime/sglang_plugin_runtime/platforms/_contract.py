@@ -22,14 +22,15 @@ calls it on its own. It is checked as part of each platform that uses it.
 
 from __future__ import annotations
 
-import difflib
-import inspect
 import logging
 import weakref
 from collections.abc import Callable, Collection
 from functools import cache, cached_property
 from types import FunctionType
-from typing import Any, Literal, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
+
+if TYPE_CHECKING:
+    import inspect
 
 logger = logging.getLogger(__name__)
 
@@ -103,7 +104,8 @@ def register_contract_class(cls: type) -> None:
     An unmarked public method is refused. (That no contract class redefines another's name, which would shadow a
     vendor mixin's implementation, is checked by the tests.)
     """
-    attributes = {name: Mark("active", False) for name in inspect.get_annotations(cls) if not name.startswith("_")}
+    annotations = vars(cls).get("__annotations__", {})  # what inspect.get_annotations(cls) reads, up to 3.13
+    attributes = {name: Mark("active", False) for name in annotations if not name.startswith("_")}
     public = {name: raw for name, raw in vars(cls).items() if not name.startswith("_") and name not in attributes}
     methods = {name: getattr(underlying(raw), _MARK, None) for name, raw in public.items()}
     unmarked = [f"{cls.__name__}.{name} has no @active/@reserved marker" for name, m in methods.items() if m is None]
@@ -182,6 +184,8 @@ def kind_of(raw: Any) -> str:
 
 def bound_signature(kind: str, func: Any, *, on_class: bool) -> inspect.Signature | None:
     """The signature a caller sees: ``self``/``cls`` dropped where the descriptor binds it; ``None`` if unknown."""
+    import inspect  # only a platform subclass's definition needs it: a process on the fallback never imports it
+
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError):
@@ -257,6 +261,8 @@ def near_miss(name: str, candidates: Collection[str]) -> str | None:
     A near miss is at most two edits away and at least 85% similar (``difflib``): close enough for ``synchronise``
     or ``get_devce_name``, far enough for a vendor's ``vendor_name`` or ``get_device_count``.
     """
+    import difflib
+
     close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.85)
     return next((c for c in close if _edit_distance(name, c) <= 2), None)
 

@@ -226,20 +226,15 @@ def _activate(ep: PluginEntryPoint, namespace: PluginNamespace) -> tuple[Activat
                     exc = _invalid(
                         ep, f"its platform class {result} failed while being checked: {describe_failure(exc)}"
                     )
-    if exc is not None:
-        _discard_hooks_of(ep)
+    if exc is not None:  # a failed plugin's hooks are discarded (its code imported the registry): nothing half-done
+        from ..plugins.hook_registry import HookRegistry, HookSource
+
+        HookRegistry.discard_source(HookSource(plugin_name=ep.name, dist_name=ep.dist_name))
     status = "failed" if exc is not None else "activated" if cls is not None else "unavailable"
     trace = plugin_traceback(exc) if error is not None and exc is not None else None
     error = error if error is not None or exc is None else str(exc)
     activation = Activation(ep.name, ep.dist_name, ep.dist_version, ep.value, status, result, error, seconds, trace)
     return activation, cls, exc
-
-
-def _discard_hooks_of(ep: PluginEntryPoint) -> None:
-    """A failed plugin's hooks are discarded: nothing half-done gets applied (its code imported the registry)."""
-    from ..plugins.hook_registry import HookRegistry, HookSource
-
-    HookRegistry.discard_source(HookSource(plugin_name=ep.name, dist_name=ep.dist_name))
 
 
 def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | None = None) -> PlatformSelection:
@@ -382,12 +377,11 @@ class PlatformHolder:
         if isinstance(error, ReentrantSelectionError):
             raise error
         if error is not None:
-            raise PluginLoadError(
-                f"Platform class {selection.class_path} (plugin {selection.plugin!r}, distribution "
-                f"{selection.dist_name}) could not be instantiated: {describe_failure(error)}",
-                plugin=selection.plugin,
-                dist=selection.dist_name,
-            ) from error
+            who = f"(plugin {selection.plugin!r}, distribution {selection.dist_name})"
+            message = (
+                f"Platform class {selection.class_path} {who} could not be instantiated: {describe_failure(error)}"
+            )
+            raise PluginLoadError(message, plugin=selection.plugin, dist=selection.dist_name) from error
         # Publish the instance and its provenance together, only once both exist.
         state.selection, state.platform = selection, platform
 
@@ -407,11 +401,8 @@ class PlatformHolder:
             else "code run by selection"
         )
         who = f"{_describe(ep)} (in its module's import or its activate())" if ep else who
-        error = ReentrantSelectionError(
-            f"{who} read {self.namespace.name} current_platform while it was being selected. {advice}",
-            plugin=ep and ep.name,
-            dist=ep and ep.dist_name,
-        )
+        message = f"{who} read {self.namespace.name} current_platform while it was being selected. {advice}"
+        error = _error(ReentrantSelectionError, ep, message)
         if running is not None:
             running.reentered = error
         return error

@@ -166,9 +166,9 @@ def _run_plugin_code(
     registers. Returns its result, its time and what went wrong (``None``: nothing); a failure is recorded as
     ``failure`` (a status) and logged, or raised in strict mode, and the plugin's hooks are discarded."""
     start, what = time.perf_counter(), f"import of {ep.value!r}" if failure == FAILED_IMPORT else f"{ep.value}()"
-    result = None
     from .hook_registry import HookRegistry, _plugin_context
 
+    result = None
     with _plugin_context(_source(ep), namespace.strict()), guarded(f"{what} of plugin {ep.name!r}") as call:
         result = action()
     error, reason = call.error, None
@@ -270,12 +270,6 @@ def load_entry_points(
 _HOOK_REGISTRY = __name__.rpartition(".")[0] + ".hook_registry"
 
 
-def _hook_registry() -> Any:
-    from .hook_registry import HookRegistry
-
-    return HookRegistry
-
-
 def reset_load_state(namespace: PluginNamespace | None = None) -> None:
     """Forget that plugins were loaded (tests); hooks are reset separately via ``HookRegistry.reset()``."""
     for ns in known_namespaces() if namespace is None else (namespace,):
@@ -303,7 +297,7 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
             return state.report  # type: ignore[no-any-return]
         if state.report is None or not state.report.completed:
             if state.in_flight is not None:  # forked while this plugin's register() ran in another thread
-                _hook_registry().discard_source(state.in_flight)
+                sys.modules[_HOOK_REGISTRY].HookRegistry.discard_source(state.in_flight)  # imported: a plugin ran
                 state.in_flight = None
             state.loading, state.report = True, LoadReport(namespace.name)
             try:
@@ -313,8 +307,8 @@ def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
                 raise
             finally:
                 state.loading = False
-    if _HOOK_REGISTRY in sys.modules:  # else nothing can have registered a hook: no plugin ran, no host did
-        _hook_registry().apply_hooks(strict=namespace.strict())
+    if (registry := sys.modules.get(_HOOK_REGISTRY)) is not None:  # else no plugin (nor host) registered a hook
+        registry.HookRegistry.apply_hooks(strict=namespace.strict())
     return state.report  # type: ignore[no-any-return]
 
 
