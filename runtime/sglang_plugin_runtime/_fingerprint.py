@@ -24,22 +24,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ._json_names import as_json
+
 #: Version of the fingerprint's layout; a change makes every digest change, so only bump it with the runtime's.
 FORMAT = 1
 
 #: An address in a ``repr()`` (``<functools.partial object at 0x7f...>``): different in every process.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
-
-#: The JSON names of the runtime records' fields, where they differ (the fingerprint's and the CLI's, one place).
-JSON_NAMES = {"dist_name": "distribution", "dist_version": "version", "dist": "distribution", "hook_type": "type"}
-
-
-def as_json(record: Any, *fields: str) -> dict[str, Any]:
-    """A runtime record (a NamedTuple or a dataclass) as a JSON object under :data:`JSON_NAMES`; only ``fields``
-    (JSON names) when given."""
-    raw = record._asdict() if hasattr(record, "_asdict") else dataclasses.asdict(record)
-    data = {JSON_NAMES.get(key, key): value for key, value in raw.items()}
-    return {name: data[name] for name in fields} if fields else data
 
 
 @dataclasses.dataclass(frozen=True)

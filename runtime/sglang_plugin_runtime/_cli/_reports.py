@@ -1,7 +1,7 @@
 """The documents ``list``, ``doctor``, ``explain`` and ``fingerprint`` print: the runtime's records under the names
 of the CLI's JSON schema (``cli-schema.json``: fields are only ever added, never renamed or removed).
 
-A record becomes JSON through :func:`~.._fingerprint.as_json` (its fields, renamed where the schema names them
+A record becomes JSON through :func:`~.._json_names.as_json` (its fields, renamed where the schema names them
 otherwise), so a hook, an activation or a plugin record has one shape wherever it appears. Each command is one step
 (``<command>_step``) run inside :func:`report`, which adds the envelope every document shares.
 """
@@ -23,7 +23,8 @@ from importlib.util import find_spec
 from typing import Any
 
 from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
-from .._fingerprint import as_json, fingerprint_hook
+from .._fingerprint import fingerprint_hook
+from .._json_names import as_json
 from .._namespace import PluginNamespace, get_namespace, known_namespaces, state_of
 from .._plugin_code import describe_failure, guarded
 from .._simulated_device import TORCH_INSTALL, simulated_device

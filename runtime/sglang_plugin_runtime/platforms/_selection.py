@@ -54,7 +54,7 @@ class Activation(NamedTuple):
     """For a plugin whose import or ``activate()`` raised: the traceback, without the runtime's frames."""
 
     def to_dict(self) -> dict[str, Any]:
-        from .._fingerprint import as_json  # the one rule for JSON names (dist_name -> distribution, ...)
+        from .._json_names import as_json  # the one rule for JSON names (dist_name -> distribution, ...)
 
         return as_json(self)
 
@@ -78,7 +78,7 @@ class PlatformSelection(NamedTuple):
         return f"{self.platform_class.__module__}.{self.platform_class.__qualname__}"
 
     def to_dict(self) -> dict[str, Any]:
-        from .._fingerprint import as_json
+        from .._json_names import as_json
 
         activations, problems = [a.to_dict() for a in self.activations], list(self.problems)
         return {**as_json(self), "platform_class": self.class_path, "activations": activations, "problems": problems}

@@ -61,7 +61,7 @@ class PluginRecord(NamedTuple):
         return not self.status.startswith("failed") and self.status != NOT_INSTALLED
 
     def to_dict(self) -> dict[str, Any]:
-        from .._fingerprint import as_json  # the one rule for JSON names (dist_name -> distribution, ...)
+        from .._json_names import as_json  # the one rule for JSON names (dist_name -> distribution, ...)
 
         return as_json(self)
 
