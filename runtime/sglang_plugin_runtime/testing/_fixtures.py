@@ -33,19 +33,10 @@ def plugin_env() -> Iterator[PluginEnv]:
 def hook_registry() -> Iterator[Any]:
     """An empty hook registry for this test; every patch it applied is undone and the previous registry state
     comes back afterwards. Yields the registry to call ``register()`` / ``apply_hooks()`` on."""
-    from ..plugins import hook_registry as module
+    from ..plugins.hook_registry import isolated_registry
 
-    isolated = getattr(module, "isolated_registry", None)
-    if isolated is not None:
-        with isolated() as registry:
-            yield registry if registry is not None else module.HookRegistry
-        return
-    registry = module.HookRegistry
-    registry.reset()
-    try:
+    with isolated_registry() as registry:
         yield registry
-    finally:
-        registry.reset()
 
 
 @pytest.fixture
