@@ -372,6 +372,38 @@ def test_current_platform_is_resolved_once_across_threads(site: PluginSite) -> N
     assert out == [1, 1]
 
 
+@pytest.mark.fault(
+    "processes",
+    "the selection runs in a helper thread, and threads that arrive while activate() runs wait longer than a poll",
+    "they wait for it: one activate(), no false re-entry error (every helper thread starts in threading's code)",
+)
+def test_threads_waiting_on_a_selection_made_in_a_helper_thread_get_its_platform(site: PluginSite) -> None:
+    site.add_platform(
+        "acme-npu", "acme", "acmenpu", "import time; time.sleep(0.3); CALLS.append(1); return __name__ + '.{cls}'"
+    )
+    (site.root / "acme_platform.py").write_text("CALLS = []\n" + (site.root / "acme_platform.py").read_text())
+    out = site.run_json(
+        """
+        import json, threading, time
+        from sglang_plugin_runtime.platforms import get_current_platform
+        seen, errors = [], []
+        def read():
+            try:
+                seen.append(id(get_current_platform()))
+            except Exception as exc:
+                errors.append(type(exc).__name__)
+        first = threading.Thread(target=read)
+        first.start()
+        time.sleep(0.1)  # the first thread is inside activate() now
+        later = [threading.Thread(target=read) for _ in range(3)]
+        [t.start() for t in later]; [t.join() for t in [first, *later]]
+        import acme_platform
+        print(json.dumps([len(seen), len(set(seen)), len(acme_platform.CALLS), errors]))
+        """
+    )
+    assert out == [4, 1, 1, []]
+
+
 def test_override_and_reset_replace_and_forget_the_current_platform(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     out = site.run_json(

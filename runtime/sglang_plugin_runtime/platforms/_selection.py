@@ -322,12 +322,12 @@ def select_platform(namespace: PluginNamespace, discovery: DiscoveryResult | Non
     )
 
 
-def _waits_on_a_thread(thread: threading.Thread | None) -> bool:
-    """Whether ``thread`` is blocked in one of :mod:`threading`'s waits (``join``, ``Event.wait``, a ``Condition``)."""
+def _thread_wait(thread: threading.Thread | None) -> object | None:
+    """The frame in which ``thread`` is blocked in one of :mod:`threading`'s waits (``join``, ``Event.wait``, a
+    ``Condition``, so a future's ``result()`` or a queue's ``get()``), else ``None``: its innermost frame, where that
+    is :mod:`threading`'s own code. (Frames further out do not count: every helper thread starts in threading.)"""
     frame = sys._current_frames().get(thread.ident) if thread is not None and thread.ident is not None else None
-    while frame is not None and frame.f_code.co_filename != threading.__file__:
-        frame = frame.f_back
-    return frame is not None
+    return frame if frame is not None and frame.f_code.co_filename == threading.__file__ else None
 
 
 class PlatformHolder:
@@ -346,8 +346,11 @@ class PlatformHolder:
         if running is not None and state.resolver is not me and me not in running.threads:
             # Started while plugin code runs: wait for the selection, unless that code is itself waiting on threads
             # (a join, an event, a future's result): then it waits for this thread, and both would wait forever.
+            # The same wait seen twice, 50 ms apart, is that; a passing one (Thread.start() waits too) is not.
+            wait: object | None = None
             while not state.platform_lock.acquire(timeout=0.05):
-                if state.running is running and _waits_on_a_thread(state.resolver):
+                seen, wait = wait, _thread_wait(state.resolver) if state.running is running else None
+                if wait is not None and wait is seen:
                     raise self._reentry_error()
             state.platform_lock.release()
         with state.platform_lock:
