@@ -348,16 +348,20 @@ def test_current_platform_is_an_instance_of_the_selected_class(site: PluginSite)
     assert out == ["AcmePlatform", True]
 
 
+def add_slow_counting_platform(site: PluginSite, seconds: float) -> None:
+    """Platform plugin ``acme``: its ``activate()`` takes ``seconds``, counting its calls in ``acme_platform.CALLS``."""
+    body = f"import time; time.sleep({seconds}); CALLS.append(1); return __name__ + '.{{cls}}'"
+    site.add_platform("acme-npu", "acme", "acmenpu", body)
+    (site.root / "acme_platform.py").write_text("CALLS = []\n" + (site.root / "acme_platform.py").read_text())
+
+
 @pytest.mark.fault(
     "processes",
     "many threads read current_platform at once",
     "one selection, one instance, every thread gets it",
 )
 def test_current_platform_is_resolved_once_across_threads(site: PluginSite) -> None:
-    site.add_platform(
-        "acme-npu", "acme", "acmenpu", "import time; time.sleep(0.05); CALLS.append(1); return __name__ + '.{cls}'"
-    )
-    (site.root / "acme_platform.py").write_text("CALLS = []\n" + (site.root / "acme_platform.py").read_text())
+    add_slow_counting_platform(site, seconds=0.05)
     out = site.run_json(
         """
         import json, threading
@@ -378,10 +382,7 @@ def test_current_platform_is_resolved_once_across_threads(site: PluginSite) -> N
     "they wait for it: one activate(), no false re-entry error (every helper thread starts in threading's code)",
 )
 def test_threads_waiting_on_a_selection_made_in_a_helper_thread_get_its_platform(site: PluginSite) -> None:
-    site.add_platform(
-        "acme-npu", "acme", "acmenpu", "import time; time.sleep(0.3); CALLS.append(1); return __name__ + '.{cls}'"
-    )
-    (site.root / "acme_platform.py").write_text("CALLS = []\n" + (site.root / "acme_platform.py").read_text())
+    add_slow_counting_platform(site, seconds=0.3)
     out = site.run_json(
         """
         import json, threading, time
