@@ -40,7 +40,7 @@ def test_simulate_backend_without_simulate_is_a_usage_error(site: PluginSite) ->
 def test_simulate_with_a_non_identifier_device_type_is_a_usage_error(site: PluginSite) -> None:
     result = cli(site, "doctor", "--simulate", "np-u")
     assert result.code == 2
-    assert "identifier" in result.err
+    assert "lower-case identifier" in result.err
 
 
 def test_schema_command_prints_a_valid_json_schema(site: PluginSite) -> None:

@@ -116,15 +116,30 @@ class SimulatedDevice:
             self._swap(torch.__dict__, self.device_type, self.module)
             self._swap(sys.modules, f"torch.{self.device_type}", self.module)
             if self.backend_module:
-                name = self.backend_module
-                self.backend = types.ModuleType(name, f"Simulated {name} backend package.")
-                simulated = {"__version__": "0.0.0+simulated", "__simulated__": True, "__path__": []}
-                self.backend.__dict__.update(simulated, **{self.device_type: self.module})
-                self._swap(sys.modules, self.backend_module, self.backend)
-                self._swap(sys.modules, f"{self.backend_module}.{self.device_type}", self.module)
+                self.backend = self._install_backend(self.backend_module)
             _clear_device_module_cache(torch)
             _ACTIVE.append(self)
         return self
+
+    def _install_backend(self, name: str) -> types.ModuleType:
+        """The fake backend package ``name`` (and, for a dotted name such as ``habana_frameworks.torch``, each
+        parent package not imported yet), carrying the device module as an attribute and a submodule."""
+        simulated = {"__version__": "0.0.0+simulated", "__simulated__": True, "__path__": []}
+        backend = types.ModuleType(name, f"Simulated {name} backend package.")
+        backend.__dict__.update(simulated, **{self.device_type: self.module})
+        child, child_name = backend, name
+        while "." in child_name:  # parents first hold their child, as the import system would leave them
+            parent_name, _, attribute = child_name.rpartition(".")
+            parent = sys.modules.get(parent_name)
+            if parent is None:
+                parent = types.ModuleType(parent_name, f"Simulated parent package of {name}.")
+                parent.__dict__.update(simulated)
+                self._swap(sys.modules, parent_name, parent)
+            self._swap(parent.__dict__, attribute, child)
+            child, child_name = parent, parent_name
+        self._swap(sys.modules, name, backend)
+        self._swap(sys.modules, f"{name}.{self.device_type}", self.module)
+        return backend
 
     def stop(self) -> None:
         """Put back exactly what ``start()`` replaced; stops must mirror starts (last in, first out)."""

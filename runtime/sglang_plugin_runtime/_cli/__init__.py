@@ -29,6 +29,7 @@ __all__ = ["main"]
 
 logger = logging.getLogger(__name__)
 EXIT_USAGE, EXIT_INTERNAL = 2, 3
+EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE's number on every POSIX system: what a shell shows for `yes | head`
 _EXIT_STATUSES = "Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not run, 3 internal error."
 _RUN = "run COMMAND (e.g. python -m sglang.launch_server ...) with this runtime as a released SGLang's plugin layer"
 
@@ -53,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--verbose", "-v", action="count", default=0, help="log to stderr (-v INFO, -vv DEBUG)")
     add("--simulate", metavar="DEVICE_TYPE", help="run on a simulated torch.DEVICE_TYPE (needs torch)")
     add("--simulate-backend", metavar="MODULE", help="also a fake vendor module (e.g. torch_npu)")
-    add("--simulate-count", metavar="N", type=int, default=1, help="simulated device count (default 1)")
+    add("--simulate-count", metavar="N", type=int, help="simulated device count (default 1)")
     parser = _Parser(prog="sglang-plugins", description=__doc__.split("\n")[0].strip("`"), epilog=_EXIT_STATUSES)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -137,8 +138,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status instead of exiting, so it can be called from Python.
 
     Called without ``argv`` (the console script, ``python -m``), the process is the CLI's own: stdout carries the
-    report and nothing else until the process ends.
+    report and nothing else, and the process ends with the report's status as soon as it is written, so that
+    plugin code (a thread left running, an ``atexit`` handler calling ``os._exit``) cannot hold it or change it.
     """
+    status = _run(argv)
+    if argv is None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(status)
+    return status
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -176,6 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("sglang-plugins: interrupted\n")
         return 130
+    except BrokenPipeError:  # the reader left (| head): nothing more can be said; quiet, as any Unix tool
+        return EXIT_BROKEN_PIPE
     except Exception as exc:
         logger.debug("internal error", exc_info=True)
         bug = "This is a bug in sglang-plugins, not in your plugins; rerun with -vv for the traceback and report it."

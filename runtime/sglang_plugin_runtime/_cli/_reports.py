@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import socket
+import stat
 import sys
 import threading
 import time
@@ -32,6 +33,8 @@ from ..platforms._selection import platform_holder
 from ..platforms._unknown_name import unknown_platform_message
 
 ERROR, WARNING = "error", "warning"
+_MAX_FINGERPRINT_BYTES = 16 << 20  # a fingerprint of thousands of hooks is well under 1 MiB
+_PROBLEM_KEYS = ("severity", "step", "message", "plugin", "distribution", "target")
 _ENTRY_POINT_KEYS = ("name", "distribution", "version", "value", "path", "action", "reason")
 
 
@@ -42,12 +45,17 @@ class InputError(ValueError):
 class Problems(list[dict[str, Any]]):
     """Problems found while building a report, in the order found; one fault reached twice is one problem."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[tuple[Any, ...]] = set()  # one lookup per problem: a report may hold thousands
+
     def add(
         self, severity: str, step: str, message: str, plugin: Any = None, dist: Any = None, target: Any = None
     ) -> None:
-        item = dict(severity=severity, step=step, message=message, plugin=plugin, distribution=dist, target=target)
-        if item not in self:
-            self.append(item)
+        key = (severity, step, message, plugin, dist, target)
+        if key not in self._seen:
+            self._seen.add(key)
+            self.append(dict(zip(_PROBLEM_KEYS, key, strict=True)))
 
 
 class LogCapture(logging.Handler):
@@ -103,28 +111,48 @@ def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
 
 def _simulation(args: Any) -> dict[str, Any] | None:
     """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not installed."""
-    device, backend = args.simulate, args.simulate_backend
-    if device is None and backend is not None:
-        raise InputError("--simulate-backend needs --simulate DEVICE_TYPE")
+    device, backend, count = args.simulate, args.simulate_backend, args.simulate_count
+    for option, value in (("--simulate-backend", backend), ("--simulate-count", count)):
+        if device is None and value is not None:
+            raise InputError(f"{option} needs --simulate DEVICE_TYPE")
     if device is None:
         return None
-    if not device.isidentifier():
-        raise InputError(f"--simulate {device!r}: a torch device type is an identifier such as 'npu'")
-    if args.simulate_count < 1:
-        raise InputError(f"--simulate-count {args.simulate_count}: it must be at least 1")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", device):
+        raise InputError(f"--simulate {device!r}: a device type is a lower-case identifier such as 'npu'")
+    if count is not None and count < 1:
+        raise InputError(f"--simulate-count {count}: it must be at least 1")
     try:
         import torch
     except ImportError:
         raise InputError(f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}") from None
-    if device in ("cpu", "cuda", "meta") or hasattr(torch, device):
-        free = ", ".join(name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name))
-        own = f"{device} is one of torch's own device types, it cannot be simulated"
-        how = f"simulate a device type torch does not have (a vendor's: {free}, ...)"
-        raise InputError(f"--simulate {device}: {own}; {how}")
-    if backend is not None and (not backend.isidentifier() or backend in sys.modules or find_spec(backend)):
-        how = "give the name of a vendor module that is not installed here (e.g. torch_npu)"
-        raise InputError(f"--simulate-backend {backend}: {how}; a fake one would hide an installed module")
-    return {"device_type": device, "device_count": args.simulate_count, "backend_module": backend}
+    free = ", ".join(name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name))
+    how = f"simulate a device type torch does not have (a vendor's: {free}, ...)"
+    if device in ("meta", "privateuseone") or (hasattr(torch, device) and _parses_as_device(torch, device)):
+        raise InputError(
+            f"--simulate {device}: {device} is one of torch's own device types, it cannot be simulated; {how}"
+        )
+    if hasattr(torch, device):
+        raise InputError(
+            f"--simulate {device}: torch.{device} already exists and a simulated device module would hide it; {how}"
+        )
+    if backend is not None:
+        if not all(part.isidentifier() for part in backend.split(".")):
+            raise InputError(f"--simulate-backend {backend!r}: give a module name such as torch_npu")
+        top = backend.partition(".")[0]
+        if top in sys.modules or find_spec(top) is not None:
+            what = f"{top!r} is installed here" if top != backend else "it is installed here"
+            how = "give the name of a vendor module that is not installed here (e.g. torch_npu)"
+            raise InputError(f"--simulate-backend {backend}: {what}; a fake one would hide it; {how}")
+    return {"device_type": device, "device_count": 1 if count is None else count, "backend_module": backend}
+
+
+def _parses_as_device(torch: Any, name: str) -> bool:
+    """Whether ``torch.device(name)`` accepts ``name`` (``torch.nn`` exists, but ``nn`` is no device type)."""
+    try:
+        torch.device(name)
+    except (RuntimeError, ValueError):
+        return False
+    return True
 
 
 def report(args: Any) -> dict[str, Any]:
@@ -149,6 +177,8 @@ def error_text(exc: BaseException) -> str:
 
 def _discovery(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> dict[str, Any]:
     """What the scan found, and what is wrong with it (malformed distributions, duplicate names)."""
+    for group in (ns.platform_group, ns.plugin_group):  # reads the versions: a METADATA may prove unreadable
+        discovery.group(group)
     malformed = [as_json(bad) for bad in discovery.malformed]
     for bad in malformed:
         problems.add(ERROR, "discovery", f"malformed distribution at {bad['path']}: {bad['reason']}; it was skipped")
@@ -388,6 +418,11 @@ def explain_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args
     except (ValueError, TypeError) as exc:
         how = "use pkg.mod.func, pkg.mod.Class.method or pkg.mod:Class.method"
         raise InputError(f"explain: {target!r} is not a hook target ({exc}); {how}") from None
+    try:  # as in a host process: the selected platform plugin's own hooks are registered too
+        platform_holder(ns).get()
+    except Exception as exc:
+        message = f"no platform could be selected ({error_text(exc)}): hooks its plugin registers are missing"
+        problems.add(WARNING, "selection", f"{message} here; 'sglang-plugins doctor' says more")
     plugins = plugins_step(ns, problems)
     targets = hooks_step(problems, args.import_targets, target)["targets"]
     found = next((t for t in targets if t["target"].replace(":", ".") == wanted), None)
@@ -409,13 +444,19 @@ def _comparison(argument: str) -> dict[str, Any]:
     if re.fullmatch(r"[0-9a-fA-F]{12,64}", argument) and not os.path.exists(argument):
         return {**other, "digest": argument.lower()}
     where = f"fingerprint: --compare {argument!r}"
+    how = "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its digest"
     try:
-        with open(argument, encoding="utf-8") as handle:
-            document: Any = json.load(handle)
+        with open(argument, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # /dev/zero, a FIFO: endless or blocking
+                raise InputError(f"{where}: not a regular file; {how}")
+            data = handle.read(_MAX_FINGERPRINT_BYTES + 1)
     except OSError as exc:
-        how = "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its digest"
         raise InputError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
-    except (ValueError, RecursionError) as exc:  # not JSON, or nested too deeply
+    if len(data) > _MAX_FINGERPRINT_BYTES:
+        raise InputError(f"{where}: larger than {_MAX_FINGERPRINT_BYTES >> 20} MiB, so no fingerprint; {how}")
+    try:
+        document: Any = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deeply
         raise InputError(f"{where}: not a fingerprint ({exc})") from None
     if isinstance(document, dict) and document.get("command") == "fingerprint":
         other["host"] = document.get("host") if isinstance(document.get("host"), str) else None

@@ -3,6 +3,7 @@ problems last, each said once (a table cell or a traceback that would repeat a p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,13 +25,34 @@ def _section(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]
     return ["", title, *table(headers, rows)] if rows else ["", title, f"  {empty}"] if empty else []
 
 
-def _once(report: dict[str, Any], text: str | None) -> str | None:
-    """``text``, or a pointer to the problems table when a problem already says it."""
-    core = (text or "").partition(": ")[2] or text
-    return SEE if core and any(core in p["message"] for p in report["problems"]) else text
+class _Said:
+    """What the problems table says, by the plugin or target it is about, so that a cell repeating a problem
+    points to it; a report with thousands of failing plugins compares each cell with its own plugin's only."""
+
+    def __init__(self, problems: list[dict[str, Any]]) -> None:
+        self.problems = problems
+        self.about: dict[object, list[str]] = {}
+        for p in problems:
+            keys = {p["plugin"], p["target"]} - {None} or {None}
+            for key in keys:
+                self.about.setdefault(key, []).append(p["message"])
+
+    def once(self, text: str | None, about: str | None = None) -> str | None:
+        """``text``, or a pointer to the problems table when a problem (about ``about``, when given) says it."""
+        core = (text or "").partition(": ")[2] or text
+        if not core:
+            return text
+        messages = (
+            self.about.get(about, []) + self.about.get(None, [])
+            if about is not None
+            else (p["message"] for p in self.problems)
+        )
+        return SEE if any(core in message for message in messages) else text
 
 
-def _runs(report: dict[str, Any], kind: str, records: list[dict[str, Any]], last: str, note: Any) -> list[str]:
+def _runs(
+    report: dict[str, Any], said: _Said, kind: str, records: list[dict[str, Any]], last: str, note: Any
+) -> list[str]:
     """The table of plugins that ran (``note(record)`` in the ``last`` column), then their tracebacks; the last
     message of each traceback, when a problem says it, replaced by a pointer."""
     platform = kind == "platform"
@@ -39,12 +61,12 @@ def _runs(report: dict[str, Any], kind: str, records: list[dict[str, Any]], last
     rows = [(r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", note(r)) for r in records]
     out = _section(title, ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last), rows, empty)
     if kind == "general" and report["plugins"]["error"]:
-        out.append(f"  loading stopped: {_once(report, report['plugins']['error'])}")
+        out.append(f"  loading stopped: {said.once(report['plugins']['error'])}")
     for record in (r for r in records if r.get("traceback")):
         lines = record["traceback"].rstrip().splitlines()
         start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (")), default=0)
         end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
-        if end < len(lines) and _once(report, "\n".join(lines[end:])) == SEE:
+        if end < len(lines) and said.once("\n".join(lines[end:]), record["plugin"]) == SEE:
             lines[end:] = [f"{lines[end].partition(':')[0]}: {SEE}"]
         out += ["", f"Traceback of {kind} plugin {record['plugin']!r} (without the runtime's frames)"]
         out += ["  " + line for line in lines]
@@ -64,12 +86,12 @@ def _list(report: dict[str, Any]) -> list[str]:
     return [*lines, "", f"{report['distribution_count']} installed distribution(s) scanned; no plugin was imported."]
 
 
-def _outcome(report: dict[str, Any], activation: dict[str, Any]) -> str | None:
+def _outcome(said: _Said, activation: dict[str, Any]) -> str | None:
     """The RESULT / ERROR cell: the class, the error, or why ``activate()`` returned ``None``."""
     if activation["status"] != "unavailable":
-        return _once(report, activation["error"]) or activation["result"]
-    said = activation.get("log")
-    return f"None: {said[-1]}" if said else "None (activate() logged no reason; log one at DEBUG to see it here)"
+        return said.once(activation["error"], activation["plugin"]) or activation["result"]
+    logged = activation.get("log")
+    return f"None: {logged[-1]}" if logged else "None (activate() logged no reason; log one at DEBUG to see it here)"
 
 
 def _doctor(report: dict[str, Any]) -> list[str]:
@@ -77,23 +99,26 @@ def _doctor(report: dict[str, Any]) -> list[str]:
     counts = f"{found['platform_plugins']} platform plugin(s), {found['general_plugins']} general plugin(s)"
     scanned = f"{found['distribution_count']} installed distribution(s) scanned"
     lines = ["", f"Discovery: {scanned}, {counts}, {len(found['malformed'])} malformed"]
-    lines += _runs(report, "platform", platform["activations"], "RESULT / ERROR", lambda a: _outcome(report, a))
+    said = _Said(report["problems"])
+    activations = platform["activations"]
+    lines += _runs(report, said, "platform", activations, "RESULT / ERROR", lambda a: _outcome(said, a))
     if platform["status"] == "selected":
         plugin = f"{platform['plugin']} ({dist_label(platform)})" if platform["plugin"] else "(none: fallback)"
         title = "Selected platform" + " [SIMULATED]" * report["simulated"]
         pairs = [("class", platform["platform_class"]), ("plugin", plugin), ("rule", platform["rule"])]
         pairs.append(("reason", platform["reason"]))
     else:
-        title, pairs = "Selected platform: NONE (selection failed)", [("error", _once(report, platform["error"]))]
+        title, pairs = "Selected platform: NONE (selection failed)", [("error", said.once(platform["error"]))]
     lines += ["", title, *table(("", ""), pairs)[1:]]
     names = [(o["attribute"], o["kind"], o["message"].partition(": ")[2]) for o in platform.get("overrides", ())]
     title = "Platform class: public names SGLang does not call"
     lines += _section(title, ("NAME", "KIND", "WHAT IT MEANS"), names)
-    lines += _runs(report, "general", report["plugins"]["plugins"], "REASON", lambda r: _once(report, r["reason"]))
+    records = report["plugins"]["plugins"]
+    lines += _runs(report, said, "general", records, "REASON", lambda r: said.once(r["reason"], r["plugin"]))
     targets = []
     for t in hooks["targets"]:
         sources = ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]})) or "unknown"
-        note = _once(report, t["error"] or "; ".join(c["message"] for c in t["conflicts"]) or None)
+        note = said.once(t["error"] or "; ".join(c["message"] for c in t["conflicts"]) or None, t["target"])
         targets.append((t["target"], t["status"], ", ".join(h["type"] for h in t["hooks"]) or "-", sources, note))
     theirs = len(hooks.get("sglang_registry_targets", ()))
     empty = f"(none here; released SGLang's own registry has hooks on {theirs} target(s) {SEE})"
@@ -144,6 +169,16 @@ def _fingerprint(report: dict[str, Any]) -> list[str]:
     return lines + (_section(title, ("SEVERITY", "ITEM", "HERE", "THERE"), rows) or ["", title])
 
 
+#: Characters that steer a terminal (C0 but tab and newline, DEL, C1, bidirectional overrides): plugin text
+#: shows them escaped, so that a message cannot clear, recolour or reorder the report around it.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with :data:`_CONTROL` characters written as Python escapes (``\\x1b``)."""
+    return _CONTROL.sub(lambda match: ascii(match.group())[1:-1], text)
+
+
 def render(report: dict[str, Any]) -> str:
     command, sim = report["command"], report["simulation"]
     target = f" {report['target']}" if command == "explain" else ""
@@ -162,4 +197,5 @@ def render(report: dict[str, Any]) -> str:
     errors = sum(p["severity"] == "error" for p in report["problems"])
     verdict = ("OK" if report["healthy"] else "PROBLEMS FOUND") + " [SIMULATED]" * report["simulated"]
     counts = f"{errors} error(s), {len(report['problems']) - errors} warning(s)"
-    return "\n".join([*lines, "", f"Result: {verdict}: {counts}; exit status {report['exit_status']}", ""])
+    result = f"Result: {verdict}: {counts}; exit status {report['exit_status']}"
+    return printable("\n".join([*lines, "", result, ""]))
