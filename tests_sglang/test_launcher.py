@@ -271,3 +271,36 @@ def test_the_launcher_reports_what_it_adopted() -> None:
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout).split(":")[0].rsplit("/", 1)[-1].startswith("sglang-plugins-run-")
     assert "(7 modules adopted in memory; nothing installed is changed)" in completed.stderr
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A launcher inside a launcher, and SGLang installed from source
+# ---------------------------------------------------------------------------------------------------------
+
+ADOPTED_ONCE = """
+import sys
+import sglang.srt.plugins.hook_registry as theirs
+import sglang_plugin_runtime.plugins.hook_registry as ours
+from sglang_plugin_runtime._launcher._finder import AdoptedSGLangFinder
+finders = [f for f in sys.meta_path if isinstance(f, AdoptedSGLangFinder)]
+print(theirs.HookRegistry is ours.HookRegistry, len(finders), theirs.__file__)
+"""
+
+
+@pytest.mark.fault(
+    "cli",
+    "sglang-plugins run inside sglang-plugins run (a start script that wraps itself, a supervisor adding it again)",
+    "the inner launcher sees the outer one's shim and runs the command as it is: SGLang is adopted once, and the "
+    "outer launcher says so (every Python died with RecursionError: the two shims handed `import sglang` to each "
+    "other)",
+)
+def test_a_launcher_inside_a_launcher_runs_the_command_as_it_is() -> None:
+    inner = [sys.executable, "-m", "sglang_plugin_runtime", "run", "--"]
+    completed = launch(*inner, sys.executable, "-c", ADOPTED_ONCE)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "RecursionError" not in completed.stderr
+    same, finders, path = completed.stdout.split()
+    assert (same, finders) == ("True", "1") and path.endswith("sglang/srt/plugins/hook_registry.py")
+    assert "already inside 'sglang-plugins run' (shim " in completed.stderr
+    assert completed.stderr.count("runs with sglang_plugin_runtime") == 1
+    assert "no process of the command adopted SGLang" not in completed.stderr

@@ -83,6 +83,12 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
         ignores = f"{command[0]} {isolating} ignores PYTHONPATH, so SGLang would run without the runtime"
         raise LaunchError(f"sglang-plugins run: {ignores}; drop {isolating}")
     env = dict(os.environ)
+    outer = env.get(SHIM_ENV, "")
+    if outer and outer in env.get("PYTHONPATH", "").split(os.pathsep) and os.path.isdir(outer):
+        # A second shim would hand `import sglang` back to this one, and each to the other, forever.
+        note = f"already inside 'sglang-plugins run' (shim {outer}); running the command as it is"
+        print(f"sglang-plugins run: {note}", file=sys.stderr, flush=True)
+        return env, None
     try:
         dist = metadata.distribution("sglang")
     except metadata.PackageNotFoundError:
