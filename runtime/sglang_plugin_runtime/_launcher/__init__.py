@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ._finder import ADOPTED_MARKER, SHIM_ENV, VERSION_ENV
+from ._finder import ADOPTED_MARKER, SHIM_ENV, VERSION_ENV, find_sglang
 from ._patch import PatchError, apply, parse, patch_text
 
 __all__ = ["LaunchError", "execute", "plan"]
@@ -94,7 +94,12 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
     except metadata.PackageNotFoundError:
         how = "install it, or run sglang-plugins from the environment that has it"
         raise LaunchError(f"sglang-plugins run: SGLang is not installed in this environment; {how}") from None
-    version, site = dist.version, Path(str(dist.locate_file("")))
+    version, spec = dist.version, find_sglang()
+    if spec is None or spec.origin is None:
+        missing = f"SGLang {version} is installed but Python finds no sglang package"
+        raise LaunchError(f"sglang-plugins run: {missing}; reinstall sglang=={version}")
+    # Where `import sglang` finds it: site-packages for a wheel, the checkout for an editable install from source.
+    site = Path(spec.origin).parent.parent
     hook_registry = site / "sglang" / "srt" / "plugins" / "hook_registry.py"
     if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(encoding="utf-8"):
         note = f"SGLang {version} already imports sglang_plugin_runtime; running the command as it is"
