@@ -55,7 +55,7 @@ def _marker_arguments(decorator: ast.expr) -> tuple[str, ...] | None:
     return tuple(values)
 
 
-#: Where marked tests live: the project's tests, and the real-SGLang tier (its faults need the released wheel).
+#: Where marked tests live: the project's tests, and the real-SGLang tier (the released wheel's).
 TREES = (TESTS, TESTS.parent / "tests_sglang")
 
 

@@ -98,7 +98,7 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
     if spec is None or spec.origin is None:
         missing = f"SGLang {version} is installed but Python finds no sglang package"
         raise LaunchError(f"sglang-plugins run: {missing}; reinstall sglang=={version}")
-    # Where `import sglang` finds it: site-packages for a wheel, the checkout for an editable install from source.
+    # Where `import sglang` finds it: site-packages (a wheel), the checkout (an editable install).
     site = Path(spec.origin).parent.parent
     hook_registry = site / "sglang" / "srt" / "plugins" / "hook_registry.py"
     if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(encoding="utf-8"):

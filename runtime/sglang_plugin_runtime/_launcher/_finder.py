@@ -72,10 +72,11 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
 
 
 def find_sglang(shim_dir: str | None = None) -> ModuleSpec | None:
-    """Where ``import sglang`` finds the installed package (the shim folder left out), without importing it.
+    """Where ``import sglang`` finds the installed package (not the shim's), without importing it.
 
-    The import system's own finders, in their order: ``sys.path`` for a wheel, and for an editable install from
-    source the finder its ``.pth`` file added (setuptools maps ``sglang`` to the checkout with one)."""
+    The import system's own finders, in their order: ``sys.path`` for a wheel, and for an editable
+    install from source the finder its ``.pth`` file added (setuptools maps ``sglang`` to the
+    checkout with one)."""
     search = [p for p in sys.path if os.path.abspath(p or os.curdir) != shim_dir]
     for finder in sys.meta_path:
         if isinstance(finder, AdoptedSGLangFinder) or not hasattr(finder, "find_spec"):
