@@ -31,7 +31,7 @@ from sglang_plugin_runtime.testing import write_fake_distribution
 #: git directory in ``<owner>+<name>/repo`` (the commit below is exported with ``git archive``) or a
 #: plain source tree in ``<owner>+<name>/tree`` (used as it is). Unset (CI), the real-source tests
 #: are skipped and the shapes stand in.
-SOURCES_ENV = "SGLANG_REAL_PLUGIN_SOURCES"
+SOURCES_ENV = "REAL_PLUGIN_SOURCES"
 
 
 @dataclass(frozen=True)

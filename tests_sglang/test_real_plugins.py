@@ -1,7 +1,7 @@
 """The four real plugins themselves: their unmodified sources, installed with pip, held to their
 shapes' verdicts.
 
-Runs where ``SGLANG_REAL_PLUGIN_SOURCES`` names a folder of snapshots (see :mod:`real_plugins`);
+Runs where ``REAL_PLUGIN_SOURCES`` names a folder of snapshots (see :mod:`real_plugins`);
 elsewhere (CI) every test here is skipped with that reason and ``test_real_plugin_shapes.py`` proves
 the behaviours. Each plugin is exported from its snapshot at the commit that was read (``git
 archive``), installed with a real ``pip install --target``, and run in fresh processes on SGLang
