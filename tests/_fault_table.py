@@ -55,10 +55,14 @@ def _marker_arguments(decorator: ast.expr) -> tuple[str, ...] | None:
     return tuple(values)
 
 
-def collect(tests: Path = TESTS) -> list[Fault]:
-    """Every marked test under ``tests``, in area order, then by file and position."""
+#: Where marked tests live: the project's tests, and the real-SGLang tier (the released wheel's).
+TREES = (TESTS, TESTS.parent / "tests_sglang")
+
+
+def collect(trees: tuple[Path, ...] = TREES) -> list[Fault]:
+    """Every marked test under ``trees``, in area order, then by tree, file and position."""
     faults = []
-    for path in sorted(tests.rglob("test_*.py")):
+    for path in [path for tests in trees for path in sorted(tests.rglob("test_*.py"))]:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in tree.body:
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -72,7 +76,7 @@ def collect(tests: Path = TESTS) -> list[Fault]:
                         f"{path.name}::{node.name}: @pytest.mark.fault(area, case, behaviour) with area one of "
                         f"{', '.join(AREAS)}; got {arguments}"
                     )
-                test = f"{path.relative_to(tests.parent).as_posix()}::{node.name}"
+                test = f"{path.relative_to(TESTS.parent).as_posix()}::{node.name}"
                 faults.append(Fault(arguments[0], arguments[1], arguments[2], test))
     order = list(AREAS)
     return sorted(faults, key=lambda fault: order.index(fault.area))

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -236,7 +238,9 @@ def test_adoption_is_claimed_only_by_a_process_that_adopts() -> None:
 def test_a_modified_sglang_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
     """A fork whose files differ where the patch applies: refused before anything runs."""
     real = Path(importlib.util.find_spec("sglang").submodule_search_locations[0]).parent
-    modules = {path: (real / path).read_text(encoding="utf-8") for path in ADOPTED_FILES}
+    # With its own sglang/__init__.py the fork is the package Python imports (as when installed).
+    files = ("sglang/__init__.py", *ADOPTED_FILES)
+    modules = {path: (real / path).read_text(encoding="utf-8") for path in files}
     modules["sglang/srt/plugins/__init__.py"] = modules["sglang/srt/plugins/__init__.py"].replace(
         "import logging\n", "import logging  # a vendor fork\n"
     )
@@ -271,3 +275,162 @@ def test_the_launcher_reports_what_it_adopted() -> None:
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout).split(":")[0].rsplit("/", 1)[-1].startswith("sglang-plugins-run-")
     assert "(7 modules adopted in memory; nothing installed is changed)" in completed.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# A launcher inside a launcher, and SGLang installed from source
+# --------------------------------------------------------------------------------------------------
+
+ADOPTED_ONCE = """
+import sys
+import sglang.srt.plugins.hook_registry as theirs
+import sglang_plugin_runtime.plugins.hook_registry as ours
+from sglang_plugin_runtime._launcher._finder import AdoptedSGLangFinder
+finders = [f for f in sys.meta_path if isinstance(f, AdoptedSGLangFinder)]
+print(theirs.HookRegistry is ours.HookRegistry, len(finders), theirs.__file__)
+"""
+
+
+@pytest.mark.fault(
+    "cli",
+    "sglang-plugins run inside sglang-plugins run (a start script that wraps itself, say)",
+    "the inner launcher sees the outer one's shim and runs the command as it is: SGLang is adopted "
+    "once, and the outer launcher says so (every Python died with RecursionError: the two shims "
+    "handed `import sglang` to each other)",
+)
+def test_a_launcher_inside_a_launcher_runs_the_command_as_it_is() -> None:
+    inner = [sys.executable, "-m", "sglang_plugin_runtime", "run", "--"]
+    completed = launch(*inner, sys.executable, "-c", ADOPTED_ONCE)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "RecursionError" not in completed.stderr
+    same, finders, path = completed.stdout.split()
+    assert (same, finders) == ("True", "1") and path.endswith("sglang/srt/plugins/hook_registry.py")
+    assert "already inside 'sglang-plugins run' (shim " in completed.stderr
+    assert completed.stderr.count("runs with sglang_plugin_runtime") == 1
+    assert "no process of the command adopted SGLang" not in completed.stderr
+
+
+IGNORE_CACHES = shutil.ignore_patterns("__pycache__", "*.pyc")
+Edit = tuple[str, str, str]
+#: The packaging facts of SGLang's python/pyproject.toml at a release: setuptools, packages found.
+SGLANG_PACKAGING = """\
+[build-system]
+requires = ["setuptools>=61.0", "wheel"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "sglang"
+version = "0.5.23"
+requires-python = ">=3.10"
+
+[tool.setuptools.packages.find]
+exclude = ["assets*", "benchmark*", "docs*", "dist*", "playground*", "scripts*", "tests*"]
+"""
+
+
+def _site_dirs_without_sglang(root: Path) -> list[Path]:
+    """This interpreter's package folders (the runtime's, then each holding distributions), each a
+    folder of links to all it holds except SGLang: what a source install of SGLang runs with."""
+    runtime_parent = Path(importlib.util.find_spec("sglang_plugin_runtime").origin).parents[1]
+    sites = [Path(p) for p in sys.path if p and any(Path(p).glob("*.dist-info"))]
+    sources = [runtime_parent, *sites]
+    farms = []
+    for number, source in enumerate(dict.fromkeys(sources)):
+        farm = root / f"deps-{number}"
+        farm.mkdir()
+        for entry in source.iterdir():
+            if entry.name != "sglang" and not entry.name.startswith("sglang-"):
+                (farm / entry.name).symlink_to(entry)
+        farms.append(farm)
+    return farms
+
+
+def install_sglang_from_source(root: Path, mode: str, edit: Edit | None = None) -> Path:
+    """SGLang 0.5.23 as a developer installs it from a checkout of the release: its files (the
+    wheel's, which are the release's sources) in ``python/sglang`` with the release's packaging,
+    ``pip install -e python`` into a fresh venv (setuptools' editable ``mode``). ``edit`` = (file,
+    old, new) changes the checkout first. Returns the venv's python."""
+    released = Path(importlib.util.find_spec("sglang").origin).parent
+    checkout = root / "checkout" / "python"
+    checkout.mkdir(parents=True)
+    try:  # the release's files, linked where the file system allows (10,000 files, 220 MB)
+        shutil.copytree(released, checkout / "sglang", copy_function=os.link, ignore=IGNORE_CACHES)
+    except OSError:
+        shutil.rmtree(checkout / "sglang", ignore_errors=True)
+        shutil.copytree(released, checkout / "sglang", ignore=IGNORE_CACHES)
+    if edit is not None:
+        path, old, new = checkout / edit[0], edit[1], edit[2]
+        text = path.read_text(encoding="utf-8")
+        path.unlink()  # a linked file is the wheel's own: never write through the link
+        path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    (checkout / "pyproject.toml").write_text(SGLANG_PACKAGING, encoding="utf-8")
+    venv = root / "venv"
+    create = [sys.executable, "-m", "venv", "--without-pip", str(venv)]
+    subprocess.run(create, check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.strip()
+    )
+    farms = "\n".join(str(p) for p in _site_dirs_without_sglang(root))
+    (site / "zz-sglang-dependencies.pth").write_text(farms + "\n", encoding="utf-8")
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
+    if mode != "lenient":  # setuptools' default
+        pip += ["--config-settings", f"editable_mode={mode}"]
+    installed = subprocess.run(
+        [*pip, "-e", str(checkout)],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr
+    return python
+
+
+def launch_with(python: Path, code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(python), "-m", "sglang_plugin_runtime", "run", "--", str(python), "-c", code],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=python.parents[2],
+    )
+
+
+@pytest.mark.fault(
+    "cli",
+    "sglang-plugins run with SGLang 0.5.23 installed from source at the release (pip install -e, "
+    "setuptools' lenient, strict and compat editable modes)",
+    "the checkout's files are checked against the patch where Python imports them from, and "
+    "adopted "
+    "(it was refused as 'differs from the released files ... reinstall': the files were looked for "
+    "beside the dist-info)",
+)
+@pytest.mark.parametrize("mode", ["lenient", "strict", "compat"])
+def test_sglang_installed_from_source_at_the_release_is_adopted(mode: str, tmp_path: Path) -> None:
+    python = install_sglang_from_source(tmp_path, mode)
+    completed = launch_with(python, ADOPTED_ONCE)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    same, finders, path = completed.stdout.split()
+    assert (same, finders) == ("True", "1")
+    # The checkout's file (strict mode: via the tree of links setuptools builds in the checkout).
+    assert path.startswith(str(tmp_path / "checkout" / "python")), path
+    assert "SGLang 0.5.23 runs with sglang_plugin_runtime" in completed.stderr
+
+
+def test_a_changed_checkout_of_sglang_is_refused_naming_the_line(tmp_path: Path) -> None:
+    edit = ("sglang/srt/plugins/__init__.py", "import logging\n", "import logging  # changed\n")
+    python = install_sglang_from_source(tmp_path, "lenient", edit)
+    completed = launch_with(python, "print('ran')")
+    assert completed.returncode == 2 and completed.stdout == ""
+    checked = tmp_path / "checkout" / "python" / "sglang" / "srt" / "plugins" / "__init__.py"
+    assert f"{checked}, line 13: expected 'import logging'" in completed.stderr

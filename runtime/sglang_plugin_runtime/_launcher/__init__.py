@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ._finder import ADOPTED_MARKER, SHIM_ENV, VERSION_ENV
+from ._finder import ADOPTED_MARKER, SHIM_ENV, VERSION_ENV, find_sglang
 from ._patch import PatchError, apply, parse, patch_text
 
 __all__ = ["LaunchError", "execute", "plan"]
@@ -83,12 +83,23 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
         ignores = f"{command[0]} {isolating} ignores PYTHONPATH, so SGLang would run without the runtime"
         raise LaunchError(f"sglang-plugins run: {ignores}; drop {isolating}")
     env = dict(os.environ)
+    outer = env.get(SHIM_ENV, "")
+    if outer and outer in env.get("PYTHONPATH", "").split(os.pathsep) and os.path.isdir(outer):
+        # A second shim would hand `import sglang` back to this one, and each to the other, forever.
+        note = f"already inside 'sglang-plugins run' (shim {outer}); running the command as it is"
+        print(f"sglang-plugins run: {note}", file=sys.stderr, flush=True)
+        return env, None
     try:
         dist = metadata.distribution("sglang")
     except metadata.PackageNotFoundError:
         how = "install it, or run sglang-plugins from the environment that has it"
         raise LaunchError(f"sglang-plugins run: SGLang is not installed in this environment; {how}") from None
-    version, site = dist.version, Path(str(dist.locate_file("")))
+    version, spec = dist.version, find_sglang()
+    if spec is None or spec.origin is None:
+        missing = f"SGLang {version} is installed but Python finds no sglang package"
+        raise LaunchError(f"sglang-plugins run: {missing}; reinstall sglang=={version}")
+    # Where `import sglang` finds it: site-packages (a wheel), the checkout (an editable install).
+    site = Path(spec.origin).parent.parent
     hook_registry = site / "sglang" / "srt" / "plugins" / "hook_registry.py"
     if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(encoding="utf-8"):
         note = f"SGLang {version} already imports sglang_plugin_runtime; running the command as it is"

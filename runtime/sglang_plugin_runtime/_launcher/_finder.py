@@ -71,6 +71,25 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
+def find_sglang(shim_dir: str | None = None) -> ModuleSpec | None:
+    """Where ``import sglang`` finds the installed package (not the shim's), without importing it.
+
+    The import system's own finders, in their order: ``sys.path`` for a wheel, and for an editable
+    install from source the finder its ``.pth`` file added (setuptools maps ``sglang`` to the
+    checkout with one)."""
+    search = [p for p in sys.path if os.path.abspath(p or os.curdir) != shim_dir]
+    for finder in sys.meta_path:
+        if isinstance(finder, AdoptedSGLangFinder) or not hasattr(finder, "find_spec"):
+            continue
+        if finder is importlib.machinery.PathFinder:
+            spec = finder.find_spec("sglang", search)
+        else:
+            spec = finder.find_spec("sglang", None)
+        if spec is not None:
+            return spec
+    return None
+
+
 def enter_from_shim(shim_module: ModuleType) -> None:
     """Called by the shim's ``sglang/__init__.py``: install the finder, then load the real ``sglang`` in its place."""
     version = os.environ.get(VERSION_ENV, "")
@@ -81,8 +100,7 @@ def enter_from_shim(shim_module: ModuleType) -> None:
         finder = AdoptedSGLangFinder(parse(patch_text(version)))
         sys.meta_path.insert(0, finder)
     shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
-    search = [p for p in sys.path if os.path.abspath(p or os.curdir) != shim_dir]
-    spec = importlib.machinery.PathFinder.find_spec("sglang", search)
+    spec = find_sglang(shim_dir)
     if spec is None or spec.loader is None:
         raise ImportError("sglang-plugins run: no sglang package is installed besides the launcher's shim")
     real = importlib.util.module_from_spec(spec)
