@@ -9,6 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
 from _plugin_site import PluginSite
 
 TARGET_MODULE = "def work(x):\n    return x + 1\n"
@@ -115,7 +116,7 @@ def test_records_each_hook_with_type_source_and_priority_outermost_first(site: P
     assert target["hooks"] == [
         {
             "type": "after",
-            "hook": "functools.partial(<function scale>, 2)",
+            "hook": "functools.partial(acme_timer.scale, ...)",
             "plugin": "timer",
             "distribution": "acme-timer",
             "priority": 5,
@@ -234,3 +235,33 @@ def test_consistency_off_returns_none_without_importing_torch(site: PluginSite) 
         env={"SGLANG_PLUGINS_CONSISTENCY": "off"},
     )
     assert result == [None, False]
+
+
+RANKED_PLUGIN = """
+import functools, os
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+
+def shard(result, *args, rank, **kwargs):
+    return result
+
+def register():
+    HookRegistry.register("demo_target.work", functools.partial(shard, rank=int(os.environ["RANK"])), HookType.AFTER)
+"""
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a plugin registers functools.partial(hook, rank=r), bound to each rank's own number",
+    "every rank gives the same fingerprint: it names the partial's function and the names it binds, never the "
+    "per-rank values (was: a different digest per rank, so check_plugin_consistency() failed on every rank)",
+)
+def test_a_partial_hook_bound_to_the_rank_gives_one_fingerprint_on_every_rank(site: PluginSite) -> None:
+    site.add(
+        "ranked",
+        "1.0",
+        {"sglang.srt.plugins": {"ranked": "ranked_plugin:register"}},
+        {"ranked_plugin.py": RANKED_PLUGIN, "demo_target.py": TARGET_MODULE},
+    )
+    first, second = fingerprint(site, RANK="0"), fingerprint(site, RANK="1")
+    assert first["digest"] == second["digest"]
+    assert first["data"]["hooks"][0]["hooks"][0]["hook"] == "functools.partial(ranked_plugin.shard, rank=...)"

@@ -118,30 +118,22 @@ def _plugins(ns: Any) -> list[dict[str, Any]] | None:
 def fingerprint_hook(hook: Any) -> dict[str, Any]:
     """One ``HookReport`` as the fingerprint (and the CLI) names it, without the addresses ``repr()`` shows."""
     data = as_json(hook)
+    del data["target"]
     data["hook"] = _ADDRESS.sub("", data["hook"])
     return data
 
 
 def _hooks() -> list[dict[str, Any]]:
-    from .plugins.hook_registry import HookRegistry
+    from .plugins.hook_registry import HookRegistry, Target
 
-    chains: dict[str, list[list[dict[str, Any]]]] = {}
-    failed: dict[str, bool] = {}
-    for report in HookRegistry.describe():
-        # Both spellings (``pkg.mod:Class.m`` and ``pkg.mod.Class.m``) name the same target.
-        name = report.target.replace(":", ".")
-        chains.setdefault(name, []).append([fingerprint_hook(h) for h in report.hooks])
-        failed[name] = failed.get(name, False) or report.status == "failed"
-    return [{"target": name, "failed": failed[name], "hooks": _merge(chains[name])} for name in sorted(chains)]
-
-
-def _merge(chains: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One target's hooks, outermost first; for a target registered under both spellings, in a fixed order.
-
-    Once applied, each spelling reports the whole chain; while pending, each reports only its own hooks. Sorting
-    the union makes both states give the same list.
-    """
-    first = chains[0]
-    if all(chain == first for chain in chains):
-        return first
-    return sorted((h for chain in chains for h in chain), key=canonical_json)
+    # Each target with the hooks registered on it: once applied, a target shares its chain with the other
+    # targets naming the same function (a re-export), and its report lists their hooks too.
+    targets = [
+        {
+            "target": Target.parse(report.target).dotted,
+            "failed": report.status == "failed",
+            "hooks": [fingerprint_hook(h) for h in report.hooks if h.target == report.target],
+        }
+        for report in HookRegistry.describe()
+    ]
+    return sorted(targets, key=lambda target: target["target"])

@@ -15,16 +15,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from ._hooks._registry import Registry, active_registry, isolated_registry
-from ._hooks._registry import _parse_target as _parse_target  # for the CLI's explain
 from ._hooks._registry import _plugin_context as _plugin_context  # for plugin loaders
-from ._hooks._types import STRICT_ENV, HookApplyError, HookFailure, HookSource, HookStatus, HookType
-from ._hooks._types import _current_plugin_source as _current_plugin_source  # SGLang's name; plugin loaders set it
+from ._hooks._types import STRICT_ENV, HookApplyError, HookFailure, HookSource, HookStatus, HookType, Target
+from ._hooks._types import _current_plugin_source as _current_plugin_source  # SGLang's name; loaders set it
 
 if TYPE_CHECKING:
     from ._hooks._describe import Conflict, HookReport, TargetReport
 
 # The names by role: registering hooks, applying them (strict mode), and the reports (imported on first use).
-__all__ = ["HookRegistry", "HookSource", "HookType", "Registry", "isolated_registry", "plugin_hook"]
+__all__ = ["HookRegistry", "HookSource", "HookType", "Registry", "Target", "isolated_registry", "plugin_hook"]
 __all__ += ["STATUSES", "STRICT_ENV", "HookApplyError", "HookFailure", "HookStatus"]
 __all__ += ["Conflict", "HookReport", "TargetReport"]
 
@@ -32,6 +31,9 @@ __all__ += ["Conflict", "HookReport", "TargetReport"]
 STATUSES = tuple(status.value for status in HookStatus)
 
 _H = TypeVar("_H", bound=Callable[..., object])
+
+#: The old name of :meth:`Target.parse` (it raises for a malformed target), until its callers switch.
+_parse_target = Target.parse
 
 
 class HookRegistry:

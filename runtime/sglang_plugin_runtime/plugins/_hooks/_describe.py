@@ -24,6 +24,9 @@ class HookReport:
     priority: int
     active: bool
     """False for a REPLACE hook that a later (or higher-priority) REPLACE overrides."""
+    target: str = ""
+    """The target it was registered on: another one than the report's when both name one function (a
+    re-export) or one attribute (a module under two names)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -68,33 +71,38 @@ class TargetReport:
 
 
 def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
-    """The report of one target string; ``slots``: all of its registry's (the caller holds the registry's lock)."""
+    """The report of one target; ``slots``: all of its registry's (the caller holds the registry's lock)."""
     slot = record.slot
-    regs = ordered(slot.records if slot is not None else [record])
+    records = slot.records if slot is not None else [record]
+    regs = ordered(records)
     found = _conflicts(regs)
+    rebound = 0
     if slot is not None and slot.current is not None:
         found += slot.conflicts
         replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
         owner = next((s for s in slots if s.current is slot.owner and s.original.kind == "class"), None)
         if owner is not None and replaces and slot.previous is not MISSING:  # the class defines it itself
             message = (
-                f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own implementation of "
-                f"'{slot.name}' on {owner.key}"
+                f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own implementation "
+                f"of '{slot.name}' on {owner.key}"
             )
             found.append(("method_replace_overrides_class_replace", message))
+        targets = {id(vars(r.found.owner)) for r in slot.records if r.found is not None}
+        rebound = sum(ns.get(slot.name) is slot.raw for key, ns in slot.modules.items() if key not in targets)
     return TargetReport(
-        target=record.target,
+        target=str(record.target),
         status=record.status.value,
         error=record.error,
-        resolved=record.resolved,
-        hooks=_hooks(regs),
+        resolved=record.found.key if record.found is not None else None,
+        hooks=_hooks(regs, {id(reg): str(r.target) for r in records for reg in r.registrations}),
         conflicts=tuple(Conflict(kind, message) for kind, message in found),
-        rebound=sum(ns.get(slot.name) is slot.current for ns in slot.rebinds.values()) if slot is not None else 0,
+        rebound=rebound,
     )
 
 
-def _hooks(regs: list[Registration]) -> tuple[HookReport, ...]:
-    """``regs`` (innermost first) in nesting order, outermost first, then the winning REPLACE and overridden ones."""
+def _hooks(regs: list[Registration], targets: dict[int, str]) -> tuple[HookReport, ...]:
+    """``regs`` (innermost first) in nesting order, outermost first, then the winning REPLACE and overridden
+    ones; ``targets``: the target each was registered on, by ``id()``."""
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     others = [r for r in regs if r.hook_type is not HookType.REPLACE]
     return tuple(
@@ -105,6 +113,7 @@ def _hooks(regs: list[Registration]) -> tuple[HookReport, ...]:
             r.source.dist_name if r.source is not None else None,
             r.priority,
             active=r.hook_type is not HookType.REPLACE or r is replaces[-1],
+            target=targets[id(r)],
         )
         for r in [*reversed(others), *reversed(replaces)]
     )

@@ -6,6 +6,7 @@ Shared by the registry (``_registry``), which owns every instance, and the repor
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -86,20 +87,77 @@ def format_source(source: HookSource | None) -> str:
 
 
 def describe_callable(obj: object) -> str:
-    """A stable, human-readable name for a hook: ``module.qualname`` when available."""
+    """A stable, human-readable name for a hook: ``module.qualname`` when available. A ``functools.partial`` is
+    named by its function and the names it binds, never their values (a rank's own number differs per rank)."""
+    if isinstance(obj, functools.partial):
+        bound = ["..."] * len(obj.args) + [f"{key}=..." for key in obj.keywords]
+        return f"functools.partial({', '.join([describe_callable(obj.func), *bound])})"
     qualname, module = getattr(obj, "__qualname__", None), getattr(obj, "__module__", None)
     if not isinstance(qualname, str):
         return repr(obj)
     return f"{module}.{qualname}" if isinstance(module, str) and module else qualname
 
 
+_INVALID = "Invalid target path {!r}: need at least module.attr, as pkg.module.attr or pkg.module:Attr.path"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A hook target, parsed once. Its two spellings, ``pkg.mod.Class.m`` and ``pkg.mod:Class.m``, are one
+    target: equal, with one hash (``dotted``). ``module``: the module named before ``:`` (``None`` in the dotted
+    spelling, where it is the longest prefix imported); ``text``: the spelling as given."""
+
+    dotted: str
+    module: str | None = field(default=None, compare=False)
+    text: str = field(default="", compare=False)
+
+    @classmethod
+    def parse(cls, text: object) -> Target:
+        """``ValueError`` for a malformed target (``TypeError`` for a non-string)."""
+        if not isinstance(text, str):
+            raise TypeError(f"Hook target must be a string, got {type(text).__name__}: {text!r}")
+        module, colon, _attr = text.rpartition(":")
+        names = cls.names_of(text.replace(":", "."))
+        if text.count(":") > 1 or len(names) < 2:
+            raise ValueError(_INVALID.format(text))
+        return cls(".".join(names), module if colon else None, text)
+
+    @staticmethod
+    def names_of(path: str) -> list[str]:
+        """The names of a dotted path (a target's, or a module's); ``ValueError`` unless each is an identifier."""
+        names = path.split(".")
+        if not all(name.isidentifier() for name in names):
+            raise ValueError(_INVALID.format(path))
+        return names
+
+    def splits(self) -> list[tuple[str, list[str]]]:
+        """Where the module may end, longest module first: ``(module, attribute names)``."""
+        names = self.dotted.split(".")
+        if self.module is not None:
+            return [(self.module, names[self.module.count(".") + 1 :])]
+        return [(".".join(names[:i]), names[i:]) for i in range(len(names) - 1, 0, -1)]
+
+    def __str__(self) -> str:
+        return self.text or self.dotted
+
+
 class Unwrapped(NamedTuple):
     """The callable in a raw attribute; ``kind``: "class", "function", "classmethod", "staticmethod", "property",
-    "cached_property" or "nonbinding" (a callable class attribute that does not bind, e.g. a builtin)."""
+    "partialmethod" or "nonbinding" (a callable class attribute that does not bind, e.g. a builtin)."""
 
     kind: str
     func: object
     raw: object
+
+
+class Resolution(NamedTuple):
+    """Where a target lives now: ``owner.name`` holds ``raw`` (``owned``: in the owner's own ``__dict__``)."""
+
+    key: str  # the canonical spelling, module:attr.path
+    owner: object
+    name: str
+    raw: object
+    owned: bool
 
 
 class Registration(NamedTuple):
@@ -117,35 +175,41 @@ class Registration(NamedTuple):
 
 @dataclass(slots=True, eq=False)
 class TargetRecord:
-    """One target *string*: its registrations and where it stands."""
+    """One target (both spellings): its registrations and where it stands."""
 
-    target: str
+    target: Target
     registrations: list[Registration] = field(default_factory=list)
     status: HookStatus = HookStatus.REGISTERED
     error: str | None = None
     strict: bool = False  # the strictness of the apply that took it (also when its module is imported later)
-    resolved: str | None = None  # the canonical module:attr.path once resolved
     watch: tuple[str, ...] = ()  # while pending: the modules whose import may make it resolvable
     slot: Slot | None = None
+    found: Resolution | None = None  # where it resolved when it joined its slot
 
 
 @dataclass(slots=True, eq=False)
 class Slot:
-    """One attribute (an owner object and a name): what was there, what is installed, for every target naming it."""
+    """What the targets naming one thing share: its original, its wrapper, and every place holding it.
+
+    A module-level object (a function, a class) is one slot per object and name, wherever it is bound: the
+    module defining it and every module holding it under that name (a re-export, ``from x import f``) get the
+    wrapper; ``modules`` holds their namespaces. A class's (or any other object's) attribute is one slot per
+    owner and name, set with ``setattr``."""
 
     key: str  # the canonical spelling it was first resolved through, for messages
-    owner: object
+    owner: object  # the class (or object) whose attribute it is; for a module-level object, the first module
     name: str
     original: Unwrapped
     # Inherited from a base class: the original is what the base provides *now*, read again at every build, so
     # the base's hooks run for the subclass too.
     inherited: bool
+    module_level: bool
+    modules: dict[int, dict[str, object]] = field(default_factory=dict)  # module-level: the namespaces holding it
     records: list[TargetRecord] = field(default_factory=list)
     built: list[Registration] = field(default_factory=list)  # the registrations of its last build, failed or not
-    previous: object = None  # the raw value before the first patch (MISSING: none of its own, the patch shadows)
+    previous: object = None  # an attribute's raw value before the first patch (MISSING: none, the patch shadows)
     raw: object = None  # the raw value installed (the callable, or a descriptor around it); None: not patched
     current: object = None  # the callable installed
-    rebinds: dict[int, dict[str, object]] = field(default_factory=dict)  # namespaces whose global `name` we rebound
     conflicts: tuple[tuple[str, str], ...] = ()  # (kind, message) seen when it was built
 
 
