@@ -219,18 +219,19 @@ def test_many_hooks_make_one_wrapper_around_the_original(make_module):
 
 @pytest.mark.fault(
     "hooks",
-    "80 BEFORE hooks on one target, each returning new arguments (300 in one apply)",
-    "the generated wrapper grows linearly with the number of hooks (was: with its square: 80 registered one by "
-    "one took 15 s and 400 MB, 300 in one apply 14 s and 2.5 GB)",
+    "80 BEFORE hooks registered one by one after apply_hooks() (or 300 in one apply), each returning new arguments",
+    "the generated code grows linearly with the number of hooks: 0.1 s for 80 (was: with its square, 15 s and "
+    "400 MB for 80, 14 s and 2.5 GB for 300)",
 )
-def test_the_generated_wrapper_grows_linearly_with_the_number_of_before_hooks(make_module):
-    lines = {}
-    for count in (20, 40, 80):
-        name = make_module(f"m{count}", "def f(x):\n    return x\n")
-        mod = importlib.import_module(name)
-        for _ in range(count):
-            HookRegistry.register(f"{name}.f", lambda x: ((x + 1,), {}), HookType.BEFORE)
-        HookRegistry.apply_hooks()
-        assert mod.f(0) == mod.f(x=0) == count
-        lines[count] = len(linecache.getlines(mod.f.__code__.co_filename))
-    assert lines[80] < 2.2 * lines[40] < 4.4 * lines[20]
+def test_the_generated_wrapper_code_grows_linearly_with_the_number_of_hooks(make_module):
+    mod = importlib.import_module(make_module("m", "def f(x):\n    return x\n"))
+    HookRegistry.apply_hooks()
+
+    def generated_lines():
+        return sum(len(entry[2]) for name, entry in linecache.cache.items() if "sglang-plugin hooks" in name)
+
+    before = generated_lines()
+    for _ in range(80):
+        HookRegistry.register(f"{mod.__name__}.f", lambda x: ((x + 1,), {}), HookType.BEFORE)
+    assert mod.f(0) == mod.f(x=0) == 80
+    assert generated_lines() - before < 80 * 20

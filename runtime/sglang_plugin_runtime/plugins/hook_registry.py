@@ -16,14 +16,32 @@ from typing import TYPE_CHECKING, TypeVar
 
 from ._hooks._registry import Registry, active_registry, isolated_registry
 from ._hooks._registry import _plugin_context as _plugin_context  # for plugin loaders
-from ._hooks._types import STRICT_ENV, HookApplyError, HookFailure, HookSource, HookStatus, HookType, Target
-from ._hooks._types import _current_plugin_source as _current_plugin_source  # SGLang's name; loaders set it
+from ._hooks._types import (
+    STRICT_ENV,
+    HookApplyError,
+    HookFailure,
+    HookSource,
+    HookStatus,
+    HookType,
+    Target,
+)
+from ._hooks._types import (
+    _current_plugin_source as _current_plugin_source,
+)  # SGLang's name; loaders set it
 
 if TYPE_CHECKING:
     from ._hooks._describe import Conflict, HookReport, TargetReport
 
 # The names by role: registering hooks, applying them (strict mode), and the reports (imported on first use).
-__all__ = ["HookRegistry", "HookSource", "HookType", "Registry", "Target", "isolated_registry", "plugin_hook"]
+__all__ = [
+    "HookRegistry",
+    "HookSource",
+    "HookType",
+    "Registry",
+    "Target",
+    "isolated_registry",
+    "plugin_hook",
+]
 __all__ += ["STATUSES", "STRICT_ENV", "HookApplyError", "HookFailure", "HookStatus"]
 __all__ += ["Conflict", "HookReport", "TargetReport"]
 
@@ -97,7 +115,9 @@ class HookRegistry:
         return active_registry().describe(target)
 
     @classmethod
-    def is_hook_applied(cls, target: str, hook: Callable[..., object], hook_type: HookType | None = None) -> bool:
+    def is_hook_applied(
+        cls, target: str, hook: Callable[..., object], hook_type: HookType | None = None
+    ) -> bool:
         """Whether ``hook`` (this very object; of ``hook_type`` when given) is applied on ``target`` now.
 
         ``False`` until the target is patched with it, after :meth:`reset`, and while the target is failed
@@ -108,7 +128,9 @@ class HookRegistry:
         return active_registry().is_hook_applied(target, hook, hook_type)
 
 
-def plugin_hook(target: str, type: HookType = HookType.AFTER, *, priority: int = 0) -> Callable[[_H], _H]:
+def plugin_hook(
+    target: str, type: HookType = HookType.AFTER, *, priority: int = 0
+) -> Callable[[_H], _H]:
     """Decorator form of :meth:`HookRegistry.register`; returns the hook unchanged."""
 
     def decorator(hook: _H) -> _H:

@@ -80,15 +80,21 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
     if slot is not None and slot.current is not None:
         found += slot.conflicts
         replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
-        owner = next((s for s in slots if s.current is slot.owner and s.original.kind == "class"), None)
-        if owner is not None and replaces and slot.previous is not MISSING:  # the class defines it itself
+        owner = next(
+            (s for s in slots if s.current is slot.owner and s.original.kind == "class"), None
+        )
+        if (
+            owner is not None and replaces and slot.previous is not MISSING
+        ):  # the class defines it itself
             message = (
                 f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own implementation "
                 f"of '{slot.name}' on {owner.key}"
             )
             found.append(("method_replace_overrides_class_replace", message))
         targets = {id(vars(r.found.owner)) for r in slot.records if r.found is not None}
-        rebound = sum(ns.get(slot.name) is slot.raw for key, ns in slot.modules.items() if key not in targets)
+        rebound = sum(
+            ns.get(slot.name) is slot.raw for key, ns in slot.modules.items() if key not in targets
+        )
     return TargetReport(
         target=str(record.target),
         status=record.status.value,

@@ -1,46 +1,47 @@
-"""The hook registry: one object that owns the registrations, the patches, the lock and the import watcher, and
-the algorithms that find targets, apply hooks and undo them.
+"""The hook registry: one object that owns the registrations, the patches, the lock and the import
+watcher, and the algorithms that find targets, apply hooks and undo them.
 
-Targets. A :class:`~._types.Target` is parsed once; its two spellings, ``pkg.mod.Class.method`` (dotted; the
-module is the longest prefix present in ``sys.modules``) and ``pkg.mod:Class.method`` (the module is explicit),
-are one record. Finding a target reads ``sys.modules`` and ``__dict__`` entries only: nothing is imported, no
-module-level ``__getattr__`` runs, and a module that ``importlib.util.LazyLoader`` has not executed yet counts as
-not imported (reading it would execute it). A class attribute is read from ``__dict__`` so that a ``classmethod``
-stays a ``classmethod`` and an inherited method is found on its base without binding it; the wrapper goes back in
-the same kind of descriptor.
+Targets. A :class:`~._types.Target` is parsed once: ``pkg.mod.Class.method`` (dotted; the module is
+the longest prefix present in ``sys.modules``) and ``pkg.mod:Class.method`` (the module is explicit)
+are one record. Finding a target reads ``sys.modules`` and ``__dict__`` entries only: nothing is
+imported, no module-level ``__getattr__`` runs, and a module that ``importlib.util.LazyLoader`` has
+not executed yet counts as not imported (reading it would execute it). A class attribute is read
+from ``__dict__`` so that a ``classmethod`` stays a ``classmethod`` and an inherited method is found
+on its base without binding it; the wrapper goes back in the same kind of descriptor.
 
-Slots. A target that resolves joins the ``Slot`` of what it names. A module-level object (a function, a class) is
-one slot per object and name: ``pkg.core.f``, its re-export ``pkg.api.f`` and every ``from pkg.core import f``
-are bindings of one function, so one chain (the hooks of every target naming it) runs through all of them. A
-class's attribute is one slot per class and name, so every spelling of one method (through a module re-exporting
-the class, or a module under two names) shares one wrapper too. A slot is always rebuilt from the original it
-recorded: wrappers never stack.
+Slots. A target that resolves joins the ``Slot`` of what it names. A module-level object (a
+function, a class) is one slot per object and name: ``pkg.core.f``, its re-export ``pkg.api.f`` and
+every ``from pkg.core import f`` are bindings of one function, so one chain (the hooks of every
+target naming it) runs in all of them. A class's attribute is one slot per class and name: every
+spelling of one method (through a module re-exporting the class, or a module under two names) shares
+one wrapper too. A slot is always rebuilt from the original it recorded: wrappers never stack.
 
-One rule keeps every binding right after any sequence of register, apply, discard and reset: after each batch,
-every target is resolved again, and one that now names something else (a class REPLACE replaced or restored the
-class on its path, ``importlib.reload()`` made new objects) moves to the slot of what it names now; the batch goes
-on until nothing moves. A slot left without hooks restores its original; a subclass slot is rebuilt when the
-method it inherits changed.
+One rule keeps every binding right after any sequence of register, apply, discard and reset: a batch
+resolves every target again, and one that names something else now (a class REPLACE replaced or
+restored the class on its path, ``importlib.reload()`` made new objects) moves to the slot of what
+it names; the batch goes on until nothing moves. A slot left without hooks restores its original; a
+subclass slot is rebuilt when the method it inherits changed.
 
-Bindings. ``from x import f`` copies the reference, so the module globals holding a module-level slot's object
-are found by one walk over ``sys.modules`` per batch: a global whose *name equals the slot's name* and whose value
-*is* the original (or the wrapper it replaces) gets the new wrapper. A hook module's ``from x import f as _orig``
-therefore keeps the original, which a REPLACE delegating to ``_orig`` needs. The walk costs one set intersection
-per module (its globals with the batch's names), not a pass over every global of every module per target:
-SGLang's walk costs about 53 ms per target with ``sglang.srt.managers.scheduler`` imported. It writes into a
-module's namespace (a module's ``__setattr__`` never runs) and reads only namespaces that reading cannot execute
-(``module_dict``). Undoing walks the same way back.
+Bindings. ``from x import f`` copies the reference, so the module globals holding a module-level
+slot's object are found by one walk over ``sys.modules`` per pass: a global whose *name equals the
+slot's name* and whose value *is* the original (or the wrapper being replaced) gets the new one. A
+hook module's ``from x import f as _orig`` therefore keeps the original, which a REPLACE delegating
+to ``_orig`` needs. The walk costs one set intersection per module (its globals with the batch's
+names), not a pass over every global of every module per target: SGLang's walk costs about 53 ms per
+target with ``sglang.srt.managers.scheduler`` imported. It writes into a module's namespace (a
+module's ``__setattr__`` never runs) and reads only namespaces that reading cannot execute
+(``module_dict``). Undoing walks back the same way.
 
-The post-import hook. A target whose module is not imported yet is patched right after it executes, never
-earlier. One finder sits at the front of ``sys.meta_path`` while a target is pending or applied. For a module name
-that is not watched it does a single set membership test and steps aside, so unrelated imports stay cheap. For a
-watched name (a pending target's, or a patched module's: ``importlib.reload()`` asks the finders too) it asks the
-finders behind it for the spec and wraps the spec's loader, whose ``exec_module`` runs the real one and then
-reports the module. The real loader is put back on the module and its spec before the module's code runs, so
-``__loader__`` and ``__spec__.loader`` are never the proxy.
+The post-import hook. A target whose module is not imported yet is patched right after it executes,
+never earlier. One finder sits at the front of ``sys.meta_path`` while a target is pending or
+applied. For a module name that is not watched it does a single set membership test and steps aside,
+so unrelated imports stay cheap. For a watched name (a pending target's, or a patched module's, which
+``importlib.reload()`` looks up too) it asks the finders behind it for the spec and wraps its loader,
+whose ``exec_module`` runs the real one and then reports the module. The real loader is put back on
+the module and its spec before the module's code runs: ``__loader__`` is never the proxy.
 
-``HookRegistry`` and ``plugin_hook`` act on the *active* registry: the process's default one, or the fresh one
-``isolated_registry()`` makes active for a block.
+``HookRegistry`` and ``plugin_hook`` act on the *active* registry: the process's default one, or the
+fresh one ``isolated_registry()`` makes active for a block.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ import logging
 import sys
 import threading
 import types
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, NamedTuple, cast
 
@@ -72,27 +73,25 @@ logger = logging.getLogger(__name__)
 
 _APPLIED, _PENDING, _REPLACE = t.HookStatus.APPLIED, t.HookStatus.PENDING, t.HookType.REPLACE
 _MODULE_GETATTR = types.ModuleType.__getattribute__
-_PASSES = 8  # a batch resolves again until nothing moves; each nested class REPLACE on a path may take one more
+_PASSES = 8  # a batch resolves again until nothing moves: a nested class REPLACE takes one more
 
 
 # ------------------------------------------------------------------ targets
 
 
 class Unresolved(NamedTuple):
-    """Not resolvable now; importing one of ``watch`` may change that (none: no import can, the attribute path does
-    not exist in a module that is imported)."""
+    """Not resolvable now; importing one of ``watch`` may change that (none: no import can, the
+    attribute path does not exist in a module that is imported)."""
 
     reason: str
     watch: tuple[str, ...]
 
 
 def module_dict(obj: object) -> dict[str, object] | None:
-    """A module's namespace, read without running code: ``None`` for anything else, and for a module whose class
-    intercepts attribute access (``LazyLoader``'s, until the module has executed)."""
+    """A module's namespace, read without running code: ``None`` for anything else, and for a
+    module whose class intercepts attribute access (``LazyLoader``'s, until it has executed)."""
     kind = type(obj)
-    if kind is types.ModuleType or (
-        issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR
-    ):
+    if issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR:
         return cast(types.ModuleType, obj).__dict__
     return None
 
@@ -105,41 +104,44 @@ def resolve(target: t.Target) -> t.Resolution | Unresolved:
         watch = tuple(name for name, _rest in splits)
         return Unresolved(f"module {watch[-1]!r} is not imported yet", watch)
     module_name, parts = imported[0]
-    owner: object = sys.modules[module_name]
-    owner_name = module_name
+    owner, path = sys.modules[module_name], module_name
     for index, name in enumerate(parts):
         namespace = module_dict(owner)
         if namespace is None and isinstance(owner, types.ModuleType):
-            reason = f"module {owner_name!r} is imported lazily and has not executed yet"
-            return Unresolved(reason, (owner_name,))
-        raw, owned = _lookup(owner, name, namespace)
+            return Unresolved(f"module {path!r} is imported lazily and has not run yet", (path,))
+        raw, owned = _lookup(owner, name)
         if raw is t.MISSING and namespace is not None:
-            if (sub := sys.modules.get(f"{owner_name}.{name}")) is not None:
+            if (sub := sys.modules.get(f"{path}.{name}")) is not None:
                 raw, owned = sub, True
-            elif "__path__" in namespace or getattr(namespace.get("__spec__"), "_initializing", False):
-                # A package may gain the name when a submodule is imported; a module that is still executing
-                # may define it further down.
+            elif "__path__" in namespace or getattr(namespace.get("__spec__"), "_initializing", 0):
+                # A package may gain the name when a submodule is imported; a module that is
+                # still executing may define it further down.
                 rest = parts[index:]
-                watch = tuple(f"{owner_name}.{'.'.join(rest[:j])}" for j in range(1, len(rest)))
-                reason = f"{owner_name!r} has no attribute {'.'.join(rest)!r} yet"
-                return Unresolved(reason, watch or (owner_name,))
+                watch = tuple(f"{path}.{'.'.join(rest[:j])}" for j in range(1, len(rest)))
+                reason = f"{path!r} has no attribute {'.'.join(rest)!r} yet"
+                return Unresolved(reason, watch or (path,))
         if raw is t.MISSING:
             kind = "module" if namespace is not None else type(owner).__name__
-            return Unresolved(f"{kind} {owner_name!r} has no attribute {name!r}", ())
+            return Unresolved(f"{kind} {path!r} has no attribute {name!r}", ())
         if index == len(parts) - 1:
             return t.Resolution(f"{module_name}:{'.'.join(parts)}", owner, name, raw, owned)
         owner = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-        owner_name = f"{owner_name}.{name}"
+        path = f"{path}.{name}"
     raise AssertionError("unreachable: a target has at least one attribute")  # pragma: no cover
 
 
-def _lookup(obj: object, name: str, namespace: dict[str, object] | None) -> tuple[object, bool]:
-    """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``; ``MISSING`` if
-    absent."""
+def _lookup(obj: object, name: str) -> tuple[object, bool]:
+    """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``;
+    ``MISSING`` if absent."""
     if isinstance(obj, type):
         klass = next((k for k in obj.__mro__ if name in k.__dict__), None)
         return (t.MISSING, False) if klass is None else (klass.__dict__[name], klass is obj)
-    if namespace is None and isinstance(own := getattr(obj, "__dict__", None), dict) and name in own:
+    namespace = module_dict(obj)
+    if (
+        namespace is None
+        and isinstance(own := getattr(obj, "__dict__", None), dict)
+        and name in own
+    ):
         namespace = own
     if namespace is not None:
         return namespace.get(name, t.MISSING), True
@@ -147,11 +149,9 @@ def _lookup(obj: object, name: str, namespace: dict[str, object] | None) -> tupl
 
 
 def own_value(owner: object, name: str) -> object:
-    """The raw value in ``owner.__dict__`` (descriptors not run), or :data:`MISSING`."""
-    namespace = getattr(owner, "__dict__", None)
-    if isinstance(namespace, (dict, types.MappingProxyType)):
-        return namespace.get(name, t.MISSING)
-    return getattr(owner, name, t.MISSING)
+    """The raw value in ``owner``'s own ``__dict__`` (descriptors not run), or :data:`MISSING`."""
+    raw, owned = _lookup(owner, name)
+    return raw if owned else t.MISSING
 
 
 def unwrap(raw: object, owner: object) -> t.Unwrapped:
@@ -167,11 +167,12 @@ def unwrap(raw: object, owner: object) -> t.Unwrapped:
     if isinstance(raw, functools.partialmethod) and callable(raw.func):
         return t.Unwrapped("partialmethod", raw.func, raw)  # the hooks see the bound arguments too
     if not callable(raw):
-        what = "no such attribute" if raw is t.MISSING else f"attribute not callable (a {type(raw).__name__})"
-        raise TypeError(what)
+        kind = type(raw).__name__
+        raise TypeError("no such attribute" if raw is t.MISSING else f"not callable (a {kind})")
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
-    return t.Unwrapped("class" if isinstance(raw, type) else "function" if binds else "nonbinding", raw, raw)
+    kind = "class" if isinstance(raw, type) else "function" if binds else "nonbinding"
+    return t.Unwrapped(kind, raw, raw)
 
 
 def rewrap(unwrapped: t.Unwrapped, wrapper: object) -> object:
@@ -180,7 +181,7 @@ def rewrap(unwrapped: t.Unwrapped, wrapper: object) -> object:
     if kind in ("classmethod", "staticmethod", "nonbinding"):
         return (classmethod if kind == "classmethod" else staticmethod)(wrapper)  # type: ignore[arg-type]
     if isinstance(raw, property):
-        return raw.getter(wrapper)  # type: ignore[arg-type]  # keeps fset, fdel, doc and a subclass's type
+        return raw.getter(wrapper)  # type: ignore[arg-type]  # keeps fset, fdel, doc, subclass
     if isinstance(raw, functools.cached_property):
         raw = copy.copy(raw)
         raw.func = wrapper  # type: ignore[assignment]
@@ -193,9 +194,10 @@ def rewrap(unwrapped: t.Unwrapped, wrapper: object) -> object:
 
 
 class _NotifyingLoader:
-    """Delegates everything to the real loader (``create_module`` too); reports after ``exec_module``."""
+    """Delegates everything to the real loader (``create_module`` too); reports after
+    ``exec_module``."""
 
-    def __init__(self, loader: object, on_loaded: Callable[[str, frozenset[str]], None]) -> None:
+    def __init__(self, loader: object, on_loaded: Callable[[str], None]) -> None:
         self._loader, self._on_loaded = loader, on_loaded
 
     def __getattr__(self, name: str) -> object:
@@ -203,43 +205,39 @@ class _NotifyingLoader:
 
     def exec_module(self, module: types.ModuleType) -> None:
         __tracebackhide__ = True
-        for holder, attribute in ((module.__spec__, "loader"), (module, "__loader__")):  # the real loader
-            if getattr(holder, attribute, None) is self:
+        for holder, attribute in ((module.__spec__, "loader"), (module, "__loader__")):
+            if getattr(holder, attribute, None) is self:  # the real loader, not us
                 setattr(holder, attribute, self._loader)
-        before = frozenset(sys.modules)
         self._loader.exec_module(module)  # type: ignore[attr-defined]
-        self._on_loaded(module.__name__, before)
+        self._on_loaded(module.__name__)
 
 
 class ImportWatcher:
-    """A ``sys.meta_path`` finder that reports when one of the ``watched`` modules finishes executing (a first
-    import or a reload)."""
+    """A ``sys.meta_path`` finder that reports when one of the ``watched`` modules finishes
+    executing (a first import, or a reload)."""
 
-    def __init__(self, on_loaded: Callable[[str, frozenset[str]], None]) -> None:
-        """``on_loaded(name, module_names_before_it_executed)`` is called after a watched module executed."""
+    def __init__(self, on_loaded: Callable[[str], None]) -> None:
+        """``on_loaded(name)`` is called after a watched module executed."""
         self.watched: set[str] = set()
-        self._on_loaded, self._finding = on_loaded, threading.local()
+        self._on_loaded = on_loaded
 
     # The import system calls this for every module not imported yet: keep the unwatched path short.
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> ModuleSpec | None:
         if fullname not in self.watched:
             return None
-        finding: set[str] = self._finding.__dict__.setdefault("names", set())
-        if fullname in finding:  # we, or a finder behind us, asked importlib again: let it go on without us
-            return None
-        finding.add(fullname)
-        try:
-            spec = importlib.util.find_spec(fullname)  # what the finders behind us find (we step aside)
-        finally:
-            finding.discard(fullname)
-        loader = spec and spec.loader
-        if hasattr(loader, "exec_module") and not isinstance(loader, _NotifyingLoader):
-            spec.loader = _NotifyingLoader(loader, self._on_loaded)  # type: ignore[assignment,union-attr]
+        behind = sys.meta_path[sys.meta_path.index(self) + 1 :] if self in sys.meta_path else []
+        finders = (getattr(finder, "find_spec", None) for finder in behind)
+        found = (find(fullname, path, target) for find in finders if find is not None)
+        spec = next((spec for spec in found if spec is not None), None)  # what the others find
+        if spec is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _NotifyingLoader(spec.loader, self._on_loaded)  # type: ignore[assignment]
         return spec
 
     def watch(self, modules: set[str]) -> None:
-        """Watch ``modules``: the finder sits at the front of ``sys.meta_path`` while there are any (modules
-        already being imported still report)."""
+        """Watch ``modules``: the finder sits at the front of ``sys.meta_path`` while there are
+        any (modules already being imported still report)."""
         self.watched = modules
         installed = any(f is self for f in sys.meta_path)
         if modules and not installed:
@@ -252,9 +250,9 @@ class ImportWatcher:
 
 
 class _Walk(NamedTuple):
-    """Module globals named like ``slot`` that hold one of ``stale`` get ``new``; their namespaces are added to
-    ``slot.modules``, which the next walk for the slot visits again (modules that left ``sys.modules`` or a walk
-    over the modules of one import miss them)."""
+    """Module globals named like ``slot`` that hold one of ``stale`` get ``new``; their namespaces
+    join ``slot.modules``, which every later walk for the slot visits too (a module that left
+    ``sys.modules``, or one a walk over the modules of one import does not see)."""
 
     slot: t.Slot
     stale: tuple[object, ...]
@@ -262,22 +260,23 @@ class _Walk(NamedTuple):
 
 
 class _Batch(NamedTuple):
-    """What one apply (or discard) collects: failures, and the rebinding walks to run at the end of a pass."""
+    """What one apply (or discard) collects: failures, and the walks to run at the end of a pass."""
 
     failures: list[tuple[bool, t.HookFailure]]  # (strict, failure)
     walks: list[_Walk]
 
 
 class Registry:
-    """Registrations per target, one slot per patched object or attribute, and what it takes to undo them.
+    """Registrations per target, one slot per hooked object or attribute, and what it takes to
+    undo them.
 
     Thread-safe: registration, application, undo and introspection share one re-entrant lock.
     """
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.targets: dict[str, t.TargetRecord] = {}  # by Target.dotted: both spellings are one record
-        self.slots: dict[tuple[int, str], t.Slot] = {}  # see _key()
+        self.targets: dict[str, t.TargetRecord] = {}  # by Target.dotted
+        self.slots: list[t.Slot] = []  # in the order made; undone in reverse
         self.applied = False  # whether apply_hooks() ran: later registrations then apply at once
         self._seq = itertools.count()
         self._watcher = ImportWatcher(self._on_module_loaded)
@@ -299,7 +298,9 @@ class Registry:
                 f"HookType.{hook_type.name}. Use a function for BEFORE/AFTER/AROUND hooks."
             )
         if not callable(hook):
-            raise TypeError(f"Hook for {target!r} must be callable, got {type(hook).__name__}: {hook!r}")
+            raise TypeError(
+                f"Hook for {target!r} must be callable, got {type(hook).__name__}: {hook!r}"
+            )
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise TypeError(f"priority must be an int, got {type(priority).__name__}")
         parsed = t.Target.parse(target)
@@ -307,30 +308,26 @@ class Registry:
             record = self.targets.setdefault(parsed.dotted, t.TargetRecord(parsed))
             source = source or t._current_plugin_source.get()
             new = t.Registration(next(self._seq), hook_type, hook, source, priority)
-            self._warn_about_repeats(record, new)
+            regs = t.ordered(record.slot.records if record.slot else [record])
+            if twin := next(
+                (r for r in regs if r.hook is new.hook and r.hook_type is hook_type), None
+            ):
+                logger.warning(
+                    f"{t.describe_callable(hook)} is registered as a {hook_type.name} hook on "
+                    f"'{target}' a second time (first by {t.format_source(twin.source)}, now by "
+                    f"{t.format_source(source)}): it will run twice per call. Register it once (a "
+                    "module imported under two names registers it twice)."
+                )
+            if hook_type is _REPLACE and (old := [r for r in regs if r.hook_type is _REPLACE]):
+                logger.warning(
+                    f"Multiple REPLACE hooks on '{target}': previous ({old[-1].label()}) will be "
+                    f"overridden by ({new.label()}). The last registered REPLACE (highest priority "
+                    "first) takes effect."
+                )
             record.registrations.append(new)
-            if self.applied:  # apply_hooks() already ran: apply now, as strict as the plugin's context says
+            if self.applied:  # apply_hooks() already ran: apply now, as strict as the context says
                 record.strict = _strictness(t._current_strict.get())
                 self._apply([record])
-
-    def _warn_about_repeats(self, record: t.TargetRecord, new: t.Registration) -> None:
-        # Rare paths: the messages are built eagerly.
-        regs = t.ordered(record.slot.records if record.slot else [record])
-        twin = next((r for r in regs if r.hook is new.hook and r.hook_type is new.hook_type), None)
-        if twin is not None:
-            logger.warning(
-                f"{t.describe_callable(new.hook)} is registered as a {new.hook_type.name} hook on "
-                f"'{record.target}' a second time (first by {t.format_source(twin.source)}, now by "
-                f"{t.format_source(new.source)}): it will run twice per call. Register it once (a module "
-                "imported under two names registers it twice)."
-            )
-        replaces = [r for r in regs if r.hook_type is _REPLACE]
-        if replaces and new.hook_type is _REPLACE:
-            logger.warning(
-                f"Multiple REPLACE hooks on '{record.target}': previous ({replaces[-1].label()}) will be "
-                f"overridden by ({new.label()}). The last registered REPLACE (highest priority first) takes "
-                "effect."
-            )
 
     # ------------------------------------------------------------------ applying
 
@@ -338,79 +335,81 @@ class Registry:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.apply_hooks`."""
         with self.lock:
             self.applied, strict = True, _strictness(strict)
-            for record in self.targets.values():  # a pending target keeps the strictness of its apply
+            for record in self.targets.values():  # a pending target keeps its apply's strictness
                 if record.status is not _APPLIED and record.status is not _PENDING:
                     record.strict = strict
             self._apply([r for r in self.targets.values() if r.status is not _APPLIED])
 
-    def _apply(self, records: list[t.TargetRecord], modules: Collection[str] | None = None) -> None:
-        """Take ``records``, then bring every slot in line with the registrations and with what each target names
-        now, pass after pass until no target moves; each pass ends with one rebinding walk (over the modules named
-        ``modules``, default every module). Raise the failures of strict targets."""
+    def _apply(self, records: list[t.TargetRecord]) -> None:
+        """Place ``records`` and every target in a slot in the slot of what it names now, then
+        bring the slots in line with their hooks, pass after pass until nothing moves; each pass
+        ends with one walk. Raise the failures of strict targets."""
         batch = _Batch([], [])
         for _pass in range(_PASSES):
-            taken = {id(slot) for record in records if (slot := self._take(record, batch))}
-            for key, slot in sorted(self.slots.items(), key=lambda item: _depth(item[1])):
-                slot.records = [r for r in slot.records if r.registrations]  # discarded ones leave
+            attached = [r for r in self.targets.values() if r.slot]
+            placing = {id(r): r for r in [*records, *attached]}.values()
+            moved = [r for r in placing if self._place(r, batch)]
+            if _pass and not moved:
+                break
+            taken = {id(r.slot) for r in [*records, *moved]}  # a retried failed build too
+            for slot in sorted(
+                self.slots, key=_depth
+            ):  # base classes first: a subclass wraps theirs
+                slot.records = [r for r in slot.records if r.registrations and r.slot is slot]
                 if not slot.records:
                     self._undo(slot, batch)
-                    del self.slots[key]
-                elif id(slot) in taken or _changed(slot):  # base classes first: a subclass wraps their wrapper
+                    self.slots.remove(slot)
+                elif id(slot) in taken or _changed(slot):
                     self._build(slot, batch)
-            _rebind(batch.walks, modules)
+            _rebind(batch.walks)
             batch.walks.clear()
-            records = [r for r in self.targets.values() if r.slot and self._where(r) != _key_of(r.slot)]
-            if not records:
-                break
-            for record in records:  # it names something else now: its old slot forgets it
-                cast(t.Slot, record.slot).records.remove(record)
-                record.slot, record.found, record.status = None, None, t.HookStatus.REGISTERED
-        pending = {m for r in self.targets.values() if r.status is _PENDING for m in r.watch}
-        self._watcher.watch(pending | {r.found.key.partition(":")[0] for r in self.targets.values() if r.found})
+            records = []
+        watched = {m for r in self.targets.values() if r.status is _PENDING for m in r.watch}
+        watched |= {r.found.key.partition(":")[0] for r in self.targets.values() if r.found}
+        self._watcher.watch(watched)
         for _strict, failure in batch.failures:
             logger.error("Failed to apply hooks to %s", failure)
-        if strict := [failure for strict, failure in batch.failures if strict]:
+        if strict := [failure for is_strict, failure in batch.failures if is_strict]:
             raise t.HookApplyError(strict)
 
-    def _key(self, found: t.Resolution) -> tuple[int, str]:
-        """The key of the slot of what ``found`` names: ``(id(object), name)`` for a module-level object (our
-        wrapper, bound in a module under the slot's name, belongs to its slot), ``(id(owner), name)`` for an
-        attribute of a class or object."""
-        if module_dict(found.owner) is None:
-            return id(found.owner), found.name
-        ours = (k for k, s in self.slots.items() if s.module_level and s.raw is found.raw and s.name == found.name)
-        return next(ours, (id(found.raw), found.name))
-
-    def _where(self, record: t.TargetRecord) -> tuple[int, str] | None:
-        """The key of the slot ``record`` belongs to now (``None``: it does not resolve)."""
+    def _place(self, record: t.TargetRecord, batch: _Batch) -> bool:
+        """Put ``record`` in the slot of what it names now (made on first resolution), or leave it
+        pending or failed; whether that changed its slot."""
         with guarded(f"resolving the hook target {record.target}") as call:
             found = resolve(record.target)
-        return self._key(found) if call.error is None and isinstance(found, t.Resolution) else None
-
-    def _take(self, record: t.TargetRecord, batch: _Batch) -> t.Slot | None:
-        """The slot of ``record``'s attribute (made on first resolution), or ``None`` (failed or pending)."""
-        if record.slot is not None:
-            return record.slot
-        with guarded(f"resolving the hook target {record.target}") as call:
-            found = resolve(record.target)
-            if isinstance(found, t.Resolution) and (key := self._key(found)) not in self.slots:
+            slot = None
+            if isinstance(found, t.Resolution):
                 module_level = module_dict(found.owner) is not None
-                inherited = not module_level and isinstance(found.owner, type) and not found.owned
-                original = unwrap(found.raw, found.owner)
-                self.slots[key] = t.Slot(found.key, found.owner, found.name, original, inherited, module_level)
+                slot = next((s for s in self.slots if _holds(s, found, module_level)), None)
+                if slot is None:
+                    inherited = (
+                        not module_level and isinstance(found.owner, type) and not found.owned
+                    )
+                    original = unwrap(found.raw, found.owner)
+                    slot = t.Slot(
+                        found.key, found.owner, found.name, original, inherited, module_level
+                    )
+                    self.slots.append(slot)
+        if slot is not None and slot is record.slot:
+            return False
+        if record.slot is not None:  # it names something else now: its old slot lets it go
+            record.slot, record.found, record.status = None, None, t.HookStatus.REGISTERED
         if call.error is not None:
-            self._fail([record], f"cannot hook {record.target}: {describe_failure(call.error)}", batch)
+            self._fail(
+                [record], f"cannot hook {record.target}: {describe_failure(call.error)}", batch
+            )
         elif isinstance(found, Unresolved):
             self._pend(record, found, batch)
-        else:
-            record.slot, record.found = self.slots[key], found
-            record.slot.records.append(record)
+        elif slot is not None:
+            record.slot, record.found = slot, found
+            slot.records.append(record)
             if (namespace := module_dict(found.owner)) is not None:
-                record.slot.modules[id(namespace)] = namespace
-        return record.slot
+                slot.modules[id(namespace)] = namespace
+        return True
 
     def _pend(self, record: t.TargetRecord, found: Unresolved, batch: _Batch) -> None:
-        """Leave ``record`` pending until one of ``found.watch`` is imported; fail it if no import can help."""
+        """Leave ``record`` pending until one of ``found.watch`` is imported; fail it if no import
+        can help."""
         if not found.watch:
             return self._fail([record], found.reason, batch)
         record.error, record.watch = found.reason, found.watch
@@ -422,15 +421,15 @@ class Registry:
             logger.warning("Hooks on %s stay pending: %s", record.target, record.error)
         record.status = _PENDING
 
-    def _fail(self, records: Iterable[t.TargetRecord], reason: str, batch: _Batch) -> None:
+    def _fail(self, records: list[t.TargetRecord], reason: str, batch: _Batch) -> None:
         for record in records:
             record.status, record.error = t.HookStatus.FAILED, reason
             hooks = tuple(r.label() for r in record.registrations)
             batch.failures.append((record.strict, t.HookFailure(str(record.target), reason, hooks)))
 
     def _build(self, slot: t.Slot, batch: _Batch) -> None:
-        """(Re)build ``slot``'s wrapper from its original and install it: set the attribute, or queue the walk
-        that gives it to every module holding the object."""
+        """(Re)build ``slot``'s wrapper from its original and install it: set the attribute, or
+        queue the walk that gives it to every module holding the object."""
         regs, old = t.ordered(slot.records), slot.raw
         slot.built = regs
         with guarded(f"the hooks on {slot.key}") as call:
@@ -441,7 +440,9 @@ class Registry:
                 if old is None:
                     slot.previous = own_value(slot.owner, slot.name)
                 elif own_value(slot.owner, slot.name) is not old:
-                    raise RuntimeError("the attribute was changed outside the hook registry after it was patched")
+                    raise RuntimeError(
+                        "the attribute was changed outside the hook registry after it was patched"
+                    )
                 setattr(slot.owner, slot.name, raw)
         if call.error is not None:
             kept = " (the previously applied hooks stay in place)" if old is not None else ""
@@ -469,34 +470,37 @@ class Registry:
         for r in [] if inspect.iscoroutinefunction(original.func) else others:
             if inspect.iscoroutinefunction(r.hook):
                 raise TypeError(
-                    f"{r.hook_type.name} hook {t.describe_callable(r.hook)!r} is 'async def' but the target "
-                    f"is synchronous; its coroutine would never be awaited ({r.label()})"
+                    f"{r.hook_type.name} hook {t.describe_callable(r.hook)!r} is 'async def' but the "
+                    f"target is synchronous; its coroutine would never be awaited ({r.label()})"
                 )
         new = replaces[-1].hook if replaces else original.func
-        if not replaces or not (original.kind == "class" or (isinstance(new, type) and not others)):
-            labels = [f"{r.hook_type.name} hook {r.label()} on {slot.key}" for r in reversed(others)]
-            chain = [(r.hook_type.value, r.hook, label) for r, label in zip(reversed(others), labels)]
-            new = build_wrapper(original.func, new, chain, slot.name == "__init__")  # type: ignore[arg-type]
+        if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
+            init = slot.name == "__init__"
+            new = build_wrapper(original.func, new, others[::-1], slot.key, init)  # type: ignore[arg-type]
         return new, rewrap(original, new)
 
     def _conflicts(self, slot: t.Slot, regs: list[t.Registration]) -> tuple[tuple[str, str], ...]:
-        """A class REPLACE leaves the existing subclasses of the original behind: warn, and keep it as a
-        conflict."""
-        if slot.original.kind != "class" or not isinstance(slot.current, type):
+        """A class REPLACE leaves the existing subclasses of the original behind: warn, and keep it
+        as a conflict."""
+        original, hooks = slot.original.func, [r.hook for r in regs]
+        if not isinstance(original, type) or slot.current is original:
             return ()
-        subclasses: list[type] = type.__subclasses__(cast(type, slot.original.func))  # not a metaclass's
-        if not (left := [c for c in subclasses if all(c is not r.hook for r in regs)]):
+        left = [
+            f"{c.__module__}.{c.__qualname__}"
+            for c in type.__subclasses__(original)
+            if c not in hooks
+        ]
+        if not left:  # type.__subclasses__: not a metaclass's override
             return ()
-        names = ", ".join(f"{c.__module__}.{c.__qualname__}" for c in left)
         message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original keep inheriting: "
-        logger.warning("Class REPLACE on '%s': %s", slot.key, message + names)
-        return (("class_replace_subclasses", message + names),)
+        logger.warning("Class REPLACE on '%s': %s", slot.key, message + ", ".join(left))
+        return (("class_replace_subclasses", message + ", ".join(left)),)
 
-    def _on_module_loaded(self, name: str, before: frozenset[str]) -> None:
+    def _on_module_loaded(self, name: str) -> None:
         with self.lock:
             waiting = [r for r in self.targets.values() if r.status is _PENDING and name in r.watch]
-            try:  # each target as strict as the apply that took it; a reload moves the targets it renewed
-                self._apply(waiting, {module for module in list(sys.modules) if module not in before})
+            try:  # as strict as the apply that took each target; a reload moves its targets
+                self._apply(waiting)
             except t.HookApplyError:
                 raise  # strict: the import that made the target resolvable fails, naming it
             except Exception:  # a bug here must not break the user's import
@@ -505,74 +509,89 @@ class Registry:
     # ------------------------------------------------------------------ undoing
 
     def _undo(self, slot: t.Slot, batch: _Batch) -> None:
-        """Put back what ``slot`` changed (a module-level object: in the walk, which gives the original to every
-        module holding the wrapper, also copies taken after the patch)."""
-        if slot.raw is None:
-            return
-        owners = [r.found.owner for r in slot.records if r.found] if slot.module_level else [slot.owner]
-        if any(own_value(owner, slot.name) is not slot.raw for owner in owners):
-            logger.warning("Not restoring %s: it was changed after the hook registry patched it", slot.key)
+        """Put back what ``slot`` changed (a module-level object: in the walk, which gives the
+        original to every module holding the wrapper, copies taken after the patch too)."""
+        kept = own_value(slot.owner, slot.name) is not slot.raw
+        if slot.raw is not None and kept and (slot.records or not slot.module_level):
+            logger.warning(
+                "Not restoring %s: it was changed after the hook registry patched it", slot.key
+            )
         if slot.module_level:
             batch.walks.append(_Walk(slot, (slot.raw,), slot.original.raw))
-        elif own_value(slot.owner, slot.name) is slot.raw and slot.previous is t.MISSING:
-            delattr(slot.owner, slot.name)
-        elif own_value(slot.owner, slot.name) is slot.raw:
-            setattr(slot.owner, slot.name, slot.previous)
+        elif not kept:
+            if slot.previous is t.MISSING:
+                delattr(slot.owner, slot.name)
+            else:
+                setattr(slot.owner, slot.name, slot.previous)
 
     def reset(self) -> None:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.reset`."""
         with self.lock:
             batch = _Batch([], [])
-            for slot in reversed(self.slots.values()):
+            for slot in reversed(self.slots):
                 self._undo(slot, batch)
             _rebind(batch.walks)
-            self.targets.clear()
-            self.slots.clear()
-            self.applied = False
+            self.targets, self.slots, self.applied = {}, [], False
             self._watcher.watch(set())
 
     def discard_source(self, source: t.HookSource) -> int:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.discard_source`."""
         with self.lock:
-            before = sum(len(record.registrations) for record in self.targets.values())
+            count = 0
             for record in self.targets.values():
-                record.registrations = [r for r in record.registrations if r.source != source]
-            self.targets = {name: record for name, record in self.targets.items() if record.registrations}
+                kept = [r for r in record.registrations if r.source != source]
+                count += len(record.registrations) - len(kept)
+                record.registrations = kept
+            self.targets = {name: r for name, r in self.targets.items() if r.registrations}
             self._apply([])  # a slot left with no target restores its original
-            return before - sum(len(record.registrations) for record in self.targets.values())
+            return count
 
     # ------------------------------------------------------------------ introspection
 
-    def _records_for(self, target: str) -> list[t.TargetRecord]:
-        """The record of ``target`` in either spelling (``pkg.mod.Class.f`` or ``pkg.mod:Class.f``)."""
+    def _records_for(self, target: str | None) -> list[t.TargetRecord]:
+        """Every record, or the one of ``target`` in either spelling (``[]`` when none matches)."""
+        if target is None:
+            return sorted(self.targets.values(), key=lambda r: str(r.target))
         with contextlib.suppress(TypeError, ValueError, KeyError):
             return [self.targets[t.Target.parse(target).dotted]]
         return []
 
     def describe(self, target: str | None = None) -> list[TargetReport]:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.describe`."""
-        from ._describe import report  # reports are built only when asked: a serving process never loads them
+        from ._describe import (
+            report,
+        )  # reports are built only when asked: a server never loads them
 
         with self.lock:
-            records = self.targets.values() if target is None else self._records_for(target)
-            return [report(record, self.slots.values()) for record in sorted(records, key=lambda r: str(r.target))]
+            return [report(record, self.slots) for record in self._records_for(target)]
 
-    def is_hook_applied(self, target: str, hook: t.Hook, hook_type: t.HookType | str | None = None) -> bool:
+    def is_hook_applied(
+        self, target: str, hook: t.Hook, hook_type: t.HookType | str | None = None
+    ) -> bool:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.is_hook_applied`."""
         wanted = None if hook_type is None else t.HookType(hook_type)
         with self.lock:
-            slots = [r.slot for r in self._records_for(target) if r.status is _APPLIED and r.slot]
-            regs = [reg for slot in slots for reg in t.ordered(slot.records)]
-            return any(reg.hook is hook and wanted in (None, reg.hook_type) for reg in regs)
+            applied = [
+                r.slot.built for r in self._records_for(target) if r.status is _APPLIED and r.slot
+            ]
+            return any(
+                r.hook is hook and wanted in (None, r.hook_type) for regs in applied for r in regs
+            )
 
 
 def _strictness(strict: bool | None) -> bool:
-    """``strict`` as given, else what ``SGLANG_PLUGINS_STRICT`` says now (SGLang's ``apply_hooks()`` reads it)."""
+    """``strict`` as given, else what ``SGLANG_PLUGINS_STRICT`` says now (as SGLang reads it)."""
     return env_flag(t.STRICT_ENV) if strict is None else strict
 
 
-def _key_of(slot: t.Slot) -> tuple[int, str]:
-    return id(slot.original.raw if slot.module_level else slot.owner), slot.name
+def _holds(slot: t.Slot, found: t.Resolution, module_level: bool) -> bool:
+    """Whether ``found`` names ``slot``'s object: a module global holding it (or our wrapper) under
+    its name, or its owner's attribute."""
+    if slot.name != found.name or slot.module_level is not module_level:
+        return False
+    if module_level:
+        return found.raw is slot.original.raw or found.raw is slot.raw is not None
+    return found.owner is slot.owner
 
 
 def _depth(slot: t.Slot) -> int:
@@ -581,42 +600,40 @@ def _depth(slot: t.Slot) -> int:
 
 
 def _changed(slot: t.Slot) -> bool:
-    """Whether ``slot``'s hooks, or for an inherited slot the method it inherits, changed since its last build."""
-    return slot.built != t.ordered(slot.records) or (slot.inherited and _base_raw(slot) is not slot.original.raw)
+    """Whether ``slot``'s hooks, or for an inherited slot the method it inherits, changed since its
+    last build."""
+    return slot.built != t.ordered(slot.records) or (
+        slot.inherited and _base_raw(slot) is not slot.original.raw
+    )
 
 
 def _base_raw(slot: t.Slot) -> object:
-    """What an inherited slot's class inherits for its name right now (maybe a base's wrapper), or ``MISSING``."""
+    """What an inherited slot's class inherits for its name right now (maybe a base's wrapper), or
+    ``MISSING``."""
     mro = cast(type, slot.owner).__mro__[1:]
     return next((k.__dict__[slot.name] for k in mro if slot.name in k.__dict__), t.MISSING)
 
 
-def _rebind(walks: list[_Walk], modules: Collection[str] | None = None) -> None:
-    """Run ``walks`` in one pass over the modules named ``modules`` (all of ``sys.modules`` when not given, or when
-    a walk's object was made before they were imported: older modules may hold it) and the namespaces their slots
-    hold."""
-    by_name: dict[str, dict[int, _Walk]] = {}  # by id: ``walks`` keep every stale object alive meanwhile
-    for walk in walks:
-        stale = ((id(old), walk) for old in walk.stale if old is not None and old is not walk.new)
-        by_name.setdefault(walk.slot.name, {}).update(stale)
-    if not by_name:
-        return
-    made = (getattr(walk.slot.original.func, "__module__", None) for walk in walks)
-    if modules is None or any(module not in modules for module in made):
-        modules = list(sys.modules)
-    visit = [module_dict(sys.modules.get(name)) for name in modules]
+def _rebind(walks: list[_Walk]) -> None:
+    """Run ``walks`` in one pass over ``sys.modules`` and the namespaces their slots hold."""
+    stale = [(w, old) for w in walks for old in w.stale if old is not None and old is not w.new]
+    news = {(w.slot.name, id(old)): w for w, old in stale}  # by id: the walks keep them alive
+    names = {name for name, _ in news}
+    visit = [module_dict(module) for module in list(sys.modules.values())] if names else []
     visit += [namespace for walk in walks for namespace in walk.slot.modules.values()]
     for namespace in {id(ns): ns for ns in visit if ns is not None}.values():
-        for name in namespace.keys() & by_name.keys():  # a C-level intersection: no loop over the globals
-            if (hit := by_name[name].get(id(namespace[name]))) is not None:
+        for name in namespace.keys() & names:  # a C-level intersection: no loop over the globals
+            if (hit := news.get((name, id(namespace[name])))) is not None:
                 namespace[name] = hit.new
                 hit.slot.modules[id(namespace)] = namespace
 
 
 _default = Registry()
-# load_plugins() imports this registry only once a plugin runs. Where a load finished before anything imported
-# it, it had nothing to apply; hooks registered from now on apply at once, as after that apply_hooks().
-_default.applied = any(getattr(state_of(ns).report, "completed", False) for ns in known_namespaces())
+# load_plugins() imports this registry only once a plugin runs. Where a load finished before
+# anything imported it, it had nothing to apply; hooks registered from now on apply at once.
+_default.applied = any(
+    getattr(state_of(ns).report, "completed", False) for ns in known_namespaces()
+)
 _active = _default
 
 
@@ -627,7 +644,8 @@ def active_registry() -> Registry:
 
 @contextlib.contextmanager
 def isolated_registry() -> Iterator[Registry]:
-    """Give the block a fresh, empty registry; on exit undo its patches and make the previous one active again.
+    """Give the block a fresh, empty registry; on exit undo its patches and make the previous one
+    active again.
 
     Patches applied before the block stay in place during it and after it.
     """
@@ -643,8 +661,9 @@ def isolated_registry() -> Iterator[Registry]:
 
 @contextlib.contextmanager
 def _plugin_context(source: t.HookSource | None, strict: bool | None) -> Iterator[None]:
-    """For plugin loaders: hooks registered in the block come from ``source``, and those applied at once (after
-    ``apply_hooks()`` ran) are strict as ``strict`` says (``None``: as ``SGLANG_PLUGINS_STRICT`` says then)."""
+    """For plugin loaders: hooks registered in the block come from ``source``, and those applied at
+    once (after ``apply_hooks()`` ran) are strict as ``strict`` says (``None``: as
+    ``SGLANG_PLUGINS_STRICT`` says then)."""
     source_token, strict_token = t._current_plugin_source.set(source), t._current_strict.set(strict)
     try:
         yield
