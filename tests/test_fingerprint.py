@@ -245,17 +245,21 @@ def shard(result, *args, rank, **kwargs):
     return result
 
 def register():
-    HookRegistry.register("demo_target.work", functools.partial(shard, rank=int(os.environ["RANK"])), HookType.AFTER)
+    hook = functools.partial(shard, rank=int(os.environ["RANK"]))
+    HookRegistry.register("demo_target.work", hook, HookType.AFTER)
 """
 
 
 @pytest.mark.fault(
     "hooks",
     "a plugin registers functools.partial(hook, rank=r), bound to each rank's own number",
-    "every rank gives the same fingerprint: it names the partial's function and the names it binds, never the "
-    "per-rank values (was: a different digest per rank, so check_plugin_consistency() failed on every rank)",
+    "every rank gives the same fingerprint: it names the partial's function and the names it "
+    "binds, never the per-rank values (was: a different digest per rank, so "
+    "check_plugin_consistency() failed on every rank)",
 )
-def test_a_partial_hook_bound_to_the_rank_gives_one_fingerprint_on_every_rank(site: PluginSite) -> None:
+def test_a_partial_hook_bound_to_the_rank_gives_one_fingerprint_on_every_rank(
+    site: PluginSite,
+) -> None:
     site.add(
         "ranked",
         "1.0",
@@ -264,4 +268,5 @@ def test_a_partial_hook_bound_to_the_rank_gives_one_fingerprint_on_every_rank(si
     )
     first, second = fingerprint(site, RANK="0"), fingerprint(site, RANK="1")
     assert first["digest"] == second["digest"]
-    assert first["data"]["hooks"][0]["hooks"][0]["hook"] == "functools.partial(ranked_plugin.shard, rank=...)"
+    (hook,) = first["data"]["hooks"][0]["hooks"]
+    assert hook["hook"] == "functools.partial(ranked_plugin.shard, rank=...)"

@@ -410,11 +410,12 @@ def test_discarding_a_class_replace_moves_the_method_hook_back_to_the_original_c
 @pytest.mark.fault(
     "hooks",
     "a hook on a functools.lru_cache function (SGLang calls get_model_info.cache_clear())",
-    "the wrapper keeps the cache's public attributes: cache_info() and cache_clear() act on the cache (was: "
-    "AttributeError)",
+    "the wrapper keeps the cache's public attributes: cache_info() and cache_clear() act on the "
+    "cache (was: AttributeError)",
 )
 def test_a_hooked_lru_cache_function_keeps_cache_info_and_cache_clear(make_module):
-    name = make_module("m", "import functools\n\n@functools.lru_cache\ndef info(x):\n    return [x]\n")
+    source = "import functools\n\n@functools.lru_cache\ndef info(x):\n    return [x]\n"
+    name = make_module("m", source)
     mod = importlib.import_module(name)
     HookRegistry.register(f"{name}.info", lambda result, x: [*result, "hooked"])
     HookRegistry.apply_hooks()
@@ -427,8 +428,8 @@ def test_a_hooked_lru_cache_function_keeps_cache_info_and_cache_clear(make_modul
 @pytest.mark.fault(
     "hooks",
     "a hook on a method defined with functools.partialmethod",
-    "hooked like a method: the hooks see the bound arguments and the call's, and reset() restores the "
-    "partialmethod (was: failed with 'attribute not callable')",
+    "hooked like a method: the hooks see the bound arguments and the call's, and reset() restores "
+    "the partialmethod (was: failed with 'attribute not callable')",
 )
 def test_a_partialmethod_is_hooked_like_a_method(make_module):
     source = "import functools\n\nclass C:\n    def _m(self, a, b):\n        return [a, b]\n\n"

@@ -165,11 +165,13 @@ def test_a_lazily_loaded_target_module_is_not_executed_by_apply_hooks(tmp_path):
 @pytest.mark.fault(
     "hooks",
     "importlib.reload() of a module whose function and method are hooked",
-    "the reload is seen and the hooks are applied to the new objects at once; describe() stays true and a later "
-    "hook on the module applies (was: hooks silently gone while describe() said applied; a later hook failed)",
+    "the reload is seen and the hooks are applied to the new objects at once; describe() stays "
+    "true and a later hook on the module applies (was: hooks silently gone while describe() said "
+    "applied; a later hook failed)",
 )
 def test_reloading_a_hooked_module_applies_its_hooks_again(make_module):
-    name = make_module("m", "def f():\n    return [1]\n\nclass C:\n    def m(self):\n        return [2]\n")
+    source = "def f():\n    return [1]\n\nclass C:\n    def m(self):\n        return [2]\n"
+    name = make_module("m", source)
     mod = importlib.import_module(name)
     old_class = mod.C
     HookRegistry.register(f"{name}.f", lambda result: [*result, "hooked"])

@@ -1,4 +1,4 @@
-"""The hook registry against a model of its documented rules (docs/hooks.md), under random sequences.
+"""The hook registry against a model of its documented rules (docs/hooks.md), in random sequences.
 
 A Hypothesis rule-based state machine registers hooks of every type and priority from three
 plugins, in both target spellings, on a function, its re-exports and a ``from x import f`` copy, a
@@ -24,17 +24,15 @@ import itertools
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule  # noqa: E402
-
-from sglang_plugin_runtime.plugins.hook_registry import (  # noqa: E402
+from sglang_plugin_runtime.plugins.hook_registry import (
     HookRegistry,
     HookSource,
     HookType,
@@ -56,7 +54,8 @@ SOURCES = {
 #: What each target names: "f" (the function, wherever bound), "g", "Base.m", "Sub.m" (inherited,
 #: on whatever class the path names), "Base.cm", "Sub.cm", "Sub" (the class, for a class REPLACE).
 TARGETS = [
-    ("f", "core.f"), ("f", "core:f"), ("f", "api.f"), ("f", "api:f"), ("f", "late.f"), ("f", "late:f"),
+    ("f", "core.f"), ("f", "core:f"), ("f", "api.f"), ("f", "api:f"),
+    ("f", "late.f"), ("f", "late:f"),
     ("g", "late.g"), ("g", "late:g"),
     ("Base.m", "core.Base.m"), ("Base.m", "core:Base.m"),
     ("Sub.m", "core.Sub.m"), ("Sub.m", "api.Sub.m"), ("Sub.m", "api:Sub.m"),
@@ -69,11 +68,14 @@ LOG: list[str] = []
 
 
 class MemoryModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Modules made on the fly from source text (a package and its submodules), importable by name."""
+    """Modules made on the fly from source text (a package and its submodules), importable."""
 
     def __init__(self, package: str) -> None:
         self.package = package
-        self.sources = {package: "", **{f"{package}.{name}": text for name, text in SOURCES.items()}}
+        self.sources = {
+            package: "",
+            **{f"{package}.{name}": text for name, text in SOURCES.items()},
+        }
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         if name not in self.sources:
@@ -84,7 +86,10 @@ class MemoryModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def exec_module(self, module: Any) -> None:
-        exec(compile(self.sources[module.__name__], f"<model {module.__name__}>", "exec"), module.__dict__)
+        exec(
+            compile(self.sources[module.__name__], f"<model {module.__name__}>", "exec"),
+            module.__dict__,
+        )
 
 
 def make_hook(hook_type: HookType, label: str, changes: bool) -> Callable[..., Any]:
@@ -196,7 +201,7 @@ class HookRegistryModel(RuleBasedStateMachine):
         self.regs, self.applied = [], False
         self.check_every_binding()  # what reset() left: every original
         sys.meta_path.remove(self.finder)
-        for name in [m for m in sys.modules if m == self.package or m.startswith(f"{self.package}.")]:
+        for name in [m for m in sys.modules if m.partition(".")[0] == self.package]:
             del sys.modules[name]
 
     # ------------------------------------------------------------------ rules
@@ -214,7 +219,13 @@ class HookRegistryModel(RuleBasedStateMachine):
         replacement=st.sampled_from(["R1", "R2"]),
     )
     def register(
-        self, where: tuple[str, str], hook_type: HookType, priority: int, source: str, changes: bool, replacement: str
+        self,
+        where: tuple[str, str],
+        hook_type: HookType,
+        priority: int,
+        source: str,
+        changes: bool,
+        replacement: str,
     ) -> None:
         names, path = where
         if names == "Sub":  # a class target takes a class REPLACE only
@@ -224,7 +235,8 @@ class HookRegistryModel(RuleBasedStateMachine):
         seq = next(self.seq)
         target = f"{self.package}.{path}"
         self.regs.append(Reg(seq, names, target, hook_type, priority, source, hook))
-        HookRegistry.register(target, hook, hook_type, source=HookSource(source, None), priority=priority)
+        source_of = HookSource(source, None)
+        HookRegistry.register(target, hook, hook_type, source=source_of, priority=priority)
 
     @rule()
     def apply_hooks(self) -> None:
@@ -246,7 +258,7 @@ class HookRegistryModel(RuleBasedStateMachine):
     @rule()
     def import_late_module(self) -> None:
         self.late = importlib.import_module(f"{self.package}.late")
-        self.g = getattr(self.late.g, "__wrapped__", self.late.g)  # hooks pending on it apply at once
+        self.g = getattr(self.late.g, "__wrapped__", self.late.g)  # pending hooks apply at once
 
     # ------------------------------------------------------------------ the model
 
@@ -285,7 +297,13 @@ class HookRegistryModel(RuleBasedStateMachine):
         for klass in [self.base, self.sub, *self.replacements.values()]:
             for attribute in ("m", "cm"):
                 owner = klass if attribute == "cm" else klass()
-                calls.append((f"{klass.__name__}.{attribute}", getattr(owner, attribute), self.expected_method(klass, attribute)))
+                calls.append(
+                    (
+                        f"{klass.__name__}.{attribute}",
+                        getattr(owner, attribute),
+                        self.expected_method(klass, attribute),
+                    )
+                )
         for name, actual, expected in calls:
             for keywords in (False, True):
                 args, kwargs = ((), {"x": ()}) if keywords else (((),), {})
@@ -299,7 +317,8 @@ class HookRegistryModel(RuleBasedStateMachine):
 
     def check_identities(self) -> None:
         """Nothing in effect: the very original object; else one wrapper of the original."""
-        functions = [(m, "f", self.f, self.chain("f")) for m in (self.core, self.api, self.user, self.late) if m]
+        modules = [m for m in (self.core, self.api, self.user, self.late) if m is not None]
+        functions = [(module, "f", self.f, self.chain("f")) for module in modules]
         if self.late is not None:
             functions.append((self.late, "g", self.g, self.chain("g")))
         for module, name, original, chain in functions:
@@ -317,9 +336,10 @@ class HookRegistryModel(RuleBasedStateMachine):
         statuses = {Target.parse(r.target).dotted: r.status for r in HookRegistry.describe()}
         expected = {}
         for reg in self.regs:
-            status = "registered" if not self.applied else "applied" if self.in_effect(reg) else "pending"
+            in_effect = self.in_effect(reg)
+            status = "applied" if in_effect else "pending" if self.applied else "registered"
             expected[Target.parse(reg.target).dotted] = status
-            assert HookRegistry.is_hook_applied(reg.target, reg.hook, reg.hook_type) == self.in_effect(reg)
+            assert HookRegistry.is_hook_applied(reg.target, reg.hook, reg.hook_type) == in_effect
         assert statuses == expected
 
 

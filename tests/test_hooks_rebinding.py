@@ -76,7 +76,7 @@ def test_a_target_spelled_through_a_reexport_joins_the_one_chain_of_its_function
     HookRegistry.register(f"{name}.f", lambda r: r + ["core"])
     HookRegistry.apply_hooks()
     HookRegistry.register(f"{reexport}.f", lambda r: r + ["api"])
-    # One function, one chain: built from the original, never on top of our wrapper, and run by both bindings.
+    # One function, one chain: built from the original, never on our wrapper, run by both bindings.
     assert sys.modules[reexport].f is sys.modules[name].f
     assert sys.modules[reexport].f.__wrapped__ is original
     assert sys.modules[reexport].f() == sys.modules[name].f() == ["core", "api"]
@@ -146,8 +146,9 @@ def tag(label):
     "hooks",
     "pkg.api re-exports pkg.core.f; a hook applied on core, then more hooks on api and core, then "
     "discard_source() and reset()",
-    "every binding of the function (core.f, api.f, a from-import copy) runs the one live chain after each step, "
-    "and reset() puts the original back in all of them (was: a stale wrapper left in api.f for good)",
+    "every binding of the function (core.f, api.f, a from-import copy) runs the one live chain "
+    "after each step, and reset() puts the original back in all of them (was: a stale wrapper "
+    "left in api.f for good)",
 )
 def test_a_function_and_its_reexport_run_one_live_chain_through_discard_and_reset(make_module):
     core = importlib.import_module(make_module("core", "def f(x):\n    return [x]\n"))
@@ -168,8 +169,8 @@ def test_a_function_and_its_reexport_run_one_live_chain_through_discard_and_rese
 
 @pytest.mark.fault(
     "hooks",
-    "a hook on pkg.api.f applied before one on pkg.core.f (api re-exports f), then discard_source() of the "
-    "core hook and reset()",
+    "a hook on pkg.api.f applied before one on pkg.core.f (api re-exports f), then "
+    "discard_source() of the core hook and reset()",
     "core.f never keeps the re-export's wrapper: both run the live chain, then the original",
 )
 def test_a_reexport_hooked_first_never_leaves_its_wrapper_in_the_defining_module(make_module):
@@ -202,12 +203,17 @@ class Sub:
 @pytest.mark.parametrize("spelling", ["{api}.Sub.m", "{api}:Sub.cm"])
 @pytest.mark.fault(
     "hooks",
-    "a method hook spelled through a module that re-exports its class (pkg.api.Sub.m, pkg.api:Sub.cm), with two "
-    "class REPLACEs of pkg.core.Sub",
-    "the method hook runs on the winning replacement class, whatever the batching; the original class and the "
-    "losing replacement keep no wrapper (was: left on the original class until the next register)",
+    "a method hook spelled through a module that re-exports its class (pkg.api.Sub.m, "
+    "pkg.api:Sub.cm), with two class REPLACEs of pkg.core.Sub",
+    "the method hook runs on the winning replacement class, whatever the batching; the original "
+    "class and the losing replacement keep no wrapper (was: left on the original class until the "
+    "next register)",
 )
-def test_a_method_hook_through_a_reexported_class_follows_the_class_replace(make_module, spelling, applies):
+def test_a_method_hook_through_a_reexported_class_follows_the_class_replace(
+    make_module,
+    spelling,
+    applies,
+):
     core = importlib.import_module(make_module("core", CORE_CLASS))
     api = importlib.import_module(make_module("api", "from .core import Sub\n"))
     original, target = core.Sub, spelling.format(api=api.__name__)

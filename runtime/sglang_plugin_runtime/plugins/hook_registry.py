@@ -6,7 +6,8 @@ signatures, defaults and error types, so plugin code moves between the two by sw
 application, stale-reference rebinding, exact undo, async, introspection) docs/hooks.md says how.
 
 Importing this module never loads the plugin discovery code, never imports torch and never imports a
-target module; the report classes (``TargetReport``, ``HookReport``, ``Conflict``) load when first used.
+target module; the report classes (``TargetReport``, ``HookReport``, ``Conflict``) load when first
+used.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from ._hooks._types import (
 if TYPE_CHECKING:
     from ._hooks._describe import Conflict, HookReport, TargetReport
 
-# The names by role: registering hooks, applying them (strict mode), and the reports (imported on first use).
+# The names by role: registering hooks, applying them (strict mode), and the reports (imported on
+# first use).
 __all__ = [
     "HookRegistry",
     "HookSource",
@@ -50,7 +52,8 @@ STATUSES = tuple(status.value for status in HookStatus)
 
 _H = TypeVar("_H", bound=Callable[..., object])
 
-#: The old name of :meth:`Target.parse` (it raises for a malformed target), until its callers switch.
+#: The old name of :meth:`Target.parse` (it raises for a malformed target), until its callers
+#: switch.
 _parse_target = Target.parse
 
 
@@ -89,9 +92,9 @@ class HookRegistry:
         """Patch every target whose module is imported; watch the others' imports.
 
         Idempotent. Failures are logged and kept for :meth:`describe`; in strict mode
-        (``strict=True``, or ``SGLANG_PLUGINS_STRICT=1`` read now when ``strict`` is ``None``) they raise
-        :class:`HookApplyError`. A target keeps the strictness of the call that took it, also when it is
-        patched later, as its module is imported.
+        (``strict=True``, or ``SGLANG_PLUGINS_STRICT=1`` read now when ``strict`` is ``None``)
+        they raise :class:`HookApplyError`. A target keeps the strictness of the call that took
+        it, also when it is patched later, as its module is imported.
         """
         active_registry().apply_hooks(strict)
 
@@ -116,20 +119,28 @@ class HookRegistry:
 
     @classmethod
     def is_hook_applied(
-        cls, target: str, hook: Callable[..., object], hook_type: HookType | None = None
+        cls,
+        target: str,
+        hook: Callable[..., object],
+        hook_type: HookType | None = None,
     ) -> bool:
-        """Whether ``hook`` (this very object; of ``hook_type`` when given) is applied on ``target`` now.
+        """Whether ``hook`` (this very object; of ``hook_type`` when given) is applied on
+        ``target`` now.
 
-        ``False`` until the target is patched with it, after :meth:`reset`, and while the target is failed
-        (until a retry succeeds). ``target`` may use either spelling (``pkg.mod.Class.m`` or ``pkg.mod:Class.m``).
-        A hook registered after the target was patched is applied at once here (SGLang drops it), so this
-        answers ``True`` for it once the rebuild succeeded.
+        ``False`` until the target is patched with it, after :meth:`reset`, and while the target
+        is failed (until a retry succeeds). ``target`` may use either spelling
+        (``pkg.mod.Class.m`` or ``pkg.mod:Class.m``). A hook registered after the target was
+        patched is applied at once here (SGLang drops it), so this answers ``True`` for it once the
+        rebuild succeeded.
         """
         return active_registry().is_hook_applied(target, hook, hook_type)
 
 
 def plugin_hook(
-    target: str, type: HookType = HookType.AFTER, *, priority: int = 0
+    target: str,
+    type: HookType = HookType.AFTER,
+    *,
+    priority: int = 0,
 ) -> Callable[[_H], _H]:
     """Decorator form of :meth:`HookRegistry.register`; returns the hook unchanged."""
 

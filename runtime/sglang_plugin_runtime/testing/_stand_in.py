@@ -58,7 +58,8 @@ class StandInModules:
         try:
             parts = Target.names_of(name)  # the names a hook target's module part is made of
         except ValueError:
-            raise ValueError(f"{name!r} is not a dotted module name (such as 'sglang.srt.managers.scheduler')") from None
+            example = "such as 'sglang.srt.managers.scheduler'"
+            raise ValueError(f"{name!r} is not a dotted module name ({example})") from None
         for depth in range(1, len(parts) + 1):
             self._module(".".join(parts[:depth]), package=depth < len(parts))
         module = self._created[name]

@@ -1,7 +1,9 @@
-"""Reports about registered hooks: a stable, JSON-friendly API for ``sglang-plugins doctor`` and ``explain``.
+"""Reports about registered hooks: a stable, JSON-friendly API for ``sglang-plugins doctor`` and
+``explain``.
 
-Imported only when a report is asked for, never by a serving process. Reports are frozen dataclasses built from a
-snapshot of the registry; holding one never keeps the registry locked and never changes when the registry does.
+Imported only when a report is asked for, never by a serving process. Reports are frozen dataclasses
+built from a snapshot of the registry; holding one never keeps the registry locked and never changes
+when the registry does.
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ class TargetReport:
     resolved: str | None
     """Canonical ``module:attr.path`` once resolved, else ``None``."""
     hooks: tuple[HookReport, ...]
-    """Hooks in nesting order, outermost first (the order BEFORE/AROUND hooks run on the way in; AFTER hooks
-    run in reverse on the way out), REPLACE last; overridden REPLACEs flagged."""
+    """Hooks in nesting order, outermost first (the order BEFORE/AROUND hooks run on the way in;
+    AFTER hooks run in reverse on the way out), REPLACE last; overridden REPLACEs flagged."""
     conflicts: tuple[Conflict, ...]
     rebound: int
     """How many stale module globals currently point at the patched object through rebinding."""
@@ -71,7 +73,7 @@ class TargetReport:
 
 
 def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
-    """The report of one target; ``slots``: all of its registry's (the caller holds the registry's lock)."""
+    """The report of one target; ``slots``: all of its registry's (the caller holds its lock)."""
     slot = record.slot
     records = slot.records if slot is not None else [record]
     regs = ordered(records)
@@ -83,12 +85,10 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
         owner = next(
             (s for s in slots if s.current is slot.owner and s.original.kind == "class"), None
         )
-        if (
-            owner is not None and replaces and slot.previous is not MISSING
-        ):  # the class defines it itself
+        if owner is not None and replaces and slot.previous is not MISSING:  # its own method
             message = (
-                f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own implementation "
-                f"of '{slot.name}' on {owner.key}"
+                f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own "
+                f"implementation of '{slot.name}' on {owner.key}"
             )
             found.append(("method_replace_overrides_class_replace", message))
         targets = {id(vars(r.found.owner)) for r in slot.records if r.found is not None}
@@ -107,8 +107,8 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
 
 
 def _hooks(regs: list[Registration], targets: dict[int, str]) -> tuple[HookReport, ...]:
-    """``regs`` (innermost first) in nesting order, outermost first, then the winning REPLACE and overridden
-    ones; ``targets``: the target each was registered on, by ``id()``."""
+    """``regs`` (innermost first) in nesting order, outermost first, then the winning REPLACE and
+    overridden ones; ``targets``: the target each was registered on, by ``id()``."""
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     others = [r for r in regs if r.hook_type is not HookType.REPLACE]
     return tuple(
@@ -126,7 +126,8 @@ def _hooks(regs: list[Registration], targets: dict[int, str]) -> tuple[HookRepor
 
 
 def _conflicts(regs: list[Registration]) -> list[tuple[str, str]]:
-    """``(kind, message)`` for combinations that work but deserve a look, seen from the registrations alone."""
+    """``(kind, message)`` for combinations that work but deserve a look, seen from the
+    registrations alone."""
     found = []
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     arounds = [r for r in regs if r.hook_type is HookType.AROUND]
@@ -135,6 +136,7 @@ def _conflicts(regs: list[Registration]) -> list[tuple[str, str]]:
         found.append(("multiple_replace", message + ", ".join(r.label() for r in replaces[:-1])))
     if len(arounds) > 1:
         labels = ", ".join(r.label() for r in arounds)
-        message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, the hooks inside it are bypassed"
+        message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, "
+        message += "the hooks inside it are bypassed"
         found.append(("multiple_around", message))
     return found

@@ -34,11 +34,12 @@ module's ``__setattr__`` never runs) and reads only namespaces that reading cann
 
 The post-import hook. A target whose module is not imported yet is patched right after it executes,
 never earlier. One finder sits at the front of ``sys.meta_path`` while a target is pending or
-applied. For a module name that is not watched it does a single set membership test and steps aside,
-so unrelated imports stay cheap. For a watched name (a pending target's, or a patched module's, which
-``importlib.reload()`` looks up too) it asks the finders behind it for the spec and wraps its loader,
-whose ``exec_module`` runs the real one and then reports the module. The real loader is put back on
-the module and its spec before the module's code runs: ``__loader__`` is never the proxy.
+applied. For a module name that is not watched it does a single set membership test and steps
+aside, so unrelated imports stay cheap. For a watched name (a pending target's, or a patched
+module's, which ``importlib.reload()`` looks up too) it asks the finders behind it for the spec and
+wraps its loader, whose ``exec_module`` runs the real one and then reports the module. The real
+loader is put back on the module and its spec before the module's code runs: ``__loader__`` is never
+the proxy.
 
 ``HookRegistry`` and ``plugin_hook`` act on the *active* registry: the process's default one, or the
 fresh one ``isolated_registry()`` makes active for a block.
@@ -104,7 +105,8 @@ def resolve(target: t.Target) -> t.Resolution | Unresolved:
         watch = tuple(name for name, _rest in splits)
         return Unresolved(f"module {watch[-1]!r} is not imported yet", watch)
     module_name, parts = imported[0]
-    owner, path = sys.modules[module_name], module_name
+    owner: object = sys.modules[module_name]
+    path = module_name
     for index, name in enumerate(parts):
         namespace = module_dict(owner)
         if namespace is None and isinstance(owner, types.ModuleType):
@@ -113,7 +115,9 @@ def resolve(target: t.Target) -> t.Resolution | Unresolved:
         if raw is t.MISSING and namespace is not None:
             if (sub := sys.modules.get(f"{path}.{name}")) is not None:
                 raw, owned = sub, True
-            elif "__path__" in namespace or getattr(namespace.get("__spec__"), "_initializing", 0):
+            elif "__path__" in namespace or getattr(
+                namespace.get("__spec__"), "_initializing", False
+            ):
                 # A package may gain the name when a submodule is imported; a module that is
                 # still executing may define it further down.
                 rest = parts[index:]
@@ -179,14 +183,15 @@ def rewrap(unwrapped: t.Unwrapped, wrapper: object) -> object:
     """``wrapper`` in the kind of attribute the original came in."""
     kind, raw = unwrapped.kind, unwrapped.raw
     if kind in ("classmethod", "staticmethod", "nonbinding"):
-        return (classmethod if kind == "classmethod" else staticmethod)(wrapper)  # type: ignore[arg-type]
+        descriptor = classmethod if kind == "classmethod" else staticmethod
+        return descriptor(wrapper)  # type: ignore[arg-type]
     if isinstance(raw, property):
         return raw.getter(wrapper)  # type: ignore[arg-type]  # keeps fset, fdel, doc, subclass
     if isinstance(raw, functools.cached_property):
         raw = copy.copy(raw)
         raw.func = wrapper  # type: ignore[assignment]
     if isinstance(raw, functools.partialmethod):
-        return functools.partialmethod(wrapper, *raw.args, **raw.keywords)  # type: ignore[arg-type]
+        return functools.partialmethod(wrapper, *raw.args, **raw.keywords)
     return raw if kind == "property" else wrapper
 
 
@@ -232,7 +237,7 @@ class ImportWatcher:
         found = (find(fullname, path, target) for find in finders if find is not None)
         spec = next((spec for spec in found if spec is not None), None)  # what the others find
         if spec is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _NotifyingLoader(spec.loader, self._on_loaded)  # type: ignore[assignment]
+            spec.loader = _NotifyingLoader(spec.loader, self._on_loaded)
         return spec
 
     def watch(self, modules: set[str]) -> None:
@@ -377,23 +382,10 @@ class Registry:
         pending or failed; whether that changed its slot."""
         with guarded(f"resolving the hook target {record.target}") as call:
             found = resolve(record.target)
-            slot = None
-            if isinstance(found, t.Resolution):
-                module_level = module_dict(found.owner) is not None
-                slot = next((s for s in self.slots if _holds(s, found, module_level)), None)
-                if slot is None:
-                    inherited = (
-                        not module_level and isinstance(found.owner, type) and not found.owned
-                    )
-                    original = unwrap(found.raw, found.owner)
-                    slot = t.Slot(
-                        found.key, found.owner, found.name, original, inherited, module_level
-                    )
-                    self.slots.append(slot)
+            slot = self._slot_for(found) if isinstance(found, t.Resolution) else None
         if slot is not None and slot is record.slot:
             return False
-        if record.slot is not None:  # it names something else now: its old slot lets it go
-            record.slot, record.found, record.status = None, None, t.HookStatus.REGISTERED
+        record.slot = record.found = None  # it names something else now: its old slot lets it go
         if call.error is not None:
             self._fail(
                 [record], f"cannot hook {record.target}: {describe_failure(call.error)}", batch
@@ -406,6 +398,26 @@ class Registry:
             if (namespace := module_dict(found.owner)) is not None:
                 slot.modules[id(namespace)] = namespace
         return True
+
+    def _slot_for(self, found: t.Resolution) -> t.Slot:
+        """The slot of what ``found`` names: a module-level object's, wherever it is bound (a module
+        holding our wrapper under its name too), or an attribute's; made when there is none."""
+        module_level = module_dict(found.owner) is not None
+        for slot in self.slots:
+            if slot.name != found.name or slot.module_level is not module_level:
+                continue
+            if module_level and (
+                found.raw is slot.original.raw or found.raw is slot.raw is not None
+            ):
+                return slot
+            if not module_level and found.owner is slot.owner:
+                return slot
+        inherited = not module_level and isinstance(found.owner, type) and not found.owned
+        original = unwrap(found.raw, found.owner)
+        self.slots.append(
+            t.Slot(found.key, found.owner, found.name, original, inherited, module_level)
+        )
+        return self.slots[-1]
 
     def _pend(self, record: t.TargetRecord, found: Unresolved, batch: _Batch) -> None:
         """Leave ``record`` pending until one of ``found.watch`` is imported; fail it if no import
@@ -470,13 +482,13 @@ class Registry:
         for r in [] if inspect.iscoroutinefunction(original.func) else others:
             if inspect.iscoroutinefunction(r.hook):
                 raise TypeError(
-                    f"{r.hook_type.name} hook {t.describe_callable(r.hook)!r} is 'async def' but the "
-                    f"target is synchronous; its coroutine would never be awaited ({r.label()})"
+                    f"{r.hook_type.name} hook {t.describe_callable(r.hook)!r} is 'async def' but "
+                    f"the target is synchronous; its coroutine would never be awaited ({r.label()})"
                 )
         new = replaces[-1].hook if replaces else original.func
         if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
-            init = slot.name == "__init__"
-            new = build_wrapper(original.func, new, others[::-1], slot.key, init)  # type: ignore[arg-type]
+            func = cast(Callable[..., object], original.func)
+            new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
         return new, rewrap(original, new)
 
     def _conflicts(self, slot: t.Slot, regs: list[t.Registration]) -> tuple[tuple[str, str], ...]:
@@ -485,16 +497,13 @@ class Registry:
         original, hooks = slot.original.func, [r.hook for r in regs]
         if not isinstance(original, type) or slot.current is original:
             return ()
-        left = [
-            f"{c.__module__}.{c.__qualname__}"
-            for c in type.__subclasses__(original)
-            if c not in hooks
-        ]
-        if not left:  # type.__subclasses__: not a metaclass's override
+        subclasses: list[type] = type.__subclasses__(original)  # not a metaclass's override
+        if not (left := [f"{c.__module__}.{c.__qualname__}" for c in subclasses if c not in hooks]):
             return ()
-        message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original keep inheriting: "
-        logger.warning("Class REPLACE on '%s': %s", slot.key, message + ", ".join(left))
-        return (("class_replace_subclasses", message + ", ".join(left)),)
+        message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original keep "
+        message += f"inheriting: {', '.join(left)}"
+        logger.warning("Class REPLACE on '%s': %s", slot.key, message)
+        return (("class_replace_subclasses", message),)
 
     def _on_module_loaded(self, name: str) -> None:
         with self.lock:
@@ -582,16 +591,6 @@ class Registry:
 def _strictness(strict: bool | None) -> bool:
     """``strict`` as given, else what ``SGLANG_PLUGINS_STRICT`` says now (as SGLang reads it)."""
     return env_flag(t.STRICT_ENV) if strict is None else strict
-
-
-def _holds(slot: t.Slot, found: t.Resolution, module_level: bool) -> bool:
-    """Whether ``found`` names ``slot``'s object: a module global holding it (or our wrapper) under
-    its name, or its owner's attribute."""
-    if slot.name != found.name or slot.module_level is not module_level:
-        return False
-    if module_level:
-        return found.raw is slot.original.raw or found.raw is slot.raw is not None
-    return found.owner is slot.owner
 
 
 def _depth(slot: t.Slot) -> int:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 #: A hook, or what it hooks.
 Hook = Callable[..., object]
 
-#: No such attribute (as the value an attribute had before a patch: nothing to restore but a deletion).
+#: No such attribute (the value an attribute had before a patch: nothing to restore but a deletion).
 MISSING = object()
 
 #: The variable that makes ``HookRegistry.apply_hooks()`` strict (the SRT namespace's).
@@ -113,7 +113,6 @@ class Target:
     are one target: equal, with one hash (``dotted``). ``text``: the spelling as given."""
 
     dotted: str
-    cut: int = field(default=0, compare=False)  # the module's names, when given (``pkg.mod:``)
     text: str = field(default="", compare=False)
 
     @classmethod
@@ -121,11 +120,10 @@ class Target:
         """``ValueError`` for a malformed target (``TypeError`` for a non-string)."""
         if not isinstance(text, str):
             raise TypeError(f"Hook target must be a string, got {type(text).__name__}: {text!r}")
-        names = cls.names_of(text.replace(":", "."))
-        if text.count(":") > 1 or len(names) < 2:
+        dotted = text.replace(":", ".")
+        if text.count(":") > 1 or len(cls.names_of(dotted)) < 2:
             raise ValueError(_INVALID.format(text))
-        module, colon, _ = text.rpartition(":")
-        return cls(".".join(names), module.count(".") + 1 if colon else 0, text)
+        return cls(dotted, text)
 
     @staticmethod
     def names_of(path: str) -> list[str]:
@@ -138,9 +136,11 @@ class Target:
 
     def splits(self) -> list[tuple[str, list[str]]]:
         """Where the module may end, longest module first: ``(module, attribute names)``."""
+        module, colon, attributes = self.text.rpartition(":")
+        if colon:
+            return [(module, attributes.split("."))]
         names = self.dotted.split(".")
-        cuts = [self.cut] if self.cut else range(len(names) - 1, 0, -1)
-        return [(".".join(names[:cut]), names[cut:]) for cut in cuts]
+        return [(".".join(names[:cut]), names[cut:]) for cut in range(len(names) - 1, 0, -1)]
 
     def __str__(self) -> str:
         return self.text or self.dotted
