@@ -12,7 +12,16 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._types import MISSING, HookType, Registration, Slot, TargetRecord, describe_callable, ordered
+from ._types import (
+    MISSING,
+    HookType,
+    Registration,
+    Slot,
+    TargetRecord,
+    describe_callable,
+    ordered,
+    subclasses_left,
+)
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,11 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
     found = _conflicts(regs)
     rebound = 0
     if slot is not None and slot.current is not None:
-        found += slot.conflicts
+        if left := subclasses_left(slot):
+            message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original "
+            found.append(
+                ("class_replace_subclasses", message + f"keep inheriting: {', '.join(left)}")
+            )
         replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
         owner = next(
             (s for s in slots if s.current is slot.owner and s.original.kind == "class"), None

@@ -460,7 +460,10 @@ class Registry:
             kept = " (the previously applied hooks stay in place)" if old is not None else ""
             return self._fail(slot.records, describe_failure(call.error) + kept, batch)
         slot.raw, slot.current = raw, new
-        slot.conflicts = self._conflicts(slot, regs)
+        if left := t.subclasses_left(slot):
+            message = "Class REPLACE on '%s' by %s: existing subclasses of the original keep "
+            message += "inheriting: %s"
+            logger.warning(message, slot.key, regs[-1].label(), ", ".join(left))
         for record in slot.records:
             record.status, record.error = _APPLIED, None
         sources = ", ".join(sorted({t.format_source(r.source) for r in regs}))
@@ -490,20 +493,6 @@ class Registry:
             func = cast(Callable[..., object], original.func)
             new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
         return new, rewrap(original, new)
-
-    def _conflicts(self, slot: t.Slot, regs: list[t.Registration]) -> tuple[tuple[str, str], ...]:
-        """A class REPLACE leaves the existing subclasses of the original behind: warn, and keep it
-        as a conflict."""
-        original, hooks = slot.original.func, [r.hook for r in regs]
-        if not isinstance(original, type) or slot.current is original:
-            return ()
-        subclasses: list[type] = type.__subclasses__(original)  # not a metaclass's override
-        if not (left := [f"{c.__module__}.{c.__qualname__}" for c in subclasses if c not in hooks]):
-            return ()
-        message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original keep "
-        message += f"inheriting: {', '.join(left)}"
-        logger.warning("Class REPLACE on '%s': %s", slot.key, message)
-        return (("class_replace_subclasses", message),)
 
     def _on_module_loaded(self, name: str) -> None:
         with self.lock:

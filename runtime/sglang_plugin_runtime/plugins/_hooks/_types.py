@@ -222,7 +222,15 @@ class Slot:
     previous: object = None  # an attribute's raw value before the first patch (MISSING: none)
     raw: object = None  # the raw value installed (the callable, or a descriptor around it)
     current: object = None  # the callable installed
-    conflicts: tuple[tuple[str, str], ...] = ()  # (kind, message) seen when it was built
+
+
+def subclasses_left(slot: Slot) -> list[str]:
+    """The subclasses of a class that a class REPLACE replaced: they keep inheriting from it."""
+    original, hooks = slot.original.func, [r.hook for r in slot.built]
+    if not isinstance(original, type) or slot.current in (None, original):
+        return []
+    subclasses: list[type] = type.__subclasses__(original)  # not a metaclass's override
+    return [f"{c.__module__}.{c.__qualname__}" for c in subclasses if c not in hooks]
 
 
 def ordered(records: Iterable[TargetRecord]) -> list[Registration]:
