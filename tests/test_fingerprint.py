@@ -270,3 +270,38 @@ def test_a_partial_hook_bound_to_the_rank_gives_one_fingerprint_on_every_rank(
     assert first["digest"] == second["digest"]
     (hook,) = first["data"]["hooks"][0]["hooks"]
     assert hook["hook"] == "functools.partial(ranked_plugin.shard, rank=...)"
+
+
+REEXPORT_PLUGIN = """
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+
+def core(result, *args, **kwargs):
+    return result
+
+def api(result, *args, **kwargs):
+    return result
+
+def register():
+    HookRegistry.register("demo_target.work", core, HookType.AFTER)
+    HookRegistry.register("demo_api.work", api, HookType.AFTER)
+"""
+
+
+def test_a_function_hooked_through_its_reexport_gives_the_same_digest_pending_or_applied(
+    site: PluginSite,
+) -> None:
+    site.add(
+        "reexport",
+        "1.0",
+        {"sglang.srt.plugins": {"reexport": "reexport_plugin:register"}},
+        {
+            "reexport_plugin.py": REEXPORT_PLUGIN,
+            "demo_target.py": TARGET_MODULE,
+            "demo_api.py": "from demo_target import work\n",
+        },
+    )
+    pending = fingerprint(site)
+    applied = fingerprint(site, before="load_plugins()\nimport demo_api\nassert demo_api.work(1) == 2")
+    assert applied["digest"] == pending["digest"]
+    hooks = {t["target"]: [h["hook"] for h in t["hooks"]] for t in applied["data"]["hooks"]}
+    assert hooks == {"demo_api.work": ["reexport_plugin.api"], "demo_target.work": ["reexport_plugin.core"]}
