@@ -357,9 +357,8 @@ class Registry:
             if _pass and not moved:
                 break
             taken = {id(r.slot) for r in [*records, *moved]}  # a retried failed build too
-            for slot in sorted(
-                self.slots, key=_depth
-            ):  # base classes first: a subclass wraps theirs
+            # Base classes first: a subclass slot wraps what its bases hold now.
+            for slot in sorted(self.slots, key=_depth):
                 slot.records = [r for r in slot.records if r.registrations and r.slot is slot]
                 if not slot.records:
                     self._undo(slot, batch)
@@ -556,9 +555,8 @@ class Registry:
 
     def describe(self, target: str | None = None) -> list[TargetReport]:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.describe`."""
-        from ._describe import (
-            report,
-        )  # reports are built only when asked: a server never loads them
+        # Reports are built only when asked for: a serving process never loads them.
+        from ._describe import report
 
         with self.lock:
             return [report(record, self.slots) for record in self._records_for(target)]

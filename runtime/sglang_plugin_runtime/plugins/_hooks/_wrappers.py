@@ -25,12 +25,13 @@ per hook 8,900; the two closures above, written by hand, 7,700; this wrapper wit
 copies instead of positional ones 7,000, and as it is 5,600 -- the only one within the goal of
 0.65x SGLang's per-call cost (docs/benchmarks.md, case 4).
 
-A BEFORE that returns new arguments in such a copy hands the rest of the body to the function's
-*resume* copy (``_resume1(at, caller's args, args, kwargs)``): the generic body, where the BEFORE
-hooks up to ``at`` are skipped and the AFTER hooks outside ``at`` see the caller's arguments. So
-every copy is as long as the chain, and the code grows linearly with the number of hooks. An AFTER
-sees the arguments of its own level: when a BEFORE inside it may replace them, it keeps a copy
-first. For an ``async def`` target the functions are ``async def``: ``async def`` hooks are
+Other calls go to the function's generic copy, ``_resume1(-1, (), args, kwargs)``. A BEFORE that
+returns new arguments in a fast copy hands the rest of the body to it too, as
+``_resume1(at, caller's args, args, kwargs)``: the BEFORE hooks up to ``at`` have run, and the
+AFTER hooks outside ``at`` see the caller's arguments. So every copy is as long as the chain, and
+the code grows linearly with the number of hooks (a long chain is also built in parts of eight, see
+``build_wrapper``). An AFTER sees the arguments of its own level: in the generic copy it keeps
+them before the BEFORE hooks inside it run. For an ``async def`` target the functions are ``async def``: ``async def`` hooks are
 awaited, and whatever a plain AROUND (or the core) returns is awaited when it is awaitable.
 
 The generated code looks no builtin up when called (``len`` is bound when this module is imported),
