@@ -31,8 +31,9 @@ returns new arguments in a fast copy hands the rest of the body to it too, as
 AFTER hooks outside ``at`` see the caller's arguments. So every copy is as long as the chain, and
 the code grows linearly with the number of hooks (a long chain is also built in parts of eight, see
 ``build_wrapper``). An AFTER sees the arguments of its own level: in the generic copy it keeps
-them before the BEFORE hooks inside it run. For an ``async def`` target the functions are ``async def``: ``async def`` hooks are
-awaited, and whatever a plain AROUND (or the core) returns is awaited when it is awaitable.
+them before the BEFORE hooks inside it run. For an ``async def`` target the functions are
+``async def``: ``async def`` hooks are awaited, and whatever a plain AROUND (or the core) returns is
+awaited when it is awaitable.
 
 The generated code looks no builtin up when called (``len`` is bound when this module is imported),
 so hooking ``builtins.len`` itself is safe.
