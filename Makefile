@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench bench-quick test-sglang test-pythons docs docs-serve docs-check
+.PHONY: demo test lint venv clean bench bench-quick test-sglang test-pythons test-hooks-model docs docs-serve docs-check
 
 $(STAMP): requirements-dev.txt requirements-docs.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ demo:
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup tests
+
+# The hook registry against its model (tests/test_hooks_model.py) in 20,000 random sequences of register, apply,
+# discard and reset; `make test` runs 40 of them, the same ones each time.
+test-hooks-model: $(STAMP)
+	HOOKS_MODEL_EXAMPLES=20000 $(PY) -m pytest -q -p no:cacheprovider tests/test_hooks_model.py
 
 # ruff (lint and format) over the Python sources, mypy --strict over the runtime (configured in pyproject.toml).
 LINT_PATHS := runtime tests tests_sglang benchmarks scripts docs/_hooks integrations

@@ -3,7 +3,7 @@
 # Python the package claims: 3.10 and 3.13 by default (3.11, the dev venv's, runs them all under `make test`).
 #
 # Each interpreter gets a venv under .cache/ with the pinned test tools of requirements-dev.txt (pytest, xdist,
-# jsonschema) and the runtime installed from this checkout. torch is not installed there (this machine's CPU build
+# hypothesis, jsonschema) and the runtime installed from this checkout. torch is not installed there (this machine's CPU build
 # is for Python 3.11 only; an unpinned torch would pull a CUDA build): tests that need it skip themselves.
 # Environment: PYTHONS (default "3.10 3.13"), PYTHON_VENV_DIR (default <repo>/.cache).
 set -euo pipefail
@@ -20,7 +20,7 @@ find_python() {  # pyenv's install folders first, then PATH
     echo "$found"
 }
 
-tools="$(grep -E '^(pytest|pytest-xdist|jsonschema)==' "$REPO_ROOT/requirements-dev.txt")"
+tools="$(grep -E '^(pytest|pytest-xdist|hypothesis|jsonschema)==' "$REPO_ROOT/requirements-dev.txt")"
 status=0
 for version in ${PYTHONS:-3.10 3.13}; do
     python="$(find_python "$version")"

@@ -9,6 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
 from _plugin_site import PluginSite
 
 TARGET_MODULE = "def work(x):\n    return x + 1\n"
@@ -115,7 +116,7 @@ def test_records_each_hook_with_type_source_and_priority_outermost_first(site: P
     assert target["hooks"] == [
         {
             "type": "after",
-            "hook": "functools.partial(<function scale>, 2)",
+            "hook": "functools.partial(acme_timer.scale, ...)",
             "plugin": "timer",
             "distribution": "acme-timer",
             "priority": 5,
@@ -234,3 +235,73 @@ def test_consistency_off_returns_none_without_importing_torch(site: PluginSite) 
         env={"SGLANG_PLUGINS_CONSISTENCY": "off"},
     )
     assert result == [None, False]
+
+
+RANKED_PLUGIN = """
+import functools, os
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+
+def shard(result, *args, rank, **kwargs):
+    return result
+
+def register():
+    hook = functools.partial(shard, rank=int(os.environ["RANK"]))
+    HookRegistry.register("demo_target.work", hook, HookType.AFTER)
+"""
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a plugin registers functools.partial(hook, rank=r), bound to each rank's own number",
+    "every rank gives the same fingerprint: it names the partial's function and the names it "
+    "binds, never the per-rank values (was: a different digest per rank, so "
+    "check_plugin_consistency() failed on every rank)",
+)
+def test_a_partial_hook_bound_to_the_rank_gives_one_fingerprint_on_every_rank(
+    site: PluginSite,
+) -> None:
+    site.add(
+        "ranked",
+        "1.0",
+        {"sglang.srt.plugins": {"ranked": "ranked_plugin:register"}},
+        {"ranked_plugin.py": RANKED_PLUGIN, "demo_target.py": TARGET_MODULE},
+    )
+    first, second = fingerprint(site, RANK="0"), fingerprint(site, RANK="1")
+    assert first["digest"] == second["digest"]
+    (hook,) = first["data"]["hooks"][0]["hooks"]
+    assert hook["hook"] == "functools.partial(ranked_plugin.shard, rank=...)"
+
+
+REEXPORT_PLUGIN = """
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+
+def core(result, *args, **kwargs):
+    return result
+
+def api(result, *args, **kwargs):
+    return result
+
+def register():
+    HookRegistry.register("demo_target.work", core, HookType.AFTER)
+    HookRegistry.register("demo_api.work", api, HookType.AFTER)
+"""
+
+
+def test_a_function_hooked_through_its_reexport_gives_the_same_digest_pending_or_applied(
+    site: PluginSite,
+) -> None:
+    site.add(
+        "reexport",
+        "1.0",
+        {"sglang.srt.plugins": {"reexport": "reexport_plugin:register"}},
+        {
+            "reexport_plugin.py": REEXPORT_PLUGIN,
+            "demo_target.py": TARGET_MODULE,
+            "demo_api.py": "from demo_target import work\n",
+        },
+    )
+    pending = fingerprint(site)
+    applied = fingerprint(site, before="load_plugins()\nimport demo_api\nassert demo_api.work(1) == 2")
+    assert applied["digest"] == pending["digest"]
+    hooks = {t["target"]: [h["hook"] for h in t["hooks"]] for t in applied["data"]["hooks"]}
+    assert hooks == {"demo_api.work": ["reexport_plugin.api"], "demo_target.work": ["reexport_plugin.core"]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import uuid
@@ -351,3 +352,68 @@ def test_a_late_hook_has_the_strictness_of_its_plugin_context(make_module, monke
     monkeypatch.delenv("SGLANG_PLUGINS_STRICT")
     with _plugin_context(source, strict=True), pytest.raises(HookApplyError):
         HookRegistry.register(f"{name}.missing_too", lambda r: r)
+
+
+@pytest.mark.parametrize("returned", ["((x,), [1])", "(5, {})", "((x,), 'keywords')"])
+@pytest.mark.fault(
+    "hooks",
+    "a BEFORE hook returns a pair of the wrong shape (keywords not a mapping, arguments not a sequence)",
+    "TypeError naming the hook, its plugin and the shape it must return (was: 'argument after ** "
+    "must be a mapping', naming no hook)",
+)
+def test_before_hook_returning_a_pair_of_the_wrong_shape_is_an_error_naming_the_hook(
+    make_module,
+    returned,
+):
+    name = make_module("m", "def f(x):\n    return x\n")
+    module = importlib.import_module(name)
+    namespace = {}
+    exec(f"def bad_before(x):\n    return {returned}\n", namespace)
+    source = HookSource("p", "p-dist")
+    HookRegistry.register(f"{name}.f", namespace["bad_before"], HookType.BEFORE, source=source)
+    HookRegistry.apply_hooks()
+    for call in (lambda: module.f(1), lambda: module.f(x=1)):
+        with pytest.raises((TypeError, ValueError)) as info:
+            call()
+        message = str(info.value)
+        assert "bad_before" in message and f"{name}:f" in message
+        assert "plugin=p, dist=p-dist" in message
+        assert "(args, kwargs)" in message and "dict of keyword arguments" in message
+
+
+@pytest.mark.fault(
+    "hooks",
+    "an AFTER hook on a class's __init__ returns a value",
+    "TypeError naming the hook, its plugin and that an AFTER hook on __init__ must return None "
+    "(was: '__init__() should return None', naming no hook)",
+)
+def test_after_hook_on_init_returning_a_value_is_an_error_naming_the_hook(make_module):
+    name = make_module("m", "class C:\n    def __init__(self, x):\n        self.x = x\n")
+    module = importlib.import_module(name)
+
+    def returns_self(result, self, x):
+        return self
+
+    HookRegistry.register(f"{name}.C.__init__", returns_self, source=HookSource("p", "p-dist"))
+    HookRegistry.apply_hooks()
+    with pytest.raises(TypeError) as info:
+        module.C(1)
+    message = str(info.value)
+    assert "returns_self" in message and "must return None" in message
+    assert "plugin=p, dist=p-dist" in message
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a functools.partial hook, as describe(), sglang-plugins explain and the fingerprint name it",
+    "named by its function's module and name and the names it binds, "
+    "functools.partial(pkg.mod.hook, ..., rank=...) (was: functools.partial(<function hook at "
+    "0x...>, 2, rank=3), without the module)",
+)
+def test_a_partial_hook_is_named_by_its_functions_module_and_name(make_module):
+    name = make_module("m", "def f(x):\n    return x\n")
+    scale = "def scale(result, factor, x, rank):\n    return result\n"
+    hooks = importlib.import_module(make_module("hooks", scale))
+    HookRegistry.register(f"{name}.f", functools.partial(hooks.scale, 2, rank=3))
+    (hook,) = HookRegistry.describe(f"{name}.f")[0].hooks
+    assert hook.hook == f"functools.partial({hooks.__name__}.scale, ..., rank=...)"

@@ -405,3 +405,42 @@ def test_discarding_a_class_replace_moves_the_method_hook_back_to_the_original_c
     HookRegistry.discard_source(HookSource("swap", None))
     assert mod.Base is original and "method" not in Replacement.__dict__
     assert mod.Base().method(1) == ("method", "Base", 1, "hooked")
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a hook on a functools.lru_cache function (SGLang calls get_model_info.cache_clear())",
+    "the wrapper keeps the cache's public attributes: cache_info() and cache_clear() act on the "
+    "cache (was: AttributeError)",
+)
+def test_a_hooked_lru_cache_function_keeps_cache_info_and_cache_clear(make_module):
+    source = "import functools\n\n@functools.lru_cache\ndef info(x):\n    return [x]\n"
+    name = make_module("m", source)
+    mod = importlib.import_module(name)
+    HookRegistry.register(f"{name}.info", lambda result, x: [*result, "hooked"])
+    HookRegistry.apply_hooks()
+    assert mod.info(1) == mod.info(1) == [1, "hooked"]
+    assert mod.info.cache_info().hits == 1
+    mod.info.cache_clear()
+    assert mod.info.cache_info().currsize == 0
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a hook on a method defined with functools.partialmethod",
+    "hooked like a method: the hooks see the bound arguments and the call's, and reset() restores "
+    "the partialmethod (was: failed with 'attribute not callable')",
+)
+def test_a_partialmethod_is_hooked_like_a_method(make_module):
+    source = "import functools\n\nclass C:\n    def _m(self, a, b):\n        return [a, b]\n\n"
+    name = make_module("m", source + "    m = functools.partialmethod(_m, 1)\n")
+    mod = importlib.import_module(name)
+    raw = mod.C.__dict__["m"]
+    seen = []
+    HookRegistry.register(f"{name}.C.m", lambda self, *args: seen.append(args), HookType.BEFORE)
+    HookRegistry.register(f"{name}.C.m", lambda result, self, *args: [*result, "hooked"])
+    HookRegistry.apply_hooks()
+    assert HookRegistry.describe(f"{name}.C.m")[0].status == "applied"
+    assert mod.C().m(2) == [1, 2, "hooked"] and seen == [(1, 2)]
+    HookRegistry.reset()
+    assert mod.C.__dict__["m"] is raw and mod.C().m(2) == [1, 2]

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, isolated_registry
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookSource, isolated_registry
 
 
 def test_apply_hooks_does_not_import_a_target_module(make_module):
@@ -64,13 +64,15 @@ def test_watched_module_keeps_its_real_loader(make_module):
     assert mod.__loader__ is mod.__spec__.loader is mod.LOADER
 
 
-def test_import_watcher_is_removed_once_nothing_is_pending(make_module):
+def test_import_watcher_stays_while_hooks_are_applied_and_leaves_once_none_is(make_module):
     name = make_module("later", "def f():\n    return 1\n")
     before = list(sys.meta_path)
-    HookRegistry.register(f"{name}.f", lambda r: r + 1)
+    HookRegistry.register(f"{name}.f", lambda r: r + 1, source=HookSource("p", None))
     HookRegistry.apply_hooks()
     assert len(sys.meta_path) == len(before) + 1
     importlib.import_module(name)
+    assert len(sys.meta_path) == len(before) + 1  # a reload of the patched module is seen
+    HookRegistry.discard_source(HookSource("p", None))
     assert sys.meta_path == before
 
 
@@ -158,3 +160,28 @@ def test_a_lazily_loaded_target_module_is_not_executed_by_apply_hooks(tmp_path):
             assert module.f() == 2
     finally:
         del sys.modules[name]
+
+
+@pytest.mark.fault(
+    "hooks",
+    "importlib.reload() of a module whose function and method are hooked",
+    "the reload is seen and the hooks are applied to the new objects at once; describe() stays "
+    "true and a later hook on the module applies (was: hooks silently gone while describe() said "
+    "applied; a later hook failed)",
+)
+def test_reloading_a_hooked_module_applies_its_hooks_again(make_module):
+    source = "def f():\n    return [1]\n\nclass C:\n    def m(self):\n        return [2]\n"
+    name = make_module("m", source)
+    mod = importlib.import_module(name)
+    old_class = mod.C
+    HookRegistry.register(f"{name}.f", lambda result: [*result, "hooked"])
+    HookRegistry.register(f"{name}.C.m", lambda result, self: [*result, "hooked"])
+    HookRegistry.apply_hooks()
+    importlib.reload(mod)
+    assert mod.C is not old_class and "m" in old_class.__dict__
+    assert mod.f() == [1, "hooked"] and mod.C().m() == [2, "hooked"]
+    HookRegistry.register(f"{name}.f", lambda result: [*result, "later"])
+    assert mod.f() == [1, "hooked", "later"]
+    assert [r.status for r in HookRegistry.describe()] == ["applied", "applied"]
+    HookRegistry.reset()
+    assert mod.f() == [1] and mod.C().m() == [2] and not hasattr(mod.f, "__wrapped__")

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookSource, HookType
 
 
 def test_from_import_copy_made_before_apply_is_rebound(make_module):
@@ -68,7 +68,7 @@ def test_one_apply_rebinds_copies_for_every_target(make_module):
     assert (user_mod.f(), user_mod.g()) == (11, 22)
 
 
-def test_target_spelled_through_a_reexporting_module_wraps_the_original_not_our_wrapper(make_module):
+def test_a_target_spelled_through_a_reexport_joins_the_one_chain_of_its_function(make_module):
     name = make_module("m", "def f():\n    return []\n")
     reexport = make_module("api", "from .m import f\n")
     importlib.import_module(reexport)
@@ -76,10 +76,10 @@ def test_target_spelled_through_a_reexporting_module_wraps_the_original_not_our_
     HookRegistry.register(f"{name}.f", lambda r: r + ["core"])
     HookRegistry.apply_hooks()
     HookRegistry.register(f"{reexport}.f", lambda r: r + ["api"])
+    # One function, one chain: built from the original, never on our wrapper, run by both bindings.
+    assert sys.modules[reexport].f is sys.modules[name].f
     assert sys.modules[reexport].f.__wrapped__ is original
-    # The re-export is its own target: built from the original, never on top of our wrapper.
-    assert sys.modules[reexport].f() == ["api"]
-    assert sys.modules[name].f() == ["core"]
+    assert sys.modules[reexport].f() == sys.modules[name].f() == ["core", "api"]
 
 
 def test_a_list_entry_holding_the_original_is_left_alone(make_module):
@@ -132,3 +132,113 @@ def test_the_walk_never_executes_a_lazily_loaded_module(make_module, tmp_path):
         assert type(lazy) is not types.ModuleType  # still deferred: LazyLoader's class until first access
     finally:
         del sys.modules[lazy_name]
+
+
+def tag(label):
+    def hook(result, *args, **kwargs):
+        return [*result, label]
+
+    hook.__qualname__ = f"tag_{label}"
+    return hook
+
+
+@pytest.mark.fault(
+    "hooks",
+    "pkg.api re-exports pkg.core.f; a hook applied on core, then more hooks on api and core, then "
+    "discard_source() and reset()",
+    "every binding of the function (core.f, api.f, a from-import copy) runs the one live chain "
+    "after each step, and reset() puts the original back in all of them (was: a stale wrapper "
+    "left in api.f for good)",
+)
+def test_a_function_and_its_reexport_run_one_live_chain_through_discard_and_reset(make_module):
+    core = importlib.import_module(make_module("core", "def f(x):\n    return [x]\n"))
+    api = importlib.import_module(make_module("api", "from .core import f\n"))
+    user = importlib.import_module(make_module("user", "from .api import f\n"))
+    original = core.f
+    one, two = HookSource("one", None), HookSource("two", None)
+    HookRegistry.register(f"{core.__name__}.f", tag("c1"), source=one)
+    HookRegistry.apply_hooks()
+    HookRegistry.register(f"{api.__name__}.f", tag("a2"), source=two)
+    HookRegistry.register(f"{core.__name__}:f", tag("c3"), source=two)
+    assert [m.f(0) for m in (core, api, user)] == [[0, "c1", "a2", "c3"]] * 3
+    HookRegistry.discard_source(one)
+    assert [m.f(0) for m in (core, api, user)] == [[0, "a2", "c3"]] * 3
+    HookRegistry.reset()
+    assert core.f is original and api.f is original and user.f is original
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a hook on pkg.api.f applied before one on pkg.core.f (api re-exports f), then "
+    "discard_source() of the core hook and reset()",
+    "core.f never keeps the re-export's wrapper: both run the live chain, then the original",
+)
+def test_a_reexport_hooked_first_never_leaves_its_wrapper_in_the_defining_module(make_module):
+    core = importlib.import_module(make_module("core", "def f(x):\n    return [x]\n"))
+    api = importlib.import_module(make_module("api", "from .core import f\n"))
+    original = core.f
+    HookRegistry.register(f"{api.__name__}.f", tag("a1"), source=HookSource("one", None))
+    HookRegistry.apply_hooks()
+    HookRegistry.register(f"{core.__name__}.f", tag("c2"), source=HookSource("two", None))
+    HookRegistry.register(f"{api.__name__}.f", tag("a3"), source=HookSource("three", None))
+    assert core.f(0) == api.f(0) == [0, "a1", "c2", "a3"]
+    HookRegistry.discard_source(HookSource("two", None))
+    assert core.f(0) == api.f(0) == [0, "a1", "a3"]
+    HookRegistry.reset()
+    assert core.f is original and api.f is original
+
+
+CORE_CLASS = """
+class Sub:
+    def m(self):
+        return ["m", type(self).__name__]
+
+    @classmethod
+    def cm(cls):
+        return ["cm", cls.__name__]
+"""
+
+
+@pytest.mark.parametrize("applies", ["one apply", "an apply per registration"])
+@pytest.mark.parametrize("spelling", ["{api}.Sub.m", "{api}:Sub.cm"])
+@pytest.mark.fault(
+    "hooks",
+    "a method hook spelled through a module that re-exports its class (pkg.api.Sub.m, "
+    "pkg.api:Sub.cm), with two class REPLACEs of pkg.core.Sub",
+    "the method hook runs on the winning replacement class, whatever the batching; the original "
+    "class and the losing replacement keep no wrapper (was: left on the original class until the "
+    "next register)",
+)
+def test_a_method_hook_through_a_reexported_class_follows_the_class_replace(
+    make_module,
+    spelling,
+    applies,
+):
+    core = importlib.import_module(make_module("core", CORE_CLASS))
+    api = importlib.import_module(make_module("api", "from .core import Sub\n"))
+    original, target = core.Sub, spelling.format(api=api.__name__)
+    attribute = target.rpartition(".")[2]
+    raw = original.__dict__[attribute]
+
+    class Lost(original):
+        pass
+
+    class Won(original):
+        pass
+
+    registrations = [
+        (f"{core.__name__}.Sub", Lost, HookType.REPLACE),
+        (target, tag("hooked"), HookType.AFTER),
+        (f"{core.__name__}:Sub", Won, HookType.REPLACE),
+    ]
+    for registration in registrations:
+        HookRegistry.register(*registration)
+        if applies == "an apply per registration":
+            HookRegistry.apply_hooks()
+    HookRegistry.apply_hooks()
+    assert core.Sub is Won and api.Sub is Won
+    call = getattr(Won() if attribute == "m" else Won, attribute)
+    assert call() == [attribute, "Won", "hooked"]
+    assert original.__dict__[attribute] is raw and attribute not in Lost.__dict__
+    HookRegistry.reset()
+    assert core.Sub is original and api.Sub is original and attribute not in Won.__dict__

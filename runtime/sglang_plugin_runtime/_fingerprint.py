@@ -1,18 +1,23 @@
 """What a process's plugins did, as a fingerprint that ranks and hosts can compare.
 
-A fingerprint holds only what must be equal on every rank of a job: the runtime's version, the namespace, the
-selected platform (class, plugin, distribution, version, rule) with every platform plugin's ``activate()`` outcome,
-the general plugins with their status, distribution and version, and the hook chain on each target (type, hook,
-source, priority, whether it failed to apply). Nothing that is legitimately per rank goes in: no pid, device index,
-host name, path, timing or exception text (those quote paths and addresses). So equal plugins give equal digests
-on every rank and host, and ``sglang-plugins fingerprint`` on a node prints the digest a rank there would compute.
+A fingerprint holds only what must be equal on every rank of a job: the runtime's version, the
+namespace, the selected platform (class, plugin, distribution, version, rule) with every platform
+plugin's ``activate()`` outcome, the general plugins with their status, distribution and version,
+and the hooks registered on each target (type, hook, source, priority, whether it failed to apply).
+Nothing that is legitimately per rank goes in: no pid, device index, host name, path, timing or
+exception text (those quote paths and addresses), and no value a ``functools.partial`` hook binds
+(a rank's own number). So equal plugins give equal digests on every rank and host, and
+``sglang-plugins fingerprint`` on a node prints the digest a rank there would compute.
 
-Whether a hook target is *applied* or still *pending* is left out too: it only says whether the target's module
-has been imported yet in that process, which is a matter of timing (and always pending in the CLI); the hooks
-apply on import either way. A target whose hooks *failed* to apply is in.
+Whether a hook target is *applied* or still *pending* is left out too: it only says whether the
+target's module has been imported yet in that process, which is a matter of timing (and always
+pending in the CLI); the hooks apply on import either way. So is the chain a target shares with the
+other targets naming the same function (a re-export) once applied: each target lists the hooks
+registered on it. A target whose hooks *failed* to apply is in.
 
-Built from public APIs only; standard library only; nothing here imports torch. Comparing fingerprints and
-formatting the differences is :mod:`._consistency`'s, imported only when ranks disagree.
+Built from public APIs only; standard library only; nothing here imports torch. Comparing
+fingerprints and formatting the differences is :mod:`._consistency`'s, imported only when ranks
+disagree.
 """
 
 from __future__ import annotations
@@ -26,26 +31,30 @@ from typing import Any
 
 from ._json_names import as_json
 
-#: Version of the fingerprint's layout; a change makes every digest change, so only bump it with the runtime's.
+#: Version of the fingerprint's layout; a change makes every digest change, so only bump it with
+#: the runtime's.
 FORMAT = 1
 
-#: An address in a ``repr()`` (``<functools.partial object at 0x7f...>``): different in every process.
+#: An address in a ``repr()`` (``<MyHook object at 0x7f...>``): different in every process.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 @dataclasses.dataclass(frozen=True)
 class PluginFingerprint:
-    """What one process's plugins did, in a form that is equal on every rank that runs the same plugins."""
+    """What one process's plugins did, in a form that is equal on every rank that runs the same
+    plugins."""
 
     format: int
     runtime_version: str
     namespace: str
-    #: ``{status: selected|failed, class, plugin, distribution, version, rule, error_type, activations: [...]}``.
+    #: ``{status: selected|failed, class, plugin, distribution, version, rule, error_type,
+    #: activations: [...]}``.
     platform: Mapping[str, Any]
     #: One record per general plugin (``{plugin, status, distribution, version}``), or ``None`` when
     #: ``load_plugins()`` has not run in this process.
     general_plugins: Sequence[Mapping[str, Any]] | None
-    #: One entry per hook target: ``{target, failed, hooks: [{type, hook, plugin, distribution, priority, active}]}``.
+    #: One entry per hook target: ``{target, failed, hooks: [{type, hook, plugin, distribution,
+    #: priority, active}]}``.
     hooks: Sequence[Mapping[str, Any]]
 
     def to_dict(self) -> dict[str, Any]:
@@ -69,17 +78,23 @@ def digest_of(data: Mapping[str, Any]) -> str:
 def build_fingerprint(namespace: Any) -> PluginFingerprint:
     """The fingerprint of this process for ``namespace`` (a ``PluginNamespace``).
 
-    Resolves the namespace's current platform if nothing has yet (hosts have by the time their process group
-    exists: the device decides the backend). Never raises for what plugins did: a failed selection is recorded as
-    such, so a rank whose platform failed still takes part in a comparison instead of dying alone.
+    Resolves the namespace's current platform if nothing has yet (hosts have by the time their
+    process group exists: the device decides the backend). Never raises for what plugins did: a
+    failed selection is recorded as such, so a rank whose platform failed still takes part in a
+    comparison instead of dying alone.
     """
     from . import __version__
 
-    return PluginFingerprint(FORMAT, __version__, namespace.name, _platform(namespace), _plugins(namespace), _hooks())
+    platform, plugins = _platform(namespace), _plugins(namespace)
+    return PluginFingerprint(FORMAT, __version__, namespace.name, platform, plugins, _hooks())
 
 
 def _by_plugin(records: Any, *fields: str) -> list[dict[str, Any]]:
-    return sorted((as_json(r, *fields) for r in records), key=lambda r: (r["plugin"], r["distribution"] or ""))
+    found = (as_json(r, *fields) for r in records)
+    return sorted(found, key=lambda r: (r["plugin"], r["distribution"] or ""))
+
+
+_ACTIVATION = ("plugin", "distribution", "version", "status")
 
 
 def _platform(ns: Any) -> dict[str, Any]:
@@ -88,12 +103,14 @@ def _platform(ns: Any) -> dict[str, Any]:
     try:
         selection = current_platform_selection(ns)
     except Exception as exc:  # recorded, not raised: see build_fingerprint()
-        activations = _by_plugin(getattr(exc, "activations", ()), "plugin", "distribution", "version", "status")
+        activations = _by_plugin(getattr(exc, "activations", ()), *_ACTIVATION)
         plugin = getattr(exc, "plugin", None)
         version = next((a["version"] for a in activations if a["plugin"] == plugin), None)
-        failed = {"status": "failed", "class": None, "plugin": plugin, "distribution": getattr(exc, "dist", None)}
         return {
-            **failed,
+            "status": "failed",
+            "class": None,
+            "plugin": plugin,
+            "distribution": getattr(exc, "dist", None),
             "version": version,
             "rule": None,
             "error_type": type(exc).__name__,
@@ -104,7 +121,7 @@ def _platform(ns: Any) -> dict[str, Any]:
         "class": selection.class_path,
         **as_json(selection, "plugin", "distribution", "version", "rule"),
         "error_type": None,
-        "activations": _by_plugin(selection.activations, "plugin", "distribution", "version", "status"),
+        "activations": _by_plugin(selection.activations, *_ACTIVATION),
     }
 
 
@@ -112,36 +129,28 @@ def _plugins(ns: Any) -> list[dict[str, Any]] | None:
     from .plugins import plugin_load_report
 
     report = plugin_load_report(ns)
-    return None if report is None else _by_plugin(report.records, "plugin", "status", "distribution", "version")
+    fields = ("plugin", "status", "distribution", "version")
+    return None if report is None else _by_plugin(report.records, *fields)
 
 
 def fingerprint_hook(hook: Any) -> dict[str, Any]:
-    """One ``HookReport`` as the fingerprint (and the CLI) names it, without the addresses ``repr()`` shows."""
+    """One ``HookReport`` as the fingerprint (and the CLI) names it, without the addresses
+    ``repr()`` shows."""
     data = as_json(hook)
+    del data["target"]
     data["hook"] = _ADDRESS.sub("", data["hook"])
     return data
 
 
 def _hooks() -> list[dict[str, Any]]:
-    from .plugins.hook_registry import HookRegistry
+    from .plugins.hook_registry import HookRegistry, Target
 
-    chains: dict[str, list[list[dict[str, Any]]]] = {}
-    failed: dict[str, bool] = {}
-    for report in HookRegistry.describe():
-        # Both spellings (``pkg.mod:Class.m`` and ``pkg.mod.Class.m``) name the same target.
-        name = report.target.replace(":", ".")
-        chains.setdefault(name, []).append([fingerprint_hook(h) for h in report.hooks])
-        failed[name] = failed.get(name, False) or report.status == "failed"
-    return [{"target": name, "failed": failed[name], "hooks": _merge(chains[name])} for name in sorted(chains)]
-
-
-def _merge(chains: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One target's hooks, outermost first; for a target registered under both spellings, in a fixed order.
-
-    Once applied, each spelling reports the whole chain; while pending, each reports only its own hooks. Sorting
-    the union makes both states give the same list.
-    """
-    first = chains[0]
-    if all(chain == first for chain in chains):
-        return first
-    return sorted((h for chain in chains for h in chain), key=canonical_json)
+    targets = [
+        {
+            "target": Target.parse(report.target).dotted,
+            "failed": report.status == "failed",
+            "hooks": [fingerprint_hook(h) for h in report.hooks if h.target == report.target],
+        }
+        for report in HookRegistry.describe()
+    ]
+    return sorted(targets, key=lambda target: target["target"])

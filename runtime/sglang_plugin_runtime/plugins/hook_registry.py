@@ -6,7 +6,8 @@ signatures, defaults and error types, so plugin code moves between the two by sw
 application, stale-reference rebinding, exact undo, async, introspection) docs/hooks.md says how.
 
 Importing this module never loads the plugin discovery code, never imports torch and never imports a
-target module; the report classes (``TargetReport``, ``HookReport``, ``Conflict``) load when first used.
+target module; the report classes (``TargetReport``, ``HookReport``, ``Conflict``) load when first
+used.
 """
 
 from __future__ import annotations
@@ -15,16 +16,34 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from ._hooks._registry import Registry, active_registry, isolated_registry
-from ._hooks._registry import _parse_target as _parse_target  # for the CLI's explain
 from ._hooks._registry import _plugin_context as _plugin_context  # for plugin loaders
-from ._hooks._types import STRICT_ENV, HookApplyError, HookFailure, HookSource, HookStatus, HookType
-from ._hooks._types import _current_plugin_source as _current_plugin_source  # SGLang's name; plugin loaders set it
+from ._hooks._types import (
+    STRICT_ENV,
+    HookApplyError,
+    HookFailure,
+    HookSource,
+    HookStatus,
+    HookType,
+    Target,
+)
+from ._hooks._types import (
+    _current_plugin_source as _current_plugin_source,
+)  # SGLang's name; loaders set it
 
 if TYPE_CHECKING:
     from ._hooks._describe import Conflict, HookReport, TargetReport
 
-# The names by role: registering hooks, applying them (strict mode), and the reports (imported on first use).
-__all__ = ["HookRegistry", "HookSource", "HookType", "Registry", "isolated_registry", "plugin_hook"]
+# The names by role: registering hooks, applying them (strict mode), and the reports (imported on
+# first use).
+__all__ = [
+    "HookRegistry",
+    "HookSource",
+    "HookType",
+    "Registry",
+    "Target",
+    "isolated_registry",
+    "plugin_hook",
+]
 __all__ += ["STATUSES", "STRICT_ENV", "HookApplyError", "HookFailure", "HookStatus"]
 __all__ += ["Conflict", "HookReport", "TargetReport"]
 
@@ -32,6 +51,10 @@ __all__ += ["Conflict", "HookReport", "TargetReport"]
 STATUSES = tuple(status.value for status in HookStatus)
 
 _H = TypeVar("_H", bound=Callable[..., object])
+
+#: The old name of :meth:`Target.parse` (it raises for a malformed target), until its callers
+#: switch.
+_parse_target = Target.parse
 
 
 class HookRegistry:
@@ -69,9 +92,9 @@ class HookRegistry:
         """Patch every target whose module is imported; watch the others' imports.
 
         Idempotent. Failures are logged and kept for :meth:`describe`; in strict mode
-        (``strict=True``, or ``SGLANG_PLUGINS_STRICT=1`` read now when ``strict`` is ``None``) they raise
-        :class:`HookApplyError`. A target keeps the strictness of the call that took it, also when it is
-        patched later, as its module is imported.
+        (``strict=True``, or ``SGLANG_PLUGINS_STRICT=1`` read now when ``strict`` is ``None``)
+        they raise :class:`HookApplyError`. A target keeps the strictness of the call that took
+        it, also when it is patched later, as its module is imported.
         """
         active_registry().apply_hooks(strict)
 
@@ -95,18 +118,30 @@ class HookRegistry:
         return active_registry().describe(target)
 
     @classmethod
-    def is_hook_applied(cls, target: str, hook: Callable[..., object], hook_type: HookType | None = None) -> bool:
-        """Whether ``hook`` (this very object; of ``hook_type`` when given) is applied on ``target`` now.
+    def is_hook_applied(
+        cls,
+        target: str,
+        hook: Callable[..., object],
+        hook_type: HookType | None = None,
+    ) -> bool:
+        """Whether ``hook`` (this very object; of ``hook_type`` when given) is applied on
+        ``target`` now.
 
-        ``False`` until the target is patched with it, after :meth:`reset`, and while the target is failed
-        (until a retry succeeds). ``target`` may use either spelling (``pkg.mod.Class.m`` or ``pkg.mod:Class.m``).
-        A hook registered after the target was patched is applied at once here (SGLang drops it), so this
-        answers ``True`` for it once the rebuild succeeded.
+        ``False`` until the target is patched with it, after :meth:`reset`, and while the target
+        is failed (until a retry succeeds). ``target`` may use either spelling
+        (``pkg.mod.Class.m`` or ``pkg.mod:Class.m``). A hook registered after the target was
+        patched is applied at once here (SGLang drops it), so this answers ``True`` for it once the
+        rebuild succeeded.
         """
         return active_registry().is_hook_applied(target, hook, hook_type)
 
 
-def plugin_hook(target: str, type: HookType = HookType.AFTER, *, priority: int = 0) -> Callable[[_H], _H]:
+def plugin_hook(
+    target: str,
+    type: HookType = HookType.AFTER,
+    *,
+    priority: int = 0,
+) -> Callable[[_H], _H]:
     """Decorator form of :meth:`HookRegistry.register`; returns the hook unchanged."""
 
     def decorator(hook: _H) -> _H:

@@ -53,9 +53,13 @@ class StandInModules:
         """The stand-in for module ``name`` (created now, or the one made earlier), with ``attributes`` set on it."""
         if not self._started:
             raise RuntimeError("StandInModules.start() must be called before adding stand-in modules")
-        parts = name.split(".")
-        if not all(part.isidentifier() for part in parts):
-            raise ValueError(f"{name!r} is not a dotted module name (such as 'sglang.srt.managers.scheduler')")
+        from ..plugins.hook_registry import Target
+
+        try:
+            parts = Target.names_of(name)  # the names a hook target's module part is made of
+        except ValueError:
+            example = "such as 'sglang.srt.managers.scheduler'"
+            raise ValueError(f"{name!r} is not a dotted module name ({example})") from None
         for depth in range(1, len(parts) + 1):
             self._module(".".join(parts[:depth]), package=depth < len(parts))
         module = self._created[name]

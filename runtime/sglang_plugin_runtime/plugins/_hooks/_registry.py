@@ -1,39 +1,48 @@
-"""The hook registry: one object that owns the registrations, the patches, the lock and the import watcher, and
-the algorithms that find targets, apply hooks and undo them.
+"""The hook registry: one object that owns the registrations, the patches, the lock and the import
+watcher, and the algorithms that find targets, apply hooks and undo them.
 
-Targets. Two spellings are accepted: ``pkg.mod.Class.method`` (dotted; the module is the longest prefix present
-in ``sys.modules``) and ``pkg.mod:Class.method`` (the module is explicit). Finding a target reads ``sys.modules``
-and ``__dict__`` entries only: nothing is imported, no module-level ``__getattr__`` runs, and a module that
-``importlib.util.LazyLoader`` has not executed yet counts as not imported (reading it would execute it). A class
-attribute is read from ``__dict__`` so that a ``classmethod`` stays a ``classmethod`` and an inherited method is
-found on its base without binding it; the wrapper goes back in the same kind of descriptor.
+Targets. A :class:`~._types.Target` is parsed once: ``pkg.mod.Class.method`` (dotted; the module is
+the longest prefix present in ``sys.modules``) and ``pkg.mod:Class.method`` (the module is explicit)
+are one record. Finding a target reads ``sys.modules`` and ``__dict__`` entries only: nothing is
+imported, no module-level ``__getattr__`` runs, and a module that ``importlib.util.LazyLoader`` has
+not executed yet counts as not imported (reading it would execute it). A class attribute is read
+from ``__dict__`` so that a ``classmethod`` stays a ``classmethod`` and an inherited method is found
+on its base without binding it; the wrapper goes back in the same kind of descriptor.
 
-Slots. Registrations are kept per target *string* (``TargetRecord``). A target that resolves joins the ``Slot`` of
-the attribute it names, keyed by the owner object and the attribute name, so every spelling of one attribute
-(``m.f`` and ``m:f``, or a module under two names in ``sys.modules``) shares one wrapper. A slot is always rebuilt
-from the original it recorded: wrappers never stack. After each batch every slot is brought up to date, so the
-result does not depend on how registrations were split into batches: a target hooked through a class that a class
-REPLACE has since replaced (or restored) moves to the class its path names now, and a subclass slot is rebuilt
-when the method it inherits changed.
+Slots. A target that resolves joins the ``Slot`` of what it names. A module-level object (a
+function, a class) is one slot per object and name: ``pkg.core.f``, its re-export ``pkg.api.f`` and
+every ``from pkg.core import f`` are bindings of one function, so one chain (the hooks of every
+target naming it) runs in all of them. A class's attribute is one slot per class and name: every
+spelling of one method (through a module re-exporting the class, or a module under two names) shares
+one wrapper too. A slot is always rebuilt from the original it recorded: wrappers never stack.
 
-Stale references. ``from x import f`` copies the reference, so patching ``x.f`` alone leaves the importer calling
-the original. After a batch, one walk over ``sys.modules`` rebinds, for every target of the batch at once, the
-globals whose *name equals the target's attribute name* and whose value *is* the replaced object. A hook module's
-``from x import f as _orig`` therefore keeps the original, which a REPLACE delegating to ``_orig`` needs. The walk
-costs one set intersection per module (its globals with the batch's names), not a pass over every global of every
-module per target: SGLang's walk costs about 53 ms per target with ``sglang.srt.managers.scheduler`` imported. It
-writes into a module's namespace (a module's ``__setattr__`` never runs) and reads only namespaces that reading
-cannot execute (``module_dict``).
+One rule keeps every binding right after any sequence of register, apply, discard and reset: a batch
+resolves every target again, and one that names something else now (a class REPLACE replaced or
+restored the class on its path, ``importlib.reload()`` made new objects) moves to the slot of what
+it names; the batch goes on until nothing moves. A slot left without hooks restores its original; a
+subclass slot is rebuilt when the method it inherits changed.
 
-The post-import hook. A target whose module is not imported yet is patched right after it executes, never
-earlier. One finder sits at the front of ``sys.meta_path``. For a module name that is not watched it does a single
-set membership test and steps aside, so unrelated imports stay cheap. For a watched name it asks the finders behind
-it for the spec and wraps the spec's loader, whose ``exec_module`` runs the real one and then reports the fresh
-module. The real loader is put back on the module and its spec before the module's code runs, so ``__loader__``
-and ``__spec__.loader`` are never the proxy.
+Bindings. ``from x import f`` copies the reference, so the module globals holding a module-level
+slot's object are found by one walk over ``sys.modules`` per pass: a global whose *name equals the
+slot's name* and whose value *is* the original (or the wrapper being replaced) gets the new one. A
+hook module's ``from x import f as _orig`` therefore keeps the original, which a REPLACE delegating
+to ``_orig`` needs. The walk costs one set intersection per module (its globals with the batch's
+names), not a pass over every global of every module per target: SGLang's walk costs about 53 ms per
+target with ``sglang.srt.managers.scheduler`` imported. It writes into a module's namespace (a
+module's ``__setattr__`` never runs) and reads only namespaces that reading cannot execute
+(``module_dict``). Undoing walks back the same way.
 
-``HookRegistry`` and ``plugin_hook`` act on the *active* registry: the process's default one, or the fresh one
-``isolated_registry()`` makes active for a block.
+The post-import hook. A target whose module is not imported yet is patched right after it executes,
+never earlier. One finder sits at the front of ``sys.meta_path`` while a target is pending or
+applied. For a module name that is not watched it does a single set membership test and steps
+aside, so unrelated imports stay cheap. For a watched name (a pending target's, or a patched
+module's, which ``importlib.reload()`` looks up too) it asks the finders behind it for the spec and
+wraps its loader, whose ``exec_module`` runs the real one and then reports the module. The real
+loader is put back on the module and its spec before the module's code runs: ``__loader__`` is never
+the proxy.
+
+``HookRegistry`` and ``plugin_hook`` act on the *active* registry: the process's default one, or the
+fresh one ``isolated_registry()`` makes active for a block.
 """
 
 from __future__ import annotations
@@ -48,7 +57,7 @@ import logging
 import sys
 import threading
 import types
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, NamedTuple, cast
 
@@ -64,96 +73,79 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _APPLIED, _PENDING, _REPLACE = t.HookStatus.APPLIED, t.HookStatus.PENDING, t.HookType.REPLACE
+_MODULE_GETATTR = types.ModuleType.__getattribute__
+_PASSES = 8  # a batch resolves again until nothing moves: a nested class REPLACE takes one more
 
 
 # ------------------------------------------------------------------ targets
 
-_MODULE_GETATTR = types.ModuleType.__getattribute__
-
-
-class Resolution(NamedTuple):
-    """Where a target lives now: ``owner.name`` holds ``raw`` (``owned``: in the owner's own ``__dict__``)."""
-
-    key: str  # the canonical spelling, module:attr.path
-    owner: object
-    name: str
-    raw: object
-    owned: bool
-
 
 class Unresolved(NamedTuple):
-    """Not resolvable now; importing one of ``watch`` may change that (none: no import can, the attribute path does
-    not exist in a module that is imported)."""
+    """Not resolvable now; importing one of ``watch`` may change that (none: no import can, the
+    attribute path does not exist in a module that is imported)."""
 
     reason: str
     watch: tuple[str, ...]
 
 
-def _parse_target(target: object) -> tuple[str | None, tuple[str, ...]]:
-    """``(module, names after it)`` of a target string (``module`` is ``None`` for the dotted spelling); raise
-    ``ValueError`` (``TypeError`` for a non-string) when it is malformed."""
-    if not isinstance(target, str):
-        raise TypeError(f"Hook target must be a string, got {type(target).__name__}: {target!r}")
-    module, colon, attr = target.rpartition(":")
-    parts = tuple(attr.split("."))
-    if target.count(":") > 1 or not all(name.isidentifier() for name in target.replace(":", ".").split(".")):
-        raise ValueError(f"Invalid target path (expected pkg.module.attr or pkg.module:Attr.path): {target}")
-    if not colon and len(parts) < 2:
-        raise ValueError(f"Invalid target path (need at least module.attr): {target}")
-    return module if colon else None, parts
-
-
 def module_dict(obj: object) -> dict[str, object] | None:
-    """A module's namespace, read without running code: ``None`` for anything else, and for a module whose class
-    intercepts attribute access (``LazyLoader``'s, until the module has executed)."""
+    """A module's namespace, read without running code: ``None`` for anything else, and for a
+    module whose class intercepts attribute access (``LazyLoader``'s, until it has executed)."""
     kind = type(obj)
-    if kind is types.ModuleType or (issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR):
-        return obj.__dict__
+    if issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR:
+        return cast(types.ModuleType, obj).__dict__
     return None
 
 
-def resolve(target: str) -> Resolution | Unresolved:
+def resolve(target: t.Target) -> t.Resolution | Unresolved:
     """Locate ``target`` among the modules imported now."""
-    module, parts = _parse_target(target)
-    # The module named before ':', else the longest prefix of the dotted path that is imported.
-    splits = [(module, parts)] if module else [(".".join(parts[:i]), parts[i:]) for i in range(len(parts) - 1, 0, -1)]
+    splits = target.splits()
     imported = [(name, rest) for name, rest in splits if sys.modules.get(name) is not None]
     if not imported:
         watch = tuple(name for name, _rest in splits)
         return Unresolved(f"module {watch[-1]!r} is not imported yet", watch)
     module_name, parts = imported[0]
     owner: object = sys.modules[module_name]
-    owner_name = module_name
+    path = module_name
     for index, name in enumerate(parts):
         namespace = module_dict(owner)
         if namespace is None and isinstance(owner, types.ModuleType):
-            return Unresolved(f"module {owner_name!r} is imported lazily and has not executed yet", (owner_name,))
-        raw, owned = _lookup(owner, name, namespace)
+            return Unresolved(f"module {path!r} is imported lazily and has not run yet", (path,))
+        raw, owned = _lookup(owner, name)
         if raw is t.MISSING and namespace is not None:
-            if (sub := sys.modules.get(f"{owner_name}.{name}")) is not None:
+            if (sub := sys.modules.get(f"{path}.{name}")) is not None:
                 raw, owned = sub, True
-            elif "__path__" in namespace or getattr(namespace.get("__spec__"), "_initializing", False):
-                # A package may gain the name when a submodule is imported; a module that is still executing
-                # may define it further down.
-                watch = tuple(f"{owner_name}.{'.'.join(parts[index:j])}" for j in range(index + 1, len(parts)))
-                rest = ".".join(parts[index:])
-                return Unresolved(f"{owner_name!r} has no attribute {rest!r} yet", watch or (owner_name,))
+            elif "__path__" in namespace or getattr(
+                namespace.get("__spec__"), "_initializing", False
+            ):
+                # A package may gain the name when a submodule is imported; a module that is
+                # still executing may define it further down.
+                rest = parts[index:]
+                watch = tuple(f"{path}.{'.'.join(rest[:j])}" for j in range(1, len(rest)))
+                reason = f"{path!r} has no attribute {'.'.join(rest)!r} yet"
+                return Unresolved(reason, watch or (path,))
         if raw is t.MISSING:
             kind = "module" if namespace is not None else type(owner).__name__
-            return Unresolved(f"{kind} {owner_name!r} has no attribute {name!r}", ())
+            return Unresolved(f"{kind} {path!r} has no attribute {name!r}", ())
         if index == len(parts) - 1:
-            return Resolution(f"{module_name}:{'.'.join(parts)}", owner, name, raw, owned)
+            return t.Resolution(f"{module_name}:{'.'.join(parts)}", owner, name, raw, owned)
         owner = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
-        owner_name = f"{owner_name}.{name}"
+        path = f"{path}.{name}"
     raise AssertionError("unreachable: a target has at least one attribute")  # pragma: no cover
 
 
-def _lookup(obj: object, name: str, namespace: dict[str, object] | None) -> tuple[object, bool]:
-    """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``; ``MISSING`` if absent."""
+def _lookup(obj: object, name: str) -> tuple[object, bool]:
+    """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``;
+    ``MISSING`` if absent."""
     if isinstance(obj, type):
         klass = next((k for k in obj.__mro__ if name in k.__dict__), None)
         return (t.MISSING, False) if klass is None else (klass.__dict__[name], klass is obj)
-    if namespace is None and isinstance(own := getattr(obj, "__dict__", None), dict) and name in own:
+    namespace = module_dict(obj)
+    if (
+        namespace is None
+        and isinstance(own := getattr(obj, "__dict__", None), dict)
+        and name in own
+    ):
         namespace = own
     if namespace is not None:
         return namespace.get(name, t.MISSING), True
@@ -161,39 +153,45 @@ def _lookup(obj: object, name: str, namespace: dict[str, object] | None) -> tupl
 
 
 def own_value(owner: object, name: str) -> object:
-    """The raw value in ``owner.__dict__`` (descriptors not run), or :data:`MISSING`."""
-    namespace = getattr(owner, "__dict__", None)
-    if isinstance(namespace, (dict, types.MappingProxyType)):
-        return namespace.get(name, t.MISSING)
-    return getattr(owner, name, t.MISSING)
+    """The raw value in ``owner``'s own ``__dict__`` (descriptors not run), or :data:`MISSING`."""
+    raw, owned = _lookup(owner, name)
+    return raw if owned else t.MISSING
 
 
 def unwrap(raw: object, owner: object) -> t.Unwrapped:
     """Classify ``raw``; ``TypeError`` for an attribute that cannot carry hooks."""
     if isinstance(raw, (classmethod, staticmethod)):
-        return t.Unwrapped("classmethod" if isinstance(raw, classmethod) else "staticmethod", raw.__func__, raw)
+        kind = "classmethod" if isinstance(raw, classmethod) else "staticmethod"
+        return t.Unwrapped(kind, raw.__func__, raw)
     if isinstance(raw, (property, functools.cached_property)):
         getter = raw.fget if isinstance(raw, property) else raw.func
         if getter is None:
             raise TypeError("property has no getter to hook")
         return t.Unwrapped("property", getter, raw)
+    if isinstance(raw, functools.partialmethod) and callable(raw.func):
+        return t.Unwrapped("partialmethod", raw.func, raw)  # the hooks see the bound arguments too
     if not callable(raw):
-        raise TypeError("no such attribute" if raw is t.MISSING else f"attribute not callable (a {type(raw).__name__})")
+        kind = type(raw).__name__
+        raise TypeError("no such attribute" if raw is t.MISSING else f"not callable (a {kind})")
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
-    return t.Unwrapped("class" if isinstance(raw, type) else "function" if binds else "nonbinding", raw, raw)
+    kind = "class" if isinstance(raw, type) else "function" if binds else "nonbinding"
+    return t.Unwrapped(kind, raw, raw)
 
 
 def rewrap(unwrapped: t.Unwrapped, wrapper: object) -> object:
     """``wrapper`` in the kind of attribute the original came in."""
     kind, raw = unwrapped.kind, unwrapped.raw
     if kind in ("classmethod", "staticmethod", "nonbinding"):
-        return (classmethod if kind == "classmethod" else staticmethod)(wrapper)  # type: ignore[arg-type]
+        descriptor = classmethod if kind == "classmethod" else staticmethod
+        return descriptor(wrapper)  # type: ignore[arg-type]
     if isinstance(raw, property):
-        return raw.getter(wrapper)  # type: ignore[arg-type]  # keeps fset, fdel, doc and a subclass's type
+        return raw.getter(wrapper)  # type: ignore[arg-type]  # keeps fset, fdel, doc, subclass
     if isinstance(raw, functools.cached_property):
         raw = copy.copy(raw)
         raw.func = wrapper  # type: ignore[assignment]
+    if isinstance(raw, functools.partialmethod):
+        return functools.partialmethod(wrapper, *raw.args, **raw.keywords)
     return raw if kind == "property" else wrapper
 
 
@@ -201,9 +199,10 @@ def rewrap(unwrapped: t.Unwrapped, wrapper: object) -> object:
 
 
 class _NotifyingLoader:
-    """Delegates everything to the real loader (``create_module`` too); reports after ``exec_module``."""
+    """Delegates everything to the real loader (``create_module`` too); reports after
+    ``exec_module``."""
 
-    def __init__(self, loader: object, on_loaded: Callable[[str, frozenset[str]], None]) -> None:
+    def __init__(self, loader: object, on_loaded: Callable[[str], None]) -> None:
         self._loader, self._on_loaded = loader, on_loaded
 
     def __getattr__(self, name: str) -> object:
@@ -211,41 +210,39 @@ class _NotifyingLoader:
 
     def exec_module(self, module: types.ModuleType) -> None:
         __tracebackhide__ = True
-        for holder, attribute in ((module.__spec__, "loader"), (module, "__loader__")):  # the real loader, not us
-            if getattr(holder, attribute, None) is self:
+        for holder, attribute in ((module.__spec__, "loader"), (module, "__loader__")):
+            if getattr(holder, attribute, None) is self:  # the real loader, not us
                 setattr(holder, attribute, self._loader)
-        before = frozenset(sys.modules)
         self._loader.exec_module(module)  # type: ignore[attr-defined]
-        self._on_loaded(module.__name__, before)
+        self._on_loaded(module.__name__)
 
 
 class ImportWatcher:
-    """A ``sys.meta_path`` finder that reports when one of the ``watched`` modules finishes executing."""
+    """A ``sys.meta_path`` finder that reports when one of the ``watched`` modules finishes
+    executing (a first import, or a reload)."""
 
-    def __init__(self, on_loaded: Callable[[str, frozenset[str]], None]) -> None:
-        """``on_loaded(name, module_names_before_it_executed)`` is called after a watched module executed."""
+    def __init__(self, on_loaded: Callable[[str], None]) -> None:
+        """``on_loaded(name)`` is called after a watched module executed."""
         self.watched: set[str] = set()
-        self._on_loaded, self._finding = on_loaded, threading.local()
+        self._on_loaded = on_loaded
 
     # The import system calls this for every module not imported yet: keep the unwatched path short.
-    def find_spec(self, fullname: str, path: object = None, target: object = None) -> ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> ModuleSpec | None:
         if fullname not in self.watched:
             return None
-        finding: set[str] = self._finding.__dict__.setdefault("names", set())
-        if fullname in finding:  # we, or a finder behind us, asked importlib again: let it go on without us
-            return None
-        finding.add(fullname)
-        try:
-            spec = importlib.util.find_spec(fullname)  # what the finders behind us find (we step aside meanwhile)
-        finally:
-            finding.discard(fullname)
-        if spec is not None and hasattr(spec.loader, "exec_module") and not isinstance(spec.loader, _NotifyingLoader):
-            spec.loader = _NotifyingLoader(spec.loader, self._on_loaded)  # type: ignore[assignment]
+        behind = sys.meta_path[sys.meta_path.index(self) + 1 :] if self in sys.meta_path else []
+        finders = (getattr(finder, "find_spec", None) for finder in behind)
+        found = (find(fullname, path, target) for find in finders if find is not None)
+        spec = next((spec for spec in found if spec is not None), None)  # what the others find
+        if spec is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _NotifyingLoader(spec.loader, self._on_loaded)
         return spec
 
     def watch(self, modules: set[str]) -> None:
-        """Watch ``modules``: the finder sits at the front of ``sys.meta_path`` while there are any (modules already
-        being imported still report)."""
+        """Watch ``modules``: the finder sits at the front of ``sys.meta_path`` while there are
+        any (modules already being imported still report)."""
         self.watched = modules
         installed = any(f is self for f in sys.meta_path)
         if modules and not installed:
@@ -258,9 +255,9 @@ class ImportWatcher:
 
 
 class _Walk(NamedTuple):
-    """Module globals named like ``slot``'s attribute that hold one of ``stale`` get ``new``; their namespaces are
-    added to ``slot.rebinds``, which the next walk for the slot visits again (modules that left ``sys.modules`` or a
-    walk over the modules of one import miss them)."""
+    """Module globals named like ``slot`` that hold one of ``stale`` get ``new``; their namespaces
+    join ``slot.modules``, which every later walk for the slot visits too (a module that left
+    ``sys.modules``, or one a walk over the modules of one import does not see)."""
 
     slot: t.Slot
     stale: tuple[object, ...]
@@ -268,22 +265,23 @@ class _Walk(NamedTuple):
 
 
 class _Batch(NamedTuple):
-    """What one apply (or discard) collects: failures, and the rebinding walks to run at its end."""
+    """What one apply (or discard) collects: failures, and the walks to run at the end of a pass."""
 
-    failures: list[t.HookFailure]
-    walks: list[_Walk]  # stale copies of what was replaced or removed get what replaced it
+    failures: list[tuple[bool, t.HookFailure]]  # (strict, failure)
+    walks: list[_Walk]
 
 
 class Registry:
-    """Registrations per target, one slot per patched attribute, and what it takes to undo them.
+    """Registrations per target, one slot per hooked object or attribute, and what it takes to
+    undo them.
 
     Thread-safe: registration, application, undo and introspection share one re-entrant lock.
     """
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.targets: dict[str, t.TargetRecord] = {}
-        self.slots: dict[tuple[int, str], t.Slot] = {}  # by (id(owner), name), in the order first patched
+        self.targets: dict[str, t.TargetRecord] = {}  # by Target.dotted
+        self.slots: list[t.Slot] = []  # in the order made; undone in reverse
         self.applied = False  # whether apply_hooks() ran: later registrations then apply at once
         self._seq = itertools.count()
         self._watcher = ImportWatcher(self._on_module_loaded)
@@ -301,38 +299,40 @@ class Registry:
         hook_type = t.HookType(hook_type)
         if isinstance(hook, type) and hook_type is not _REPLACE:
             raise TypeError(
-                f"Class {hook.__name__} can only be used with HookType.REPLACE, got HookType.{hook_type.name}. "
-                "Use a function for BEFORE/AFTER/AROUND hooks."
+                f"Class {hook.__name__} can only be used with HookType.REPLACE, got "
+                f"HookType.{hook_type.name}. Use a function for BEFORE/AFTER/AROUND hooks."
             )
         if not callable(hook):
-            raise TypeError(f"Hook for {target!r} must be callable, got {type(hook).__name__}: {hook!r}")
+            raise TypeError(
+                f"Hook for {target!r} must be callable, got {type(hook).__name__}: {hook!r}"
+            )
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise TypeError(f"priority must be an int, got {type(priority).__name__}")
-        _parse_target(target)
+        parsed = t.Target.parse(target)
         with self.lock:
-            record = self.targets.setdefault(target, t.TargetRecord(target))
-            new = t.Registration(next(self._seq), hook_type, hook, source or t._current_plugin_source.get(), priority)
-            self._warn_about_repeats(record, new)
+            record = self.targets.setdefault(parsed.dotted, t.TargetRecord(parsed))
+            source = source or t._current_plugin_source.get()
+            new = t.Registration(next(self._seq), hook_type, hook, source, priority)
+            regs = t.ordered(record.slot.records if record.slot else [record])
+            if twin := next(
+                (r for r in regs if r.hook is new.hook and r.hook_type is hook_type), None
+            ):
+                logger.warning(
+                    f"{t.describe_callable(hook)} is registered as a {hook_type.name} hook on "
+                    f"'{target}' a second time (first by {t.format_source(twin.source)}, now by "
+                    f"{t.format_source(source)}): it will run twice per call. Register it once (a "
+                    "module imported under two names registers it twice)."
+                )
+            if hook_type is _REPLACE and (old := [r for r in regs if r.hook_type is _REPLACE]):
+                logger.warning(
+                    f"Multiple REPLACE hooks on '{target}': previous ({old[-1].label()}) will be "
+                    f"overridden by ({new.label()}). The last registered REPLACE (highest priority "
+                    "first) takes effect."
+                )
             record.registrations.append(new)
-            if self.applied:  # apply_hooks() already ran: apply now, as strict as the plugin's context says
+            if self.applied:  # apply_hooks() already ran: apply now, as strict as the context says
                 record.strict = _strictness(t._current_strict.get())
-                self._apply([target])
-
-    def _warn_about_repeats(self, record: t.TargetRecord, new: t.Registration) -> None:
-        # Rare paths: the messages are built eagerly.
-        twin = next((r for r in record.registrations if r.hook is new.hook and r.hook_type is new.hook_type), None)
-        if twin is not None:
-            logger.warning(
-                f"{t.describe_callable(new.hook)} is registered as a {new.hook_type.name} hook on '{record.target}' a "
-                f"second time (first by {t.format_source(twin.source)}, now by {t.format_source(new.source)}): it will "
-                "run twice per call. Register it once (a module imported under two names registers it twice)."
-            )
-        replaces = [r for r in t.ordered(record.slot.records if record.slot else [record]) if r.hook_type is _REPLACE]
-        if replaces and new.hook_type is _REPLACE:
-            logger.warning(
-                f"Multiple REPLACE hooks on '{record.target}': previous ({replaces[-1].label()}) will be overridden "
-                f"by ({new.label()}). The last registered REPLACE (highest priority first) takes effect."
-            )
+                self._apply([record])
 
     # ------------------------------------------------------------------ applying
 
@@ -340,72 +340,91 @@ class Registry:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.apply_hooks`."""
         with self.lock:
             self.applied, strict = True, _strictness(strict)
-            for record in self.targets.values():  # a pending target keeps the strictness of the apply that took it
+            for record in self.targets.values():  # a pending target keeps its apply's strictness
                 if record.status is not _APPLIED and record.status is not _PENDING:
                     record.strict = strict
-            self._apply([name for name, record in self.targets.items() if record.status is not _APPLIED])
+            self._apply([r for r in self.targets.values() if r.status is not _APPLIED])
 
-    def _apply(self, names: list[str], walk: Sequence[object] | None = None) -> None:
-        """Take ``names`` and bring every slot up to date, then one rebinding walk (over ``walk``, default every
-        module) for all of them; raise the failures of strict targets."""
+    def _apply(self, records: list[t.TargetRecord]) -> None:
+        """Place ``records`` and every target in a slot in the slot of what it names now, then
+        bring the slots in line with their hooks, pass after pass until nothing moves; each pass
+        ends with one walk. Raise the failures of strict targets."""
         batch = _Batch([], [])
-        self._finish([self._take(self.targets[name], batch) for name in sorted(names)], batch, walk)
-        if strict := [failure for failure in batch.failures if self.targets[failure.target].strict]:
+        for _pass in range(_PASSES):
+            attached = [r for r in self.targets.values() if r.slot]
+            placing = {id(r): r for r in [*records, *attached]}.values()
+            moved = [r for r in placing if self._place(r, batch)]
+            if _pass and not moved:
+                break
+            taken = {id(r.slot) for r in [*records, *moved]}  # a retried failed build too
+            # Base classes first: a subclass slot wraps what its bases hold now.
+            for slot in sorted(self.slots, key=_depth):
+                slot.records = [r for r in slot.records if r.registrations and r.slot is slot]
+                if not slot.records:
+                    self._undo(slot, batch)
+                    self.slots.remove(slot)
+                elif id(slot) in taken or _changed(slot):
+                    self._build(slot, batch)
+            _rebind(batch.walks)
+            batch.walks.clear()
+            records = []
+        watched = {m for r in self.targets.values() if r.status is _PENDING for m in r.watch}
+        watched |= {r.found.key.partition(":")[0] for r in self.targets.values() if r.found}
+        self._watcher.watch(watched)
+        for _strict, failure in batch.failures:
+            logger.error("Failed to apply hooks to %s", failure)
+        if strict := [failure for is_strict, failure in batch.failures if is_strict]:
             raise t.HookApplyError(strict)
 
-    def _finish(self, taken: list[t.Slot | None], batch: _Batch, walk: Sequence[object] | None = None) -> None:
-        """Bring every slot up to date, twice: in between, targets hooked through a class that a class REPLACE has
-        since replaced (or restored) are taken again through what their path names now. Then the walks, the watch
-        list and the log."""
-        self._update(taken, batch)
-        moved = [r for r in self.targets.values() if r.slot is not None and _owner(r) is not r.slot.owner]
-        for record in moved:  # its old slot forgets it in the next pass
-            record.slot, record.status = None, t.HookStatus.REGISTERED
-        self._update([self._take(record, batch) for record in moved], batch)
-        _rebind(batch.walks, walk)
-        self._watcher.watch({module for r in self.targets.values() if r.status is _PENDING for module in r.watch})
-        for failure in batch.failures:
-            logger.error("Failed to apply hooks to %s", failure)
-
-    def _update(self, taken: list[t.Slot | None], batch: _Batch) -> None:
-        """Build the ``taken`` slots, rebuild those whose hooks or inherited original changed since their last build,
-        restore those left without hooks. Base classes first: a subclass wraps its base's method."""
-        for slot in sorted(self.slots.values(), key=_depth):
-            slot.records = [r for r in slot.records if r.slot is slot and r.registrations]  # moved or discarded
-            if not slot.records:
-                batch.walks.extend(self._undo(slot))
-                del self.slots[id(slot.owner), slot.name]
-            elif slot in taken or (slot.current is not None and _changed(slot)):
-                self._build(slot, batch)
-
-    def _take(self, record: t.TargetRecord, batch: _Batch) -> t.Slot | None:
-        """The slot of ``record``'s attribute (made on first resolution), or ``None`` (failed or pending)."""
-        if record.slot is not None:
-            return record.slot
+    def _place(self, record: t.TargetRecord, batch: _Batch) -> bool:
+        """Put ``record`` in the slot of what it names now (made on first resolution), or leave it
+        pending or failed; whether that changed its slot."""
         with guarded(f"resolving the hook target {record.target}") as call:
             found = resolve(record.target)
-            if isinstance(found, Resolution) and (key := (id(found.owner), found.name)) not in self.slots:
-                original = unwrap(found.raw, found.owner)
-                other = next((s for s in self.slots.values() if found.owned and s.current is original.func), None)
-                if other is not None:  # a module global we rebound earlier (a re-export): hook the real original
-                    original = original._replace(func=other.original.func)
-                inherited = isinstance(found.owner, type) and not found.owned
-                self.slots[key] = t.Slot(found.key, found.owner, found.name, original, inherited)
+            slot = self._slot_for(found) if isinstance(found, t.Resolution) else None
+        if slot is not None and slot is record.slot:
+            return False
+        record.slot = record.found = None  # it names something else now: its old slot lets it go
         if call.error is not None:
-            self._fail([record], f"cannot hook {record.target}: {describe_failure(call.error)}", batch)
+            self._fail(
+                [record], f"cannot hook {record.target}: {describe_failure(call.error)}", batch
+            )
         elif isinstance(found, Unresolved):
             self._pend(record, found, batch)
-        else:
-            record.slot, record.resolved = self.slots[id(found.owner), found.name], found.key
-            record.slot.records.append(record)
-        return record.slot
+        elif slot is not None:
+            record.slot, record.found = slot, found
+            slot.records.append(record)
+            if (namespace := module_dict(found.owner)) is not None:
+                slot.modules[id(namespace)] = namespace
+        return True
+
+    def _slot_for(self, found: t.Resolution) -> t.Slot:
+        """The slot of what ``found`` names: a module-level object's, wherever it is bound (a module
+        holding our wrapper under its name too), or an attribute's; made when there is none."""
+        module_level = module_dict(found.owner) is not None
+        for slot in self.slots:
+            if slot.name != found.name or slot.module_level is not module_level:
+                continue
+            if module_level and (
+                found.raw is slot.original.raw or found.raw is slot.raw is not None
+            ):
+                return slot
+            if not module_level and found.owner is slot.owner:
+                return slot
+        inherited = not module_level and isinstance(found.owner, type) and not found.owned
+        original = unwrap(found.raw, found.owner)
+        self.slots.append(
+            t.Slot(found.key, found.owner, found.name, original, inherited, module_level)
+        )
+        return self.slots[-1]
 
     def _pend(self, record: t.TargetRecord, found: Unresolved, batch: _Batch) -> None:
-        """Leave ``record`` pending until one of ``found.watch`` is imported; fail it if no import can help."""
+        """Leave ``record`` pending until one of ``found.watch`` is imported; fail it if no import
+        can help."""
         if not found.watch:
             return self._fail([record], found.reason, batch)
         record.error, record.watch = found.reason, found.watch
-        top = record.target.replace(":", ".").split(".")[0]
+        top = record.target.dotted.partition(".")[0]
         if top not in sys.modules and importlib.util.find_spec(top) is None:
             record.error = f"module {top!r} cannot be found (is it installed?)"
             if record.strict:
@@ -413,36 +432,43 @@ class Registry:
             logger.warning("Hooks on %s stay pending: %s", record.target, record.error)
         record.status = _PENDING
 
-    def _fail(self, records: Iterable[t.TargetRecord], reason: str, batch: _Batch) -> None:
+    def _fail(self, records: list[t.TargetRecord], reason: str, batch: _Batch) -> None:
         for record in records:
             record.status, record.error = t.HookStatus.FAILED, reason
-            batch.failures.append(t.HookFailure(record.target, reason, tuple(r.label() for r in record.registrations)))
+            hooks = tuple(r.label() for r in record.registrations)
+            batch.failures.append((record.strict, t.HookFailure(str(record.target), reason, hooks)))
 
     def _build(self, slot: t.Slot, batch: _Batch) -> None:
-        """(Re)build ``slot``'s wrapper from its original and install it; queue the walk for stale copies."""
-        regs, old, key = t.ordered(slot.records), slot.current, (id(slot.owner), slot.name)
+        """(Re)build ``slot``'s wrapper from its original and install it: set the attribute, or
+        queue the walk that gives it to every module holding the object."""
+        regs, old = t.ordered(slot.records), slot.raw
         slot.built = regs
         with guarded(f"the hooks on {slot.key}") as call:
             if slot.inherited:
                 slot.original = unwrap(_base_raw(slot), slot.owner)
             new, raw = self._compose(slot, regs)
-            if old is None:
-                slot.previous = own_value(slot.owner, slot.name)
-                self.slots[key] = self.slots.pop(key)  # undone in the reverse order of first patches
-            elif own_value(slot.owner, slot.name) is not slot.raw:
-                raise RuntimeError("the attribute was changed outside the hook registry after it was patched")
-            setattr(slot.owner, slot.name, raw)
+            if not slot.module_level:
+                if old is None:
+                    slot.previous = own_value(slot.owner, slot.name)
+                elif own_value(slot.owner, slot.name) is not old:
+                    raise RuntimeError(
+                        "the attribute was changed outside the hook registry after it was patched"
+                    )
+                setattr(slot.owner, slot.name, raw)
         if call.error is not None:
             kept = " (the previously applied hooks stay in place)" if old is not None else ""
             return self._fail(slot.records, describe_failure(call.error) + kept, batch)
         slot.raw, slot.current = raw, new
-        slot.conflicts = self._conflicts(slot, regs)
+        if left := t.subclasses_left(slot):
+            message = "Class REPLACE on '%s' by %s: existing subclasses of the original keep "
+            message += "inheriting: %s"
+            logger.warning(message, slot.key, regs[-1].label(), ", ".join(left))
         for record in slot.records:
             record.status, record.error = _APPLIED, None
         sources = ", ".join(sorted({t.format_source(r.source) for r in regs}))
         logger.info("Applied %d hook(s) to %s (from: %s)", len(regs), slot.key, sources)
-        if _rebindable(slot):
-            batch.walks.append(_Walk(slot, (slot.original.func,) if old is None else (slot.original.func, old), new))
+        if slot.module_level:
+            batch.walks.append(_Walk(slot, (slot.original.raw, old), raw))
 
     def _compose(self, slot: t.Slot, regs: list[t.Registration]) -> tuple[object, object]:
         """The callable to install and the raw attribute holding it: may raise, changes nothing."""
@@ -452,102 +478,105 @@ class Registry:
         if original.kind == "class" and others:
             raise TypeError(
                 f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
-                f"{others[0].hook_type.name} ({others[0].label()}). To hook a method, use '{target}.<method_name>'."
+                f"{others[0].hook_type.name} ({others[0].label()}). To hook a method, use "
+                f"'{target}.<method_name>'."
             )
         for r in [] if inspect.iscoroutinefunction(original.func) else others:
             if inspect.iscoroutinefunction(r.hook):
                 raise TypeError(
-                    f"{r.hook_type.name} hook {t.describe_callable(r.hook)!r} is 'async def' but the target is "
-                    f"synchronous; its coroutine would never be awaited ({r.label()})"
+                    f"{r.hook_type.name} hook {t.describe_callable(r.hook)!r} is 'async def' but "
+                    f"the target is synchronous; its coroutine would never be awaited ({r.label()})"
                 )
         new = replaces[-1].hook if replaces else original.func
-        if not replaces or not (original.kind == "class" or (isinstance(new, type) and not others)):
-            chain = [(r.hook_type.value, r.hook) for r in reversed(others)]
-            new = build_wrapper(original.func, new, chain, slot.key)  # type: ignore[arg-type]
+        if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
+            func = cast(Callable[..., object], original.func)
+            new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
         return new, rewrap(original, new)
 
-    def _conflicts(self, slot: t.Slot, regs: list[t.Registration]) -> tuple[tuple[str, str], ...]:
-        """A class REPLACE leaves the existing subclasses of the original behind: warn, and keep it as a conflict."""
-        if slot.original.kind != "class" or not isinstance(slot.current, type):
-            return ()
-        subclasses: list[type] = type.__subclasses__(cast(type, slot.original.func))  # not a metaclass's override
-        if not (left := [c for c in subclasses if all(c is not r.hook for r in regs)]):
-            return ()
-        names = ", ".join(f"{c.__module__}.{c.__qualname__}" for c in left)
-        message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original keep inheriting: {names}"
-        logger.warning("Class REPLACE on '%s': %s", slot.key, message)
-        return (("class_replace_subclasses", message),)
-
-    def _on_module_loaded(self, name: str, before: frozenset[str]) -> None:
+    def _on_module_loaded(self, name: str) -> None:
         with self.lock:
-            if waiting := [n for n, r in self.targets.items() if r.status is _PENDING and name in r.watch]:
-                new_modules = [module for key, module in list(sys.modules.items()) if key not in before]
-                try:  # each target as strict as the apply that took it
-                    self._apply(waiting, new_modules)
-                except t.HookApplyError:
-                    raise  # strict: the import that made the target resolvable fails, naming it
-                except Exception:  # a bug here must not break the user's import
-                    logger.exception("Hook registry failed while handling the import of %s", name)
+            waiting = [r for r in self.targets.values() if r.status is _PENDING and name in r.watch]
+            try:  # as strict as the apply that took each target; a reload moves its targets
+                self._apply(waiting)
+            except t.HookApplyError:
+                raise  # strict: the import that made the target resolvable fails, naming it
+            except Exception:  # a bug here must not break the user's import
+                logger.exception("Hook registry failed while handling the import of %s", name)
 
     # ------------------------------------------------------------------ undoing
 
-    def _undo(self, slot: t.Slot) -> list[_Walk]:
-        """Put back what ``slot`` changed; the walk that gives the original to copies taken after the patch."""
-        if slot.current is None:
-            return []
-        if own_value(slot.owner, slot.name) is not slot.raw:
-            logger.warning("Not restoring %s: it was changed after the hook registry patched it", slot.key)
-        elif slot.previous is t.MISSING:
-            delattr(slot.owner, slot.name)
-        else:
-            setattr(slot.owner, slot.name, slot.previous)
-        return [_Walk(slot, (slot.current,), slot.original.func)] if _rebindable(slot) else []
+    def _undo(self, slot: t.Slot, batch: _Batch) -> None:
+        """Put back what ``slot`` changed (a module-level object: in the walk, which gives the
+        original to every module holding the wrapper, copies taken after the patch too)."""
+        kept = own_value(slot.owner, slot.name) is not slot.raw
+        if slot.raw is not None and kept and (slot.records or not slot.module_level):
+            logger.warning(
+                "Not restoring %s: it was changed after the hook registry patched it", slot.key
+            )
+        if slot.module_level:
+            batch.walks.append(_Walk(slot, (slot.raw,), slot.original.raw))
+        elif not kept:
+            if slot.previous is t.MISSING:
+                delattr(slot.owner, slot.name)
+            else:
+                setattr(slot.owner, slot.name, slot.previous)
 
     def reset(self) -> None:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.reset`."""
         with self.lock:
-            # Modules that imported a target after it was patched hold our wrapper: they get the original too.
-            _rebind([walk for slot in reversed(self.slots.values()) for walk in self._undo(slot)])
-            self.targets.clear()
-            self.slots.clear()
-            self.applied = False
+            batch = _Batch([], [])
+            for slot in reversed(self.slots):
+                self._undo(slot, batch)
+            _rebind(batch.walks)
+            self.targets, self.slots, self.applied = {}, [], False
             self._watcher.watch(set())
 
     def discard_source(self, source: t.HookSource) -> int:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.discard_source`."""
         with self.lock:
-            before = sum(len(record.registrations) for record in self.targets.values())
+            count = 0
             for record in self.targets.values():
-                record.registrations = [r for r in record.registrations if r.source != source]
-            self.targets = {name: record for name, record in self.targets.items() if record.registrations}
-            self._finish([], _Batch([], []))  # a slot left with no target restores its original
-            return before - sum(len(record.registrations) for record in self.targets.values())
+                kept = [r for r in record.registrations if r.source != source]
+                count += len(record.registrations) - len(kept)
+                record.registrations = kept
+            self.targets = {name: r for name, r in self.targets.items() if r.registrations}
+            self._apply([])  # a slot left with no target restores its original
+            return count
 
     # ------------------------------------------------------------------ introspection
 
-    def _records_for(self, target: str) -> list[t.TargetRecord]:
-        """The records of ``target`` in either spelling (``pkg.mod.Class.f`` or ``pkg.mod:Class.f``)."""
-        dotted = target.replace(":", ".")
-        return [r for r in self.targets.values() if r.target.replace(":", ".") == dotted or r.resolved == target]
+    def _records_for(self, target: str | None) -> list[t.TargetRecord]:
+        """Every record, or the one of ``target`` in either spelling (``[]`` when none matches)."""
+        if target is None:
+            return sorted(self.targets.values(), key=lambda r: str(r.target))
+        with contextlib.suppress(TypeError, ValueError, KeyError):
+            return [self.targets[t.Target.parse(target).dotted]]
+        return []
 
     def describe(self, target: str | None = None) -> list[TargetReport]:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.describe`."""
-        from ._describe import report  # reports are built only when asked: a serving process never loads them
+        # Reports are built only when asked for: a serving process never loads them.
+        from ._describe import report
 
         with self.lock:
-            records = self.targets.values() if target is None else self._records_for(target)
-            return [report(record, self.slots.values()) for record in sorted(records, key=lambda r: r.target)]
+            return [report(record, self.slots) for record in self._records_for(target)]
 
-    def is_hook_applied(self, target: str, hook: t.Hook, hook_type: t.HookType | str | None = None) -> bool:
+    def is_hook_applied(
+        self, target: str, hook: t.Hook, hook_type: t.HookType | str | None = None
+    ) -> bool:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.is_hook_applied`."""
         wanted = None if hook_type is None else t.HookType(hook_type)
         with self.lock:
-            records = [x for r in self._records_for(target) if r.status is _APPLIED and r.slot for x in r.slot.records]
-            return any(reg.hook is hook and wanted in (None, reg.hook_type) for r in records for reg in r.registrations)
+            applied = [
+                r.slot.built for r in self._records_for(target) if r.status is _APPLIED and r.slot
+            ]
+            return any(
+                r.hook is hook and wanted in (None, r.hook_type) for regs in applied for r in regs
+            )
 
 
 def _strictness(strict: bool | None) -> bool:
-    """``strict`` as given, else what ``SGLANG_PLUGINS_STRICT`` says now (SGLang's ``apply_hooks()`` reads it)."""
+    """``strict`` as given, else what ``SGLANG_PLUGINS_STRICT`` says now (as SGLang reads it)."""
     return env_flag(t.STRICT_ENV) if strict is None else strict
 
 
@@ -556,51 +585,41 @@ def _depth(slot: t.Slot) -> int:
     return len(slot.owner.__mro__) if isinstance(slot.owner, type) else 0
 
 
-def _rebindable(slot: t.Slot) -> bool:
-    """Whether a module can hold a copy of ``slot``'s callable (``from x import f``; a subclass inherits, a property
-    is read through its owner)."""
-    return slot.original.kind != "property" and not slot.inherited
-
-
 def _changed(slot: t.Slot) -> bool:
-    """Whether ``slot``'s hooks, or for an inherited slot the method it inherits, changed since its last build."""
-    return slot.built != t.ordered(slot.records) or (slot.inherited and _base_raw(slot) is not slot.original.raw)
-
-
-def _owner(record: t.TargetRecord) -> object:
-    """The object ``record``'s attribute belongs to now (``None`` when it does not resolve)."""
-    with guarded(f"resolving the hook target {record.target}") as call:
-        found = resolve(record.target)
-    return found.owner if call.error is None and isinstance(found, Resolution) else None
+    """Whether ``slot``'s hooks, or for an inherited slot the method it inherits, changed since its
+    last build."""
+    return slot.built != t.ordered(slot.records) or (
+        slot.inherited and _base_raw(slot) is not slot.original.raw
+    )
 
 
 def _base_raw(slot: t.Slot) -> object:
-    """What an inherited slot's class inherits for its name right now (maybe a base's wrapper), or ``MISSING``."""
-    assert isinstance(slot.owner, type)
-    return next((k.__dict__[slot.name] for k in slot.owner.__mro__[1:] if slot.name in k.__dict__), t.MISSING)
+    """What an inherited slot's class inherits for its name right now (maybe a base's wrapper), or
+    ``MISSING``."""
+    mro = cast(type, slot.owner).__mro__[1:]
+    return next((k.__dict__[slot.name] for k in mro if slot.name in k.__dict__), t.MISSING)
 
 
-def _rebind(walks: Sequence[_Walk], modules: Iterable[object] | None = None) -> None:
-    """Run ``walks`` in one pass over ``modules`` (default: every module in ``sys.modules``) and the namespaces their
-    slots rebound before."""
-    by_name: dict[str, dict[int, _Walk]] = {}  # by id: ``walks`` keep every stale object alive meanwhile
-    for walk in walks:
-        by_name.setdefault(walk.slot.name, {}).update((id(old), walk) for old in walk.stale if old is not walk.new)
-    if not by_name:
-        return
-    namespaces = map(module_dict, list(sys.modules.values()) if modules is None else modules)  # None: not a module
-    rebound = (namespace for walk in walks for namespace in walk.slot.rebinds.values())
-    for namespace in filter(None, [*namespaces, *rebound]):
-        for name in namespace.keys() & by_name.keys():  # a C-level intersection: no Python loop over the globals
-            if (hit := by_name[name].get(id(namespace[name]))) is not None:
+def _rebind(walks: list[_Walk]) -> None:
+    """Run ``walks`` in one pass over ``sys.modules`` and the namespaces their slots hold."""
+    stale = [(w, old) for w in walks for old in w.stale if old is not None and old is not w.new]
+    news = {(w.slot.name, id(old)): w for w, old in stale}  # by id: the walks keep them alive
+    names = {name for name, _ in news}
+    visit = [module_dict(module) for module in list(sys.modules.values())] if names else []
+    visit += [namespace for walk in walks for namespace in walk.slot.modules.values()]
+    for namespace in {id(ns): ns for ns in visit if ns is not None}.values():
+        for name in namespace.keys() & names:  # a C-level intersection: no loop over the globals
+            if (hit := news.get((name, id(namespace[name])))) is not None:
                 namespace[name] = hit.new
-                hit.slot.rebinds[id(namespace)] = namespace
+                hit.slot.modules[id(namespace)] = namespace
 
 
 _default = Registry()
-# load_plugins() imports this registry only once a plugin runs. Where a load finished before anything imported it,
-# it had nothing to apply; hooks registered from now on apply at once, as after that apply_hooks().
-_default.applied = any(getattr(state_of(ns).report, "completed", False) for ns in known_namespaces())
+# load_plugins() imports this registry only once a plugin runs. Where a load finished before
+# anything imported it, it had nothing to apply; hooks registered from now on apply at once.
+_default.applied = any(
+    getattr(state_of(ns).report, "completed", False) for ns in known_namespaces()
+)
 _active = _default
 
 
@@ -611,7 +630,8 @@ def active_registry() -> Registry:
 
 @contextlib.contextmanager
 def isolated_registry() -> Iterator[Registry]:
-    """Give the block a fresh, empty registry; on exit undo its patches and make the previous one active again.
+    """Give the block a fresh, empty registry; on exit undo its patches and make the previous one
+    active again.
 
     Patches applied before the block stay in place during it and after it.
     """
@@ -627,8 +647,9 @@ def isolated_registry() -> Iterator[Registry]:
 
 @contextlib.contextmanager
 def _plugin_context(source: t.HookSource | None, strict: bool | None) -> Iterator[None]:
-    """For plugin loaders: hooks registered in the block come from ``source``, and those applied at once (after
-    ``apply_hooks()`` ran) are strict as ``strict`` says (``None``: as ``SGLANG_PLUGINS_STRICT`` says then)."""
+    """For plugin loaders: hooks registered in the block come from ``source``, and those applied at
+    once (after ``apply_hooks()`` ran) are strict as ``strict`` says (``None``: as
+    ``SGLANG_PLUGINS_STRICT`` says then)."""
     source_token, strict_token = t._current_plugin_source.set(source), t._current_strict.set(strict)
     try:
         yield

@@ -1,11 +1,14 @@
-"""What the hook registry talks about and remembers: hook types and sources, registrations, targets and slots.
+"""What the hook registry talks about and remembers: hook types and sources, targets, registrations
+and slots.
 
-Shared by the registry (``_registry``), which owns every instance, and the reports (``_describe``), which read them.
+Shared by the registry (``_registry``), which owns every instance, and the reports (``_describe``),
+which read them.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -14,10 +17,10 @@ from typing import NamedTuple
 #: A hook, or what it hooks.
 Hook = Callable[..., object]
 
-#: No such attribute (as the value an attribute had before a patch: there is nothing to restore but a deletion).
+#: No such attribute (the value an attribute had before a patch: nothing to restore but a deletion).
 MISSING = object()
 
-#: The variable that makes ``HookRegistry.apply_hooks()`` strict (the SRT namespace's; see ``_plugin_context``).
+#: The variable that makes ``HookRegistry.apply_hooks()`` strict (the SRT namespace's).
 STRICT_ENV = "SGLANG_PLUGINS_STRICT"
 
 
@@ -49,11 +52,15 @@ class HookStatus(str, enum.Enum):
 
 
 # Documented (and pickled) under the public module.
-HookSource.__module__ = HookType.__module__ = HookStatus.__module__ = "sglang_plugin_runtime.plugins.hook_registry"
+_PUBLIC = "sglang_plugin_runtime.plugins.hook_registry"
+HookSource.__module__ = HookType.__module__ = HookStatus.__module__ = _PUBLIC
 
-# Set by plugin loaders (``_plugin_context``) while a plugin's module is imported and while its function runs
-# (SGLang's name): ``register()`` reads the source when none is given, and how strict a hook applied at once is.
-_current_plugin_source: ContextVar[HookSource | None] = ContextVar("_current_plugin_source", default=None)
+# Set by plugin loaders (``_plugin_context``) while a plugin's module is imported and while its
+# function runs (SGLang's name): ``register()`` reads the source when none is given, and how strict
+# a hook applied at once is.
+_current_plugin_source: ContextVar[HookSource | None] = ContextVar(
+    "_current_plugin_source", default=None
+)
 _current_strict: ContextVar[bool | None] = ContextVar("_current_strict", default=None)
 
 
@@ -82,24 +89,87 @@ def format_source(source: HookSource | None) -> str:
     """A source for log lines and reports (SGLang's wording)."""
     if source is None:
         return "unknown"
-    return f"plugin={source.plugin_name}" + (f", dist={source.dist_name}" if source.dist_name else "")
+    return f"plugin={source.plugin_name}" + (
+        f", dist={source.dist_name}" if source.dist_name else ""
+    )
 
 
 def describe_callable(obj: object) -> str:
-    """A stable, human-readable name for a hook: ``module.qualname`` when available."""
+    """A stable, human-readable name for a hook: ``module.qualname`` when available. A
+    ``functools.partial`` is named by its function and the names it binds, never their values (a
+    rank's own number differs per rank)."""
+    if isinstance(obj, functools.partial):
+        bound = ["..."] * len(obj.args) + [f"{key}=..." for key in obj.keywords]
+        return f"functools.partial({', '.join([describe_callable(obj.func), *bound])})"
     qualname, module = getattr(obj, "__qualname__", None), getattr(obj, "__module__", None)
     if not isinstance(qualname, str):
         return repr(obj)
     return f"{module}.{qualname}" if isinstance(module, str) and module else qualname
 
 
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A hook target, parsed once. Its two spellings, ``pkg.mod.Class.m`` and ``pkg.mod:Class.m``,
+    are one target: equal, with one hash (``dotted``). ``text``: the spelling as given."""
+
+    dotted: str
+    text: str = field(default="", compare=False)
+
+    @classmethod
+    def parse(cls, text: object) -> Target:
+        """``ValueError`` for a malformed target (``TypeError`` for a non-string)."""
+        if not isinstance(text, str):
+            raise TypeError(f"Hook target must be a string, got {type(text).__name__}: {text!r}")
+        dotted = text.replace(":", ".")
+        if text.count(":") > 1 or len(cls.names_of(dotted)) < 2:
+            raise ValueError(_INVALID.format(text))
+        return cls(dotted, text)
+
+    @staticmethod
+    def names_of(path: str) -> list[str]:
+        """The names of a dotted path (a target's, or a module's); ``ValueError`` unless each is
+        an identifier."""
+        names = path.split(".")
+        if not all(name.isidentifier() for name in names):
+            raise ValueError(_INVALID.format(path))
+        return names
+
+    def splits(self) -> list[tuple[str, list[str]]]:
+        """Where the module may end, longest module first: ``(module, attribute names)``."""
+        module, colon, attributes = self.text.rpartition(":")
+        if colon:
+            return [(module, attributes.split("."))]
+        names = self.dotted.split(".")
+        return [(".".join(names[:cut]), names[cut:]) for cut in range(len(names) - 1, 0, -1)]
+
+    def __str__(self) -> str:
+        return self.text or self.dotted
+
+
+_INVALID = (
+    "Invalid target path {!r}: need at least module.attr (pkg.module.attr or pkg.module:Attr.path)"
+)
+
+
 class Unwrapped(NamedTuple):
-    """The callable in a raw attribute; ``kind``: "class", "function", "classmethod", "staticmethod", "property",
-    "cached_property" or "nonbinding" (a callable class attribute that does not bind, e.g. a builtin)."""
+    """The callable in a raw attribute; ``kind``: "class", "function", "classmethod",
+    "staticmethod", "property", "partialmethod" or "nonbinding" (a callable class attribute that
+    does not bind, e.g. a builtin)."""
 
     kind: str
     func: object
     raw: object
+
+
+class Resolution(NamedTuple):
+    """Where a target lives now: ``owner.name`` holds ``raw`` (``owned``: in ``owner.__dict__``);
+    ``key``: the canonical spelling, ``module:attr.path``."""
+
+    key: str
+    owner: object
+    name: str
+    raw: object
+    owned: bool
 
 
 class Registration(NamedTuple):
@@ -117,38 +187,53 @@ class Registration(NamedTuple):
 
 @dataclass(slots=True, eq=False)
 class TargetRecord:
-    """One target *string*: its registrations and where it stands."""
+    """One target (both spellings): its registrations and where it stands."""
 
-    target: str
+    target: Target
     registrations: list[Registration] = field(default_factory=list)
     status: HookStatus = HookStatus.REGISTERED
     error: str | None = None
-    strict: bool = False  # the strictness of the apply that took it (also when its module is imported later)
-    resolved: str | None = None  # the canonical module:attr.path once resolved
-    watch: tuple[str, ...] = ()  # while pending: the modules whose import may make it resolvable
+    strict: bool = False  # the strictness of the apply that took it (also for a later import)
+    watch: tuple[str, ...] = ()  # while pending: the modules whose import may resolve it
     slot: Slot | None = None
+    found: Resolution | None = None  # where it resolved when it joined its slot
 
 
 @dataclass(slots=True, eq=False)
 class Slot:
-    """One attribute (an owner object and a name): what was there, what is installed, for every target naming it."""
+    """What the targets naming one thing share: its original, its wrapper, where it is installed.
+
+    A module-level object (a function, a class) is one slot per object and name, wherever it is
+    bound: the module defining it and every module holding it under that name (a re-export,
+    ``from x import f``) get the wrapper, and ``modules`` holds their namespaces. A class's (or
+    another object's) attribute is one slot per owner and name, set with ``setattr``."""
 
     key: str  # the canonical spelling it was first resolved through, for messages
-    owner: object
+    owner: object  # whose attribute it is; for a module-level object, the first module found
     name: str
     original: Unwrapped
-    # Inherited from a base class: the original is what the base provides *now*, read again at every build, so
-    # the base's hooks run for the subclass too.
+    # Inherited from a base class: the original is what the base provides *now*, read again at
+    # every build, so the base's hooks run for the subclass too.
     inherited: bool
+    module_level: bool
+    modules: dict[int, dict[str, object]] = field(default_factory=dict)
     records: list[TargetRecord] = field(default_factory=list)
-    built: list[Registration] = field(default_factory=list)  # the registrations of its last build, failed or not
-    previous: object = None  # the raw value before the first patch (MISSING: none of its own, the patch shadows)
-    raw: object = None  # the raw value installed (the callable, or a descriptor around it); None: not patched
+    built: list[Registration] = field(default_factory=list)  # of its last build, failed or not
+    previous: object = None  # an attribute's raw value before the first patch (MISSING: none)
+    raw: object = None  # the raw value installed (the callable, or a descriptor around it)
     current: object = None  # the callable installed
-    rebinds: dict[int, dict[str, object]] = field(default_factory=dict)  # namespaces whose global `name` we rebound
-    conflicts: tuple[tuple[str, str], ...] = ()  # (kind, message) seen when it was built
+
+
+def subclasses_left(slot: Slot) -> list[str]:
+    """The subclasses of a class that a class REPLACE replaced: they keep inheriting from it."""
+    original, hooks = slot.original.func, [r.hook for r in slot.built]
+    if not isinstance(original, type) or slot.current in (None, original):
+        return []
+    subclasses: list[type] = type.__subclasses__(original)  # not a metaclass's override
+    return [f"{c.__module__}.{c.__qualname__}" for c in subclasses if c not in hooks]
 
 
 def ordered(records: Iterable[TargetRecord]) -> list[Registration]:
     """The registrations of ``records``, innermost first: by priority, then registration order."""
-    return sorted((r for record in records for r in record.registrations), key=lambda r: (r.priority, r.seq))
+    regs = (r for record in records for r in record.registrations)
+    return sorted(regs, key=lambda r: (r.priority, r.seq))
