@@ -4,7 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench bench-quick test-sglang test-pythons docs docs-serve docs-check
+.PHONY: demo test lint venv clean bench bench-quick test-sglang test-serve test-pythons docs docs-serve \
+	docs-check
 
 $(STAMP): requirements-dev.txt requirements-docs.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,6 +43,11 @@ bench-quick: $(STAMP)
 
 test-sglang: $(STAMP)
 	bash scripts/test-sglang.sh
+
+# Plugins inside SGLang's real server on the CPU, in the three worlds (released, launcher, adopted), in a cached
+# serving venv (scripts/test-serve.sh; SGLANG_SERVE_DIR moves the cache). It needs no dev venv.
+test-serve:
+	bash scripts/test-serve.sh
 
 # The runtime's own tests under the other Pythons the package claims (3.10 and 3.13), each in a cached venv.
 test-pythons:
