@@ -24,6 +24,7 @@ from sglang_plugin_runtime.testing._sglang_server import (
     SGLangServer,
     leftover_server_processes,
     running_sglang_server,
+    server_processes,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -186,7 +187,8 @@ def activate() -> str | None:
     import os
 
     answer = _generated_activate()
-    logger.info("serve-cpu-platform: activate() -> %s (pid %d)", answer, os.getpid())
+    # Printed, not logged: SGLang selects its platform before it configures logging.
+    print(f"serve-cpu-platform: activate() -> {answer} (pid {os.getpid()})", file=sys.stderr, flush=True)
     return answer
 '''
 
@@ -271,9 +273,7 @@ def plugins(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Plu
         broken_register=make(
             _general("serve-broken-register"), lambda p: _edit(p / "__init__.py", append=BROKEN_REGISTER)
         ),
-        misspelled=make(
-            _general("serve-misspelled-target"), lambda p: _edit(p / "hooks.py", append=MISSPELLED_HOOK)
-        ),
+        misspelled=make(_general("serve-misspelled-target"), lambda p: _edit(p / "hooks.py", append=MISSPELLED_HOOK)),
         broken_platform=make(
             dict(
                 PLATFORM_ANSWERS,
@@ -312,32 +312,19 @@ def served(world: str, plugins: Plugins, logs_dir: Path) -> Iterator[SGLangServe
         paths=[plugins.hooks, plugins.platform, plugins.broken_register, plugins.misspelled],
         launcher=WORLDS[world][1],
         attention_backend=None,
-        device=None,
         log=logs_dir / f"{world}.log",
     ) as server:
         yield server
 
 
-def server_processes(server: SGLangServer) -> dict[int, str]:
+def sglang_processes(server: SGLangServer) -> dict[int, str]:
     """The server's SGLang processes (pid -> name): ``python -m sglang.launch_server`` and its ``sglang::*``
     children; not the launcher, nor multiprocessing's resource tracker."""
-    found: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"SGLANG_SERVER_FIXTURE_ID={server.tag}".encode() not in environ.split(b"\0"):
-            continue
-        name = argv[0].decode(errors="replace")
-        if name.startswith("sglang::"):
-            found[int(entry.name)] = name.strip()
-        elif b"sglang.launch_server" in argv:
-            found[int(entry.name)] = "launch_server"
-    return found
+    return {
+        pid: name
+        for pid, name in server_processes(server).items()
+        if name.startswith("sglang::") or ("sglang.launch_server" in name and "sglang_plugin_runtime" not in name)
+    }
 
 
 def log_lines(server: SGLangServer, pattern: str) -> list[re.Match[str]]:

@@ -1,10 +1,11 @@
 """Testing kit for plugin authors, and a pytest plugin (registered through the ``pytest11`` entry point).
 
 Fixtures (in every pytest run where the runtime is installed): ``plugin_env``, ``fake_distributions``,
-``hook_registry``, ``platform_override``, ``simulated_device``, ``stand_in_module`` and ``sglang_server`` (a real
-SGLang server on the CPU, for tests marked ``sglang_server``, which run only with ``pytest -m sglang_server``). Helpers: fake distributions
-on ``sys.path`` without installing, stand-in modules for a hook's target (SGLang's code without SGLang), a simulated
-torch device module, and a conformance check for platform classes.
+``hook_registry``, ``platform_override``, ``simulated_device``, ``stand_in_module`` and ``sglang_server``
+(a real SGLang server on the CPU, for tests marked ``sglang_server``: they run only with
+``pytest -m sglang_server``). Helpers: fake distributions on ``sys.path`` without installing, stand-in modules
+for a hook's target (SGLang's code without SGLang), a simulated torch device module, and a conformance check for
+platform classes.
 
 Importing this module is cheap (pytest imports it at start-up in every project where the runtime is installed):
 it imports neither pytest nor torch, and the helpers are imported on first use. See docs/testing-kit.md.

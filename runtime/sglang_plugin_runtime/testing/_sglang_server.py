@@ -9,6 +9,7 @@ only: SGLang, torch and transformers run in the server's processes, never in the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -31,6 +32,7 @@ __all__ = [
     "SGLangServerError",
     "leftover_server_processes",
     "running_sglang_server",
+    "server_processes",
     "tiny_model",
 ]
 
@@ -39,12 +41,14 @@ CACHE_ENV = "SGLANG_SERVER_CACHE"
 #: Every process of a server started here carries this variable (its value is the server's own id), so that a
 #: process left behind can be found and ended.
 TAG_ENV = "SGLANG_SERVER_FIXTURE_ID"
+#: The pids (and session ids) of the servers this process started.
+_STARTED: list[int] = []
 #: What ``python -m sglang.launch_server`` prints once it answers requests.
 READY_LINE = "The server is fired up and ready to roll!"
 
 #: Builds the model in the server's Python (``transformers`` and ``tokenizers``, no network): a LlamaConfig with
 #: hidden size 64, 2 layers and 4 heads, a byte-level BPE tokenizer trained on a few sentences, a chat template.
-MODEL_RECIPE = r'''
+MODEL_RECIPE = r"""
 import sys
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -89,7 +93,7 @@ config = LlamaConfig(
 model = LlamaForCausalLM(config)
 model.save_pretrained(out, safe_serialization=True)
 tokenizer.save_pretrained(out)
-'''
+"""
 
 #: ``vllm._custom_ops``, import-only: released SGLang imports ``rotary_embedding`` from it on the base platform
 #: (``sglang/srt/layers/rotary_embedding/base.py``) and never calls it on the CPU path; a call raises.
@@ -160,7 +164,7 @@ class SGLangServer:
     def stop(self, grace: float = 20) -> None:
         """End the server's whole process group (SIGTERM, then SIGKILL after ``grace`` seconds)."""
         _end_group(self.process, grace)
-        _end_tagged(self.tag)
+        _end_tagged(self)
 
 
 def cache_root() -> Path:
@@ -326,11 +330,12 @@ def start_sglang_server(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+    _STARTED.append(process.pid)
     return SGLangServer(f"http://127.0.0.1:{port}", port, log, process, tag, command=command)
 
 
 def wait_until_ready(server: SGLangServer, timeout: float = 240) -> SGLangServer:
-    """Poll ``/get_model_info`` until the server answers and has printed its ready line (or fail fast when it
+    """Poll ``/model_info`` until the server answers and has printed its ready line (or fail fast when it
     exits); sets ``server.ready_after``. On failure the server is ended and :class:`SGLangServerError` raised."""
     began = time.monotonic()
     deadline = began + timeout
@@ -347,13 +352,14 @@ def wait_until_ready(server: SGLangServer, timeout: float = 240) -> SGLangServer
 
 
 def leftover_server_processes() -> list[int]:
-    """The pids of processes still carrying a server tag of this kit (Linux; empty elsewhere)."""
-    return sorted(_tagged_pids(None))
+    """The pids of processes still alive from a server this process started, or carrying the tag of any server
+    of this kit (Linux; empty elsewhere)."""
+    return sorted(_tagged_pids(set(_STARTED), None))
 
 
 def _answers(server: SGLangServer) -> bool:
     try:
-        return server.request("/get_model_info", timeout=5)["status"] == 200
+        return server.request("/model_info", timeout=5)["status"] == 200
     except OSError:
         return False
 
@@ -391,17 +397,17 @@ def _group_alive(process: subprocess.Popen[bytes]) -> bool:
     return True
 
 
-def _end_tagged(tag: str) -> None:
-    """SIGKILL to a process of this server that left its group (none is expected)."""
-    for pid in _tagged_pids(tag):
-        try:
+def _end_tagged(server: SGLangServer) -> None:
+    """SIGKILL to a process of this server that left its process group (none is expected)."""
+    for pid in _tagged_pids({server.pid}, server.tag):
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
-def _tagged_pids(tag: str | None) -> set[int]:
-    """Processes whose environment has ``TAG_ENV`` (equal to ``tag`` unless it is None)."""
+def _tagged_pids(sessions: set[int], tag: str | None) -> set[int]:
+    """Live processes in one of ``sessions`` or whose environment has ``TAG_ENV`` (equal to ``tag`` unless it
+    is None). Both are looked at: SGLang renames its children with setproctitle, which overwrites the memory
+    ``/proc/PID/environ`` reads, so a child is found by its session."""
     found: set[int] = set()
     proc = Path("/proc")
     if not proc.is_dir():
@@ -411,13 +417,27 @@ def _tagged_pids(tag: str | None) -> set[int]:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             environ = (entry / "environ").read_bytes()
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
+        except (OSError, IndexError):
             continue
-        if state != "Z" and any(item.startswith(wanted) for item in environ.split(b"\0")):
+        if fields[0] == "Z":
+            continue
+        if int(fields[3]) in sessions or any(item.startswith(wanted) for item in environ.split(b"\0")):
             found.add(int(entry.name))
     return found
+
+
+def server_processes(server: SGLangServer) -> dict[int, str]:
+    """The server's live processes (pid -> the name ``ps`` shows, e.g. ``sglang::scheduler``)."""
+    named: dict[int, str] = {}
+    for pid in _tagged_pids({server.pid}, server.tag):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        named[pid] = " ".join(a.decode(errors="replace") for a in argv if a).strip()
+    return named
 
 
 def _has_module(python: str, name: str) -> bool:
