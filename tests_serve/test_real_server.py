@@ -81,32 +81,86 @@ def test_a_cpu_platforms_attention_backend_is_not_asked_sglang_picks_it_first(se
     assert "'attention_backend': 'torch_native'" in text
 
 
+#: What each world writes when ``register()`` raises: SGLang 0.5.23's loader, or the runtime's.
+REGISTER_FAILED = {
+    "released": "Failed to execute general plugin: serve_broken_register",
+    "launcher": "General plugin 'serve_broken_register' (distribution serve-broken-register 0.1.0) failed: "
+    "serve_broken_register:register() raised RuntimeError",
+    "adopted": "General plugin 'serve_broken_register' (distribution serve-broken-register 0.1.0) failed: "
+    "serve_broken_register:register() raised RuntimeError",
+}
+#: What each world writes for a hook on a module that does not exist. SGLang 0.5.23 names neither the plugin
+#: nor the real cause (pkgutil.resolve_name falls back to getattr); the runtime names both.
+MISSPELLED = {
+    "released": f"Failed to apply hooks to {MISSPELLED_TARGET}",
+    "launcher": f"Hooks on {MISSPELLED_TARGET} stay pending: module 'sglang.srt.managers.schedular' cannot be "
+    "found: 'sglang.srt.managers' has no such module (misspelled?)",
+    "adopted": f"Hooks on {MISSPELLED_TARGET} stay pending: module 'sglang.srt.managers.schedular' cannot be "
+    "found: 'sglang.srt.managers' has no such module (misspelled?)",
+}
+
+
 def test_a_register_that_raises_is_reported_naming_the_plugin(served: SGLangServer, world: str) -> None:
     text = served.log_text()
-    print([line for line in text.splitlines() if "broken" in line][:20])
-    assert "serve_broken_register" in text
+    assert REGISTER_FAILED[world] in text
     assert "RuntimeError: serve-broken-register: register() failed on purpose" in text
 
 
-def test_a_misspelled_hook_target_is_reported_naming_the_plugin(served: SGLangServer, world: str) -> None:
+def test_a_misspelled_hook_target_is_reported_naming_the_target(served: SGLangServer, world: str) -> None:
     text = served.log_text()
-    print([line for line in text.splitlines() if "schedular" in line][:20])
-    assert MISSPELLED_TARGET in text
+    assert MISSPELLED[world] in text
+    if world == "released":
+        assert "AttributeError: module 'sglang.srt.managers' has no attribute 'schedular'" in text
+    else:
+        line = next(line for line in text.splitlines() if MISSPELLED[world] in line)
+        assert "serve_misspelled_target" in line, line
 
 
 @pytest.mark.parametrize("world_name", list(WORLDS))
 def test_a_platform_that_cannot_serve_sglangs_calls_fails_the_server_naming_it(
     world_name: str, plugins: Plugins, logs_dir: Path
 ) -> None:
-    with pytest.raises(SGLangServerError) as failed, running_sglang_server(
-        python=python_of(world_name),
-        paths=[plugins.broken_platform],
-        launcher=WORLDS[world_name][1],
-        attention_backend=None,
-        log=logs_dir / f"{world_name}-broken-platform.log",
-        timeout=180,
+    with (
+        pytest.raises(SGLangServerError) as failed,
+        running_sglang_server(
+            python=python_of(world_name),
+            paths=[plugins.broken_platform],
+            launcher=WORLDS[world_name][1],
+            attention_backend=None,
+            log=logs_dir / f"{world_name}-broken-platform.log",
+            timeout=180,
+        ),
     ):
         pass
     text = str(failed.value)
-    print(text[-3000:])
-    assert "serve_broken_platform" in text
+    assert "serve_broken_platform/device.py" in text, text[-3000:]
+    assert "in get_device_total_memory" in text
+    assert "AttributeError: module 'torch.cpu' has no attribute 'get_device_properties'" in text
+
+
+#: A dependency that SGLang's scheduler module imports (and ``launch_server``'s own imports do not), broken.
+BROKEN_DEPENDENCY = 'raise ImportError("partial_json_parser here is broken on purpose")\n'
+#: What SGLang 0.5.23's registry says when the import of a hook's module fails: ``pkgutil.resolve_name`` falls
+#: back to ``getattr`` and hides the ImportError (sglang/srt/plugins/hook_registry.py:191).
+MISLEADING = "AttributeError: module 'sglang.srt.managers' has no attribute 'scheduler'"
+
+
+@pytest.mark.parametrize("world_name", list(WORLDS))
+def test_a_scheduler_module_that_cannot_be_imported_is_named_with_its_real_import_error(
+    world_name: str, plugins: Plugins, logs_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "partial_json_parser").mkdir()
+    (tmp_path / "partial_json_parser" / "__init__.py").write_text(BROKEN_DEPENDENCY)
+    with pytest.raises(SGLangServerError) as failed:
+        with running_sglang_server(
+            python=python_of(world_name),
+            paths=[tmp_path, plugins.hooks],
+            launcher=WORLDS[world_name][1],
+            log=logs_dir / f"{world_name}-broken-scheduler-import.log",
+            timeout=180,
+        ):
+            pass
+    text = str(failed.value)
+    print(text[-6000:])
+    assert "ImportError: partial_json_parser here is broken on purpose" in text
+    assert (MISLEADING in text) == (world_name == "released")
