@@ -29,7 +29,7 @@ test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup tests
 
 # ruff (lint and format) over the Python sources, mypy --strict over the runtime (configured in pyproject.toml).
-LINT_PATHS := runtime tests tests_sglang benchmarks scripts docs/_hooks integrations
+LINT_PATHS := runtime tests tests_sglang tests_serve benchmarks scripts docs/_hooks integrations
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)

@@ -1,9 +1,11 @@
-"""Plugins inside SGLang's real server (``python -m sglang.launch_server`` on the CPU), in each world.
+"""Plugins inside SGLang's real server (``python -m sglang.launch_server`` on the CPU), in each
+world.
 
-One server per world (``served``) carries the generated hooks plugin, the CPU platform plugin and two failing
-general plugins; each check below reads that server's log or asks it a request. The servers that must fail
-(a platform that cannot serve SGLang's calls, a scheduler that cannot be imported) are started on their own
-and fail fast. What each world promises for each failure is on docs/real-server.md.
+One server per world (``served``) carries the generated hooks plugin, the CPU platform plugin and
+two failing general plugins; each check below reads that server's log or asks it a request. The
+servers that must fail (a platform that cannot serve SGLang's calls, a scheduler that cannot be
+imported) are started on their own and fail fast. What each world promises for each failure is on
+docs/real-server.md.
 """
 
 from __future__ import annotations
@@ -17,22 +19,22 @@ from conftest import (
     SCHEDULER_LINE,
     WORLDS,
     Plugins,
+    failed_server_log,
     log_lines,
     python_of,
     sglang_processes,
 )
 
-from sglang_plugin_runtime.testing._sglang_server import (
-    SGLangServer,
-    SGLangServerError,
-    running_sglang_server,
-)
+from sglang_plugin_runtime.testing._sglang_server import SGLangServer
 
 pytestmark = pytest.mark.serve
 
 
 def test_the_generated_hook_fires_in_the_scheduler_subprocess(served: SGLangServer) -> None:
-    fired = [int(m[1]) for m in log_lines(served, re.escape(SCHEDULER_LINE) + r" \(hooked in pid (\d+)\)")]
+    fired = [
+        int(m[1])
+        for m in log_lines(served, re.escape(SCHEDULER_LINE) + r" \(hooked in pid (\d+)\)")
+    ]
     processes = sglang_processes(served)
     assert len(fired) == 1, served.log_text()[-3000:]
     assert processes.get(fired[0], "").startswith("sglang::scheduler"), (fired, processes)
@@ -47,7 +49,10 @@ def test_generate_returns_200_with_the_plugins_loaded(served: SGLangServer) -> N
 
 
 def test_the_platform_plugin_is_selected_in_every_server_process(served: SGLangServer) -> None:
-    selected = {int(m[1]) for m in log_lines(served, r"serve-cpu-platform: activate\(\) -> \S+ \(pid (\d+)\)")}
+    selected = {
+        int(m[1])
+        for m in log_lines(served, r"serve-cpu-platform: activate\(\) -> \S+ \(pid (\d+)\)")
+    }
     processes = sglang_processes(served)
     assert len(processes) >= 3, processes  # the server, its scheduler and its detokenizer
     assert set(processes) <= selected, (processes, selected)
@@ -70,10 +75,13 @@ def test_sglang_calls_the_platforms_methods(served: SGLangServer) -> None:
     assert called >= CALLED, sorted(called)
 
 
-def test_a_cpu_platforms_attention_backend_is_not_asked_sglang_picks_it_first(served: SGLangServer) -> None:
-    """For ``--device cpu`` SGLang picks the attention backend itself (sglang/srt/arg_groups/platform_hook.py:
-    158-166: ``intel_amx``, then its fallback to ``torch_native`` in overrides.py:1301-1310) before it would ask
-    an out-of-tree platform (model_override_base.py:292-294), so the platform's choice is never consulted."""
+def test_a_cpu_platforms_attention_backend_is_not_asked_sglang_picks_it_first(
+    served: SGLangServer,
+) -> None:
+    """For ``--device cpu`` SGLang picks the attention backend itself
+    (sglang/srt/arg_groups/platform_hook.py: 158-166: ``intel_amx``, then its fallback to
+    ``torch_native`` in overrides.py:1301-1310) before it would ask an out-of-tree platform
+    (model_override_base.py:292-294), so the platform's choice is never consulted."""
     called = {m[1] for m in log_lines(served, r"serve-cpu-platform: SGLang called (\w+)")}
     text = served.log_text()
     assert "get_default_attention_backend" not in called
@@ -82,31 +90,40 @@ def test_a_cpu_platforms_attention_backend_is_not_asked_sglang_picks_it_first(se
 
 
 #: What each world writes when ``register()`` raises: SGLang 0.5.23's loader, or the runtime's.
+RUNTIME_REGISTER_FAILED = (
+    "General plugin 'serve_broken_register' (distribution serve-broken-register 0.1.0) "
+    "failed: serve_broken_register:register() raised RuntimeError"
+)
 REGISTER_FAILED = {
     "released": "Failed to execute general plugin: serve_broken_register",
-    "launcher": "General plugin 'serve_broken_register' (distribution serve-broken-register 0.1.0) failed: "
-    "serve_broken_register:register() raised RuntimeError",
-    "adopted": "General plugin 'serve_broken_register' (distribution serve-broken-register 0.1.0) failed: "
-    "serve_broken_register:register() raised RuntimeError",
+    "launcher": RUNTIME_REGISTER_FAILED,
+    "adopted": RUNTIME_REGISTER_FAILED,
 }
-#: What each world writes for a hook on a module that does not exist. SGLang 0.5.23 names neither the plugin
-#: nor the real cause (pkgutil.resolve_name falls back to getattr); the runtime names both.
+#: What each world writes for a hook on a module that does not exist. SGLang 0.5.23 names neither
+#: the plugin nor the real cause (pkgutil.resolve_name falls back to getattr); the runtime names
+#: both.
+RUNTIME_MISSPELLED = (
+    f"Hooks on {MISSPELLED_TARGET} stay pending: module 'sglang.srt.managers.schedular' "
+    "cannot be found: 'sglang.srt.managers' has no such module (misspelled?)"
+)
 MISSPELLED = {
     "released": f"Failed to apply hooks to {MISSPELLED_TARGET}",
-    "launcher": f"Hooks on {MISSPELLED_TARGET} stay pending: module 'sglang.srt.managers.schedular' cannot be "
-    "found: 'sglang.srt.managers' has no such module (misspelled?)",
-    "adopted": f"Hooks on {MISSPELLED_TARGET} stay pending: module 'sglang.srt.managers.schedular' cannot be "
-    "found: 'sglang.srt.managers' has no such module (misspelled?)",
+    "launcher": RUNTIME_MISSPELLED,
+    "adopted": RUNTIME_MISSPELLED,
 }
 
 
-def test_a_register_that_raises_is_reported_naming_the_plugin(served: SGLangServer, world: str) -> None:
+def test_a_register_that_raises_is_reported_naming_the_plugin(
+    served: SGLangServer, world: str
+) -> None:
     text = served.log_text()
     assert REGISTER_FAILED[world] in text
     assert "RuntimeError: serve-broken-register: register() failed on purpose" in text
 
 
-def test_a_misspelled_hook_target_is_reported_naming_the_target(served: SGLangServer, world: str) -> None:
+def test_a_misspelled_hook_target_is_reported_naming_the_target(
+    served: SGLangServer, world: str
+) -> None:
     text = served.log_text()
     assert MISSPELLED[world] in text
     if world == "released":
@@ -120,28 +137,25 @@ def test_a_misspelled_hook_target_is_reported_naming_the_target(served: SGLangSe
 def test_a_platform_that_cannot_serve_sglangs_calls_fails_the_server_naming_it(
     world_name: str, plugins: Plugins, logs_dir: Path
 ) -> None:
-    with (
-        pytest.raises(SGLangServerError) as failed,
-        running_sglang_server(
-            python=python_of(world_name),
-            paths=[plugins.broken_platform],
-            launcher=WORLDS[world_name][1],
-            attention_backend=None,
-            log=logs_dir / f"{world_name}-broken-platform.log",
-            timeout=180,
-        ),
-    ):
-        pass
-    text = str(failed.value)
+    text = failed_server_log(
+        python=python_of(world_name),
+        paths=[plugins.broken_platform],
+        launcher=WORLDS[world_name][1],
+        attention_backend=None,
+        log=logs_dir / f"{world_name}-broken-platform.log",
+        timeout=180,
+    )
     assert "serve_broken_platform/device.py" in text, text[-3000:]
     assert "in get_device_total_memory" in text
     assert "AttributeError: module 'torch.cpu' has no attribute 'get_device_properties'" in text
 
 
-#: A dependency that SGLang's scheduler module imports (and ``launch_server``'s own imports do not), broken.
+#: A dependency that SGLang's scheduler module imports (and ``launch_server``'s own imports do
+#: not), broken.
 BROKEN_DEPENDENCY = 'raise ImportError("partial_json_parser here is broken on purpose")\n'
-#: What SGLang 0.5.23's registry says when the import of a hook's module fails: ``pkgutil.resolve_name`` falls
-#: back to ``getattr`` and hides the ImportError (sglang/srt/plugins/hook_registry.py:191).
+#: What SGLang 0.5.23's registry says when the import of a hook's module fails:
+#: ``pkgutil.resolve_name`` falls back to ``getattr`` and hides the ImportError
+#: (sglang/srt/plugins/hook_registry.py:191).
 MISLEADING = "AttributeError: module 'sglang.srt.managers' has no attribute 'scheduler'"
 
 
@@ -151,16 +165,12 @@ def test_a_scheduler_module_that_cannot_be_imported_is_named_with_its_real_impor
 ) -> None:
     (tmp_path / "partial_json_parser").mkdir()
     (tmp_path / "partial_json_parser" / "__init__.py").write_text(BROKEN_DEPENDENCY)
-    with pytest.raises(SGLangServerError) as failed:
-        with running_sglang_server(
-            python=python_of(world_name),
-            paths=[tmp_path, plugins.hooks],
-            launcher=WORLDS[world_name][1],
-            log=logs_dir / f"{world_name}-broken-scheduler-import.log",
-            timeout=180,
-        ):
-            pass
-    text = str(failed.value)
-    print(text[-6000:])
+    text = failed_server_log(
+        python=python_of(world_name),
+        paths=[tmp_path, plugins.hooks],
+        launcher=WORLDS[world_name][1],
+        log=logs_dir / f"{world_name}-broken-scheduler-import.log",
+        timeout=180,
+    )
     assert "ImportError: partial_json_parser here is broken on purpose" in text
     assert (MISLEADING in text) == (world_name == "released")

@@ -1,10 +1,12 @@
-"""A real SGLang server on the CPU, for a plugin's own tests: ``python -m sglang.launch_server`` with a tiny model.
+"""A real SGLang server on the CPU, for a plugin's own tests: ``python -m sglang.launch_server``
+with a tiny model.
 
-The ``sglang_server`` fixture (and :func:`running_sglang_server`, for tests that start their own) runs the
-server with the Python that runs the tests, so the plugin under test is installed exactly as a user installs it.
-The model is a random two-layer Llama built offline by ``transformers`` (once, cached by the hash of the recipe
-below); only 127.0.0.1 is used; the server runs in its own process group, which is always ended. Standard library
-only: SGLang, torch and transformers run in the server's processes, never in the test's.
+The ``sglang_server`` fixture (and :func:`running_sglang_server`, for tests that start their own)
+runs the server with the Python that runs the tests, so the plugin under test is installed exactly
+as a user installs it. The model is a random two-layer Llama built offline by ``transformers``
+(once, cached by the hash of the recipe below); only 127.0.0.1 is used; the server runs in its own
+process group, which is always ended. Standard library only: SGLang, torch and transformers run in
+the server's processes, never in the test's.
 """
 
 from __future__ import annotations
@@ -38,16 +40,17 @@ __all__ = [
 
 #: Where the tiny model and the vllm placeholder are kept (``SGLANG_SERVER_CACHE`` overrides it).
 CACHE_ENV = "SGLANG_SERVER_CACHE"
-#: Every process of a server started here carries this variable (its value is the server's own id), so that a
-#: process left behind can be found and ended.
+#: Every process of a server started here carries this variable (its value is the server's own id),
+#: so that a process left behind can be found and ended.
 TAG_ENV = "SGLANG_SERVER_FIXTURE_ID"
 #: The pids (and session ids) of the servers this process started.
 _STARTED: list[int] = []
 #: What ``python -m sglang.launch_server`` prints once it answers requests.
 READY_LINE = "The server is fired up and ready to roll!"
 
-#: Builds the model in the server's Python (``transformers`` and ``tokenizers``, no network): a LlamaConfig with
-#: hidden size 64, 2 layers and 4 heads, a byte-level BPE tokenizer trained on a few sentences, a chat template.
+#: Builds the model in the server's Python (``transformers`` and ``tokenizers``, no network): a
+#: LlamaConfig with hidden size 64, 2 layers and 4 heads, a byte-level BPE tokenizer trained on a
+#: few sentences, a chat template.
 MODEL_RECIPE = r"""
 import sys
 import torch
@@ -95,9 +98,10 @@ model.save_pretrained(out, safe_serialization=True)
 tokenizer.save_pretrained(out)
 """
 
-#: ``vllm._custom_ops``, import-only: released SGLang imports ``rotary_embedding`` from it on the base platform
-#: (``sglang/srt/layers/rotary_embedding/base.py``) and never calls it on the CPU path; a call raises.
-VLLM_PLACEHOLDER = '''"""Import-only placeholder written by the SGLang plugin kit's sglang_server fixture."""
+#: ``vllm._custom_ops``, import-only: released SGLang imports ``rotary_embedding`` from it on the
+#: base platform (``sglang/srt/layers/rotary_embedding/base.py``) and never calls it on the CPU
+#: path; a call raises.
+VLLM_PLACEHOLDER = '''"""Import-only placeholder, written by the plugin kit's sglang_server."""
 
 
 def __getattr__(name):
@@ -105,7 +109,7 @@ def __getattr__(name):
         raise AttributeError(name)
 
     def placeholder(*args, **kwargs):
-        raise RuntimeError(f"vllm placeholder: {__name__}.{name} was called; the CPU path must not call it")
+        raise RuntimeError(f"vllm placeholder: {__name__}.{name} was called (not on the CPU path)")
 
     placeholder.__name__ = name
     return placeholder
@@ -113,7 +117,7 @@ def __getattr__(name):
 
 
 class SGLangServerError(RuntimeError):
-    """The server did not become ready (it exited, or the wait ran out); the message ends with its log."""
+    """The server did not become ready (it exited, or the wait ran out); the message has its log."""
 
 
 @dataclass
@@ -136,9 +140,17 @@ class SGLangServer:
     def log_text(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
-    def generate(self, text: str = "Hello", max_new_tokens: int = 4, timeout: float = 60) -> dict[str, Any]:
+    def generate(
+        self,
+        text: str = "Hello",
+        max_new_tokens: int = 4,
+        timeout: float = 60,
+    ) -> dict[str, Any]:
         """``POST /generate`` (greedy); the JSON answer, with the HTTP status under ``"status"``."""
-        body = {"text": text, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0}}
+        body = {
+            "text": text,
+            "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0},
+        }
         return self.request("/generate", body, timeout=timeout)
 
     def request(self, path: str, body: Any = None, timeout: float = 60) -> dict[str, Any]:
@@ -172,8 +184,12 @@ def cache_root() -> Path:
     return Path(os.environ.get(CACHE_ENV) or default)
 
 
-def tiny_model(python: str = sys.executable, root: Path | None = None, timeout: float = 300) -> Path:
-    """The tiny Llama's folder, built by ``python`` (offline, with ``transformers``) on first use."""
+def tiny_model(
+    python: str = sys.executable,
+    root: Path | None = None,
+    timeout: float = 300,
+) -> Path:
+    """The tiny Llama's folder, built by ``python`` (offline, ``transformers``) on first use."""
     digest = hashlib.sha256(MODEL_RECIPE.encode("utf-8")).hexdigest()[:12]
     folder = (root or cache_root()) / f"tiny-llama-{digest}"
     if (folder / ".complete").exists():
@@ -227,8 +243,8 @@ def server_command(
     device: str | None = "cpu",
     extra_args: Sequence[str] = (),
 ) -> list[str]:
-    """The command line: ``python -m sglang.launch_server`` on 127.0.0.1 (under ``sglang-plugins run`` when
-    ``launcher``)."""
+    """The command line: ``python -m sglang.launch_server`` on 127.0.0.1 (under ``sglang-plugins
+    run`` when ``launcher``)."""
     command = [python, "-m", "sglang.launch_server", "--model-path", str(model)]
     command += ["--host", "127.0.0.1", "--port", str(port)]
     command += ["--mem-fraction-static", "0.1", "--max-total-tokens", "2048"]
@@ -242,9 +258,13 @@ def server_command(
     return command
 
 
-def server_env(python: str, paths: Sequence[Path | str] = (), extra: Mapping[str, str] = ()) -> dict[str, str]:
-    """The server's environment: offline, SGLang's own CPU engine off, ``paths`` and (when the server's Python
-    has no ``vllm``) the placeholder on ``PYTHONPATH``."""
+def server_env(
+    python: str,
+    paths: Sequence[Path | str] = (),
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The server's environment: offline, SGLang's own CPU engine off, ``paths`` and (when the
+    server's Python has no ``vllm``) the placeholder on ``PYTHONPATH``."""
     env = dict(os.environ, SGLANG_USE_CPU_ENGINE="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     entries = [str(p) for p in paths]
     if not _has_module(python, "vllm"):
@@ -252,7 +272,7 @@ def server_env(python: str, paths: Sequence[Path | str] = (), extra: Mapping[str
     if env.get("PYTHONPATH"):
         entries.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(entries)
-    env.update(extra)
+    env.update(extra or {})
     return env
 
 
@@ -262,7 +282,7 @@ def running_sglang_server(
     python: str = sys.executable,
     model: Path | None = None,
     paths: Sequence[Path | str] = (),
-    env: Mapping[str, str] = (),
+    env: Mapping[str, str] | None = None,
     launcher: bool = False,
     attention_backend: str | None = "torch_native",
     device: str | None = "cpu",
@@ -272,9 +292,9 @@ def running_sglang_server(
 ) -> Iterator[SGLangServer]:
     """A real server for the ``with`` block, ended (its whole process group) when the block ends.
 
-    ``paths`` go first on the server's ``PYTHONPATH`` (a ``pip install --target`` folder of plugins); ``env`` is
-    added to its environment. Raises :class:`SGLangServerError` (with the log) when the server exits or does not
-    answer within ``timeout`` seconds."""
+    ``paths`` go first on the server's ``PYTHONPATH`` (a ``pip install --target`` folder of
+    plugins); ``env`` is added to its environment. Raises :class:`SGLangServerError` (with the log)
+    when the server exits or does not answer within ``timeout`` seconds."""
     server = start_sglang_server(
         python=python,
         model=model,
@@ -298,14 +318,14 @@ def start_sglang_server(
     python: str = sys.executable,
     model: Path | None = None,
     paths: Sequence[Path | str] = (),
-    env: Mapping[str, str] = (),
+    env: Mapping[str, str] | None = None,
     launcher: bool = False,
     attention_backend: str | None = "torch_native",
     device: str | None = "cpu",
     extra_args: Sequence[str] = (),
     log: Path | None = None,
 ) -> SGLangServer:
-    """Start the server in its own process group and return at once (see :func:`wait_until_ready`)."""
+    """Start the server in its own process group; return at once (see :func:`wait_until_ready`)."""
     model = model or tiny_model(python)
     port = free_port()
     tag = uuid.uuid4().hex
@@ -320,7 +340,7 @@ def start_sglang_server(
         device=device,
         extra_args=extra_args,
     )
-    environment = server_env(python, paths, {**dict(env), TAG_ENV: tag})
+    environment = server_env(python, paths, {**(env or {}), TAG_ENV: tag})
     with log.open("wb") as sink:
         process = subprocess.Popen(
             command,
@@ -335,14 +355,16 @@ def start_sglang_server(
 
 
 def wait_until_ready(server: SGLangServer, timeout: float = 240) -> SGLangServer:
-    """Poll ``/model_info`` until the server answers and has printed its ready line (or fail fast when it
-    exits); sets ``server.ready_after``. On failure the server is ended and :class:`SGLangServerError` raised."""
+    """Poll ``/model_info`` until the server answers and has printed its ready line (or fail fast
+    when it exits); sets ``server.ready_after``. On failure the server is ended and
+    :class:`SGLangServerError` raised."""
     began = time.monotonic()
     deadline = began + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             server.stop()
-            raise SGLangServerError(_failure(server, f"exited with status {server.process.returncode}"))
+            status = server.process.returncode
+            raise SGLangServerError(_failure(server, f"exited with status {status}"))
         if READY_LINE in server.log_text() and _answers(server):
             server.ready_after = time.monotonic() - began
             return server
@@ -352,25 +374,26 @@ def wait_until_ready(server: SGLangServer, timeout: float = 240) -> SGLangServer
 
 
 def leftover_server_processes() -> list[int]:
-    """The pids of processes still alive from a server this process started, or carrying the tag of any server
-    of this kit (Linux; empty elsewhere)."""
+    """The pids of processes still alive from a server this process started, or carrying the tag of
+    any server of this kit (Linux; empty elsewhere)."""
     return sorted(_tagged_pids(set(_STARTED), None))
 
 
 def _answers(server: SGLangServer) -> bool:
     try:
-        return server.request("/model_info", timeout=5)["status"] == 200
+        return bool(server.request("/model_info", timeout=5)["status"] == 200)
     except OSError:
         return False
 
 
 def _failure(server: SGLangServer, what: str) -> str:
     tail = server.log_text()[-8000:]
-    return f"the SGLang server ({' '.join(server.command)}) {what}; its log ({server.log}) ends:\n{tail}"
+    command = " ".join(server.command)
+    return f"the SGLang server ({command}) {what}; its log ({server.log}) ends:\n{tail}"
 
 
 def _end_group(process: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM to the process group, SIGKILL to what is left after ``grace`` seconds; reap the leader."""
+    """SIGTERM to the process group, SIGKILL to what is left after ``grace`` s; reap the leader."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(process.pid, sig)
@@ -405,9 +428,9 @@ def _end_tagged(server: SGLangServer) -> None:
 
 
 def _tagged_pids(sessions: set[int], tag: str | None) -> set[int]:
-    """Live processes in one of ``sessions`` or whose environment has ``TAG_ENV`` (equal to ``tag`` unless it
-    is None). Both are looked at: SGLang renames its children with setproctitle, which overwrites the memory
-    ``/proc/PID/environ`` reads, so a child is found by its session."""
+    """Live processes in one of ``sessions`` or whose environment has ``TAG_ENV`` (equal to ``tag``
+    unless it is None). Both are looked at: SGLang renames its children with setproctitle, which
+    overwrites the memory ``/proc/PID/environ`` reads, so a child is found by its session."""
     found: set[int] = set()
     proc = Path("/proc")
     if not proc.is_dir():
@@ -423,7 +446,8 @@ def _tagged_pids(sessions: set[int], tag: str | None) -> set[int]:
             continue
         if fields[0] == "Z":
             continue
-        if int(fields[3]) in sessions or any(item.startswith(wanted) for item in environ.split(b"\0")):
+        tagged = any(item.startswith(wanted) for item in environ.split(b"\0"))
+        if int(fields[3]) in sessions or tagged:
             found.add(int(entry.name))
     return found
 
