@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
-# `make test-serve`: plugins inside SGLang's real server (`python -m sglang.launch_server`) on the CPU, in the
-# three worlds the kit supports: released SGLang, the launcher (`sglang-plugins run`) and the adopted SGLang.
+# `make test-serve`: plugins inside SGLang's real server (`python -m sglang.launch_server`) on the
+# CPU, in the three worlds the kit supports: released SGLang, the launcher (`sglang-plugins run`)
+# and the adopted SGLang.
 #
-# 1. Builds (once, cached) the *serving* venv: released `sglang==0.5.23`, the CPU build of torch 2.13.0 and
-#    what the server imports on the CPU path, all pinned in scripts/serve-requirements.txt and installed with
-#    --no-deps from the package index only; then scripts/serve-torchvision-guard.patch guards torchvision's two
-#    fake-op registrations (the index's torchvision is a CUDA build whose compiled ops do not load beside a CPU
-#    torch; docs/real-server.md says why this and not torch 2.14.1). The cache key is a hash of both files,
-#    the recipe version and the Python version (scripts/cached-venvs.sh, shared with make test-sglang).
-# 2. Makes (once, cached) the *adopted* venv from it: a hard-linked copy (no second download, little disk)
-#    whose sglang package is a real copy with the adoption patch
-#    (runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch) applied. Its key covers the patch.
+# 1. Builds (once, cached) the *serving* venv: released `sglang==0.5.23`, the CPU build of torch
+#    2.13.0 and what the server imports on the CPU path, all pinned in
+#    scripts/serve-requirements.txt and installed with --no-deps from the package index only; then
+#    scripts/serve-torchvision-guard.patch guards torchvision's two fake-op registrations (the
+#    index's torchvision is a CUDA build whose compiled ops do not load beside a CPU torch;
+#    docs/real-server.md says why this and not torch 2.14.1). The cache key is a hash of both files,
+#    the recipe version and the Python version (scripts/cached-venvs.sh, shared with make
+#    test-sglang).
+# 2. Makes (once, cached) the *adopted* venv from it: a hard-linked copy (no second download, little
+#    disk) whose sglang package is a real copy with the adoption patch
+#    (runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch) applied. Its key covers
+#    the patch.
 # 3. Installs this checkout's runtime into both (a real `pip install`, every run).
-# 4. Runs `pytest tests_serve` in the serving venv. The tiny model is built offline by the testing kit's
-#    sglang_server module on first use and cached beside the venvs.
+# 4. Runs `pytest tests_serve` in the serving venv. The tiny model is built offline by the testing
+#    kit's sglang_server module on first use and cached beside the venvs.
 #
-# Environment: PYTHON (default python3.11), SGLANG_SERVE_DIR (cache folder, default <repo>/.cache; locally
-# /work/cache/serve lets worktrees share it), SGLANG_VENV_REBUILD=1. Extra arguments go to pytest.
+# Environment: PYTHON (default python3.11), SGLANG_SERVE_DIR (cache folder, default <repo>/.cache;
+# locally /work/cache/serve lets worktrees share it), SGLANG_VENV_REBUILD=1. Extra arguments go to
+# pytest.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,13 +36,17 @@ RECIPE_VERSION=1 # bump when the way the venvs are built changes
 source "$REPO_ROOT/scripts/cached-venvs.sh"
 
 clean_caller_environment SGLANG_SERVE_DIR SGLANG_VENV_REBUILD
-command -v "$PYTHON" >/dev/null || { echo "test-serve: $PYTHON not found (set PYTHON=...)" >&2; exit 2; }
+if ! command -v "$PYTHON" >/dev/null; then
+    echo "test-serve: $PYTHON not found (set PYTHON=...)" >&2
+    exit 2
+fi
 command -v patch >/dev/null || { echo "test-serve: the 'patch' program is needed" >&2; exit 2; }
 key="$(cache_key "$RECIPE_VERSION" "$REQUIREMENTS" "$TORCHVISION_GUARD")"
 VENV="$CACHE_DIR/serve-venv-$key"
 ADOPTED_VENV="$CACHE_DIR/serve-adopted-venv-$(cache_key "$key" "$ADOPTION_PATCH")"
 
-# The serving venv's last step: the guard, and a check that no CUDA torch and no CUDA-only package came in.
+# The serving venv's last step: the guard, and a check that no CUDA torch and no CUDA-only package
+# came in.
 finish_serving_venv() {
     local venv="$1"
     patch --directory="$(purelib "$venv")" --strip=1 --forward --batch --fuzz=0 \
@@ -54,8 +63,8 @@ if present:
 PYTHON
 }
 
-# The adopted venv: hard links to the serving venv's files, but sglang/ copied for real and patched (patch and
-# pip write new files, so the serving venv is never changed through a link).
+# The adopted venv: hard links to the serving venv's files, but sglang/ copied for real and patched
+# (patch and pip write new files, so the serving venv is never changed through a link).
 build_adopted_venv() {
     local began=$SECONDS site
     if [[ "${SGLANG_VENV_REBUILD:-0}" == 1 ]]; then rm -rf "$ADOPTED_VENV"; fi
