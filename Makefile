@@ -4,8 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench bench-quick test-sglang test-serve test-pythons docs docs-serve \
-	docs-check
+.PHONY: demo test lint venv clean bench bench-quick bench-serve test-sglang test-serve test-pythons \
+	docs docs-serve docs-check
 
 $(STAMP): requirements-dev.txt requirements-docs.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ test-sglang: $(STAMP)
 # serving venv (scripts/test-serve.sh; SGLANG_SERVE_DIR moves the cache). It needs no dev venv.
 test-serve:
 	bash scripts/test-serve.sh
+
+# Time to ready and scheduler start-up of the real server in the three worlds, side by side (not a test).
+bench-serve:
+	bash scripts/test-serve.sh bench --update-docs
 
 # The runtime's own tests under the other Pythons the package claims (3.10 and 3.13), each in a cached venv.
 test-pythons:

@@ -19,6 +19,9 @@
 # 4. Runs `pytest tests_serve` in the serving venv. The tiny model is built offline by the testing
 #    kit's sglang_server module on first use and cached beside the venvs.
 #
+# `bash scripts/test-serve.sh bench [--rounds N] [--update-docs]` (make bench-serve) runs
+# benchmarks/real_server.py in the same venvs instead of the tests.
+#
 # Environment: PYTHON (default python3.11), SGLANG_SERVE_DIR (cache folder, default <repo>/.cache;
 # locally /work/cache/serve lets worktrees share it), SGLANG_VENV_REBUILD=1. Extra arguments go to
 # pytest.
@@ -97,10 +100,14 @@ flock -u 9
 echo "test-serve: venvs ready in $((SECONDS - start)) s"
 
 cd "$REPO_ROOT"
+export SGLANG_SERVE_VENV="$VENV" SGLANG_SERVE_ADOPTED_VENV="$ADOPTED_VENV"
+export SGLANG_SERVER_CACHE="$CACHE_DIR/serve-model"
+if [[ "${1:-}" == bench ]]; then
+    shift
+    exec "$VENV/bin/python" benchmarks/real_server.py "$@"
+fi
 set +e
-SGLANG_SERVE_VENV="$VENV" SGLANG_SERVE_ADOPTED_VENV="$ADOPTED_VENV" \
-    SGLANG_SERVER_CACHE="$CACHE_DIR/serve-model" \
-    "$VENV/bin/python" -m pytest -c tests_serve/pytest.ini --rootdir "$REPO_ROOT" "$@"
+"$VENV/bin/python" -m pytest -c tests_serve/pytest.ini --rootdir "$REPO_ROOT" "$@"
 status=$?
 set -e
 echo "test-serve: pytest exit $status; finished in $((SECONDS - start)) s"
