@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import (
     MISSPELLED_TARGET,
+    REPO_ROOT,
     SCHEDULER_LINE,
     WORLDS,
     Plugins,
@@ -174,3 +175,14 @@ def test_a_scheduler_module_that_cannot_be_imported_is_named_with_its_real_impor
     )
     assert "ImportError: partial_json_parser here is broken on purpose" in text
     assert (MISLEADING in text) == (world_name == "released")
+
+
+def test_the_servers_processes_are_the_boxes_of_the_docs_diagram(served: SGLangServer) -> None:
+    page = (REPO_ROOT / "docs" / "real-server.md").read_text(encoding="utf-8")
+    diagram = page.split("```mermaid", 1)[1].split("```", 1)[0]
+    boxes = set(re.findall(r'^\s*\w+\["<b>([^<]+)</b>', diagram, re.M))
+    names = {
+        "python -m sglang.launch_server" if "sglang.launch_server" in name else name.split()[0]
+        for name in sglang_processes(served).values()
+    }
+    assert names == boxes - {"sglang-plugins run"}
