@@ -25,13 +25,16 @@ from conftest import (
     python_of,
     sglang_processes,
 )
+from matrix import ROWS, missing, record, sync_doc
 
 from sglang_plugin_runtime.testing._sglang_server import SGLangServer
 
 pytestmark = pytest.mark.serve
 
 
-def test_the_generated_hook_fires_in_the_scheduler_subprocess(served: SGLangServer) -> None:
+def test_the_generated_hook_fires_in_the_scheduler_subprocess(
+    served: SGLangServer, world: str
+) -> None:
     fired = [
         int(m[1])
         for m in log_lines(served, re.escape(SCHEDULER_LINE) + r" \(hooked in pid (\d+)\)")
@@ -41,22 +44,27 @@ def test_the_generated_hook_fires_in_the_scheduler_subprocess(served: SGLangServ
     assert processes.get(fired[0], "").startswith("sglang::scheduler"), (fired, processes)
     main = [pid for pid, name in processes.items() if not name.startswith("sglang::")]
     assert len(main) == 1 and fired[0] != main[0] and fired[0] != served.pid
+    record("hook", world, "fires in `sglang::scheduler`")
 
 
-def test_generate_returns_200_with_the_plugins_loaded(served: SGLangServer) -> None:
+def test_generate_returns_200_with_the_plugins_loaded(served: SGLangServer, world: str) -> None:
     answer = served.generate("Hello", max_new_tokens=4)
-    assert answer["status"] == 200, answer
-    assert answer["meta_info"]["completion_tokens"] == 4
+    assert answer["meta_info"]["completion_tokens"] == 4, answer
+    record("generate", world, str(answer["status"]))
 
 
-def test_the_platform_plugin_is_selected_in_every_server_process(served: SGLangServer) -> None:
+def _selected_in_every_process(served: SGLangServer) -> bool:
     selected = {
         int(m[1])
         for m in log_lines(served, r"serve-cpu-platform: activate\(\) -> \S+ \(pid (\d+)\)")
     }
     processes = sglang_processes(served)
     assert len(processes) >= 3, processes  # the server, its scheduler and its detokenizer
-    assert set(processes) <= selected, (processes, selected)
+    return set(processes) <= selected
+
+
+def test_the_platform_plugin_is_selected_in_every_server_process(served: SGLangServer) -> None:
+    assert _selected_in_every_process(served), served.log_text()[-3000:]
 
 
 #: What SGLang 0.5.23 asks a platform in a CPU server's life (the probe logs each once per process).
@@ -77,7 +85,7 @@ def test_sglang_calls_the_platforms_methods(served: SGLangServer) -> None:
 
 
 def test_a_cpu_platforms_attention_backend_is_not_asked_sglang_picks_it_first(
-    served: SGLangServer,
+    served: SGLangServer, world: str
 ) -> None:
     """For ``--device cpu`` SGLang picks the attention backend itself
     (sglang/srt/arg_groups/platform_hook.py: 158-166: ``intel_amx``, then its fallback to
@@ -87,7 +95,10 @@ def test_a_cpu_platforms_attention_backend_is_not_asked_sglang_picks_it_first(
     text = served.log_text()
     assert "get_default_attention_backend" not in called
     assert "does not support Intel AMX, will fallback to torch_native backend" in text
-    assert "'attention_backend': 'torch_native'" in text
+    backend = re.search(r"'attention_backend': '(\w+)'", text)
+    assert backend is not None
+    selected = "selected in every server process" if _selected_in_every_process(served) else "no"
+    record("platform", world, f"{selected}; SGLang picks `{backend[1]}` itself")
 
 
 #: What each world writes when ``register()`` raises: SGLang 0.5.23's loader, or the runtime's.
@@ -118,20 +129,23 @@ def test_a_register_that_raises_is_reported_naming_the_plugin(
     served: SGLangServer, world: str
 ) -> None:
     text = served.log_text()
-    assert REGISTER_FAILED[world] in text
     assert "RuntimeError: serve-broken-register: register() failed on purpose" in text
+    seen = next(w for w, message in REGISTER_FAILED.items() if message in text)
+    record("register", world, ROWS["register"].expected(seen))
 
 
 def test_a_misspelled_hook_target_is_reported_naming_the_target(
     served: SGLangServer, world: str
 ) -> None:
     text = served.log_text()
-    assert MISSPELLED[world] in text
-    if world == "released":
+    if MISSPELLED["released"] in text:
         assert "AttributeError: module 'sglang.srt.managers' has no attribute 'schedular'" in text
+        assert "serve_misspelled_target" not in text
+        record("misspelled", world, ROWS["misspelled"].released)
     else:
-        line = next(line for line in text.splitlines() if MISSPELLED[world] in line)
-        assert "serve_misspelled_target" in line, line
+        line = next(line for line in text.splitlines() if RUNTIME_MISSPELLED in line)
+        assert "serve_misspelled_target (serve-misspelled-target 0.1.0)" in line, line
+        record("misspelled", world, ROWS["misspelled"].runtime)
 
 
 @pytest.mark.parametrize("world_name", list(WORLDS))
@@ -149,6 +163,8 @@ def test_a_platform_that_cannot_serve_sglangs_calls_fails_the_server_naming_it(
     assert "serve_broken_platform/device.py" in text, text[-3000:]
     assert "in get_device_total_memory" in text
     assert "AttributeError: module 'torch.cpu' has no attribute 'get_device_properties'" in text
+    outcome = "exits: the plugin's `get_device_total_memory` raises `AttributeError`"
+    record("broken_platform", world_name, outcome)
 
 
 #: A dependency that SGLang's scheduler module imports (and ``launch_server``'s own imports do
@@ -174,7 +190,9 @@ def test_a_scheduler_module_that_cannot_be_imported_is_named_with_its_real_impor
         timeout=180,
     )
     assert "ImportError: partial_json_parser here is broken on purpose" in text
-    assert (MISLEADING in text) == (world_name == "released")
+    first = "misleading `AttributeError` first, then " if MISLEADING in text else ""
+    only = "" if first else " only"
+    record("import", world_name, f"{first}the real `ImportError`{only}; exits")
 
 
 def test_the_servers_processes_are_the_boxes_of_the_docs_diagram(served: SGLangServer) -> None:
@@ -186,3 +204,10 @@ def test_the_servers_processes_are_the_boxes_of_the_docs_diagram(served: SGLangS
         for name in sglang_processes(served).values()
     }
     assert names == boxes - {"sglang-plugins run"}
+
+
+def test_the_doc_carries_the_real_server_rows_of_the_matrix() -> None:
+    """Runs last (conftest.py orders it): docs/sglang.md's real-server rows are this run's."""
+    if missing():
+        pytest.skip(f"not every real-server row ran in this session ({len(missing())} missing)")
+    sync_doc()
