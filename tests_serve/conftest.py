@@ -325,14 +325,15 @@ def logs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("server-logs")
 
 
-@pytest.fixture(scope="session", params=list(WORLDS))
+@pytest.fixture(scope="module", params=list(WORLDS))
 def world(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def served(world: str, plugins: Plugins, logs_dir: Path) -> Iterator[SGLangServer]:
-    """One server per world, shared by every check that reads it: the generated hooks plugin, the
+    """One server per world, shared by every check of the module that reads it (ended with the
+    module, so no other server shares the machine with it): the generated hooks plugin, the
     CPU platform plugin and two failing general plugins installed; no --device and no
     --attention-backend, so SGLang asks the platform."""
     with running_sglang_server(

@@ -1,28 +1,21 @@
-"""Plugins inside SGLang's real server (``python -m sglang.launch_server`` on the CPU), in each
-world.
+"""Plugins inside SGLang's real server (``python -m sglang.launch_server`` on the CPU), per world.
 
 One server per world (``served``) carries the generated hooks plugin, the CPU platform plugin and
 two failing general plugins; each check below reads that server's log or asks it a request. The
-servers that must fail (a platform that cannot serve SGLang's calls, a scheduler that cannot be
-imported) are started on their own and fail fast. What each world promises for each failure is on
-docs/real-server.md.
+servers that must fail are in test_failing_servers.py. What each world promises for each failure
+is on docs/real-server.md.
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from conftest import (
     MISSPELLED_TARGET,
     REPO_ROOT,
     SCHEDULER_LINE,
-    WORLDS,
-    Plugins,
-    failed_server_log,
     log_lines,
-    python_of,
     sglang_processes,
 )
 from matrix import ROWS, missing, record, sync_doc
@@ -146,53 +139,6 @@ def test_a_misspelled_hook_target_is_reported_naming_the_target(
         line = next(line for line in text.splitlines() if RUNTIME_MISSPELLED in line)
         assert "serve_misspelled_target (serve-misspelled-target 0.1.0)" in line, line
         record("misspelled", world, ROWS["misspelled"].runtime)
-
-
-@pytest.mark.parametrize("world_name", list(WORLDS))
-def test_a_platform_that_cannot_serve_sglangs_calls_fails_the_server_naming_it(
-    world_name: str, plugins: Plugins, logs_dir: Path
-) -> None:
-    text = failed_server_log(
-        python=python_of(world_name),
-        paths=[plugins.broken_platform],
-        launcher=WORLDS[world_name][1],
-        attention_backend=None,
-        log=logs_dir / f"{world_name}-broken-platform.log",
-        timeout=180,
-    )
-    assert "serve_broken_platform/device.py" in text, text[-3000:]
-    assert "in get_device_total_memory" in text
-    assert "AttributeError: module 'torch.cpu' has no attribute 'get_device_properties'" in text
-    outcome = "exits: the plugin's `get_device_total_memory` raises `AttributeError`"
-    record("broken_platform", world_name, outcome)
-
-
-#: A dependency that SGLang's scheduler module imports (and ``launch_server``'s own imports do
-#: not), broken.
-BROKEN_DEPENDENCY = 'raise ImportError("partial_json_parser here is broken on purpose")\n'
-#: What SGLang 0.5.23's registry says when the import of a hook's module fails:
-#: ``pkgutil.resolve_name`` falls back to ``getattr`` and hides the ImportError
-#: (sglang/srt/plugins/hook_registry.py:191).
-MISLEADING = "AttributeError: module 'sglang.srt.managers' has no attribute 'scheduler'"
-
-
-@pytest.mark.parametrize("world_name", list(WORLDS))
-def test_a_scheduler_module_that_cannot_be_imported_is_named_with_its_real_import_error(
-    world_name: str, plugins: Plugins, logs_dir: Path, tmp_path: Path
-) -> None:
-    (tmp_path / "partial_json_parser").mkdir()
-    (tmp_path / "partial_json_parser" / "__init__.py").write_text(BROKEN_DEPENDENCY)
-    text = failed_server_log(
-        python=python_of(world_name),
-        paths=[tmp_path, plugins.hooks],
-        launcher=WORLDS[world_name][1],
-        log=logs_dir / f"{world_name}-broken-scheduler-import.log",
-        timeout=180,
-    )
-    assert "ImportError: partial_json_parser here is broken on purpose" in text
-    first = "misleading `AttributeError` first, then " if MISLEADING in text else ""
-    only = "" if first else " only"
-    record("import", world_name, f"{first}the real `ImportError`{only}; exits")
 
 
 def test_the_servers_processes_are_the_boxes_of_the_docs_diagram(served: SGLangServer) -> None:
