@@ -62,19 +62,19 @@ def measure(world: str, site: Path, logs: Path, round_index: int) -> dict[str, f
 
 
 def table(samples: dict[str, list[dict[str, float]]]) -> str:
+    """Median and minimum of each world, and the ratio of medians against released SGLang."""
     released = samples["released"]
     base = {key: statistics.median(s[key] for s in released) for key in ("ready", "scheduler")}
-    lines = [
-        "| world | time to ready (median, s) | ratio | scheduler start-up (median, s) | ratio |",
-        "|---|---|---|---|---|",
-    ]
+    ready, scheduler = "time to ready, s: median (min)", "scheduler start-up, s: median (min)"
+    lines = [f"| world | {ready} | ratio | {scheduler} | ratio |", "|---|---|---|---|---|"]
     for world in WORLDS:
-        ready = statistics.median(s["ready"] for s in samples[world])
-        scheduler = statistics.median(s["scheduler"] for s in samples[world])
-        lines.append(
-            f"| {world} | {ready:.1f} | {ready / base['ready']:.2f}x | {scheduler:.2f} | "
-            f"{scheduler / base['scheduler']:.2f}x |"
-        )
+        cells = [world]
+        for key, digits in (("ready", 1), ("scheduler", 2)):
+            values = [s[key] for s in samples[world]]
+            median = statistics.median(values)
+            cells.append(f"{median:.{digits}f} ({min(values):.{digits}f})")
+            cells.append(f"{median / base[key]:.2f}x")
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=2, help="servers per world (default 2)")
     parser.add_argument("--update-docs", action="store_true", help="rewrite the table in the doc")
+    parser.add_argument("--load", default="", help="what else loaded the machine (for the note)")
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -100,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
             for world in order:
                 samples[world].append(measure(world, site, workdir, index))
                 print(f"round {index + 1} {world}: {samples[world][-1]}", flush=True)
-    text = table(samples) + f"\n\n{options.rounds} servers per world, in rotated order, one run."
+    load = f" {options.load}" if options.load else ""
+    note = f"{options.rounds} servers per world, in rotated order, one run.{load}"
+    text = table(samples) + "\n\n" + note
     print(text)
     RESULTS.write_text(json.dumps(samples, indent=2) + "\n", encoding="utf-8")
     if options.update_docs:
