@@ -107,7 +107,7 @@ if [[ "${1:-}" == bench ]]; then
     exec "$VENV/bin/python" benchmarks/real_server.py "$@"
 fi
 set +e
-"$VENV/bin/python" -m pytest -c tests_serve/pytest.ini --rootdir "$REPO_ROOT" "$@"
+"$VENV/bin/python" -m pytest -c tests_serve/pytest.ini --rootdir "$REPO_ROOT" --durations=12 "$@"
 status=$?
 set -e
 echo "test-serve: pytest exit $status; finished in $((SECONDS - start)) s"

@@ -137,14 +137,15 @@ def test_a_misspelled_hook_target_is_reported_naming_the_target(
         record("misspelled", world, ROWS["misspelled"].released)
     else:
         line = next(line for line in text.splitlines() if RUNTIME_MISSPELLED in line)
-        assert "serve_misspelled_target (serve-misspelled-target 0.1.0)" in line, line
+        assert "[plugin=serve_misspelled_target, dist=serve-misspelled-target]" in line, line
         record("misspelled", world, ROWS["misspelled"].runtime)
 
 
 def test_the_servers_processes_are_the_boxes_of_the_docs_diagram(served: SGLangServer) -> None:
     page = (REPO_ROOT / "docs" / "real-server.md").read_text(encoding="utf-8")
     diagram = page.split("```mermaid", 1)[1].split("```", 1)[0]
-    boxes = set(re.findall(r'^\s*\w+\["<b>([^<]+)</b>', diagram, re.M))
+    tree = diagram.split("subgraph tree", 1)[1].split("\n    end", 1)[0]
+    boxes = set(re.findall(r'^\s*\w+\["<b>([^<]+)</b>', tree, re.M))
     names = {
         "python -m sglang.launch_server" if "sglang.launch_server" in name else name.split()[0]
         for name in sglang_processes(served).values()
