@@ -263,9 +263,12 @@ def server_env(
     paths: Sequence[Path | str] = (),
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The server's environment: offline, SGLang's own CPU engine off, ``paths`` and (when the
-    server's Python has no ``vllm``) the placeholder on ``PYTHONPATH``."""
+    """The server's environment: offline, SGLang's own CPU engine off, ranks talking over the
+    loopback interface, ``paths`` and (when the server's Python has no ``vllm``) the placeholder on
+    ``PYTHONPATH``."""
     env = dict(os.environ, SGLANG_USE_CPU_ENGINE="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    if sys.platform.startswith("linux"):  # gloo would pick the interface of the host name's address
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
     entries = [str(p) for p in paths]
     if not _has_module(python, "vllm"):
         entries.append(str(vllm_placeholder()))
