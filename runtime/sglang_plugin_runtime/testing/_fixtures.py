@@ -33,13 +33,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Real-server tests are off by default: they run only when ``-m`` names their marker."""
+    """Real-server tests are off by default (deselected, as ``-m "not ..."`` would): they run only
+    when ``-m`` names their marker."""
     if SERVER_MARKER in (config.getoption("markexpr", "") or ""):
         return
-    skip = pytest.mark.skip(reason=f"starts a real SGLang server: opt in with pytest -m {SERVER_MARKER}")
-    for item in items:
-        if item.get_closest_marker(SERVER_MARKER) is not None:
-            item.add_marker(skip)
+    off = [item for item in items if item.get_closest_marker(SERVER_MARKER) is not None]
+    if off:
+        items[:] = [item for item in items if item.get_closest_marker(SERVER_MARKER) is None]
+        config.hook.pytest_deselected(items=off)
 
 
 @pytest.fixture
