@@ -4,7 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench bench-quick test-sglang test-pythons test-hooks-model docs docs-serve docs-check
+.PHONY: demo test lint venv clean bench bench-quick bench-serve test-sglang test-serve test-pythons \
+	test-hooks-model docs docs-serve docs-check
 
 $(STAMP): requirements-dev.txt requirements-docs.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,7 +34,7 @@ test-hooks-model: $(STAMP)
 	HOOKS_MODEL_EXAMPLES=20000 $(PY) -m pytest -q -p no:cacheprovider tests/test_hooks_model.py
 
 # ruff (lint and format) over the Python sources, mypy --strict over the runtime (configured in pyproject.toml).
-LINT_PATHS := runtime tests tests_sglang benchmarks scripts docs/_hooks integrations
+LINT_PATHS := runtime tests tests_sglang tests_serve benchmarks scripts docs/_hooks integrations
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
@@ -47,6 +48,15 @@ bench-quick: $(STAMP)
 
 test-sglang: $(STAMP)
 	bash scripts/test-sglang.sh
+
+# Plugins inside SGLang's real server on the CPU, in the three worlds (released, launcher, adopted), in a cached
+# serving venv (scripts/test-serve.sh; SGLANG_SERVE_DIR moves the cache). It needs no dev venv.
+test-serve:
+	bash scripts/test-serve.sh
+
+# Time to ready and scheduler start-up of the real server in the three worlds, side by side (not a test).
+bench-serve:
+	bash scripts/test-serve.sh bench --update-docs
 
 # The runtime's own tests under the other Pythons the package claims (3.10 and 3.13), each in a cached venv.
 test-pythons:

@@ -14,6 +14,7 @@
 #    in the adopted venv. Extra arguments go to pytest in each tier; with arguments the adopted tier gets no
 #    default path, so pick the tier with SGLANG_TIER when you pass paths.
 #
+# The venv recipe is shared with scripts/test-serve.sh (scripts/cached-venvs.sh).
 # Environment: PYTHON (default python3.11), SGLANG_VENV_DIR (default <repo>/.cache), SGLANG_VENV_REBUILD=1,
 # SGLANG_TIER=plain|adopted|both (default both).
 set -euo pipefail
@@ -23,14 +24,12 @@ REQUIREMENTS="$REPO_ROOT/scripts/sglang-requirements.txt"
 ADOPTION_PATCH="$REPO_ROOT/runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch"
 PYTHON="${PYTHON:-python3.11}"
 CACHE_DIR="${SGLANG_VENV_DIR:-$REPO_ROOT/.cache}"
+LOG_PREFIX=test-sglang
 RECIPE_VERSION=1 # bump when the way the venv is built changes
+# shellcheck source=scripts/cached-venvs.sh
+source "$REPO_ROOT/scripts/cached-venvs.sh"
 
-# Nothing from the caller's environment may steer the venv or the tests.
-unset VIRTUAL_ENV PYTHONPATH PYTHONHOME PIP_REQUIRE_VIRTUALENV
-for name in $(env | sed -n 's/^\(SGLANG_[A-Z0-9_]*\)=.*/\1/p'); do
-    case "$name" in SGLANG_VENV_DIR | SGLANG_VENV_REBUILD | SGLANG_TIER) ;; *) unset "$name" ;; esac
-done
-export PIP_DISABLE_PIP_VERSION_CHECK=1
+clean_caller_environment SGLANG_VENV_DIR SGLANG_VENV_REBUILD SGLANG_TIER
 
 TIER="${SGLANG_TIER:-both}"
 case "$TIER" in
@@ -39,36 +38,12 @@ case "$TIER" in
 esac
 command -v "$PYTHON" >/dev/null || { echo "test-sglang: $PYTHON not found (set PYTHON=...)" >&2; exit 2; }
 command -v patch >/dev/null || { echo "test-sglang: the 'patch' program is needed for the adopted venv" >&2; exit 2; }
-py_version="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-key="$( { cat "$REQUIREMENTS"; echo "recipe=$RECIPE_VERSION python=$py_version"; } | sha256sum | cut -c1-12)"
-adopted_key="$( { cat "$REQUIREMENTS" "$ADOPTION_PATCH"; echo "recipe=$RECIPE_VERSION python=$py_version"; } |
-    sha256sum | cut -c1-12)"
-VENV="$CACHE_DIR/sglang-venv-$key"
-ADOPTED_VENV="$CACHE_DIR/sglang-adopted-venv-$adopted_key"
+VENV="$CACHE_DIR/sglang-venv-$(cache_key "$RECIPE_VERSION" "$REQUIREMENTS")"
+ADOPTED_VENV="$CACHE_DIR/sglang-adopted-venv-$(cache_key "$RECIPE_VERSION" "$REQUIREMENTS" "$ADOPTION_PATCH")"
 
-# pip of the venv $1, quietly: this machine's pip configuration names optional local indexes that may be absent.
-pip_quiet() {
-    local venv="$1"
-    shift
-    "$venv/bin/python" -m pip "$@" 2> >(grep -v "^WARNING: Location '.*' is ignored" >&2)
-}
-
-# build_venv DIR PREFIX LABEL: the pinned set in a fresh venv at DIR, reused while DIR/.complete exists. An adopted
-# venv (PREFIX sglang-adopted-venv) is patched before it is marked complete. Other PREFIX-* venvs are then removed.
-build_venv() {
-    local venv="$1" prefix="$2" label="$3" began=$SECONDS
-    if [[ "${SGLANG_VENV_REBUILD:-0}" == 1 ]]; then rm -rf "$venv"; fi
-    if [[ -f "$venv/.complete" ]]; then
-        echo "test-sglang: reusing the cached $label venv $venv"
-        return
-    fi
-    echo "test-sglang: building the $label venv $venv (first run: a few minutes)"
-    rm -rf "$venv" "$venv.partial"
-    "$PYTHON" -m venv "$venv.partial"
-    # A venv's scripts hard-code its path: build under the final name, mark it complete only at the end.
-    mv "$venv.partial" "$venv"
-    pip_quiet "$venv" install --quiet --no-deps -r "$REQUIREMENTS"
-    "$venv/bin/python" - <<'PYTHON'
+# What every venv of this tier must hold: the pinned sglang and CPU torch, and no torchvision or CUDA runtime.
+check_pinned_set() {
+    "$1/bin/python" - <<'PYTHON'
 import importlib.metadata as md, sys
 torch = md.version("torch")
 assert torch.startswith("2.13.0"), f"wrong torch {torch}"
@@ -80,21 +55,11 @@ for name in ("torchvision", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime"):
         continue
     sys.exit(f"test-sglang: {name} must not be in the SGLang venv")
 PYTHON
-    if [[ "$prefix" == sglang-adopted-venv ]]; then
-        local site
-        site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-        # The upstream change, applied the way a reviewer would: plain `patch`, no fuzz, no leftovers.
-        patch --directory="$site" --strip=1 --forward --batch --fuzz=0 --no-backup-if-mismatch \
-            --reject-file=- --input="$ADOPTION_PATCH" >/dev/null
-        "$venv/bin/python" -m compileall -q "$site/sglang/srt/plugins" "$site/sglang/srt/platforms" \
-            "$site/sglang/multimodal_gen/runtime/platforms"
-        echo "test-sglang: applied $(basename "$ADOPTION_PATCH") to $site/sglang"
-    fi
-    touch "$venv/.complete"
-    for old in "$CACHE_DIR/$prefix"-*; do
-        [[ -d "$old" && "$old" != "$venv" ]] && rm -rf "$old"
-    done
-    echo "test-sglang: $label venv built in $((SECONDS - began)) s"
+}
+
+finish_adopted() {
+    check_pinned_set "$1"
+    apply_adoption_patch "$1" "$ADOPTION_PATCH"
 }
 
 start=$SECONDS
@@ -102,26 +67,21 @@ mkdir -p "$CACHE_DIR"
 exec 9>"$CACHE_DIR/sglang-venv.lock"
 flock 9 # one builder at a time; a second run waits and then reuses the venvs
 
-# The runtime, from a snapshot of the source (pip never builds inside the shared checkout).
-snapshot="$(mktemp -d)"
+snapshot="$(runtime_snapshot "$REPO_ROOT")"
 trap 'rm -rf "$snapshot"' EXIT
-cp "$REPO_ROOT/pyproject.toml" "$snapshot/"
-for name in README.md LICENSE; do [[ -f "$REPO_ROOT/$name" ]] && cp "$REPO_ROOT/$name" "$snapshot/"; done
-(cd "$REPO_ROOT" && tar --exclude='__pycache__' --exclude='*.pyc' --exclude='*.egg-info' -cf - runtime) |
-    tar -xf - -C "$snapshot"
 
 tiers=()
 if [[ "$TIER" != adopted ]]; then tiers+=(plain); fi
 if [[ "$TIER" != plain ]]; then tiers+=(adopted); fi
 for tier in "${tiers[@]}"; do
     if [[ "$tier" == plain ]]; then
-        build_venv "$VENV" sglang-venv "plain SGLang"
+        build_pinned_venv "$VENV" sglang-venv "plain SGLang" "$REQUIREMENTS" check_pinned_set
         target="$VENV"
     else
-        build_venv "$ADOPTED_VENV" sglang-adopted-venv "adopted SGLang"
+        build_pinned_venv "$ADOPTED_VENV" sglang-adopted-venv "adopted SGLang" "$REQUIREMENTS" finish_adopted
         target="$ADOPTED_VENV"
     fi
-    pip_quiet "$target" install --quiet --no-deps --no-build-isolation --force-reinstall "$snapshot"
+    install_runtime "$target" "$snapshot"
     echo "test-sglang: runtime installed in the $tier venv ($((SECONDS - start)) s so far)"
 done
 flock -u 9

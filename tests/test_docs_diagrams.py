@@ -692,3 +692,41 @@ def test_the_process_layout_diagram_matches_sglangs_entry_functions() -> None:
         assert _calls(path, function, "load_plugins"), f"{function}() no longer calls load_plugins()"
     assert _calls(sglang / "srt/entrypoints/engine.py", "_set_envs_and_config", "set_start_method")
     assert {label for _, label, _ in layout_chart().edges if label} <= {"spawn", "spawn, per DP rank"}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# real-server.md: the server's processes and where plugins load, in each world.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def real_server_chart() -> Flowchart:
+    (source,) = mermaid_blocks(_page("real-server.md"))
+    return flowchart(source)
+
+
+def test_the_real_server_diagram_spawns_the_scheduler_and_detokenizer_from_the_server() -> None:
+    chart = real_server_chart()
+    assert set(chart.edges) == {
+        ("launcher", "runs", "server"),
+        ("server", "spawn", "scheduler"),
+        ("server", "spawn", "detokenizer"),
+    }
+    assert {"released", "launched", "adopted"} <= set(chart.labels)
+
+
+@pytest.mark.skipif(_sglang_sources() is None, reason="the sources come with `make test-sglang`")
+def test_each_process_of_the_real_server_diagram_loads_plugins_where_it_says() -> None:
+    sglang = _sglang_sources()
+    assert sglang is not None
+    chart = real_server_chart()
+    for node, (path, function) in {
+        "scheduler": (sglang / "srt/managers/scheduler.py", "run_scheduler_process"),
+        "detokenizer": (sglang / "srt/managers/detokenizer_manager.py", "run_detokenizer_process"),
+    }.items():
+        assert function in text_of(chart.labels[node])
+        assert _calls(path, function, "load_plugins"), f"{function}() no longer calls load_plugins()"
+    line = re.search(r"launch_server\.py:(\d+)", text_of(chart.labels["server"]))
+    assert line is not None
+    source = (sglang / "launch_server.py").read_text(encoding="utf-8").splitlines()
+    assert source[int(line[1]) - 1].strip() == "load_plugins()"

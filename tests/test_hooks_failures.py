@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import json
+import logging
 import uuid
 
 import pytest
@@ -92,6 +93,28 @@ def test_target_in_a_module_that_is_not_installed_stays_pending_with_a_reason(ma
 def test_strict_mode_fails_a_target_whose_module_is_not_installed(make_module):
     missing = f"no_such_module_{uuid.uuid4().hex[:8]}"
     HookRegistry.register(f"{missing}.f", lambda r: r)
+    with pytest.raises(HookApplyError):
+        HookRegistry.apply_hooks(strict=True)
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a hook on a misspelled submodule of an imported package (sglang.srt.managers.schedular)",
+    "a WARNING names the target, the module that cannot be found and the hook's plugin; the target stays "
+    "pending (was: pending in silence, while SGLang 0.5.23 logs an error)",
+)
+def test_a_misspelled_submodule_of_an_imported_package_is_named_in_a_warning(make_module, caplog):
+    target = "json.decodr.JSONDecoder.decode"  # json is imported, json.decodr does not exist
+    HookRegistry.register(target, lambda original, *a, **k: original(*a, **k), HookType.AROUND)
+    with caplog.at_level(logging.WARNING):
+        HookRegistry.apply_hooks()
+    report = HookRegistry.describe(target)[0]
+    assert report.status == "pending" and "'json.decodr' cannot be found" in report.error
+    assert any("json.decodr" in r.getMessage() and "<lambda>" in r.getMessage() for r in caplog.records)
+
+
+def test_strict_mode_fails_a_target_in_a_misspelled_submodule(make_module):
+    HookRegistry.register("json.decodr.JSONDecoder.decode", lambda r: r)
     with pytest.raises(HookApplyError):
         HookRegistry.apply_hooks(strict=True)
 

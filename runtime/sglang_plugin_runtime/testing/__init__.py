@@ -1,9 +1,11 @@
 """Testing kit for plugin authors, and a pytest plugin (registered through the ``pytest11`` entry point).
 
 Fixtures (in every pytest run where the runtime is installed): ``plugin_env``, ``fake_distributions``,
-``hook_registry``, ``platform_override``, ``simulated_device`` and ``stand_in_module``. Helpers: fake distributions
-on ``sys.path`` without installing, stand-in modules for a hook's target (SGLang's code without SGLang), a simulated
-torch device module, and a conformance check for platform classes.
+``hook_registry``, ``platform_override``, ``simulated_device``, ``stand_in_module`` and ``sglang_server``
+(a real SGLang server on the CPU, for tests marked ``sglang_server``: they run only with
+``pytest -m sglang_server``). Helpers: fake distributions on ``sys.path`` without installing, stand-in modules
+for a hook's target (SGLang's code without SGLang), a simulated torch device module, and a conformance check for
+platform classes.
 
 Importing this module is cheap (pytest imports it at start-up in every project where the runtime is installed):
 it imports neither pytest nor torch, and the helpers are imported on first use. See docs/testing-kit.md.
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from ._fake_distributions import write_fake_distribution
     from ._fake_site import FakeDistributions
     from ._platform_override import PlatformOverride
+    from ._sglang_server import SGLangServer, SGLangServerError, running_sglang_server, tiny_model
     from ._stand_in import StandInModules
 
 __all__ = [
@@ -33,11 +36,15 @@ __all__ = [
     "FakeDistributions",
     "PlatformOverride",
     "PluginEnv",
+    "SGLangServer",
+    "SGLangServerError",
     "SimulatedDevice",
     "StandInModules",
     "assert_platform_conformance",
     "check_platform_conformance",
+    "running_sglang_server",
     "simulated_device",
+    "tiny_model",
     "write_fake_distribution",
 ]
 
@@ -48,6 +55,10 @@ _LAZY = {
     "ConformanceProblem": "._conformance",
     "assert_platform_conformance": "._conformance",
     "check_platform_conformance": "._conformance",
+    "SGLangServer": "._sglang_server",
+    "SGLangServerError": "._sglang_server",
+    "running_sglang_server": "._sglang_server",
+    "tiny_model": "._sglang_server",
     "SimulatedDevice": ".._simulated_device",
     "StandInModules": "._stand_in",
     "simulated_device": ".._simulated_device",

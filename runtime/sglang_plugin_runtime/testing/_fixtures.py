@@ -6,9 +6,11 @@ and in parallel workers without seeing each other's environment, distributions, 
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -16,6 +18,29 @@ from ._environment import PluginEnv
 from ._fake_site import FakeDistributions
 from ._platform_override import PlatformOverride
 from ._stand_in import StandInModules
+
+if TYPE_CHECKING:
+    from ._sglang_server import SGLangServer
+
+#: The marker of tests that start a real SGLang server: skipped unless the run selects it (``-m sglang_server``).
+SERVER_MARKER = "sglang_server"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{SERVER_MARKER}: starts a real SGLang server on the CPU (opt in: pytest -m {SERVER_MARKER})"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Real-server tests are off by default (deselected, as ``-m "not ..."`` would): they run only
+    when ``-m`` names their marker."""
+    if SERVER_MARKER in (config.getoption("markexpr", "") or ""):
+        return
+    off = [item for item in items if item.get_closest_marker(SERVER_MARKER) is not None]
+    if off:
+        items[:] = [item for item in items if item.get_closest_marker(SERVER_MARKER) is None]
+        config.hook.pytest_deselected(items=off)
 
 
 @pytest.fixture
@@ -96,3 +121,20 @@ def stand_in_module() -> Iterator[StandInModules]:
         yield stand_ins
     finally:
         stand_ins.stop()
+
+
+@pytest.fixture(scope="session")
+def sglang_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SGLangServer]:
+    """A real SGLang server on the CPU (``python -m sglang.launch_server`` with a tiny model built offline), run
+    by this Python, so the plugin under test is installed in it; one per test session, always stopped. Yields
+    its ``.url`` and ``.log`` (``.generate()``, ``.log_text()``). ``SGLANG_SERVER_ARGS`` adds server options;
+    ``SGLANG_SERVER_LAUNCHER=1`` runs it under ``sglang-plugins run``."""
+    from ._sglang_server import running_sglang_server
+
+    log = tmp_path_factory.mktemp("sglang-server") / "server.log"
+    with running_sglang_server(
+        log=log,
+        launcher=os.environ.get("SGLANG_SERVER_LAUNCHER") == "1",
+        extra_args=shlex.split(os.environ.get("SGLANG_SERVER_ARGS", "")),
+    ) as server:
+        yield server

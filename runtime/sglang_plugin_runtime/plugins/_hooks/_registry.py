@@ -424,12 +424,15 @@ class Registry:
         if not found.watch:
             return self._fail([record], found.reason, batch)
         record.error, record.watch = found.reason, found.watch
-        top = record.target.dotted.partition(".")[0]
-        if top not in sys.modules and importlib.util.find_spec(top) is None:
-            record.error = f"module {top!r} cannot be found (is it installed?)"
+        missing = _missing_module(record.target.dotted)
+        if missing is not None:
+            record.error = missing
             if record.strict:
                 return self._fail([record], record.error, batch)
-            logger.warning("Hooks on %s stay pending: %s", record.target, record.error)
+            hooks = ", ".join(r.label() for r in record.registrations)
+            logger.warning(
+                "Hooks on %s stay pending: %s (hooks: %s)", record.target, missing, hooks
+            )
         record.status = _PENDING
 
     def _fail(self, records: list[t.TargetRecord], reason: str, batch: _Batch) -> None:
@@ -663,3 +666,23 @@ def _after_fork() -> None:
     # A thread of the parent may have held a lock at fork time; the child has only one thread.
     for registry in (_default, _active):
         registry.lock = threading.RLock()
+
+
+def _missing_module(target: str) -> str | None:
+    """Why no import can bring ``target``'s module (its top-level module, or a submodule of an
+    imported package, cannot be found: not installed, or misspelled), or None while one may."""
+    parts = target.replace(":", ".").split(".")
+    if parts[0] not in sys.modules:
+        found = importlib.util.find_spec(parts[0]) is not None
+        return None if found else f"module {parts[0]!r} cannot be found (is it installed?)"
+    for depth in range(1, len(parts)):
+        parent, child = ".".join(parts[:depth]), ".".join(parts[: depth + 1])
+        if child in sys.modules:
+            continue
+        namespace = module_dict(sys.modules[parent])  # never runs a lazily loaded module
+        if namespace is None or namespace.get("__path__") is None or parts[depth] in namespace:
+            return None
+        if importlib.util.find_spec(child) is None:
+            return f"module {child!r} cannot be found: {parent!r} has no such module (misspelled?)"
+        return None
+    return None

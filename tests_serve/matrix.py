@@ -1,0 +1,95 @@
+"""The real-server rows of the compatibility matrix (docs/sglang.md), from what this run observed.
+
+Each check of the tier that is one row records its world's outcome with :func:`record`, which
+asserts the outcome the row expects there; the last test of the run writes the rows between the
+``real-server-matrix`` markers with the matrix's own mechanism (``generated_docs.sync_section``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generated_docs import sync_section
+
+WORLDS = ("released", "launcher", "adopted")
+
+
+@dataclass(frozen=True)
+class Row:
+    title: str
+    released: str
+    runtime: str  # the launcher's and the adopted SGLang's outcome (one runtime)
+    why: str = ""  # why the runtime's differs (required when it does)
+
+    def expected(self, world: str) -> str:
+        return self.released if world == "released" else self.runtime
+
+
+ROWS = {
+    "hook": Row(
+        "A generated AROUND hook on `Scheduler.__init__`",
+        "fires in `sglang::scheduler`",
+        "fires in `sglang::scheduler`",
+    ),
+    "generate": Row("`/generate` with every plugin of the row above installed", "200", "200"),
+    "platform": Row(
+        "A generated platform plugin for the CPU, no `--attention-backend`",
+        "selected in every server process; SGLang picks `torch_native` itself",
+        "selected in every server process; SGLang picks `torch_native` itself",
+    ),
+    "register": Row(
+        "A general plugin whose `register()` raises",
+        "`Failed to execute general plugin: NAME`, traceback; serves",
+        "`General plugin 'NAME' (distribution DIST VERSION) failed: ...`, traceback; serves",
+        "The runtime's one failure policy: the plugin, its distribution and version, the error.",
+    ),
+    "misspelled": Row(
+        "A hook on a misspelled module (`sglang.srt.managers.schedular`)",
+        "`Failed to apply hooks to TARGET`, `AttributeError` without the plugin",
+        "`Hooks on TARGET stay pending: module ... cannot be found`, with hook and plugin",
+        "SGLang's `pkgutil.resolve_name` reports a missing attribute and names no plugin; the "
+        "runtime names the module that cannot be found, the hook and its plugin.",
+    ),
+    "import": Row(
+        "The module a hook targets fails to import (a broken dependency of the scheduler)",
+        "misleading `AttributeError` first, then the real `ImportError`; exits",
+        "the real `ImportError` only; exits",
+        "SGLang imports the target at apply time and hides the ImportError behind an "
+        "AttributeError (hook_registry.py:191); the runtime waits for the module's own import.",
+    ),
+    "broken_platform": Row(
+        "A platform class that cannot serve SGLang's calls",
+        "exits: the plugin's `get_device_total_memory` raises `AttributeError`",
+        "exits: the plugin's `get_device_total_memory` raises `AttributeError`",
+    ),
+}
+
+OUTCOMES: dict[tuple[str, str], str] = {}
+
+
+def record(row: str, world: str, outcome: str) -> None:
+    """This world's outcome for ``row``, asserted against what the row expects there."""
+    OUTCOMES[row, world] = outcome
+    assert outcome == ROWS[row].expected(world), f"{ROWS[row].title} [{world}]: {outcome!r}"
+
+
+def render() -> str:
+    lines = [
+        "| behaviour inside `python -m sglang.launch_server` | released | launcher | adopted "
+        "| verdict |",
+        "|---|---|---|---|---|",
+    ]
+    for key, row in ROWS.items():
+        seen = [OUTCOMES[key, world] for world in WORLDS]
+        verdict = "same" if len(set(seen)) == 1 else f"ours differs: {row.why}"
+        cells = [c.replace("|", "\\|") for c in (row.title, *seen, verdict)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + f"\n\n{len(ROWS)} behaviours, each observed in the three worlds."
+
+
+def sync_doc() -> None:
+    sync_section("real-server-matrix", render(), "tests_serve (make test-serve)")
+
+
+def missing() -> list[tuple[str, str]]:
+    return [(key, world) for key in ROWS for world in WORLDS if (key, world) not in OUTCOMES]

@@ -1,0 +1,62 @@
+"""Servers that must fail, started on their own in each world, failing fast: what the log says.
+
+A platform class that cannot serve SGLang's calls, and a module a hook targets that cannot be
+imported. What each world promises for each failure is on docs/real-server.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import WORLDS, Plugins, failed_server_log, python_of
+from matrix import record
+
+pytestmark = pytest.mark.serve
+
+
+@pytest.mark.parametrize("world_name", list(WORLDS))
+def test_a_platform_that_cannot_serve_sglangs_calls_fails_the_server_naming_it(
+    world_name: str, plugins: Plugins, logs_dir: Path
+) -> None:
+    text = failed_server_log(
+        python=python_of(world_name),
+        paths=[plugins.broken_platform],
+        launcher=WORLDS[world_name][1],
+        attention_backend=None,
+        log=logs_dir / f"{world_name}-broken-platform.log",
+        timeout=180,
+    )
+    assert "serve_broken_platform/device.py" in text, text[-3000:]
+    assert "in get_device_total_memory" in text
+    assert "AttributeError: module 'torch.cpu' has no attribute 'get_device_properties'" in text
+    outcome = "exits: the plugin's `get_device_total_memory` raises `AttributeError`"
+    record("broken_platform", world_name, outcome)
+
+
+#: A dependency that SGLang's scheduler module imports (and ``launch_server``'s own imports do
+#: not), broken.
+BROKEN_DEPENDENCY = 'raise ImportError("partial_json_parser here is broken on purpose")\n'
+#: What SGLang 0.5.23's registry says when the import of a hook's module fails:
+#: ``pkgutil.resolve_name`` falls back to ``getattr`` and hides the ImportError
+#: (sglang/srt/plugins/hook_registry.py:191).
+MISLEADING = "AttributeError: module 'sglang.srt.managers' has no attribute 'scheduler'"
+
+
+@pytest.mark.parametrize("world_name", list(WORLDS))
+def test_a_scheduler_module_that_cannot_be_imported_is_named_with_its_real_import_error(
+    world_name: str, plugins: Plugins, logs_dir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "partial_json_parser").mkdir()
+    (tmp_path / "partial_json_parser" / "__init__.py").write_text(BROKEN_DEPENDENCY)
+    text = failed_server_log(
+        python=python_of(world_name),
+        paths=[tmp_path, plugins.hooks],
+        launcher=WORLDS[world_name][1],
+        log=logs_dir / f"{world_name}-broken-scheduler-import.log",
+        timeout=180,
+    )
+    assert "ImportError: partial_json_parser here is broken on purpose" in text
+    first = "misleading `AttributeError` first, then " if MISLEADING in text else ""
+    only = "" if first else " only"
+    record("import", world_name, f"{first}the real `ImportError`{only}; exits")
