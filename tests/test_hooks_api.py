@@ -144,3 +144,35 @@ def test_discard_source_rebuilds_a_target_without_its_hooks(make_module):
     HookRegistry.apply_hooks()
     HookRegistry.discard_source(HookSource("bad", None))
     assert mod.f(1) == 2
+
+
+def test_sglangs_private_hooks_attribute_lists_each_target_as_registered(make_module):
+    mod = make_module("viewed", "def f(x):\n    return x\n")
+    source = HookSource("timer", "timer-dist")
+
+    def before(*args, **kwargs):
+        return None
+
+    HookRegistry.register(f"{mod}:f", before, HookType.BEFORE, source=source)
+    HookRegistry.register(f"{mod}.f", len, HookType.AFTER)
+    assert dict(HookRegistry._hooks) == {f"{mod}:f": [(HookType.BEFORE, before, source), (HookType.AFTER, len, None)]}
+    assert HookRegistry._hooks["no.such:target"] == []  # SGLang's is a defaultdict
+    with pytest.raises(TypeError):
+        HookRegistry._hooks["x.y"] = []
+
+
+def test_sglangs_private_patched_attribute_holds_the_targets_apply_hooks_took(make_module):
+    """SGLang imports a target's module in apply_hooks(); this registry waits for the host's import:
+    a target whose module can be found counts as patched, as it would on SGLang."""
+    mod = make_module("patched_view", "def f(x):\n    return x\n")
+    late = make_module("patched_later", "def g(x):\n    return x\n")
+    importlib.import_module(mod)
+    HookRegistry.register(f"{mod}.f", lambda result, *a, **k: result, HookType.AFTER)
+    HookRegistry.register(f"{late}:g", len, HookType.AFTER)
+    HookRegistry.register("not_installed_pkg_xyz.mod.f", len, HookType.AFTER)
+    assert HookRegistry._patched == frozenset()
+    HookRegistry.apply_hooks()
+    assert HookRegistry._patched == {f"{mod}.f", f"{late}:g"}
+    assert late not in sys.modules
+    HookRegistry.reset()
+    assert not HookRegistry._patched and not HookRegistry._hooks

@@ -796,7 +796,6 @@ def qsa_fail_closed(world: str, paths: list[Path]) -> str:
 #: until then).
 ISSUE_29 = "issue 29 policy"
 SYSTEM_EXIT = "issue 29 policy: a plugin's SystemExit honoured (decided in issue 30)"
-PRIVATE_NAMES = "SGLang's HookRegistry._hooks and _patched as read-only views (issue 30)"
 
 
 @dataclass(frozen=True)
@@ -928,7 +927,6 @@ BEHAVIOURS = [
         orbitkv_hooks,
         sglang="activation completes; orbitkv:b; orbitkv:b; orbitkv(batch); ran b+counted",
         runtime="activation completes; orbitkv:b; orbitkv:b; orbitkv(batch); ran b+counted",
-        pending=PRIVATE_NAMES,
     ),
     Behaviour(
         "qsa_registry",
@@ -939,7 +937,6 @@ BEHAVIOURS = [
         qsa_registry,
         sglang="loaded: True; `_hooks` [], `_patched` []",
         runtime="loaded: True; `_hooks` [], `_patched` []",
-        pending=PRIVATE_NAMES,
     ),
     Behaviour(
         "qsa_fail_closed",

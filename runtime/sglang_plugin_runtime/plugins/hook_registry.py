@@ -12,10 +12,12 @@ used.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
-from ._hooks._registry import Registry, active_registry, isolated_registry
+from ._hooks._registry import Registry, _missing_module, active_registry, isolated_registry
 from ._hooks._registry import _plugin_context as _plugin_context  # for plugin loaders
 from ._hooks._types import (
     STRICT_ENV,
@@ -57,12 +59,54 @@ _H = TypeVar("_H", bound=Callable[..., object])
 _parse_target = Target.parse
 
 
+class _SGLangStateView:
+    """A class attribute with the shape of one of SGLang's private ``HookRegistry`` attributes,
+    computed from the active registry when read: real plugins read them (orbitkv checks ``_patched``
+    after applying, qsa-hisparse's tests read ``_hooks``). A snapshot: changing it changes no hook
+    (item assignment and ``add`` raise)."""
+
+    def __init__(self, build: Callable[[Registry], object]) -> None:
+        self.build = build
+
+    def __get__(self, instance: object, owner: type) -> object:
+        registry = active_registry()
+        with registry.lock:
+            return self.build(registry)
+
+
+def _sglang_hooks(registry: Registry) -> object:
+    """``{target: [(hook type, hook, source), ...]}`` in registration order, each target spelled as
+    first registered; a missing target reads as ``[]``, as in SGLang's ``defaultdict``."""
+    hooks: defaultdict[str, list[tuple[HookType, Callable[..., object], HookSource | None]]]
+    hooks = defaultdict(list)
+    for record in registry.targets.values():
+        ordered = sorted(record.registrations, key=lambda r: r.seq)
+        hooks[record.target.text] = [(r.hook_type, r.hook, r.source) for r in ordered]
+    return MappingProxyType(hooks)
+
+
+def _sglang_patched(registry: Registry) -> object:
+    """The targets SGLang's ``apply_hooks()`` would have patched by now: those applied, and those
+    waiting for their module's first import, which can be found (SGLang imports it at once, this
+    registry patches it when the host does), each spelled as first registered."""
+    return frozenset(
+        r.target.text
+        for r in registry.targets.values()
+        if r.status is HookStatus.APPLIED
+        or (r.status is HookStatus.PENDING and _missing_module(r.target.dotted) is None)
+    )
+
+
 class HookRegistry:
     """The process-wide hook registry, with SGLang's classmethod API.
 
     Every method acts on the active :class:`Registry`: the process's default one, or the fresh one
     :func:`isolated_registry` makes active for a block.
     """
+
+    # SGLang's private state, as read-only views (see _SGLangStateView).
+    _hooks = _SGLangStateView(_sglang_hooks)
+    _patched = _SGLangStateView(_sglang_patched)
 
     @classmethod
     def register(
