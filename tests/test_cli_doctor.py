@@ -829,3 +829,15 @@ def test_doctor_row_for_a_supported_or_absent_sglang(site: PluginSite, installed
     section = result.out[result.out.index("Supported SGLang") :]
     row = next(line for line in section.splitlines() if line.strip().startswith("hooks "))
     assert row.split()[-2:] == [">=0.5.23,<0.6", status], result.out
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor --simulate where NumPy is not installed (the CPU build of torch warns at import; issue 28)",
+    "no 'Failed to initialize NumPy' warning heads the report: nothing doctor does needs NumPy",
+)
+def test_simulate_does_not_print_torchs_numpy_warning(site: PluginSite) -> None:
+    pytest.importorskip("torch")
+    result = cli(site, "doctor", "--simulate", "npu")
+    assert result.code == 0, result.out
+    assert "NumPy" not in result.err and "NumPy" not in result.out

@@ -18,6 +18,7 @@ import socket
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from importlib.util import find_spec
 from typing import Any
@@ -113,7 +114,9 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     if args.simulate_count < 1:
         raise InputError(f"--simulate-count {args.simulate_count}: it must be at least 1")
     try:
-        import torch
+        with warnings.catch_warnings():  # the CPU build of torch warns without NumPy, which nothing here needs
+            warnings.filterwarnings("ignore", "Failed to initialize NumPy", UserWarning)
+            import torch
     except ImportError:
         raise InputError(f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}") from None
     if device in ("cpu", "cuda", "meta") or hasattr(torch, device):
