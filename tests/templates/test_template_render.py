@@ -603,3 +603,12 @@ def test_empty_runtime_source_takes_the_runtime_from_the_index(render: Render) -
     assert "sglang-plugin-runtime @" not in _ci_install(project)
     assert "sglang-plugin-runtime @" not in (project / "README.md").read_text(encoding="utf-8")
     assert _pyproject(project)["project"]["dependencies"] == HOST_REQUIREMENTS["auto"]
+
+
+def test_platform_readme_links_the_contract_of_a_local_kit_by_url(template_dir: Path, tmp_path: Path) -> None:
+    # A path in prose is no link (issue 28): a local checkout's contract page is a file:// URL that opens.
+    from urllib.parse import urlparse
+
+    readme = (render_template(template_dir, tmp_path / "out") / "README.md").read_text(encoding="utf-8")
+    (url,) = re.findall(r"file://\S+/docs/platform-contract\.md", readme)
+    assert Path(urlparse(url).path) == template_dir.resolve() / "docs" / "platform-contract.md"
