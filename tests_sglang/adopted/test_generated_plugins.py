@@ -213,7 +213,6 @@ def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it
             "sglang_plugin_runtime",
             "doctor",
             "--json",
-            "--import-targets",
             "--simulate",
             platform.device,
             "--simulate-backend",
@@ -226,14 +225,17 @@ def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it
         check=False,
     )
     report = json.loads(completed.stdout)
+    # Every package hooks the same SGLang targets (several class REPLACEs on one: warnings), whose modules this venv
+    # cannot all import (--import-targets would say so): each is found, so it waits for its import (information).
     assert completed.returncode == 0, report["problems"]
+    assert [p for p in report["problems"] if p["severity"] == "error"] == []
     assert report["platform"]["plugin"] == platform.entry_point
     loaded = {p["plugin"]: p["status"] for p in report["plugins"]["plugins"]}
     generals = installed.of_kind("general")
     assert loaded == {c.entry_point: "loaded" for c in generals}
     hooked: dict[str, set[str]] = {}
     for target in report["hooks"]["targets"]:
-        assert target["status"] == "applied", target
+        assert target["status"] in ("applied", "pending"), target
         for hook in target["hooks"]:
             hooked.setdefault(hook["source"]["plugin"], set()).add(target["target"])
     expected = {c.entry_point: len(dict(c.answers).get("example_hooks", [])) for c in generals}
