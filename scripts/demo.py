@@ -143,26 +143,31 @@ SIMULATED_PRELUDE = """
     """
 
 HOOKS_CODE = f"""
-    import json
+    import json, sys
+    # The package's hooks target SGLang's own code: as in its own tests, stand-ins shaped like that code take the
+    # place of SGLang's modules (sglang_stand_ins.py; the testing kit's StandInModules), since SGLang is not here.
+    sys.path.insert(0, {{tests!r}})
+    from sglang_plugin_runtime.testing import StandInModules, resolve_target, target_owner
+    from sglang_stand_ins import put_stand_ins
+    put_stand_ins(StandInModules().start())
     from sglang_plugin_runtime.plugins import load_plugins
     report = load_plugins()
-    from {GENERAL["package"]} import example_target, hooks
-    policy = example_target.LRUEvictionPolicy()
+    from {GENERAL["package"]} import hooks
+    policy = resolve_target(hooks.EVICTION_TARGET)()
     policy.mark_used(None)
     policy.mark_used("adapter-a")
-    results = {{
-        "normalize_prompt('  hi  ')": example_target.normalize_prompt("  hi  "),
-        "count_tokens('a b')": example_target.count_tokens("a b"),
-        "LRUEvictionPolicy is KeepBaseModelEvictionPolicy":
-            example_target.LRUEvictionPolicy is hooks.KeepBaseModelEvictionPolicy,
-        "policy.select_victim({{None, 'adapter-a'}})": policy.select_victim({{None, "adapter-a"}}),
-        "Scheduler().run_batch(['a', 'b'])": example_target.Scheduler().run_batch(["a", "b"]),
-        "timer calls recorded": len(hooks.TIMINGS[hooks.TIMER_TARGET]),
-    }}
+    results = {{{{
+        "generate_completion_prompt('  hi  ')  (BEFORE)": resolve_target(hooks.NORMALIZE_TARGET)("  hi  "),
+        "num_image_tokens('a b')  (AFTER)": resolve_target(hooks.COUNT_TARGET)("a b"),
+        "LRUEvictionPolicy is now (class REPLACE)": resolve_target(hooks.EVICTION_TARGET).__name__,
+        "policy.select_victim({{{{None, 'adapter-a'}}}})": policy.select_victim({{{{None, "adapter-a"}}}}),
+        "Scheduler().run_batch(['a', 'b'])  (AROUND)": target_owner(hooks.TIMER_TARGET)().run_batch(["a", "b"]),
+        "timer: calls counted": hooks.TIMINGS[hooks.TIMER_TARGET].calls,
+    }}}}
     from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
     HookRegistry.reset()
-    results["after HookRegistry.reset(): count_tokens('a b')"] = example_target.count_tokens("a b")
-    print(json.dumps({{"report": repr(report)[:300], "results": results}}))
+    results["after HookRegistry.reset(): num_image_tokens('a b')"] = resolve_target(hooks.COUNT_TARGET)("a b")
+    print(json.dumps({{{{"report": repr(report)[:300], "results": results}}}}))
 """
 
 
@@ -221,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             )
 
         with step("The general plugin's hooks, loaded by load_plugins() in a fresh process"):
-            hooks = python_json(HOOKS_CODE, SGLANG_PLUGINS=GENERAL["entry_point"], SGLANG_PLUGINS_STRICT="1")
+            code = HOOKS_CODE.format(tests=str(general_dir / "tests"))
+            hooks = python_json(code, SGLANG_PLUGINS=GENERAL["entry_point"], SGLANG_PLUGINS_STRICT="1")
             for expression, value in hooks["results"].items():
                 say(f"{expression:50} -> {value!r}")
     except DemoError as exc:

@@ -213,53 +213,109 @@ def test_general_plugin_skipped_by_allowlist_is_healthy_and_says_why(site: Plugi
 # --- hooks --------------------------------------------------------------------------------------------------
 
 
+def _hooked(site: PluginSite, target: str) -> None:
+    """A general plugin ``hooks`` (distribution ``hooks-dist``), an AROUND hook on ``target``."""
+    around = "def around(original, *a, **k):\n    return original(*a, **k)\n"
+    register = f"HookRegistry.register({target!r}, around, HookType.AROUND)"
+    add_general(site, "hooks-dist", "hooks", body=around + register)
+
+
 @pytest.mark.fault(
     "cli",
-    "a hook targets a module of a package that is not installed here (sglang.* without SGLang)",
-    "doctor says the package is not installed here, a warning naming target and plugin (exit 0); --strict fails "
-    "(it said 'can never apply ... misspelled target?' and failed)",
+    "a hook targets a module of a package that is not installed (no_such_pkg.mod.func)",
+    "an error naming the module that cannot be found, the target and the plugin (exit 1)",
 )
-def test_hook_on_a_package_not_installed_here_is_a_warning_that_strict_fails(site: PluginSite) -> None:
-    add_general(
-        site,
-        "hooks-dist",
-        "hooks",
-        body=(
-            "def around(original, *a, **k):\n    return original(*a, **k)\n"
-            "HookRegistry.register('no_such_pkg.mod.func', around, HookType.AROUND)"
-        ),
-    )
+def test_hook_on_a_package_not_installed_is_an_error_naming_the_module(site: PluginSite) -> None:
+    _hooked(site, "no_such_pkg.mod.func")
     result = cli(site, "doctor", "--json")
     report = result.json
-    assert result.code == 0
-    target = next(t for t in report["hooks"]["targets"] if t["target"] == "no_such_pkg.mod.func")
-    assert target["status"] == "pending"
-    problem = next(p for p in report["problems"] if p["target"] == "no_such_pkg.mod.func")
-    assert problem["severity"] == "warning" and problem["plugin"] == "hooks"
-    assert "package 'no_such_pkg', which is not installed here" in problem["message"]
-    assert "misspelled" not in problem["message"]
-    assert cli(site, "doctor", "--strict").code == 1
+    assert result.code == 1
+    (problem,) = [p for p in report["problems"] if p["target"] == "no_such_pkg.mod.func"]
+    assert problem["severity"] == "error" and problem["plugin"] == "hooks"
+    assert "module 'no_such_pkg' cannot be found" in problem["message"]
 
 
-def test_pending_hook_is_a_warning_and_strict_flag_fails_it(site: PluginSite) -> None:
-    site.add("target", modules={"target_mod.py": "def work(x):\n    return x\n"})
-    add_general(
-        site,
-        "hooks-dist",
-        "hooks",
-        body=(
-            "def after(result, *a, **k):\n    return result\n"
-            "HookRegistry.register('target_mod.work', after, HookType.AFTER)"
-        ),
-    )
-    relaxed = cli(site, "doctor", "--json")
-    report = relaxed.json
-    assert relaxed.code == 0
+@pytest.mark.fault(
+    "cli",
+    "doctor --strict where SGLang is not installed, with hooks on SGLang's code (sglang.srt...)",
+    "information: the hooks table says pending, --strict passes (gate where SGLang is installed)",
+)
+def test_hook_on_sglang_where_it_is_not_installed_is_information(site: PluginSite) -> None:
+    _hooked(site, "sglang.srt.managers.scheduler:Scheduler.run_batch")
+    result = cli(site, "doctor", "--json", "--strict")
+    report = result.json
+    assert result.code == 0, report["problems"]
+    (target,) = report["hooks"]["targets"]
+    assert target["status"] == "pending" and report["problems"] == []
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor --strict, a hook whose module is installed but not imported yet (the gate failed it)",
+    "information, not a warning: --strict passes; the module is not imported",
+)
+def test_pending_hook_on_a_module_found_passes_the_strict_gate(site: PluginSite) -> None:
+    marker = site.root / "imported.txt"
+    module = f"open({str(marker)!r}, 'w').close()\ndef work(x):\n    return x\n"
+    site.add("target", modules={"target_mod.py": module})
+    _hooked(site, "target_mod.work")
+    result = cli(site, "doctor", "--json", "--strict")
+    report = result.json
+    assert result.code == 0, report["problems"]
     target = next(t for t in report["hooks"]["targets"] if t["target"] == "target_mod.work")
     assert target["status"] == "pending"
     assert target["hooks"][0]["source"] == {"plugin": "hooks", "distribution": "hooks-dist"}
-    assert "pending" in messages(report, "warning")
-    assert cli(site, "doctor", "--json", "--strict").code == 1
+    assert not marker.exists()  # found without importing it
+    assert "pending" in cli(site, "doctor").out
+
+
+@pytest.mark.fault(
+    "cli",
+    "a hook's module misspelled below an installed package (pkg.workr.run, pkg.workr:run)",
+    "an error naming the missing module and the target; nothing is imported to find out",
+)
+@pytest.mark.parametrize(
+    ("target", "missing"),
+    [
+        ("target_pkg.workr.run", "target_pkg.workr"),
+        ("target_pkg.workr:run", "target_pkg.workr"),
+        ("target_pkg.sub.workr:Cls.run", "target_pkg.sub.workr"),
+    ],
+)
+def test_a_misspelled_hook_module_is_an_error(site: PluginSite, target: str, missing: str) -> None:
+    marker = site.root / "imported.txt"
+    modules = {
+        "target_pkg/__init__.py": f"open({str(marker)!r}, 'w').close()\n",
+        "target_pkg/work.py": "def run():\n    pass\n",
+        "target_pkg/sub/__init__.py": "",
+    }
+    site.add("target", modules=modules)
+    _hooked(site, target)
+    result = cli(site, "doctor", "--json")
+    assert result.code == 1
+    (problem,) = [p for p in result.json["problems"] if p["target"] == target]
+    assert problem["severity"] == "error" and problem["plugin"] == "hooks"
+    assert f"module {missing!r} cannot be found" in problem["message"]
+    assert not marker.exists()
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor --import-targets with a misspelled submodule (issue 30, defect 16: a warning, exit 0, "
+    "advising "
+    "--import-targets)",
+    "an error naming the module that cannot be found (exit 1), not advising --import-targets",
+)
+def test_import_targets_with_a_misspelled_submodule_is_an_error(site: PluginSite) -> None:
+    modules = {"target_pkg/__init__.py": "", "target_pkg/work.py": "def run():\n    pass\n"}
+    site.add("target", modules=modules)
+    _hooked(site, "target_pkg.workr.run")
+    result = cli(site, "doctor", "--json", "--import-targets")
+    assert result.code == 1
+    (problem,) = [p for p in result.json["problems"] if p["target"] == "target_pkg.workr.run"]
+    assert problem["severity"] == "error"
+    assert "module 'target_pkg.workr' cannot be found" in problem["message"]
+    assert "--import-targets" not in problem["message"]
 
 
 def test_import_targets_applies_pending_hooks(site: PluginSite) -> None:
@@ -657,3 +713,133 @@ def test_register_raising_shows_the_plugins_traceback(site: PluginSite) -> None:
     assert "broken_plugin.py" in trace and "json/decoder.py" in trace and "JSONDecodeError: (see Problems)" in trace
     record = cli(site, "doctor", "--json").json["plugins"]["plugins"][0]
     assert record["status"] == "failed-register" and "broken_plugin.py" in record["traceback"]
+
+
+# ---- released SGLang's own registry, and the SGLang releases a plugin declares --------------------------------
+
+#: Released SGLang's registry as a plugin sees it (``_hooks``: target -> [(type, hook, source)]), and a version.
+FAKE_SGLANG = {
+    "sglang/__init__.py": "",
+    "sglang/srt/__init__.py": "",
+    "sglang/srt/plugins/__init__.py": "",
+    "sglang/srt/plugins/hook_registry.py": (
+        "from collections import defaultdict, namedtuple\n"
+        "HookSource = namedtuple('HookSource', 'plugin_name dist_name')\n"
+        "class HookRegistry:\n"
+        "    _hooks = defaultdict(list)\n"
+        "    @classmethod\n"
+        "    def register(cls, target, hook, hook_type=None):\n"
+        "        cls._hooks[target].append((hook_type, hook, HookSource('hooks', 'hooks-dist')))\n"
+    ),
+    "sglang/srt/managers/__init__.py": "",
+    "sglang/srt/managers/scheduler.py": "class Scheduler:\n    def run_batch(self):\n        pass\n",
+}
+
+
+def _plugin_on_sglangs_registry(site: PluginSite, *targets: str) -> None:
+    site.add("sglang", "0.5.23", modules=FAKE_SGLANG)
+    body = "from sglang.srt.plugins.hook_registry import HookRegistry as Theirs\n" + "".join(
+        f"Theirs.register({target!r}, print)\n" for target in targets
+    )
+    add_general(site, "hooks-dist", "hooks", body=body)
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor under released SGLang: a plugin registers with SGLang's own registry, a module misspelled",
+    "checked as SGLang's apply_hooks() resolves it: an error naming the module and the target",
+)
+def test_doctor_checks_the_targets_in_released_sglangs_registry(site: PluginSite) -> None:
+    good, bad = "sglang.srt.managers.scheduler.Scheduler.run_batch", "sglang.srt.managers.schedulr.Scheduler.x"
+    _plugin_on_sglangs_registry(site, good, bad)
+    result = cli(site, "doctor", "--json", "--strict")
+    report = result.json
+    assert report["hooks"]["sglang_registry_targets"] == sorted([good, bad])
+    assert result.code == 1
+    (problem,) = report["problems"]
+    assert problem["target"] == bad and problem["plugin"] == "hooks" and problem["severity"] == "error"
+    assert "module 'sglang.srt.managers.schedulr' cannot be found" in problem["message"]
+
+
+def test_doctor_passes_released_sglangs_registry_when_every_module_is_found(site: PluginSite) -> None:
+    _plugin_on_sglangs_registry(site, "sglang.srt.managers.scheduler:Scheduler.run_batch")
+    result = cli(site, "doctor", "--strict")
+    assert result.code == 0, result.out
+    assert "Hooks in released SGLang's registry" in result.out and "module found" in result.out
+    deep = cli(site, "doctor", "--json", "--strict", "--import-targets")
+    assert deep.code == 0, deep.json["problems"]
+
+
+def test_import_targets_resolves_released_sglangs_targets_as_sglang_does(site: PluginSite) -> None:
+    _plugin_on_sglangs_registry(site, "sglang.srt.managers.scheduler.Scheduler.run_batchh")
+    assert cli(site, "doctor", "--strict").code == 0  # the module is found; the attribute is not looked up
+    deep = cli(site, "doctor", "--json", "--import-targets")
+    assert deep.code == 1
+    (problem,) = deep.json["problems"]
+    assert "run_batchh" in problem["message"] and problem["plugin"] == "hooks"
+
+
+def _declaring(site: PluginSite, supported: str, installed: str | None) -> None:
+    if installed is not None:
+        site.add("sglang", installed)
+    dist_info = site.add(
+        "hooks-dist",
+        "2.0",
+        entry_points={"sglang.srt.plugins": {"hooks": "hooks_mod:register"}},
+        modules={"hooks_mod.py": "def register():\n    pass\n"},
+    )
+    metadata = dist_info / "METADATA"
+    requirement = f'Requires-Dist: sglang{supported}; extra == "sglang"\nProvides-Extra: sglang\n'
+    metadata.write_text(metadata.read_text().replace("Version: 2.0\n", f"Version: 2.0\n{requirement}"))
+
+
+@pytest.mark.fault(
+    "cli",
+    "a plugin declares supported SGLang releases (its extra sglang) and another SGLang is installed",
+    "doctor: a row per plugin and a warning naming the plugin, its range and the installed SGLang",
+)
+def test_doctor_reports_a_plugin_outside_its_supported_sglang_range(site: PluginSite) -> None:
+    _declaring(site, ">=0.5.23,<0.6", "0.6.1")
+    result = cli(site, "doctor", "--json")
+    report = result.json
+    assert result.code == 0  # a warning; --strict fails it
+    assert report["sglang"] == {
+        "installed": "0.6.1",
+        "plugins": [
+            {
+                "plugin": "hooks",
+                "distribution": "hooks-dist",
+                "version": "2.0",
+                "supports": ">=0.5.23,<0.6",
+                "status": "unsupported",
+            }
+        ],
+    }
+    (problem,) = report["problems"]
+    assert problem["severity"] == "warning" and problem["step"] == "sglang"
+    assert "'hooks' (hooks-dist 2.0) supports SGLang >=0.5.23,<0.6, but SGLang 0.6.1" in problem["message"]
+    assert cli(site, "doctor", "--strict").code == 1
+
+
+@pytest.mark.parametrize(
+    ("installed", "status"), [("0.5.23", "supported"), ("0.5.30rc1", "supported"), (None, "not-checked")]
+)
+def test_doctor_row_for_a_supported_or_absent_sglang(site: PluginSite, installed: str | None, status: str) -> None:
+    _declaring(site, ">=0.5.23,<0.6", installed)
+    result = cli(site, "doctor", "--strict")
+    assert result.code == 0, result.out
+    section = result.out[result.out.index("Supported SGLang") :]
+    row = next(line for line in section.splitlines() if line.strip().startswith("hooks "))
+    assert row.split()[-2:] == [">=0.5.23,<0.6", status], result.out
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor --simulate where NumPy is not installed (the CPU build of torch warns at import; issue 28)",
+    "no 'Failed to initialize NumPy' warning heads the report: nothing doctor does needs NumPy",
+)
+def test_simulate_does_not_print_torchs_numpy_warning(site: PluginSite) -> None:
+    pytest.importorskip("torch")
+    result = cli(site, "doctor", "--simulate", "npu")
+    assert result.code == 0, result.out
+    assert "NumPy" not in result.err and "NumPy" not in result.out

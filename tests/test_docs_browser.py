@@ -85,13 +85,18 @@ _PROBE = """
     const identifiers = [...document.querySelectorAll(".md-content td code")]
       .filter(code => !/\\s/.test(code.textContent))
       .map(code => ({text: code.textContent, lines: code.getClientRects().length}));
+    const tables = [...document.querySelectorAll(".md-content .md-typeset__scrollwrap")].map(wrap => ({
+      first_cell: (wrap.querySelector("th, td") || wrap).textContent.trim().slice(0, 60),
+      scroll_width: wrap.scrollWidth,
+      client_width: wrap.clientWidth,
+    }));
     const nav = [...document.querySelectorAll(".md-sidebar--primary .md-nav__link .md-ellipsis")]
       .filter(name => name.getClientRects().length > 0)
       .map(name => ({text: name.textContent.trim(), scroll_width: name.scrollWidth, client_width: name.clientWidth}));
     const out = document.createElement("pre");
     out.id = "docs-check-report";
     const height = document.documentElement.scrollHeight;
-    out.textContent = JSON.stringify({blocks, diagrams, identifiers, nav, height});
+    out.textContent = JSON.stringify({blocks, diagrams, identifiers, nav, tables, height});
     document.body.appendChild(out);
   }
   function wait(tries) {
@@ -152,7 +157,7 @@ class Browser:
         probe.write_text(source.read_text(encoding="utf-8").replace("<head>", "<head>" + head, 1), encoding="utf-8")
         return probe
 
-    def _run(self, url: str, *args: str, height: int = 1000) -> subprocess.CompletedProcess[str]:
+    def _run(self, url: str, *args: str, height: int = 1000, width: int = WIDTH) -> subprocess.CompletedProcess[str]:
         command = [
             self.executable,
             "--headless",
@@ -164,17 +169,17 @@ class Browser:
             # No host name resolves: the page's CDN fonts and scripts fail at once, never wait on a network.
             "--host-resolver-rules=MAP * ~NOTFOUND",
             "--virtual-time-budget=30000",
-            f"--window-size={WIDTH},{height}",
+            f"--window-size={width},{height}",
             *args,
             url,
         ]
         return subprocess.run(command, capture_output=True, text=True, timeout=180)
 
-    def measure(self, page: str) -> dict:
+    def measure(self, page: str, width: int = WIDTH) -> dict:
         diagrams = page_html(self.site, page).read_text(encoding="utf-8").count('<pre class="mermaid">')
         probe = self._page_with(page, _PROBE % {"diagrams": diagrams})
         try:
-            proc = self._run(probe.as_uri(), "--dump-dom")
+            proc = self._run(probe.as_uri(), "--dump-dom", width=width)
         finally:
             probe.unlink()
         found = re.search(r'<pre id="docs-check-report">(.*?)</pre>', proc.stdout, re.S)
@@ -263,3 +268,12 @@ def test_every_diagram_is_drawn_readably_with_no_network(page: str, browser: Bro
         assert diagram["width"] <= diagram["column_width"] + 1, f"{where}: wider than the column"
         scale = diagram["width"] / diagram["natural_width"]
         assert scale >= MIN_DIAGRAM_SCALE, f"{where}: drawn at {scale:.0%} of its size to fit, too small to read"
+
+
+@pytest.mark.parametrize("width", [1400, 1920])
+def test_the_contract_page_fits_wide_screens(browser: Browser, width: int) -> None:
+    # Issue 28: two of its tables and its class tree ran past the column at 1400 and 1920 px.
+    report = browser.measure("platform-contract.md", width)
+    wide = [t for t in report["tables"] if t["scroll_width"] > t["client_width"] + 1]
+    wide += [b for b in report["blocks"] if b["scroll_width"] > b["client_width"] + 1]
+    assert not wide, f"platform-contract.md at {width} px: " + json.dumps(wide, indent=1)

@@ -123,3 +123,18 @@ def render(template: Path, destination: Path, data: dict[str, Any]) -> Path:
 
     run_copy(str(template), destination, data=data, defaults=True, unsafe=False, quiet=True, overwrite=True)
     return destination
+
+
+def generated_stand_ins(project: Path) -> str:
+    """Scenario code putting a generated general package's stand-ins (its ``tests/sglang_stand_ins.py``) in place of
+    the SGLang modules its hooks target, as its own tests do (this venv lacks what some of those modules import);
+    it defines ``resolve_target`` and ``target_owner``."""
+    return textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(project / "tests")!r})
+        from sglang_plugin_runtime.testing import StandInModules, resolve_target, target_owner
+        from sglang_stand_ins import put_stand_ins
+        put_stand_ins(StandInModules().start())
+        """
+    )

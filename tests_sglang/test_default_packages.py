@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import render
-from scenarios import pip_install_target, run_python
+from scenarios import generated_stand_ins, pip_install_target, run_python
 
 pytestmark = pytest.mark.subprocess
 
@@ -88,18 +88,18 @@ LOAD = """
 from sglang.srt.plugins import load_plugins
 from sglang.srt.plugins.hook_registry import HookRegistry
 load_plugins()
-from sglang_example_hooks import example_target, hooks
+from sglang_example_hooks import hooks
 from sglang_example_hooks.host import HOST_PACKAGE
-policy = example_target.LRUEvictionPolicy()
+policy = resolve_target(hooks.EVICTION_TARGET)()
 policy.mark_used(None)
 policy.mark_used("adapter-a")
 report({
     "host": HOST_PACKAGE,
-    "normalize": example_target.normalize_prompt("  hello  "),
-    "count": example_target.count_tokens("two tokens"),
-    "batch": example_target.Scheduler().run_batch(["a", "b"]),
-    "timings": len(hooks.TIMINGS[hooks.TIMER_TARGET]),
-    "replaced": example_target.LRUEvictionPolicy is hooks.KeepBaseModelEvictionPolicy,
+    "normalize": resolve_target(hooks.NORMALIZE_TARGET)("  hello  "),
+    "count": resolve_target(hooks.COUNT_TARGET)("two tokens"),
+    "batch": target_owner(hooks.TIMER_TARGET)().run_batch(["a", "b"]),
+    "timings": hooks.TIMINGS[hooks.TIMER_TARGET].calls,
+    "replaced": type(policy).__name__,
     "victim": policy.select_victim({None, "adapter-a"}),
     "sources": sorted({tuple(src) for hooks_ in HookRegistry._hooks.values() for _t, _h, src in hooks_}),
     "targets": len(HookRegistry._hooks),
@@ -108,12 +108,12 @@ report({
 
 
 def test_sglangs_load_plugins_fires_every_default_hook(default_general: Default) -> None:
-    out = run_python(LOAD, paths=[default_general.site])
+    out = run_python(generated_stand_ins(default_general.project) + LOAD, paths=[default_general.site])
     assert out["host"] == "sglang.srt"  # registered with SGLang's own HookRegistry
     assert out["normalize"] == "hello"  # BEFORE
     assert out["count"] == 3  # AFTER
     assert out["batch"] == 2 and out["timings"] == 1  # AROUND, by @plugin_hook
-    assert out["replaced"] is True and out["victim"] == "adapter-a"  # class REPLACE
+    assert out["replaced"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"  # class REPLACE
     assert out["targets"] == 4
     assert out["sources"] == [["example", "sglang-example-hooks"]]  # SGLang attributes them to the plugin
 
@@ -161,3 +161,138 @@ def test_doctor_simulate_reports_the_default_platform_where_sglang_is_installed(
     assert report["platform"]["status"] == "selected", report["platform"]
     assert report["platform"]["platform_class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform"
     assert not [p for p in report["problems"] if p["severity"] == "error"], report["problems"]
+
+
+# ---- a customer's machine: the wheel from an index without the runtime, on released SGLang ------------------
+
+
+def _wheel_from_an_index_without_the_runtime(project: Path, tmp: pytest.TempPathFactory) -> Path:
+    """Build the wheel, then ``pip install --no-index --find-links`` it from a folder holding it alone (this venv
+    has SGLang and what it needs): any requirement the folder cannot meet fails the install."""
+    import subprocess
+    import sys
+
+    from scenarios import clean_env
+
+    index = tmp.mktemp("find-links")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(index), str(project)],
+        check=True,
+        capture_output=True,
+        env=clean_env(),
+    )
+    site = tmp.mktemp("customer-site")
+    installed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--find-links",
+            str(index),
+            "--target",
+            str(site),
+            "--no-compile",
+            _distribution(project),
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    return site
+
+
+def _distribution(project: Path) -> str:
+    import yaml
+
+    return str(yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))["distribution_name"])
+
+
+#: The runtime's serving path is unimportable from here on: what runs is released SGLang and the plugin alone.
+WITHOUT_THE_RUNTIME = """
+import sys
+for _name in ("sglang_plugin_runtime.platforms", "sglang_plugin_runtime.plugins"):
+    sys.modules[_name] = None
+"""
+
+
+def test_the_default_wheels_install_without_the_runtime_and_run_on_released_sglang(
+    default_platform: Default, default_general: Default, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    platform_site = _wheel_from_an_index_without_the_runtime(default_platform.project, tmp_path_factory)
+    general_site = _wheel_from_an_index_without_the_runtime(default_general.project, tmp_path_factory)
+    selected = run_python(
+        SIMULATE + WITHOUT_THE_RUNTIME + PROBE,
+        paths=[platform_site],
+        env={"SGLANG_PLATFORM": "mydevice", "SGLANG_PLUGINS_STRICT": "1"},
+    )
+    assert selected["ok"] and selected["class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform", selected
+    assert selected["host"] == "sglang.srt"
+    loaded = run_python(
+        generated_stand_ins(default_general.project) + WITHOUT_THE_RUNTIME + LOAD,
+        paths=[general_site],
+        env={"SGLANG_PLUGINS_STRICT": "1"},
+    )
+    assert loaded["count"] == 3 and loaded["replaced"] == "KeepBaseModelEvictionPolicy"
+
+
+# ---- the gate where released SGLang is installed ------------------------------------------------------------
+
+
+def _doctor(site: Path, *args: str) -> tuple[int, dict]:
+    import json
+    import subprocess
+    import sys
+
+    from scenarios import clean_env
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "sglang_plugin_runtime", "doctor", "--json", *args],
+        env=clean_env([site]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return completed.returncode, json.loads(completed.stdout)
+
+
+@pytest.mark.parametrize("examples", [[], ["before"], ["after"], ["around_timer"], ["replace_class"]])
+def test_doctor_strict_passes_a_correct_general_plugin_on_released_sglang(
+    template_dir: Path, tmp_path_factory: pytest.TempPathFactory, examples: list[str]
+) -> None:
+    project = render(template_dir, tmp_path_factory.mktemp("gate"), plugin_kind="general", example_hooks=examples)
+    code, report = _doctor(pip_install_target(project, tmp_path_factory.mktemp("gate-site")), "--strict")
+    assert code == 0, report["problems"]
+    assert len(report["hooks"]["sglang_registry_targets"]) == len(examples)
+    assert report["sglang"]["plugins"][0]["status"] == "supported"
+
+
+def test_doctor_strict_names_a_misspelled_module_on_released_sglang(
+    template_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    project = render(template_dir, tmp_path_factory.mktemp("gate"), plugin_kind="general")
+    hooks = project / "sglang_example_hooks" / "hooks.py"
+    hooks.write_text(hooks.read_text(encoding="utf-8").replace("managers.scheduler:", "managers.schedular:"))
+    code, report = _doctor(pip_install_target(project, tmp_path_factory.mktemp("gate-site")), "--strict")
+    assert code == 1
+    (problem,) = report["problems"]
+    assert problem["target"] == "sglang.srt.managers.schedular:Scheduler.run_batch"
+    assert "module 'sglang.srt.managers.schedular' cannot be found" in problem["message"]
+
+
+def test_a_package_for_another_sglang_warns_once_on_released_sglang(
+    template_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    project = render(template_dir, tmp_path_factory.mktemp("range"), plugin_kind="general", sglang_versions=">=0.6")
+    site = pip_install_target(project, tmp_path_factory.mktemp("range-site"))
+    code = "from sglang.srt.plugins import load_plugins\nload_plugins()\nload_plugins()\nreport(True)\n"
+    out = run_python(code, paths=[site])
+    warnings = [line for line in out.stderr.splitlines() if "supports SGLang" in line]
+    assert len(warnings) == 1, out.stderr
+    assert "plugin 'example' (sglang-example-hooks 0.1.0) supports SGLang >=0.6, but SGLang 0.5.23" in warnings[0]
+    doctor_code, report = _doctor(site, "--strict")
+    assert doctor_code == 1 and report["sglang"]["plugins"][0]["status"] == "unsupported"

@@ -91,12 +91,13 @@ import sglang_plugin_runtime.plugins.hook_registry as ours
 from sglang.srt.platforms import current_platform
 from sglang.srt.plugins import load_plugins
 load_plugins()
-from launched_hooks import example_target
+import sglang.srt.lora.eviction_policy as eviction
+import sglang.srt.multimodal.deepseek_v41_image_processing as images
 report({
     "runtime_registry": theirs.HookRegistry is ours.HookRegistry,
     "platform": type(current_platform).__name__,
-    "count": example_target.count_tokens("a b"),
-    "policy": example_target.LRUEvictionPolicy.__name__,
+    "count": images.num_image_tokens(2, 3),  # 10, and the AFTER hook's one
+    "policy": eviction.LRUEvictionPolicy.__name__,
 })
 """
 
@@ -109,7 +110,7 @@ def test_a_runtime_host_platform_and_general_plugin_work_on_released_sglang_unde
     assert out.result == {
         "runtime_registry": True,
         "platform": "LaunchedSRTPlatform",
-        "count": 3,
+        "count": 11,
         "policy": "KeepBaseModelEvictionPolicy",
     }
     assert "sglang-plugins run: SGLang 0.5.23 runs with sglang_plugin_runtime" in out.stderr
@@ -160,8 +161,8 @@ def observe(call_load_plugins):
     if call_load_plugins:
         from sglang.srt.plugins import load_plugins
         load_plugins()
-    target = importlib.import_module("launched_hooks.example_target")
-    return [theirs.HookRegistry is ours.HookRegistry, type(current_platform).__name__, target.count_tokens("a b")]
+    images = importlib.import_module("sglang.srt.multimodal.deepseek_v41_image_processing")
+    return [theirs.HookRegistry is ours.HookRegistry, type(current_platform).__name__, images.num_image_tokens(2, 3)]
 """
 
 
@@ -183,7 +184,7 @@ def test_spawned_forked_and_forkserver_children_run_the_runtime_too(launched_sit
         paths=[launched_site, tmp_path],
         launcher=True,
     )
-    expected = [True, "LaunchedSRTPlatform", 3]
+    expected = [True, "LaunchedSRTPlatform", 11]
     assert out.result == {"parent": expected, "fork": expected, "spawn": expected, "forkserver": expected}
 
 

@@ -1,11 +1,10 @@
-"""Every SGLang target the general template suggests fits its example hook, checked against SGLang 0.5.23.
+"""Every SGLang target of the general template's example hooks fits its hook, checked against SGLang 0.5.23.
 
-``hooks.py`` writes, above each example target, the SGLang target "of the same shape", and the README repeats them
-in its table. Here each suggestion is looked up in the installed SGLang 0.5.23 sources (parsed, since most of these
-modules import more of SGLang's serving stack than this venv carries) and judged against what its example hook
-assumes. Then the package is changed exactly as its README says (targets swapped in, the stand-ins deleted) and
-SGLang's own ``load_plugins()`` loads it: every hook lands on its SGLang target, and the ones whose module this
-venv can import fire.
+``hooks.py`` aims each example hook at SGLang's own code (``*_TARGET``; the class REPLACE example subclasses the
+class in ``eviction.py``), and the README repeats them in its table. Here each target is looked up in the installed
+SGLang 0.5.23 sources (parsed, since most of these modules import more of SGLang's serving stack than this venv
+carries) and judged against what its example hook assumes. Then SGLang's own ``load_plugins()`` loads the package
+as generated: every hook lands on its SGLang target, and the ones whose module this venv can import fire.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +22,7 @@ from scenarios import pip_install_target, run_python
 pytestmark = pytest.mark.subprocess
 
 PACKAGE = "sglang_example_hooks"
-SUGGESTION = re.compile(r'^# In SGLang, for example: "(?P<target>[^"]+)"\n(?P<name>\w+_TARGET) = ', re.MULTILINE)
-IMPORT_SUGGESTION = re.compile(
-    r"^# (?P<line>from (?P<module>[\w.]+) import (?P<name>\w+))\n(?P<local>from \.example_target import \w+)\n",
-    re.MULTILINE,
-)
+TARGET = re.compile(r'^(?P<name>\w+_TARGET) = "(?P<target>[^"]+)"$', re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
@@ -41,10 +35,10 @@ def _hooks_py(project: Path) -> str:
 
 
 def _suggestions(project: Path) -> dict[str, str]:
-    """``*_TARGET`` name -> the SGLang target suggested above it."""
-    found = {m.group("name"): m.group("target") for m in SUGGESTION.finditer(_hooks_py(project))}
-    (replace,) = IMPORT_SUGGESTION.finditer(_hooks_py(project))
-    found["EVICTION_TARGET"] = f"{replace.group('module')}.{replace.group('name')}"
+    """``*_TARGET`` name -> the SGLang target it names."""
+    found = {m.group("name"): m.group("target") for m in TARGET.finditer(_hooks_py(project))}
+    eviction = (project / PACKAGE / "eviction.py").read_text(encoding="utf-8")
+    assert f"from {found['EVICTION_TARGET'].rpartition('.')[0]} import LRUEvictionPolicy" in eviction
     return found
 
 
@@ -141,20 +135,7 @@ def test_replace_suggestion_is_a_class_with_the_overridden_method(project: Path)
     assert [a.arg for a in _positional(method)] == ["self", "candidates"]
 
 
-# ---- following the README: the hooks land on SGLang ------------------------------------------------------
-
-
-def _follow_the_readme(project: Path) -> None:
-    """Step 1: each SGLang target in place of the stand-in (the REPLACE example: its import); step 2: delete the
-    stand-ins and the example tests."""
-    hooks = project / PACKAGE / "hooks.py"
-    text = hooks.read_text(encoding="utf-8")
-    text = re.sub(r'(?m)^(# In SGLang, for example: "([^"]+)"\n)(\w+_TARGET) = "[^"]*"$', r'\1\3 = "\2"', text)
-    text = IMPORT_SUGGESTION.sub(lambda m: f"{m.group('line')}\n", text)
-    hooks.write_text(text, encoding="utf-8")
-    (project / PACKAGE / "example_target.py").unlink()
-    for name in ("test_hooks.py", "isolated_hooks.py"):
-        (project / "tests" / name).unlink()
+# ---- as generated: the hooks land on SGLang ------------------------------------------------------------
 
 
 LOAD = """
@@ -187,17 +168,8 @@ report({
 """
 
 
-def test_following_the_readme_puts_every_hook_on_sglang(project: Path, tmp_path: Path) -> None:
-    edited = tmp_path / "project"
-    shutil.copytree(project, edited)
-    _follow_the_readme(edited)
-    code = [
-        line
-        for line in (edited / PACKAGE / "hooks.py").read_text(encoding="utf-8").splitlines()
-        if line.startswith(("from ", "import ")) or "_TARGET = " in line
-    ]
-    assert not [line for line in code if "example_target" in line], code
-    site = pip_install_target(edited, tmp_path / "site")
+def test_the_generated_hooks_land_on_sglang(project: Path, tmp_path: Path) -> None:
+    site = pip_install_target(project, tmp_path / "site")
     out = run_python(LOAD, paths=[site])
     assert "Failed to execute general plugin" not in out.stderr, out.stderr  # register() ran
     suggestions = _suggestions(project)

@@ -20,11 +20,11 @@ IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_c
 
 Render = Callable[..., Path]
 
-#: What a generated package depends on, per ``host_api`` answer (the runtime, or the released SGLang).
-HOST_REQUIREMENTS = {
-    "auto": "sglang-plugin-runtime>=0.1,<0.2",
-    "sglang": "sglang>=0.5.23,<0.6",
-}
+#: The plugin kit's runtime and the supported SGLang releases, as generated packages name them by default.
+RUNTIME_REQUIREMENT = "sglang-plugin-runtime>=0.1,<0.2"
+SGLANG_REQUIREMENT = "sglang>=0.5.23,<0.6"
+#: What a generated package requires, per ``host_api`` answer: nothing (auto), or the released SGLang.
+HOST_REQUIREMENTS: dict[str, list[str]] = {"auto": [], "sglang": [SGLANG_REQUIREMENT]}
 #: Answers a vendor would give (a device, an author, a license): nothing of the template's defaults must show.
 PLATFORM_REALISTIC = {
     "plugin_kind": "platform",

@@ -96,3 +96,15 @@ def test_every_device_name_gives_valid_defaults(template_dir: Path, tmp_path: Pa
     answers = _answers(render_template(template_dir, tmp_path / "out", device_name=device_name))
     assert answers["device_name"] == device_name
     assert answers["device_type"] == device_name.lower().replace(".", "_").replace("-", "_")
+
+
+@pytest.mark.fault("templates", "a platform package whose project name is changed from the default (issue 28)",
+                   "the entry-point name still follows the device name (SGLANG_PLATFORM=<device>)")
+@pytest.mark.parametrize(("device_name", "entry_point"), [("acme_npu", "acme_npu"), ("Gaudi-2.x", "gaudi-2.x")])
+def test_the_platform_entry_point_follows_the_device_whatever_the_project_name(
+    template_dir: Path, tmp_path: Path, device_name: str, entry_point: str
+) -> None:
+    answers = _answers(render_template(template_dir, tmp_path / "out", device_name=device_name,
+                                       project_name="Acme Inference Stack"))
+    assert answers["distribution_name"] == "acme-inference-stack"
+    assert answers["entry_point_name"] == entry_point

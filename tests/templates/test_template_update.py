@@ -132,3 +132,46 @@ def test_update_after_a_tag_landed_on_the_generating_commit_leaves_no_conflict(
         # Untouched by the vendor: exactly what v1.1.0 generates.
         assert path.read_text(encoding="utf-8") == (fresh / relative).read_text(encoding="utf-8"), relative
     assert CI_NOTE in (project / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
+
+
+# ---- an update that conflicts with the vendor's edit ------------------------------------------------------------
+
+VENDOR_GITIGNORE = "# the vendor's own ignore list\n*.log\n"
+
+
+@pytest.mark.fault("templates", "copier update where the template and the vendor changed the same lines (issue 28: "
+                   "it printed only 'Updating to template version' and exited 0)",
+                   "Copier's closing message says conflict markers may be in files and how to find them: "
+                   "git diff --check exits 2, naming each file and line")
+def test_a_conflicting_update_says_how_to_find_the_conflict_markers(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from template_support import clean_env
+
+    template = copy_template(tmp_path / "template")
+    git(template, "init", "--quiet", "--initial-branch=main")
+    git(template, "add", "-A")
+    git(template, "commit", "--quiet", "-m", "template v1")
+    git(template, "tag", "v1")
+    project = render_template(template, tmp_path / "project", plugin_kind="general")
+    git(project, "init", "--quiet", "--initial-branch=main")
+    git(project, "add", "-A")
+    git(project, "commit", "--quiet", "-m", "generated from v1")
+    (project / ".gitignore").write_text(VENDOR_GITIGNORE, encoding="utf-8")
+    git(project, "commit", "--quiet", "-am", "vendor edit")
+    gitignore = template / "templates" / "_shared" / "gitignore.jinja"
+    gitignore.write_text("# v2 of the template\n*.trace.json", encoding="utf-8")
+    git(template, "commit", "--quiet", "-am", "template v2")
+    git(template, "tag", "v2")
+
+    updated = subprocess.run(
+        [sys.executable, "-m", "copier", "update", "--defaults", "--vcs-ref", "v2"],
+        cwd=project, env=clean_env(), capture_output=True, text=True, check=False,
+    )
+    said = updated.stdout + updated.stderr
+    assert updated.returncode == 0, said  # Copier itself does not fail on a conflict
+    assert "<<<<<<< before updating" in (project / ".gitignore").read_text(encoding="utf-8")
+    assert "find them with:" in said and "git diff --check" in said, said
+    check = subprocess.run(["git", "diff", "--check"], cwd=project, capture_output=True, text=True, check=False)
+    assert check.returncode == 2 and ".gitignore" in check.stdout and "conflict marker" in check.stdout

@@ -62,6 +62,12 @@ BAD_ANSWERS: list[tuple[str, dict[str, Any], str]] = [
     ("runtime_source", {"runtime_source": "pip install sglang-plugin-runtime"}, "not a URL pip installs from"),
     ("runtime_source", {"runtime_source": "/home/me/sglang-plugin-kit"}, "not a URL pip installs from"),
     ("runtime_source", {"runtime_source": 'git+https://example.com/kit".git'}, "not a URL pip installs from"),
+    ("sglang_versions", {"sglang_versions": "0.5.23"}, "not a version range the plugin can check"),
+    ("sglang_versions", {"sglang_versions": ">= 0.5.23"}, "not a version range the plugin can check"),
+    ("sglang_versions", {"sglang_versions": ">=0.5.23rc1"}, "not a version range the plugin can check"),
+    ("sglang_versions", {"sglang_versions": ">=0.5.*"}, "not a version range the plugin can check"),
+    ("sglang_versions", {"sglang_versions": "~=1"}, "not a version range the plugin can check"),
+    ("sglang_versions", {"sglang_versions": ">=0.5;import os"}, "not a version range the plugin can check"),
 ]
 
 

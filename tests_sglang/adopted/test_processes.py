@@ -28,8 +28,9 @@ def observe(device, package, call_load_plugins):
     if call_load_plugins:
         from sglang.srt.plugins import load_plugins
         load_plugins()
-    target = importlib.import_module(package + ".example_target")
-    return [type(current_platform).__name__, target.count_tokens("a b"), target.LRUEvictionPolicy.__name__]
+    images = importlib.import_module("sglang.srt.multimodal.deepseek_v41_image_processing")
+    eviction = importlib.import_module("sglang.srt.lora.eviction_policy")
+    return [type(current_platform).__name__, images.num_image_tokens(2, 3), eviction.LRUEvictionPolicy.__name__]
 """
 
 
@@ -64,6 +65,7 @@ def test_spawned_forked_and_forkserver_children_see_the_platform_and_the_hooks(
         }})
         """,
         paths=[installed.site, tmp_path],
+        env={"SGLANG_PLUGINS": general.entry_point},  # every general package hooks the same SGLang targets
     )
-    expected = [f"{platform.device.title()}SRTPlatform", 3, "KeepBaseModelEvictionPolicy"]
+    expected = [f"{platform.device.title()}SRTPlatform", 11, "KeepBaseModelEvictionPolicy"]  # 10, plus one
     assert out.result == {name: expected for name in ("parent", "fork", "fork+load_plugins", "spawn", "forkserver")}

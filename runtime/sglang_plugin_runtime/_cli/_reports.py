@@ -19,6 +19,7 @@ import stat
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from importlib.util import find_spec
 from typing import Any
@@ -122,7 +123,9 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     if count is not None and count < 1:
         raise InputError(f"--simulate-count {count}: it must be at least 1")
     try:
-        import torch
+        with warnings.catch_warnings():  # the CPU build of torch warns without NumPy, which nothing here needs
+            warnings.filterwarnings("ignore", "Failed to initialize NumPy", UserWarning)
+            import torch
     except ImportError:
         raise InputError(f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}") from None
     free = ", ".join(name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name))
@@ -348,17 +351,9 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
         problems.add(ERROR, "hooks", f"applying hooks failed: {error_text(exc)}")
 
 
-def _not_installed(target: str) -> str | None:
-    """The top-level package of ``target`` when it is not installed here (found without importing anything)."""
-    top = target.replace(":", ".").split(".")[0]
-    try:
-        return None if not top.isidentifier() or top in sys.modules or find_spec(top) else top
-    except (ImportError, ValueError):
-        return top
-
-
 def hooks_step(problems: Problems, import_targets: bool, target: str | None = None) -> dict[str, Any]:
     from ..plugins.hook_registry import HookRegistry
+    from ._gate import host_not_installed, missing_module
 
     targets = [_target(r) for r in HookRegistry.describe(target)]
     if import_targets and targets:
@@ -370,24 +365,102 @@ def hooks_step(problems: Problems, import_targets: bool, target: str | None = No
         dists = {s["distribution"] for s in sources}
         where = (plugins[0] if len(plugins) == 1 else None, next(iter(dists)) if len(dists) == 1 else None, name)
         hooks = f"hooks on {name!r}" + (f" (from {', '.join(plugins)})" if plugins else "")
-        package = _not_installed(name) if status == "pending" else None
+        missing = missing_module(name) if status == "pending" else None
+        never = f"{hooks} never apply: module {missing!r} cannot be found"
         if status == "failed":
             problems.add(ERROR, "hooks", f"{hooks} failed: {t['error'] or 'see the registry log'}", *where)
-        elif package is not None:
-            message = f"{hooks} wait for package {package!r}, which is not installed here; they apply in a process"
-            problems.add(WARNING, "hooks", f"{message} where it is (a problem only with --strict)", *where)
-        elif status == "pending":
-            message = f"{hooks} are pending: the module is not imported in this process yet; they apply when it is"
-            problems.add(WARNING, "hooks", f"{message} (use --import-targets to check now)", *where)
+        elif status == "pending" and import_targets:  # the deep check imported what it could
+            why = never if missing else f"{hooks} never apply: {t['error'] or 'no resolution'}"
+            problems.add(ERROR, "hooks", f"{why} (checked by importing the targets)", *where)
+        elif missing is not None and not host_not_installed(name):
+            how = "a misspelled module, or a package that is not installed here"
+            problems.add(ERROR, "hooks", f"{never} ({how})", *where)
+        # Pending on a module that can be found (or on SGLang, not installed here): they apply
+        # when it is imported. Information, in the hooks table; --import-targets checks them now.
         for conflict in t["conflicts"]:
             problems.add(WARNING, "hooks", f"{name}: {conflict['message']}", *where)
     return {"available": True, "unavailable_reason": None, "targets": targets}
 
 
+def _sglang_registry() -> dict[str, list[Any]]:
+    """Hooks in released SGLang's own registry by target, if a plugin imported it."""
+    registry = getattr(sys.modules.get("sglang.srt.plugins.hook_registry"), "HookRegistry", None)
+    hooks = getattr(registry, "_hooks", None)
+    if not isinstance(hooks, dict):
+        return {}
+    return {str(t): list(entries) for t, entries in sorted(hooks.items()) if entries}
+
+
 def _sglang_registry_targets() -> list[str]:
-    """Targets with hooks in released SGLang's own registry, if a plugin imported it (never imported here)."""
-    hooks = getattr(getattr(sys.modules.get("sglang.srt.plugins.hook_registry"), "HookRegistry", None), "_hooks", None)
-    return sorted(str(t) for t, entries in hooks.items() if entries) if isinstance(hooks, dict) else []
+    return list(_sglang_registry())
+
+
+def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str]:
+    """The targets of released SGLang's own registry, checked as its ``apply_hooks()`` resolves them
+    at start-up: a module that cannot be found is an error; with ``--import-targets`` the module is
+    imported and the attribute looked up, as SGLang will (``pkgutil.resolve_name``)."""
+    import pkgutil
+
+    from ._gate import missing_module
+
+    registry = _sglang_registry()
+    for target, entries in registry.items():
+        sources = [s for *_, s in entries if s is not None]
+        plugins = sorted({str(getattr(s, "plugin_name", s)) for s in sources})
+        dists = {getattr(s, "dist_name", None) for s in sources}
+        plugin = plugins[0] if len(plugins) == 1 else None
+        dist = dists.pop() if len(dists) == 1 else None
+        hooks = f"hooks on {target!r}" + (f" (from {', '.join(plugins)})" if plugins else "")
+        said = f"{hooks} in released SGLang's registry never apply"
+        missing = missing_module(target)
+        if missing is not None:
+            how = "a misspelled module, or a package that is not installed here"
+            message = f"{said}: module {missing!r} cannot be found ({how})"
+            problems.add(ERROR, "hooks", message, plugin, dist, target)
+        elif import_targets:
+            owner, _, attribute = target.rpartition(".")
+            with guarded(f"resolving {target!r} as SGLang's apply_hooks() does") as call:
+                getattr(pkgutil.resolve_name(owner), attribute)
+            if call.error is not None:
+                message = f"{said}: {error_text(call.error)}"
+                problems.add(ERROR, "hooks", message, plugin, dist, target)
+    return list(registry)
+
+
+def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> Any:
+    """The installed SGLang against the range each plugin's distribution declares (its requirement
+    on ``sglang``: a generated package's extra ``sglang``), by the rule packages check at load."""
+    from importlib.metadata import PackageNotFoundError, PathDistribution, version
+    from pathlib import Path
+
+    from ._gate import declared_sglang_range, in_range
+
+    try:
+        installed: str | None = version("sglang")
+    except PackageNotFoundError:
+        installed = None
+    rows, seen = [], set()
+    for ep in [*discovery.group(ns.platform_group), *discovery.group(ns.plugin_group)]:
+        if (ep.name, ep.dist_name) in seen:
+            continue
+        seen.add((ep.name, ep.dist_name))
+        declared = declared_sglang_range(PathDistribution(Path(ep.dist_path)))
+        ok = None if installed is None or declared is None else in_range(installed, declared)
+        status = {None: "not-checked", True: "supported", False: "unsupported"}[ok]
+        rows.append(
+            {
+                "plugin": ep.name,
+                "distribution": ep.dist_name,
+                "version": ep.dist_version,
+                "supports": declared,
+                "status": status,
+            }
+        )
+        if ok is False:
+            plugin = f"plugin {ep.name!r} ({ep.dist_name} {ep.dist_version})"
+            message = f"{plugin} supports SGLang {declared}, but SGLang {installed} is installed"
+            problems.add(WARNING, "sglang", message, ep.name, ep.dist_name)
+    return {"installed": installed, "plugins": rows}
 
 
 def doctor_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
@@ -397,15 +470,18 @@ def doctor_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args:
     counts = {"platform_plugins": len(discovery.group(ns.platform_group))}
     counts["general_plugins"] = len(discovery.group(ns.plugin_group))
     platform, plugins = _platform(ns, problems, logs, args.strict), plugins_step(ns, problems)
-    theirs = _sglang_registry_targets()
+    theirs = _check_sglang_registry(problems, args.import_targets)
     hooks = {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs}
-    if theirs:
-        where = f"plugins registered hooks on {len(theirs)} target(s) there ({', '.join(theirs)})"
-        unseen = "which SGLang's load_plugins() applies and this report cannot see"
-        how = "to see them with the runtime as SGLang's plugin layer, run: sglang-plugins run -- sglang-plugins doctor"
-        problems.add(WARNING, "hooks", f"released SGLang keeps its own hook registry: {where}, {unseen}; {how}")
     discovery_data = {"distribution_count": found["distribution_count"], **counts, **found}
-    return {"discovery": discovery_data, "platform": platform, "plugins": plugins, "hooks": hooks, "log": logs.records}
+    sglang = _sglang_support(discovery, ns, problems)
+    return {
+        "discovery": discovery_data,
+        "platform": platform,
+        "plugins": plugins,
+        "hooks": hooks,
+        "sglang": sglang,
+        "log": logs.records,
+    }
 
 
 def explain_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:

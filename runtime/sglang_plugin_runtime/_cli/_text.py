@@ -120,10 +120,22 @@ def _doctor(report: dict[str, Any]) -> list[str]:
         sources = ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]})) or "unknown"
         note = said.once(t["error"] or "; ".join(c["message"] for c in t["conflicts"]) or None, t["target"])
         targets.append((t["target"], t["status"], ", ".join(h["type"] for h in t["hooks"]) or "-", sources, note))
-    theirs = len(hooks.get("sglang_registry_targets", ()))
-    empty = f"(none here; released SGLang's own registry has hooks on {theirs} target(s) {SEE})"
+    theirs = hooks.get("sglang_registry_targets", ())
+    empty = "(none here: see released SGLang's registry)" if theirs else "(no hooks registered)"
     headers = ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE")
-    lines += _section("Hooks", headers, targets, empty if theirs else "(no hooks registered)")
+    lines += _section("Hooks", headers, targets, empty)
+    said = {p["target"] for p in report["problems"]}
+    checked = [(target, SEE if target in said else "module found") for target in theirs]
+    title = "Hooks in released SGLang's registry (its load_plugins() applies them at start-up)"
+    lines += _section(title, ("TARGET", "CHECK"), checked)
+    support = report.get("sglang")
+    if support is not None:
+        undeclared = "(not declared)"
+        plugins = support["plugins"]
+        rows = [(r["plugin"], dist_label(r), r["supports"], r["status"]) for r in plugins]
+        rows = [(a, b, undeclared if c is None else c, d) for a, b, c, d in rows]
+        title = f"Supported SGLang (installed: {support['installed'] or 'none'})"
+        lines += _section(title, ("PLUGIN", "DISTRIBUTION", "SUPPORTS", "STATUS"), rows)
     logged = [(r["level"], r["logger"], r["message"]) for r in report["log"]]
     logged = [row for row in logged if not row[1].startswith("sglang_plugin_runtime")]
     return lines + _section("Warnings logged by plugins", ("LEVEL", "LOGGER", "MESSAGE"), logged)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._environment import PluginEnv
     from ._fake_distributions import write_fake_distribution
     from ._fake_site import FakeDistributions
+    from ._host_registry import isolated_hooks, resolve_target, target_owner
     from ._platform_override import PlatformOverride
     from ._sglang_server import SGLangServer, SGLangServerError, running_sglang_server, tiny_model
     from ._stand_in import StandInModules
@@ -42,8 +43,11 @@ __all__ = [
     "StandInModules",
     "assert_platform_conformance",
     "check_platform_conformance",
+    "isolated_hooks",
+    "resolve_target",
     "running_sglang_server",
     "simulated_device",
+    "target_owner",
     "tiny_model",
     "write_fake_distribution",
 ]
@@ -62,6 +66,9 @@ _LAZY = {
     "SimulatedDevice": ".._simulated_device",
     "StandInModules": "._stand_in",
     "simulated_device": ".._simulated_device",
+    "isolated_hooks": "._host_registry",
+    "resolve_target": "._host_registry",
+    "target_owner": "._host_registry",
     "write_fake_distribution": "._fake_distributions",
 }
 

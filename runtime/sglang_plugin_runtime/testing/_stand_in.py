@@ -7,6 +7,8 @@ exercised where SGLang is not installed: the test puts in the names the hook nee
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
 from types import ModuleType, TracebackType
 from typing import Any
@@ -14,15 +16,26 @@ from typing import Any
 _MISSING: Any = object()
 
 
+def _real_package(name: str) -> ModuleType | None:
+    """The real package ``name``, imported, where it is installed (its parents are imported by now): a stand-in
+    below it then leaves its other submodules importable. ``None`` where there is none, or it fails to import."""
+    try:
+        spec = importlib.util.find_spec(name)
+        return importlib.import_module(name) if spec and spec.submodule_search_locations is not None else None
+    except Exception:
+        return None
+
+
 class StandInModules:
     """Put stand-in modules into ``sys.modules`` (call the object); :meth:`stop` takes every one out again.
 
     ``stand_in("sglang.srt.managers.scheduler", Scheduler=MyScheduler)`` makes ``import
-    sglang.srt.managers.scheduler`` give a module holding ``Scheduler``: missing parents (``sglang``,
-    ``sglang.srt``, ...) are created as empty packages, each bound as an attribute of its parent. A module already
-    in ``sys.modules`` under that name (SGLang's own, where it is installed) is set aside for the test, not
-    changed. Calling again with the same name adds names to the same stand-in. After :meth:`stop`, ``sys.modules``
-    and every parent module already imported before are exactly as they were.
+    sglang.srt.managers.scheduler`` give a module holding ``Scheduler``: parents that are installed are imported
+    (their other submodules stay importable); missing ones (``sglang``, ``sglang.srt``, ... without SGLang) are
+    created as empty packages, each bound as an attribute of its parent. A module already in ``sys.modules`` under
+    that name (SGLang's own, where it is installed) is set aside for the test, not changed. Calling again with the
+    same name adds names to the same stand-in. After :meth:`stop`, ``sys.modules`` and every parent module are as
+    they were, but for the installed parents it imported, which stay imported.
 
     Put the stand-in in place before ``apply_hooks()``: the hooks are then applied to it like to any imported module.
     """
@@ -69,6 +82,14 @@ class StandInModules:
 
     add = __call__
 
+    def target(self, target: str, value: Any) -> ModuleType:
+        """Stand ``value`` in for what a hook ``target`` starts with, in a stand-in of the target's module: the
+        function of ``pkg.module.function``, the class of ``pkg.module:Class.method``."""
+        from ._host_registry import split_target
+
+        module, path = split_target(target)
+        return self(module, **{path[0]: value})
+
     def _module(self, name: str, *, package: bool) -> ModuleType:
         """The module ``name`` as the test sees it: a stand-in made here, or a parent already imported."""
         if name in self._created:
@@ -77,8 +98,10 @@ class StandInModules:
                 module.__path__ = []
             return module
         existing = sys.modules.get(name)
+        if package and existing is None:
+            existing = _real_package(name)
         if package and existing is not None:
-            return existing  # a parent imported before the test (SGLang's own package, say) stays as it is
+            return existing  # a parent that really exists (SGLang's own package, say) stays as it is
         module = ModuleType(name, "A stand-in module of sglang_plugin_runtime.testing (StandInModules).")
         if package:
             module.__path__ = []  # a package with nothing importable inside but other stand-ins

@@ -1,0 +1,127 @@
+"""What ``doctor`` can tell about a hook's target without importing it, and about the SGLang releases a plugin
+declares: the two checks a deployment gate needs beyond what the registry reports.
+
+A target whose module can be found (its spec, found without importing the module or its parents) is fine until
+it is imported: its hooks apply then. A target whose module cannot be found never applies: an error naming it.
+Where the host package (``sglang``) is not installed at all, its targets cannot be judged here: information.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from importlib.metadata import Distribution
+from typing import Any
+
+HOST_PACKAGE = "sglang"
+
+
+def _find_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
+    """What the import system's finders say about ``name`` (in ``path``, a parent package's search locations),
+    asking each finder the way an import does. The runtime's own finders are skipped: they delegate to
+    ``importlib.util.find_spec``, which imports a dotted name's parents."""
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None or type(finder).__module__.startswith("sglang_plugin_runtime."):
+            continue
+        try:
+            spec = find(name, path)
+        except (ImportError, ValueError):
+            spec = None
+        if isinstance(spec, ModuleSpec):
+            return spec
+    return None
+
+
+def _may_define(parent: Any, name: str) -> bool:
+    """Whether the package ``parent`` (imported, or its spec) may define ``name`` in its ``__init__``: it has it,
+    or its source mentions it, cannot be read, or defines names the source does not show (``import *``, a module
+    ``__getattr__``)."""
+    if not isinstance(parent, ModuleSpec):
+        return hasattr(parent, name)
+    if parent.origin is None or not parent.origin.endswith(".py"):
+        return True
+    try:
+        with open(parent.origin, encoding="utf-8", errors="replace") as handle:
+            source = handle.read()
+    except OSError:
+        return True
+    return re.search(rf"\b{re.escape(name)}\b|import \*|def __getattr__", source) is not None
+
+
+def missing_module(target: str) -> str | None:
+    """The module of ``target`` that cannot be found (found without importing anything), or ``None``.
+
+    ``module:Attr.path`` names its module. In ``pkg.mod.Attr.path`` the module is the longest prefix that can be
+    found; below a package whose ``__init__`` cannot define the next name, that name is a missing submodule.
+    """
+    module, colon, _ = target.rpartition(":")
+    parts = (module if colon else target).split(".")
+    parent: Any = None
+    for depth in range(1, len(parts) + 1):
+        name = ".".join(parts[:depth])
+        path = None if parent is None else getattr(parent, "__path__", None)
+        if isinstance(parent, ModuleSpec):
+            path = parent.submodule_search_locations
+        if depth > 1 and path is None:  # below a plain module: an attribute path
+            return name if colon else None
+        found = sys.modules.get(name) or _find_spec(name, path)
+        if found is None:
+            last = depth == len(parts)
+            if colon or depth == 1 or not (last or _may_define(parent, parts[depth - 1])):
+                return name
+            return None
+        parent = found
+    return None
+
+
+def host_not_installed(target: str) -> bool:
+    """Whether ``target`` is in the host package, which is not installed in this environment."""
+    top = target.replace(":", ".").split(".")[0]
+    return top == HOST_PACKAGE and top not in sys.modules and _find_spec(top, None) is None
+
+
+# ---- the SGLang releases a plugin declares -------------------------------------------------------------------
+
+_REQUIREMENT = re.compile(r"sglang\s*(?:\[[^\]]*\])?\s*\(?\s*(?P<range>[^;()]*?)\s*\)?\s*(?:;.*)?")
+_CLAUSE = re.compile(r"(?P<op>~=|==|!=|<=|>=|<|>)\s*(?P<version>[0-9.]+?)(?P<prefix>\.\*)?")
+
+
+def declared_sglang_range(dist: Distribution) -> str | None:
+    """The range of ``dist``'s requirement on ``sglang`` (an extra's or its own; ``""``: any), or ``None``."""
+    for line in dist.requires or []:
+        match = _REQUIREMENT.fullmatch(line.strip())
+        if match is not None:
+            return match["range"]
+    return None
+
+
+def _release(version: str, size: int = 0) -> tuple[int, ...]:
+    match = re.match(r"\s*v?([0-9]+(?:\.[0-9]+)*)", version)
+    numbers = tuple(int(n) for n in match.group(1).split(".")) if match else ()
+    return numbers + (0,) * (size - len(numbers))
+
+
+def in_range(version: str, supported: str) -> bool | None:
+    """Whether ``version`` satisfies ``supported``, by the rule generated packages use (release numbers only:
+    ``0.5.23rc1`` is ``0.5.23``, ``0.6`` is ``0.6.0``; ``.*`` prefixes; ``~=``); ``None`` for a clause this
+    rule cannot read."""
+    compare: dict[str, Any] = {"<": tuple.__lt__, "<=": tuple.__le__, ">": tuple.__gt__, ">=": tuple.__ge__}
+    compare.update({"==": tuple.__eq__, "!=": tuple.__ne__})
+    for clause in filter(None, (c.strip() for c in supported.split(","))):
+        match = _CLAUSE.fullmatch(clause)
+        if match is None:
+            return None
+        op, wanted = match["op"], _release(match["version"])
+        have = _release(version, len(wanted))
+        if match["prefix"]:
+            ok = (have[: len(wanted)] == wanted) == (op == "==")
+        elif op == "~=":
+            ok = have >= wanted and have[: len(wanted) - 1] == wanted[:-1]
+        else:
+            ok = compare[op](have, wanted + (0,) * (len(have) - len(wanted)))
+        if not ok:
+            return False
+    return True
