@@ -280,6 +280,8 @@ def test_pending_hook_on_a_module_found_passes_the_strict_gate(site: PluginSite)
         ("target_pkg.workr.run", "target_pkg.workr"),
         ("target_pkg.workr:run", "target_pkg.workr"),
         ("target_pkg.sub.workr:Cls.run", "target_pkg.sub.workr"),
+        # below a namespace package (no __init__.py, as sglang.srt.managers): only submodules are names
+        ("target_pkg.space.workr.Scheduler.run", "target_pkg.space.workr"),
     ],
 )
 def test_a_misspelled_hook_module_is_an_error(site: PluginSite, target: str, missing: str) -> None:
@@ -288,6 +290,7 @@ def test_a_misspelled_hook_module_is_an_error(site: PluginSite, target: str, mis
         "target_pkg/__init__.py": f"open({str(marker)!r}, 'w').close()\n",
         "target_pkg/work.py": "def run():\n    pass\n",
         "target_pkg/sub/__init__.py": "",
+        "target_pkg/space/work.py": "class Scheduler:\n    def run(self):\n        pass\n",
     }
     site.add("target", modules=modules)
     _hooked(site, target)
@@ -697,6 +700,31 @@ def test_strict_doctor_fails_on_what_the_conformance_check_catches(site: PluginS
     conformance = [p for p in report["problems"] if p["message"].startswith("conformance check:")]
     assert any("get_device_total_memory" in p["message"] for p in conformance), report["problems"]
     assert {p["plugin"] for p in conformance} == {"sim"}
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor --strict on the machine of a platform whose device method raises at SGLang's first call "
+    "(get_device_total_memory), no simulation",
+    "exit 1 naming the method and the error: the plugin's activate() found its device here, so the gate makes "
+    "SGLang's device calls on it (it passed: device calls were made only on a simulated device)",
+)
+def test_strict_doctor_makes_the_device_calls_on_the_device_activate_found(site: PluginSite) -> None:
+    extra = """
+        class AcmePlatform(AcmeBase):
+            def get_device_total_memory(self, device_id=0):
+                raise RuntimeError("no memory query on this driver")
+    """
+    module = platform_module("AcmeBase", "acmenpu", "return __name__ + '.AcmePlatform'", extra=extra)
+    site.add(
+        "acme-npu", entry_points={PLATFORMS: {"acme": "acme_platform:activate"}}, modules={"acme_platform.py": module}
+    )
+    assert cli(site, "doctor").code == 0  # SGLang would select it: only the strict gate calls the device
+    result = cli(site, "doctor", "--json", "--strict")
+    report = result.json
+    assert result.code == 1
+    found = [p for p in report["problems"] if "get_device_total_memory" in p["message"]]
+    assert found and all(p["plugin"] == "acme" and "no memory query on this driver" in p["message"] for p in found)
 
 
 @pytest.mark.fault(

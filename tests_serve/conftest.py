@@ -178,6 +178,12 @@ class ServeCpuSRTPlatform(ServecpuSRTPlatform):
     def set_device(self, device: Any) -> None:
         pass
 
+    def get_device_uuid(self, device_id: int = 0) -> str:
+        return f"cpu:{device_id}"
+
+    def get_device_capability(self, device_id: int = 0) -> None:
+        return None  # the CPU has no compute capability
+
     def empty_cache(self) -> None:
         pass
 

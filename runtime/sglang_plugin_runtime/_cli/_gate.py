@@ -8,6 +8,7 @@ Where the host package (``sglang``) is not installed at all, its targets cannot 
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -28,11 +29,24 @@ def _find_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
             continue
         try:
             spec = find(name, path)
+        except KeyError:  # a namespace package's path looks its parent up in sys.modules: not imported
+            return _namespace_spec(name, path)
         except (ImportError, ValueError):
             spec = None
         if isinstance(spec, ModuleSpec):
             return spec
     return None
+
+
+def _namespace_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
+    """The spec of namespace package ``name`` (a folder without ``__init__.py`` in ``path``), or None."""
+    last = name.rpartition(".")[2]
+    portions = [os.path.join(entry, last) for entry in path or () if os.path.isdir(os.path.join(entry, last))]
+    if not portions:
+        return None
+    spec = ModuleSpec(name, None, is_package=True)
+    spec.submodule_search_locations = portions
+    return spec
 
 
 def _may_define(parent: Any, name: str) -> bool:
@@ -41,7 +55,9 @@ def _may_define(parent: Any, name: str) -> bool:
     ``__getattr__``)."""
     if not isinstance(parent, ModuleSpec):
         return hasattr(parent, name)
-    if parent.origin is None or not parent.origin.endswith(".py"):
+    if parent.origin is None:  # a namespace package (no __init__): its submodules are its only names
+        return False
+    if not parent.origin.endswith(".py"):
         return True
     try:
         with open(parent.origin, encoding="utf-8", errors="replace") as handle:

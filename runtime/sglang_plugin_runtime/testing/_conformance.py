@@ -94,12 +94,14 @@ _Probe = tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]
 
 
 def check_platform_conformance(
-    cls: type, *, out_of_tree: bool = True, include_reserved: bool = True
+    cls: type, *, out_of_tree: bool = True, include_reserved: bool = True, device_present: bool = False
 ) -> list[ConformanceProblem]:
     """Every conformance problem of platform class ``cls`` (an empty list when it conforms).
 
     ``out_of_tree`` demands ``_enum is PlatformEnum.OOT`` (a plugin platform);
-    ``include_reserved=False`` stops requiring the reserved (not yet called) methods.
+    ``include_reserved=False`` stops requiring the reserved (not yet called) methods;
+    ``device_present``: the class's device is here (its plugin's ``activate()`` said so), so the calls
+    that need it (memory, name, capability) are made too, as under a simulated device.
     """
     view = platform_view(cls)
     if view is None:
@@ -137,7 +139,7 @@ def check_platform_conformance(
 
     probes, device_probes = _probes(view)
     simulation = active_simulated_device(getattr(cls, "device_type", None))
-    if simulation is not None:
+    if simulation is not None or device_present:
         probes.extend(device_probes)
     for method, args, kwargs in probes:
         probed = contract.get(method)
