@@ -84,7 +84,6 @@ _KNOWN_FIELDS = {"format", "runtime_version", "namespace", "platform", "general_
 #: How a platform plugin's ``activate()`` or a general plugin ended, for people (else the status itself).
 _STATUS_TEXT = {
     "unavailable": "returned None (hardware not found)",
-    "failed": "failed (import, activate() or its class)",
     "not-installed": "listed in the allowlist, not installed",
 }
 _ABSENT = {"activation": "not installed", "plugin": "not installed", "hooks": "no hooks"}

@@ -16,9 +16,15 @@ import re
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ._forking import after_fork_in_child
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution
+
+    #: What the scan read of one entry point: name, value, its distribution, that one's PEP 503 name and folder.
+    Offer = tuple[str, str, Distribution, str, str]
 
 logger = logging.getLogger(__name__)
 
@@ -30,46 +36,31 @@ def normalize_distribution_name(name: str) -> str:
     return _SEPARATORS.sub("-", name).lower()
 
 
-def _value_pattern() -> Any:
-    from importlib.metadata import EntryPoint
-
-    return EntryPoint.pattern
-
-
 class PluginEntryPoint(NamedTuple):
     """An entry point with the distribution that offers it (name PEP 503 normalised, version, folder)."""
 
     group: str
     name: str
     value: str
-    dist_name: str
-    dist_version: str
-    dist_path: str
-    """The ``*.dist-info`` / ``*.egg-info`` folder (or the ``sys.path`` entry it came from)."""
+    distribution: str
+    version: str
+    path: str
+    """The distribution's ``*.dist-info`` / ``*.egg-info`` folder (or the ``sys.path`` entry it came from)."""
 
     @property
     def module(self) -> str:
-        return str(self.entry_point.module)
+        return self.value.partition(":")[0].strip()
 
     @property
-    def attr(self) -> str | None:
-        return self.entry_point.attr or None
+    def label(self) -> str:
+        """The distribution as users see it in messages: ``name version``."""
+        return f"{self.distribution} {self.version}"
 
-    @property
-    def dist_label(self) -> str:
-        """``name version``, as users see it in messages."""
-        return f"{self.dist_name} {self.dist_version}"
-
-    @property
-    def entry_point(self) -> Any:
-        """As ``importlib.metadata``'s ``EntryPoint``."""
+    def load(self) -> object:
+        """Import the module and walk to the attribute (``importlib.metadata.EntryPoint.load``)."""
         from importlib.metadata import EntryPoint
 
-        return EntryPoint(self.name, self.value, self.group)
-
-    def load(self) -> Any:
-        """Import the module and walk to the attribute (``importlib.metadata.EntryPoint.load``)."""
-        return self.entry_point.load()
+        return EntryPoint(self.name, self.value, self.group).load()
 
 
 class MalformedDistribution(NamedTuple):
@@ -89,6 +80,8 @@ def parse_entry_points_text(text: str) -> Iterator[tuple[str, str, str]]:
     Stricter than ``importlib.metadata``, which drops what it cannot read: a line without ``=``, an entry outside
     a ``[group]`` or a value that is not ``module[:attr]`` is an error, so a broken plugin is reported at once.
     """
+    from importlib.metadata import EntryPoint
+
     group: str | None = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -104,7 +97,7 @@ def parse_entry_points_text(text: str) -> Iterator[tuple[str, str, str]]:
             raise MalformedEntryPoints(f"line {lineno}: entry point {raw!r} outside any [group] section")
         if not sep or not name:
             raise MalformedEntryPoints(f"line {lineno}: expected 'name = module:attr', got {raw!r}")
-        if not _value_pattern().match(value):
+        if not EntryPoint.pattern.match(value):
             raise MalformedEntryPoints(
                 f"line {lineno}: entry point {name!r} has value {value!r}, expected 'module' or 'module:attr'"
             )
@@ -116,21 +109,17 @@ class DiscoveryResult:
 
     def __init__(
         self,
-        offers: dict[str, list[tuple[Any, ...]]],
+        offers: "dict[str, list[Offer]]",
         malformed: list[MalformedDistribution],
         distributions: frozenset[str],
     ) -> None:
-        self._offers = offers  # group -> (name, value, distribution, its PEP 503 name, its path) as scanned
+        self._offers = offers
         self._groups: dict[str, tuple[PluginEntryPoint, ...]] = {}
         self._versions: dict[str, str | None] = {}
         self._lock = threading.Lock()
         self.malformed = malformed
         #: The PEP 503 names of every distribution found (the first of each name on the path).
         self.distributions = distributions
-
-    @property
-    def distribution_count(self) -> int:
-        return len(self.distributions)
 
     @property
     def entry_points(self) -> dict[str, tuple[PluginEntryPoint, ...]]:
@@ -142,14 +131,14 @@ class DiscoveryResult:
         with self._lock:
             if name not in self._groups:
                 eps = [
-                    PluginEntryPoint(name, ep_name, value, dist_name, version, path)
-                    for ep_name, value, dist, dist_name, path in self._offers.get(name, ())
+                    PluginEntryPoint(name, ep_name, value, distribution, version, path)
+                    for ep_name, value, dist, distribution, path in self._offers.get(name, ())
                     if (version := self._version(dist, path)) is not None
                 ]
-                self._groups[name] = tuple(sorted(eps, key=lambda ep: (ep.dist_name, ep.name)))
+                self._groups[name] = tuple(sorted(eps, key=lambda ep: (ep.distribution, ep.name)))
             return self._groups[name]
 
-    def _version(self, dist: Any, path: str) -> str | None:
+    def _version(self, dist: "Distribution", path: str) -> str | None:
         """The distribution's version, read once; one without a readable version is reported and skipped."""
         if path not in self._versions:
             try:
@@ -171,11 +160,11 @@ class DiscoveryResult:
 
 def duplicate_reason(eps: tuple[PluginEntryPoint, ...]) -> str:
     """Why a duplicated entry-point name cannot be used, and how to fix it."""
-    if len({ep.dist_path for ep in eps}) == 1:
-        where = os.path.join(eps[0].dist_path, "entry_points.txt")
+    if len({ep.path for ep in eps}) == 1:
+        where = os.path.join(eps[0].path, "entry_points.txt")
         lines = " and ".join(repr(f"{ep.name} = {ep.value}") for ep in eps)
-        return f"{where} of {eps[0].dist_label} lists it twice ({lines}); its author must remove one of the lines"
-    dists = " and ".join(ep.dist_label for ep in eps)
+        return f"{where} of {eps[0].label} lists it twice ({lines}); its author must remove one of the lines"
+    dists = " and ".join(ep.label for ep in eps)
     return f"offered by {dists}; entry-point names must be unique, uninstall one of these distributions"
 
 
@@ -192,7 +181,7 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
     from importlib.metadata import distributions
 
     seen: set[str] = set()
-    offers: dict[str, list[tuple[Any, ...]]] = {}
+    offers: dict[str, list[Offer]] = {}
     malformed: list[MalformedDistribution] = []
     for entry in list(sys.path if path is None else path):
         try:

@@ -21,13 +21,11 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ._json_names import as_json
-
 #: Version of the fingerprint's layout; a change makes every digest change, so only bump it with the runtime's.
-FORMAT = 1
+FORMAT = 2
 
 #: An address in a ``repr()`` (``<functools.partial object at 0x7f...>``): different in every process.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -78,8 +76,11 @@ def build_fingerprint(namespace: Any) -> PluginFingerprint:
     return PluginFingerprint(FORMAT, __version__, namespace.name, _platform(namespace), _plugins(namespace), _hooks())
 
 
-def _by_plugin(records: Any, *fields: str) -> list[dict[str, Any]]:
-    return sorted((as_json(r, *fields) for r in records), key=lambda r: (r["plugin"], r["distribution"] or ""))
+def _by_plugin(outcomes: Iterable[Any]) -> list[dict[str, Any]]:
+    """Plugin outcomes, as much of them as is equal on every rank, sorted."""
+    fields = ("plugin", "status", "distribution", "version")
+    records = ({f: o.to_dict()[f] for f in fields} for o in outcomes)
+    return sorted(records, key=lambda r: (r["plugin"], r["distribution"] or ""))
 
 
 def _platform(ns: Any) -> dict[str, Any]:
@@ -88,23 +89,16 @@ def _platform(ns: Any) -> dict[str, Any]:
     try:
         selection = current_platform_selection(ns)
     except Exception as exc:  # recorded, not raised: see build_fingerprint()
-        activations = _by_plugin(getattr(exc, "activations", ()), "plugin", "distribution", "version", "status")
-        plugin = getattr(exc, "plugin", None)
+        activations, plugin = _by_plugin(getattr(exc, "outcomes", ())), getattr(exc, "plugin", None)
         version = next((a["version"] for a in activations if a["plugin"] == plugin), None)
-        failed = {"status": "failed", "class": None, "plugin": plugin, "distribution": getattr(exc, "dist", None)}
-        return {
-            **failed,
-            "version": version,
-            "rule": None,
-            "error_type": type(exc).__name__,
-            "activations": activations,
-        }
+        failed = {"status": "failed", "class": None, "plugin": plugin, "distribution": getattr(exc, "distribution", None)}
+        return {**failed, "version": version, "rule": None, "error_type": type(exc).__name__, "activations": activations}
     return {
         "status": "selected",
         "class": selection.class_path,
-        **as_json(selection, "plugin", "distribution", "version", "rule"),
+        **{f: getattr(selection, f) for f in ("plugin", "distribution", "version", "rule")},
         "error_type": None,
-        "activations": _by_plugin(selection.activations, "plugin", "distribution", "version", "status"),
+        "activations": _by_plugin(selection.activations),
     }
 
 
@@ -112,14 +106,12 @@ def _plugins(ns: Any) -> list[dict[str, Any]] | None:
     from .plugins import plugin_load_report
 
     report = plugin_load_report(ns)
-    return None if report is None else _by_plugin(report.records, "plugin", "status", "distribution", "version")
+    return None if report is None else _by_plugin(report.outcomes)
 
 
 def fingerprint_hook(hook: Any) -> dict[str, Any]:
-    """One ``HookReport`` as the fingerprint (and the CLI) names it, without the addresses ``repr()`` shows."""
-    data = as_json(hook)
-    data["hook"] = _ADDRESS.sub("", data["hook"])
-    return data
+    """One ``HookReport`` as the fingerprint (and the CLI) shows it, without the addresses ``repr()`` shows."""
+    return {**hook.to_dict(), "hook": _ADDRESS.sub("", hook.hook)}
 
 
 def _hooks() -> list[dict[str, Any]]:

@@ -8,14 +8,13 @@ from typing import Any
 class PluginError(RuntimeError):
     """A plugin could not be used; the message names the plugin and its distribution and says how to fix it."""
 
-    def __init__(
-        self, message: str, *, plugin: str | None = None, dist: str | None = None, activations: tuple[Any, ...] = ()
-    ) -> None:
+    def __init__(self, message: str, *, plugin: str | None = None, distribution: str | None = None) -> None:
         super().__init__(message)
         self.plugin = plugin
-        self.dist = dist
-        #: The ``activate()`` outcomes (``Activation`` records) that led to a selection error, for diagnostics.
-        self.activations = activations
+        self.distribution = distribution
+        #: The outcomes of plugin code (``PluginOutcome`` records) that led to the error, for diagnostics: a failed
+        #: plugin's, and for a selection error every ``activate()`` outcome so far.
+        self.outcomes: tuple[Any, ...] = ()
 
 
 class PlatformNotFoundError(PluginError, ValueError):
@@ -57,6 +56,11 @@ class ReentrantSelectionError(PluginError):
     """
 
 
+class ReentrantLoadError(PluginError):
+    """A plugin's code waited for a thread that called ``load_plugins()`` while that load ran the plugin: waiting
+    would never end, so the thread gets this error and the plugin fails."""
+
+
 class PluginConsistencyError(RuntimeError):
     """The ranks of a ``torch.distributed`` job do not run the same plugins; raised on every rank alike.
 
@@ -65,7 +69,12 @@ class PluginConsistencyError(RuntimeError):
     """
 
     def __init__(
-        self, message: str, *, differences: tuple[Any, ...] = (), groups: tuple[Any, ...] = (), namespace: str = "srt"
+        self,
+        message: str,
+        *,
+        differences: tuple[Any, ...] = (),
+        groups: tuple[Any, ...] = (),
+        namespace: str = "srt",
     ) -> None:
         super().__init__(message)
         self.differences = differences

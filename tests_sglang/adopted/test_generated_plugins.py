@@ -43,7 +43,7 @@ report({{
     "total_memory": p.get_device_total_memory(0),
     "rule": selection.rule,
     "plugin": selection.plugin,
-    "distribution": selection.dist_name,
+    "distribution": selection.distribution,
 }})
 """
 

@@ -1,8 +1,8 @@
-"""The documents ``list``, ``doctor``, ``explain`` and ``fingerprint`` print: the runtime's records under the names
-of the CLI's JSON schema (``cli-schema.json``: fields are only ever added, never renamed or removed).
+"""The documents ``list``, ``doctor``, ``explain`` and ``fingerprint`` print: the runtime's records, as the CLI's JSON
+schema (``cli-schema.json``: within a schema version fields are only ever added, never renamed or removed) names them.
 
-A record becomes JSON through :func:`~.._json_names.as_json` (its fields, renamed where the schema names them
-otherwise), so a hook, an activation or a plugin record has one shape wherever it appears. Each command is one step
+A record becomes JSON through its ``to_dict()``, under its Python field names, so a hook, a plugin's outcome or an
+entry point has one shape wherever it appears. Each command is one step
 (``<command>_step``) run inside :func:`report`, which adds the envelope every document shares.
 """
 
@@ -16,7 +16,6 @@ import os
 import re
 import socket
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from importlib.util import find_spec
@@ -24,15 +23,15 @@ from typing import Any
 
 from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
 from .._fingerprint import fingerprint_hook
-from .._json_names import as_json
-from .._namespace import PluginNamespace, get_namespace, known_namespaces, state_of
-from .._plugin_code import describe_failure, guarded
+from .._namespace import PluginNamespace, get_namespace
+from .._plugin_code import PlannedPlugin, PluginOutcome, Status, describe_failure, guarded, plugin_source, safe_text
 from .._simulated_device import TORCH_INSTALL, simulated_device
-from ..platforms._selection import platform_holder
-from ..platforms._unknown_name import unknown_platform_message
+from ..errors import DuplicatePluginError
+from ..platforms import _selection
 
 ERROR, WARNING = "error", "warning"
-_ENTRY_POINT_KEYS = ("name", "distribution", "version", "value", "path", "action", "reason")
+#: The version of the JSON documents (``cli-schema.json``): a field renamed or removed makes a new one.
+SCHEMA_VERSION = 2
 
 
 class InputError(ValueError):
@@ -43,10 +42,16 @@ class Problems(list[dict[str, Any]]):
     """Problems found while building a report, in the order found; one fault reached twice is one problem."""
 
     def add(
-        self, severity: str, step: str, message: str, plugin: Any = None, dist: Any = None, target: Any = None
+        self,
+        severity: str,
+        step: str,
+        message: str,
+        plugin: str | None = None,
+        distribution: str | None = None,
+        target: str | None = None,
     ) -> None:
-        item = dict(severity=severity, step=step, message=message, plugin=plugin, distribution=dist, target=target)
-        if item not in self:
+        item = dict(severity=severity, step=step, message=message, plugin=plugin, distribution=distribution)
+        if (item := {**item, "target": target}) not in self:
             self.append(item)
 
 
@@ -57,26 +62,17 @@ class LogCapture(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.records: list[dict[str, str]] = []
-        self.activation_lines: dict[str, list[str]] = {}
+        self.plugin_lines: dict[tuple[str, str | None], list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             message = record.getMessage()
         except Exception:  # a plugin's bad format string must not break the report
             message = str(record.msg)
-        if (ep := _activating()) is not None and not record.name.startswith("sglang_plugin_runtime"):
-            self.activation_lines.setdefault(ep.name, []).append(f"{record.levelname} {record.name}: {message}")
+        if (source := plugin_source.get()) is not None and not record.name.startswith("sglang_plugin_runtime"):
+            self.plugin_lines.setdefault(tuple(source), []).append(f"{record.levelname} {record.name}: {message}")
         if record.levelno >= logging.WARNING:
             self.records.append({"level": record.levelname, "logger": record.name, "message": message})
-
-
-def _activating() -> Any:
-    """The platform plugin whose code the selection runs in this thread right now (its log lines are its own)."""
-    for ns in known_namespaces():
-        state = state_of(ns)
-        if state.resolver is threading.current_thread() and state.running is not None:
-            return state.running.ep
-    return None
 
 
 @contextlib.contextmanager
@@ -136,29 +132,30 @@ def report(args: Any) -> dict[str, Any]:
         body = steps[args.command](ns, problems, logs, args)
     failing = problems if args.strict else [p for p in problems if p["severity"] == ERROR]
     environment = {name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)}
-    envelope = {"schema_version": 1, "command": args.command, "namespace": ns.name, "simulated": bool(simulation)}
+    envelope = {"schema_version": SCHEMA_VERSION, "command": args.command, "namespace": ns.name, "simulated": bool(simulation)}
     envelope.update(simulation=simulation, environment=environment, healthy=not failing)
     return {**envelope, "exit_status": 1 if failing else 0, "problems": problems, **body}
 
 
 def error_text(exc: BaseException) -> str:
     cause = exc.__cause__
-    caused = cause is not None and str(cause) not in str(exc)
-    return describe_failure(exc) + (f" (caused by {type(cause).__name__}: {cause})" if caused else "")
+    caused = cause is not None and safe_text(cause) not in safe_text(exc)
+    return describe_failure(exc) + (f" (caused by {describe_failure(cause)})" if cause and caused else "")
 
 
 def _discovery(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> dict[str, Any]:
     """What the scan found, and what is wrong with it (malformed distributions, duplicate names)."""
-    malformed = [as_json(bad) for bad in discovery.malformed]
+    malformed = [bad._asdict() for bad in discovery.malformed]
     for bad in malformed:
         problems.add(ERROR, "discovery", f"malformed distribution at {bad['path']}: {bad['reason']}; it was skipped")
     duplicates = []
     for group in (ns.platform_group, ns.plugin_group):
         for name, eps in discovery.duplicates(group).items():
-            duplicates.append({"group": group, "name": name, "distributions": [ep.dist_name for ep in eps]})
+            duplicates.append({"group": group, "name": name, "distributions": [ep.distribution for ep in eps]})
             message = f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}"
-            problems.add(ERROR, "discovery", message, name, eps[0].dist_name)
-    return {"distribution_count": discovery.distribution_count, "malformed": malformed, "duplicates": duplicates}
+            problems.add(ERROR, "discovery", message, name, eps[0].distribution)
+    count = len(discovery.distributions)
+    return {"distribution_count": count, "malformed": malformed, "duplicates": duplicates}
 
 
 def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
@@ -169,71 +166,65 @@ def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
         problems.add(WARNING, "plugins", f"{message} the ones to load ({env}=name1,name2)")
 
 
-def _entry_point(ep: Any, name: str, action: str, reason: str) -> dict[str, Any]:
-    where = (None,) * 4 if ep is None else (ep.dist_name, ep.dist_version, ep.value, ep.dist_path)
-    return dict(zip(_ENTRY_POINT_KEYS, (name, *where, action, reason), strict=True))
+def _entry_point(plan: PlannedPlugin) -> dict[str, Any]:
+    ep = plan.entry_point
+    where = (None,) * 4 if ep is None else (ep.distribution, ep.version, ep.value, ep.path)
+    keys = ("name", "distribution", "version", "value", "path", "status", "reason")
+    return dict(zip(keys, (plan.name, *where, plan.status, plan.reason), strict=True))
+
+
+def _groups(ns: PluginNamespace) -> list[tuple[str, str]]:
+    """``(kind, group)`` of every entry-point group of ``ns``, in the order a process loads them."""
+    startup = [("startup", ns.startup_group)] if ns.startup_group else []
+    return [("platform", ns.platform_group), *startup, ("general", ns.plugin_group)]
 
 
 def list_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
-    """Every entry point of ``ns`` and what the environment would make of it (the loader's plan); imports nothing."""
-    from ..plugins._loading import plan_general_plugins
+    """Every entry point of ``ns`` and what the environment would make of it (the plans selection and loading
+    follow); imports nothing."""
+    from ..plugins._loading import plan_plugins
 
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
-    selected, env = ns.selected_platform(), ns.platform_env
-    platforms, duplicates = discovery.group(ns.platform_group), discovery.duplicates(ns.platform_group)
-    rows = []
-    for ep in platforms:
-        if ep.name in duplicates and selected in (None, ep.name):
-            action, reason = "duplicate", "another distribution offers the same name; selection will fail"
-        elif selected is None:
-            action, reason = "candidate", f"{env} unset: imported and activate() called"
-        elif ep.name == selected:
-            action, reason = "selected", f"{env}={selected!r}: the only platform imported"
-        else:
-            action, reason = "not-selected", f"{env}={selected!r}: never imported"
-        rows.append(_entry_point(ep, ep.name, action, reason))
-    if selected is not None and selected not in {ep.name for ep in platforms}:
-        problems.add(ERROR, "selection", unknown_platform_message(ns, platforms, selected), selected)
+    platforms, error = _selection.plan_platforms(ns, discovery)
+    if error is not None and not isinstance(error, DuplicatePluginError):  # duplicates: a discovery problem
+        problems.add(ERROR, "selection", str(error), error.plugin, error.distribution)
     _allowlist(ns, problems)
-    general = []
-    for plan in plan_general_plugins(ns, discovery):
-        action = {"to-load": "allowed", "failed-duplicate": "duplicate"}.get(plan.status, plan.status)
-        general.append(_entry_point(plan.entry_point, plan.name, action, plan.reason))
-        if plan.entry_point is None:
-            problems.add(WARNING, "plugins", f"{ns.plugins_env} lists {plan.name!r}, which is not installed", plan.name)
-    groups = [{"group": ns.platform_group, "kind": "platform", "entry_points": rows}]
-    groups.append({"group": ns.plugin_group, "kind": "general", "entry_points": general})
+    groups = []
+    for kind, group in _groups(ns):
+        plan = platforms if kind == "platform" else plan_plugins(ns, discovery, group)
+        for missing in (p.name for p in plan if p.entry_point is None):
+            problems.add(WARNING, "plugins", f"{ns.plugins_env} lists {missing!r}, which is not installed", missing)
+        groups.append({"group": group, "kind": kind, "entry_points": [_entry_point(p) for p in plan]})
     return {"distribution_count": found["distribution_count"], "groups": groups, **found}
 
 
-def _activations(activations: Any, problems: Problems, logs: LogCapture, how: str) -> list[dict[str, Any]]:
-    """Each activation as JSON, with what the plugin logged while it ran; a failed one is also a problem."""
-    for a in (a for a in activations if a.status == "failed"):
-        problems.add(ERROR, "selection", f"platform plugin {a.plugin!r} {how}: {a.error}", a.plugin, a.dist_name)
-    return [{**as_json(a), "log": logs.activation_lines.get(a.plugin, [])} for a in activations]
+def _outcomes(outcomes: Any, logs: LogCapture) -> list[dict[str, Any]]:
+    """Plugin outcomes as JSON, each with what the plugin logged while its code ran."""
+    return [{**o.to_dict(), "log": logs.plugin_lines.get((o.plugin, o.distribution), [])} for o in outcomes]
 
 
 def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool) -> dict[str, Any]:
-    holder = platform_holder(ns)
-    holder.reset()
+    _selection.reset_current_platform_of(ns)
     start = time.perf_counter()
     try:
-        cls = type(holder.get())
+        cls = type(_selection.current_platform_of(ns, strict=strict))
     except Exception as exc:
         data = dict.fromkeys(("platform_class", "rule", "reason", "plugin", "distribution", "version"))
-        data.update(plugin=getattr(exc, "plugin", None), distribution=getattr(exc, "dist", None), status="failed")
-        data.update(error=error_text(exc), error_type=type(exc).__name__, seconds=time.perf_counter() - start)
-        data["activations"] = _activations(getattr(exc, "activations", ()), problems, logs, "failed")
-        said = any(str(exc) in p["message"] for p in problems)
-        summary = "no platform could be selected" + ("" if said else f": {exc}")
-        problems.add(ERROR, "selection", summary, data["plugin"], data["distribution"])
+        plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
+        data.update(plugin=plugin, distribution=distribution, status="failed", error=error_text(exc))
+        data.update(error_type=type(exc).__name__, seconds=time.perf_counter() - start)
+        data["activations"] = _outcomes(getattr(exc, "outcomes", ()), logs)
+        problems.add(ERROR, "selection", f"no platform could be selected: {error_text(exc)}", plugin, distribution)
         return data
-    seconds, selection = time.perf_counter() - start, holder.selection()
+    seconds, selection = time.perf_counter() - start, _selection.current_selection_of(ns)
     data = {"status": "selected", "platform_class": selection.class_path}
-    data.update(as_json(selection, "rule", "reason", "plugin", "distribution", "version"))
+    data.update({f: getattr(selection, f) for f in ("rule", "reason", "plugin", "distribution", "version")})
     data.update(error=None, error_type=None, seconds=seconds)
-    data["activations"] = _activations(selection.activations, problems, logs, "failed and was skipped")
+    data["activations"] = _outcomes(selection.activations, logs)
+    for a in (a for a in selection.activations if not a.ok):
+        message = f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}"
+        problems.add(ERROR, "selection", message, a.plugin, a.distribution)
     if selection.rule == "fallback" and selection.activations and not selection.problems:
         message = f"no installed platform plugin activated; using the fallback {selection.class_path}"
         problems.add(WARNING, "selection", message)
@@ -249,37 +240,43 @@ def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict:
         covered = {f.kind for f in findings} | {"misspelled", "retired"}
         for problem in (p for p in check_platform_conformance(cls) if p.kind not in covered):
             message = f"conformance check: {problem.message}"
-            problems.add(ERROR, "selection", message, selection.plugin, selection.dist_name)
-    return {**data, "overrides": [as_json(f, "attribute", "kind", "message") for f in findings]}
+            problems.add(ERROR, "selection", message, selection.plugin, selection.distribution)
+    overrides = [{"attribute": f.attribute, "kind": f.kind, "message": f.message} for f in findings]
+    return {**data, "overrides": overrides}
 
 
-def plugins_step(ns: PluginNamespace, problems: Problems) -> dict[str, Any]:
-    from ..plugins._loading import NOT_INSTALLED, last_load_report, load_general_plugins, reset_load_state
+def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[str, Any]:
+    """Run ``load_plugins()`` here (both phases), and report what each plugin did."""
+    from ..plugins._loading import last_load_report, load_all, reset_load_state
 
     _allowlist(ns, problems)
     reset_load_state(ns)
+    error = None
     try:
-        records = load_general_plugins(ns).records
+        load_all(ns, strict)
     except Exception as exc:
-        where = (getattr(exc, "plugin", None), getattr(exc, "dist", None))
-        problems.add(ERROR, "plugins", f"loading general plugins stopped: {exc}", *where)
-        partial = last_load_report(ns)
-        records = partial.records if partial else []
-        return {"status": "failed", "error": error_text(exc), "plugins": [as_json(r) for r in records]}
-    for r in (r for r in records if not r.ok):
-        message = f"general plugin {r.plugin!r} {r.status}: {r.reason}"
-        problems.add(WARNING if r.status == NOT_INSTALLED else ERROR, "plugins", message, r.plugin, r.dist_name)
-    return {"status": "loaded", "error": None, "plugins": [as_json(r) for r in records]}
+        plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
+        problems.add(ERROR, "plugins", f"loading plugins stopped: {error_text(exc)}", plugin, distribution)
+        error = error_text(exc)
+    phases = {}
+    for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
+        report = last_load_report(ns, group) if group else None
+        outcomes: list[PluginOutcome] = report.outcomes if report is not None else []
+        for o in (o for o in outcomes if not o.ok):
+            severity = WARNING if o.status is Status.NOT_INSTALLED else ERROR
+            problems.add(severity, "plugins", f"plugin {o.plugin!r} {o.status}: {o.reason}", o.plugin, o.distribution)
+        phases[key] = [o.to_dict() for o in outcomes]
+    return {"status": "failed" if error else "loaded", "error": error, **phases}
 
 
 def _target(report: Any) -> dict[str, Any]:
     """One ``TargetReport`` as JSON, with its hooks numbered outermost first and one call step by step."""
-    data, hooks = as_json(report), []
+    data, hooks = report.to_dict(), []
     for position, hook in enumerate(report.hooks, start=1):
         h = fingerprint_hook(hook)
         source = {"plugin": h.pop("plugin"), "distribution": h.pop("distribution")}
         hooks.append({"position": position, **h, "source": source if any(source.values()) else None})
-    data.update(hooks=hooks, conflicts=[as_json(c) for c in report.conflicts])
+    data.update(hooks=hooks, conflicts=[c.to_dict() for c in report.conflicts])
     # BEFORE and AROUND hooks on the way in (outermost first), the active REPLACE (or the original), AFTER hooks on
     # the way out, innermost first.
     active = [h for h in hooks if h["active"]]
@@ -364,9 +361,9 @@ def doctor_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args:
     """Run selection, ``load_plugins()`` and hook application here, and report every step."""
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
-    counts = {"platform_plugins": len(discovery.group(ns.platform_group))}
-    counts["general_plugins"] = len(discovery.group(ns.plugin_group))
-    platform, plugins = _platform(ns, problems, logs, args.strict), plugins_step(ns, problems)
+    counts = {f"{kind}_plugins": len(discovery.group(group)) for kind, group in _groups(ns)}
+    strict = args.strict or ns.strict()  # --strict: plugin failures stop selection and loading, warnings fail
+    platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems, strict)
     theirs = _sglang_registry_targets()
     hooks = {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs}
     if theirs:
@@ -388,7 +385,7 @@ def explain_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args
     except (ValueError, TypeError) as exc:
         how = "use pkg.mod.func, pkg.mod.Class.method or pkg.mod:Class.method"
         raise InputError(f"explain: {target!r} is not a hook target ({exc}); {how}") from None
-    plugins = plugins_step(ns, problems)
+    plugins = plugins_step(ns, problems, args.strict or ns.strict())
     targets = hooks_step(problems, args.import_targets, target)["targets"]
     found = next((t for t in targets if t["target"].replace(":", ".") == wanted), None)
     # Only the problems about this target (or about loading) matter here.
@@ -434,7 +431,7 @@ def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, 
 
     other = _comparison(args.compare) if args.compare is not None else None
     try:
-        load_plugins(ns)
+        load_plugins(ns, strict=args.strict or None)
     except Exception as exc:  # strict mode: the fingerprint then says load_plugins() did not complete
         message = f"load_plugins() raised {type(exc).__name__}: {exc}"
         problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))

@@ -24,27 +24,25 @@ def _section(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]
     return ["", title, *table(headers, rows)] if rows else ["", title, f"  {empty}"] if empty else []
 
 
-def _once(report: dict[str, Any], text: str | None) -> str | None:
-    """``text``, or a pointer to the problems table when a problem already says it."""
-    core = (text or "").partition(": ")[2] or text
-    return SEE if core and any(core in p["message"] for p in report["problems"]) else text
+def _failed(record: dict[str, Any]) -> bool:
+    """Whether a plugin's outcome is a problem (each one is: the Problems table says it, the cell points there)."""
+    return str(record["status"]).startswith("failed") or record["status"] == "not-installed"
 
 
 def _runs(report: dict[str, Any], kind: str, records: list[dict[str, Any]], last: str, note: Any) -> list[str]:
     """The table of plugins that ran (``note(record)`` in the ``last`` column), then their tracebacks; the last
-    message of each traceback, when a problem says it, replaced by a pointer."""
-    platform = kind == "platform"
-    title = "Platform plugins: activate()" if platform else "General plugins"
-    empty = "(no platform plugin was activated)" if platform else "(none installed)"
+    message of each traceback (a problem says it) replaced by a pointer."""
+    titles = {"platform": "Platform plugins: activate()", "startup": "Startup plugins", "general": "General plugins"}
+    empty = "(no platform plugin was activated)" if kind == "platform" else "(none installed)"
     rows = [(r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", note(r)) for r in records]
-    out = _section(title, ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last), rows, empty)
+    out = _section(titles[kind], ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last), rows, empty)
     if kind == "general" and report["plugins"]["error"]:
-        out.append(f"  loading stopped: {_once(report, report['plugins']['error'])}")
+        out.append(f"  loading stopped: {SEE}")
     for record in (r for r in records if r.get("traceback")):
         lines = record["traceback"].rstrip().splitlines()
         start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (")), default=0)
         end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
-        if end < len(lines) and _once(report, "\n".join(lines[end:])) == SEE:
+        if end < len(lines):
             lines[end:] = [f"{lines[end].partition(':')[0]}: {SEE}"]
         out += ["", f"Traceback of {kind} plugin {record['plugin']!r} (without the runtime's frames)"]
         out += ["  " + line for line in lines]
@@ -55,8 +53,8 @@ def _list(report: dict[str, Any]) -> list[str]:
     lines = []
     for g in report["groups"]:
         title = f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry point(s))"
-        rows = [(e["name"], dist_label(e), e["value"], e["action"], e["reason"]) for e in g["entry_points"]]
-        lines += _section(title, ("NAME", "DISTRIBUTION", "TARGET", "ACTION", "WHY"), rows, "(none installed)")
+        rows = [(e["name"], dist_label(e), e["value"], e["status"], e["reason"]) for e in g["entry_points"]]
+        lines += _section(title, ("NAME", "DISTRIBUTION", "TARGET", "STATUS", "WHY"), rows, "(none installed)")
     malformed = [(m["path"], m["reason"]) for m in report["malformed"]]
     lines += _section("Malformed distributions (skipped)", ("PATH", "REASON"), malformed)
     duplicates = [(d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]]
@@ -64,36 +62,38 @@ def _list(report: dict[str, Any]) -> list[str]:
     return [*lines, "", f"{report['distribution_count']} installed distribution(s) scanned; no plugin was imported."]
 
 
-def _outcome(report: dict[str, Any], activation: dict[str, Any]) -> str | None:
-    """The RESULT / ERROR cell: the class, the error, or why ``activate()`` returned ``None``."""
+def _outcome(activation: dict[str, Any]) -> str | None:
+    """The RESULT / ERROR cell: the class, a pointer to the error, or why ``activate()`` returned ``None``."""
     if activation["status"] != "unavailable":
-        return _once(report, activation["error"]) or activation["result"]
+        return SEE if _failed(activation) else activation["result"]
     said = activation.get("log")
     return f"None: {said[-1]}" if said else "None (activate() logged no reason; log one at DEBUG to see it here)"
 
 
 def _doctor(report: dict[str, Any]) -> list[str]:
     found, platform, hooks = report["discovery"], report["platform"], report["hooks"]
-    counts = f"{found['platform_plugins']} platform plugin(s), {found['general_plugins']} general plugin(s)"
+    counts = ", ".join(f"{found[key]} {key.replace('_', ' ')}" for key in found if key.endswith("_plugins"))
     scanned = f"{found['distribution_count']} installed distribution(s) scanned"
     lines = ["", f"Discovery: {scanned}, {counts}, {len(found['malformed'])} malformed"]
-    lines += _runs(report, "platform", platform["activations"], "RESULT / ERROR", lambda a: _outcome(report, a))
+    lines += _runs(report, "platform", platform["activations"], "RESULT / ERROR", _outcome)
     if platform["status"] == "selected":
         plugin = f"{platform['plugin']} ({dist_label(platform)})" if platform["plugin"] else "(none: fallback)"
         title = "Selected platform" + " [SIMULATED]" * report["simulated"]
         pairs = [("class", platform["platform_class"]), ("plugin", plugin), ("rule", platform["rule"])]
         pairs.append(("reason", platform["reason"]))
     else:
-        title, pairs = "Selected platform: NONE (selection failed)", [("error", _once(report, platform["error"]))]
+        title, pairs = "Selected platform: NONE (selection failed)", [("error", SEE)]
     lines += ["", title, *table(("", ""), pairs)[1:]]
     names = [(o["attribute"], o["kind"], o["message"].partition(": ")[2]) for o in platform.get("overrides", ())]
     title = "Platform class: public names SGLang does not call"
     lines += _section(title, ("NAME", "KIND", "WHAT IT MEANS"), names)
-    lines += _runs(report, "general", report["plugins"]["plugins"], "REASON", lambda r: _once(report, r["reason"]))
+    for kind, key in (("startup", "startup"), ("general", "plugins")):
+        if kind == "general" or report["plugins"][key]:
+            lines += _runs(report, kind, report["plugins"][key], "REASON", lambda r: SEE if _failed(r) else r["reason"])
     targets = []
     for t in hooks["targets"]:
         sources = ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]})) or "unknown"
-        note = _once(report, t["error"] or "; ".join(c["message"] for c in t["conflicts"]) or None)
+        note = SEE if t["status"] == "failed" or t["conflicts"] else t["error"]
         targets.append((t["target"], t["status"], ", ".join(h["type"] for h in t["hooks"]) or "-", sources, note))
     theirs = len(hooks.get("sglang_registry_targets", ()))
     empty = f"(none here; released SGLang's own registry has hooks on {theirs} target(s) {SEE})"

@@ -16,7 +16,7 @@ def unknown_platform_message(
     namespace: PluginNamespace, candidates: tuple[PluginEntryPoint, ...], selected: str
 ) -> str:
     """Why ``selected`` names no installed platform plugin, with the likely intended name when there is one."""
-    available = ", ".join(f"{ep.name!r} ({ep.dist_label})" for ep in candidates) or "none installed"
+    available = ", ".join(f"{ep.name!r} ({ep.label})" for ep in candidates) or "none installed"
     shown = repr(selected) if len(selected) <= 80 else f"{selected[:60]!r}... ({len(selected)} characters)"
     message = (
         f"{namespace.platform_env}={shown} does not match any platform plugin in group "
@@ -44,5 +44,5 @@ def platform_name_suggestions(candidates: tuple[PluginEntryPoint, ...], selected
 
     by_fold = {folded(ep.name): ep.name for ep in candidates}
     found = sorted({name for fold, name in by_fold.items() if fold == folded(selected)})
-    found = found or sorted({ep.name for ep in candidates if ep.dist_name == normalize_distribution_name(selected)})
+    found = found or sorted({ep.name for ep in candidates if ep.distribution == normalize_distribution_name(selected)})
     return found or [by_fold[m] for m in difflib.get_close_matches(folded(selected), list(by_fold), 3, 0.75)]

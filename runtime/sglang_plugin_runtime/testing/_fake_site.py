@@ -75,8 +75,8 @@ class FakeDistributions:
     def stop(self) -> None:
         if not self._started:
             return
-        from .._namespace import known_namespaces, state_of
-        from ..platforms._selection import platform_holder
+        from .._namespace import known_namespaces
+        from ..platforms import _selection
 
         removed = set(self.imported_modules())
         for name in removed:
@@ -85,9 +85,8 @@ class FakeDistributions:
             sys.path.remove(self._entry)
         sys.path_importer_cache.pop(self._entry, None)
         for namespace in known_namespaces():
-            holder = platform_holder(namespace)
-            selection = state_of(namespace).selection
+            selection = _selection.platform_state(namespace).selection
             if selection is not None and selection.platform_class.__module__ in removed:
-                holder.reset()
+                _selection.reset_current_platform_of(namespace)
         self._started = False
         self.refresh()
