@@ -53,8 +53,7 @@ from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 from ..._forking import after_fork_in_child
-from ..._namespace import env_flag, known_namespaces, state_of
-from ..._plugin_code import describe_failure, guarded
+from ..._plugin_code import attach_registry, describe_failure, guarded, plugin_source
 from . import _types as t
 from ._wrappers import build_wrapper
 
@@ -311,12 +310,11 @@ class Registry:
         _parse_target(target)
         with self.lock:
             record = self.targets.setdefault(target, t.TargetRecord(target))
-            new = t.Registration(next(self._seq), hook_type, hook, source or t._current_plugin_source.get(), priority)
+            new = t.Registration(next(self._seq), hook_type, hook, source or plugin_source.get(), priority)
             self._warn_about_repeats(record, new)
             record.registrations.append(new)
-            if self.applied:  # apply_hooks() already ran: apply now, as strict as the plugin's context says
-                record.strict = _strictness(t._current_strict.get())
-                self._apply([target])
+            if self.applied:  # apply_hooks() already ran: apply now (failures are logged, and raised by the
+                self._apply([target])  # next apply_hooks(strict=True), which takes the target again)
 
     def _warn_about_repeats(self, record: t.TargetRecord, new: t.Registration) -> None:
         # Rare paths: the messages are built eagerly.
@@ -336,10 +334,10 @@ class Registry:
 
     # ------------------------------------------------------------------ applying
 
-    def apply_hooks(self, strict: bool | None = None) -> None:
+    def apply_hooks(self, strict: bool = False) -> None:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.apply_hooks`."""
         with self.lock:
-            self.applied, strict = True, _strictness(strict)
+            self.applied = True
             for record in self.targets.values():  # a pending target keeps the strictness of the apply that took it
                 if record.status is not _APPLIED and record.status is not _PENDING:
                     record.strict = strict
@@ -405,8 +403,8 @@ class Registry:
         if not found.watch:
             return self._fail([record], found.reason, batch)
         record.error, record.watch = found.reason, found.watch
-        top = record.target.replace(":", ".").split(".")[0]
-        if top not in sys.modules and importlib.util.find_spec(top) is None:
+        if not _findable(record.target):
+            top = record.target.replace(":", ".").split(".")[0]
             record.error = f"module {top!r} cannot be found (is it installed?)"
             if record.strict:
                 return self._fail([record], record.error, batch)
@@ -523,6 +521,16 @@ class Registry:
             self._finish([], _Batch([], []))  # a slot left with no target restores its original
             return before - sum(len(record.registrations) for record in self.targets.values())
 
+    def failed_targets(self, distribution: str) -> list[str]:
+        """The targets with hooks from ``distribution`` that failed, or wait for a module that cannot be found."""
+        with self.lock:
+            return [
+                name
+                for name, record in self.targets.items()
+                if any(r.source is not None and r.source.dist_name == distribution for r in record.registrations)
+                and (record.status is t.HookStatus.FAILED or (record.status is _PENDING and not _findable(name)))
+            ]
+
     # ------------------------------------------------------------------ introspection
 
     def _records_for(self, target: str) -> list[t.TargetRecord]:
@@ -546,9 +554,10 @@ class Registry:
             return any(reg.hook is hook and wanted in (None, reg.hook_type) for r in records for reg in r.registrations)
 
 
-def _strictness(strict: bool | None) -> bool:
-    """``strict`` as given, else what ``SGLANG_PLUGINS_STRICT`` says now (SGLang's ``apply_hooks()`` reads it)."""
-    return env_flag(t.STRICT_ENV) if strict is None else strict
+def _findable(target: str) -> bool:
+    """Whether the top-level package of ``target`` is imported or can be found (without importing it)."""
+    top = target.replace(":", ".").split(".")[0]
+    return top in sys.modules or importlib.util.find_spec(top) is not None
 
 
 def _depth(slot: t.Slot) -> int:
@@ -598,15 +607,17 @@ def _rebind(walks: Sequence[_Walk], modules: Iterable[object] | None = None) -> 
 
 
 _default = Registry()
-# load_plugins() imports this registry only once a plugin runs. Where a load finished before anything imported it,
-# it had nothing to apply; hooks registered from now on apply at once, as after that apply_hooks().
-_default.applied = any(getattr(state_of(ns).report, "completed", False) for ns in known_namespaces())
 _active = _default
 
 
 def active_registry() -> Registry:
     """The registry ``HookRegistry`` and ``plugin_hook`` act on."""
     return _active
+
+
+# Loading reaches the registry through this (it never imports it: plugins that register hooks do). Where a load
+# applied hooks before anything imported the registry, hooks registered from now on apply at once.
+_default.applied = attach_registry(active_registry)
 
 
 @contextlib.contextmanager
@@ -623,18 +634,6 @@ def isolated_registry() -> Iterator[Registry]:
     finally:
         fresh.reset()
         _active = previous
-
-
-@contextlib.contextmanager
-def _plugin_context(source: t.HookSource | None, strict: bool | None) -> Iterator[None]:
-    """For plugin loaders: hooks registered in the block come from ``source``, and those applied at once (after
-    ``apply_hooks()`` ran) are strict as ``strict`` says (``None``: as ``SGLANG_PLUGINS_STRICT`` says then)."""
-    source_token, strict_token = t._current_plugin_source.set(source), t._current_strict.set(strict)
-    try:
-        yield
-    finally:
-        t._current_strict.reset(strict_token)
-        t._current_plugin_source.reset(source_token)
 
 
 @after_fork_in_child

@@ -7,26 +7,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+from ..._plugin_code import HookSource
 
 #: A hook, or what it hooks.
 Hook = Callable[..., object]
 
 #: No such attribute (as the value an attribute had before a patch: there is nothing to restore but a deletion).
 MISSING = object()
-
-#: The variable that makes ``HookRegistry.apply_hooks()`` strict (the SRT namespace's; see ``_plugin_context``).
-STRICT_ENV = "SGLANG_PLUGINS_STRICT"
-
-
-class HookSource(NamedTuple):
-    """Which plugin registered a hook, so diagnostics can name the culprit."""
-
-    plugin_name: str
-    dist_name: str | None
-
 
 class HookType(enum.Enum):
     """How a hook is combined with its target (values match SGLang's)."""
@@ -49,12 +39,7 @@ class HookStatus(str, enum.Enum):
 
 
 # Documented (and pickled) under the public module.
-HookSource.__module__ = HookType.__module__ = HookStatus.__module__ = "sglang_plugin_runtime.plugins.hook_registry"
-
-# Set by plugin loaders (``_plugin_context``) while a plugin's module is imported and while its function runs
-# (SGLang's name): ``register()`` reads the source when none is given, and how strict a hook applied at once is.
-_current_plugin_source: ContextVar[HookSource | None] = ContextVar("_current_plugin_source", default=None)
-_current_strict: ContextVar[bool | None] = ContextVar("_current_strict", default=None)
+HookType.__module__ = HookStatus.__module__ = "sglang_plugin_runtime.plugins.hook_registry"
 
 
 @dataclass(frozen=True, slots=True)
