@@ -352,5 +352,3 @@ def test_a_late_hook_is_applied_at_once_and_its_failure_raised_by_the_next_stric
     assert report.status == "failed" and report.hooks[0].plugin == "late_plugin"
     with pytest.raises(HookApplyError):
         HookRegistry.apply_hooks(strict=True)
-
-

@@ -221,9 +221,11 @@ def registry() -> _Registry | None:
     return _active_registry() if _active_registry is not None else None
 
 
-def apply_hooks(strict: bool) -> None:
+def apply_hooks(strict: bool, *, loaded: bool) -> None:
+    """Apply the registered hooks; ``loaded``: after ``load_plugins()`` (a registry attached later then applies
+    registrations at once), not after the startup phase alone (the general plugins' hooks still come in one batch)."""
     global _hooks_applied
-    _hooks_applied = True
+    _hooks_applied = _hooks_applied or loaded
     if (hooks := registry()) is not None:
         hooks.apply_hooks(strict)
 

@@ -2,7 +2,8 @@
 
 The launcher puts a shim folder first on ``PYTHONPATH``; its only module is a ``sglang`` package whose
 ``__init__`` calls :func:`enter_from_shim`. That installs :class:`AdoptedSGLangFinder` in front of ``sys.meta_path``
-and loads the real ``sglang`` package in the shim's place. From then on, the modules the patch changes are compiled
+and loads the real ``sglang`` package in the shim's place, patched too (its change runs the startup plugins before
+SGLang's own imports). From then on, the modules the patch changes are compiled
 from the installed files with the patch applied in memory (exactly, or an ``ImportError`` that says why); every
 other module is SGLang's own file. Children inherit ``PYTHONPATH`` (spawn, forkserver, subprocesses) or the loaded
 modules (fork), so the whole process tree runs the same code. The first interpreter that adopts SGLang says so (the
@@ -62,6 +63,9 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
         names = {path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"): h for path, h in patches.items()}
         self._patches, self.modules = names, frozenset(names)
 
+    def hunks(self, fullname: str) -> tuple[Hunk, ...]:
+        return self._patches[fullname]
+
     def find_spec(self, fullname: str, path: Sequence[str] | None = None, target: object = None) -> ModuleSpec | None:
         hunks = self._patches.get(fullname)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path) if hunks is not None else None
@@ -83,8 +87,10 @@ def enter_from_shim(shim_module: ModuleType) -> None:
     shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
     search = [p for p in sys.path if os.path.abspath(p or os.curdir) != shim_dir]
     spec = importlib.machinery.PathFinder.find_spec("sglang", search)
-    if spec is None or spec.loader is None:
+    if spec is None or spec.loader is None or spec.origin is None:
         raise ImportError("sglang-plugins run: no sglang package is installed besides the launcher's shim")
+    if "sglang" in finder.modules:  # the package's own change: its startup plugins run before its imports
+        spec.loader, spec.cached = _PatchedSourceLoader("sglang", spec.origin, finder.hunks("sglang")), None
     real = importlib.util.module_from_spec(spec)
     # The import system hands out whatever sys.modules holds once the shim's body returns.
     sys.modules["sglang"] = real

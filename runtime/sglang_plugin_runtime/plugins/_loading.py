@@ -99,10 +99,11 @@ def plan_entry_points(
     allowed = namespace.allowed_plugins() if apply_allowlist else None
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
     entries, duplicates, env = discovery.group(group), discovery.duplicates(group), namespace.plugins_env
-    plan = [
-        PlannedPlugin(name, Status.NOT_INSTALLED, f"listed in {env} but not installed", None)
-        for name in sorted((allowed or set()) - {ep.name for ep in entries})
-    ]
+    # A listed name is "not installed" (said once, with the general plugins) when no group it filters has it.
+    filtered = {namespace.startup_group, namespace.plugin_group}
+    installed = {ep.name for g in (filtered if group in filtered else {group}) if g for ep in discovery.group(g)}
+    missing = [] if group == namespace.startup_group else sorted((allowed or set()) - installed)
+    plan = [PlannedPlugin(name, Status.NOT_INSTALLED, f"listed in {env} but not installed", None) for name in missing]
     for ep in entries:
         if allowed is not None and ep.name not in allowed:
             status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
@@ -248,7 +249,7 @@ def load_all(namespace: PluginNamespace, strict: bool | None = None, *, startup_
     strict = namespace.strict() if strict is None else strict
     groups = [namespace.startup_group] * bool(namespace.startup_group) + [namespace.plugin_group] * (not startup_only)
     reports = [load_phase(namespace, group, strict) for group in groups if group]
-    apply_hooks(strict)
+    apply_hooks(strict, loaded=not startup_only)
     required, hooks = _required_distribution(namespace, discover_entry_points()), registry()
     failed = hooks.failed_targets(required) if required is not None and hooks is not None else []
     if failed:
