@@ -777,10 +777,10 @@ def test_a_namespace_that_names_its_own_fallback_keeps_it_over_the_host_fallback
             pass
         class Host(SRTPlatform):
             pass
-        ns = PluginNamespace(name="srt", platform_group="sglang.srt.platforms", plugin_group="sglang.srt.plugins",
+        ns = PluginNamespace(name="own", platform_group="sglang.srt.platforms", plugin_group="sglang.srt.plugins",
                              base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
                              fallback_class=lambda: Own)
-        set_fallback_platform(Host)
+        set_fallback_platform(Host, ns)
         print(json.dumps(select_platform(ns).platform_class.__name__))
         """
     )
@@ -1038,3 +1038,29 @@ def test_an_entry_point_listed_twice_in_one_file_names_the_file_and_the_line(sit
     assert out["error"] == "DuplicatePluginError"
     assert str(dist / "entry_points.txt") in out["message"] and "'twice = twice_mod:activate'" in out["message"]
     assert "twice-dev 1.0 and twice-dev 1.0" not in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "a different PluginNamespace object that reuses a registered name (srt) is passed to the API",
+    "ValueError saying a different namespace of that name is registered; it never shares the registered one's "
+    "platform or load (was: given SRT's state)",
+)
+def test_a_namespace_object_that_borrows_a_registered_name_is_refused(site: PluginSite) -> None:
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.platforms import PluginNamespace, get_current_platform
+        from sglang_plugin_runtime.plugins import load_plugins
+        impostor = PluginNamespace(name="srt", platform_group="x.platforms", plugin_group="x.plugins",
+                                   base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform")
+        seen = []
+        for call in (get_current_platform, load_plugins):
+            try:
+                call(impostor)
+            except ValueError as exc:
+                seen.append(str(exc))
+        print(json.dumps(seen))
+        """
+    )
+    assert len(out) == 2 and all("a different plugin namespace named 'srt'" in message for message in out)

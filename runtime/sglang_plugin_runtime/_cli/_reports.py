@@ -205,10 +205,10 @@ def _outcomes(outcomes: Any, logs: LogCapture) -> list[dict[str, Any]]:
 
 
 def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool) -> dict[str, Any]:
-    _selection.reset_current_platform_of(ns)
+    _selection.reset_current_platform(ns)
     start = time.perf_counter()
     try:
-        cls = type(_selection.current_platform_of(ns, strict=strict))
+        cls = type(_selection.get_current_platform(ns, strict=strict))
     except Exception as exc:
         data = dict.fromkeys(("platform_class", "rule", "reason", "plugin", "distribution", "version"))
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
@@ -217,7 +217,7 @@ def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict:
         data["activations"] = _outcomes(getattr(exc, "outcomes", ()), logs)
         problems.add(ERROR, "selection", f"no platform could be selected: {error_text(exc)}", plugin, distribution)
         return data
-    seconds, selection = time.perf_counter() - start, _selection.current_selection_of(ns)
+    seconds, selection = time.perf_counter() - start, _selection.current_platform_selection(ns)
     data = {"status": "selected", "platform_class": selection.class_path}
     data.update({f: getattr(selection, f) for f in ("rule", "reason", "plugin", "distribution", "version")})
     data.update(error=None, error_type=None, seconds=seconds)
@@ -247,20 +247,20 @@ def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict:
 
 def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[str, Any]:
     """Run ``load_plugins()`` here (both phases), and report what each plugin did."""
-    from ..plugins._loading import last_load_report, load_all, reset_load_state
+    from ..plugins._loading import load_plugins, plugin_load_report, reset_load_state
 
     _allowlist(ns, problems)
     reset_load_state(ns)
     error = None
     try:
-        load_all(ns, strict)
+        load_plugins(ns, strict=strict)
     except Exception as exc:
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
         problems.add(ERROR, "plugins", f"loading plugins stopped: {error_text(exc)}", plugin, distribution)
         error = error_text(exc)
     phases = {}
     for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
-        report = last_load_report(ns, group) if group else None
+        report = plugin_load_report(ns, group) if group else None
         outcomes: list[PluginOutcome] = report.outcomes if report is not None else []
         for o in (o for o in outcomes if not o.ok):
             severity = WARNING if o.status is Status.NOT_INSTALLED else ERROR

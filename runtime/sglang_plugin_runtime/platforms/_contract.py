@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable, Collection
 from functools import cache, cached_property
 from types import FunctionType
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 if TYPE_CHECKING:
     import inspect
@@ -67,29 +67,24 @@ def underlying(raw: Any) -> Any:
     return raw.__func__ if isinstance(raw, (classmethod, staticmethod)) else raw
 
 
-class _Marker:
-    """A contract member's marker (``@active``, ``@reserved``), used bare or as ``(required=True)``; the member is
-    returned unchanged. ``required``: the base implementation fails fast, so an out-of-tree platform overrides it."""
+def _marker(status: Status) -> Any:
+    """A contract member's marker, used bare (``@active``) or as ``@active(required=True)``: the base
+    implementation fails fast, so an out-of-tree platform overrides it. The member is returned as is."""
 
-    def __init__(self, status: Status) -> None:
-        self.status = status
-
-    @overload
-    def __call__(self, func: _F, /) -> _F: ...
-    @overload
-    def __call__(self, func: None = None, /, *, required: bool = False) -> Callable[[_F], _F]: ...
-    def __call__(self, func: _F | None = None, /, *, required: bool = False) -> _F | Callable[[_F], _F]:
+    def marker(member: _F | None = None, /, *, required: bool = False) -> Any:
         def mark(member: _F) -> _F:
-            setattr(underlying(member), _MARK, Mark(self.status, required))
+            setattr(underlying(member), _MARK, Mark(status, required))
             return member
 
-        return mark if func is None else mark(func)
+        return mark if member is None else mark(member)
+
+    return marker
 
 
 #: A contract member that hosts call today through ``current_platform``.
-active = _Marker("active")
+active = _marker("active")
 #: A contract member that is planned: hosts do not call it yet.
-reserved = _Marker("reserved")
+reserved = _marker("reserved")
 
 
 def not_implemented(obj: object, method: str) -> NotImplementedError:
@@ -99,19 +94,18 @@ def not_implemented(obj: object, method: str) -> NotImplementedError:
 
 
 def register_contract_class(cls: type) -> None:
-    """Record ``cls`` as a contract class: its annotated public attributes and its marked public methods.
+    """Record ``cls`` as a contract class: its annotated public attributes (active) and its marked
+    public methods; an unmarked public method is refused."""
+    annotations = vars(cls).get("__annotations__", {})  # what inspect.get_annotations(cls) reads
+    members = {name: Mark("active", False) for name in annotations if not name.startswith("_")}
+    for name, raw in vars(cls).items():
+        if not name.startswith("_") and name not in members:
+            members[name] = getattr(underlying(raw), _MARK, None) or _unmarked(cls, name)
+    OWN_MEMBERS[cls] = members
 
-    An unmarked public method is refused. (That no contract class redefines another's name, which would shadow a
-    vendor mixin's implementation, is checked by the tests.)
-    """
-    annotations = vars(cls).get("__annotations__", {})  # what inspect.get_annotations(cls) reads, up to 3.13
-    attributes = {name: Mark("active", False) for name in annotations if not name.startswith("_")}
-    public = {name: raw for name, raw in vars(cls).items() if not name.startswith("_") and name not in attributes}
-    methods = {name: getattr(underlying(raw), _MARK, None) for name, raw in public.items()}
-    unmarked = [f"{cls.__name__}.{name} has no @active/@reserved marker" for name, m in methods.items() if m is None]
-    if unmarked:
-        raise TypeError("invalid contract class:\n  - " + "\n  - ".join(unmarked))
-    OWN_MEMBERS[cls] = attributes | {name: mark for name, mark in methods.items() if mark is not None}
+
+def _unmarked(cls: type, name: str) -> Mark:
+    raise TypeError(f"invalid contract class: {cls.__name__}.{name} has no @active/@reserved marker")
 
 
 def contract_classes(cls: type) -> list[type]:
@@ -241,37 +235,20 @@ def is_known_name(name: str) -> bool:
     return any(name in members for members in OWN_MEMBERS.values()) or any(r["name"] == name for r in interface_rows())
 
 
-def _edit_distance(a: str, b: str) -> int:
-    """Optimal string alignment distance (insertions, deletions, substitutions, adjacent swaps)."""
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        previous2, previous = previous, current
-    return previous[-1]
-
-
-def near_miss(name: str, candidates: Collection[str]) -> str | None:
-    """The contract name ``name`` is most likely a misspelling of, or ``None``.
-
-    A near miss is at most two edits away and at least 85% similar (``difflib``): close enough for ``synchronise``
-    or ``get_devce_name``, far enough for a vendor's ``vendor_name`` or ``get_device_count``.
-    """
+def misspelling(name: str, contract: Collection[str]) -> str | None:
+    """Why public name ``name`` is likely a misspelling of a ``contract`` name, or ``None``: it is no
+    known name, at most two edits away from one and at least 85% similar (``difflib``): close enough
+    for ``synchronise`` or ``get_devce_name``, far enough for ``vendor_name`` or ``get_device_count``."""
     import difflib
 
-    close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.85)
-    return next((c for c in close if _edit_distance(name, c) <= 2), None)
-
-
-def misspelling(name: str, contract: Collection[str]) -> str | None:
-    """Why public name ``name`` is likely a misspelling of a ``contract`` name (it is no known name), or ``None``."""
-    guess = None if is_known_name(name) else near_miss(name, contract)
-    hint = f"a vendor helper that is no typo can start with an underscore: '_{name}'"
-    return None if guess is None else f"not a name SGLang calls; did you mean {guess!r}? ({hint})"
+    if is_known_name(name):
+        return None
+    for guess in difflib.get_close_matches(name, list(contract), n=3, cutoff=0.85):
+        opcodes = difflib.SequenceMatcher(None, name, guess).get_opcodes()
+        if sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal") <= 2:
+            hint = f"a vendor helper that is no typo can start with an underscore: '_{name}'"
+            return f"not a name SGLang calls; did you mean {guess!r}? ({hint})"
+    return None
 
 
 def enforce(cls: type) -> None:

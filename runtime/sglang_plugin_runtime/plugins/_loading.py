@@ -1,26 +1,28 @@
-"""Loading plugins: the startup phase, then the general plugins, then the hooks they registered; and the state of
-each namespace's load, which loading alone writes.
+"""Loading plugins: the startup phase, then the general plugins, then the hooks they registered; and
+each namespace's load, the state loading alone writes.
 
-Written once for every namespace. Which plugins are loaded, skipped or refused is one pure function
-(:func:`plan_entry_points`) that ``sglang-plugins list`` asks too. Each phase imports its plugins first, then runs
-their functions, as SGLang does. A plugin that fails is logged and skipped, its hooks discarded; it stops start-up
-in strict mode and when it belongs to the selected platform's distribution (as SGLang's diffusion loader does). The
-public functions with SGLang's signatures live in :mod:`sglang_plugin_runtime.plugins`.
+Which plugins are loaded, skipped or refused is one pure function (:func:`plan_entry_points`) that
+``sglang-plugins list`` asks too. Each phase imports its plugins first, then runs their functions, as
+SGLang does. A plugin that fails is logged and skipped, its hooks discarded; it stops start-up in
+strict mode, and when it belongs to the selected platform's distribution (SGLang's diffusion loader's
+rule). The public functions (``load_plugins()`` with SGLang's signature, ...) are re-exported by
+:mod:`sglang_plugin_runtime.plugins`.
 """
 
-# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
-# string annotation of its fields, a cost paid by every process at start-up.
+# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for
+# every string annotation of its fields, a cost paid by every process at start-up.
 import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, duplicate_reason
 from .._discovery import normalize_distribution_name
 from .._forking import after_fork_in_child
-from .._namespace import PluginNamespace
-from .._plugin_code import Gate, PlannedPlugin, PluginOutcome, Policy, Status, apply_hooks, discard_hooks
-from .._plugin_code import planned, registry, run_plugin_code, safe_text
+from .._namespace import SRT, PluginNamespace, get_namespace, known_namespaces
+from .._plugin_code import Gate, PlannedPlugin, PluginOutcome, Policy, Status, apply_hooks
+from .._plugin_code import discard_hooks, planned, registry, run_plugin_code, safe_text
 from ..errors import DuplicatePluginError, PluginError, PluginLoadError, ReentrantLoadError
 from ..platforms._selection import platform_state
 
@@ -28,11 +30,10 @@ logger = logging.getLogger(__name__)
 
 
 class LoadReport:
-    """What one phase of loading (an entry-point group) did in this process for one namespace."""
+    """What one phase of loading (one entry-point group) did in this process for one namespace."""
 
     def __init__(self, namespace: str, group: str) -> None:
-        self.namespace = namespace
-        self.group = group
+        self.namespace, self.group = namespace, group
         self.outcomes: list[PluginOutcome] = []
         self.completed = False
 
@@ -55,22 +56,21 @@ class LoadState:
     def __init__(self) -> None:
         self.gate = Gate()
         self.reports: dict[str, LoadReport] = {}  # by group: complete, or in progress while it loads
-        #: Functions that completed in a load that did not (a strict retry, a child forked meanwhile): never rerun.
+        #: Functions that completed in a load that did not (a strict retry; a child forked meanwhile).
         self.done: dict[tuple[str, str], PluginOutcome] = {}
-        self.interrupted: PluginEntryPoint | None = None  # whose code ran in another thread when this child forked
+        self.interrupted: PluginEntryPoint | None = None  # ran in another thread when this child forked
 
 
 _STATES: dict[str, LoadState] = {}
 
 
 def load_state(namespace: PluginNamespace) -> LoadState:
-    """The load state of ``namespace`` (a registered namespace: see ``get_namespace``)."""
     return _STATES.get(namespace.name) or _STATES.setdefault(namespace.name, LoadState())
 
 
 @after_fork_in_child
 def _after_fork() -> None:
-    """A finished load stays; one another thread was running is redone, without the hooks of its running plugin."""
+    """A finished load stays; one that another thread ran is redone, without that plugin's hooks."""
     for state in _STATES.values():
         running, state.gate = state.gate.running, Gate()
         state.interrupted = running.ep if running is not None else state.interrupted
@@ -78,10 +78,8 @@ def _after_fork() -> None:
 
 
 def unselected_platform_dists(namespace: PluginNamespace, discovery: DiscoveryResult) -> set[str]:
-    """Distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects.
-
-    A distribution that offers the selected platform is never in the set, even when it offers others too.
-    """
+    """Distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects (one that
+    offers the selected platform is never in the set, even when it offers others too)."""
     selected = namespace.selected_platform()
     eps = discovery.group(namespace.platform_group) if selected else ()
     return {ep.distribution for ep in eps} - {ep.distribution for ep in eps if ep.name == selected}
@@ -105,6 +103,7 @@ def plan_entry_points(
     missing = [] if group == namespace.startup_group else sorted((allowed or set()) - installed)
     plan = [PlannedPlugin(name, Status.NOT_INSTALLED, f"listed in {env} but not installed", None) for name in missing]
     for ep in entries:
+        status, reason = Status.TO_LOAD, ""
         if allowed is not None and ep.name not in allowed:
             status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
         elif ep.distribution in excluded:
@@ -112,45 +111,41 @@ def plan_entry_points(
             status, reason = Status.SKIPPED_PLATFORM, f"its distribution offers only platforms other than {selected}"
         elif ep.name in duplicates:
             status, reason = Status.FAILED_DUPLICATE, f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}"
-        else:
-            status, reason = Status.TO_LOAD, ""
         plan.append(PlannedPlugin(ep.name, status, reason, ep))
     return plan
 
 
 def plan_plugins(namespace: PluginNamespace, discovery: DiscoveryResult, group: str) -> list[PlannedPlugin]:
-    """What a load of ``group`` (the general or the startup group) will do with each plugin; imports nothing."""
-    excluded = unselected_platform_dists(namespace, discovery)
-    return plan_entry_points(group, namespace, discovery, excluded_dists=excluded)
+    """What a load of ``group`` (the general or the startup group) will do with each plugin."""
+    return plan_entry_points(group, namespace, discovery, excluded_dists=unselected_platform_dists(namespace, discovery))
 
 
 def _callable(value: object) -> str | None:
-    if callable(value):
-        return None
-    return (
-        f"the entry point names {type(value).__name__} {safe_text(value, repr)}, not a function; it must name the "
-        f"plugin's function (register() for a general plugin, activate() for a platform plugin)"
-    )
+    kind = f"{type(value).__name__} {safe_text(value, repr)}"
+    function = "register() for a general plugin, activate() for a platform plugin"
+    return None if callable(value) else f"the entry point names {kind}, not a function; it must name the plugin's " \
+        f"function ({function})"
 
 
 def _ran_its_body(result: object) -> str | None:
     """Why calling the plugin's function did nothing, when it is a generator or an ``async`` function."""
-    if not (inspect.iscoroutine(result) or inspect.isgenerator(result) or inspect.isasyncgen(result)):
-        return None
     if inspect.iscoroutine(result):
-        result.close()  # its body never ran; closed, Python does not warn "never awaited" about it later
+        result.close()  # its body never ran; closed, Python does not warn "never awaited" later
+    elif not (inspect.isgenerator(result) or inspect.isasyncgen(result)):
+        return None
     kind = "a generator" if inspect.isgenerator(result) else "an async"
     return (
-        f"it is {kind} function: calling it returned {type(result).__name__} and its body never ran, so nothing "
-        f"was registered; make it a plain function (def register(): ...)"
+        f"it is {kind} function: calling it returned {type(result).__name__} and its body never ran, so "
+        f"nothing was registered; make it a plain function (def register(): ...)"
     )
 
 
 def import_plugins(
     plan: list[PlannedPlugin], policy: Policy, group: str, gate: Gate | None = None, skip: Iterable[str] = ()
 ) -> tuple[list[tuple[PluginEntryPoint, Callable[[], object]]], list[PluginOutcome]]:
-    """Import the plugins ``plan`` loads (but those in ``skip``): their functions, and the outcomes of the others
-    (failed imports, skipped, duplicates). Failures never stop the other plugins, unless ``policy`` says so."""
+    """Import the plugins ``plan`` loads (but those in ``skip``): their functions, and the outcomes of
+    the others (failed imports, skipped, duplicates). Failures never stop the others, unless ``policy``
+    says so."""
     imported: list[tuple[PluginEntryPoint, Callable[[], object]]] = []
     outcomes: list[PluginOutcome] = []
     for name, status, reason, ep in plan:
@@ -170,39 +165,36 @@ def import_plugins(
 
 
 def _required_distribution(namespace: PluginNamespace, discovery: DiscoveryResult) -> str | None:
-    """The selected platform's distribution, whose plugins' failures stop start-up: known once the platform is
-    selected (SGLang selects it before it loads plugins), or from ``SGLANG_PLATFORM``; never selected here."""
-    selection = platform_state(namespace).selection
-    if selection is not None:
+    """The selected platform's distribution, whose plugins' failures stop start-up: known once the
+    platform is selected (SGLang selects it before it loads plugins), or from ``SGLANG_PLATFORM``."""
+    if (selection := platform_state(namespace).selection) is not None:
         return selection.distribution
     selected, eps = namespace.selected_platform(), discovery.group(namespace.platform_group)
     return next((ep.distribution for ep in eps if ep.name == selected), None)
 
 
-def _reentry(namespace: PluginNamespace) -> Callable[[Gate], PluginError]:
+def _refuse(namespace: PluginNamespace) -> Callable[[Gate], PluginError]:
     def refuse(gate: Gate) -> PluginError:
-        running = gate.running
-        who = running.where if running is not None else "a plugin"
+        who, plugin = (gate.running.where, gate.running.ep.name) if gate.running else ("a plugin", None)
         message = (
             f"{who} waits for a thread that called load_plugins() ({namespace.name}) while that load runs it: "
-            f"waiting would never end. Call load_plugins() from the plugin's own thread (it returns at once), or "
-            f"do the work after start-up."
+            f"waiting would never end. Call load_plugins() from the plugin's own thread (it returns at once), "
+            f"or do the work after start-up."
         )
-        return ReentrantLoadError(message, plugin=running and running.ep and running.ep.name)
+        return ReentrantLoadError(message, plugin=plugin)
 
     return refuse
 
 
-def load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadReport:
-    """Load ``group``'s plugins once per process: import them, run their functions. A re-entrant call (from a
-    plugin's function) returns the report in progress; a load that raised is redone by the next call, without
-    rerunning a function that completed."""
-    state, refuse = load_state(namespace), _reentry(namespace)
-    if not state.gate.enter(refuse):
+def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadReport:
+    """Load ``group``'s plugins once per process. A re-entrant call (from a plugin's function) returns
+    the report in progress; a load that raised is redone by the next call, without rerunning a function
+    that completed."""
+    state = load_state(namespace)
+    if not state.gate.enter(_refuse(namespace)):
         return state.reports.get(group) or LoadReport(namespace.name, group)
     try:
-        report = state.reports.get(group)
-        if report is not None and report.completed:
+        if (report := state.reports.get(group)) is not None and report.completed:
             return report
         if state.interrupted is not None:
             discard_hooks(state.interrupted)
@@ -224,8 +216,8 @@ def _load(namespace: PluginNamespace, group: str, strict: bool, state: LoadState
     if namespace.allowed_plugins() == frozenset() and discovery.group(group):
         env = namespace.plugins_env
         logger.warning(
-            "%s=%r names no plugin, so no plugin in group %r is loaded (as in SGLang). Unset %s to load them all, "
-            "or list the ones to load: %s=name1,name2.",
+            "%s=%r names no plugin, so no plugin in group %r is loaded (as in SGLang). Unset %s to load them "
+            "all, or list the ones to load: %s=name1,name2.",
             *(env, os.environ.get(env, ""), group, env, env),
         )
     done = {name: outcome for (phase, name), outcome in state.done.items() if phase == group}
@@ -243,28 +235,57 @@ def _load(namespace: PluginNamespace, group: str, strict: bool, state: LoadState
     state.done = {key: outcome for key, outcome in state.done.items() if key[0] != group}
 
 
-def load_all(namespace: PluginNamespace, strict: bool | None = None, *, startup_only: bool = False) -> LoadReport:
-    """The startup phase, then (unless ``startup_only``) the general plugins; then the hooks are applied. The
-    report of the last phase loaded. The selected platform's distribution must get all its hooks applied."""
+def load_plugins(namespace: str | PluginNamespace = SRT, *, strict: bool | None = None) -> LoadReport:
+    """Run the startup plugins, then the general plugins, once per process; then apply the hooks.
+
+    Returns what happened to each general plugin (SGLang's version returns ``None``; callers that ignore
+    it are unaffected). When ``SGLANG_PLATFORM`` is set, plugins of distributions that offer only other
+    platforms are skipped without being imported. ``strict``: default, ``SGLANG_PLUGINS_STRICT``.
+    """
+    return _load_all(get_namespace(namespace), strict, startup_only=False)
+
+
+def load_startup_plugins(namespace: str | PluginNamespace = SRT, *, strict: bool | None = None) -> LoadReport:
+    """Run the startup plugins once per process (the first phase of :func:`load_plugins`), then apply the
+    hooks, so those on modules not imported yet wait for their import."""
+    return _load_all(get_namespace(namespace), strict, startup_only=True)
+
+
+def _load_all(namespace: PluginNamespace, strict: bool | None, *, startup_only: bool) -> LoadReport:
     strict = namespace.strict() if strict is None else strict
-    groups = [namespace.startup_group] * bool(namespace.startup_group) + [namespace.plugin_group] * (not startup_only)
-    reports = [load_phase(namespace, group, strict) for group in groups if group]
+    groups = [g for g in (namespace.startup_group, None if startup_only else namespace.plugin_group) if g]
+    reports = [_load_phase(namespace, group, strict) for group in groups]
     apply_hooks(strict, loaded=not startup_only)
+    # The selected platform's distribution cannot run without its hooks.
     required, hooks = _required_distribution(namespace, discover_entry_points()), registry()
-    failed = hooks.failed_targets(required) if required is not None and hooks is not None else []
-    if failed:
+    if required is not None and hooks is not None and (failed := hooks.failed_targets(required)):
         message = f"Hooks of the selected platform's distribution {required} cannot be applied: {', '.join(failed)}"
         raise PluginLoadError(f"{message}; the process cannot run without them.", distribution=required)
     return reports[-1] if reports else LoadReport(namespace.name, namespace.plugin_group)
 
 
-def last_load_report(namespace: PluginNamespace, group: str | None = None) -> LoadReport | None:
-    """The report of the last load of ``group`` (default: the general plugins), or ``None``."""
-    return load_state(namespace).reports.get(group or namespace.plugin_group)
+def plugin_load_report(namespace: str | PluginNamespace = SRT, group: str | None = None) -> LoadReport | None:
+    """What this process's ``load_plugins()`` did to ``group`` (default: the general plugins), or ``None``."""
+    ns = get_namespace(namespace)
+    return load_state(ns).reports.get(group or ns.plugin_group)
+
+
+def load_plugins_by_group(group: str, excluded_dists: set[str] | None = None) -> dict[str, tuple[Any, str | None]]:
+    """Import the plugins of ``group`` and return ``{name: (function, distribution name)}`` (SGLang's API).
+
+    Entry points of distributions in ``excluded_dists`` are never imported. ``SGLANG_PLUGINS`` filters
+    general-plugin groups only, never platform groups. A plugin that fails to import is logged and
+    skipped (raised with ``SGLANG_PLUGINS_STRICT=1``). Distribution names are PEP 503 normalised.
+    """
+    namespace = next((ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)), SRT)
+    allowlist, discovery = group != namespace.platform_group, discover_entry_points()
+    plan = plan_entry_points(group, namespace, discovery, excluded_dists=excluded_dists or (), apply_allowlist=allowlist)
+    imported, _ = import_plugins(plan, Policy(namespace.strict(), namespace.strict_env), group)
+    return {ep.name: (function, ep.distribution) for ep, function in imported}
 
 
 def reset_load_state(namespace: PluginNamespace | None = None) -> None:
-    """Forget that plugins were loaded (tests); hooks are reset separately via ``HookRegistry.reset()``."""
+    """Forget that plugins were loaded (tests); hooks are reset separately (``HookRegistry.reset()``)."""
     for state in _STATES.values() if namespace is None else [load_state(namespace)]:
         with state.gate.lock:
             state.reports, state.done, state.interrupted = {}, {}, None

@@ -87,6 +87,6 @@ class FakeDistributions:
         for namespace in known_namespaces():
             selection = _selection.platform_state(namespace).selection
             if selection is not None and selection.platform_class.__module__ in removed:
-                _selection.reset_current_platform_of(namespace)
+                _selection.reset_current_platform(namespace)
         self._started = False
         self.refresh()

@@ -35,26 +35,26 @@ class PlatformOverride:
     def set(self, platform: Any, namespace: str | PluginNamespace = "srt") -> Any:
         """Make ``platform`` (an instance, or a class to instantiate) current; returns the instance."""
         ns = self._remember(namespace)
-        _selection.set_current_platform_of(ns, platform)
-        return _selection.current_platform_of(ns)
+        _selection.set_current_platform(platform, ns)
+        return _selection.get_current_platform(ns)
 
     def reset(self, namespace: str | PluginNamespace = "srt", *, rescan: bool = False) -> None:
         """Forget the current platform, so the next access runs the real selection (``rescan``: rescan too)."""
         from .._discovery import refresh_discovery
 
-        _selection.reset_current_platform_of(self._remember(namespace))
+        _selection.reset_current_platform(self._remember(namespace))
         if rescan:
             refresh_discovery()
 
     def select(self, namespace: str | PluginNamespace = "srt") -> PlatformSelection:
         """Run the real selection now (with the current environment) and return its provenance."""
         ns = self._remember(namespace)
-        _selection.reset_current_platform_of(ns)
-        return _selection.current_selection_of(ns)
+        _selection.reset_current_platform(ns)
+        return _selection.current_platform_selection(ns)
 
     def current(self, namespace: str | PluginNamespace = "srt") -> Any:
         """The current platform instance, selecting it if needed."""
-        return _selection.current_platform_of(self._remember(namespace))
+        return _selection.get_current_platform(self._remember(namespace))
 
     def stop(self) -> None:
         for state, platform, selection in self._saved.values():
