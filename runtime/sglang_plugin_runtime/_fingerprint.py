@@ -22,7 +22,12 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ._namespace import get_namespace
+
+if TYPE_CHECKING:
+    from ._namespace import PluginNamespace
 
 #: Version of the fingerprint's layout; a change makes every digest change, so only bump it with the runtime's.
 FORMAT = 2
@@ -64,75 +69,61 @@ def digest_of(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(data).encode("ascii")).hexdigest()
 
 
-def build_fingerprint(namespace: Any) -> PluginFingerprint:
-    """The fingerprint of this process for ``namespace`` (a ``PluginNamespace``).
-
-    Resolves the namespace's current platform if nothing has yet (hosts have by the time their process group
-    exists: the device decides the backend). Never raises for what plugins did: a failed selection is recorded as
-    such, so a rank whose platform failed still takes part in a comparison instead of dying alone.
-    """
+def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFingerprint:
+    """This process's plugin fingerprint (``.digest``, ``.to_dict()``): what ``check_plugin_consistency``
+    sends. It resolves the namespace's current platform if nothing has yet (hosts have by the time their
+    process group exists), and never raises for what plugins did: a failed selection is recorded as such,
+    so a rank whose platform failed still takes part in a comparison instead of dying alone."""
     from . import __version__
+    from .platforms import current_platform_selection
+    from ._plugin_code import registry
+    from .plugins import plugin_load_report
 
-    return PluginFingerprint(FORMAT, __version__, namespace.name, _platform(namespace), _plugins(namespace), _hooks())
+    ns = get_namespace(namespace)
+    try:
+        selection = current_platform_selection(ns)
+        platform = {"status": "selected", "class": selection.class_path, "error_type": None}
+        platform |= {f: getattr(selection, f) for f in ("plugin", "distribution", "version", "rule")}
+        activations = selection.activations
+    except Exception as exc:  # recorded, not raised
+        activations, plugin = getattr(exc, "outcomes", ()), getattr(exc, "plugin", None)
+        version = next((o.version for o in activations if o.plugin == plugin), None)
+        distribution, error = getattr(exc, "distribution", None), type(exc).__name__
+        platform = {"status": "failed", "class": None, "plugin": plugin, "distribution": distribution}
+        platform |= {"version": version, "rule": None, "error_type": error}
+    report = plugin_load_report(ns)
+    plugins = None if report is None else _by_plugin(report.outcomes)
+    chains: dict[str, list[list[dict[str, Any]]]] = {}
+    failed: dict[str, bool] = {}
+    targets = []
+    if registry() is not None:  # a plugin or the host registered a hook
+        from .plugins.hook_registry import HookRegistry
+
+        targets = HookRegistry.describe()
+    for target in targets:
+        name = target.target.replace(":", ".")  # both spellings name the same target
+        chains.setdefault(name, []).append([fingerprint_hook(h) for h in target.hooks])
+        failed[name] = failed.get(name, False) or target.status == "failed"
+    hooks = [{"target": n, "failed": failed[n], "hooks": _merge(chains[n])} for n in sorted(chains)]
+    platform["activations"] = _by_plugin(activations)
+    return PluginFingerprint(FORMAT, __version__, ns.name, platform, plugins, hooks)
 
 
 def _by_plugin(outcomes: Iterable[Any]) -> list[dict[str, Any]]:
     """Plugin outcomes, as much of them as is equal on every rank, sorted."""
-    fields = ("plugin", "status", "distribution", "version")
-    records = ({f: o.to_dict()[f] for f in fields} for o in outcomes)
+    records = ({f: getattr(o, f) for f in ("plugin", "status", "distribution", "version")} for o in outcomes)
     return sorted(records, key=lambda r: (r["plugin"], r["distribution"] or ""))
 
 
-def _platform(ns: Any) -> dict[str, Any]:
-    from .platforms import current_platform_selection
-
-    try:
-        selection = current_platform_selection(ns)
-    except Exception as exc:  # recorded, not raised: see build_fingerprint()
-        activations, plugin = _by_plugin(getattr(exc, "outcomes", ())), getattr(exc, "plugin", None)
-        version = next((a["version"] for a in activations if a["plugin"] == plugin), None)
-        failed = {"status": "failed", "class": None, "plugin": plugin, "distribution": getattr(exc, "distribution", None)}
-        return {**failed, "version": version, "rule": None, "error_type": type(exc).__name__, "activations": activations}
-    return {
-        "status": "selected",
-        "class": selection.class_path,
-        **{f: getattr(selection, f) for f in ("plugin", "distribution", "version", "rule")},
-        "error_type": None,
-        "activations": _by_plugin(selection.activations),
-    }
-
-
-def _plugins(ns: Any) -> list[dict[str, Any]] | None:
-    from .plugins import plugin_load_report
-
-    report = plugin_load_report(ns)
-    return None if report is None else _by_plugin(report.outcomes)
-
-
 def fingerprint_hook(hook: Any) -> dict[str, Any]:
-    """One ``HookReport`` as the fingerprint (and the CLI) shows it, without the addresses ``repr()`` shows."""
+    """One ``HookReport`` as the fingerprint (and the CLI) shows it, without the addresses of ``repr()``."""
     return {**hook.to_dict(), "hook": _ADDRESS.sub("", hook.hook)}
 
 
-def _hooks() -> list[dict[str, Any]]:
-    from .plugins.hook_registry import HookRegistry
-
-    chains: dict[str, list[list[dict[str, Any]]]] = {}
-    failed: dict[str, bool] = {}
-    for report in HookRegistry.describe():
-        # Both spellings (``pkg.mod:Class.m`` and ``pkg.mod.Class.m``) name the same target.
-        name = report.target.replace(":", ".")
-        chains.setdefault(name, []).append([fingerprint_hook(h) for h in report.hooks])
-        failed[name] = failed.get(name, False) or report.status == "failed"
-    return [{"target": name, "failed": failed[name], "hooks": _merge(chains[name])} for name in sorted(chains)]
-
-
 def _merge(chains: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One target's hooks, outermost first; for a target registered under both spellings, in a fixed order.
-
-    Once applied, each spelling reports the whole chain; while pending, each reports only its own hooks. Sorting
-    the union makes both states give the same list.
-    """
+    """One target's hooks, outermost first; for a target registered under both spellings, in a fixed
+    order. Once applied, each spelling reports the whole chain; while pending, each only its own hooks:
+    sorting the union makes both states give the same list."""
     first = chains[0]
     if all(chain == first for chain in chains):
         return first

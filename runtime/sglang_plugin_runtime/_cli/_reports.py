@@ -426,7 +426,7 @@ def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, 
     """Select the platform and run ``load_plugins()`` here (as a fresh rank would), fingerprint the result, and
     compare it with what ``--compare`` names, when given."""
     from .._consistency import Participant, compare
-    from .._fingerprint import build_fingerprint, digest_of
+    from .._fingerprint import digest_of, plugin_fingerprint
     from ..plugins import load_plugins
 
     other = _comparison(args.compare) if args.compare is not None else None
@@ -435,7 +435,7 @@ def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, 
     except Exception as exc:  # strict mode: the fingerprint then says load_plugins() did not complete
         message = f"load_plugins() raised {type(exc).__name__}: {exc}"
         problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))
-    fingerprint, host = build_fingerprint(ns), socket.gethostname()
+    fingerprint, host = plugin_fingerprint(ns), socket.gethostname()
     mine, source = fingerprint.to_dict(), args.compare
     document: dict[str, Any] = {"digest": fingerprint.digest, "host": host, "fingerprint": mine}
     if other is None:
