@@ -1,18 +1,21 @@
 """What a process's plugins did, as a fingerprint that ranks and hosts can compare.
 
-A fingerprint holds only what must be equal on every rank of a job: the runtime's version, the namespace, the
-selected platform (class, plugin, distribution, version, rule) with every platform plugin's ``activate()`` outcome,
-the general plugins with their status, distribution and version, and the hook chain on each target (type, hook,
-source, priority, whether it failed to apply). Nothing that is legitimately per rank goes in: no pid, device index,
-host name, path, timing or exception text (those quote paths and addresses). So equal plugins give equal digests
-on every rank and host, and ``sglang-plugins fingerprint`` on a node prints the digest a rank there would compute.
+A fingerprint holds only what must be equal on every rank of a job: the runtime's version, the
+namespace, the selected platform (class, plugin, distribution, version, rule) with every platform
+plugin's ``activate()`` outcome, the general plugins with their status, distribution and version,
+and the hook chain on each target (type, hook, source, priority, whether it failed to apply).
+Nothing that is legitimately per rank goes in: no pid, device index, host name, path, timing or
+exception text (those quote paths and addresses). So equal plugins give equal digests on every rank
+and host, and ``sglang-plugins fingerprint`` on a node prints the digest a rank there would compute.
 
-Whether a hook target is *applied* or still *pending* is left out too: it only says whether the target's module
-has been imported yet in that process, which is a matter of timing (and always pending in the CLI); the hooks
-apply on import either way. A target whose hooks *failed* to apply is in.
+Whether a hook target is *applied* or still *pending* is left out too: it only says whether the
+target's module has been imported yet in that process, which is a matter of timing (and always
+pending in the CLI); the hooks apply on import either way. A target whose hooks *failed* to apply is
+in.
 
-Built from public APIs only; standard library only; nothing here imports torch. Comparing fingerprints and
-formatting the differences is :mod:`._consistency`'s, imported only when ranks disagree.
+Built from public APIs only; standard library only; nothing here imports torch. Comparing
+fingerprints and formatting the differences is :mod:`._consistency`'s, imported only when ranks
+disagree.
 """
 
 from __future__ import annotations
@@ -29,26 +32,31 @@ from ._namespace import get_namespace
 if TYPE_CHECKING:
     from ._namespace import PluginNamespace
 
-#: Version of the fingerprint's layout; a change makes every digest change, so only bump it with the runtime's.
+#: Version of the fingerprint's layout; a change makes every digest change, so only bump it with the
+#: runtime's.
 FORMAT = 2
 
-#: An address in a ``repr()`` (``<functools.partial object at 0x7f...>``): different in every process.
+#: An address in a ``repr()`` (``<functools.partial object at 0x7f...>``): different in every
+#: process.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 @dataclasses.dataclass(frozen=True)
 class PluginFingerprint:
-    """What one process's plugins did, in a form that is equal on every rank that runs the same plugins."""
+    """What one process's plugins did, in a form that is equal on every rank that runs the same
+    plugins."""
 
     format: int
     runtime_version: str
     namespace: str
-    #: ``{status: selected|failed, class, plugin, distribution, version, rule, error_type, activations: [...]}``.
+    #: ``{status: selected|failed, class, plugin, distribution, version, rule, error_type,
+    #: activations: [...]}``.
     platform: Mapping[str, Any]
     #: One record per general plugin (``{plugin, status, distribution, version}``), or ``None`` when
     #: ``load_plugins()`` has not run in this process.
     general_plugins: Sequence[Mapping[str, Any]] | None
-    #: One entry per hook target: ``{target, failed, hooks: [{type, hook, plugin, distribution, priority, active}]}``.
+    #: One entry per hook target: ``{target, failed, hooks: [{type, hook, plugin, distribution,
+    #: priority, active}]}``.
     hooks: Sequence[Mapping[str, Any]]
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,26 +78,38 @@ def digest_of(data: Mapping[str, Any]) -> str:
 
 
 def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFingerprint:
-    """This process's plugin fingerprint (``.digest``, ``.to_dict()``): what ``check_plugin_consistency``
-    sends. It resolves the namespace's current platform if nothing has yet (hosts have by the time their
-    process group exists), and never raises for what plugins did: a failed selection is recorded as such,
-    so a rank whose platform failed still takes part in a comparison instead of dying alone."""
+    """This process's plugin fingerprint (``.digest``, ``.to_dict()``): what
+    ``check_plugin_consistency`` sends. It resolves the namespace's current platform if nothing has
+    yet (hosts have by the time their process group exists), and never raises for what plugins did:
+    a failed selection is recorded as such, so a rank whose platform failed still takes part in a
+    comparison instead of dying alone."""
     from . import __version__
-    from .platforms import current_platform_selection
     from ._plugin_code import registry
+    from .platforms import current_platform_selection
     from .plugins import plugin_load_report
 
     ns = get_namespace(namespace)
     try:
         selection = current_platform_selection(ns)
-        platform = {"status": "selected", "class": selection.class_path, "error_type": None}
-        platform |= {f: getattr(selection, f) for f in ("plugin", "distribution", "version", "rule")}
+        platform: dict[str, Any] = {
+            "status": "selected",
+            "class": selection.class_path,
+            "error_type": None,
+        }
+        platform |= {
+            f: getattr(selection, f) for f in ("plugin", "distribution", "version", "rule")
+        }
         activations = selection.activations
     except Exception as exc:  # recorded, not raised
         activations, plugin = getattr(exc, "outcomes", ()), getattr(exc, "plugin", None)
         version = next((o.version for o in activations if o.plugin == plugin), None)
         distribution, error = getattr(exc, "distribution", None), type(exc).__name__
-        platform = {"status": "failed", "class": None, "plugin": plugin, "distribution": distribution}
+        platform = {
+            "status": "failed",
+            "class": None,
+            "plugin": plugin,
+            "distribution": distribution,
+        }
         platform |= {"version": version, "rule": None, "error_type": error}
     report = plugin_load_report(ns)
     plugins = None if report is None else _by_plugin(report.outcomes)
@@ -111,19 +131,23 @@ def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFinger
 
 def _by_plugin(outcomes: Iterable[Any]) -> list[dict[str, Any]]:
     """Plugin outcomes, as much of them as is equal on every rank, sorted."""
-    records = ({f: getattr(o, f) for f in ("plugin", "status", "distribution", "version")} for o in outcomes)
+    records = (
+        {f: getattr(o, f) for f in ("plugin", "status", "distribution", "version")}
+        for o in outcomes
+    )
     return sorted(records, key=lambda r: (r["plugin"], r["distribution"] or ""))
 
 
 def fingerprint_hook(hook: Any) -> dict[str, Any]:
-    """One ``HookReport`` as the fingerprint (and the CLI) shows it, without the addresses of ``repr()``."""
+    """One ``HookReport`` as the fingerprint (and the CLI) shows it, without the addresses of
+    ``repr()``."""
     return {**hook.to_dict(), "hook": _ADDRESS.sub("", hook.hook)}
 
 
 def _merge(chains: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """One target's hooks, outermost first; for a target registered under both spellings, in a fixed
-    order. Once applied, each spelling reports the whole chain; while pending, each only its own hooks:
-    sorting the union makes both states give the same list."""
+    order. Once applied, each spelling reports the whole chain; while pending, each only its own
+    hooks: sorting the union makes both states give the same list."""
     first = chains[0]
     if all(chain == first for chain in chains):
         return first

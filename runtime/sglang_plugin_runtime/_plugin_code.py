@@ -1,10 +1,11 @@
 """Running plugin code: the one function that runs it, attributed, and the one outcome it returns.
 
-Plugin code runs inside the host's start-up: an entry point's import, ``activate()``, ``register()``,
-a startup function, a platform class's constructor. :func:`run_plugin_code` is the only way the
-runtime runs it. It times the call, names the plugin as the source of every hook the code registers,
-turns whatever the code raises into that plugin's failure (``sys.exit()`` included), discards the
-hooks of a plugin that failed, and applies the failure policy: stop start-up, or log and skip.
+Plugin code runs inside the host's start-up: an entry point's import, ``activate()``,
+``register()``, a startup function, a platform class's constructor. :func:`run_plugin_code` is the
+only way the runtime runs it. It times the call, names the plugin as the source of every hook the
+code registers, turns whatever the code raises into that plugin's failure (``sys.exit()`` included),
+discards the hooks of a plugin that failed, and applies the failure policy: stop start-up, or log
+and skip.
 
 A ``KeyboardInterrupt`` is how a user stops a slow start-up, so it propagates, with a note naming
 the plugin that was running. Only where the host marks the interrupts that come from a signal (the
@@ -26,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from ._discovery import PluginEntryPoint
 from .errors import PluginError, PluginLoadError
@@ -42,7 +43,8 @@ class HookSource(NamedTuple):
     dist_name: str | None
 
 
-HookSource.__module__ = "sglang_plugin_runtime.plugins.hook_registry"  # documented (and pickled) there
+# documented (and pickled) there
+HookSource.__module__ = "sglang_plugin_runtime.plugins.hook_registry"
 
 #: The plugin whose code runs now (SGLang's ``_current_plugin_source``): a hook registered without a
 #: source gets it.
@@ -50,7 +52,8 @@ plugin_source: ContextVar[HookSource | None] = ContextVar("_current_plugin_sourc
 
 
 class Status(str, enum.Enum):
-    """What a load or a selection will do, or did, with one plugin; values are in the CLI's schema."""
+    """What a load or a selection will do, or did, with one plugin; values are in the CLI's
+    schema."""
 
     TO_LOAD = "to-load"  # a plan's: it will be imported and its function run
     SELECTED = "selected"  # a plan's: the platform plugin SGLANG_PLATFORM names
@@ -93,7 +96,8 @@ class PluginOutcome(NamedTuple):
 
 
 class PlannedPlugin(NamedTuple):
-    """What a load or a selection will do with one entry point (or with a listed name not installed)."""
+    """What a load or a selection will do with one entry point (or with a listed name not
+    installed)."""
 
     name: str
     status: Status
@@ -101,9 +105,9 @@ class PlannedPlugin(NamedTuple):
     entry_point: PluginEntryPoint | None
 
 
-def planned(ep: PluginEntryPoint, status: Status, reason: str = "", **more: object) -> PluginOutcome:
+def planned(ep: PluginEntryPoint, status: Status, reason: str = "", **more: Any) -> PluginOutcome:
     """An outcome of ``ep`` (``more``: ``result``, ``seconds``, ``traceback``)."""
-    return PluginOutcome(ep.name, status, reason, ep.distribution, ep.version, ep.value, **more)  # type: ignore
+    return PluginOutcome(ep.name, status, reason, ep.distribution, ep.version, ep.value, **more)
 
 
 # ---------------------------------------------------------------- a plugin's failure, and its text
@@ -120,7 +124,9 @@ def is_plugin_failure(exc: BaseException) -> bool:
     """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate)."""
     if isinstance(exc, (Exception, SystemExit)):
         return True
-    return _marked and isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
+    return (
+        _marked and isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
+    )
 
 
 class PluginCall:
@@ -140,8 +146,8 @@ def guarded(where: str) -> Iterator[PluginCall]:
     except BaseException as exc:
         if not is_plugin_failure(exc):
             # Python 3.11+ prints the notes; 3.10 keeps them readable on the same attribute.
-            notes = getattr(exc, "__notes__", [])
-            exc.__notes__ = [*notes, f"(raised while the runtime was running {where})"]  # type: ignore
+            note = f"(raised while the runtime was running {where})"
+            exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
             raise
         call.error = exc
 
@@ -151,27 +157,34 @@ def safe_text(value: object, convert: Callable[[object], str] = str) -> str:
     try:
         return convert(value)
     except Exception as exc:
-        return f"<{type(value).__name__} object; its {convert.__name__}() raised {type(exc).__name__}>"
+        return (
+            f"<{type(value).__name__} object; its {convert.__name__}() raised {type(exc).__name__}>"
+        )
 
 
 def describe_failure(exc: BaseException) -> str:
     """``Type: message``, with advice where the exception type itself is the mistake."""
     if isinstance(exc, SystemExit):
         return (
-            f"SystemExit({safe_text(exc.code, repr)}): plugin code called sys.exit(); a plugin must "
+            f"SystemExit({safe_text(exc.code, repr)}): plugin code called sys.exit(); a plugin "
+            f"must "
             f"raise an exception (or, in activate(), return None) instead of ending the process"
         )
     if isinstance(exc, KeyboardInterrupt):
-        return "KeyboardInterrupt raised by the plugin's own code (not a Ctrl-C): it must not raise it"
+        return (
+            "KeyboardInterrupt raised by the plugin's own code (not a Ctrl-C): it must not raise it"
+        )
     return f"{type(exc).__name__}: {safe_text(exc)}"
 
 
 def plugin_traceback(exc: BaseException) -> str:
-    """The traceback of ``exc`` (and its causes) without the runtime's frames: the plugin's lines."""
+    """The traceback of ``exc`` (and its causes) without the runtime's frames: the plugin's
+    lines."""
     import traceback
 
     summary = traceback.TracebackException.from_exception(exc)
-    pending, seen = [summary], set()
+    pending: list[traceback.TracebackException | None] = [summary]
+    seen: set[int] = set()
     while pending:  # the exception, its causes and contexts
         part = pending.pop()
         if part is not None and id(part) not in seen:
@@ -218,7 +231,8 @@ def apply_hooks(strict: bool, *, loaded: bool) -> None:
 
 
 def discard_hooks(ep: PluginEntryPoint) -> None:
-    """Drop the hooks ``ep``'s code registered (it failed, or is a platform that was not selected)."""
+    """Drop the hooks ``ep``'s code registered (it failed, or is a platform that was not
+    selected)."""
     if (hooks := registry()) is not None:
         hooks.discard_source(HookSource(ep.name, ep.distribution))
 
@@ -238,9 +252,10 @@ class Running:
 
 
 class Gate:
-    """A once-per-process job that runs plugin code (a selection, a load): one thread does it, others
-    wait. Plugin code that re-enters its job is told apart: in the owner's thread, or in a thread it
-    started while the owner waits for that thread (a ``join``, a future's ``result()``): a deadlock."""
+    """A once-per-process job that runs plugin code (a selection, a load): one thread does it,
+    others wait. Plugin code that re-enters its job is told apart: in the owner's thread, or in a
+    thread it started while the owner waits for that thread (a ``join``, a future's ``result()``): a
+    deadlock."""
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
@@ -248,9 +263,10 @@ class Gate:
         self.running: Running | None = None
 
     def enter(self, refuse: Callable[["Gate"], PluginError]) -> bool:
-        """Own the gate (``True``), or ``False`` when this thread owns it already. A thread the running
-        code started raises ``refuse(self)`` when the owner waits in one of :mod:`threading`'s waits:
-        the owner's innermost frame, in threading's code, the same twice 50 ms apart."""
+        """Own the gate (``True``), or ``False`` when this thread owns it already. A thread the
+        running code started raises ``refuse(self)`` when the owner waits in one of
+        :mod:`threading`'s waits: the owner's innermost frame, in threading's code, the same twice
+        50 ms apart."""
         me, running, wait = threading.current_thread(), self.running, None
         if self.owner is me:
             return False
@@ -300,13 +316,14 @@ def run_plugin_code(
     gate: Gate | None = None,
     check: Callable[[object], str | None] | None = None,
 ) -> tuple[object, PluginOutcome]:
-    """Run ``action``, one step of ``ep``'s code (``step``: ``"import"``, ``"activate()"``, ...), with
-    ``ep`` as the source of the hooks it registers; return its value and its outcome.
+    """Run ``action``, one step of ``ep``'s code (``step``: ``"import"``, ``"activate()"``, ...),
+    with ``ep`` as the source of the hooks it registers; return its value and its outcome.
 
     A failure (it raised, re-entered the job ``gate`` runs, or ``check`` says what is wrong with its
-    value) gives a ``failed-import`` / ``failed-call`` outcome and value ``None``; the plugin's hooks
-    are discarded; ``policy`` raises (:class:`~.errors.PluginLoadError`, or a ``fatal`` error as it
-    is) or logs. With ``policy=None`` (the host's own start-up runs it) the error is raised as it is.
+    value) gives a ``failed-import`` / ``failed-call`` outcome and value ``None``; the plugin's
+    hooks are discarded; ``policy`` raises (:class:`~.errors.PluginLoadError`, or a ``fatal`` error
+    as it is) or logs. With ``policy=None`` (the host's own start-up runs it) the error is raised as
+    it is.
     """
     what = "the import" if step == "import" else step
     where = f"{what} of plugin {ep.name!r} (distribution {ep.label})"

@@ -1,8 +1,9 @@
-"""The documents ``list``, ``doctor``, ``explain`` and ``fingerprint`` print: the runtime's records, as the CLI's JSON
-schema (``cli-schema.json``: within a schema version fields are only ever added, never renamed or removed) names them.
+"""The documents ``list``, ``doctor``, ``explain`` and ``fingerprint`` print: the runtime's records,
+as the CLI's JSON schema (``cli-schema.json``: within a schema version fields are only ever added,
+never renamed or removed) names them.
 
-A record becomes JSON through its ``to_dict()``, under its Python field names, so a hook, a plugin's outcome or an
-entry point has one shape wherever it appears. Each command is one step
+A record becomes JSON through its ``to_dict()``, under its Python field names, so a hook, a plugin's
+outcome or an entry point has one shape wherever it appears. Each command is one step
 (``<command>_step``) run inside :func:`report`, which adds the envelope every document shares.
 """
 
@@ -24,22 +25,33 @@ from typing import Any
 from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
 from .._fingerprint import fingerprint_hook
 from .._namespace import PluginNamespace, get_namespace
-from .._plugin_code import PlannedPlugin, PluginOutcome, Status, describe_failure, guarded, plugin_source, safe_text
+from .._plugin_code import (
+    PlannedPlugin,
+    PluginOutcome,
+    Status,
+    describe_failure,
+    guarded,
+    plugin_source,
+    safe_text,
+)
 from .._simulated_device import TORCH_INSTALL, simulated_device
 from ..errors import DuplicatePluginError
 from ..platforms import _selection
 
 ERROR, WARNING = "error", "warning"
-#: The version of the JSON documents (``cli-schema.json``): a field renamed or removed makes a new one.
+#: The version of the JSON documents (``cli-schema.json``): a field renamed or removed makes a new
+#: one.
 SCHEMA_VERSION = 2
 
 
 class InputError(ValueError):
-    """An argument names something the command cannot use (a target, a ``--compare`` file); the message says why."""
+    """An argument names something the command cannot use (a target, a ``--compare`` file); the
+    message says why."""
 
 
 class Problems(list[dict[str, Any]]):
-    """Problems found while building a report, in the order found; one fault reached twice is one problem."""
+    """Problems found while building a report, in the order found; one fault reached twice is one
+    problem."""
 
     def add(
         self,
@@ -50,14 +62,17 @@ class Problems(list[dict[str, Any]]):
         distribution: str | None = None,
         target: str | None = None,
     ) -> None:
-        item = dict(severity=severity, step=step, message=message, plugin=plugin, distribution=distribution)
+        item = dict(
+            severity=severity, step=step, message=message, plugin=plugin, distribution=distribution
+        )
         if (item := {**item, "target": target}) not in self:
             self.append(item)
 
 
 class LogCapture(logging.Handler):
-    """WARNING and worse records emitted while a report is built (plugins' own loggers included), and every record
-    a platform plugin's own code logs while it is imported and activated (why it returned ``None``, usually)."""
+    """WARNING and worse records emitted while a report is built (plugins' own loggers included),
+    and every record a platform plugin's own code logs while it is imported and activated (why it
+    returned ``None``, usually)."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
@@ -69,16 +84,22 @@ class LogCapture(logging.Handler):
             message = record.getMessage()
         except Exception:  # a plugin's bad format string must not break the report
             message = str(record.msg)
-        if (source := plugin_source.get()) is not None and not record.name.startswith("sglang_plugin_runtime"):
-            self.plugin_lines.setdefault(tuple(source), []).append(f"{record.levelname} {record.name}: {message}")
+        if (source := plugin_source.get()) is not None and not record.name.startswith(
+            "sglang_plugin_runtime"
+        ):
+            line = f"{record.levelname} {record.name}: {message}"
+            self.plugin_lines.setdefault((source.plugin_name, source.dist_name), []).append(line)
         if record.levelno >= logging.WARNING:
-            self.records.append({"level": record.levelname, "logger": record.name, "message": message})
+            self.records.append(
+                {"level": record.levelname, "logger": record.name, "message": message}
+            )
 
 
 @contextlib.contextmanager
 def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
-    """Logs captured (see :class:`LogCapture`), on a simulated device if asked. The root logger is lowered to DEBUG
-    for the capture only: every other handler on it is raised to the root's level, so the terminal sees no more."""
+    """Logs captured (see :class:`LogCapture`), on a simulated device if asked. The root logger is
+    lowered to DEBUG for the capture only: every other handler on it is raised to the root's level,
+    so the terminal sees no more."""
     handler, root = LogCapture(), logging.getLogger()
     level, raised = root.level, [h for h in root.handlers if h.level == logging.NOTSET]
     for other in raised:
@@ -86,9 +107,14 @@ def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     try:
-        # The device type is a vendor's (torch's own are refused): torch.device() parses it once PrivateUse1 is
-        # renamed to it, which lasts for this process only, as a generated package's own tests do.
-        with simulated_device(**simulation, privateuse1=True) if simulation else contextlib.nullcontext():
+        # The device type is a vendor's (torch's own are refused): torch.device() parses it once
+        # PrivateUse1 is renamed to it, which lasts for this process only, as a generated package's
+        # own tests do.
+        with (
+            simulated_device(**simulation, privateuse1=True)
+            if simulation
+            else contextlib.nullcontext()
+        ):
             yield handler
     finally:
         root.setLevel(level)
@@ -98,41 +124,65 @@ def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
 
 
 def _simulation(args: Any) -> dict[str, Any] | None:
-    """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not installed."""
+    """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not
+    installed."""
     device, backend = args.simulate, args.simulate_backend
     if device is None and backend is not None:
         raise InputError("--simulate-backend needs --simulate DEVICE_TYPE")
     if device is None:
         return None
     if not device.isidentifier():
-        raise InputError(f"--simulate {device!r}: a torch device type is an identifier such as 'npu'")
+        raise InputError(
+            f"--simulate {device!r}: a torch device type is an identifier such as 'npu'"
+        )
     if args.simulate_count < 1:
         raise InputError(f"--simulate-count {args.simulate_count}: it must be at least 1")
     try:
         import torch
     except ImportError:
-        raise InputError(f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}") from None
+        raise InputError(
+            f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}"
+        ) from None
     if device in ("cpu", "cuda", "meta") or hasattr(torch, device):
-        free = ", ".join(name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name))
+        free = ", ".join(
+            name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name)
+        )
         own = f"{device} is one of torch's own device types, it cannot be simulated"
         how = f"simulate a device type torch does not have (a vendor's: {free}, ...)"
         raise InputError(f"--simulate {device}: {own}; {how}")
-    if backend is not None and (not backend.isidentifier() or backend in sys.modules or find_spec(backend)):
+    if backend is not None and (
+        not backend.isidentifier() or backend in sys.modules or find_spec(backend)
+    ):
         how = "give the name of a vendor module that is not installed here (e.g. torch_npu)"
-        raise InputError(f"--simulate-backend {backend}: {how}; a fake one would hide an installed module")
+        raise InputError(
+            f"--simulate-backend {backend}: {how}; a fake one would hide an installed module"
+        )
     return {"device_type": device, "device_count": args.simulate_count, "backend_module": backend}
 
 
 def report(args: Any) -> dict[str, Any]:
-    """The envelope every document shares, around what ``args.command``'s step makes of this process's plugins;
+    """The envelope every document shares, around what ``args.command``'s step makes of this
+    process's plugins;
     :class:`InputError` when an argument is unusable."""
-    steps = {"list": list_step, "doctor": doctor_step, "explain": explain_step, "fingerprint": fingerprint_step}
+    steps = {
+        "list": list_step,
+        "doctor": doctor_step,
+        "explain": explain_step,
+        "fingerprint": fingerprint_step,
+    }
     ns, simulation, problems = get_namespace(args.namespace), _simulation(args), Problems()
     with _captured(simulation) as logs:
         body = steps[args.command](ns, problems, logs, args)
     failing = problems if args.strict else [p for p in problems if p["severity"] == ERROR]
-    environment = {name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)}
-    envelope = {"schema_version": SCHEMA_VERSION, "command": args.command, "namespace": ns.name, "simulated": bool(simulation)}
+    environment = {
+        name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)
+    }
+    envelope = {
+        "schema_version": SCHEMA_VERSION,
+        "command": args.command,
+        "namespace": ns.name,
+        "simulated": bool(simulation),
+    }
     envelope.update(simulation=simulation, environment=environment, healthy=not failing)
     return {**envelope, "exit_status": 1 if failing else 0, "problems": problems, **body}
 
@@ -140,18 +190,28 @@ def report(args: Any) -> dict[str, Any]:
 def error_text(exc: BaseException) -> str:
     cause = exc.__cause__
     caused = cause is not None and safe_text(cause) not in safe_text(exc)
-    return describe_failure(exc) + (f" (caused by {describe_failure(cause)})" if cause and caused else "")
+    return describe_failure(exc) + (
+        f" (caused by {describe_failure(cause)})" if cause and caused else ""
+    )
 
 
-def _discovery(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> dict[str, Any]:
+def _discovery(
+    discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems
+) -> dict[str, Any]:
     """What the scan found, and what is wrong with it (malformed distributions, duplicate names)."""
     malformed = [bad._asdict() for bad in discovery.malformed]
     for bad in malformed:
-        problems.add(ERROR, "discovery", f"malformed distribution at {bad['path']}: {bad['reason']}; it was skipped")
+        problems.add(
+            ERROR,
+            "discovery",
+            f"malformed distribution at {bad['path']}: {bad['reason']}; it was skipped",
+        )
     duplicates = []
     for group in (ns.platform_group, ns.plugin_group):
         for name, eps in discovery.duplicates(group).items():
-            duplicates.append({"group": group, "name": name, "distributions": [ep.distribution for ep in eps]})
+            duplicates.append(
+                {"group": group, "name": name, "distributions": [ep.distribution for ep in eps]}
+            )
             message = f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}"
             problems.add(ERROR, "discovery", message, name, eps[0].distribution)
     count = len(discovery.distributions)
@@ -159,10 +219,14 @@ def _discovery(discovery: DiscoveryResult, ns: PluginNamespace, problems: Proble
 
 
 def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
-    """``SGLANG_PLUGINS`` set to something that names no plugin (``","``) disables every general plugin."""
+    """``SGLANG_PLUGINS`` set to something that names no plugin (``","``) disables every general
+    plugin."""
     if ns.allowed_plugins() == frozenset():
         raw, env = os.environ.get(ns.plugins_env, ""), ns.plugins_env
-        message = f"{env}={raw!r} names no plugin, so no general plugin is loaded; unset it to load them all, or list"
+        message = (
+            f"{env}={raw!r} names no plugin, so no general plugin is loaded; unset it to load them "
+            f"all, or list"
+        )
         problems.add(WARNING, "plugins", f"{message} the ones to load ({env}=name1,name2)")
 
 
@@ -179,54 +243,83 @@ def _groups(ns: PluginNamespace) -> list[tuple[str, str]]:
     return [("platform", ns.platform_group), *startup, ("general", ns.plugin_group)]
 
 
-def list_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
-    """Every entry point of ``ns`` and what the environment would make of it (the plans selection and loading
-    follow); imports nothing."""
+def list_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
+) -> dict[str, Any]:
+    """Every entry point of ``ns`` and what the environment would make of it (the plans selection
+    and loading follow); imports nothing."""
     from ..plugins._loading import plan_plugins
 
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
     platforms, error = _selection.plan_platforms(ns, discovery)
-    if error is not None and not isinstance(error, DuplicatePluginError):  # duplicates: a discovery problem
+    # duplicates: a discovery problem
+    if error is not None and not isinstance(error, DuplicatePluginError):
         problems.add(ERROR, "selection", str(error), error.plugin, error.distribution)
     _allowlist(ns, problems)
     groups = []
     for kind, group in _groups(ns):
         plan = platforms if kind == "platform" else plan_plugins(ns, discovery, group)
         for missing in (p.name for p in plan if p.entry_point is None):
-            problems.add(WARNING, "plugins", f"{ns.plugins_env} lists {missing!r}, which is not installed", missing)
-        groups.append({"group": group, "kind": kind, "entry_points": [_entry_point(p) for p in plan]})
+            problems.add(
+                WARNING,
+                "plugins",
+                f"{ns.plugins_env} lists {missing!r}, which is not installed",
+                missing,
+            )
+        groups.append(
+            {"group": group, "kind": kind, "entry_points": [_entry_point(p) for p in plan]}
+        )
     return {"distribution_count": found["distribution_count"], "groups": groups, **found}
 
 
 def _outcomes(outcomes: Any, logs: LogCapture) -> list[dict[str, Any]]:
     """Plugin outcomes as JSON, each with what the plugin logged while its code ran."""
-    return [{**o.to_dict(), "log": logs.plugin_lines.get((o.plugin, o.distribution), [])} for o in outcomes]
+    return [
+        {**o.to_dict(), "log": logs.plugin_lines.get((o.plugin, o.distribution), [])}
+        for o in outcomes
+    ]
 
 
-def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool) -> dict[str, Any]:
+def _platform(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool
+) -> dict[str, Any]:
     _selection.reset_current_platform(ns)
     start = time.perf_counter()
     try:
         cls = type(_selection.get_current_platform(ns, strict=strict))
     except Exception as exc:
-        data = dict.fromkeys(("platform_class", "rule", "reason", "plugin", "distribution", "version"))
+        data = dict.fromkeys(
+            ("platform_class", "rule", "reason", "plugin", "distribution", "version")
+        )
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
-        data.update(plugin=plugin, distribution=distribution, status="failed", error=error_text(exc))
+        data.update(
+            plugin=plugin, distribution=distribution, status="failed", error=error_text(exc)
+        )
         data.update(error_type=type(exc).__name__, seconds=time.perf_counter() - start)
         data["activations"] = _outcomes(getattr(exc, "outcomes", ()), logs)
-        problems.add(ERROR, "selection", f"no platform could be selected: {error_text(exc)}", plugin, distribution)
+        problems.add(
+            ERROR,
+            "selection",
+            f"no platform could be selected: {error_text(exc)}",
+            plugin,
+            distribution,
+        )
         return data
     seconds, selection = time.perf_counter() - start, _selection.current_platform_selection(ns)
     data = {"status": "selected", "platform_class": selection.class_path}
-    data.update({f: getattr(selection, f) for f in ("rule", "reason", "plugin", "distribution", "version")})
+    data.update(
+        {f: getattr(selection, f) for f in ("rule", "reason", "plugin", "distribution", "version")}
+    )
     data.update(error=None, error_type=None, seconds=seconds)
     data["activations"] = _outcomes(selection.activations, logs)
     for a in (a for a in selection.activations if not a.ok):
         message = f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}"
         problems.add(ERROR, "selection", message, a.plugin, a.distribution)
     if selection.rule == "fallback" and selection.activations and not selection.problems:
-        message = f"no installed platform plugin activated; using the fallback {selection.class_path}"
+        message = (
+            f"no installed platform plugin activated; using the fallback {selection.class_path}"
+        )
         problems.add(WARNING, "selection", message)
     from ..platforms._describe import find_override_problems
 
@@ -234,7 +327,8 @@ def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict:
     findings = find_override_problems(cls)
     for finding in (f for f in findings if f.kind == "misspelled"):
         problems.add(WARNING, "selection", finding.message)
-    if strict and selection.plugin is not None:  # what a deployment gates on: the check the plugin's own tests run
+    # what a deployment gates on: the check the plugin's own tests run
+    if strict and selection.plugin is not None:
         from ..testing._conformance import check_platform_conformance
 
         covered = {f.kind for f in findings} | {"misspelled", "retired"}
@@ -256,7 +350,9 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
         load_plugins(ns, strict=strict)
     except Exception as exc:
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
-        problems.add(ERROR, "plugins", f"loading plugins stopped: {error_text(exc)}", plugin, distribution)
+        problems.add(
+            ERROR, "plugins", f"loading plugins stopped: {error_text(exc)}", plugin, distribution
+        )
         error = error_text(exc)
     phases = {}
     for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
@@ -264,28 +360,39 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
         outcomes: list[PluginOutcome] = report.outcomes if report is not None else []
         for o in (o for o in outcomes if not o.ok):
             severity = WARNING if o.status is Status.NOT_INSTALLED else ERROR
-            problems.add(severity, "plugins", f"plugin {o.plugin!r} {o.status}: {o.reason}", o.plugin, o.distribution)
+            problems.add(
+                severity,
+                "plugins",
+                f"plugin {o.plugin!r} {o.status}: {o.reason}",
+                o.plugin,
+                o.distribution,
+            )
         phases[key] = [o.to_dict() for o in outcomes]
     return {"status": "failed" if error else "loaded", "error": error, **phases}
 
 
 def _target(report: Any) -> dict[str, Any]:
-    """One ``TargetReport`` as JSON, with its hooks numbered outermost first and one call step by step."""
-    data, hooks = report.to_dict(), []
+    """One ``TargetReport`` as JSON, with its hooks numbered outermost first and one call step by
+    step."""
+    data: dict[str, Any] = report.to_dict()
+    hooks: list[dict[str, Any]] = []
     for position, hook in enumerate(report.hooks, start=1):
         h = fingerprint_hook(hook)
         source = {"plugin": h.pop("plugin"), "distribution": h.pop("distribution")}
-        hooks.append({"position": position, **h, "source": source if any(source.values()) else None})
+        hooks.append(
+            {"position": position, **h, "source": source if any(source.values()) else None}
+        )
     data.update(hooks=hooks, conflicts=[c.to_dict() for c in report.conflicts])
-    # BEFORE and AROUND hooks on the way in (outermost first), the active REPLACE (or the original), AFTER hooks on
-    # the way out, innermost first.
+    # BEFORE and AROUND hooks on the way in (outermost first), the active REPLACE (or the original),
+    # AFTER hooks on the way out, innermost first.
     active = [h for h in hooks if h["active"]]
     original = {"position": None, "type": "original", "hook": data["resolved"] or data["target"]}
     steps = [("enter", h) for h in active if h["type"] in ("before", "around")]
     steps.append(("call", next((h for h in reversed(active) if h["type"] == "replace"), original)))
     steps += [("exit", h) for h in reversed(active) if h["type"] == "after"]
     data["call_flow"] = [
-        {"phase": p, "position": h["position"], "type": h["type"], "hook": h["hook"]} for p, h in steps
+        {"phase": p, "position": h["position"], "type": h["type"], "hook": h["hook"]}
+        for p, h in steps
     ]
     return data
 
@@ -297,7 +404,9 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
     for target in (t["target"] for t in targets if t["status"] == "pending"):
         module, colon, _ = target.partition(":")
         parts = target.split(".")
-        for name in [module] if colon else [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]:
+        for name in (
+            [module] if colon else [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+        ):
             with guarded(f"the import of {name!r}") as call:
                 try:
                     importlib.import_module(name)
@@ -306,7 +415,9 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
                         continue  # not a module: the next shorter prefix may be
                     raise
             if call.error is not None:
-                message = f"importing {name!r} for target {target!r} failed: {error_text(call.error)}"
+                message = (
+                    f"importing {name!r} for target {target!r} failed: {error_text(call.error)}"
+                )
                 problems.add(ERROR, "hooks", message)
             break
     try:
@@ -316,7 +427,8 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
 
 
 def _not_installed(target: str) -> str | None:
-    """The top-level package of ``target`` when it is not installed here (found without importing anything)."""
+    """The top-level package of ``target`` when it is not installed here (found without importing
+    anything)."""
     top = target.replace(":", ".").split(".")[0]
     try:
         return None if not top.isidentifier() or top in sys.modules or find_spec(top) else top
@@ -324,7 +436,9 @@ def _not_installed(target: str) -> str | None:
         return top
 
 
-def hooks_step(problems: Problems, import_targets: bool, target: str | None = None) -> dict[str, Any]:
+def hooks_step(
+    problems: Problems, import_targets: bool, target: str | None = None
+) -> dict[str, Any]:
     from ..plugins.hook_registry import HookRegistry
 
     targets = [_target(r) for r in HookRegistry.describe(target)]
@@ -332,19 +446,37 @@ def hooks_step(problems: Problems, import_targets: bool, target: str | None = No
         _import_modules(targets, problems)
         targets = [_target(r) for r in HookRegistry.describe(target)]
     for t in targets:
-        name, status, sources = t["target"], t["status"], [h["source"] for h in t["hooks"] if h["source"]]
+        name, status, sources = (
+            t["target"],
+            t["status"],
+            [h["source"] for h in t["hooks"] if h["source"]],
+        )
         plugins = sorted({s["plugin"] for s in sources if s["plugin"]})
         dists = {s["distribution"] for s in sources}
-        where = (plugins[0] if len(plugins) == 1 else None, next(iter(dists)) if len(dists) == 1 else None, name)
+        where = (
+            plugins[0] if len(plugins) == 1 else None,
+            next(iter(dists)) if len(dists) == 1 else None,
+            name,
+        )
         hooks = f"hooks on {name!r}" + (f" (from {', '.join(plugins)})" if plugins else "")
         package = _not_installed(name) if status == "pending" else None
         if status == "failed":
-            problems.add(ERROR, "hooks", f"{hooks} failed: {t['error'] or 'see the registry log'}", *where)
+            problems.add(
+                ERROR, "hooks", f"{hooks} failed: {t['error'] or 'see the registry log'}", *where
+            )
         elif package is not None:
-            message = f"{hooks} wait for package {package!r}, which is not installed here; they apply in a process"
-            problems.add(WARNING, "hooks", f"{message} where it is (a problem only with --strict)", *where)
+            message = (
+                f"{hooks} wait for package {package!r}, which is not installed here; they apply in "
+                f"a process"
+            )
+            problems.add(
+                WARNING, "hooks", f"{message} where it is (a problem only with --strict)", *where
+            )
         elif status == "pending":
-            message = f"{hooks} are pending: the module is not imported in this process yet; they apply when it is"
+            message = (
+                f"{hooks} are pending: the module is not imported in this process yet; they apply "
+                f"when it is"
+            )
             problems.add(WARNING, "hooks", f"{message} (use --import-targets to check now)", *where)
         for conflict in t["conflicts"]:
             problems.add(WARNING, "hooks", f"{name}: {conflict['message']}", *where)
@@ -352,31 +484,57 @@ def hooks_step(problems: Problems, import_targets: bool, target: str | None = No
 
 
 def _sglang_registry_targets() -> list[str]:
-    """Targets with hooks in released SGLang's own registry, if a plugin imported it (never imported here)."""
-    hooks = getattr(getattr(sys.modules.get("sglang.srt.plugins.hook_registry"), "HookRegistry", None), "_hooks", None)
-    return sorted(str(t) for t, entries in hooks.items() if entries) if isinstance(hooks, dict) else []
+    """Targets with hooks in released SGLang's own registry, if a plugin imported it (never imported
+    here)."""
+    hooks = getattr(
+        getattr(sys.modules.get("sglang.srt.plugins.hook_registry"), "HookRegistry", None),
+        "_hooks",
+        None,
+    )
+    return (
+        sorted(str(t) for t, entries in hooks.items() if entries) if isinstance(hooks, dict) else []
+    )
 
 
-def doctor_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
+def doctor_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
+) -> dict[str, Any]:
     """Run selection, ``load_plugins()`` and hook application here, and report every step."""
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
     counts = {f"{kind}_plugins": len(discovery.group(group)) for kind, group in _groups(ns)}
-    strict = args.strict or ns.strict()  # --strict: plugin failures stop selection and loading, warnings fail
+    # --strict: plugin failures stop selection and loading, warnings fail
+    strict = args.strict or ns.strict()
     platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems, strict)
     theirs = _sglang_registry_targets()
     hooks = {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs}
     if theirs:
         where = f"plugins registered hooks on {len(theirs)} target(s) there ({', '.join(theirs)})"
         unseen = "which SGLang's load_plugins() applies and this report cannot see"
-        how = "to see them with the runtime as SGLang's plugin layer, run: sglang-plugins run -- sglang-plugins doctor"
-        problems.add(WARNING, "hooks", f"released SGLang keeps its own hook registry: {where}, {unseen}; {how}")
+        how = (
+            "to see them with the runtime as SGLang's plugin layer, run: sglang-plugins run -- "
+            "sglang-plugins doctor"
+        )
+        problems.add(
+            WARNING,
+            "hooks",
+            f"released SGLang keeps its own hook registry: {where}, {unseen}; {how}",
+        )
     discovery_data = {"distribution_count": found["distribution_count"], **counts, **found}
-    return {"discovery": discovery_data, "platform": platform, "plugins": plugins, "hooks": hooks, "log": logs.records}
+    return {
+        "discovery": discovery_data,
+        "platform": platform,
+        "plugins": plugins,
+        "hooks": hooks,
+        "log": logs.records,
+    }
 
 
-def explain_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
-    """Load the general plugins, then describe the hooks on ``args.target`` in the order they run."""
+def explain_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
+) -> dict[str, Any]:
+    """Load the general plugins, then describe the hooks on ``args.target`` in the order they
+    run."""
     from ..plugins.hook_registry import _parse_target as parse_target
 
     target, wanted = args.target, args.target.replace(":", ".")
@@ -389,19 +547,33 @@ def explain_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args
     targets = hooks_step(problems, args.import_targets, target)["targets"]
     found = next((t for t in targets if t["target"].replace(":", ".") == wanted), None)
     # Only the problems about this target (or about loading) matter here.
-    problems[:] = [p for p in problems if p["target"] in (None, found["target"] if found else target)]
+    problems[:] = [
+        p for p in problems if p["target"] in (None, found["target"] if found else target)
+    ]
     if found is None:
         message = f"no hook is registered on {target!r} by any loaded plugin"
         if wanted in {t.replace(":", ".") for t in _sglang_registry_targets()}:
-            message = f"no hook is registered on {target!r} in this runtime's registry; released SGLang keeps its own"
-            message += f" registry, which has hooks on it: run sglang-plugins run -- sglang-plugins explain {target}"
+            message = (
+                f"no hook is registered on {target!r} in this runtime's registry; released SGLang "
+                f"keeps its own"
+            )
+            message += (
+                f" registry, which has hooks on it: run sglang-plugins run -- sglang-plugins "
+                f"explain {target}"
+            )
         problems.add(WARNING, "explain", message, target=target)
-    return {"target": target, "found": found is not None, "report": found, "plugins": plugins, "log": logs.records}
+    return {
+        "target": target,
+        "found": found is not None,
+        "report": found,
+        "plugins": plugins,
+        "log": logs.records,
+    }
 
 
 def _comparison(argument: str) -> dict[str, Any]:
-    """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved ``PluginFingerprint.to_dict()``),
-    or a digest (at least its first 12 hex digits)."""
+    """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved
+    ``PluginFingerprint.to_dict()``), or a digest (at least its first 12 hex digits)."""
     other: dict[str, Any] = {"source": argument, "digest": None, "host": None, "fingerprint": None}
     if re.fullmatch(r"[0-9a-fA-F]{12,64}", argument) and not os.path.exists(argument):
         return {**other, "digest": argument.lower()}
@@ -410,7 +582,10 @@ def _comparison(argument: str) -> dict[str, Any]:
         with open(argument, encoding="utf-8") as handle:
             document: Any = json.load(handle)
     except OSError as exc:
-        how = "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its digest"
+        how = (
+            "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its "
+            "digest"
+        )
         raise InputError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
     except (ValueError, RecursionError) as exc:  # not JSON, or nested too deeply
         raise InputError(f"{where}: not a fingerprint ({exc})") from None
@@ -418,13 +593,17 @@ def _comparison(argument: str) -> dict[str, Any]:
         other["host"] = document.get("host") if isinstance(document.get("host"), str) else None
         document = document.get("fingerprint")
     if not isinstance(document, dict) or not {"format", "platform", "hooks"} <= set(document):
-        raise InputError(f"{where}: not a fingerprint; write one with 'sglang-plugins fingerprint --json > FILE'")
+        raise InputError(
+            f"{where}: not a fingerprint; write one with 'sglang-plugins fingerprint --json > FILE'"
+        )
     return {**other, "fingerprint": document}
 
 
-def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
-    """Select the platform and run ``load_plugins()`` here (as a fresh rank would), fingerprint the result, and
-    compare it with what ``--compare`` names, when given."""
+def fingerprint_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
+) -> dict[str, Any]:
+    """Select the platform and run ``load_plugins()`` here (as a fresh rank would), fingerprint the
+    result, and compare it with what ``--compare`` names, when given."""
     from .._consistency import Participant, compare
     from .._fingerprint import digest_of, plugin_fingerprint
     from ..plugins import load_plugins
@@ -432,7 +611,8 @@ def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, 
     other = _comparison(args.compare) if args.compare is not None else None
     try:
         load_plugins(ns, strict=args.strict or None)
-    except Exception as exc:  # strict mode: the fingerprint then says load_plugins() did not complete
+    # strict mode: the fingerprint then says load_plugins() did not complete
+    except Exception as exc:
         message = f"load_plugins() raised {type(exc).__name__}: {exc}"
         problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))
     fingerprint, host = plugin_fingerprint(ns), socket.gethostname()
@@ -452,10 +632,23 @@ def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, 
         for d in differences:
             value = {rank: v.value for v in d.variants for rank in v.ranks}
             problems.add(d.severity, "compare", f"{d.item}: here {value[1]}; in {where} {value[0]}")
-            rows.append({"kind": d.kind, "item": d.item, "severity": d.severity, "here": value[1], "there": value[0]})
+            rows.append(
+                {
+                    "kind": d.kind,
+                    "item": d.item,
+                    "severity": d.severity,
+                    "here": value[1],
+                    "there": value[0],
+                }
+            )
     same = fingerprint.digest.startswith(other["digest"])
     if not same and theirs is None:
-        message = f"this node's fingerprint {fingerprint.digest[:12]} differs from {other['digest'][:12]}; compare with"
-        message += " the other node's 'sglang-plugins fingerprint --json' file to see which items differ"
+        message = (
+            f"this node's fingerprint {fingerprint.digest[:12]} differs from "
+            f"{other['digest'][:12]}; compare with"
+        )
+        message += (
+            " the other node's 'sglang-plugins fingerprint --json' file to see which items differ"
+        )
         problems.add(ERROR, "compare", message)
     return {**document, "compared_with": {**other, "same": same, "differences": rows}}

@@ -1,11 +1,12 @@
 """The current platform of the SRT namespace, and the selection API.
 
-``from sglang_plugin_runtime.platforms import current_platform`` resolves the platform on first access
-(lazily, once per process, thread-safe) and never imports torch. ``current_platform_selection()`` says
-which plugin and distribution provided it and which rule chose it.
+``from sglang_plugin_runtime.platforms import current_platform`` resolves the platform on first
+access (lazily, once per process, thread-safe) and never imports torch.
+``current_platform_selection()`` says which plugin and distribution provided it and which rule chose
+it.
 
-The platform classes themselves (``SRTPlatform``, ``MMPlatform``, ``DeviceMixin``) are imported lazily
-too, so that asking "which platform am I on" costs only what it must.
+The platform classes themselves (``SRTPlatform``, ``MMPlatform``, ``DeviceMixin``) are imported
+lazily too, so that asking "which platform am I on" costs only what it must.
 """
 
 from __future__ import annotations
@@ -16,9 +17,20 @@ from .._discovery import refresh_discovery
 from .._lazy_exports import lazy_exports
 from .._namespace import MULTIMODAL, SRT, PluginNamespace, register_namespace
 from .._plugin_code import PluginOutcome
-from ._selection import RULE_EXPLICIT, RULE_FALLBACK, RULE_OVERRIDE, RULE_SINGLE, PlatformSelection
-from ._selection import current_platform_selection, get_current_platform, plan_platforms
-from ._selection import reset_current_platform, select_platform, set_current_platform, set_fallback_platform
+from ._selection import (
+    RULE_EXPLICIT,
+    RULE_FALLBACK,
+    RULE_OVERRIDE,
+    RULE_SINGLE,
+    PlatformSelection,
+    current_platform_selection,
+    get_current_platform,
+    plan_platforms,
+    reset_current_platform,
+    select_platform,
+    set_current_platform,
+    set_fallback_platform,
+)
 
 if TYPE_CHECKING:
     from ._describe import describe_contract
@@ -37,14 +49,25 @@ MM_PLATFORM_PLUGINS_GROUP = MULTIMODAL.platform_group
 
 __all__ = ["current_platform", "current_platform_selection", "get_current_platform"]
 __all__ += ["plan_platforms", "refresh_discovery", "reset_current_platform", "select_platform"]
-__all__ += ["set_current_platform", "set_fallback_platform", "PluginNamespace", "register_namespace"]
+__all__ += [
+    "PluginNamespace",
+    "register_namespace",
+    "set_current_platform",
+    "set_fallback_platform",
+]
 __all__ += ["RULE_EXPLICIT", "RULE_FALLBACK", "RULE_OVERRIDE", "RULE_SINGLE", "PlatformSelection"]
 __all__ += ["GENERAL_PLUGINS_GROUP", "MM_PLATFORM_PLUGINS_GROUP", "PLATFORM_PLUGINS_GROUP"]
 __all__ += ["CpuArchEnum", "DeviceCapability", "DeviceMixin", "MMPlatform", "PlatformEnum"]
 __all__ += ["PluginOutcome", "SRTPlatform", "describe_contract"]
 
-_LAZY = {"SRTPlatform": ".interface", "MMPlatform": ".multimodal", "describe_contract": "._describe"}
-_LAZY |= dict.fromkeys(("DeviceMixin", "PlatformEnum", "DeviceCapability", "CpuArchEnum"), ".device_mixin")
+_LAZY = {
+    "SRTPlatform": ".interface",
+    "MMPlatform": ".multimodal",
+    "describe_contract": "._describe",
+}
+_LAZY |= dict.fromkeys(
+    ("DeviceMixin", "PlatformEnum", "DeviceCapability", "CpuArchEnum"), ".device_mixin"
+)
 _lazy = lazy_exports(__name__, globals(), _LAZY)
 
 

@@ -19,16 +19,37 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .. import errors
-from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, duplicate_reason
-from .._discovery import refresh_discovery
+from .._discovery import (
+    DiscoveryResult,
+    PluginEntryPoint,
+    discover_entry_points,
+    duplicate_reason,
+    refresh_discovery,
+)
 from .._forking import after_fork_in_child
-from .._namespace import SRT, ClassRef, PluginNamespace, get_namespace, resolve_class_ref
-from .._namespace import resolve_qualified_name
-from .._plugin_code import Gate, PlannedPlugin, PluginOutcome, Policy, Status, describe_failure
-from .._plugin_code import discard_hooks, is_plugin_failure, run_plugin_code, safe_text
+from .._namespace import (
+    SRT,
+    ClassRef,
+    PluginNamespace,
+    get_namespace,
+    resolve_class_ref,
+    resolve_qualified_name,
+)
+from .._plugin_code import (
+    Gate,
+    PlannedPlugin,
+    PluginOutcome,
+    Policy,
+    Status,
+    describe_failure,
+    discard_hooks,
+    is_plugin_failure,
+    run_plugin_code,
+    safe_text,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +66,8 @@ _FATAL = (errors.InvalidPlatformError, errors.ReentrantSelectionError)
 
 
 class PlatformSelection(NamedTuple):
-    """The chosen platform class and its provenance: which plugin and distribution, which rule, why."""
+    """The chosen platform class and its provenance: which plugin and distribution, which rule,
+    why."""
 
     namespace: str
     platform_class: type
@@ -97,7 +119,9 @@ def describe(ep: PluginEntryPoint) -> str:
     return f"platform plugin {ep.name!r} (distribution {ep.label}, entry point {ep.value!r})"
 
 
-def _error(kind: type[errors.PluginError], ep: PluginEntryPoint | None, message: str) -> errors.PluginError:
+def _error(
+    kind: type[errors.PluginError], ep: PluginEntryPoint | None, message: str
+) -> errors.PluginError:
     return kind(message, plugin=ep and ep.name, distribution=ep and ep.distribution)
 
 
@@ -106,34 +130,49 @@ def plan_platforms(
 ) -> tuple[list[PlannedPlugin], errors.PluginError | None]:
     """What selection will do with each platform plugin, and the error that stops it before it
     imports anything (an unknown ``SGLANG_PLATFORM``, a duplicate name, a name the host keeps)."""
-    env, selected, group = namespace.platform_env, namespace.selected_platform(), namespace.platform_group
+    env, selected, group = (
+        namespace.platform_env,
+        namespace.selected_platform(),
+        namespace.platform_group,
+    )
     installed, duplicates = discovery.group(group), discovery.duplicates(group)
     plan = []
     for ep in installed:
         status, reason = Status.TO_LOAD, f"{env} unset: imported and its activate() called"
         if selected is not None:
-            status, reason = Status.SELECTED, f"{env}={selected!r}: the only platform plugin imported"
+            status, reason = (
+                Status.SELECTED,
+                f"{env}={selected!r}: the only platform plugin imported",
+            )
         if selected is not None and ep.name != selected:
             status, reason = Status.NOT_SELECTED, f"{env}={selected!r}: never imported"
         elif ep.name in duplicates:
             status, reason = Status.FAILED_DUPLICATE, duplicate_reason(duplicates[ep.name])
         plan.append(PlannedPlugin(ep.name, status, reason, ep))
     chosen = [p for p in plan if p.status is not Status.NOT_SELECTED]
-    reserved = [p.entry_point for p in chosen if p.name.lower() in namespace.reserved_platform_names]
+    reserved = [
+        p.entry_point for p in chosen if p.name.lower() in namespace.reserved_platform_names
+    ]
     if selected is not None and not chosen:
-        from ._unknown_name import unknown_platform_message  # a misconfiguration: only this needs it
+        # a misconfiguration: only this needs it
+        from ._unknown_name import unknown_platform_message
 
         message = unknown_platform_message(namespace, installed, selected)
         return plan, errors.PlatformNotFoundError(message, plugin=selected[:80])
-    for name, status, reason, ep in chosen:
+    for name, status, reason, entry in chosen:
         if status is Status.FAILED_DUPLICATE:
             message = f"Platform plugin name {name!r} in group {group!r}: {reason}."
-            return plan, _error(errors.DuplicatePluginError, ep, message)
+            return plan, _error(errors.DuplicatePluginError, entry, message)
     if reserved:
         names = ", ".join(sorted(namespace.reserved_platform_names))
         offenders = ", ".join(f"{ep.name!r} ({ep.label})" for ep in reserved if ep)
-        message = f"Platform plugin names in group {group!r} cannot be names of the host's built-in "
-        message += f"platforms ({names}): {offenders}. Rename the entry point in the plugin's pyproject.toml."
+        message = (
+            f"Platform plugin names in group {group!r} cannot be names of the host's built-in "
+        )
+        message += (
+            f"platforms ({names}): {offenders}. Rename the entry point in the plugin's "
+            f"pyproject.toml."
+        )
         return plan, _error(errors.PluginError, reserved[0], message)
     return plan, None
 
@@ -162,7 +201,10 @@ def _function(ep: PluginEntryPoint) -> object:
     activate = ep.load()
     if not callable(activate):
         kind = f"{type(activate).__name__} {safe_text(activate, repr)}"
-        fix = f"A platform plugin's entry point must name its activate() function, e.g. '{ep.module}:activate'."
+        fix = (
+            f"A platform plugin's entry point must name its activate() function, e.g. "
+            f"'{ep.module}:activate'."
+        )
         raise _invalid(ep, f"the entry point names {kind}, not a function. {fix}")
     return activate
 
@@ -174,22 +216,34 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
     if "." not in qualname and ":" not in qualname:
         kind = "" if isinstance(result, str) else f" ({type(result).__name__})"
         example = "'my_plugin.platform:MyPlatform' ('module.Class' or 'module:Class')"
-        raise _invalid(ep, f"{returned}{kind}; it must return a qualified class name such as {example}, or "
-                       "None when the hardware is absent.")
+        raise _invalid(
+            ep,
+            f"{returned}{kind}; it must return a qualified class name such as {example}, or "
+            "None when the hardware is absent.",
+        )
     try:
         cls = resolve_qualified_name(qualname)
         # A class built on the host's own base (released SGLang's) is one the host runs: accepted.
-        bases = tuple(b for b in dict.fromkeys([namespace.resolve_base_class(), namespace.host_base()]) if b)
+        bases = tuple(
+            b for b in dict.fromkeys([namespace.resolve_base_class(), namespace.host_base()]) if b
+        )
         if not isinstance(cls, type) or not issubclass(cls, bases):
             names = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in bases)
-            raise _invalid(ep, f"{returned}, which is {safe_text(cls, repr)}, not a subclass of {names}.")
+            raise _invalid(
+                ep, f"{returned}, which is {safe_text(cls, repr)}, not a subclass of {names}."
+            )
         problems = out_of_tree_identity_problems(cls)
-    except BaseException as exc:  # its module failed (or exited), its metaclass or attributes raised
+    # its module failed (or exited), its metaclass or attributes raised
+    except BaseException as exc:
         if isinstance(exc, errors.InvalidPlatformError) or not is_plugin_failure(exc):
             raise
-        raise _invalid(ep, f"{returned}, which cannot be imported or checked: {describe_failure(exc)}") from exc
+        raise _invalid(
+            ep, f"{returned}, which cannot be imported or checked: {describe_failure(exc)}"
+        ) from exc
     if problems:
-        raise _invalid(ep, f"class {qualname!r} is not a valid out-of-tree platform: " + "; ".join(problems))
+        raise _invalid(
+            ep, f"class {qualname!r} is not a valid out-of-tree platform: " + "; ".join(problems)
+        )
     return cls
 
 
@@ -201,26 +255,41 @@ def _replay(recorded: object) -> object:
 
 
 def _activate(
-    namespace: PluginNamespace, ep: PluginEntryPoint, gate: Gate, runs: dict[str, object], policy: Policy
+    namespace: PluginNamespace,
+    ep: PluginEntryPoint,
+    gate: Gate,
+    runs: dict[str, object],
+    policy: Policy,
 ) -> tuple[PluginOutcome, type | None]:
     """Import ``ep``, run its ``activate()`` (or replay what the host's start-up got from it), check
     the class it names. ``runs`` records what each ``activate()`` did, for the host's start-up."""
-    activate, imported = run_plugin_code(ep, partial(_function, ep), step="import", policy=policy, gate=gate)
+    activate, imported = run_plugin_code(
+        ep, partial(_function, ep), step="import", policy=policy, gate=gate
+    )
     if not imported.ok:
         return imported, None
-    activate = partial(_replay, runs[ep.name]) if ep.name in runs else activate
-    result, ran = run_plugin_code(ep, activate, step="activate()", policy=policy, gate=gate)  # type: ignore
+    if ep.name in runs:
+        activate = partial(_replay, runs[ep.name])
+    activate = cast("Callable[[], object]", activate)
+    result, ran = run_plugin_code(ep, activate, step="activate()", policy=policy, gate=gate)
     runs.setdefault(ep.name, result if ran.ok else RuntimeError(ran.reason))
     ran = ran._replace(seconds=imported.seconds + ran.seconds)
     if not ran.ok or result is None:
         return ran._replace(status=Status.UNAVAILABLE) if ran.ok else ran, None
     host = (namespace.host_base_class or "").split(":")[0]
-    if host and host not in sys.modules and namespace.host_distribution in discover_entry_points().distributions:
+    if (
+        host
+        and host not in sys.modules
+        and namespace.host_distribution in discover_entry_points().distributions
+    ):
         from ._host import import_host  # the class may be built on the host's: the host goes first
 
         import_host(namespace, host, runs, gate)
     # Its distribution says the hardware is here: whatever is wrong with its class stops selection.
-    check, required = partial(_platform_class, ep, result, namespace), policy._replace(required=ep.distribution)
+    check, required = (
+        partial(_platform_class, ep, result, namespace),
+        policy._replace(required=ep.distribution),
+    )
     cls, _ = run_plugin_code(ep, check, step="its platform class", policy=required)
     shown = result.strip() if isinstance(result, str) else safe_text(result, repr)
     return ran._replace(status=Status.ACTIVATED, result=shown), cls  # type: ignore[return-value]
@@ -234,52 +303,83 @@ def _select(
     if error is not None:
         raise error
     env, selected = namespace.platform_env, namespace.selected_platform()
-    candidates = [p.entry_point for p in plan if p.status in (Status.TO_LOAD, Status.SELECTED) and p.entry_point]
-    base = Policy(strict, namespace.strict_env, None, f"{env}={selected!r} selects it", logging.WARNING, _FATAL)
+    candidates = [
+        p.entry_point
+        for p in plan
+        if p.status in (Status.TO_LOAD, Status.SELECTED) and p.entry_point
+    ]
+    base = Policy(
+        strict,
+        namespace.strict_env,
+        None,
+        f"{env}={selected!r} selects it",
+        logging.WARNING,
+        _FATAL,
+    )
     outcomes: list[PluginOutcome] = []
     activated: list[tuple[PluginEntryPoint, type]] = []
     runs: dict[str, object] = {}
     try:
         for ep in candidates:
-            outcome, cls = _activate(namespace, ep, gate, runs, base._replace(required=selected and ep.distribution))
+            outcome, cls = _activate(
+                namespace, ep, gate, runs, base._replace(required=selected and ep.distribution)
+            )
             outcomes.append(outcome)
             if cls is not None:
-                logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.label, outcome.result)
+                logger.info(
+                    "Platform plugin %r (%s) activated -> %s", ep.name, ep.label, outcome.result
+                )
                 activated.append((ep, cls))
             elif selected and outcome.ok:
-                raise _error(errors.PlatformUnavailableError, ep, (
-                    f"{describe(ep)} is selected by {env}={selected!r}, but its activate() returned None: its "
-                    f"hardware or backend is not available on this machine. Check the device and its driver, "
-                    f"or unset {env}."
-                ))
+                raise _error(
+                    errors.PlatformUnavailableError,
+                    ep,
+                    (
+                        f"{describe(ep)} is selected by {env}={selected!r}, but its activate() "
+                        f"returned None: its "
+                        f"hardware or backend is not available on this machine. Check the device "
+                        f"and its driver, "
+                        f"or unset {env}."
+                    ),
+                )
         if len(activated) > 1:
             names = ", ".join(f"{ep.name!r} ({ep.label})" for ep, _ in activated)
-            message = f"Several platform plugins activated: {names}. Set {env} to the one to use, e.g. "
-            raise _error(errors.AmbiguousPlatformError, None, f"{message}{env}={activated[0][0].name}.")
+            message = (
+                f"Several platform plugins activated: {names}. Set {env} to the one to use, e.g. "
+            )
+            raise _error(
+                errors.AmbiguousPlatformError, None, f"{message}{env}={activated[0][0].name}."
+            )
     except errors.PluginError as exc:
         exc.outcomes = (*outcomes, *(o for o in exc.outcomes if o not in outcomes))
         raise
-    chosen, cls = activated[0] if activated else (None, None)
+    chosen = activated[0][0] if activated else None
     for ep in candidates:
-        if ep is not chosen:  # an unselected platform plugin leaves no hooks (SGLang's diffusion rule)
+        if ep is not chosen:  # an unselected platform plugin leaves no hooks (diffusion's rule)
             discard_hooks(ep)
     skipped = [(ep, o) for ep, o in zip(candidates, outcomes, strict=True) if not o.ok]
     problems = tuple(f"{describe(ep)} was skipped: {o.reason}" for ep, o in skipped)
     note = f"; {len(problems)} plugin(s) failed and were skipped" if problems else ""
-    if chosen is not None:
-        rule, reason = RULE_EXPLICIT, f"{env}={selected!r}; only that plugin was imported and activated"
-        if not selected:
-            rule, reason = RULE_SINGLE, f"{env} unset; {chosen.name!r} was the only plugin whose activate() "
-            reason += f"returned a class (of {len(candidates)} installed){note}"
-        who = (chosen.name, chosen.distribution, chosen.version)
-    else:
-        cls = resolve_class_ref(namespace.fallback_class or platform_state(namespace).fallback or namespace.base_class)
+    if chosen is None:
+        fallback = namespace.fallback_class or platform_state(namespace).fallback
+        cls = resolve_class_ref(fallback or namespace.base_class)
         why = f"no platform plugin is installed in group {namespace.platform_group!r}"
         if candidates:
             why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
-        (logger.warning if problems else logger.info)("Using fallback platform %s: %s.", cls.__qualname__, why)
-        rule, reason, who = RULE_FALLBACK, f"{env} unset; {why}", (None, None, None)
-    return PlatformSelection(namespace.name, cls, rule, reason, *who, tuple(outcomes), problems), chosen
+        log = logger.warning if problems else logger.info
+        log("Using fallback platform %s: %s.", cls.__qualname__, why)
+        rule, reason = RULE_FALLBACK, f"{env} unset; {why}"
+    elif selected:
+        cls, rule = activated[0][1], RULE_EXPLICIT
+        reason = f"{env}={selected!r}; only that plugin was imported and activated"
+    else:
+        cls, rule = activated[0][1], RULE_SINGLE
+        reason = f"{env} unset; {chosen.name!r} was the only plugin whose activate() returned a "
+        reason += f"class (of {len(candidates)} installed){note}"
+    identity = (chosen.name, chosen.distribution, chosen.version) if chosen else (None, None, None)
+    plugin, distribution, version = identity
+    selection = PlatformSelection(namespace.name, cls, rule, reason, plugin, distribution, version)
+    return selection._replace(activations=tuple(outcomes), problems=problems), chosen
 
 
 @contextlib.contextmanager
@@ -291,12 +391,18 @@ def _selecting(namespace: PluginNamespace) -> Iterator[Gate]:
     def refuse(gate: Gate) -> errors.PluginError:
         who = gate.running.where if gate.running else "code run by selection"
         advice = (
-            "Selection cannot depend on its own result: probe the hardware directly (for example the vendor "
-            "module's device count or torch.<device>.is_available()) and read current_platform only after "
+            "Selection cannot depend on its own result: probe the hardware directly (for example "
+            "the vendor "
+            "module's device count or torch.<device>.is_available()) and read current_platform "
+            "only after "
             "selection, e.g. in the platform's methods or a general plugin's register()."
         )
-        message = f"{who} read {namespace.name} current_platform while it was being selected. {advice}"
-        return _error(errors.ReentrantSelectionError, gate.running and gate.running.ep, message)
+        message = (
+            f"{who} read {namespace.name} current_platform while it was being selected. {advice}"
+        )
+        return _error(
+            errors.ReentrantSelectionError, gate.running.ep if gate.running else None, message
+        )
 
     if not gate.enter(refuse):
         raise gate.refused(refuse(gate))
@@ -307,18 +413,28 @@ def _selecting(namespace: PluginNamespace) -> Iterator[Gate]:
 
 
 def select_platform(
-    namespace: str | PluginNamespace = SRT, discovery: DiscoveryResult | None = None, *, strict: bool | None = None
+    namespace: str | PluginNamespace = SRT,
+    discovery: DiscoveryResult | None = None,
+    *,
+    strict: bool | None = None,
 ) -> PlatformSelection:
-    """Run the decision tree for ``namespace`` and return the chosen class with its provenance; the class
-    is neither instantiated nor kept. ``strict``: default, the namespace's variable."""
+    """Run the decision tree for ``namespace`` and return the chosen class with its provenance; the
+    class is neither instantiated nor kept. ``strict``: default, the namespace's variable."""
     ns = get_namespace(namespace)
     with _selecting(ns) as gate:
-        return _select(ns, discovery or discover_entry_points(), ns.strict() if strict is None else strict, gate)[0]
+        return _select(
+            ns,
+            discovery or discover_entry_points(),
+            ns.strict() if strict is None else strict,
+            gate,
+        )[0]
 
 
-def get_current_platform(namespace: str | PluginNamespace = SRT, *, strict: bool | None = None) -> Any:
-    """The platform instance of ``namespace`` (``"srt"`` by default), selected and instantiated on first
-    use, once per process. ``strict``: default, the namespace's variable."""
+def get_current_platform(
+    namespace: str | PluginNamespace = SRT, *, strict: bool | None = None
+) -> Any:
+    """The platform instance of ``namespace`` (``"srt"`` by default), selected and instantiated on
+    first use, once per process. ``strict``: default, the namespace's variable."""
     ns = get_namespace(namespace)
     state = platform_state(ns)
     if state.platform is not None:
@@ -331,7 +447,10 @@ def get_current_platform(namespace: str | PluginNamespace = SRT, *, strict: bool
             if ep is None:  # the fallback: the host's (or this runtime's) class, no plugin's code
                 platform = cls()
             else:  # the selected plugin's code: hooks it registers are its own, and go if it raises
-                step, why = f"the constructor of platform class {selection.class_path}", "it is selected"
+                step, why = (
+                    f"the constructor of platform class {selection.class_path}",
+                    "it is selected",
+                )
                 policy = Policy(strict, ns.strict_env, ep.distribution, why, fatal=_FATAL)
                 platform, _ = run_plugin_code(ep, cls, step=step, policy=policy, gate=gate)
             state.selection, state.platform = selection, platform
@@ -339,7 +458,8 @@ def get_current_platform(namespace: str | PluginNamespace = SRT, *, strict: bool
 
 
 def current_platform_selection(namespace: str | PluginNamespace = SRT) -> PlatformSelection:
-    """How the current platform was chosen: plugin, distribution, version, rule, reason, activations."""
+    """How the current platform was chosen: plugin, distribution, version, rule, reason,
+    activations."""
     get_current_platform(namespace)
     selection = platform_state(get_namespace(namespace)).selection
     assert selection is not None
@@ -347,16 +467,21 @@ def current_platform_selection(namespace: str | PluginNamespace = SRT) -> Platfo
 
 
 def set_current_platform(platform: Any, namespace: str | PluginNamespace = SRT) -> None:
-    """Override the current platform with an instance or a class (tests; hosts that choose themselves)."""
+    """Override the current platform with an instance or a class (tests; hosts that choose
+    themselves)."""
     ns = get_namespace(namespace)
     state, instance = platform_state(ns), platform() if isinstance(platform, type) else platform
     with state.gate.lock:
         reason = "set by code through set_current_platform()"
-        state.platform, state.selection = instance, PlatformSelection(ns.name, type(instance), RULE_OVERRIDE, reason)
+        state.platform, state.selection = (
+            instance,
+            PlatformSelection(ns.name, type(instance), RULE_OVERRIDE, reason),
+        )
 
 
 def reset_current_platform(namespace: str | PluginNamespace = SRT, *, rescan: bool = False) -> None:
-    """Forget the current platform so the next access selects again; ``rescan`` also drops the scan."""
+    """Forget the current platform so the next access selects again; ``rescan`` also drops the
+    scan."""
     state = platform_state(get_namespace(namespace))
     with state.gate.lock:
         state.platform = state.selection = None
@@ -364,20 +489,25 @@ def reset_current_platform(namespace: str | PluginNamespace = SRT, *, rescan: bo
         refresh_discovery()
 
 
-def set_fallback_platform(fallback: ClassRef | None, namespace: str | PluginNamespace = SRT) -> None:
-    """Name the platform a host falls back to when no plugin activates (``None``: the namespace's own).
+def set_fallback_platform(
+    fallback: ClassRef | None, namespace: str | PluginNamespace = SRT
+) -> None:
+    """Name the platform a host falls back to when no plugin activates (``None``: the namespace's
+    own).
 
-    ``fallback`` is a class, a qualified name, or a callable returning a class: a host passes its own
-    hardware detection (SGLang: CPU engine, CUDA, NPU, ROCm, ...), which then runs only when no plugin
-    activated. A namespace that names its own ``fallback_class`` keeps it. Call it before the platform is
-    first resolved: a platform already chosen by fallback stays in place (a WARNING says so).
+    ``fallback`` is a class, a qualified name, or a callable returning a class: a host passes its
+    own hardware detection (SGLang: CPU engine, CUDA, NPU, ROCm, ...), which then runs only when no
+    plugin activated. A namespace that names its own ``fallback_class`` keeps it. Call it before the
+    platform is first resolved: a platform already chosen by fallback stays in place (a WARNING says
+    so).
     """
     ns = get_namespace(namespace)
     state = platform_state(ns)
     state.fallback, chosen = fallback, state.selection
     if chosen is not None and chosen.rule == RULE_FALLBACK:
         logger.warning(
-            "set_fallback_platform(%r) for namespace %r came after the platform was resolved to the fallback "
+            "set_fallback_platform(%r) for namespace %r came after the platform was resolved to "
+            "the fallback "
             "%s; it applies from the next selection (reset_current_platform()).",
             *(fallback, ns.name, chosen.class_path),
         )

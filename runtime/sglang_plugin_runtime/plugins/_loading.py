@@ -2,10 +2,11 @@
 each namespace's load, the state loading alone writes.
 
 Which plugins are loaded, skipped or refused is one pure function (:func:`plan_entry_points`) that
-``sglang-plugins list`` asks too. Each phase imports its plugins first, then runs their functions, as
-SGLang does. A plugin that fails is logged and skipped, its hooks discarded; it stops start-up in
-strict mode, and when it belongs to the selected platform's distribution (SGLang's diffusion loader's
-rule). The public functions (``load_plugins()`` with SGLang's signature, ...) are re-exported by
+``sglang-plugins list`` asks too. Each phase imports its plugins first, then runs their functions,
+as SGLang does. A plugin that fails is logged and skipped, its hooks discarded; it stops start-up in
+strict mode, and when it belongs to the selected platform's distribution (SGLang's diffusion
+loader's rule). The public functions (``load_plugins()`` with SGLang's signature, ...) are
+re-exported by
 :mod:`sglang_plugin_runtime.plugins`.
 """
 
@@ -17,12 +18,28 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .._discovery import DiscoveryResult, PluginEntryPoint, discover_entry_points, duplicate_reason
-from .._discovery import normalize_distribution_name
+from .._discovery import (
+    DiscoveryResult,
+    PluginEntryPoint,
+    discover_entry_points,
+    duplicate_reason,
+    normalize_distribution_name,
+)
 from .._forking import after_fork_in_child
 from .._namespace import SRT, PluginNamespace, get_namespace, known_namespaces
-from .._plugin_code import Gate, PlannedPlugin, PluginOutcome, Policy, Status, apply_hooks
-from .._plugin_code import discard_hooks, planned, registry, run_plugin_code, safe_text
+from .._plugin_code import (
+    Gate,
+    PlannedPlugin,
+    PluginOutcome,
+    Policy,
+    Status,
+    apply_hooks,
+    discard_hooks,
+    planned,
+    registry,
+    run_plugin_code,
+    safe_text,
+)
 from ..errors import DuplicatePluginError, PluginError, PluginLoadError, ReentrantLoadError
 from ..platforms._selection import platform_state
 
@@ -43,22 +60,34 @@ class LoadReport:
 
     def __repr__(self) -> str:
         plugins = ", ".join(f"{o.plugin}: {o.status}" for o in self.outcomes) or "no plugins"
-        return f"LoadReport({self.namespace} {self.group}: {plugins}{'' if self.completed else ', incomplete'})"
+        return (
+            f"LoadReport({self.namespace} {self.group}: "
+            f"{plugins}{'' if self.completed else ', incomplete'})"
+        )
 
     def to_dict(self) -> dict[str, object]:
         outcomes = [o.to_dict() for o in self.outcomes]
-        return {"namespace": self.namespace, "group": self.group, "completed": self.completed, "outcomes": outcomes}
+        return {
+            "namespace": self.namespace,
+            "group": self.group,
+            "completed": self.completed,
+            "outcomes": outcomes,
+        }
 
 
 class LoadState:
-    """What this process remembers about one namespace's loads; loading alone writes it, under its gate."""
+    """What this process remembers about one namespace's loads; loading alone writes it, under its
+    gate."""
 
     def __init__(self) -> None:
         self.gate = Gate()
-        self.reports: dict[str, LoadReport] = {}  # by group: complete, or in progress while it loads
-        #: Functions that completed in a load that did not (a strict retry; a child forked meanwhile).
+        # by group: complete, or in progress while it loads
+        self.reports: dict[str, LoadReport] = {}
+        #: Functions that completed in a load that did not (a strict retry; a child forked
+        #: meanwhile).
         self.done: dict[tuple[str, str], PluginOutcome] = {}
-        self.interrupted: PluginEntryPoint | None = None  # ran in another thread when this child forked
+        # ran in another thread when this child forked
+        self.interrupted: PluginEntryPoint | None = None
 
 
 _STATES: dict[str, LoadState] = {}
@@ -74,12 +103,14 @@ def _after_fork() -> None:
     for state in _STATES.values():
         running, state.gate = state.gate.running, Gate()
         state.interrupted = running.ep if running is not None else state.interrupted
-        state.reports = {group: report for group, report in state.reports.items() if report.completed}
+        state.reports = {
+            group: report for group, report in state.reports.items() if report.completed
+        }
 
 
 def unselected_platform_dists(namespace: PluginNamespace, discovery: DiscoveryResult) -> set[str]:
-    """Distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects (one that
-    offers the selected platform is never in the set, even when it offers others too)."""
+    """Distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects (one
+    that offers the selected platform is never in the set, even when it offers others too)."""
     selected = namespace.selected_platform()
     eps = discovery.group(namespace.platform_group) if selected else ()
     return {ep.distribution for ep in eps} - {ep.distribution for ep in eps if ep.name == selected}
@@ -96,77 +127,119 @@ def plan_entry_points(
     """What loading ``group`` will do with each entry point, in load order; imports nothing."""
     allowed = namespace.allowed_plugins() if apply_allowlist else None
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
-    entries, duplicates, env = discovery.group(group), discovery.duplicates(group), namespace.plugins_env
-    # A listed name is "not installed" (said once, with the general plugins) when no group it filters has it.
+    entries, duplicates, env = (
+        discovery.group(group),
+        discovery.duplicates(group),
+        namespace.plugins_env,
+    )
+    # A listed name is "not installed" (said once, with the general plugins) when no group it
+    # filters has it.
     filtered = {namespace.startup_group, namespace.plugin_group}
-    installed = {ep.name for g in (filtered if group in filtered else {group}) if g for ep in discovery.group(g)}
+    installed = {
+        ep.name
+        for g in (filtered if group in filtered else {group})
+        if g
+        for ep in discovery.group(g)
+    }
     missing = [] if group == namespace.startup_group else sorted((allowed or set()) - installed)
-    plan = [PlannedPlugin(name, Status.NOT_INSTALLED, f"listed in {env} but not installed", None) for name in missing]
+    plan = [
+        PlannedPlugin(name, Status.NOT_INSTALLED, f"listed in {env} but not installed", None)
+        for name in missing
+    ]
     for ep in entries:
         status, reason = Status.TO_LOAD, ""
         if allowed is not None and ep.name not in allowed:
             status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
         elif ep.distribution in excluded:
             selected = f"{namespace.platform_env}={namespace.selected_platform()!r}"
-            status, reason = Status.SKIPPED_PLATFORM, f"its distribution offers only platforms other than {selected}"
+            status, reason = (
+                Status.SKIPPED_PLATFORM,
+                f"its distribution offers only platforms other than {selected}",
+            )
         elif ep.name in duplicates:
-            status, reason = Status.FAILED_DUPLICATE, f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}"
+            status, reason = (
+                Status.FAILED_DUPLICATE,
+                f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}",
+            )
         plan.append(PlannedPlugin(ep.name, status, reason, ep))
     return plan
 
 
-def plan_plugins(namespace: PluginNamespace, discovery: DiscoveryResult, group: str) -> list[PlannedPlugin]:
+def plan_plugins(
+    namespace: PluginNamespace, discovery: DiscoveryResult, group: str
+) -> list[PlannedPlugin]:
     """What a load of ``group`` (the general or the startup group) will do with each plugin."""
-    return plan_entry_points(group, namespace, discovery, excluded_dists=unselected_platform_dists(namespace, discovery))
+    return plan_entry_points(
+        group, namespace, discovery, excluded_dists=unselected_platform_dists(namespace, discovery)
+    )
 
 
 def _callable(value: object) -> str | None:
     kind = f"{type(value).__name__} {safe_text(value, repr)}"
     function = "register() for a general plugin, activate() for a platform plugin"
-    return None if callable(value) else f"the entry point names {kind}, not a function; it must name the plugin's " \
+    return (
+        None
+        if callable(value)
+        else f"the entry point names {kind}, not a function; it must name the plugin's "
         f"function ({function})"
+    )
 
 
 def _ran_its_body(result: object) -> str | None:
-    """Why calling the plugin's function did nothing, when it is a generator or an ``async`` function."""
+    """Why calling the plugin's function did nothing, when it is a generator or an ``async``
+    function."""
     if inspect.iscoroutine(result):
         result.close()  # its body never ran; closed, Python does not warn "never awaited" later
     elif not (inspect.isgenerator(result) or inspect.isasyncgen(result)):
         return None
     kind = "a generator" if inspect.isgenerator(result) else "an async"
     return (
-        f"it is {kind} function: calling it returned {type(result).__name__} and its body never ran, so "
+        f"it is {kind} function: calling it returned {type(result).__name__} and its body never "
+        f"ran, so "
         f"nothing was registered; make it a plain function (def register(): ...)"
     )
 
 
 def import_plugins(
-    plan: list[PlannedPlugin], policy: Policy, group: str, gate: Gate | None = None, skip: Iterable[str] = ()
+    plan: list[PlannedPlugin],
+    policy: Policy,
+    group: str,
+    gate: Gate | None = None,
+    skip: Iterable[str] = (),
 ) -> tuple[list[tuple[PluginEntryPoint, Callable[[], object]]], list[PluginOutcome]]:
-    """Import the plugins ``plan`` loads (but those in ``skip``): their functions, and the outcomes of
-    the others (failed imports, skipped, duplicates). Failures never stop the others, unless ``policy``
-    says so."""
+    """Import the plugins ``plan`` loads (but those in ``skip``): their functions, and the outcomes
+    of the others (failed imports, skipped, duplicates). Failures never stop the others, unless
+    ``policy`` says so."""
     imported: list[tuple[PluginEntryPoint, Callable[[], object]]] = []
     outcomes: list[PluginOutcome] = []
     for name, status, reason, ep in plan:
         if ep is not None and ep.name in skip:
             continue
         if ep is not None and status is Status.TO_LOAD:
-            function, outcome = run_plugin_code(ep, ep.load, step="import", policy=policy, gate=gate, check=_callable)
+            function, outcome = run_plugin_code(
+                ep, ep.load, step="import", policy=policy, gate=gate, check=_callable
+            )
             imported += [(ep, function)] if outcome.ok else []  # type: ignore[list-item]
             outcomes += [] if outcome.ok else [outcome]
             continue
         if status is Status.FAILED_DUPLICATE and policy.strict:
-            raise DuplicatePluginError(f"Plugin name {name!r} in group {group!r}: {reason}", plugin=name)
+            raise DuplicatePluginError(
+                f"Plugin name {name!r} in group {group!r}: {reason}", plugin=name
+            )
         quiet = status in (Status.SKIPPED_ALLOWLIST, Status.SKIPPED_PLATFORM)
-        (logger.info if quiet else logger.warning)("Plugin %r in group %r: %s (%s)", name, group, reason, status)
-        outcomes.append(planned(ep, status, reason) if ep is not None else PluginOutcome(name, status, reason))
+        (logger.info if quiet else logger.warning)(
+            "Plugin %r in group %r: %s (%s)", name, group, reason, status
+        )
+        outcomes.append(
+            planned(ep, status, reason) if ep is not None else PluginOutcome(name, status, reason)
+        )
     return imported, outcomes
 
 
 def _required_distribution(namespace: PluginNamespace, discovery: DiscoveryResult) -> str | None:
     """The selected platform's distribution, whose plugins' failures stop start-up: known once the
-    platform is selected (SGLang selects it before it loads plugins), or from ``SGLANG_PLATFORM``."""
+    platform is selected (SGLang selects it before it loads plugins), or from
+    ``SGLANG_PLATFORM``."""
     if (selection := platform_state(namespace).selection) is not None:
         return selection.distribution
     selected, eps = namespace.selected_platform(), discovery.group(namespace.platform_group)
@@ -175,10 +248,14 @@ def _required_distribution(namespace: PluginNamespace, discovery: DiscoveryResul
 
 def _refuse(namespace: PluginNamespace) -> Callable[[Gate], PluginError]:
     def refuse(gate: Gate) -> PluginError:
-        who, plugin = (gate.running.where, gate.running.ep.name) if gate.running else ("a plugin", None)
+        who, plugin = (
+            (gate.running.where, gate.running.ep.name) if gate.running else ("a plugin", None)
+        )
         message = (
-            f"{who} waits for a thread that called load_plugins() ({namespace.name}) while that load runs it: "
-            f"waiting would never end. Call load_plugins() from the plugin's own thread (it returns at once), "
+            f"{who} waits for a thread that called load_plugins() ({namespace.name}) while that "
+            f"load runs it: "
+            f"waiting would never end. Call load_plugins() from the plugin's own thread (it "
+            f"returns at once), "
             f"or do the work after start-up."
         )
         return ReentrantLoadError(message, plugin=plugin)
@@ -187,9 +264,9 @@ def _refuse(namespace: PluginNamespace) -> Callable[[Gate], PluginError]:
 
 
 def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadReport:
-    """Load ``group``'s plugins once per process. A re-entrant call (from a plugin's function) returns
-    the report in progress; a load that raised is redone by the next call, without rerunning a function
-    that completed."""
+    """Load ``group``'s plugins once per process. A re-entrant call (from a plugin's function)
+    returns the report in progress; a load that raised is redone by the next call, without rerunning
+    a function that completed."""
     state = load_state(namespace)
     if not state.gate.enter(_refuse(namespace)):
         return state.reports.get(group) or LoadReport(namespace.name, group)
@@ -210,13 +287,16 @@ def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadRep
         state.gate.leave()
 
 
-def _load(namespace: PluginNamespace, group: str, strict: bool, state: LoadState, report: LoadReport) -> None:
+def _load(
+    namespace: PluginNamespace, group: str, strict: bool, state: LoadState, report: LoadReport
+) -> None:
     discovery = discover_entry_points()
     policy = Policy(strict, namespace.strict_env, _required_distribution(namespace, discovery))
     if namespace.allowed_plugins() == frozenset() and discovery.group(group):
         env = namespace.plugins_env
         logger.warning(
-            "%s=%r names no plugin, so no plugin in group %r is loaded (as in SGLang). Unset %s to load them "
+            "%s=%r names no plugin, so no plugin in group %r is loaded (as in SGLang). Unset %s to "
+            "load them "
             "all, or list the ones to load: %s=name1,name2.",
             *(env, os.environ.get(env, ""), group, env, env),
         )
@@ -225,9 +305,13 @@ def _load(namespace: PluginNamespace, group: str, strict: bool, state: LoadState
     functions, report.outcomes = import_plugins(plan, policy, group, state.gate, skip=done)
     for ep, function in functions:
         step, gate = f"{ep.value}()", state.gate
-        _, outcome = run_plugin_code(ep, function, step=step, policy=policy, gate=gate, check=_ran_its_body)
+        _, outcome = run_plugin_code(
+            ep, function, step=step, policy=policy, gate=gate, check=_ran_its_body
+        )
         if outcome.ok:
-            logger.info("Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, outcome.seconds * 1e3)
+            logger.info(
+                "Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, outcome.seconds * 1e3
+            )
             state.done[group, ep.name] = outcome
         report.outcomes.append(outcome)
     report.outcomes += done.values()
@@ -235,57 +319,81 @@ def _load(namespace: PluginNamespace, group: str, strict: bool, state: LoadState
     state.done = {key: outcome for key, outcome in state.done.items() if key[0] != group}
 
 
-def load_plugins(namespace: str | PluginNamespace = SRT, *, strict: bool | None = None) -> LoadReport:
+def load_plugins(
+    namespace: str | PluginNamespace = SRT, *, strict: bool | None = None
+) -> LoadReport:
     """Run the startup plugins, then the general plugins, once per process; then apply the hooks.
 
-    Returns what happened to each general plugin (SGLang's version returns ``None``; callers that ignore
-    it are unaffected). When ``SGLANG_PLATFORM`` is set, plugins of distributions that offer only other
-    platforms are skipped without being imported. ``strict``: default, ``SGLANG_PLUGINS_STRICT``.
+    Returns what happened to each general plugin (SGLang's version returns ``None``; callers that
+    ignore it are unaffected). When ``SGLANG_PLATFORM`` is set, plugins of distributions that offer
+    only other platforms are skipped without being imported. ``strict``: default,
+    ``SGLANG_PLUGINS_STRICT``.
     """
     return _load_all(get_namespace(namespace), strict, startup_only=False)
 
 
-def load_startup_plugins(namespace: str | PluginNamespace = SRT, *, strict: bool | None = None) -> LoadReport:
-    """Run the startup plugins once per process (the first phase of :func:`load_plugins`), then apply the
-    hooks, so those on modules not imported yet wait for their import."""
+def load_startup_plugins(
+    namespace: str | PluginNamespace = SRT, *, strict: bool | None = None
+) -> LoadReport:
+    """Run the startup plugins once per process (the first phase of :func:`load_plugins`), then
+    apply the hooks, so those on modules not imported yet wait for their import."""
     return _load_all(get_namespace(namespace), strict, startup_only=True)
 
 
 def _load_all(namespace: PluginNamespace, strict: bool | None, *, startup_only: bool) -> LoadReport:
     strict = namespace.strict() if strict is None else strict
-    groups = [g for g in (namespace.startup_group, None if startup_only else namespace.plugin_group) if g]
+    groups = [
+        g for g in (namespace.startup_group, None if startup_only else namespace.plugin_group) if g
+    ]
     reports = [_load_phase(namespace, group, strict) for group in groups]
     apply_hooks(strict, loaded=not startup_only)
     # The selected platform's distribution cannot run without its hooks.
     required, hooks = _required_distribution(namespace, discover_entry_points()), registry()
     if required is not None and hooks is not None and (failed := hooks.failed_targets(required)):
-        message = f"Hooks of the selected platform's distribution {required} cannot be applied: {', '.join(failed)}"
-        raise PluginLoadError(f"{message}; the process cannot run without them.", distribution=required)
+        message = (
+            f"Hooks of the selected platform's distribution {required} cannot be applied: "
+            f"{', '.join(failed)}"
+        )
+        raise PluginLoadError(
+            f"{message}; the process cannot run without them.", distribution=required
+        )
     return reports[-1] if reports else LoadReport(namespace.name, namespace.plugin_group)
 
 
-def plugin_load_report(namespace: str | PluginNamespace = SRT, group: str | None = None) -> LoadReport | None:
-    """What this process's ``load_plugins()`` did to ``group`` (default: the general plugins), or ``None``."""
+def plugin_load_report(
+    namespace: str | PluginNamespace = SRT, group: str | None = None
+) -> LoadReport | None:
+    """What this process's ``load_plugins()`` did to ``group`` (default: the general plugins), or
+    ``None``."""
     ns = get_namespace(namespace)
     return load_state(ns).reports.get(group or ns.plugin_group)
 
 
-def load_plugins_by_group(group: str, excluded_dists: set[str] | None = None) -> dict[str, tuple[Any, str | None]]:
-    """Import the plugins of ``group`` and return ``{name: (function, distribution name)}`` (SGLang's API).
+def load_plugins_by_group(
+    group: str, excluded_dists: set[str] | None = None
+) -> dict[str, tuple[Any, str | None]]:
+    """Import the plugins of ``group`` and return ``{name: (function, distribution name)}``
+    (SGLang's API).
 
-    Entry points of distributions in ``excluded_dists`` are never imported. ``SGLANG_PLUGINS`` filters
-    general-plugin groups only, never platform groups. A plugin that fails to import is logged and
-    skipped (raised with ``SGLANG_PLUGINS_STRICT=1``). Distribution names are PEP 503 normalised.
+    Entry points of distributions in ``excluded_dists`` are never imported. ``SGLANG_PLUGINS``
+    filters general-plugin groups only, never platform groups. A plugin that fails to import is
+    logged and skipped (raised with ``SGLANG_PLUGINS_STRICT=1``). Distribution names are PEP 503
+    normalised.
     """
-    namespace = next((ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)), SRT)
+    namespace = next(
+        (ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)), SRT
+    )
     allowlist, discovery = group != namespace.platform_group, discover_entry_points()
-    plan = plan_entry_points(group, namespace, discovery, excluded_dists=excluded_dists or (), apply_allowlist=allowlist)
+    plan = plan_entry_points(
+        group, namespace, discovery, excluded_dists=excluded_dists or (), apply_allowlist=allowlist
+    )
     imported, _ = import_plugins(plan, Policy(namespace.strict(), namespace.strict_env), group)
     return {ep.name: (function, ep.distribution) for ep, function in imported}
 
 
 def reset_load_state(namespace: PluginNamespace | None = None) -> None:
-    """Forget that plugins were loaded (tests); hooks are reset separately (``HookRegistry.reset()``)."""
+    """Forget that plugins were loaded (tests); hooks are reset separately
+    (``HookRegistry.reset()``)."""
     for state in _STATES.values() if namespace is None else [load_state(namespace)]:
         with state.gate.lock:
             state.reports, state.done, state.interrupted = {}, {}, None

@@ -12,11 +12,12 @@ from ._fake_distributions import EntryPoints, write_fake_distribution
 
 
 class FakeDistributions:
-    """Write fake distributions into ``root`` and make the runtime see them, as if ``pip install``-ed.
+    """Write fake distributions into ``root`` and make the runtime see them, as if ``pip
+    install``-ed.
 
-    Call the object to add one distribution. :meth:`stop` removes ``root`` from ``sys.path``, forgets every module
-    imported from it, and drops the runtime's cached discovery, load state and any platform selected from it,
-    so nothing leaks into the next test.
+    Call the object to add one distribution. :meth:`stop` removes ``root`` from ``sys.path``,
+    forgets every module imported from it, and drops the runtime's cached discovery, load state and
+    any platform selected from it, so nothing leaks into the next test.
     """
 
     def __init__(self, root: str | Path) -> None:
@@ -41,10 +42,13 @@ class FakeDistributions:
         *,
         entry_points_text: str | None = None,
     ) -> Path:
-        """Write distribution ``name`` (``entry_points`` as ``{group: {name: "module:attr"}}``, ``modules`` as
-        ``{"pkg/__init__.py": source}``) and return its ``.dist-info`` folder; discovery sees it immediately."""
+        """Write distribution ``name`` (``entry_points`` as ``{group: {name: "module:attr"}}``,
+        ``modules`` as ``{"pkg/__init__.py": source}``) and return its ``.dist-info`` folder;
+        discovery sees it immediately."""
         if not self._started:
-            raise RuntimeError("FakeDistributions.start() must be called before adding distributions")
+            raise RuntimeError(
+                "FakeDistributions.start() must be called before adding distributions"
+            )
         dist_info = write_fake_distribution(
             self.root, name, version, entry_points, modules, entry_points_text=entry_points_text
         )
@@ -54,7 +58,8 @@ class FakeDistributions:
     add = __call__
 
     def refresh(self) -> None:
-        """Make new files visible: the import system's directory caches and the runtime's discovery scan."""
+        """Make new files visible: the import system's directory caches and the runtime's discovery
+        scan."""
         from .._discovery import refresh_discovery
         from ..plugins._loading import reset_load_state
 
@@ -67,8 +72,13 @@ class FakeDistributions:
         prefix = os.path.join(os.path.realpath(self._entry), "")
         names = []
         for name, module in list(sys.modules.items()):
-            locations = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
-            if any(isinstance(p, str) and os.path.realpath(p).startswith(prefix) for p in locations):
+            locations = [
+                getattr(module, "__file__", None),
+                *list(getattr(module, "__path__", None) or []),
+            ]
+            if any(
+                isinstance(p, str) and os.path.realpath(p).startswith(prefix) for p in locations
+            ):
                 names.append(name)
         return names
 

@@ -1,4 +1,5 @@
-"""Override or re-select the current platform in a test, and put the previous one back afterwards."""
+"""Override or re-select the current platform in a test, and put the previous one back
+afterwards."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from ..platforms._selection import PlatformSelection, PlatformState
 
 
 class PlatformOverride:
-    """Set, reset or re-select ``current_platform`` per namespace; :meth:`stop` restores what was there before.
+    """Set, reset or re-select ``current_platform`` per namespace; :meth:`stop` restores what was
+    there before.
 
-    Restoring is exact: a platform resolved before the test is the same instance afterwards, and one that was not
-    resolved yet is left unresolved.
+    Restoring is exact: a platform resolved before the test is the same instance afterwards, and one
+    that was not resolved yet is left unresolved.
     """
 
     def __init__(self) -> None:
@@ -33,13 +35,15 @@ class PlatformOverride:
         return ns
 
     def set(self, platform: Any, namespace: str | PluginNamespace = "srt") -> Any:
-        """Make ``platform`` (an instance, or a class to instantiate) current; returns the instance."""
+        """Make ``platform`` (an instance, or a class to instantiate) current; returns the
+        instance."""
         ns = self._remember(namespace)
         _selection.set_current_platform(platform, ns)
         return _selection.get_current_platform(ns)
 
     def reset(self, namespace: str | PluginNamespace = "srt", *, rescan: bool = False) -> None:
-        """Forget the current platform, so the next access runs the real selection (``rescan``: rescan too)."""
+        """Forget the current platform, so the next access runs the real selection (``rescan``:
+        rescan too)."""
         from .._discovery import refresh_discovery
 
         _selection.reset_current_platform(self._remember(namespace))

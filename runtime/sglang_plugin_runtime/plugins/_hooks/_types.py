@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ..._plugin_code import HookSource
+from ..._plugin_code import HookSource as HookSource  # the registry's records name their source with it
 
 #: A hook, or what it hooks.
 Hook = Callable[..., object]
