@@ -340,12 +340,9 @@ def judge(
         *format_groups(groups, show_hosts=len(hosts) > 1),
         *format_differences(differences, show_hosts=len(hosts) > 1),
         f"Fix: install the same plugin distributions and versions on every node and give every "
-        f"rank the same "
-        f"{ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, run "
-        f"`sglang-plugins fingerprint "
-        f"--namespace {ns.name}` on each (the digests above are its first 12 digits; `--compare "
-        f"FILE` lists the "
-        f"differences).",
+        f"rank the same {ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, "
+        f"run `sglang-plugins fingerprint --namespace {ns.name}` on each (the digests above are "
+        f"its first 12 digits; `--compare FILE` lists the differences).",
     ]
     if raising:
         lines.append(f"To log this instead of raising, set {_ENV}=warn on every rank.")

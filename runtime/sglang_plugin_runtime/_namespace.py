@@ -92,8 +92,7 @@ def register_namespace(namespace: PluginNamespace) -> PluginNamespace:
     if existing is not namespace:
         raise ValueError(
             f"a different plugin namespace named {namespace.name!r} is already registered; a host "
-            f"declares its "
-            f"namespace once and passes that object (or its name) around"
+            f"declares its namespace once and passes that object (or its name) around"
         )
     return namespace
 

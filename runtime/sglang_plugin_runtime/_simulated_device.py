@@ -189,8 +189,7 @@ class SimulatedDevice:
     def __repr__(self) -> str:
         return (
             f"SimulatedDevice(device_type={self.device_type!r}, device_count={self.device_count}, "
-            f"name={self.name!r}, "
-            f"{'active' if self.active else 'inactive'})"
+            f"name={self.name!r}, {'active' if self.active else 'inactive'})"
         )
 
     def called(self, name: str) -> bool:

@@ -133,8 +133,7 @@ def check_plugin_consistency(
     if not dist.is_available() or not dist.is_initialized():
         raise RuntimeError(
             "check_plugin_consistency() needs an initialised torch.distributed process group: call "
-            "it after "
-            "torch.distributed.init_process_group() (in SGLang: after "
+            "it after torch.distributed.init_process_group() (in SGLang: after "
             "init_distributed_environment())."
         )
     ns, world, rank = get_namespace(namespace), dist.get_world_size(group), dist.get_rank()

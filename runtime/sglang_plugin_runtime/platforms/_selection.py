@@ -8,8 +8,8 @@ each namespace's current platform, the state selection alone writes.
   mode), never silent.
 
 What ``activate()`` returns is validated (a ``module.Class`` / ``module:Class`` string naming an
-out-of-tree subclass of the namespace's base class, with a device name and type) before anything is
-instantiated. The hooks a platform plugin's code registered stay only when it is the selected one.
+out-of-tree subclass of the namespace's base class, with a device name and type) before anything
+is instantiated. The hooks a platform plugin's code registered stay only when it is selected.
 """
 
 # No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for
@@ -19,7 +19,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from .. import errors
 from .._discovery import (
@@ -91,8 +91,8 @@ class PlatformSelection(NamedTuple):
 
 
 class PlatformState:
-    """What this process knows about one namespace's platform. Selection alone writes it, under its
-    gate; a forked child keeps a finished selection and redoes an interrupted one."""
+    """What this process knows about one namespace's platform. Selection alone writes it, under
+    its gate; a forked child keeps a finished selection and redoes an interrupted one."""
 
     def __init__(self) -> None:
         self.gate = Gate()
@@ -119,9 +119,8 @@ def describe(ep: PluginEntryPoint) -> str:
     return f"platform plugin {ep.name!r} (distribution {ep.label}, entry point {ep.value!r})"
 
 
-def _error(
-    kind: type[errors.PluginError], ep: PluginEntryPoint | None, message: str
-) -> errors.PluginError:
+def _error(kind: type[errors.PluginError], ep: Any, message: str) -> errors.PluginError:
+    """A ``kind`` error naming ``ep``'s plugin and distribution (an entry point, or None)."""
     return kind(message, plugin=ep and ep.name, distribution=ep and ep.distribution)
 
 
@@ -130,20 +129,14 @@ def plan_platforms(
 ) -> tuple[list[PlannedPlugin], errors.PluginError | None]:
     """What selection will do with each platform plugin, and the error that stops it before it
     imports anything (an unknown ``SGLANG_PLATFORM``, a duplicate name, a name the host keeps)."""
-    env, selected, group = (
-        namespace.platform_env,
-        namespace.selected_platform(),
-        namespace.platform_group,
-    )
+    env, selected = namespace.platform_env, namespace.selected_platform()
+    group = namespace.platform_group
     installed, duplicates = discovery.group(group), discovery.duplicates(group)
     plan = []
     for ep in installed:
         status, reason = Status.TO_LOAD, f"{env} unset: imported and its activate() called"
         if selected is not None:
-            status, reason = (
-                Status.SELECTED,
-                f"{env}={selected!r}: the only platform plugin imported",
-            )
+            status, reason = Status.SELECTED, f"{env}={selected!r}: the only one imported"
         if selected is not None and ep.name != selected:
             status, reason = Status.NOT_SELECTED, f"{env}={selected!r}: never imported"
         elif ep.name in duplicates:
@@ -153,28 +146,28 @@ def plan_platforms(
     reserved = [
         p.entry_point for p in chosen if p.name.lower() in namespace.reserved_platform_names
     ]
+    error: errors.PluginError | None = None
     if selected is not None and not chosen:
-        # a misconfiguration: only this needs it
-        from ._unknown_name import unknown_platform_message
+        from ._unknown_name import (
+            unknown_platform_message,
+        )  # a misconfiguration: only this needs it
 
         message = unknown_platform_message(namespace, installed, selected)
-        return plan, errors.PlatformNotFoundError(message, plugin=selected[:80])
-    for name, status, reason, entry in chosen:
-        if status is Status.FAILED_DUPLICATE:
-            message = f"Platform plugin name {name!r} in group {group!r}: {reason}."
-            return plan, _error(errors.DuplicatePluginError, entry, message)
-    if reserved:
+        error = errors.PlatformNotFoundError(message, plugin=selected[:80])
+    elif duplicate := next((p for p in chosen if p.status is Status.FAILED_DUPLICATE), None):
+        message = f"Platform plugin name {duplicate.name!r} in group {group!r}: {duplicate.reason}."
+        error = _error(errors.DuplicatePluginError, duplicate.entry_point, message)
+    elif reserved:
         names = ", ".join(sorted(namespace.reserved_platform_names))
         offenders = ", ".join(f"{ep.name!r} ({ep.label})" for ep in reserved if ep)
         message = (
             f"Platform plugin names in group {group!r} cannot be names of the host's built-in "
         )
         message += (
-            f"platforms ({names}): {offenders}. Rename the entry point in the plugin's "
-            f"pyproject.toml."
+            f"platforms ({names}): {offenders}. Rename the entry point in its pyproject.toml."
         )
-        return plan, _error(errors.PluginError, reserved[0], message)
-    return plan, None
+        error = _error(errors.PluginError, reserved[0], message)
+    return plan, error
 
 
 def out_of_tree_identity_problems(cls: type) -> list[str]:
@@ -196,16 +189,13 @@ def _invalid(ep: PluginEntryPoint, message: str) -> errors.PluginError:
     return _error(errors.InvalidPlatformError, ep, f"{describe(ep)}: {message}")
 
 
-def _function(ep: PluginEntryPoint) -> object:
+def _function(ep: PluginEntryPoint) -> Callable[[], object]:
     """The entry point's ``activate()`` (importing its module)."""
     activate = ep.load()
     if not callable(activate):
         kind = f"{type(activate).__name__} {safe_text(activate, repr)}"
-        fix = (
-            f"A platform plugin's entry point must name its activate() function, e.g. "
-            f"'{ep.module}:activate'."
-        )
-        raise _invalid(ep, f"the entry point names {kind}, not a function. {fix}")
+        fix = f"it must name its activate() function, e.g. '{ep.module}:activate'"
+        raise _invalid(ep, f"the entry point names {kind}, not a function; {fix}.")
     return activate
 
 
@@ -216,81 +206,65 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
     if "." not in qualname and ":" not in qualname:
         kind = "" if isinstance(result, str) else f" ({type(result).__name__})"
         example = "'my_plugin.platform:MyPlatform' ('module.Class' or 'module:Class')"
-        raise _invalid(
-            ep,
-            f"{returned}{kind}; it must return a qualified class name such as {example}, or "
-            "None when the hardware is absent.",
-        )
+        needed = f"it must return a qualified class name such as {example}"
+        raise _invalid(ep, f"{returned}{kind}; {needed}, or None when the hardware is absent.")
     try:
         cls = resolve_qualified_name(qualname)
         # A class built on the host's own base (released SGLang's) is one the host runs: accepted.
-        bases = tuple(
-            b for b in dict.fromkeys([namespace.resolve_base_class(), namespace.host_base()]) if b
-        )
+        own, host = namespace.resolve_base_class(), namespace.host_base()
+        bases = (own,) if host in (None, own) else (own, host)
         if not isinstance(cls, type) or not issubclass(cls, bases):
             names = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in bases)
-            raise _invalid(
-                ep, f"{returned}, which is {safe_text(cls, repr)}, not a subclass of {names}."
-            )
+            shown = safe_text(cls, repr)
+            raise _invalid(ep, f"{returned}, which is {shown}, not a subclass of {names}.")
         problems = out_of_tree_identity_problems(cls)
-    # its module failed (or exited), its metaclass or attributes raised
-    except BaseException as exc:
+    except BaseException as exc:  # its module failed (or exited), its metaclass raised, ...
         if isinstance(exc, errors.InvalidPlatformError) or not is_plugin_failure(exc):
             raise
-        raise _invalid(
-            ep, f"{returned}, which cannot be imported or checked: {describe_failure(exc)}"
-        ) from exc
+        why = describe_failure(exc)
+        raise _invalid(ep, f"{returned}, which cannot be imported or checked: {why}") from exc
     if problems:
-        raise _invalid(
-            ep, f"class {qualname!r} is not a valid out-of-tree platform: " + "; ".join(problems)
-        )
+        why = "; ".join(problems)
+        raise _invalid(ep, f"class {qualname!r} is not a valid out-of-tree platform: {why}")
     return cls
 
 
 def _replay(recorded: object) -> object:
-    """What an ``activate()`` already run in this selection did (for the host's start-up), again."""
+    """What an ``activate()`` already run in this selection did (for the host's start-up)."""
     if isinstance(recorded, BaseException):
         raise recorded
     return recorded
 
 
 def _activate(
-    namespace: PluginNamespace,
-    ep: PluginEntryPoint,
-    gate: Gate,
-    runs: dict[str, object],
-    policy: Policy,
+    namespace: PluginNamespace, ep: PluginEntryPoint, gate: Gate, runs: dict[str, object], p: Policy
 ) -> tuple[PluginOutcome, type | None]:
     """Import ``ep``, run its ``activate()`` (or replay what the host's start-up got from it), check
     the class it names. ``runs`` records what each ``activate()`` did, for the host's start-up."""
-    activate, imported = run_plugin_code(
-        ep, partial(_function, ep), step="import", policy=policy, gate=gate
+    function, imported = run_plugin_code(
+        ep, partial(_function, ep), step="import", policy=p, gate=gate
     )
     if not imported.ok:
         return imported, None
-    if ep.name in runs:
-        activate = partial(_replay, runs[ep.name])
-    activate = cast("Callable[[], object]", activate)
-    result, ran = run_plugin_code(ep, activate, step="activate()", policy=policy, gate=gate)
+    activate = partial(_replay, runs[ep.name]) if ep.name in runs else function
+    step = "activate()"
+    result, ran = run_plugin_code(ep, activate, step=step, policy=p, gate=gate)  # type: ignore
     runs.setdefault(ep.name, result if ran.ok else RuntimeError(ran.reason))
     ran = ran._replace(seconds=imported.seconds + ran.seconds)
     if not ran.ok or result is None:
         return ran._replace(status=Status.UNAVAILABLE) if ran.ok else ran, None
-    host = (namespace.host_base_class or "").split(":")[0]
-    if (
-        host
-        and host not in sys.modules
-        and namespace.host_distribution in discover_entry_points().distributions
-    ):
+    host = (namespace.host_base_class or "").partition(":")[0]
+    installed = namespace.host_distribution in discover_entry_points().distributions
+    if host and host not in sys.modules and installed:
         from ._host import import_host  # the class may be built on the host's: the host goes first
 
         import_host(namespace, host, runs, gate)
     # Its distribution says the hardware is here: whatever is wrong with its class stops selection.
-    check, required = (
+    check, policy = (
         partial(_platform_class, ep, result, namespace),
-        policy._replace(required=ep.distribution),
+        p._replace(required=ep.distribution),
     )
-    cls, _ = run_plugin_code(ep, check, step="its platform class", policy=required)
+    cls, _ = run_plugin_code(ep, check, step="its platform class", policy=policy)
     shown = result.strip() if isinstance(result, str) else safe_text(result, repr)
     return ran._replace(status=Status.ACTIVATED, result=shown), cls  # type: ignore[return-value]
 
@@ -303,53 +277,33 @@ def _select(
     if error is not None:
         raise error
     env, selected = namespace.platform_env, namespace.selected_platform()
-    candidates = [
-        p.entry_point
-        for p in plan
-        if p.status in (Status.TO_LOAD, Status.SELECTED) and p.entry_point
-    ]
-    base = Policy(
-        strict,
-        namespace.strict_env,
-        None,
-        f"{env}={selected!r} selects it",
-        logging.WARNING,
-        _FATAL,
-    )
+    runnable = (Status.TO_LOAD, Status.SELECTED)
+    candidates = [p.entry_point for p in plan if p.status in runnable and p.entry_point is not None]
+    why = f"{env}={selected!r} selects it"
+    policy = Policy(strict, namespace.strict_env, None, why, logging.WARNING, _FATAL)
     outcomes: list[PluginOutcome] = []
     activated: list[tuple[PluginEntryPoint, type]] = []
     runs: dict[str, object] = {}
     try:
         for ep in candidates:
-            outcome, cls = _activate(
-                namespace, ep, gate, runs, base._replace(required=selected and ep.distribution)
-            )
+            required = policy._replace(required=selected and ep.distribution)
+            outcome, cls = _activate(namespace, ep, gate, runs, required)
             outcomes.append(outcome)
             if cls is not None:
-                logger.info(
-                    "Platform plugin %r (%s) activated -> %s", ep.name, ep.label, outcome.result
-                )
+                logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.label, cls)
                 activated.append((ep, cls))
             elif selected and outcome.ok:
-                raise _error(
-                    errors.PlatformUnavailableError,
-                    ep,
-                    (
-                        f"{describe(ep)} is selected by {env}={selected!r}, but its activate() "
-                        f"returned None: its "
-                        f"hardware or backend is not available on this machine. Check the device "
-                        f"and its driver, "
-                        f"or unset {env}."
-                    ),
+                message = (
+                    f"{describe(ep)} is selected by {env}={selected!r}, but its activate() "
+                    f"returned None: its hardware or backend is not available on this machine. "
+                    f"Check the device and its driver, or unset {env}."
                 )
+                raise _error(errors.PlatformUnavailableError, ep, message)
         if len(activated) > 1:
             names = ", ".join(f"{ep.name!r} ({ep.label})" for ep, _ in activated)
-            message = (
-                f"Several platform plugins activated: {names}. Set {env} to the one to use, e.g. "
-            )
-            raise _error(
-                errors.AmbiguousPlatformError, None, f"{message}{env}={activated[0][0].name}."
-            )
+            message = f"Several platform plugins activated: {names}. Set {env} to the one to use, "
+            message += f"e.g. {env}={activated[0][0].name}."
+            raise _error(errors.AmbiguousPlatformError, None, message)
     except errors.PluginError as exc:
         exc.outcomes = (*outcomes, *(o for o in exc.outcomes if o not in outcomes))
         raise
@@ -357,8 +311,8 @@ def _select(
     for ep in candidates:
         if ep is not chosen:  # an unselected platform plugin leaves no hooks (diffusion's rule)
             discard_hooks(ep)
-    skipped = [(ep, o) for ep, o in zip(candidates, outcomes, strict=True) if not o.ok]
-    problems = tuple(f"{describe(ep)} was skipped: {o.reason}" for ep, o in skipped)
+    skipped = zip(candidates, outcomes, strict=True)
+    problems = tuple(f"{describe(ep)} was skipped: {o.reason}" for ep, o in skipped if not o.ok)
     note = f"; {len(problems)} plugin(s) failed and were skipped" if problems else ""
     if chosen is None:
         fallback = namespace.fallback_class or platform_state(namespace).fallback
@@ -366,18 +320,16 @@ def _select(
         why = f"no platform plugin is installed in group {namespace.platform_group!r}"
         if candidates:
             why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
-        log = logger.warning if problems else logger.info
-        log("Using fallback platform %s: %s.", cls.__qualname__, why)
+        (logger.warning if problems else logger.info)("Using fallback %s: %s.", cls.__name__, why)
         rule, reason = RULE_FALLBACK, f"{env} unset; {why}"
-    elif selected:
+    else:
         cls, rule = activated[0][1], RULE_EXPLICIT
         reason = f"{env}={selected!r}; only that plugin was imported and activated"
-    else:
-        cls, rule = activated[0][1], RULE_SINGLE
-        reason = f"{env} unset; {chosen.name!r} was the only plugin whose activate() returned a "
-        reason += f"class (of {len(candidates)} installed){note}"
-    identity = (chosen.name, chosen.distribution, chosen.version) if chosen else (None, None, None)
-    plugin, distribution, version = identity
+        if not selected:
+            rule, reason = RULE_SINGLE, f"{env} unset; {chosen.name!r} was the only plugin whose "
+            reason += f"activate() returned a class (of {len(candidates)} installed){note}"
+    who = (chosen.name, chosen.distribution, chosen.version) if chosen else (None, None, None)
+    plugin, distribution, version = who
     selection = PlatformSelection(namespace.name, cls, rule, reason, plugin, distribution, version)
     return selection._replace(activations=tuple(outcomes), problems=problems), chosen
 
@@ -390,19 +342,14 @@ def _selecting(namespace: PluginNamespace) -> Iterator[Gate]:
 
     def refuse(gate: Gate) -> errors.PluginError:
         who = gate.running.where if gate.running else "code run by selection"
-        advice = (
-            "Selection cannot depend on its own result: probe the hardware directly (for example "
-            "the vendor "
-            "module's device count or torch.<device>.is_available()) and read current_platform "
-            "only after "
-            "selection, e.g. in the platform's methods or a general plugin's register()."
-        )
         message = (
-            f"{who} read {namespace.name} current_platform while it was being selected. {advice}"
+            f"{who} read {namespace.name} current_platform while it was being selected. Selection "
+            f"cannot depend on its own result: probe the hardware directly (for example the vendor "
+            f"module's device count or torch.<device>.is_available()) and read current_platform "
+            f"only after selection, e.g. in the platform's methods or a general plugin's "
+            f"register()."
         )
-        return _error(
-            errors.ReentrantSelectionError, gate.running.ep if gate.running else None, message
-        )
+        return _error(errors.ReentrantSelectionError, gate.running and gate.running.ep, message)
 
     if not gate.enter(refuse):
         raise gate.refused(refuse(gate))
@@ -421,13 +368,9 @@ def select_platform(
     """Run the decision tree for ``namespace`` and return the chosen class with its provenance; the
     class is neither instantiated nor kept. ``strict``: default, the namespace's variable."""
     ns = get_namespace(namespace)
+    strict = ns.strict() if strict is None else strict
     with _selecting(ns) as gate:
-        return _select(
-            ns,
-            discovery or discover_entry_points(),
-            ns.strict() if strict is None else strict,
-            gate,
-        )[0]
+        return _select(ns, discovery or discover_entry_points(), strict, gate)[0]
 
 
 def get_current_platform(
@@ -447,19 +390,18 @@ def get_current_platform(
             if ep is None:  # the fallback: the host's (or this runtime's) class, no plugin's code
                 platform = cls()
             else:  # the selected plugin's code: hooks it registers are its own, and go if it raises
-                step, why = (
-                    f"the constructor of platform class {selection.class_path}",
-                    "it is selected",
+                step = f"the constructor of platform class {selection.class_path}"
+                policy = Policy(
+                    strict, ns.strict_env, ep.distribution, "it is selected", fatal=_FATAL
                 )
-                policy = Policy(strict, ns.strict_env, ep.distribution, why, fatal=_FATAL)
                 platform, _ = run_plugin_code(ep, cls, step=step, policy=policy, gate=gate)
             state.selection, state.platform = selection, platform
         return state.platform
 
 
 def current_platform_selection(namespace: str | PluginNamespace = SRT) -> PlatformSelection:
-    """How the current platform was chosen: plugin, distribution, version, rule, reason,
-    activations."""
+    """How the current platform was chosen: plugin, distribution, version, rule, reason and every
+    plugin's activation."""
     get_current_platform(namespace)
     selection = platform_state(get_namespace(namespace)).selection
     assert selection is not None
@@ -467,21 +409,17 @@ def current_platform_selection(namespace: str | PluginNamespace = SRT) -> Platfo
 
 
 def set_current_platform(platform: Any, namespace: str | PluginNamespace = SRT) -> None:
-    """Override the current platform with an instance or a class (tests; hosts that choose
-    themselves)."""
+    """Override the current platform with an instance or a class (tests; hosts that choose it)."""
     ns = get_namespace(namespace)
     state, instance = platform_state(ns), platform() if isinstance(platform, type) else platform
+    reason = "set by code through set_current_platform()"
     with state.gate.lock:
-        reason = "set by code through set_current_platform()"
-        state.platform, state.selection = (
-            instance,
-            PlatformSelection(ns.name, type(instance), RULE_OVERRIDE, reason),
-        )
+        state.selection = PlatformSelection(ns.name, type(instance), RULE_OVERRIDE, reason)
+        state.platform = instance
 
 
 def reset_current_platform(namespace: str | PluginNamespace = SRT, *, rescan: bool = False) -> None:
-    """Forget the current platform so the next access selects again; ``rescan`` also drops the
-    scan."""
+    """Forget the current platform so the next access selects again; ``rescan``: rescan too."""
     state = platform_state(get_namespace(namespace))
     with state.gate.lock:
         state.platform = state.selection = None
@@ -498,8 +436,8 @@ def set_fallback_platform(
     ``fallback`` is a class, a qualified name, or a callable returning a class: a host passes its
     own hardware detection (SGLang: CPU engine, CUDA, NPU, ROCm, ...), which then runs only when no
     plugin activated. A namespace that names its own ``fallback_class`` keeps it. Call it before the
-    platform is first resolved: a platform already chosen by fallback stays in place (a WARNING says
-    so).
+    platform is first resolved: a platform already chosen by fallback stays in place (a WARNING
+    says so).
     """
     ns = get_namespace(namespace)
     state = platform_state(ns)
@@ -507,7 +445,6 @@ def set_fallback_platform(
     if chosen is not None and chosen.rule == RULE_FALLBACK:
         logger.warning(
             "set_fallback_platform(%r) for namespace %r came after the platform was resolved to "
-            "the fallback "
-            "%s; it applies from the next selection (reset_current_platform()).",
+            "the fallback %s; it applies from the next selection (reset_current_platform()).",
             *(fallback, ns.name, chosen.class_path),
         )

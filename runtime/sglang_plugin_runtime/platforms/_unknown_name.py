@@ -34,8 +34,7 @@ def unknown_platform_message(
         names = " or ".join(repr(name) for name in suggestions)
         return (
             f"{message} Did you mean {namespace.platform_env}={names}? Platform names are matched "
-            f"exactly "
-            f"(they are entry-point names, not distribution names)."
+            f"exactly (they are entry-point names, not distribution names)."
         )
     return (
         f"{message} Install the plugin's package (pip install <package>, or pip install -e <path> "

@@ -218,9 +218,8 @@ def require_out_of_tree_impl(platform: SRTPlatform, *, hook: str, subsystem: str
     if platform.is_out_of_tree():
         raise NotImplementedError(
             f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) "
-            f"provides no "
-            f"{subsystem}: override {hook} on your SRTPlatform subclass, because the in-tree "
-            f"fallback is chosen by "
+            f"provides no {subsystem}: override {hook} on your SRTPlatform subclass, because the "
+            f"in-tree fallback is chosen by "
             "device and would give this device CUDA's."
         )
 

@@ -195,8 +195,7 @@ def _ran_its_body(result: object) -> str | None:
     kind = "a generator" if inspect.isgenerator(result) else "an async"
     return (
         f"it is {kind} function: calling it returned {type(result).__name__} and its body never "
-        f"ran, so "
-        f"nothing was registered; make it a plain function (def register(): ...)"
+        f"ran, so nothing was registered; make it a plain function (def register(): ...)"
     )
 
 
@@ -253,10 +252,8 @@ def _refuse(namespace: PluginNamespace) -> Callable[[Gate], PluginError]:
         )
         message = (
             f"{who} waits for a thread that called load_plugins() ({namespace.name}) while that "
-            f"load runs it: "
-            f"waiting would never end. Call load_plugins() from the plugin's own thread (it "
-            f"returns at once), "
-            f"or do the work after start-up."
+            f"load runs it: waiting would never end. Call load_plugins() from the plugin's own "
+            f"thread (it returns at once), or do the work after start-up."
         )
         return ReentrantLoadError(message, plugin=plugin)
 
@@ -296,8 +293,7 @@ def _load(
         env = namespace.plugins_env
         logger.warning(
             "%s=%r names no plugin, so no plugin in group %r is loaded (as in SGLang). Unset %s to "
-            "load them "
-            "all, or list the ones to load: %s=name1,name2.",
+            "load them all, or list the ones to load: %s=name1,name2.",
             *(env, os.environ.get(env, ""), group, env, env),
         )
     done = {name: outcome for (phase, name), outcome in state.done.items() if phase == group}
