@@ -16,6 +16,7 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from .._discovery import (
@@ -103,9 +104,7 @@ def _after_fork() -> None:
     for state in _STATES.values():
         running, state.gate = state.gate.running, Gate()
         state.interrupted = running.ep if running is not None else state.interrupted
-        state.reports = {
-            group: report for group, report in state.reports.items() if report.completed
-        }
+        state.reports = {group: r for group, r in state.reports.items() if r.completed}
 
 
 def unselected_platform_dists(namespace: PluginNamespace, discovery: DiscoveryResult) -> set[str]:
@@ -127,67 +126,48 @@ def plan_entry_points(
     """What loading ``group`` will do with each entry point, in load order; imports nothing."""
     allowed = namespace.allowed_plugins() if apply_allowlist else None
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
-    entries, duplicates, env = (
-        discovery.group(group),
-        discovery.duplicates(group),
-        namespace.plugins_env,
-    )
+    duplicates, env = discovery.duplicates(group), namespace.plugins_env
     # A listed name is "not installed" (said once, with the general plugins) when no group it
     # filters has it.
     filtered = {namespace.startup_group, namespace.plugin_group}
-    installed = {
-        ep.name
-        for g in (filtered if group in filtered else {group})
-        if g
-        for ep in discovery.group(g)
-    }
+    groups = filtered if group in filtered else {group}
+    installed = {ep.name for g in groups if g for ep in discovery.group(g)}
     missing = [] if group == namespace.startup_group else sorted((allowed or set()) - installed)
-    plan = [
-        PlannedPlugin(name, Status.NOT_INSTALLED, f"listed in {env} but not installed", None)
-        for name in missing
-    ]
-    for ep in entries:
+    not_installed = f"listed in {env} but not installed"
+    plan = [PlannedPlugin(name, Status.NOT_INSTALLED, not_installed, None) for name in missing]
+    for ep in discovery.group(group):
         status, reason = Status.TO_LOAD, ""
         if allowed is not None and ep.name not in allowed:
             status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
         elif ep.distribution in excluded:
             selected = f"{namespace.platform_env}={namespace.selected_platform()!r}"
-            status, reason = (
-                Status.SKIPPED_PLATFORM,
-                f"its distribution offers only platforms other than {selected}",
-            )
+            reason = f"its distribution offers only platforms other than {selected}"
+            status = Status.SKIPPED_PLATFORM
         elif ep.name in duplicates:
-            status, reason = (
-                Status.FAILED_DUPLICATE,
-                f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}",
-            )
+            reason = f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}"
+            status = Status.FAILED_DUPLICATE
         plan.append(PlannedPlugin(ep.name, status, reason, ep))
     return plan
 
 
 def plan_plugins(
-    namespace: PluginNamespace, discovery: DiscoveryResult, group: str
+    ns: PluginNamespace, discovery: DiscoveryResult, group: str
 ) -> list[PlannedPlugin]:
     """What a load of ``group`` (the general or the startup group) will do with each plugin."""
-    return plan_entry_points(
-        group, namespace, discovery, excluded_dists=unselected_platform_dists(namespace, discovery)
-    )
+    excluded = unselected_platform_dists(ns, discovery)
+    return plan_entry_points(group, ns, discovery, excluded_dists=excluded)
 
 
 def _callable(value: object) -> str | None:
+    if callable(value):
+        return None
     kind = f"{type(value).__name__} {safe_text(value, repr)}"
     function = "register() for a general plugin, activate() for a platform plugin"
-    return (
-        None
-        if callable(value)
-        else f"the entry point names {kind}, not a function; it must name the plugin's "
-        f"function ({function})"
-    )
+    return f"the entry point names {kind}, not a function; it must name the plugin's {function}"
 
 
 def _ran_its_body(result: object) -> str | None:
-    """Why calling the plugin's function did nothing, when it is a generator or an ``async``
-    function."""
+    """Why calling the plugin's function did nothing: it is a generator or an ``async`` one."""
     if inspect.iscoroutine(result):
         result.close()  # its body never ran; closed, Python does not warn "never awaited" later
     elif not (inspect.isgenerator(result) or inspect.isasyncgen(result)):
@@ -215,30 +195,26 @@ def import_plugins(
         if ep is not None and ep.name in skip:
             continue
         if ep is not None and status is Status.TO_LOAD:
-            function, outcome = run_plugin_code(
-                ep, ep.load, step="import", policy=policy, gate=gate, check=_callable
-            )
+            load = partial(run_plugin_code, ep, ep.load, step="import", gate=gate, check=_callable)
+            function, outcome = load(policy=policy)
             imported += [(ep, function)] if outcome.ok else []  # type: ignore[list-item]
             outcomes += [] if outcome.ok else [outcome]
             continue
         if status is Status.FAILED_DUPLICATE and policy.strict:
-            raise DuplicatePluginError(
-                f"Plugin name {name!r} in group {group!r}: {reason}", plugin=name
-            )
+            message = f"Plugin name {name!r} in group {group!r}: {reason}"
+            raise DuplicatePluginError(message, plugin=name)
         quiet = status in (Status.SKIPPED_ALLOWLIST, Status.SKIPPED_PLATFORM)
-        (logger.info if quiet else logger.warning)(
-            "Plugin %r in group %r: %s (%s)", name, group, reason, status
-        )
-        outcomes.append(
-            planned(ep, status, reason) if ep is not None else PluginOutcome(name, status, reason)
-        )
+        log = logger.info if quiet else logger.warning
+        log("Plugin %r in group %r: %s (%s)", name, group, reason, status)
+        outcome = planned(ep, status, reason) if ep else PluginOutcome(name, status, reason)
+        outcomes.append(outcome)
     return imported, outcomes
 
 
 def _required_distribution(namespace: PluginNamespace, discovery: DiscoveryResult) -> str | None:
     """The selected platform's distribution, whose plugins' failures stop start-up: known once the
-    platform is selected (SGLang selects it before it loads plugins), or from
-    ``SGLANG_PLATFORM``."""
+    platform is selected (SGLang selects it before it loads plugins), or from ``SGLANG_PLATFORM``.
+    """
     if (selection := platform_state(namespace).selection) is not None:
         return selection.distribution
     selected, eps = namespace.selected_platform(), discovery.group(namespace.platform_group)
@@ -247,9 +223,8 @@ def _required_distribution(namespace: PluginNamespace, discovery: DiscoveryResul
 
 def _refuse(namespace: PluginNamespace) -> Callable[[Gate], PluginError]:
     def refuse(gate: Gate) -> PluginError:
-        who, plugin = (
-            (gate.running.where, gate.running.ep.name) if gate.running else ("a plugin", None)
-        )
+        running = gate.running
+        who, plugin = (running.where, running.ep.name) if running else ("a plugin", None)
         message = (
             f"{who} waits for a thread that called load_plugins() ({namespace.name}) while that "
             f"load runs it: waiting would never end. Call load_plugins() from the plugin's own "
@@ -300,14 +275,11 @@ def _load(
     plan = plan_plugins(namespace, discovery, group)
     functions, report.outcomes = import_plugins(plan, policy, group, state.gate, skip=done)
     for ep, function in functions:
-        step, gate = f"{ep.value}()", state.gate
-        _, outcome = run_plugin_code(
-            ep, function, step=step, policy=policy, gate=gate, check=_ran_its_body
-        )
+        run = partial(run_plugin_code, ep, function, gate=state.gate, check=_ran_its_body)
+        _, outcome = run(step=f"{ep.value}()", policy=policy)
         if outcome.ok:
-            logger.info(
-                "Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, outcome.seconds * 1e3
-            )
+            milliseconds = outcome.seconds * 1e3
+            logger.info("Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, milliseconds)
             state.done[group, ep.name] = outcome
         report.outcomes.append(outcome)
     report.outcomes += done.values()
@@ -338,36 +310,30 @@ def load_startup_plugins(
 
 def _load_all(namespace: PluginNamespace, strict: bool | None, *, startup_only: bool) -> LoadReport:
     strict = namespace.strict() if strict is None else strict
-    groups = [
-        g for g in (namespace.startup_group, None if startup_only else namespace.plugin_group) if g
-    ]
+    general = None if startup_only else namespace.plugin_group
+    groups = [group for group in (namespace.startup_group, general) if group]
     reports = [_load_phase(namespace, group, strict) for group in groups]
     apply_hooks(strict, loaded=not startup_only)
     # The selected platform's distribution cannot run without its hooks.
     required, hooks = _required_distribution(namespace, discover_entry_points()), registry()
     if required is not None and hooks is not None and (failed := hooks.failed_targets(required)):
-        message = (
-            f"Hooks of the selected platform's distribution {required} cannot be applied: "
-            f"{', '.join(failed)}"
-        )
-        raise PluginLoadError(
-            f"{message}; the process cannot run without them.", distribution=required
-        )
+        message = f"Hooks of the selected platform's distribution {required} cannot be applied: "
+        message += f"{', '.join(failed)}; the process cannot run without them."
+        raise PluginLoadError(message, distribution=required)
     return reports[-1] if reports else LoadReport(namespace.name, namespace.plugin_group)
 
 
 def plugin_load_report(
     namespace: str | PluginNamespace = SRT, group: str | None = None
 ) -> LoadReport | None:
-    """What this process's ``load_plugins()`` did to ``group`` (default: the general plugins), or
-    ``None``."""
+    """What this process's ``load_plugins()`` did to ``group`` (default: the general plugins)."""
     ns = get_namespace(namespace)
     return load_state(ns).reports.get(group or ns.plugin_group)
 
 
 def load_plugins_by_group(
     group: str, excluded_dists: set[str] | None = None
-) -> dict[str, tuple[Any, str | None]]:
+) -> dict[str, tuple[Callable[[], Any], str | None]]:
     """Import the plugins of ``group`` and return ``{name: (function, distribution name)}``
     (SGLang's API).
 
@@ -376,20 +342,18 @@ def load_plugins_by_group(
     logged and skipped (raised with ``SGLANG_PLUGINS_STRICT=1``). Distribution names are PEP 503
     normalised.
     """
-    namespace = next(
-        (ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)), SRT
-    )
-    allowlist, discovery = group != namespace.platform_group, discover_entry_points()
+    ours = [ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)]
+    namespace, discovery = (ours or [SRT])[0], discover_entry_points()
+    allowlist, excluded = group != namespace.platform_group, excluded_dists or ()
     plan = plan_entry_points(
-        group, namespace, discovery, excluded_dists=excluded_dists or (), apply_allowlist=allowlist
+        group, namespace, discovery, excluded_dists=excluded, apply_allowlist=allowlist
     )
     imported, _ = import_plugins(plan, Policy(namespace.strict(), namespace.strict_env), group)
     return {ep.name: (function, ep.distribution) for ep, function in imported}
 
 
 def reset_load_state(namespace: PluginNamespace | None = None) -> None:
-    """Forget that plugins were loaded (tests); hooks are reset separately
-    (``HookRegistry.reset()``)."""
+    """Forget that plugins were loaded (tests); ``HookRegistry.reset()`` resets the hooks."""
     for state in _STATES.values() if namespace is None else [load_state(namespace)]:
         with state.gate.lock:
             state.reports, state.done, state.interrupted = {}, {}, None
