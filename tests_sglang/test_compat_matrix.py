@@ -883,16 +883,21 @@ def activate():
 """
 
 PLATFORM_HOOKS = """
-    from {platforms} import current_platform
-    from {plugins} import load_plugins
     try:
-        current_platform.device_name
-        out = ""
+        import {platforms} as platforms
+        platforms.current_platform.device_name
+        out = "selected"
     except Exception:
-        out = "error: startup stops; "
-    load_plugins()
-    import plat_target
-    report(out + ("its hook applied" if plat_target.work() == "hooked" else "its hook discarded"))
+        out = "error: startup stops"
+    try:  # a host that carries on after the error
+        from {plugins} import load_plugins
+        load_plugins()
+        import plat_target
+        hooked = plat_target.work() == "hooked"
+        out = ("" if out == "selected" else out + "; ") + ("its hook applied" if hooked else "its hook discarded")
+    except Exception:
+        pass
+    report(out)
 """
 TARGET_SRC = {"plat_target.py": "def work():\n    return 'original'\n"}
 
@@ -921,8 +926,8 @@ def unselected_platform_hooks(e: str, root: Path) -> str:
     group="platforms",
     sglang="error: startup stops; its hook applied",
     ours="error: startup stops; its hook discarded",
-    why="The constructor is the selected plugin's code: a hook it registers is attributed to it and goes with "
-    "its failure.",
+    why="The constructor is the selected plugin's code: a hook it registers is attributed to it and goes "
+    "with its failure (a host that carries on after the error does not run it).",
 )
 def constructor_hooks(e: str, root: Path) -> str:
     _dist(
@@ -1103,10 +1108,6 @@ def register():
     "Diffusion: a general plugin of the selected platform's distribution fails",
     group="diffusion",
     sglang="error: startup stops",
-    ours="WARNING; start-up continues",
-    why="One rule for every plugin: a WARNING naming the plugin and its distribution, the hooks it "
-    "registered are discarded, and `doctor` fails on it; `SGLANG_PLUGINS_STRICT=1` stops start-up as "
-    "SGLang's diffusion engine does.",
 )
 def mm_selected_general_fails(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-fake", "fake", general=MM_FAILING_GENERAL)

@@ -206,6 +206,7 @@ def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it
         timeout=300,
         check=False,
     )
+    assert completed.stdout, completed.stderr[-4000:]
     report = json.loads(completed.stdout)
     assert completed.returncode == 0, report["problems"]
     assert report["platform"]["plugin"] == platform.entry_point

@@ -99,6 +99,7 @@ class PlatformState:
         self.platform: object | None = None
         self.selection: PlatformSelection | None = None  # published with ``platform``, together
         self.fallback: ClassRef | None = None  # the host's (set_fallback_platform)
+        self.hosting = False  # the host is imported first: its selection may run in this thread
 
 
 _STATES: dict[str, PlatformState] = {}
@@ -253,12 +254,6 @@ def _activate(
     ran = ran._replace(seconds=imported.seconds + ran.seconds)
     if not ran.ok or result is None:
         return ran._replace(status=Status.UNAVAILABLE) if ran.ok else ran, None
-    host = (namespace.host_base_class or "").partition(":")[0]
-    installed = namespace.host_distribution in discover_entry_points().distributions
-    if host and host not in sys.modules and installed:
-        from ._host import import_host  # the class may be built on the host's: the host goes first
-
-        import_host(namespace, host, runs, gate)
     # Its distribution says the hardware is here: whatever is wrong with its class stops selection.
     check, policy = (
         partial(_platform_class, ep, result, namespace),
@@ -270,9 +265,14 @@ def _activate(
 
 
 def _select(
-    namespace: PluginNamespace, discovery: DiscoveryResult, strict: bool, gate: Gate
+    namespace: PluginNamespace,
+    discovery: DiscoveryResult,
+    strict: bool,
+    gate: Gate,
+    runs: dict[str, object],
 ) -> tuple[PlatformSelection, PluginEntryPoint | None]:
-    """The decision tree; the selected entry point too (``None``: the fallback)."""
+    """The decision tree; the selected entry point too (``None``: the fallback). ``runs``: what the
+    plugins' ``activate()`` did in the host's start-up (see ``_host``), answered again."""
     plan, error = plan_platforms(namespace, discovery)
     if error is not None:
         raise error
@@ -283,7 +283,6 @@ def _select(
     policy = Policy(strict, namespace.strict_env, None, why, logging.WARNING, _FATAL)
     outcomes: list[PluginOutcome] = []
     activated: list[tuple[PluginEntryPoint, type]] = []
-    runs: dict[str, object] = {}
     try:
         for ep in candidates:
             required = policy._replace(required=selected and ep.distribution)
@@ -351,12 +350,16 @@ def _selecting(namespace: PluginNamespace) -> Iterator[Gate]:
         )
         return _error(errors.ReentrantSelectionError, gate.running and gate.running.ep, message)
 
-    if not gate.enter(refuse):
+    state = platform_state(namespace)
+    owned = gate.enter(refuse)
+    if not owned and not state.hosting:
         raise gate.refused(refuse(gate))
+    state.hosting = False  # (a selection the host's import runs is the real one; it re-enters none)
     try:
         yield gate
     finally:
-        gate.leave()
+        if owned:
+            gate.leave()
 
 
 def select_platform(
@@ -370,7 +373,7 @@ def select_platform(
     ns = get_namespace(namespace)
     strict = ns.strict() if strict is None else strict
     with _selecting(ns) as gate:
-        return _select(ns, discovery or discover_entry_points(), strict, gate)[0]
+        return _select(ns, discovery or discover_entry_points(), strict, gate, {})[0]
 
 
 def get_current_platform(
@@ -383,9 +386,14 @@ def get_current_platform(
     if state.platform is not None:
         return state.platform
     with _selecting(ns) as gate:
+        discovery, runs = discover_entry_points(), {}
+        host = (ns.host_base_class or "").partition(":")[0]
+        installed = ns.host_distribution in discovery.distributions
+        if state.platform is None and host and host not in sys.modules and installed:
+            runs = _host_first(ns, host, state) if discovery.group(ns.platform_group) else {}
         if state.platform is None:
             strict = ns.strict() if strict is None else strict
-            selection, ep = _select(ns, discover_entry_points(), strict, gate)
+            selection, ep = _select(ns, discovery, strict, gate, runs)
             cls, platform = selection.platform_class, None
             if ep is None:  # the fallback: the host's (or this runtime's) class, no plugin's code
                 platform = cls()
@@ -397,6 +405,19 @@ def get_current_platform(
                 platform, _ = run_plugin_code(ep, cls, step=step, policy=policy, gate=gate)
             state.selection, state.platform = selection, platform
         return state.platform
+
+
+def _host_first(namespace: PluginNamespace, module: str, state: PlatformState) -> dict[str, object]:
+    """Import the installed host before its platform plugins (they may be built on its classes);
+    what its start-up got from their ``activate()``. The host's import may select the platform
+    itself (an SGLang that adopted the runtime does): that selection is the real one."""
+    from ._host import import_host
+
+    state.hosting = True
+    try:
+        return import_host(namespace, module)
+    finally:
+        state.hosting = False
 
 
 def current_platform_selection(namespace: str | PluginNamespace = SRT) -> PlatformSelection:
