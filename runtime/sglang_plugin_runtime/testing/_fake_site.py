@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from ._fake_distributions import EntryPoints, write_fake_distribution
+from ._fake_distributions import write_fake_distribution
 
 
 class FakeDistributions:
@@ -33,25 +33,16 @@ class FakeDistributions:
             self.refresh()
         return self
 
-    def __call__(
-        self,
-        name: str,
-        version: str = "1.0",
-        entry_points: EntryPoints | None = None,
-        modules: Mapping[str, str] | None = None,
-        *,
-        entry_points_text: str | None = None,
-    ) -> Path:
-        """Write distribution ``name`` (``entry_points`` as ``{group: {name: "module:attr"}}``,
-        ``modules`` as ``{"pkg/__init__.py": source}``) and return its ``.dist-info`` folder;
-        discovery sees it immediately."""
+    def __call__(self, name: str, version: str = "1.0", **details: Any) -> Path:
+        """Write distribution ``name`` and return its ``.dist-info`` folder; discovery sees it
+        immediately. ``details``: ``entry_points`` (``{group: {name: "module:attr"}}``), ``modules``
+        (``{"pkg/__init__.py": source}``), ``entry_points_text``, as
+        :func:`~sglang_plugin_runtime.testing.write_fake_distribution` takes them."""
         if not self._started:
             raise RuntimeError(
                 "FakeDistributions.start() must be called before adding distributions"
             )
-        dist_info = write_fake_distribution(
-            self.root, name, version, entry_points, modules, entry_points_text=entry_points_text
-        )
+        dist_info = write_fake_distribution(self.root, name, version, **details)
         self.refresh()
         return dist_info
 
