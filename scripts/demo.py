@@ -131,9 +131,9 @@ SELECTION_CODE = """
         "rule": selection.rule,
         "reason": selection.reason,
         "plugin": selection.plugin,
-        "distribution": selection.dist_name,
-        "version": selection.dist_version,
-        "activations": [[a.plugin, a.dist_name, a.status, a.result] for a in selection.activations],
+        "distribution": selection.distribution,
+        "version": selection.version,
+        "activations": [[a.plugin, a.distribution, a.status, a.result] for a in selection.activations],
     }}))
 """
 

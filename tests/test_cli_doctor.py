@@ -131,8 +131,8 @@ def test_platform_import_error_is_reported_with_plugin_and_distribution(site: Pl
     report = result.json
     assert result.code == 1
     activation = report["platform"]["activations"][0]
-    assert activation["status"] == "failed"
-    assert "ModuleNotFoundError" in activation["error"] and "no_such_vendor_module" in activation["error"]
+    assert activation["status"] == "failed-import"
+    assert "ModuleNotFoundError" in activation["reason"] and "no_such_vendor_module" in activation["reason"]
     problem = next(p for p in report["problems"] if p["plugin"] == "broken")
     assert (problem["severity"], problem["step"], problem["distribution"]) == ("error", "selection", "broken-npu")
 
@@ -145,7 +145,7 @@ def test_activate_raising_is_an_error_even_when_another_platform_was_selected(si
     assert result.code == 1
     assert report["platform"]["status"] == "selected" and report["platform"]["plugin"] == "acme"
     zeta = next(a for a in report["platform"]["activations"] if a["plugin"] == "zeta")
-    assert zeta["status"] == "failed" and "driver 1.2 is too old" in zeta["error"]
+    assert zeta["status"] == "failed-call" and "driver 1.2 is too old" in zeta["reason"]
 
 
 @pytest.mark.fault(
@@ -182,7 +182,7 @@ def test_strict_env_turns_a_skipped_plugin_into_a_failed_selection(site: PluginS
     report = cli(site, "doctor", "--json", SGLANG_PLUGINS_STRICT="1").json
     assert report["platform"]["status"] == "failed"
     assert report["platform"]["error_type"] == "PluginLoadError"
-    assert report["platform"]["activations"][0]["status"] == "failed"
+    assert report["platform"]["activations"][0]["status"] == "failed-call"
 
 
 # --- general plugins --------------------------------------------------------------------------------------------
@@ -736,11 +736,11 @@ def test_strict_doctor_makes_the_device_calls_on_the_device_activate_found(site:
 def test_register_raising_shows_the_plugins_traceback(site: PluginSite) -> None:
     add_general(site, "broken-dist", "broken", body="import json\njson.loads('{not json')")
     result = cli(site, "doctor")
-    assert result.code == 1 and "general plugin 'broken' failed-register" in result.out
+    assert result.code == 1 and "plugin 'broken' failed-call" in result.out
     trace = result.out.split("Traceback of general plugin 'broken'")[1].split("\nHooks")[0]
     assert "broken_plugin.py" in trace and "json/decoder.py" in trace and "JSONDecodeError: (see Problems)" in trace
     record = cli(site, "doctor", "--json").json["plugins"]["plugins"][0]
-    assert record["status"] == "failed-register" and "broken_plugin.py" in record["traceback"]
+    assert record["status"] == "failed-call" and "broken_plugin.py" in record["traceback"]
 
 
 # ---- released SGLang's own registry, and the SGLang releases a plugin declares --------------------------------

@@ -32,14 +32,14 @@ def test_list_shows_every_entry_point_with_distribution_version_and_target(site:
     report = result.json
     assert result.code == 0
     acme = rows(report, "platform")["acme"]
-    assert (acme["distribution"], acme["version"], acme["value"], acme["action"]) == (
+    assert (acme["distribution"], acme["version"], acme["value"], acme["status"]) == (
         "acme-npu",
         "1.0",
         "acme_platform:activate",
-        "candidate",
+        "to-load",
     )
     assert acme["path"].endswith("acme_npu-1.0.dist-info")
-    assert rows(report, "general")["timer"]["action"] == "allowed"
+    assert rows(report, "general")["timer"]["status"] == "to-load"
 
 
 def test_list_imports_no_plugin(site: PluginSite) -> None:
@@ -53,8 +53,8 @@ def test_list_predicts_explicit_selection(site: PluginSite) -> None:
     site.add_platform("zeta-gpu", "zeta", "zetagpu")
     report = cli(site, "list", "--json", SGLANG_PLATFORM="zeta").json
     platforms = rows(report, "platform")
-    assert platforms["zeta"]["action"] == "selected"
-    assert platforms["acme"]["action"] == "not-selected"
+    assert platforms["zeta"]["status"] == "selected"
+    assert platforms["acme"]["status"] == "not-selected"
     assert "never imported" in platforms["acme"]["reason"]
 
 
@@ -71,15 +71,15 @@ def test_list_predicts_allowlist_and_unselected_platform_skips(site: PluginSite)
     site.add_platform("acme-npu", "acme", "acmenpu")
     report = cli(site, "list", "--json", SGLANG_PLATFORM="acme", SGLANG_PLUGINS="one, zeta_extras").json
     general = rows(report, "general")
-    assert general["one"]["action"] == "allowed"
-    assert general["two"]["action"] == "skipped-allowlist"
-    assert general["zeta_extras"]["action"] == "skipped-unselected-platform"
+    assert general["one"]["status"] == "to-load"
+    assert general["two"]["status"] == "skipped-allowlist"
+    assert general["zeta_extras"]["status"] == "skipped-unselected-platform"
 
 
 def test_list_reports_an_allowlisted_plugin_that_is_not_installed(site: PluginSite) -> None:
     result = cli(site, "list", "--json", SGLANG_PLUGINS="ghost")
     report = result.json
-    assert rows(report, "general")["ghost"]["action"] == "not-installed"
+    assert rows(report, "general")["ghost"]["status"] == "not-installed"
     assert result.code == 0  # a warning
     assert cli(site, "list", "--strict", SGLANG_PLUGINS="ghost").code == 1
 
@@ -111,7 +111,7 @@ def test_list_shows_duplicate_names_with_both_distributions(site: PluginSite) ->
     assert report["duplicates"] == [
         {"group": "sglang.srt.platforms", "name": "acme", "distributions": ["acme-fork", "acme-npu"]}
     ]
-    assert {ep["action"] for ep in report["groups"][0]["entry_points"]} == {"duplicate"}
+    assert {ep["status"] for ep in report["groups"][0]["entry_points"]} == {"failed-duplicate"}
 
 
 def test_list_human_output_is_an_aligned_table(site: PluginSite) -> None:
@@ -133,5 +133,5 @@ def test_list_for_the_diffusion_namespace_uses_its_groups_and_variable(site: Plu
     assert report["namespace"] == "multimodal_gen"
     assert report["groups"][0]["group"] == "sglang.multimodal_gen.platforms"
     assert rows(report, "platform").keys() == {"mmdev"}
-    assert rows(report, "platform")["mmdev"]["action"] == "selected"
+    assert rows(report, "platform")["mmdev"]["status"] == "selected"
     assert report["environment"]["SGLANG_DIFFUSION_PLATFORM_OVERRIDE"] == "mmdev"

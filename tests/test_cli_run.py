@@ -71,6 +71,7 @@ def test_the_launcher_carries_the_adoption_patch_as_package_data() -> None:
     assert '"_launcher/patches/*.patch"' in pyproject, "the wheel must ship the patches the launcher reads"
     assert not list((REPO_ROOT / "integrations").rglob("*.patch")), "the adoption patch has one copy, the launcher's"
     assert set(parse(packaged)) == {
+        "sglang/__init__.py",
         "sglang/multimodal_gen/runtime/platforms/plugins.py",
         "sglang/srt/platforms/__init__.py",
         "sglang/srt/platforms/device_mixin.py",

@@ -16,7 +16,7 @@ from sglang_plugin_runtime._discovery import (
 COMPARE_WITH_IMPORTLIB = """
 import importlib.metadata as md, json, sys
 from sglang_plugin_runtime._discovery import discover_entry_points, normalize_distribution_name as norm
-ours = {(ep.group, ep.name, ep.value, ep.dist_name, ep.dist_version)
+ours = {(ep.group, ep.name, ep.value, ep.distribution, ep.version)
         for eps in discover_entry_points().entry_points.values() for ep in eps}
 groups = {ep.group for dist in md.distributions() for ep in dist.entry_points}
 theirs = {(ep.group, ep.name, ep.value, norm(ep.dist.name), ep.dist.version)
@@ -56,25 +56,25 @@ def test_entry_points_carry_normalised_distribution_name_and_version(site: Plugi
     _populate(site)
     result = scan_distributions([str(site.root)])
     (acme,) = result.group("sglang.srt.platforms")
-    assert (acme.dist_name, acme.dist_version, acme.module, acme.attr) == (
+    assert (acme.distribution, acme.version, acme.module, acme.value) == (
         "acme-npu-plugin",
         "1.2.3",
         "acme",
-        "activate",
+        "acme:activate",
     )
 
 
 def test_egg_info_version_is_read_from_its_metadata(site: PluginSite) -> None:
     _populate(site)
     legacy = [ep for ep in scan_distributions([str(site.root)]).group("sglang.srt.plugins") if ep.name == "legacy"]
-    assert [(ep.dist_name, ep.dist_version) for ep in legacy] == [("legacy-pkg", "0.9")]
+    assert [(ep.distribution, ep.version) for ep in legacy] == [("legacy-pkg", "0.9")]
 
 
 def test_entry_points_are_sorted_by_distribution_then_name(site: PluginSite) -> None:
     site.add("zzz", entry_points={"g": {"b": "m:f", "a": "m:f"}})
     site.add("aaa", entry_points={"g": {"z": "m:f"}})
     eps = scan_distributions([str(site.root)]).group("g")
-    assert [(ep.dist_name, ep.name) for ep in eps] == [("aaa", "z"), ("zzz", "a"), ("zzz", "b")]
+    assert [(ep.distribution, ep.name) for ep in eps] == [("aaa", "z"), ("zzz", "a"), ("zzz", "b")]
 
 
 @pytest.mark.fault(
@@ -87,7 +87,7 @@ def test_first_distribution_of_a_name_on_the_path_wins(site: PluginSite, tmp_pat
     other.add("acme", "9.9", {"g": {"x": "m:f"}})
     site.add("acme", "1.0", {"g": {"x": "m:f"}})
     eps = scan_distributions([str(site.root), str(other.root)]).group("g")
-    assert [ep.dist_version for ep in eps] == ["1.0"]
+    assert [ep.version for ep in eps] == ["1.0"]
 
 
 @pytest.mark.fault(
@@ -99,7 +99,7 @@ def test_duplicate_names_across_distributions_are_reported_with_both(site: Plugi
     site.add("one", entry_points={"g": {"same": "m:f"}})
     site.add("two", entry_points={"g": {"same": "n:f"}})
     duplicates = scan_distributions([str(site.root)]).duplicates("g")
-    assert {ep.dist_name for ep in duplicates["same"]} == {"one", "two"}
+    assert {ep.distribution for ep in duplicates["same"]} == {"one", "two"}
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ def test_zip_entries_on_sys_path_are_read_through_importlib(site: PluginSite, tm
         zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n")
         zf.writestr("zipped-1.0.dist-info/entry_points.txt", "[g]\nz = zipped_mod:f\n")
     eps = scan_distributions([str(archive)]).group("g")
-    assert [(ep.name, ep.dist_name, ep.dist_version) for ep in eps] == [("z", "zipped", "1.0")]
+    assert [(ep.name, ep.distribution, ep.version) for ep in eps] == [("z", "zipped", "1.0")]
 
 
 def _add_a_platform_and_a_general_plugin(site: PluginSite) -> None:
@@ -256,7 +256,7 @@ def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(s
         import json
         from sglang_plugin_runtime.platforms import current_platform
         from sglang_plugin_runtime.plugins import load_plugins
-        print(json.dumps([current_platform.device_name, [(r.plugin, r.status) for r in load_plugins().records]]))
+        print(json.dumps([current_platform.device_name, [(r.plugin, r.status) for r in load_plugins().outcomes]]))
         """
     )
     assert out == ["acmenpu", [["zeta", "loaded"]]]

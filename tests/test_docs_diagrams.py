@@ -454,7 +454,7 @@ def test_describe_lists_the_hooks_in_the_order_of_the_hook_diagrams_participants
         hook_registry.register(f"{target_module.__name__}.f", _make_hook(kind, name, []), getattr(HookType, kind))
     hook_registry.apply_hooks()
     (report,) = hook_registry.describe(f"{target_module.__name__}.f")
-    described = [(h.hook_type.upper(), h.hook.rsplit(".", 1)[-1]) for h in report.hooks]
+    described = [(h.type.upper(), h.hook.rsplit(".", 1)[-1]) for h in report.hooks]
     assert described == [(kind, name) for kind, name, _ in _drawn_hooks()]
 
 

@@ -190,7 +190,7 @@ def test_runtime_version_and_namespace_are_recorded(site: PluginSite) -> None:
     from sglang_plugin_runtime import __version__
 
     data = fingerprint(site)["data"]
-    assert (data["format"], data["runtime_version"], data["namespace"]) == (1, __version__, "srt")
+    assert (data["format"], data["runtime_version"], data["namespace"]) == (2, __version__, "srt")
 
 
 def test_same_plugins_installed_at_different_paths_give_the_same_digest(tmp_path: Path) -> None:

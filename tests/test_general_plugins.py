@@ -57,7 +57,7 @@ import json, logging, sys
 logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
 from sglang_plugin_runtime.plugins import load_plugins
 report = load_plugins()
-print(json.dumps({r.plugin: [r.status, r.reason] for r in report.records}))
+print(json.dumps({r.plugin: [r.status, r.reason] for r in report.outcomes}))
 """
 
 
@@ -188,7 +188,7 @@ def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) 
 @pytest.mark.fault(
     "plugins",
     "register() registers a hook, then raises",
-    "failed-register; the hook it registered is discarded, never applied; the others load",
+    "failed-call; the hook it registered is discarded, never applied; the others load",
 )
 def test_plugin_whose_register_raises_leaves_the_others_loaded_and_its_hooks_discarded(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": TARGET_MODULE})
@@ -200,10 +200,10 @@ def test_plugin_whose_register_raises_leaves_the_others_loaded_and_its_hooks_dis
         import target_mod
         from sglang_plugin_runtime.plugins import load_plugins
         report = load_plugins()
-        print(json.dumps([{r.plugin: r.status for r in report.records}, target_mod.work(1)]))
+        print(json.dumps([{r.plugin: r.status for r in report.outcomes}, target_mod.work(1)]))
         """
     )
-    assert out == [{"alpha": "failed-register", "beta": "loaded"}, 2]
+    assert out == [{"alpha": "failed-call", "beta": "loaded"}, 2]
 
 
 @pytest.mark.fault(
@@ -271,7 +271,7 @@ def test_a_discovery_failure_does_not_poison_later_calls(site: PluginSite) -> No
         except OSError as exc:
             first = str(exc)
         loading.discover_entry_points = real
-        print(json.dumps([first, [r.status for r in load_plugins().records]]))
+        print(json.dumps([first, [r.status for r in load_plugins().outcomes]]))
         """
     )
     assert out == ["site-packages unreadable", ["loaded"]]
@@ -353,7 +353,7 @@ def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
     )
     out = site.run("from sglang_plugin_runtime.plugins import load_plugins\nprint(load_plugins())", check=True)
     # Records follow what happened: imports first (where broken failed), then the register() calls.
-    assert out.stdout.strip() == "LoadReport(srt: broken: failed-import, alpha: loaded)"
+    assert out.stdout.strip() == "LoadReport(srt sglang.srt.plugins: broken: failed-import, alpha: loaded)"
 
 
 # --- plugin code that misbehaves ---------------------------------------------------------------------------------
@@ -380,13 +380,13 @@ def test_general_plugin_calling_sys_exit_at_import_is_an_import_failure(site: Pl
 @pytest.mark.fault(
     "plugins",
     "register() calls sys.exit(1)",
-    "failed-register, its hooks discarded, the others loaded; strict mode raises PluginLoadError chained to it",
+    "failed-call, its hooks discarded, the others loaded; strict mode raises PluginLoadError chained to it",
 )
 def test_register_calling_sys_exit_is_a_register_failure(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha", in_register="    import sys; sys.exit(1)\n")
     add_general(site, "beta-dist", "beta")
     out = site.run_json(LOAD)
-    assert out["alpha"][0] == "failed-register" and "SystemExit(1)" in out["alpha"][1]
+    assert out["alpha"][0] == "failed-call" and "SystemExit(1)" in out["alpha"][1]
     assert out["beta"][0] == "loaded"
     strict = site.run(LOAD, {"SGLANG_PLUGINS_STRICT": "1"})
     assert strict.returncode != 0 and "PluginLoadError" in strict.stderr and "'alpha'" in strict.stderr
@@ -425,7 +425,7 @@ def register():
         except RuntimeError as exc:
             first = type(exc).__name__
         report = load_plugins()
-        print(json.dumps([first, {r.plugin: r.status for r in report.records}, target_mod.work(1)]))
+        print(json.dumps([first, {r.plugin: r.status for r in report.outcomes}, target_mod.work(1)]))
         """,
         {"SGLANG_PLUGINS_STRICT": "1"},
     )
@@ -501,7 +501,7 @@ def test_a_host_namespaces_own_strict_variable_makes_hook_failures_raise(site: P
 @pytest.mark.fault(
     "plugins",
     "register() written as a generator function or as `async def` (its body would never run)",
-    "failed-register naming the plugin and saying to make it a plain function; no 'never awaited' warning",
+    "failed-call naming the plugin and saying to make it a plain function; no 'never awaited' warning",
 )
 def test_register_that_is_a_generator_or_async_function_fails_naming_the_plugin(
     site: PluginSite, definition: str, kind: str
@@ -513,7 +513,7 @@ def test_register_that_is_a_generator_or_async_function_fails_naming_the_plugin(
     )
     result = site.run("import warnings\nwarnings.simplefilter('error')\n" + LOAD)
     out = __import__("json").loads(result.stdout.splitlines()[-1])
-    assert out["lazy"][0] == "failed-register"
+    assert out["lazy"][0] == "failed-call"
     assert f"is {kind} function" in out["lazy"][1] and "plain function" in out["lazy"][1]
     assert "never awaited" not in result.stderr
 

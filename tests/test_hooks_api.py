@@ -58,7 +58,7 @@ def test_plugin_hook_returns_the_hook_unchanged(make_module):
         return None
 
     assert plugin_hook("a.b.c")(hook) is hook
-    assert [h.hook_type for h in HookRegistry.describe("a.b.c")[0].hooks] == ["after"]
+    assert [h.type for h in HookRegistry.describe("a.b.c")[0].hooks] == ["after"]
 
 
 def test_registering_a_class_with_a_non_replace_type_raises_type_error(make_module):
@@ -86,7 +86,7 @@ def test_non_callable_hook_raises_type_error(make_module):
 
 def test_hook_type_may_be_given_by_value(make_module):
     HookRegistry.register("a.b.c", lambda fn, *a: fn(*a), "around")  # type: ignore[arg-type]
-    assert HookRegistry.describe("a.b.c")[0].hooks[0].hook_type == "around"
+    assert HookRegistry.describe("a.b.c")[0].hooks[0].type == "around"
 
 
 def test_register_reads_the_current_plugin_source(make_module):
@@ -96,7 +96,7 @@ def test_register_reads_the_current_plugin_source(make_module):
     finally:
         _current_plugin_source.reset(token)
     hook = HookRegistry.describe("a.b.c")[0].hooks[0]
-    assert (hook.plugin, hook.dist) == ("timer", "timer-dist")
+    assert (hook.plugin, hook.distribution) == ("timer", "timer-dist")
 
 
 def test_explicit_source_wins_over_the_context_variable(make_module):

@@ -362,7 +362,8 @@ def test_misspelling_in_a_plain_mixin_is_warned_when_a_platform_uses_it(caplog: 
     ],
 )
 def test_near_miss_is_one_or_two_edits_from_a_contract_name(name: str, expected: str | None) -> None:
-    assert _contract.near_miss(name, _contract.contract_members(SRTPlatform)) == expected
+    found = _contract.misspelling(name, _contract.contract_members(SRTPlatform))
+    assert (found and found.split("did you mean ")[1].split("?")[0].strip("'")) == expected
 
 
 # ---- refused: the host's call would fail ----------------------------------------------------------------------

@@ -97,7 +97,7 @@ def test_plugin_whose_module_fails_to_import_is_warned_and_skipped(site: PluginS
     assert "WARNING" in out["stderr"] and "'broken'" in out["stderr"] and "broken-dist" in out["stderr"]
     assert "libbroken.so not found" in out["stderr"]
     assert len(out["problems"]) == 1 and "libbroken.so" in out["problems"][0]
-    assert [a["status"] for a in out["activations"]] == ["activated", "failed"]
+    assert [a["status"] for a in out["activations"]] == ["activated", "failed-import"]
 
 
 @pytest.mark.fault(
@@ -686,7 +686,7 @@ def test_keyboard_interrupt_in_activate_propagates_with_the_plugin_named(site: P
             print(json.dumps({"notes": getattr(exc, "__notes__", [])}))
     """
     out = site.run_json(code)
-    assert any("activate() of platform plugin 'acme'" in note for note in out["notes"]), out
+    assert any("activate() of plugin 'acme'" in note for note in out["notes"]), out
 
 
 @pytest.mark.fault(
@@ -777,10 +777,10 @@ def test_a_namespace_that_names_its_own_fallback_keeps_it_over_the_host_fallback
             pass
         class Host(SRTPlatform):
             pass
-        ns = PluginNamespace(name="srt", platform_group="sglang.srt.platforms", plugin_group="sglang.srt.plugins",
+        ns = PluginNamespace(name="own", platform_group="sglang.srt.platforms", plugin_group="sglang.srt.plugins",
                              base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
                              fallback_class=lambda: Own)
-        set_fallback_platform(Host)
+        set_fallback_platform(Host, ns)
         print(json.dumps(select_platform(ns).platform_class.__name__))
         """
     )
@@ -975,7 +975,7 @@ from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
 selection = current_platform_selection()
 load_plugins()
 print(json.dumps({"greet": target_mod.greet(), "activations": [a.status for a in selection.activations],
-                  "hooks": [[h.plugin, h.dist] for t in HookRegistry.describe() for h in t.hooks]}))
+                  "hooks": [[h.plugin, h.distribution] for t in HookRegistry.describe() for h in t.hooks]}))
 """
 
 
@@ -987,13 +987,29 @@ print(json.dumps({"greet": target_mod.greet(), "activations": [a.status for a in
 def test_hooks_registered_by_a_failed_platform_plugin_are_discarded(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": "def greet():\n    return 'hello'\n"})
     site.add_platform("acme-npu", "acme", "acmenpu", "raise RuntimeError('no device')")
-    site.add_platform("zeta-npu", "zeta", "zetanpu", "return None")
+    site.add_platform("zeta-npu", "zeta", "zetanpu")
     for name in ("acme", "zeta"):
         module = site.root / f"{name}_platform.py"
         module.write_text(module.read_text() + HOOKING_PLATFORM)
     out = site.run_json(HOOKS_AFTER_LOAD)
-    assert out["activations"] == ["failed", "unavailable"]
+    assert out["activations"] == ["failed-call", "activated"]
     assert out["greet"] == "HELLO" and out["hooks"] == [["zeta", "zeta-npu"]]
+
+
+@pytest.mark.fault(
+    "selection",
+    "a platform plugin that is not selected (its activate() returned None) registered a hook when imported",
+    "the hook is discarded, never applied: an unselected platform patches nothing (SGLang 0.5.23 applies it; its "
+    "diffusion loader does not)",
+)
+def test_hooks_of_a_platform_plugin_that_is_not_selected_are_discarded(site: PluginSite) -> None:
+    site.add("target", modules={"target_mod.py": "def greet():\n    return 'hello'\n"})
+    site.add_platform("zeta-npu", "zeta", "zetanpu", "return None")
+    module = site.root / "zeta_platform.py"
+    module.write_text(module.read_text() + HOOKING_PLATFORM)
+    out = site.run_json(HOOKS_AFTER_LOAD)
+    assert out["activations"] == ["unavailable"]
+    assert out["greet"] == "hello" and out["hooks"] == []
 
 
 @pytest.mark.fault(
@@ -1022,3 +1038,29 @@ def test_an_entry_point_listed_twice_in_one_file_names_the_file_and_the_line(sit
     assert out["error"] == "DuplicatePluginError"
     assert str(dist / "entry_points.txt") in out["message"] and "'twice = twice_mod:activate'" in out["message"]
     assert "twice-dev 1.0 and twice-dev 1.0" not in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "a different PluginNamespace object that reuses a registered name (srt) is passed to the API",
+    "ValueError saying a different namespace of that name is registered; it never shares the registered one's "
+    "platform or load (was: given SRT's state)",
+)
+def test_a_namespace_object_that_borrows_a_registered_name_is_refused(site: PluginSite) -> None:
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.platforms import PluginNamespace, get_current_platform
+        from sglang_plugin_runtime.plugins import load_plugins
+        impostor = PluginNamespace(name="srt", platform_group="x.platforms", plugin_group="x.plugins",
+                                   base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform")
+        seen = []
+        for call in (get_current_platform, load_plugins):
+            try:
+                call(impostor)
+            except ValueError as exc:
+                seen.append(str(exc))
+        print(json.dumps(seen))
+        """
+    )
+    assert len(out) == 2 and all("a different plugin namespace named 'srt'" in message for message in out)

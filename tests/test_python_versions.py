@@ -142,8 +142,8 @@ def test_selection_and_loading_work_on_each_python(site: PluginSite, version: st
         report = load_plugins()
         load_plugins()
         import counter_plugin
-        statuses = [r.status for r in report.records]
-        print(json.dumps([selection.plugin, selection.dist_name, statuses, len(counter_plugin.CALLS)]))
+        statuses = [r.status for r in report.outcomes]
+        print(json.dumps([selection.plugin, selection.distribution, statuses, len(counter_plugin.CALLS)]))
         """,
         python=_python(version),
     )

@@ -42,7 +42,7 @@ selection = current_platform_selection()
 report = load_plugins()
 print(json.dumps({
     "platform": selection.plugin,
-    "plugins": [r.plugin for r in report.records],
+    "plugins": [r.plugin for r in report.outcomes],
     "events": events,
     "path": [os.path.realpath(p or os.getcwd()) for p in sys.path],
 }))

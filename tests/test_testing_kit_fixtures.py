@@ -80,7 +80,7 @@ def test_fake_distributions_are_discovered_and_loaded(pytester: pytest.Pytester)
                 modules={"acme_tools/__init__.py": "CALLS = []\\ndef register():\\n    CALLS.append(1)\\n"},
             )
             report = load_plugins()
-            assert [(r.plugin, r.status, r.dist_name) for r in report.records] == [("acme", "loaded", "acme-tools")]
+            assert [(r.plugin, r.status, r.distribution) for r in report.outcomes] == [("acme", "loaded", "acme-tools")]
             import acme_tools
             assert acme_tools.CALLS == [1]
     """,
@@ -101,7 +101,7 @@ def test_fake_distributions_leave_no_path_modules_or_load_state(pytester: pytest
         def test_first(fake_distributions):
             fake_distributions("one-dist", entry_points={"sglang.srt.plugins": {"one": "one_mod:register"}},
                                modules={"one_mod.py": "def register():\\n    pass\\n"})
-            assert [r.plugin for r in load_plugins().records] == ["one"]
+            assert [r.plugin for r in load_plugins().outcomes] == ["one"]
             STATE["root"] = str(fake_distributions.root)
 
         def test_second_sees_nothing_of_the_first(fake_distributions):
@@ -110,7 +110,7 @@ def test_fake_distributions_leave_no_path_modules_or_load_state(pytester: pytest
             assert discover_entry_points().group("sglang.srt.plugins") == ()
             fake_distributions("two-dist", entry_points={"sglang.srt.plugins": {"two": "two_mod:register"}},
                                modules={"two_mod.py": "def register():\\n    pass\\n"})
-            assert [r.plugin for r in load_plugins().records] == ["two"]
+            assert [r.plugin for r in load_plugins().outcomes] == ["two"]
     """,
     )
     result.assert_outcomes(passed=2)
@@ -221,7 +221,7 @@ def test_platform_override_select_runs_the_real_selection_on_fake_distributions(
                                modules={"acme_platform.py": PLATFORM})
             plugin_env.platform("acme")
             selection = platform_override.select()
-            assert (selection.plugin, selection.rule, selection.dist_name) == ("acme", "explicit", "acme-npu")
+            assert (selection.plugin, selection.rule, selection.distribution) == ("acme", "explicit", "acme-npu")
             assert type(platform_override.current()).__name__ == "AcmePlatform"
     """,
     )

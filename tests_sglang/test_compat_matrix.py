@@ -540,7 +540,7 @@ def import_time_source(e: str, root: Path) -> str:
     if e == "sglang":
         extra = "out['source'] = [list(s) if s else None for h in HookRegistry._hooks.values() for _t, _h, s in h]"
     else:
-        extra = "out['source'] = [[x.plugin, x.dist] for t in HookRegistry.describe() for x in t.hooks]"
+        extra = "out['source'] = [[x.plugin, x.distribution] for t in HookRegistry.describe() for x in t.hooks]"
     out = _load(e, root, extra=extra)
     source = out["source"][0]
     return "source: None" if source is None else f"source: {source[0]} ({source[1]})"
@@ -634,6 +634,130 @@ def register_raises_after_a_hook(e: str, root: Path) -> str:
     out = _load(e, root, extra="import half_target\n    out['hooked'] = half_target.work() == 'hooked'")
     logged = "logged" if any("half" in w for w in out["warnings"]) else "silent"
     return f"failure {logged}; its hook {'applied' if out['hooked'] else 'discarded'}"
+
+
+UNPRINTABLE_SRC = """
+class Unprintable(Exception):
+    def __str__(self):
+        raise ValueError("no text")
+def register():
+    raise Unprintable()
+"""
+
+
+@scenario(
+    "A general plugin's register() raises an exception whose `__str__` raises",
+    group="loaders",
+    sglang="others loaded; failure logged",
+)
+def register_raises_unprintable(e: str, root: Path) -> str:
+    _dist(root, e, "plug-bad", {GENERAL: {"bad": "plug_bad:register"}}, {"plug_bad.py": UNPRINTABLE_SRC})
+    _dist(root, e, "plug-good", {GENERAL: {"good": "plug_good:register"}}, {"plug_good.py": PLUGIN_SRC})
+    out = _load(e, root, extra="out['good'] = bool(sys.modules['plug_good'].CALLED)")
+    logged = any("bad" in w for w in out["warnings"])
+    return f"{'others loaded' if out['good'] else 'others blocked'}; failure {'logged' if logged else 'silent'}"
+
+
+WAITING_SRC = """
+import threading
+SEEN = []
+def peek():
+    from {plugins} import load_plugins
+    try:
+        load_plugins()
+        SEEN.append("returned")
+    except Exception as exc:
+        SEEN.append(type(exc).__name__)
+def register():
+    helper = threading.Thread(target=peek)
+    helper.start()
+    helper.join(30)
+"""
+
+
+@scenario(
+    "register() waits for a helper thread that calls load_plugins()",
+    group="loaders",
+    sglang="the helper's call returns at once, loading unfinished",
+    ours="the helper gets ReentrantLoadError; the plugin fails",
+    why="A helper that goes on as if plugins were loaded runs before their hooks apply; ours says so, naming the "
+    "plugin, and nothing hangs in either.",
+)
+def register_waits_for_load_plugins(e: str, root: Path) -> str:
+    _dist(root, e, "plug-wait", {GENERAL: {"wait": "plug_wait:register"}}, {"plug_wait.py": WAITING_SRC})
+    out = _load(e, root, extra="out['seen'] = sys.modules['plug_wait'].SEEN")
+    seen = out["seen"]
+    if seen == ["returned"]:
+        return "the helper's call returns at once, loading unfinished"
+    return "the helper gets ReentrantLoadError; the plugin fails" if seen == ["ReentrantLoadError"] else str(seen)
+
+
+@scenario(
+    "A general plugin of the selected platform's own distribution fails in register()",
+    group="loaders",
+    sglang="failure logged, start-up goes on",
+    ours="error: startup stops",
+    why="The selected platform's own plugins carry its hardware contract, so their failure stops start-up, as in "
+    "SGLang's diffusion loader; a failing plugin of any other distribution is still logged and skipped.",
+)
+def selected_platforms_plugin_fails(e: str, root: Path) -> str:
+    source = PLATFORM_SRC + "def activate():\n    return 'plug_mine.P'\n"
+    source += "def register():\n    raise RuntimeError('kernels missing')\n"
+    _dist(
+        root,
+        e,
+        "plug-mine",
+        {PLATFORMS: {"mine": "plug_mine:activate"}, GENERAL: {"m": "plug_mine:register"}},
+        {"plug_mine.py": source},
+    )
+    code = f"""
+    from {IMPLS[e]["platforms"]} import current_platform
+    from {IMPLS[e]["plugins"]} import load_plugins
+    try:
+        load_plugins()
+        out = "failure logged, start-up goes on"
+    except Exception as exc:
+        out = "error: startup stops" if "kernels missing" in str(exc) else repr(exc)
+    report(out)
+    """
+    return run_python(code, paths=[root]).result
+
+
+STARTUP_SRC = """
+import builtins
+def register():
+    builtins.__dict__.setdefault("ORDER", []).append(__name__)
+"""
+
+
+@scenario(
+    "A startup plugin (entry-point group `sglang.srt.startup_plugins`)",
+    group="loaders",
+    sglang="never run",
+    ours="run first, before the general plugins",
+    why="An early phase for patches that must precede SGLang's own imports (an open SGLang proposal names the "
+    "group): under the launcher and the adopted SGLang it runs when the `sglang` package is imported, so a vendor "
+    "needs no `.pth` file or `sitecustomize`.",
+)
+def startup_plugins(e: str, root: Path) -> str:
+    _dist(
+        root,
+        e,
+        "plug-early",
+        {"sglang.srt.startup_plugins": {"early": "plug_early:register"}},
+        {"plug_early.py": STARTUP_SRC},
+    )
+    _dist(root, e, "plug-late", {GENERAL: {"late": "plug_late:register"}}, {"plug_late.py": STARTUP_SRC})
+    code = f"""
+    import builtins
+    from {IMPLS[e]["plugins"]} import load_plugins
+    load_plugins()
+    report([name.removeprefix("plug_") for name in builtins.ORDER])
+    """
+    order = run_python(code, paths=[root]).result
+    return {"late": "never run", "early, late": "run first, before the general plugins"}.get(
+        ", ".join(order), str(order)
+    )
 
 
 PLATFORM_SRC = """
@@ -739,6 +863,81 @@ def unknown_platform(e: str, root: Path) -> str:
     out = _select(e, root, env={"SGLANG_PLATFORM": "nosuch"})
     ok = out.startswith("RuntimeError") and "nosuch" in out and "'x'" in out
     return "RuntimeError listing the available ones" if ok else out
+
+
+UNSELECTED_SRC = """
+from {hooks} import HookRegistry, HookType
+HookRegistry.register("plat_target.work", lambda result, *a, **k: "hooked", HookType.AFTER)
+def activate():
+    return None
+"""
+
+CONSTRUCTOR_SRC = """
+from {hooks} import HookRegistry, HookType
+class Q(P):
+    def __init__(self):
+        HookRegistry.register("plat_target.work", lambda result, *a, **k: "hooked", HookType.AFTER)
+        raise RuntimeError("device lost")
+def activate():
+    return "plat_ctor.Q"
+"""
+
+PLATFORM_HOOKS = """
+    try:
+        import {platforms} as platforms
+        platforms.current_platform.device_name
+        out = "selected"
+    except Exception:
+        out = "error: startup stops"
+    try:  # a host that carries on after the error
+        from {plugins} import load_plugins
+        load_plugins()
+        import plat_target
+        hooked = plat_target.work() == "hooked"
+        out = ("" if out == "selected" else out + "; ") + ("its hook applied" if hooked else "its hook discarded")
+    except Exception:
+        pass
+    report(out)
+"""
+TARGET_SRC = {"plat_target.py": "def work():\n    return 'original'\n"}
+
+
+@scenario(
+    "A platform plugin whose activate() returns None registered a hook when its module was imported",
+    group="platforms",
+    sglang="its hook applied",
+    ours="its hook discarded",
+    why="A platform that is not selected patches nothing (an NPU plugin must not patch a CUDA machine), as in "
+    "SGLang's diffusion loader.",
+)
+def unselected_platform_hooks(e: str, root: Path) -> str:
+    _dist(
+        root,
+        e,
+        "plat-unsel",
+        {PLATFORMS: {"unsel": "plat_unsel:activate"}},
+        {"plat_unsel.py": UNSELECTED_SRC, **TARGET_SRC},
+    )
+    return run_python(PLATFORM_HOOKS.format(**IMPLS[e]), paths=[root]).result
+
+
+@scenario(
+    "The selected platform class's `__init__` registers a hook, then raises",
+    group="platforms",
+    sglang="error: startup stops; its hook applied",
+    ours="error: startup stops; its hook discarded",
+    why="The constructor is the selected plugin's code: a hook it registers is attributed to it and goes "
+    "with its failure (a host that carries on after the error does not run it).",
+)
+def constructor_hooks(e: str, root: Path) -> str:
+    _dist(
+        root,
+        e,
+        "plat-ctor",
+        {PLATFORMS: {"ctor": "plat_ctor:activate"}},
+        {"plat_ctor.py": PLATFORM_SRC + CONSTRUCTOR_SRC, **TARGET_SRC},
+    )
+    return run_python(PLATFORM_HOOKS.format(**IMPLS[e]), paths=[root]).result
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -909,10 +1108,6 @@ def register():
     "Diffusion: a general plugin of the selected platform's distribution fails",
     group="diffusion",
     sglang="error: startup stops",
-    ours="WARNING; start-up continues",
-    why="One rule for every plugin: a WARNING naming the plugin and its distribution, the hooks it "
-    "registered are discarded, and `doctor` fails on it; `SGLANG_PLUGINS_STRICT=1` stops start-up as "
-    "SGLang's diffusion engine does.",
 )
 def mm_selected_general_fails(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-fake", "fake", general=MM_FAILING_GENERAL)

@@ -38,6 +38,7 @@ PLATFORM = {
 }
 #: The files the adoption patch changes (relative to site-packages).
 ADOPTED_FILES = (
+    "sglang/__init__.py",
     "sglang/multimodal_gen/runtime/platforms/plugins.py",
     "sglang/srt/platforms/__init__.py",
     "sglang/srt/platforms/device_mixin.py",
@@ -275,7 +276,7 @@ def test_the_launcher_reports_what_it_adopted() -> None:
     completed = launch(sys.executable, "-c", "import json, os, sglang; print(json.dumps(os.environ['PYTHONPATH']))")
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout).split(":")[0].rsplit("/", 1)[-1].startswith("sglang-plugins-run-")
-    assert "(7 modules adopted in memory; nothing installed is changed)" in completed.stderr
+    assert "(8 modules adopted in memory; nothing installed is changed)" in completed.stderr
 
 
 # --------------------------------------------------------------------------------------------------
@@ -435,3 +436,43 @@ def test_a_changed_checkout_of_sglang_is_refused_naming_the_line(tmp_path: Path)
     assert completed.returncode == 2 and completed.stdout == ""
     checked = tmp_path / "checkout" / "python" / "sglang" / "srt" / "plugins" / "__init__.py"
     assert f"{checked}, line 13: expected 'import logging'" in completed.stderr
+
+
+#: A startup plugin that records what SGLang had imported when it ran, and hooks a module SGLang imports later.
+EARLY_SHIM = """
+import sys
+SEEN = {}
+def upper(result):
+    return result.upper()
+def register():
+    from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+    SEEN.update(torch="torch" in sys.modules, srt_utils="sglang.srt.utils" in sys.modules, ran=True)
+    HookRegistry.register("sglang.srt.utils.common.get_bool_env_var", lambda result, *a, **k: True, HookType.AFTER)
+"""
+
+STARTUP_OBSERVED = """
+import sglang, early_shim
+from sglang.srt.utils.common import get_bool_env_var
+report({**early_shim.SEEN, "hooked": get_bool_env_var("SGLANG_NO_SUCH_VARIABLE")})
+"""
+
+
+def test_startup_plugins_run_before_sglangs_own_imports_under_the_launcher(tmp_path: Path) -> None:
+    write_fake_distribution(
+        tmp_path,
+        "early-shim",
+        entry_points={"sglang.srt.startup_plugins": {"early": "early_shim:register"}},
+        modules={"early_shim.py": EARLY_SHIM},
+    )
+    out = run_python(STARTUP_OBSERVED, paths=[tmp_path], launcher=True)
+    assert out.result == {"torch": False, "srt_utils": False, "ran": True, "hooked": True}, out.stderr
+
+
+def test_released_sglang_runs_no_startup_plugins(tmp_path: Path) -> None:
+    write_fake_distribution(
+        tmp_path,
+        "early-shim",
+        entry_points={"sglang.srt.startup_plugins": {"early": "early_shim:register"}},
+        modules={"early_shim.py": EARLY_SHIM},
+    )
+    assert run_python(STARTUP_OBSERVED, paths=[tmp_path]).result == {"hooked": False}

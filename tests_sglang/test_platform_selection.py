@@ -202,4 +202,4 @@ def test_keyboard_interrupt_in_activate_names_the_plugin_beside_released_sglang(
         """,
         paths=[tmp_path],
     )
-    assert any("activate() of platform plugin 'acme'" in note for note in out["notes"]), out.result
+    assert any("activate() of plugin 'acme'" in note for note in out["notes"]), out.result

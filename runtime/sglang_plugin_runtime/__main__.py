@@ -1,4 +1,5 @@
-"""``python -m sglang_plugin_runtime``: the ``sglang-plugins`` command, for environments without the script."""
+"""``python -m sglang_plugin_runtime``: the ``sglang-plugins`` command, for environments without the
+script."""
 
 from ._cli import main
 

@@ -1,7 +1,9 @@
-"""Fingerprints that differ: which items, error or warning, which ranks and hosts have each value, and the report.
+"""Fingerprints that differ: which items, error or warning, which ranks and hosts have each value,
+and the report.
 
-Imported only when ranks disagree (by :func:`sglang_plugin_runtime.distributed.check_plugin_consistency`) or when
-the CLI compares two nodes. Pure functions over fingerprint documents (as they travel: JSON objects).
+Imported only when ranks disagree (by
+:func:`sglang_plugin_runtime.distributed.check_plugin_consistency`) or when the CLI compares two
+nodes. Pure functions over fingerprint documents (as they travel: JSON objects).
 """
 
 from __future__ import annotations
@@ -35,14 +37,17 @@ class Variant(_Record):
 
 @dataclass(frozen=True)
 class Difference(_Record):
-    """One item (the platform, a general plugin, the hooks on a target, ...) that is not the same on every rank."""
+    """One item (the platform, a general plugin, the hooks on a target, ...) that is not the same on
+    every rank."""
 
-    #: ``runtime``, ``namespace``, ``format``, ``platform``, ``platform-rule``, ``activation``, ``plugins-loaded``,
-    #: ``plugin``, ``hooks`` or ``field`` (something this version does not know, from a newer runtime).
+    #: ``runtime``, ``namespace``, ``format``, ``platform``, ``platform-rule``, ``activation``,
+    #: ``plugins-loaded``, ``plugin``, ``hooks`` or ``field`` (something this version does not know,
+    #: from a newer runtime).
     kind: str
     #: What differs, for people: ``general plugin 'timer'``, ``hooks on 'pkg.mod.func'``.
     item: str
-    #: ``error`` (different code runs on different ranks) or ``warning`` (the same code runs everywhere).
+    #: ``error`` (different code runs on different ranks) or ``warning`` (the same code runs
+    #: everywhere).
     severity: str
     #: Most common value first.
     variants: tuple[Variant, ...]
@@ -66,7 +71,8 @@ class Participant(NamedTuple):
 
 
 _MISSING = object()
-#: Each kind of item, most fundamental first (the order items are listed in), with its label for people.
+#: Each kind of item, most fundamental first (the order items are listed in), with its label for
+#: people.
 _LABELS = {
     "format": "fingerprint format",
     "runtime": "runtime version",
@@ -81,10 +87,10 @@ _LABELS = {
 }
 _KINDS = list(_LABELS)
 _KNOWN_FIELDS = {"format", "runtime_version", "namespace", "platform", "general_plugins", "hooks"}
-#: How a platform plugin's ``activate()`` or a general plugin ended, for people (else the status itself).
+#: How a platform plugin's ``activate()`` or a general plugin ended, for people (else the status
+#: itself).
 _STATUS_TEXT = {
     "unavailable": "returned None (hardware not found)",
-    "failed": "failed (import, activate() or its class)",
     "not-installed": "listed in the allowlist, not installed",
 }
 _ABSENT = {"activation": "not installed", "plugin": "not installed", "hooks": "no hooks"}
@@ -105,7 +111,9 @@ def _items(fingerprint: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
         ("format", ""): fingerprint.get("format"),
         ("runtime", ""): fingerprint.get("runtime_version"),
         ("namespace", ""): fingerprint.get("namespace"),
-        ("platform", ""): _without(platform, "rule", "activations") if isinstance(platform, Mapping) else platform,
+        ("platform", ""): _without(platform, "rule", "activations")
+        if isinstance(platform, Mapping)
+        else platform,
         ("plugins-loaded", ""): plugins is not None,
     }
     if isinstance(platform, Mapping):
@@ -124,17 +132,26 @@ def _items(fingerprint: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
     return items
 
 
-def _grouped(keyed: Iterable[tuple[Any, Participant]]) -> list[tuple[Any, tuple[int, ...], tuple[str, ...]]]:
-    """``(key, ranks, hosts)`` of the participants that share a key (compared as JSON), largest group first."""
+def _grouped(
+    keyed: Iterable[tuple[Any, Participant]],
+) -> list[tuple[Any, tuple[int, ...], tuple[str, ...]]]:
+    """``(key, ranks, hosts)`` of the participants that share a key (compared as JSON), largest
+    group first."""
     groups: dict[str, tuple[Any, list[Participant]]] = {}
     for key, participant in keyed:
-        groups.setdefault("<missing>" if key is _MISSING else canonical_json(key), (key, []))[1].append(participant)
+        groups.setdefault("<missing>" if key is _MISSING else canonical_json(key), (key, []))[
+            1
+        ].append(participant)
     ordered = sorted(groups.values(), key=lambda g: (-len(g[1]), min(p.rank for p in g[1])))
-    return [(key, tuple(sorted(p.rank for p in m)), tuple(sorted({p.host for p in m}))) for key, m in ordered]
+    return [
+        (key, tuple(sorted(p.rank for p in m)), tuple(sorted({p.host for p in m})))
+        for key, m in ordered
+    ]
 
 
 def compare(participants: Sequence[Participant]) -> list[Difference]:
-    """Every item that is not the same for all ``participants``, errors first, then in a fixed order.
+    """Every item that is not the same for all ``participants``, errors first, then in a fixed
+    order.
 
     Raises ``LookupError``/``TypeError``/``AttributeError`` on a document that is not a fingerprint.
     """
@@ -143,38 +160,55 @@ def compare(participants: Sequence[Participant]) -> list[Difference]:
     differences: list[Difference] = []
     for kind, name in keys:
         if kind == "platform-rule" and differences and differences[-1].kind == "platform":
-            continue  # the platform (just listed) differs: its line shows each rank's; the rule is its consequence
+            # the platform (just listed) differs: its line shows each rank's; the rule is its
+            # consequence
+            continue
         grouped = _grouped((items.get((kind, name), _MISSING), p) for p, items in per_rank)
         if len(grouped) > 1:
-            variants = tuple(Variant(_render(kind, raw), ranks, hosts) for raw, ranks, hosts in grouped)
+            variants = tuple(
+                Variant(_render(kind, raw), ranks, hosts) for raw, ranks, hosts in grouped
+            )
             severity = _severity(kind, [raw for raw, _, _ in grouped])
             differences.append(Difference(kind, _LABELS[kind].format(name), severity, variants))
-    differences.sort(key=lambda d: d.severity != ERROR)  # stable: keeps the fixed order within each severity
+    # stable: keeps the fixed order within each severity
+    differences.sort(key=lambda d: d.severity != ERROR)
     return differences
 
 
 def describe(fingerprint: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """Each item of ``fingerprint`` as people read it, ``(label, value)``, in the order differences are listed."""
+    """Each item of ``fingerprint`` as people read it, ``(label, value)``, in the order differences
+    are listed."""
     items = _items(fingerprint)
-    return [(_LABELS[kind].format(name), _render(kind, items[kind, name])) for kind, name in sorted(items, key=_order)]
+    return [
+        (_LABELS[kind].format(name), _render(kind, items[kind, name]))
+        for kind, name in sorted(items, key=_order)
+    ]
 
 
 def rank_groups(participants: Sequence[Participant]) -> list[RankGroup]:
     """Ranks grouped by identical fingerprint, largest group first."""
-    return [RankGroup(*group) for group in _grouped((digest_of(p.fingerprint), p) for p in participants)]
+    return [
+        RankGroup(*group) for group in _grouped((digest_of(p.fingerprint), p) for p in participants)
+    ]
 
 
 def _severity(kind: str, raws: Sequence[Any]) -> str:
-    """Error when different code runs on different ranks; warning when the same code runs everywhere.
+    """Error when different code runs on different ranks; warning when the same code runs
+    everywhere.
 
-    - the rule that chose the platform (``SGLANG_PLATFORM`` on some ranks, automatic on others) and the
-      ``activate()`` outcomes of platform plugins: warnings; the selected platform itself is its own item;
-    - a general plugin that is loaded on no rank (skipped or failed everywhere, in different ways or versions):
-      warning; one loaded on some ranks, or loaded in different versions: error;
+    - the rule that chose the platform (``SGLANG_PLATFORM`` on some ranks, automatic on others) and
+      the ``activate()`` outcomes of platform plugins: warnings; the selected platform itself is its
+      own item;
+    - a general plugin that is loaded on no rank (skipped or failed everywhere, in different ways or
+      versions): warning; one loaded on some ranks, or loaded in different versions: error;
     - everything else (runtime version, platform, whether plugins were loaded, hook chains): error.
     """
     if kind == "plugin":
-        return ERROR if any(isinstance(raw, Mapping) and raw.get("status") == "loaded" for raw in raws) else WARNING
+        return (
+            ERROR
+            if any(isinstance(raw, Mapping) and raw.get("status") == "loaded" for raw in raws)
+            else WARNING
+        )
     return WARNING if kind in ("platform-rule", "activation") else ERROR
 
 
@@ -210,13 +244,16 @@ def _render(kind: str, raw: Any) -> str:
 
 
 def _render_hook(hook: Mapping[str, Any]) -> str:
-    source = (hook.get("plugin") or "no plugin") + (f" from {hook['distribution']}" if hook.get("distribution") else "")
+    source = (hook.get("plugin") or "no plugin") + (
+        f" from {hook['distribution']}" if hook.get("distribution") else ""
+    )
     extra = f", priority {hook['priority']}" if hook.get("priority") else ""
     overridden = ", overridden" if not hook.get("active", True) else ""
     return f"{hook.get('type')} {hook.get('hook')} [{source}{extra}{overridden}]"
 
 
-# ---- formatting ----------------------------------------------------------------------------------------------
+# ---- formatting
+# ----------------------------------------------------------------------------------------------
 
 
 def compress_ranks(ranks: Iterable[int]) -> str:
@@ -236,54 +273,86 @@ def _where(ranks: Sequence[int], hosts: Sequence[str], show_hosts: bool) -> str:
 
 
 def format_differences(differences: Sequence[Difference], *, show_hosts: bool = True) -> list[str]:
-    """The lines that list ``differences``, errors first; each value with the ranks (and hosts) that have it."""
+    """The lines that list ``differences``, errors first; each value with the ranks (and hosts) that
+    have it."""
     lines = []
-    titles = {ERROR: "Differences that change what runs (errors)", WARNING: "Other differences (warnings)"}
+    titles = {
+        ERROR: "Differences that change what runs (errors)",
+        WARNING: "Other differences (warnings)",
+    }
     for severity, title in titles.items():
         chosen = [d for d in differences if d.severity == severity]
         lines += [f"{title}:"] if chosen else []
         for difference in chosen:
             width = min(max(len(v.value) for v in difference.variants), 100)
             lines.append(f"  {difference.item}:")
-            lines += [f"    {v.value:<{width}}  on {_where(v.ranks, v.hosts, show_hosts)}" for v in difference.variants]
+            lines += [
+                f"    {v.value:<{width}}  on {_where(v.ranks, v.hosts, show_hosts)}"
+                for v in difference.variants
+            ]
     return lines
 
 
 def format_groups(groups: Sequence[RankGroup], *, show_hosts: bool = True) -> list[str]:
-    return ["Ranks by fingerprint:", *(f"  {g.digest[:12]}  {_where(g.ranks, g.hosts, show_hosts)}" for g in groups)]
+    return [
+        "Ranks by fingerprint:",
+        *(f"  {g.digest[:12]}  {_where(g.ranks, g.hosts, show_hosts)}" for g in groups),
+    ]
 
 
-def judge(ns: Any, rank: int, world: int, entries: list[dict[str, Any]], mode: str, logger: logging.Logger) -> Any:
-    """The ranks' gathered fingerprints differ: raise :class:`PluginConsistencyError` on every rank alike, or (in
-    ``warn`` mode, or with warnings only) log the report and return the differences and the rank groups."""
-    broken = "; ".join(f"rank {e['rank']} (host {e['host']}): {e['failure']}" for e in entries if e["failure"])
+def judge(
+    ns: Any, rank: int, world: int, entries: list[dict[str, Any]], mode: str, logger: logging.Logger
+) -> Any:
+    """The ranks' gathered fingerprints differ: raise :class:`PluginConsistencyError` on every rank
+    alike, or (in ``warn`` mode, or with warnings only) log the report and return the differences
+    and the rank groups."""
+    broken = "; ".join(
+        f"rank {e['rank']} (host {e['host']}): {e['failure']}" for e in entries if e["failure"]
+    )
     if broken:
-        failed = f"Plugin consistency could not be checked: building the plugin fingerprint failed on {broken}."
+        failed = (
+            f"Plugin consistency could not be checked: building the plugin fingerprint failed on "
+            f"{broken}."
+        )
         bug = "This is a bug in sglang-plugin-runtime (every rank raises this error);"
         how = f"please report it with the log of those ranks. {_ENV}=off skips the check meanwhile."
         raise PluginConsistencyError(f"{failed} {bug} {how}", namespace=ns.name)
     participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
     groups = tuple(rank_groups(participants))
-    # Digests that differ in a way compare() cannot itemise (should not happen) still make one difference.
+    # Digests that differ in a way compare() cannot itemise (should not happen) still make one
+    # difference.
     opaque = tuple(Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in groups)
-    differences = tuple(compare(participants) or [Difference("field", "fingerprint", ERROR, opaque)])
+    differences = tuple(
+        compare(participants) or [Difference("field", "fingerprint", ERROR, opaque)]
+    )
     errors = any(d.severity == ERROR for d in differences)
-    raising, hosts = mode == "error" and errors, sorted({host for group in groups for host in group.hosts})
-    verdict = "every rank raises this error" if raising else "logged only" + f" ({_ENV}=warn)" * errors
+    raising, hosts = (
+        mode == "error" and errors,
+        sorted({host for group in groups for host in group.hosts}),
+    )
+    verdict = (
+        "every rank raises this error" if raising else "logged only" + f" ({_ENV}=warn)" * errors
+    )
     where = f"all on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts"
     lines = [
-        f"Plugins differ across the {world} ranks of the process group ({where}; namespace {ns.name!r}); {verdict}.",
+        f"Plugins differ across the {world} ranks of the process group ({where}; namespace "
+        f"{ns.name!r}); {verdict}.",
         *format_groups(groups, show_hosts=len(hosts) > 1),
         *format_differences(differences, show_hosts=len(hosts) > 1),
-        f"Fix: install the same plugin distributions and versions on every node and give every rank the same "
-        f"{ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, run `sglang-plugins fingerprint "
-        f"--namespace {ns.name}` on each (the digests above are its first 12 digits; `--compare FILE` lists the "
-        f"differences).",
+        f"Fix: install the same plugin distributions and versions on every node and give every "
+        f"rank the same {ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, "
+        f"run `sglang-plugins fingerprint --namespace {ns.name}` on each (the digests above are "
+        f"its first 12 digits; `--compare FILE` lists the differences).",
     ]
     if raising:
         lines.append(f"To log this instead of raising, set {_ENV}=warn on every rank.")
-        raise PluginConsistencyError("\n".join(lines), differences=differences, groups=groups, namespace=ns.name)
+        raise PluginConsistencyError(
+            "\n".join(lines), differences=differences, groups=groups, namespace=ns.name
+        )
     lowest = min(p.rank for p in participants)
-    summary = f"Plugins differ across ranks ({len(differences)} difference(s)); rank {lowest} logs the report."
+    summary = (
+        f"Plugins differ across ranks ({len(differences)} difference(s)); rank {lowest} logs the "
+        f"report."
+    )
     logger.warning("%s", "\n".join(lines) if rank == lowest else summary)
     return differences, groups

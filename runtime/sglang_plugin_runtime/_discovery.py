@@ -1,24 +1,32 @@
 """One scan of the installed distributions, shared by every entry-point group of every namespace.
 
-The scan is ``importlib.metadata``'s, run once per process and kept in memory (dropped after ``fork`` and when
-``sys.path`` changes). Nothing is saved on disk: which plugin code a process imports is decided by the installed
-distributions alone. Each ``sys.path`` entry and each distribution is read on its own, so one that cannot be read
-(an undecodable ``entry_points.txt``, a broken ``METADATA``) is reported with its path and skipped; it never hides
-the others. Versions are read (a ``METADATA`` parse) only for distributions that offer an entry point in a group
-somebody asks about.
+The scan is ``importlib.metadata``'s, run once per process and kept in memory (dropped after
+``fork`` and when ``sys.path`` changes). Nothing is saved on disk: which plugin code a process
+imports is decided by the installed distributions alone. Each ``sys.path`` entry and each
+distribution is read on its own, so one that cannot be read (an undecodable ``entry_points.txt``, a
+broken ``METADATA``) is reported with its path and skipped; it never hides the others. Versions are
+read (a ``METADATA`` parse) only for distributions that offer an entry point in a group somebody
+asks about.
 """
 
-# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
-# string annotation of its fields, a cost paid by every process at start-up.
+# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for
+# every string annotation of its fields, a cost paid by every process at start-up.
 import logging
 import os
 import re
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ._forking import after_fork_in_child
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution
+
+    #: What the scan read of one entry point: name, value, its distribution, that one's PEP 503 name
+    #: and folder.
+    Offer = tuple[str, str, Distribution, str, str]
 
 logger = logging.getLogger(__name__)
 
@@ -30,50 +38,38 @@ def normalize_distribution_name(name: str) -> str:
     return _SEPARATORS.sub("-", name).lower()
 
 
-def _value_pattern() -> Any:
-    from importlib.metadata import EntryPoint
-
-    return EntryPoint.pattern
-
-
 class PluginEntryPoint(NamedTuple):
-    """An entry point with the distribution that offers it (name PEP 503 normalised, version, folder)."""
+    """An entry point with the distribution that offers it (name PEP 503 normalised, version,
+    folder)."""
 
     group: str
     name: str
     value: str
-    dist_name: str
-    dist_version: str
-    dist_path: str
-    """The ``*.dist-info`` / ``*.egg-info`` folder (or the ``sys.path`` entry it came from)."""
+    distribution: str
+    version: str
+    path: str
+    """The distribution's ``*.dist-info`` / ``*.egg-info`` folder (or the ``sys.path`` entry it came
+    from)."""
 
     @property
     def module(self) -> str:
-        return str(self.entry_point.module)
+        return self.value.partition(":")[0].strip()
 
     @property
-    def attr(self) -> str | None:
-        return self.entry_point.attr or None
+    def label(self) -> str:
+        """The distribution as users see it in messages: ``name version``."""
+        return f"{self.distribution} {self.version}"
 
-    @property
-    def dist_label(self) -> str:
-        """``name version``, as users see it in messages."""
-        return f"{self.dist_name} {self.dist_version}"
-
-    @property
-    def entry_point(self) -> Any:
-        """As ``importlib.metadata``'s ``EntryPoint``."""
+    def load(self) -> object:
+        """Import the module and walk to the attribute (``importlib.metadata.EntryPoint.load``)."""
         from importlib.metadata import EntryPoint
 
-        return EntryPoint(self.name, self.value, self.group)
-
-    def load(self) -> Any:
-        """Import the module and walk to the attribute (``importlib.metadata.EntryPoint.load``)."""
-        return self.entry_point.load()
+        return EntryPoint(self.name, self.value, self.group).load()
 
 
 class MalformedDistribution(NamedTuple):
-    """A distribution (or ``sys.path`` entry) that could not be read; it is skipped, the others are not."""
+    """A distribution (or ``sys.path`` entry) that could not be read; it is skipped, the others are
+    not."""
 
     path: str
     reason: str
@@ -86,9 +82,12 @@ class MalformedEntryPoints(ValueError):
 def parse_entry_points_text(text: str) -> Iterator[tuple[str, str, str]]:
     """Yield ``(group, name, value)`` from the INI-like ``entry_points.txt`` format.
 
-    Stricter than ``importlib.metadata``, which drops what it cannot read: a line without ``=``, an entry outside
-    a ``[group]`` or a value that is not ``module[:attr]`` is an error, so a broken plugin is reported at once.
+    Stricter than ``importlib.metadata``, which drops what it cannot read: a line without ``=``, an
+    entry outside a ``[group]`` or a value that is not ``module[:attr]`` is an error, so a broken
+    plugin is reported at once.
     """
+    from importlib.metadata import EntryPoint
+
     group: str | None = None
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -101,36 +100,36 @@ def parse_entry_points_text(text: str) -> Iterator[tuple[str, str, str]]:
             continue
         name, sep, value = (part.strip() for part in line.partition("="))
         if group is None:
-            raise MalformedEntryPoints(f"line {lineno}: entry point {raw!r} outside any [group] section")
+            raise MalformedEntryPoints(
+                f"line {lineno}: entry point {raw!r} outside any [group] section"
+            )
         if not sep or not name:
             raise MalformedEntryPoints(f"line {lineno}: expected 'name = module:attr', got {raw!r}")
-        if not _value_pattern().match(value):
+        if not EntryPoint.pattern.match(value):
             raise MalformedEntryPoints(
-                f"line {lineno}: entry point {name!r} has value {value!r}, expected 'module' or 'module:attr'"
+                f"line {lineno}: entry point {name!r} has value {value!r}, expected 'module' or "
+                f"'module:attr'"
             )
         yield group, name, value
 
 
 class DiscoveryResult:
-    """Everything one scan found: entry points by group, the distributions, and what had to be skipped."""
+    """Everything one scan found: entry points by group, the distributions, and what had to be
+    skipped."""
 
     def __init__(
         self,
-        offers: dict[str, list[tuple[Any, ...]]],
+        offers: "dict[str, list[Offer]]",
         malformed: list[MalformedDistribution],
         distributions: frozenset[str],
     ) -> None:
-        self._offers = offers  # group -> (name, value, distribution, its PEP 503 name, its path) as scanned
+        self._offers = offers
         self._groups: dict[str, tuple[PluginEntryPoint, ...]] = {}
         self._versions: dict[str, str | None] = {}
         self._lock = threading.Lock()
         self.malformed = malformed
         #: The PEP 503 names of every distribution found (the first of each name on the path).
         self.distributions = distributions
-
-    @property
-    def distribution_count(self) -> int:
-        return len(self.distributions)
 
     @property
     def entry_points(self) -> dict[str, tuple[PluginEntryPoint, ...]]:
@@ -142,27 +141,32 @@ class DiscoveryResult:
         with self._lock:
             if name not in self._groups:
                 eps = [
-                    PluginEntryPoint(name, ep_name, value, dist_name, version, path)
-                    for ep_name, value, dist, dist_name, path in self._offers.get(name, ())
+                    PluginEntryPoint(name, ep_name, value, distribution, version, path)
+                    for ep_name, value, dist, distribution, path in self._offers.get(name, ())
                     if (version := self._version(dist, path)) is not None
                 ]
-                self._groups[name] = tuple(sorted(eps, key=lambda ep: (ep.dist_name, ep.name)))
+                self._groups[name] = tuple(sorted(eps, key=lambda ep: (ep.distribution, ep.name)))
             return self._groups[name]
 
-    def _version(self, dist: Any, path: str) -> str | None:
-        """The distribution's version, read once; one without a readable version is reported and skipped."""
+    def _version(self, dist: "Distribution", path: str) -> str | None:
+        """The distribution's version, read once; one without a readable version is reported and
+        skipped."""
         if path not in self._versions:
             try:
                 self._versions[path], reason = dist.version or None, "no version in its metadata"
             except Exception as exc:  # a broken METADATA hides this distribution only
-                self._versions[path], reason = None, f"unreadable metadata: {type(exc).__name__}: {exc}"
+                self._versions[path], reason = (
+                    None,
+                    f"unreadable metadata: {type(exc).__name__}: {exc}",
+                )
             if self._versions[path] is None:
                 logger.warning("Skipping distribution at %s: %s", path, reason)
                 self.malformed.append(MalformedDistribution(path, reason))
         return self._versions[path]
 
     def duplicates(self, group: str) -> dict[str, tuple[PluginEntryPoint, ...]]:
-        """Entry-point names that more than one distribution (or one file, twice) offers in ``group``."""
+        """Entry-point names that more than one distribution (or one file, twice) offers in
+        ``group``."""
         by_name: dict[str, list[PluginEntryPoint]] = {}
         for ep in self.group(group):
             by_name.setdefault(ep.name, []).append(ep)
@@ -171,16 +175,23 @@ class DiscoveryResult:
 
 def duplicate_reason(eps: tuple[PluginEntryPoint, ...]) -> str:
     """Why a duplicated entry-point name cannot be used, and how to fix it."""
-    if len({ep.dist_path for ep in eps}) == 1:
-        where = os.path.join(eps[0].dist_path, "entry_points.txt")
+    if len({ep.path for ep in eps}) == 1:
+        where = os.path.join(eps[0].path, "entry_points.txt")
         lines = " and ".join(repr(f"{ep.name} = {ep.value}") for ep in eps)
-        return f"{where} of {eps[0].dist_label} lists it twice ({lines}); its author must remove one of the lines"
-    dists = " and ".join(ep.dist_label for ep in eps)
-    return f"offered by {dists}; entry-point names must be unique, uninstall one of these distributions"
+        return (
+            f"{where} of {eps[0].label} lists it twice ({lines}); its author must remove one of "
+            f"the lines"
+        )
+    dists = " and ".join(ep.label for ep in eps)
+    return (
+        f"offered by {dists}; entry-point names must be unique, uninstall one of these "
+        f"distributions"
+    )
 
 
 def _absolute(path: str) -> str:
-    """``path`` made absolute (a ``''`` entry on ``sys.path`` yields relative ones), unless the cwd is gone."""
+    """``path`` made absolute (a ``''`` entry on ``sys.path`` yields relative ones), unless the cwd
+    is gone."""
     try:
         return os.path.abspath(path)
     except OSError:
@@ -188,31 +199,47 @@ def _absolute(path: str) -> str:
 
 
 def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
-    """Scan ``path`` (default ``sys.path``) once, no caching; prefer :func:`discover_entry_points`."""
+    """Scan ``path`` (default ``sys.path``) once, no caching; prefer
+    :func:`discover_entry_points`."""
     from importlib.metadata import distributions
 
     seen: set[str] = set()
-    offers: dict[str, list[tuple[Any, ...]]] = {}
+    offers: dict[str, list[Offer]] = {}
     malformed: list[MalformedDistribution] = []
     for entry in list(sys.path if path is None else path):
         try:
             found = list(distributions(path=[entry]))
-        except Exception as exc:  # a sys.path entry importlib.metadata cannot walk hides nothing else
-            malformed.append(MalformedDistribution(entry or os.curdir, f"unreadable: {type(exc).__name__}: {exc}"))
+        # a sys.path entry importlib.metadata cannot walk hides nothing else
+        except Exception as exc:
+            malformed.append(
+                MalformedDistribution(
+                    entry or os.curdir, f"unreadable: {type(exc).__name__}: {exc}"
+                )
+            )
             continue
         for dist in found:
             where = _absolute(str(getattr(dist, "_path", None) or entry))
             try:
-                # The name importlib.metadata itself tells distributions apart by (from the folder name, no parse).
-                name = normalize_distribution_name(getattr(dist, "_normalized_name", None) or dist.metadata["Name"])
+                # The name importlib.metadata itself tells distributions apart by (from the folder
+                # name, no parse).
+                name = normalize_distribution_name(
+                    getattr(dist, "_normalized_name", None) or dist.metadata["Name"]
+                )
                 if name in seen:
-                    continue  # the first distribution of a name on the path wins, as in importlib.metadata
+                    # the first distribution of a name on the path wins, as in importlib.metadata
+                    continue
                 seen.add(name)
                 text = dist.read_text("entry_points.txt")
                 parsed = list(parse_entry_points_text(text)) if text else []
             except Exception as exc:
-                reason = "malformed entry_points.txt" if isinstance(exc, MalformedEntryPoints) else "unreadable"
-                malformed.append(MalformedDistribution(where, f"{reason}: {type(exc).__name__}: {exc}"))
+                reason = (
+                    "malformed entry_points.txt"
+                    if isinstance(exc, MalformedEntryPoints)
+                    else "unreadable"
+                )
+                malformed.append(
+                    MalformedDistribution(where, f"{reason}: {type(exc).__name__}: {exc}")
+                )
                 continue
             for group, ep_name, value in parsed:
                 offers.setdefault(group, []).append((ep_name, value, dist, name, where))
@@ -222,7 +249,8 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
 
 
 class _DiscoveryCache:
-    """The per-process scan, in memory: keyed by pid (so a forked child scans again) and by ``sys.path``."""
+    """The per-process scan, in memory: keyed by pid (so a forked child scans again) and by
+    ``sys.path``."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -241,7 +269,8 @@ class _DiscoveryCache:
 
 
 _CACHE = _DiscoveryCache()
-# A forked child scans again anyway (its pid differs); it needs a fresh lock, which a parent's thread may have held.
+# A forked child scans again anyway (its pid differs); it needs a fresh lock, which a parent's
+# thread may have held.
 after_fork_in_child(lambda: setattr(_CACHE, "lock", threading.Lock()))
 
 

@@ -26,16 +26,20 @@ import dataclasses
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ._json_names import as_json
+from ._namespace import get_namespace
 
-#: Version of the fingerprint's layout; a change makes every digest change, so only bump it with
-#: the runtime's.
-FORMAT = 1
+if TYPE_CHECKING:
+    from ._namespace import PluginNamespace
 
-#: An address in a ``repr()`` (``<MyHook object at 0x7f...>``): different in every process.
+#: Version of the fingerprint's layout; a change makes every digest change, so only bump it with the
+#: runtime's.
+FORMAT = 2
+
+#: An address in a ``repr()`` (``<functools.partial object at 0x7f...>``): different in every
+#: process.
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
@@ -75,82 +79,72 @@ def digest_of(data: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(data).encode("ascii")).hexdigest()
 
 
-def build_fingerprint(namespace: Any) -> PluginFingerprint:
-    """The fingerprint of this process for ``namespace`` (a ``PluginNamespace``).
-
-    Resolves the namespace's current platform if nothing has yet (hosts have by the time their
-    process group exists: the device decides the backend). Never raises for what plugins did: a
-    failed selection is recorded as such, so a rank whose platform failed still takes part in a
-    comparison instead of dying alone.
-    """
+def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFingerprint:
+    """This process's plugin fingerprint (``.digest``, ``.to_dict()``): what
+    ``check_plugin_consistency`` sends. It resolves the namespace's current platform if nothing has
+    yet (hosts have by the time their process group exists), and never raises for what plugins did:
+    a failed selection is recorded as such, so a rank whose platform failed still takes part in a
+    comparison instead of dying alone."""
     from . import __version__
-
-    platform, plugins = _platform(namespace), _plugins(namespace)
-    return PluginFingerprint(FORMAT, __version__, namespace.name, platform, plugins, _hooks())
-
-
-def _by_plugin(records: Any, *fields: str) -> list[dict[str, Any]]:
-    found = (as_json(r, *fields) for r in records)
-    return sorted(found, key=lambda r: (r["plugin"], r["distribution"] or ""))
-
-
-_ACTIVATION = ("plugin", "distribution", "version", "status")
-
-
-def _platform(ns: Any) -> dict[str, Any]:
+    from ._plugin_code import registry
     from .platforms import current_platform_selection
+    from .plugins import plugin_load_report
 
+    ns = get_namespace(namespace)
     try:
         selection = current_platform_selection(ns)
-    except Exception as exc:  # recorded, not raised: see build_fingerprint()
-        activations = _by_plugin(getattr(exc, "activations", ()), *_ACTIVATION)
-        plugin = getattr(exc, "plugin", None)
-        version = next((a["version"] for a in activations if a["plugin"] == plugin), None)
-        return {
+        platform: dict[str, Any] = {
+            "status": "selected",
+            "class": selection.class_path,
+            "error_type": None,
+        }
+        platform |= {
+            f: getattr(selection, f) for f in ("plugin", "distribution", "version", "rule")
+        }
+        activations = selection.activations
+    except Exception as exc:  # recorded, not raised
+        activations, plugin = getattr(exc, "outcomes", ()), getattr(exc, "plugin", None)
+        version = next((o.version for o in activations if o.plugin == plugin), None)
+        distribution, error = getattr(exc, "distribution", None), type(exc).__name__
+        platform = {
             "status": "failed",
             "class": None,
             "plugin": plugin,
-            "distribution": getattr(exc, "dist", None),
-            "version": version,
-            "rule": None,
-            "error_type": type(exc).__name__,
-            "activations": activations,
+            "distribution": distribution,
         }
-    return {
-        "status": "selected",
-        "class": selection.class_path,
-        **as_json(selection, "plugin", "distribution", "version", "rule"),
-        "error_type": None,
-        "activations": _by_plugin(selection.activations, *_ACTIVATION),
-    }
-
-
-def _plugins(ns: Any) -> list[dict[str, Any]] | None:
-    from .plugins import plugin_load_report
-
+        platform |= {"version": version, "rule": None, "error_type": error}
     report = plugin_load_report(ns)
-    fields = ("plugin", "status", "distribution", "version")
-    return None if report is None else _by_plugin(report.records, *fields)
+    plugins = None if report is None else _by_plugin(report.outcomes)
+    reports = []
+    if registry() is not None:  # a plugin or the host registered a hook
+        from .plugins.hook_registry import HookRegistry, Target
+
+        reports = [(Target.parse(r.target).dotted, r) for r in HookRegistry.describe()]
+    hooks = [
+        {
+            "target": dotted,
+            "failed": report.status == "failed",
+            # A re-export's chain holds its function's other targets' hooks: each lists its own.
+            "hooks": [fingerprint_hook(h) for h in report.hooks if h.target == report.target],
+        }
+        for dotted, report in sorted(reports, key=lambda pair: pair[0])
+    ]
+    platform["activations"] = _by_plugin(activations)
+    return PluginFingerprint(FORMAT, __version__, ns.name, platform, plugins, hooks)
+
+
+def _by_plugin(outcomes: Iterable[Any]) -> list[dict[str, Any]]:
+    """Plugin outcomes, as much of them as is equal on every rank, sorted."""
+    records = (
+        {f: getattr(o, f) for f in ("plugin", "status", "distribution", "version")}
+        for o in outcomes
+    )
+    return sorted(records, key=lambda r: (r["plugin"], r["distribution"] or ""))
 
 
 def fingerprint_hook(hook: Any) -> dict[str, Any]:
-    """One ``HookReport`` as the fingerprint (and the CLI) names it, without the addresses
-    ``repr()`` shows."""
-    data = as_json(hook)
-    del data["target"]
-    data["hook"] = _ADDRESS.sub("", data["hook"])
+    """One ``HookReport`` as the fingerprint (and the CLI) shows it, without the addresses of
+    ``repr()``."""
+    data = {**hook.to_dict(), "hook": _ADDRESS.sub("", hook.hook)}
+    del data["target"]  # the target it was registered on: the fingerprint's own key says it
     return data
-
-
-def _hooks() -> list[dict[str, Any]]:
-    from .plugins.hook_registry import HookRegistry, Target
-
-    targets = [
-        {
-            "target": Target.parse(report.target).dotted,
-            "failed": report.status == "failed",
-            "hooks": [fingerprint_hook(h) for h in report.hooks if h.target == report.target],
-        }
-        for report in HookRegistry.describe()
-    ]
-    return sorted(targets, key=lambda target: target["target"])

@@ -1,8 +1,8 @@
 """The one place that handles ``fork``: state owners register what a forked child must reset.
 
-A forked child inherits a copy of its parent's memory, including locks a parent thread may have held and
-"already done" flags that describe the parent. Each owner of such state registers a function here; one
-``os.register_at_fork`` handler runs them all in the child, in registration order.
+A forked child inherits a copy of its parent's memory, including locks a parent thread may have held
+and "already done" flags that describe the parent. Each owner of such state registers a function
+here; one ``os.register_at_fork`` handler runs them all in the child, in registration order.
 """
 
 from __future__ import annotations

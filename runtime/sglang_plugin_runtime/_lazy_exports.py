@@ -1,8 +1,8 @@
 """Names a package re-exports but imports only when first used (a module ``__getattr__``, PEP 562).
 
-Used where the import would cost every process that never touches the name: the platform classes behind
-``sglang_plugin_runtime.platforms`` (asking "which platform am I on" must stay cheap without torch), and the
-testing kit, which pytest imports in every test run where the runtime is installed.
+Used where the import would cost every process that never touches the name: the platform classes
+behind ``sglang_plugin_runtime.platforms`` (asking "which platform am I on" must stay cheap without
+torch), and the testing kit, which pytest imports in every test run where the runtime is installed.
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def lazy_exports(package: str, namespace: dict[str, Any], where: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``package`` that imports ``where[name]`` (a module relative to it) on first
-    access and caches the value in the package's ``namespace``."""
+def lazy_exports(
+    package: str, namespace: dict[str, Any], where: Mapping[str, str]
+) -> Callable[[str], Any]:
+    """A module ``__getattr__`` for ``package`` that imports ``where[name]`` (a module relative to
+    it) on first access and caches the value in the package's ``namespace``."""
 
     def __getattr__(name: str) -> Any:
         module = where.get(name)

@@ -1,26 +1,120 @@
-"""Running code that belongs to a plugin: which exceptions are the plugin's failure, and how to describe them.
+"""Running plugin code: the one function that runs it, attributed, and the one outcome it returns.
 
-Plugin code runs inside the host's start-up (an entry point's import, ``activate()``, ``register()``, a hook being
-applied). Whatever it raises must end up as a failure attributed to that plugin, never as something that ends
-the host silently: ``sys.exit()`` in a plugin is a plugin failure like any other exception. A
-``KeyboardInterrupt`` is different: it is how a user stops a slow start-up, so it propagates, with a note naming
+Plugin code runs inside the host's start-up: an entry point's import, ``activate()``,
+``register()``, a startup function, a platform class's constructor. :func:`run_plugin_code` is the
+only way the runtime runs it. It times the call, names the plugin as the source of every hook the
+code registers, turns whatever the code raises into that plugin's failure (``sys.exit()`` included),
+discards the hooks of a plugin that failed, and applies the failure policy: stop start-up, or log
+and skip.
+
+A ``KeyboardInterrupt`` is how a user stops a slow start-up, so it propagates, with a note naming
 the plugin that was running. Only where the host marks the interrupts that come from a signal (the
-``sglang-plugins`` CLI does, setting ``_marked`` while plugins run) can a ``KeyboardInterrupt`` that a plugin raised
-itself be told apart, and then it is a plugin failure too.
+``sglang-plugins`` CLI sets ``_marked`` while plugins run) is a ``KeyboardInterrupt`` that a plugin
+raised itself told apart, and then it is a plugin failure too.
+
+The hook registry is imported by plugins that register hooks, never by this module: the registry
+attaches itself here (:func:`attach_registry`) when it is imported.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for
+# every string annotation of its fields, a cost paid by every process at start-up.
 import contextlib
+import enum
+import logging
 import os
 import sys
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
+from typing import Any, NamedTuple, Protocol
 
+from ._discovery import PluginEntryPoint
+from .errors import PluginError, PluginLoadError
+
+logger = logging.getLogger(__name__)
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+class HookSource(NamedTuple):
+    """Which plugin registered a hook, so diagnostics can name the culprit (SGLang's record)."""
+
+    plugin_name: str
+    dist_name: str | None
+
+
+# documented (and pickled) there
+HookSource.__module__ = "sglang_plugin_runtime.plugins.hook_registry"
+
+#: The plugin whose code runs now (SGLang's ``_current_plugin_source``): a hook registered without a
+#: source gets it.
+plugin_source: ContextVar[HookSource | None] = ContextVar("_current_plugin_source", default=None)
+
+
+class Status(str, enum.Enum):
+    """What a load or a selection will do, or did, with one plugin; values are in the CLI's
+    schema."""
+
+    TO_LOAD = "to-load"  # a plan's: it will be imported and its function run
+    SELECTED = "selected"  # a plan's: the platform plugin SGLANG_PLATFORM names
+    NOT_SELECTED = "not-selected"  # a plan's: another platform is named, this one is never imported
+    SKIPPED_ALLOWLIST = "skipped-allowlist"
+    SKIPPED_PLATFORM = "skipped-unselected-platform"
+    NOT_INSTALLED = "not-installed"
+    FAILED_DUPLICATE = "failed-duplicate"
+    LOADED = "loaded"  # its register() or startup function ran
+    ACTIVATED = "activated"  # its activate() named a usable platform class
+    UNAVAILABLE = "unavailable"  # its activate() returned None
+    FAILED_IMPORT = "failed-import"
+    FAILED_CALL = "failed-call"  # its function raised, or returned what cannot be used
+
+    __str__ = str.__str__  # "loaded", not "Status.LOADED"
+
+
+class PluginOutcome(NamedTuple):
+    """What one plugin's code did, or why it did not run."""
+
+    plugin: str
+    status: Status
+    reason: str = ""
+    distribution: str | None = None
+    version: str | None = None
+    value: str | None = None
+    """The entry point's ``module:attr``."""
+    result: str | None = None
+    """The class ``activate()`` named (``repr`` of anything that is no class name)."""
+    seconds: float = 0.0
+    traceback: str | None = None
+    """For a plugin whose code raised: the traceback, without the runtime's frames."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.status.startswith("failed") and self.status is not Status.NOT_INSTALLED
+
+    def to_dict(self) -> dict[str, object]:
+        return self._asdict()
+
+
+class PlannedPlugin(NamedTuple):
+    """What a load or a selection will do with one entry point (or with a listed name not
+    installed)."""
+
+    name: str
+    status: Status
+    reason: str
+    entry_point: PluginEntryPoint | None
+
+
+def planned(ep: PluginEntryPoint, status: Status, reason: str = "", **more: Any) -> PluginOutcome:
+    """An outcome of ``ep`` (``more``: ``result``, ``seconds``, ``traceback``)."""
+    return PluginOutcome(ep.name, status, reason, ep.distribution, ep.version, ep.value, **more)
+
+
+# ---------------------------------------------------------------- a plugin's failure, and its text
+
+
 class InterruptFromSignal(KeyboardInterrupt):
-    """A ``KeyboardInterrupt`` from the CLI's SIGINT handler (``_cli._plugins_running``): the user's, not a plugin's."""
+    """A ``KeyboardInterrupt`` from the CLI's SIGINT handler: the user's, not a plugin's."""
 
 
 _marked = False
@@ -30,70 +124,254 @@ def is_plugin_failure(exc: BaseException) -> bool:
     """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate)."""
     if isinstance(exc, (Exception, SystemExit)):
         return True
-    return _marked and isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
+    return (
+        _marked and isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
+    )
 
 
 class PluginCall:
     """The outcome of a :func:`guarded` block: ``error`` holds the plugin's failure, or ``None``."""
 
-    __slots__ = ("error",)
-
-    def __init__(self) -> None:
-        self.error: BaseException | None = None
+    error: BaseException | None = None
 
 
 @contextlib.contextmanager
 def guarded(where: str) -> Iterator[PluginCall]:
-    """Run plugin code in the block; its failure is kept on the yielded :class:`PluginCall`, never raised.
-
-    The one guard around every call into plugin code (an entry point's import, ``activate()``, ``register()``, a
-    platform class's import or constructor, a hook being applied). What counts as the plugin's failure is
-    :func:`is_plugin_failure`'s rule; anything else (a user's Ctrl-C) propagates with a note naming ``where``.
-    """
+    """Run plugin code in the block; its failure is kept on the yielded :class:`PluginCall`, never
+    raised. Anything else (a user's Ctrl-C) propagates, noting ``where`` (the hook registry guards a
+    hook being applied with it too)."""
     call = PluginCall()
     try:
         yield call
     except BaseException as exc:
         if not is_plugin_failure(exc):
-            note_interrupt(exc, where)
+            # Python 3.11+ prints the notes; 3.10 keeps them readable on the same attribute.
+            note = f"(raised while the runtime was running {where})"
+            exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
             raise
         call.error = exc
+
+
+def safe_text(value: object, convert: Callable[[object], str] = str) -> str:
+    """``str(value)`` (or ``convert``), or a description of it when plugin code makes that raise."""
+    try:
+        return convert(value)
+    except Exception as exc:
+        return (
+            f"<{type(value).__name__} object; its {convert.__name__}() raised {type(exc).__name__}>"
+        )
 
 
 def describe_failure(exc: BaseException) -> str:
     """``Type: message``, with advice where the exception type itself is the mistake."""
     if isinstance(exc, SystemExit):
         return (
-            f"SystemExit({exc.code!r}): plugin code called sys.exit(); a plugin must raise an exception "
-            f"(or, in activate(), return None) instead of ending the process"
+            f"SystemExit({safe_text(exc.code, repr)}): plugin code called sys.exit(); a plugin "
+            f"must "
+            f"raise an exception (or, in activate(), return None) instead of ending the process"
         )
     if isinstance(exc, KeyboardInterrupt):
-        return "KeyboardInterrupt raised by the plugin's own code (not a Ctrl-C): a plugin must not raise it"
-    return f"{type(exc).__name__}: {exc}"
+        return (
+            "KeyboardInterrupt raised by the plugin's own code (not a Ctrl-C): it must not raise it"
+        )
+    return f"{type(exc).__name__}: {safe_text(exc)}"
 
 
 def plugin_traceback(exc: BaseException) -> str:
-    """The traceback of ``exc`` (with its causes) without the runtime's own frames: the plugin's lines only."""
+    """The traceback of ``exc`` (and its causes) without the runtime's frames: the plugin's
+    lines."""
     import traceback
 
     summary = traceback.TracebackException.from_exception(exc)
-    seen: set[int] = set()
     pending: list[traceback.TracebackException | None] = [summary]
-    while pending:  # the exception and its causes and contexts
+    seen: set[int] = set()
+    while pending:  # the exception, its causes and contexts
         part = pending.pop()
-        if part is None or id(part) in seen:
-            continue
-        seen.add(id(part))
-        kept = [frame for frame in part.stack if not frame.filename.startswith(_RUNTIME_DIR)]
-        part.stack = traceback.StackSummary.from_list(kept)
-        pending += [part.__cause__, part.__context__]
+        if part is not None and id(part) not in seen:
+            seen.add(id(part))
+            frames = [f for f in part.stack if not f.filename.startswith(_RUNTIME_DIR)]
+            part.stack = traceback.StackSummary.from_list(frames)
+            pending += [part.__cause__, part.__context__]
     return "".join(summary.format())
 
 
-def note_interrupt(exc: BaseException, where: str) -> None:
-    """Record on a propagating ``KeyboardInterrupt`` which plugin code it interrupted (Python 3.11+ notes)."""
-    note = f"(raised while the runtime was running {where})"
-    if sys.version_info >= (3, 11):
-        exc.add_note(note)
-    else:  # the same attribute, which Python 3.10 does not print but callers can read
-        exc.__notes__ = [*getattr(exc, "__notes__", ()), note]  # type: ignore[attr-defined]
+# ---------------------------------------------------------------- the registry, once imported
+
+
+class _Registry(Protocol):
+    def apply_hooks(self, strict: bool = False) -> None: ...
+    def discard_source(self, source: HookSource) -> int: ...
+    def failed_targets(self, distribution: str) -> list[str]: ...
+
+
+_active_registry: Callable[[], _Registry] | None = None
+_hooks_applied = False
+
+
+def attach_registry(active_registry: Callable[[], _Registry]) -> bool:
+    """Called by the hook registry when it is imported; whether ``load_plugins()`` already ran (the
+    registry then applies later registrations at once, as after its own ``apply_hooks()``)."""
+    global _active_registry
+    _active_registry = active_registry
+    return _hooks_applied
+
+
+def registry() -> _Registry | None:
+    """The active hook registry, once a plugin (or the host) imported it."""
+    return _active_registry() if _active_registry is not None else None
+
+
+def apply_hooks(strict: bool, *, loaded: bool) -> None:
+    """Apply the registered hooks; ``loaded``: after ``load_plugins()``, not after its startup phase
+    alone (the general plugins' hooks then still come in one batch)."""
+    global _hooks_applied
+    _hooks_applied = _hooks_applied or loaded
+    if (hooks := registry()) is not None:
+        hooks.apply_hooks(strict)
+
+
+def discard_hooks(ep: PluginEntryPoint) -> None:
+    """Drop the hooks ``ep``'s code registered (it failed, or is a platform that was not
+    selected)."""
+    if (hooks := registry()) is not None:
+        hooks.discard_source(HookSource(ep.name, ep.distribution))
+
+
+# ---------------------------------------------------------------- one thread at a time
+
+
+class Running:
+    """Plugin code a :class:`Gate`'s owner runs now."""
+
+    def __init__(self, ep: PluginEntryPoint, where: str) -> None:
+        self.ep, self.where = ep, where
+        #: Threads alive when it started: one born since then was started by that code.
+        self.threads = frozenset(threading.enumerate())
+        #: Set when the code re-entered the job it runs in (even if it caught the error).
+        self.reentered: PluginError | None = None
+
+
+class Gate:
+    """A once-per-process job that runs plugin code (a selection, a load): one thread does it,
+    others wait. Plugin code that re-enters its job is told apart: in the owner's thread, or in a
+    thread it started while the owner waits for that thread (a ``join``, a future's ``result()``): a
+    deadlock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.owner: threading.Thread | None = None
+        self.running: Running | None = None
+
+    def enter(self, refuse: Callable[["Gate"], PluginError]) -> bool:
+        """Own the gate (``True``), or ``False`` when this thread owns it already. A thread the
+        running code started raises ``refuse(self)`` when the owner waits in one of
+        :mod:`threading`'s waits: the owner's innermost frame, in threading's code, the same twice
+        50 ms apart."""
+        me, running, wait = threading.current_thread(), self.running, None
+        if self.owner is me:
+            return False
+        while not self.lock.acquire(timeout=0.05):
+            if running is not None and me not in running.threads and self.running is running:
+                seen, frame = wait, sys._current_frames().get(getattr(self.owner, "ident", 0) or 0)
+                wait = frame if frame and frame.f_code.co_filename == threading.__file__ else None
+                if wait is not None and wait is seen:
+                    raise self.refused(refuse(self))
+        self.owner = me
+        return True
+
+    def leave(self) -> None:
+        self.owner = None
+        self.lock.release()
+
+    def refused(self, error: PluginError) -> PluginError:
+        """``error``, remembered on the running code: a plugin that catches it is still reported."""
+        if self.running is not None:
+            self.running.reentered = error
+        return error
+
+
+# ---------------------------------------------------------------- the one function
+
+
+class Policy(NamedTuple):
+    """What a failure of plugin code means: whether it stops start-up, and how it is told."""
+
+    strict: bool
+    strict_env: str
+    required: str | None = None
+    """The distribution whose failure stops start-up: the selected platform's (SGLang's diffusion
+    loader's rule)."""
+    why: str = "the selected platform's distribution: the process cannot run without it"
+    level: int = logging.ERROR
+    fatal: tuple[type[BaseException], ...] = ()
+    """Errors that stop start-up as they are, whatever else the policy says."""
+
+
+def run_plugin_code(
+    ep: PluginEntryPoint,
+    action: Callable[[], object],
+    *,
+    step: str,
+    policy: Policy | None,
+    gate: Gate | None = None,
+    check: Callable[[object], str | None] | None = None,
+) -> tuple[object, PluginOutcome]:
+    """Run ``action``, one step of ``ep``'s code (``step``: ``"import"``, ``"activate()"``, ...),
+    with ``ep`` as the source of the hooks it registers; return its value and its outcome.
+
+    A failure (it raised, re-entered the job ``gate`` runs, or ``check`` says what is wrong with its
+    value) gives a ``failed-import`` / ``failed-call`` outcome and value ``None``; the plugin's
+    hooks are discarded; ``policy`` raises (:class:`~.errors.PluginLoadError`, or a ``fatal`` error
+    as it is) or logs. With ``policy=None`` (the host's own start-up runs it) the error is raised as
+    it is.
+    """
+    what = "the import" if step == "import" else step
+    where = f"{what} of plugin {ep.name!r} (distribution {ep.label})"
+    running, token = Running(ep, where), plugin_source.set(HookSource(ep.name, ep.distribution))
+    if gate is not None:
+        gate.running = running
+    start = time.perf_counter()
+    try:
+        with guarded(where) as call:
+            value = action()
+    finally:
+        seconds = time.perf_counter() - start
+        plugin_source.reset(token)
+        if gate is not None:
+            gate.running = None
+    error = running.reentered or call.error
+    reason = describe_failure(error) if error else check(value) if check else None
+    if reason is None:
+        return value, planned(ep, Status.LOADED, seconds=seconds)
+    if error is not None:
+        reason = f"import failed: {reason}" if step == "import" else f"{step} raised {reason}"
+    status = Status.FAILED_IMPORT if step == "import" else Status.FAILED_CALL
+    trace = plugin_traceback(error) if error else None
+    outcome = planned(ep, status, reason, seconds=seconds, traceback=trace)
+    discard_hooks(ep)
+    if policy is None and error is not None:
+        raise error
+    if policy is not None:
+        _fail(outcome, policy, error)
+    return None, outcome
+
+
+def _fail(outcome: PluginOutcome, policy: Policy, error: BaseException | None) -> None:
+    """Apply ``policy`` to a failed ``outcome``: raise, or log that it was skipped."""
+    plugin, distribution, version = outcome.plugin, outcome.distribution, outcome.version
+    message = f"Plugin {plugin!r} (distribution {distribution} {version}) failed: {outcome.reason}"
+    required = distribution == policy.required
+    if isinstance(error, policy.fatal) and isinstance(error, PluginError):
+        raised = error
+    elif required or policy.strict:
+        why = policy.why if required else f"{policy.strict_env}=1 makes it an error"
+        raised = PluginLoadError(f"{message} ({why})", plugin=plugin, distribution=distribution)
+    else:
+        trace = f"\n{outcome.traceback.rstrip()}" if outcome.traceback else ""
+        skipped = f"It was skipped; set {policy.strict_env}=1 to stop instead."
+        logger.log(policy.level, "%s. %s%s", message, skipped, trace)
+        return
+    raised.outcomes = (*raised.outcomes, outcome)
+    if raised is error:
+        raise error
+    raise raised from error

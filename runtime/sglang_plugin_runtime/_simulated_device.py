@@ -1,9 +1,10 @@
 """A simulated torch device module, so device code runs on machines without the hardware.
 
-``simulated_device("npu")`` installs a module as ``torch.npu`` (and in ``sys.modules["torch.npu"]``) that answers
-the questions platform code asks a device module (count, names, properties, memory, capability, seeding,
-synchronisation) from a small in-memory model, records every call, and puts back exactly what was there before
-when it stops. Use it as a context manager in tests, or ``start()``/``stop()`` from a command line tool.
+``simulated_device("npu")`` installs a module as ``torch.npu`` (and in ``sys.modules["torch.npu"]``)
+that answers the questions platform code asks a device module (count, names, properties, memory,
+capability, seeding, synchronisation) from a small in-memory model, records every call, and puts
+back exactly what was there before when it stops. Use it as a context manager in tests, or
+``start()``/``stop()`` from a command line tool.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ _PROTECTED_TYPES = frozenset({"cpu", "cuda", "meta"})
 _MISSING = object()
 _LOCK = threading.RLock()
 _ACTIVE: list[SimulatedDevice] = []
-#: The one line that installs the CPU build of torch (from PyPI, ``pip install torch`` pulls the multi-GB CUDA one).
+#: The one line that installs the CPU build of torch (from PyPI, ``pip install torch`` pulls the
+#: multi-GB CUDA one).
 TORCH_INSTALL = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
 
 
@@ -51,8 +53,9 @@ class SimulatedDeviceProperties:
 class SimulatedDevice:
     """A fake accelerator of type ``device_type``; inactive until started.
 
-    ``calls`` lists every call the device module received, in order. Memory is a per-device model: :meth:`allocate`
-    and :meth:`free` move ``memory_allocated``, the peak follows, and ``mem_get_info`` reports ``total - reserved``.
+    ``calls`` lists every call the device module received, in order. Memory is a per-device model:
+    :meth:`allocate` and :meth:`free` move ``memory_allocated``, the peak follows, and
+    ``mem_get_info`` reports ``total - reserved``.
     """
 
     def __init__(
@@ -68,22 +71,38 @@ class SimulatedDevice:
         privateuse1: bool = False,
     ) -> None:
         if not device_type.isidentifier():
-            raise ValueError(f"device_type must be an identifier such as 'npu', got {device_type!r}")
+            raise ValueError(
+                f"device_type must be an identifier such as 'npu', got {device_type!r}"
+            )
         if device_type in _PROTECTED_TYPES and not replace_existing:
-            refused = f"refusing to simulate {device_type!r}: it would hide torch's real torch.{device_type}"
+            refused = (
+                f"refusing to simulate {device_type!r}: it would hide torch's real "
+                f"torch.{device_type}"
+            )
             raise ValueError(f"{refused}; pass replace_existing=True if you mean it")
         if device_count < 1:
             raise ValueError(f"device_count must be at least 1, got {device_count}")
         if total_memory < 0:
             raise ValueError(f"total_memory must not be negative, got {total_memory}")
-        self.device_type, self.device_count, self.backend_module = device_type, device_count, backend_module
+        self.device_type, self.device_count, self.backend_module = (
+            device_type,
+            device_count,
+            backend_module,
+        )
         self.name = name if name is not None else f"Simulated {device_type.upper()}"
-        self.total_memory, self.capability = int(total_memory), (int(capability[0]), int(capability[1]))
+        self.total_memory, self.capability = (
+            int(total_memory),
+            (int(capability[0]), int(capability[1])),
+        )
         self.replace_existing, self.privateuse1 = replace_existing, privateuse1
         self.calls: list[SimulatedCall] = []
         self.current_index = 0
         self.seed: int | None = None
-        self._allocated, self._peak, self._reserved = [0] * device_count, [0] * device_count, [0] * device_count
+        self._allocated, self._peak, self._reserved = (
+            [0] * device_count,
+            [0] * device_count,
+            [0] * device_count,
+        )
         self.module = self._build_module()
         self.backend: types.ModuleType | None = None
         self._saved: list[tuple[MutableMapping[str, Any], str, Any]] = []
@@ -101,18 +120,31 @@ class SimulatedDevice:
             try:
                 torch: Any = importlib.import_module("torch")
             except ImportError as exc:
-                message = f"simulated_device() needs real torch to attach a device module to: {TORCH_INSTALL}"
+                message = (
+                    f"simulated_device() needs real torch to attach a device module to: "
+                    f"{TORCH_INSTALL}"
+                )
                 raise RuntimeError(message) from exc
             existing = torch.__dict__.get(self.device_type, _MISSING)
-            if existing is not _MISSING and not self.replace_existing and not getattr(existing, "__simulated__", False):
-                how = "refusing to replace a real device module: pass replace_existing=True if you mean it"
+            if (
+                existing is not _MISSING
+                and not self.replace_existing
+                and not getattr(existing, "__simulated__", False)
+            ):
+                how = (
+                    "refusing to replace a real device module: pass replace_existing=True if you "
+                    "mean it"
+                )
                 raise ValueError(f"torch.{self.device_type} already exists ({existing!r}); {how}")
             if self.privateuse1 and torch._C._get_privateuse1_backend_name() != self.device_type:
                 current = torch._C._get_privateuse1_backend_name()
                 if current != "privateuseone":
-                    named = f"torch's PrivateUse1 backend is already named {current!r} in this process"
+                    named = (
+                        f"torch's PrivateUse1 backend is already named {current!r} in this process"
+                    )
                     raise RuntimeError(f"{named}; it cannot be renamed to {self.device_type!r}")
-                torch.utils.rename_privateuse1_backend(self.device_type)  # for good: torch allows one rename only
+                # for good: torch allows one rename only
+                torch.utils.rename_privateuse1_backend(self.device_type)
             self._swap(torch.__dict__, self.device_type, self.module)
             self._swap(sys.modules, f"torch.{self.device_type}", self.module)
             if self.backend_module:
@@ -122,13 +154,15 @@ class SimulatedDevice:
         return self
 
     def _install_backend(self, name: str) -> types.ModuleType:
-        """The fake backend package ``name`` (and, for a dotted name such as ``habana_frameworks.torch``, each
-        parent package not imported yet), carrying the device module as an attribute and a submodule."""
+        """The fake backend package ``name`` (and, for a dotted name such as
+        ``habana_frameworks.torch``, each parent package not imported yet), carrying the device
+        module as an attribute and a submodule."""
         simulated = {"__version__": "0.0.0+simulated", "__simulated__": True, "__path__": []}
         backend = types.ModuleType(name, f"Simulated {name} backend package.")
         backend.__dict__.update(simulated, **{self.device_type: self.module})
         child, child_name = backend, name
-        while "." in child_name:  # parents first hold their child, as the import system would leave them
+        # parents first hold their child, as the import system would leave them
+        while "." in child_name:
             parent_name, _, attribute = child_name.rpartition(".")
             parent = sys.modules.get(parent_name)
             if parent is None:
@@ -142,7 +176,8 @@ class SimulatedDevice:
         return backend
 
     def stop(self) -> None:
-        """Put back exactly what ``start()`` replaced; stops must mirror starts (last in, first out)."""
+        """Put back exactly what ``start()`` replaced; stops must mirror starts (last in, first
+        out)."""
         with _LOCK:
             if not self.active:
                 return
@@ -166,8 +201,8 @@ class SimulatedDevice:
 
     def __repr__(self) -> str:
         return (
-            f"SimulatedDevice(device_type={self.device_type!r}, device_count={self.device_count}, name={self.name!r}, "
-            f"{'active' if self.active else 'inactive'})"
+            f"SimulatedDevice(device_type={self.device_type!r}, device_count={self.device_count}, "
+            f"name={self.name!r}, {'active' if self.active else 'inactive'})"
         )
 
     def called(self, name: str) -> bool:
@@ -193,7 +228,8 @@ class SimulatedDevice:
         mapping[key] = value
 
     def _index(self, device: Any) -> int:
-        """The device index ``device`` (``None``, an int, ``"npu:1"`` or a ``torch.device``) names, checked."""
+        """The device index ``device`` (``None``, an int, ``"npu:1"`` or a ``torch.device``) names,
+        checked."""
         kind, index = self.device_type, device
         if isinstance(device, str):
             kind, _, rest = device.partition(":")
@@ -218,9 +254,11 @@ class SimulatedDevice:
         self._peak[i] = self._allocated[i]
 
     def _build_module(self) -> types.ModuleType:
-        """The device module: what each function of ``torch.<device_type>`` answers, every call recorded."""
+        """The device module: what each function of ``torch.<device_type>`` answers, every call
+        recorded."""
 
-        def per_device(answer: Callable[[int], Any]) -> Callable[..., Any]:  # the device argument checked first
+        # the device argument checked first
+        def per_device(answer: Callable[[int], Any]) -> Callable[..., Any]:
             return lambda device=None: answer(self._index(device))
 
         api: dict[str, Callable[..., Any]] = {
@@ -232,20 +270,29 @@ class SimulatedDevice:
             "get_device_name": per_device(lambda i: self.name),
             "get_device_properties": per_device(self._properties),
             "get_device_capability": per_device(lambda i: self.capability),
-            "mem_get_info": per_device(lambda i: (self.total_memory - self._reserved[i], self.total_memory)),
+            "mem_get_info": per_device(
+                lambda i: (self.total_memory - self._reserved[i], self.total_memory)
+            ),
             "memory_allocated": per_device(lambda i: self._allocated[i]),
             "max_memory_allocated": per_device(lambda i: self._peak[i]),
-            **dict.fromkeys(("memory_reserved", "max_memory_reserved"), per_device(lambda i: self._reserved[i])),
+            **dict.fromkeys(
+                ("memory_reserved", "max_memory_reserved"), per_device(lambda i: self._reserved[i])
+            ),
             "reset_peak_memory_stats": per_device(self._reset_peak),
             "empty_cache": lambda: setattr(self, "_reserved", list(self._allocated)),
             "synchronize": per_device(lambda i: None),
-            **dict.fromkeys(("manual_seed", "manual_seed_all"), lambda seed: setattr(self, "seed", int(seed))),
+            **dict.fromkeys(
+                ("manual_seed", "manual_seed_all"), lambda seed: setattr(self, "seed", int(seed))
+            ),
         }
-        module = types.ModuleType(f"torch.{self.device_type}", f"Simulated torch.{self.device_type} device module.")
+        module = types.ModuleType(
+            f"torch.{self.device_type}", f"Simulated torch.{self.device_type} device module."
+        )
         for name, answer in api.items():
             setattr(module, name, self._recorded(name, answer))
-        # torch.manual_seed() seeds a privateuse1 backend only when its module offers this (and manual_seed_all); a
-        # simulated device is never in a bad fork. Not recorded: torch calls it itself.
+        # torch.manual_seed() seeds a privateuse1 backend only when its module offers this (and
+        # manual_seed_all); a simulated device is never in a bad fork. Not recorded: torch calls it
+        # itself.
         module.__dict__.update(_is_in_bad_fork=lambda: False, __simulated__=True)
         return module
 
@@ -263,13 +310,16 @@ def _clear_device_module_cache(torch: Any) -> None:
     getattr(getattr(torch, "get_device_module", None), "cache_clear", lambda: None)()
 
 
-#: ``simulated_device("npu", device_count=2, backend_module="torch_npu")``: the factory (the kit's, ``--simulate``'s)
-#: is the class; ``privateuse1=True`` renames torch's PrivateUse1 backend to the device type so
-#: ``torch.device("npu")`` parses (torch allows that once per process, and it is not undone on exit).
+#: ``simulated_device("npu", device_count=2, backend_module="torch_npu")``: the factory (the kit's,
+#: ``--simulate``'s) is the class; ``privateuse1=True`` renames torch's PrivateUse1 backend to the
+#: device type so ``torch.device("npu")`` parses (torch allows that once per process, and it is not
+#: undone on exit).
 simulated_device = SimulatedDevice
 
 
 def active_simulated_device(device_type: str | None = None) -> SimulatedDevice | None:
     """The most recently started simulation (of ``device_type``, when given), or ``None``."""
     with _LOCK:
-        return next((sim for sim in reversed(_ACTIVE) if device_type in (None, sim.device_type)), None)
+        return next(
+            (sim for sim in reversed(_ACTIVE) if device_type in (None, sim.device_type)), None
+        )

@@ -1,17 +1,20 @@
 """Plugin consistency across the ranks of a ``torch.distributed`` job.
 
-Every rank of a job discovers and loads plugins on its own. A node with another plugin version, another
-``SGLANG_PLUGINS`` or a platform plugin that did not activate there runs different code than its peers: different
-kernels or numerics per rank, or a collective that never matches and hangs. :func:`check_plugin_consistency`, called
-once after the process group exists, compares the ranks' plugin fingerprints and raises on every rank alike when
-they differ, naming the ranks, their hosts and each item that differs.
+Every rank of a job discovers and loads plugins on its own. A node with another plugin version,
+another ``SGLANG_PLUGINS`` or a platform plugin that did not activate there runs different code than
+its peers: different kernels or numerics per rank, or a collective that never matches and hangs.
+:func:`check_plugin_consistency`, called once after the process group exists, compares the ranks'
+plugin fingerprints and raises on every rank alike when they differ, naming the ranks, their hosts
+and each item that differs.
 
-``SGLANG_PLUGINS_CONSISTENCY`` (read on each call): ``error`` (default) raises :class:`PluginConsistencyError` on
-errors and logs warnings; ``warn`` logs both and returns; ``off`` returns at once without communicating, so it must
-be set for every rank (as launchers pass their environment to all ranks), or the others wait in the collective.
+``SGLANG_PLUGINS_CONSISTENCY`` (read on each call): ``error`` (default) raises
+:class:`PluginConsistencyError` on errors and logs warnings; ``warn`` logs both and returns; ``off``
+returns at once without communicating, so it must be set for every rank (as launchers pass their
+environment to all ranks), or the others wait in the collective.
 
-Importing this module does not import torch; calling :func:`check_plugin_consistency` does. What ranks that agree
-need is here; comparing and reporting fingerprints that differ is in :mod:`._consistency`, imported only then.
+Importing this module does not import torch; calling :func:`check_plugin_consistency` does. What
+ranks that agree need is here; comparing and reporting fingerprints that differ is in
+:mod:`._consistency`, imported only then.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ import os
 import socket
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._fingerprint import FORMAT, PluginFingerprint, build_fingerprint, digest_of
+from ._fingerprint import FORMAT, PluginFingerprint, digest_of, plugin_fingerprint
 from ._lazy_exports import lazy_exports
 from ._namespace import SRT, PluginNamespace, get_namespace
 from .errors import PluginConsistencyError
@@ -54,13 +57,15 @@ CONSISTENCY_ENV = "SGLANG_PLUGINS_CONSISTENCY"
 MODES = ("error", "warn", "off")
 _MODE_CODES = {"warn": 1, "error": 2}
 
-#: What every rank sends first: its fingerprint's sha256, its mode, whether building the fingerprint failed, and
-#: the length of its full payload.
+#: What every rank sends first: its fingerprint's sha256, its mode, whether building the fingerprint
+#: failed, and the length of its full payload.
 _HEAD = struct.Struct(">32sB?I")
 
 # The records of a disagreement, from the module that builds them (imported on first use).
 __getattr__ = lazy_exports(
-    __name__, globals(), dict.fromkeys(("Difference", "RankGroup", "Variant"), f"{__package__}._consistency")
+    __name__,
+    globals(),
+    dict.fromkeys(("Difference", "RankGroup", "Variant"), f"{__package__}._consistency"),
 )
 
 
@@ -72,11 +77,13 @@ class ConsistencyResult:
     fingerprint: PluginFingerprint
     #: Ranks in the group.
     world_size: int
-    #: The mode that applied: the strictest of the ranks' ``SGLANG_PLUGINS_CONSISTENCY``, so all ranks act alike.
+    #: The mode that applied: the strictest of the ranks' ``SGLANG_PLUGINS_CONSISTENCY``, so all
+    #: ranks act alike.
     mode: str
     #: Empty when every rank agrees; else warnings (and, in ``warn`` mode, errors) that were logged.
     differences: tuple[Difference, ...] = ()
-    #: Ranks grouped by identical fingerprint; filled only when they differ (the hosts are exchanged only then).
+    #: Ranks grouped by identical fingerprint; filled only when they differ (the hosts are exchanged
+    #: only then).
     groups: tuple[RankGroup, ...] = ()
 
     @property
@@ -87,22 +94,20 @@ class ConsistencyResult:
 def consistency_mode() -> str:
     """``SGLANG_PLUGINS_CONSISTENCY`` as one of ``error``, ``warn``, ``off``.
 
-    An unknown value counts as ``error`` (with a warning): a typo must not switch the check off on one rank only.
+    An unknown value counts as ``error`` (with a warning): a typo must not switch the check off on
+    one rank only.
     """
     raw = os.environ.get(CONSISTENCY_ENV, "").strip().lower()
     if raw in MODES:
         return raw
     if raw:
-        logger.warning("%s=%r is not one of %s; checking in 'error' mode.", CONSISTENCY_ENV, raw, ", ".join(MODES))
+        logger.warning(
+            "%s=%r is not one of %s; checking in 'error' mode.",
+            CONSISTENCY_ENV,
+            raw,
+            ", ".join(MODES),
+        )
     return "error"
-
-
-def plugin_fingerprint(namespace: str | PluginNamespace = SRT) -> PluginFingerprint:
-    """This process's plugin fingerprint (``.digest``, ``.to_dict()``): what :func:`check_plugin_consistency` sends.
-
-    Resolves the current platform if nothing has yet; records a failed selection instead of raising.
-    """
-    return build_fingerprint(get_namespace(namespace))
 
 
 def check_plugin_consistency(
@@ -110,10 +115,11 @@ def check_plugin_consistency(
 ) -> ConsistencyResult | None:
     """Check that every rank of ``group`` (default: the whole world) runs the same plugins.
 
-    Call it on every rank of ``group``, after ``load_plugins()`` and after the process group exists. Any backend
-    works; a CPU (``gloo``) group costs no device memory. When all ranks agree it costs one all-gather of 38 bytes
-    per rank; otherwise a second all-gather exchanges the full fingerprints and host names, and every rank raises
-    :class:`PluginConsistencyError` (or, in ``warn`` mode, logs) with the same report. Returns ``None`` when
+    Call it on every rank of ``group``, after ``load_plugins()`` and after the process group exists.
+    Any backend works; a CPU (``gloo``) group costs no device memory. When all ranks agree it costs
+    one all-gather of 38 bytes per rank; otherwise a second all-gather exchanges the full
+    fingerprints and host names, and every rank raises :class:`PluginConsistencyError` (or, in
+    ``warn`` mode, logs) with the same report. Returns ``None`` when
     ``SGLANG_PLUGINS_CONSISTENCY=off``.
 
     Raises ``RuntimeError`` when no process group is initialised.
@@ -122,85 +128,75 @@ def check_plugin_consistency(
     if mode == "off":
         logger.info("%s=off: plugin consistency across ranks is not checked.", CONSISTENCY_ENV)
         return None
-    ns = get_namespace(namespace)
-    exchange = _Exchange(group)
-    world = exchange.world_size
-    fingerprint: PluginFingerprint | None = None
-    failure: str | None = None
+    import torch.distributed as dist
+
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError(
+            "check_plugin_consistency() needs an initialised torch.distributed process group: call "
+            "it after torch.distributed.init_process_group() (in SGLang: after "
+            "init_distributed_environment())."
+        )
+    ns, world, rank = get_namespace(namespace), dist.get_world_size(group), dist.get_rank()
+    fingerprint, failure = None, None
     try:
         fingerprint = plugin_fingerprint(ns)
         data = fingerprint.to_dict()
-    except Exception as exc:  # a bug here must not keep this rank out of the collective its peers wait in
+    # a bug here must not keep this rank out of the collective its peers wait in
+    except Exception as exc:
         if world == 1:
             raise
         logger.exception("Building this rank's plugin fingerprint failed")
-        failure = f"{type(exc).__name__}: {exc}"
-        data = {"format": FORMAT, "namespace": ns.name, "build_error": type(exc).__name__}
+        failure, data = (
+            f"{type(exc).__name__}: {exc}",
+            {"format": FORMAT, "build_error": type(exc).__name__},
+        )
     if fingerprint is not None and world == 1:
         return ConsistencyResult(fingerprint, 1, mode)
-    digest = digest_of(data)
+    digest, host = digest_of(data), socket.gethostname()
     payload = json.dumps(
-        {"rank": exchange.rank, "host": socket.gethostname(), "fingerprint": data, "failure": failure}, sort_keys=True
-    ).encode("utf-8")
+        {"rank": rank, "host": host, "fingerprint": data, "failure": failure}
+    ).encode()
     head = _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], failure is not None, len(payload))
-    heads = [_HEAD.unpack(raw) for raw in exchange.all_gather(head, _HEAD.size)]
-    # Every rank decides from the same gathered bytes, so all raise or all return; the strictest mode applies.
+    heads = [_HEAD.unpack(raw) for raw in _all_gather(group, head, _HEAD.size)]
+    # Every rank decides from the same gathered bytes, so all raise or all return; the strictest
+    # mode applies.
     effective = "error" if any(code == _MODE_CODES["error"] for _, code, _, _ in heads) else "warn"
     if len({d for d, _, _, _ in heads}) == 1 and not any(failed for _, _, failed, _ in heads):
         assert fingerprint is not None
         logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], world)
         return ConsistencyResult(fingerprint, world, effective)
-    gathered = exchange.all_gather(payload, max(length for _, _, _, length in heads))
-    entries = [json.loads(raw[:length].decode("utf-8")) for raw, (*_, length) in zip(gathered, heads, strict=True)]
+    gathered = _all_gather(group, payload, max(length for *_, length in heads))
+    entries = [json.loads(raw[:length]) for raw, (*_, length) in zip(gathered, heads, strict=True)]
     from ._consistency import judge
 
-    differences, groups = judge(ns, exchange.rank, world, entries, effective, logger)  # raises, or logs
+    differences, groups = judge(ns, rank, world, entries, effective, logger)  # raises, or logs
     assert fingerprint is not None  # a failed build on any rank made judge() raise
     return ConsistencyResult(fingerprint, world, effective, differences, groups)
 
 
-class _Exchange:
-    """Byte strings all-gathered over one process group, as ``uint8`` tensors (torch is imported here)."""
+def _all_gather(group: ProcessGroup | None, data: bytes, size: int) -> list[bytes]:
+    """Every rank's ``data``, padded to ``size`` bytes, in group order: one collective, as ``uint8``
+    tensors on the device ``torch.distributed.all_gather_object`` would use (CPU for a CPU backend).
+    ``all_gather_object`` itself pickles, and torch 2.13 decodes it through numpy."""
+    import torch
+    import torch.distributed as dist
 
-    def __init__(self, group: ProcessGroup | None) -> None:
-        import torch
-        import torch.distributed as dist
-
-        if not dist.is_available() or not dist.is_initialized():
-            raise RuntimeError(
-                "check_plugin_consistency() needs an initialised torch.distributed process group: call it after "
-                "torch.distributed.init_process_group() (in SGLang: after init_distributed_environment())."
-            )
-        self._torch, self._dist, self._group = torch, dist, group
-        self.world_size: int = dist.get_world_size(group)
-        #: The global rank: what torchrun and SGLang's logs call a rank, whatever the group.
-        self.rank: int = dist.get_rank()
-        self._device: Any = None
-
-    def all_gather(self, data: bytes, size: int) -> list[bytes]:
-        """Every rank's ``data``, padded to ``size`` bytes, in group order; one collective."""
-        torch = self._torch
-        if self._device is None:
-            self._device = self._collective_device()
-        buffer = bytearray(size)
-        buffer[: len(data)] = data
-        tensor = torch.frombuffer(buffer, dtype=torch.uint8).to(self._device)
-        gathered = [torch.empty(size, dtype=torch.uint8, device=self._device) for _ in range(self.world_size)]
-        self._dist.all_gather(gathered, tensor, group=self._group)
-        return [bytes(t.cpu().tolist()) for t in gathered]
-
-    def _collective_device(self) -> Any:
-        """CPU when the group has a CPU backend, else the group's device type at its current index.
-
-        The rule ``torch.distributed.all_gather_object`` follows (with torch's helper for it, where this torch has
-        one). ``all_gather_object`` itself is not used: it pickles, and torch 2.13 decodes it through numpy.
-        """
-        torch = self._torch
-        finder = getattr(self._dist.distributed_c10d, "_get_object_coll_device", None)
-        try:
-            device_type = finder(self._group) if finder is not None else "cpu"
-        except Exception:
-            device_type = "cpu"
-        if device_type == "cpu":
-            return torch.device("cpu")
-        return torch.device(device_type, torch.get_device_module(device_type).current_device())
+    finder = getattr(dist.distributed_c10d, "_get_object_coll_device", None)
+    try:
+        kind = finder(group) if finder is not None else "cpu"
+    except Exception:
+        kind = "cpu"
+    device = (
+        torch.device(kind, torch.get_device_module(kind).current_device())
+        if kind != "cpu"
+        else "cpu"
+    )
+    buffer = bytearray(size)
+    buffer[: len(data)] = data
+    tensor = torch.frombuffer(buffer, dtype=torch.uint8).to(device)
+    gathered = [
+        torch.empty(size, dtype=torch.uint8, device=device)
+        for _ in range(dist.get_world_size(group))
+    ]
+    dist.all_gather(gathered, tensor, group=group)
+    return [bytes(t.cpu().tolist()) for t in gathered]

@@ -1,4 +1,5 @@
-"""The errors the runtime raises. All are ``RuntimeError`` subclasses, as SGLang raises ``RuntimeError``."""
+"""The errors the runtime raises. All are ``RuntimeError`` subclasses, as SGLang raises
+``RuntimeError``."""
 
 from __future__ import annotations
 
@@ -6,16 +7,19 @@ from typing import Any
 
 
 class PluginError(RuntimeError):
-    """A plugin could not be used; the message names the plugin and its distribution and says how to fix it."""
+    """A plugin could not be used; the message names the plugin and its distribution and says how to
+    fix it."""
 
     def __init__(
-        self, message: str, *, plugin: str | None = None, dist: str | None = None, activations: tuple[Any, ...] = ()
+        self, message: str, *, plugin: str | None = None, distribution: str | None = None
     ) -> None:
         super().__init__(message)
         self.plugin = plugin
-        self.dist = dist
-        #: The ``activate()`` outcomes (``Activation`` records) that led to a selection error, for diagnostics.
-        self.activations = activations
+        self.distribution = distribution
+        #: The outcomes of plugin code (``PluginOutcome`` records) that led to the error, for
+        #: diagnostics: a failed plugin's, and for a selection error every ``activate()`` outcome so
+        #: far.
+        self.outcomes: tuple[Any, ...] = ()
 
 
 class PlatformNotFoundError(PluginError, ValueError):
@@ -52,20 +56,32 @@ class InvalidPlatformError(PluginError, TypeError):
 class ReentrantSelectionError(PluginError):
     """A platform plugin read ``current_platform`` while that platform was being selected.
 
-    Selection cannot depend on its own result: the plugin's import or ``activate()`` (or the platform class's
-    constructor) must probe the hardware directly instead.
+    Selection cannot depend on its own result: the plugin's import or ``activate()`` (or the
+    platform class's constructor) must probe the hardware directly instead.
     """
+
+
+class ReentrantLoadError(PluginError):
+    """A plugin's code waited for a thread that called ``load_plugins()`` while that load ran the
+    plugin: waiting would never end, so the thread gets this error and the plugin fails."""
 
 
 class PluginConsistencyError(RuntimeError):
-    """The ranks of a ``torch.distributed`` job do not run the same plugins; raised on every rank alike.
+    """The ranks of a ``torch.distributed`` job do not run the same plugins; raised on every rank
+    alike.
 
-    The message names the ranks and hosts that differ and each item that differs. ``differences`` holds them as
-    data (``Difference`` records, errors first), ``groups`` the ranks grouped by identical fingerprint.
+    The message names the ranks and hosts that differ and each item that differs. ``differences``
+    holds them as data (``Difference`` records, errors first), ``groups`` the ranks grouped by
+    identical fingerprint.
     """
 
     def __init__(
-        self, message: str, *, differences: tuple[Any, ...] = (), groups: tuple[Any, ...] = (), namespace: str = "srt"
+        self,
+        message: str,
+        *,
+        differences: tuple[Any, ...] = (),
+        groups: tuple[Any, ...] = (),
+        namespace: str = "srt",
     ) -> None:
         super().__init__(message)
         self.differences = differences

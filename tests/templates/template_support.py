@@ -36,6 +36,7 @@ PLATFORM_REALISTIC = {
     "backend_module": "torch_npu",
     "distributed_backend": "hccl",
     "with_mm_platform": True,
+    "with_startup_plugin": True,
     "description": "Runs SGLang on Acme NPU accelerators",
     "author_name": "Acme Devices GmbH",
     "author_email": "oss@acme.example",

@@ -167,6 +167,8 @@ def test_entry_points_name_the_plugin_function(case: tuple[dict[str, Any], Path]
         mm = entry_points.get("sglang.multimodal_gen.platforms")
         with_mm = recorded.get("with_mm_platform", False)  # not asked with host_api=sglang
         assert mm == ({name: f"{package}:activate_mm"} if with_mm else None)
+        startup = entry_points.get("sglang.srt.startup_plugins")
+        assert startup == ({name: f"{package}.startup:register"} if recorded["with_startup_plugin"] else None)
     else:
         assert entry_points == {"sglang.srt.plugins": {name: f"{package}:register"}}
 
@@ -325,6 +327,14 @@ def test_platform_with_diffusion_keeps_it_in_its_own_module(render: Render) -> N
     assert 'MM_PLATFORM_CLASS = "sglang_mydevice_platform.diffusion.MydeviceMMPlatform"' in (
         package / "__init__.py"
     ).read_text(encoding="utf-8")
+
+
+def test_a_startup_plugin_is_generated_only_when_asked(render: Render) -> None:
+    default = _RENDERED.get("platform-defaults") or render(**CASES["platform-defaults"])
+    realistic = _RENDERED.get("platform-realistic") or render(**CASES["platform-realistic"])
+    assert not list(default.rglob("startup.py")) and not list(default.rglob("test_startup.py"))
+    assert (realistic / "acme_sglang_npu" / "startup.py").is_file()
+    assert (realistic / "tests" / "test_startup.py").is_file()
 
 
 def test_diffusion_platform_is_off_by_default(render: Render) -> None:

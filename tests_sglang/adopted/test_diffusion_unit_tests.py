@@ -129,7 +129,7 @@ def discover(*eps, selected="vendor-pkg"):
         return plugins._discover()
 
 def sources(target):
-    return [[h.plugin, h.dist] for r in HookRegistry.describe(target) for h in r.hooks]
+    return [[h.plugin, h.distribution] for r in HookRegistry.describe(target) for h in r.hooks]
 """
 
 
@@ -215,7 +215,7 @@ try:
 finally:
     _current_plugin_source.reset(token)
 report([plugins.HookRegistry is SrtHookRegistry,
-        [[h.plugin, h.dist] for r in SrtHookRegistry.describe("twin_module.target") for h in r.hooks]])
+        [[h.plugin, h.distribution] for r in SrtHookRegistry.describe("twin_module.target") for h in r.hooks]])
 """
     )
     assert out.result == [True, [["vendor", "vendor-pkg"]]]

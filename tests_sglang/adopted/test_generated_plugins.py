@@ -43,7 +43,7 @@ report({{
     "total_memory": p.get_device_total_memory(0),
     "rule": selection.rule,
     "plugin": selection.plugin,
-    "distribution": selection.dist_name,
+    "distribution": selection.distribution,
 }})
 """
 
@@ -224,6 +224,7 @@ def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it
         timeout=300,
         check=False,
     )
+    assert completed.stdout, completed.stderr[-4000:]
     report = json.loads(completed.stdout)
     # Every package hooks the same SGLang targets (several class REPLACEs on one: warnings), whose modules this venv
     # cannot all import (--import-targets would say so): each is found, so it waits for its import (information).

@@ -70,6 +70,7 @@ def test_the_key_names_are_reexported() -> None:
         """
         from sglang.srt.plugins import (
             load_plugins, load_plugins_by_group, PLATFORM_PLUGINS_GROUP, GENERAL_PLUGINS_GROUP,
+            load_startup_plugins, STARTUP_PLUGINS_GROUP,
         )
         from sglang.srt.plugins.hook_registry import (
             HookRegistry, HookType, HookSource, plugin_hook, _current_plugin_source,
@@ -80,17 +81,18 @@ def test_the_key_names_are_reexported() -> None:
         import sglang_plugin_runtime.platforms as rpl
         report({
             "load_plugins": load_plugins is rp.load_plugins,
+            "load_startup_plugins": load_startup_plugins is rp.load_startup_plugins,
             "HookRegistry": HookRegistry is rh.HookRegistry,
             "contextvar": _current_plugin_source is rh._current_plugin_source,
             "SRTPlatform": SRTPlatform is rpl.SRTPlatform,
             "DeviceMixin": DeviceMixin is rpl.DeviceMixin,
             "PlatformEnum": PlatformEnum is rpl.PlatformEnum,
-            "groups": [PLATFORM_PLUGINS_GROUP, GENERAL_PLUGINS_GROUP],
+            "groups": [PLATFORM_PLUGINS_GROUP, GENERAL_PLUGINS_GROUP, STARTUP_PLUGINS_GROUP],
         })
         """
     )
     groups = out.result.pop("groups")
-    assert groups == ["sglang.srt.platforms", "sglang.srt.plugins"]
+    assert groups == ["sglang.srt.platforms", "sglang.srt.plugins", "sglang.srt.startup_plugins"]
     assert all(out.result.values()), out.result
 
 

@@ -4,7 +4,8 @@ Exit statuses (stable, documented in docs/cli.md):
 
 - 0: no problem found (warnings allowed unless ``--strict``)
 - 1: problems found (an error, or with ``--strict`` any warning)
-- 2: usage error, or the check could not run (bad arguments, unknown namespace, ``--simulate`` without torch)
+- 2: usage error, or the check could not run (bad arguments, unknown namespace, ``--simulate``
+  without torch)
 - 3: a bug in sglang-plugins itself (the message says where to report it)
 
 Expected failures never print a traceback; ``-v`` adds the runtime's log lines on stderr.
@@ -29,9 +30,16 @@ __all__ = ["main"]
 
 logger = logging.getLogger(__name__)
 EXIT_USAGE, EXIT_INTERNAL = 2, 3
-EXIT_BROKEN_PIPE = 128 + 13  # SIGPIPE's number on every POSIX system: what a shell shows for `yes | head`
-_EXIT_STATUSES = "Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not run, 3 internal error."
-_RUN = "run COMMAND (e.g. python -m sglang.launch_server ...) with this runtime as a released SGLang's plugin layer"
+#: SIGPIPE's number is 13 on every POSIX system: what a shell shows for ``yes | head``.
+EXIT_BROKEN_PIPE = 128 + 13
+_EXIT_STATUSES = (
+    "Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not run, 3 "
+    "internal error."
+)
+_RUN = (
+    "run COMMAND (e.g. python -m sglang.launch_server ...) with this runtime as a released "
+    "SGLang's plugin layer"
+)
 
 
 class _UsageError(Exception):
@@ -39,7 +47,8 @@ class _UsageError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # argparse would call sys.exit(2) itself; let main() decide
+    # argparse would call sys.exit(2) itself; let main() decide
+    def error(self, message: str) -> Any:
         raise _UsageError(f"{self.prog}: {message}\nRun '{self.prog} --help' for the options.")
 
 
@@ -48,27 +57,67 @@ def _parser() -> argparse.ArgumentParser:
 
     common = _Parser(add_help=False)
     add = common.add_argument
-    add("--namespace", "-n", default="srt", choices=[n.name for n in known_namespaces()], help="(default srt)")
-    add("--json", action="store_true", help="print one JSON document (its schema: 'sglang-plugins schema')")
-    add("--strict", action="store_true", help="warnings fail too; doctor also runs the conformance check")
+    add(
+        "--namespace",
+        "-n",
+        default="srt",
+        choices=[n.name for n in known_namespaces()],
+        help="(default srt)",
+    )
+    add(
+        "--json",
+        action="store_true",
+        help="print one JSON document (its schema: 'sglang-plugins schema')",
+    )
+    add(
+        "--strict",
+        action="store_true",
+        help="warnings fail too; doctor also runs the conformance check",
+    )
     add("--verbose", "-v", action="count", default=0, help="log to stderr (-v INFO, -vv DEBUG)")
-    add("--simulate", metavar="DEVICE_TYPE", help="run on a simulated torch.DEVICE_TYPE (needs torch)")
+    add(
+        "--simulate",
+        metavar="DEVICE_TYPE",
+        help="run on a simulated torch.DEVICE_TYPE (needs torch)",
+    )
     add("--simulate-backend", metavar="MODULE", help="also a fake vendor module (e.g. torch_npu)")
     add("--simulate-count", metavar="N", type=int, help="simulated device count (default 1)")
-    parser = _Parser(prog="sglang-plugins", description=__doc__.split("\n")[0].strip("`"), epilog=_EXIT_STATUSES)
+    parser = _Parser(
+        prog="sglang-plugins", description=__doc__.split("\n")[0].strip("`"), epilog=_EXIT_STATUSES
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    commands.add_parser("list", parents=[common], help="what is installed and what the environment does with it")
-    doctor = commands.add_parser("doctor", parents=[common], help="select, load_plugins() here; report every step")
-    explain = commands.add_parser("explain", parents=[common], help="the hooks on one target, in the order they run")
-    explain.add_argument("target", metavar="TARGET", help="pkg.mod.func, pkg.mod.Class.method or pkg.mod:Class.method")
+    commands.add_parser(
+        "list", parents=[common], help="what is installed and what the environment does with it"
+    )
+    doctor = commands.add_parser(
+        "doctor", parents=[common], help="select, load_plugins() here; report every step"
+    )
+    explain = commands.add_parser(
+        "explain", parents=[common], help="the hooks on one target, in the order they run"
+    )
+    explain.add_argument(
+        "target",
+        metavar="TARGET",
+        help="pkg.mod.func, pkg.mod.Class.method or pkg.mod:Class.method",
+    )
     for command in (doctor, explain):
-        command.add_argument("--import-targets", action="store_true", help="import hooked modules: hooks apply now")
-    fingerprint = commands.add_parser("fingerprint", parents=[common], help="this node's plugin fingerprint")
-    fingerprint.add_argument("--compare", metavar="FILE|DIGEST", help="another node's 'fingerprint --json' file")
+        command.add_argument(
+            "--import-targets", action="store_true", help="import hooked modules: hooks apply now"
+        )
+    fingerprint = commands.add_parser(
+        "fingerprint", parents=[common], help="this node's plugin fingerprint"
+    )
+    fingerprint.add_argument(
+        "--compare", metavar="FILE|DIGEST", help="another node's 'fingerprint --json' file"
+    )
     commands.add_parser("schema", help="print the JSON schema of --json output")
-    run = commands.add_parser("run", help=_RUN, description=_RUN, usage="%(prog)s [--] COMMAND [ARG ...]")
-    run.add_argument("argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command and its arguments")
+    run = commands.add_parser(
+        "run", help=_RUN, description=_RUN, usage="%(prog)s [--] COMMAND [ARG ...]"
+    )
+    run.add_argument(
+        "argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command and its arguments"
+    )
     return parser
 
 
@@ -83,20 +132,23 @@ def _report(args: argparse.Namespace) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _plugins_running(for_good: bool) -> Iterator[list[str]]:
-    """The block runs plugins in this process: whatever they print (from Python, or from native code on file
-    descriptor 1) goes to standard error, and what the block puts in the yielded list is then written to the real
-    stdout, escaping what its encoding cannot show. ``for_good`` (the CLI's own process): stdout stays standard
-    error to the end, so a plugin's ``atexit`` handler or thread printing later cannot add to the report either.
+    """The block runs plugins in this process: whatever they print (from Python, or from native code
+    on file descriptor 1) goes to standard error, and what the block puts in the yielded list is
+    then written to the real stdout, escaping what its encoding cannot show. ``for_good`` (the CLI's
+    own process): stdout stays standard error to the end, so a plugin's ``atexit`` handler or thread
+    printing later cannot add to the report either.
 
     In the block a real Ctrl-C raises :class:`~.._plugin_code.InterruptFromSignal`, so any other
-    ``KeyboardInterrupt`` comes from plugin code and is reported as that plugin's failure (main thread only)."""
+    ``KeyboardInterrupt`` comes from plugin code and is reported as that plugin's failure (main
+    thread only)."""
     from .. import _plugin_code
 
     def interrupt(signum: int, frame: Any) -> None:
         raise _plugin_code.InterruptFromSignal()
 
     main_thread = threading.current_thread() is threading.main_thread()
-    # Ignored (e.g. a job started in the background), SIGINT cannot arrive; off the main thread it cannot be handled.
+    # Ignored (e.g. a job started in the background), SIGINT cannot arrive; off the main thread it
+    # cannot be handled.
     previous = signal.getsignal(signal.SIGINT) if main_thread else signal.SIG_IGN
     if previous is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, interrupt)
@@ -116,7 +168,8 @@ def _plugins_running(for_good: bool) -> Iterator[list[str]]:
         _plugin_code._marked = False
         if previous is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
-        with contextlib.suppress(OSError, AttributeError, TypeError):  # fflush(NULL): native bytes go to stderr now
+        # fflush(NULL): native bytes go to stderr now
+        with contextlib.suppress(OSError, AttributeError, TypeError):
             import ctypes
 
             ctypes.CDLL(None).fflush(None)
@@ -137,9 +190,10 @@ def _plugins_running(for_good: bool) -> Iterator[list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status instead of exiting, so it can be called from Python.
 
-    Called without ``argv`` (the console script, ``python -m``), the process is the CLI's own: stdout carries the
-    report and nothing else, and the process ends with the report's status as soon as it is written, so that
-    plugin code (a thread left running, an ``atexit`` handler calling ``os._exit``) cannot hold it or change it.
+    Called without ``argv`` (the console script, ``python -m``), the process is the CLI's own:
+    stdout carries the report and nothing else, and the process ends with the report's status as
+    soon as it is written, so that plugin code (a thread left running, an ``atexit`` handler calling
+    ``os._exit``) cannot hold it or change it.
     """
     status = _run(argv)
     if argv is None:
@@ -160,7 +214,11 @@ def _run(argv: Sequence[str] | None) -> int:
         if args.command == "schema":
             from importlib.resources import files
 
-            sys.stdout.write(files("sglang_plugin_runtime").joinpath("cli-schema.json").read_text(encoding="utf-8"))
+            sys.stdout.write(
+                files("sglang_plugin_runtime")
+                .joinpath("cli-schema.json")
+                .read_text(encoding="utf-8")
+            )
             return 0
         if args.command == "run":
             command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
@@ -168,12 +226,14 @@ def _run(argv: Sequence[str] | None) -> int:
                 parser.parse_args(["run", "--help"])
             return _launcher.execute(command, *_launcher.plan(command))
         if args.verbose <= 0:
-            # The report shows every problem and the warnings plugins logged; a handler on the root logger keeps
-            # Python's last-resort handler from also printing them on the terminal.
+            # The report shows every problem and the warnings plugins logged; a handler on the root
+            # logger keeps Python's last-resort handler from also printing them on the terminal.
             logging.getLogger().addHandler(logging.NullHandler())
         else:
             level = logging.INFO if args.verbose == 1 else logging.DEBUG
-            logging.basicConfig(stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s")
+            logging.basicConfig(
+                stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s"
+            )
         from ._text import render
 
         with _plugins_running(for_good=argv is None) as out:
@@ -188,10 +248,14 @@ def _run(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("sglang-plugins: interrupted\n")
         return 130
-    except BrokenPipeError:  # the reader left (| head): nothing more can be said; quiet, as any Unix tool
+    # the reader left (| head): nothing more can be said; quiet, as any Unix tool
+    except BrokenPipeError:
         return EXIT_BROKEN_PIPE
     except Exception as exc:
         logger.debug("internal error", exc_info=True)
-        bug = "This is a bug in sglang-plugins, not in your plugins; rerun with -vv for the traceback and report it."
+        bug = (
+            "This is a bug in sglang-plugins, not in your plugins; rerun with -vv for the "
+            "traceback and report it."
+        )
         sys.stderr.write(f"sglang-plugins: internal error: {type(exc).__name__}: {exc}\n{bug}\n")
         return EXIT_INTERNAL

@@ -1,9 +1,10 @@
-"""What ``doctor`` can tell about a hook's target without importing it, and about the SGLang releases a plugin
-declares: the two checks a deployment gate needs beyond what the registry reports.
+"""What ``doctor`` can tell about a hook's target without importing it, and about the SGLang
+releases a plugin declares: the two checks a deployment gate needs beyond what the registry reports.
 
-A target whose module can be found (its spec, found without importing the module or its parents) is fine until
-it is imported: its hooks apply then. A target whose module cannot be found never applies: an error naming it.
-Where the host package (``sglang``) is not installed at all, its targets cannot be judged here: information.
+A target whose module can be found (its spec, found without importing the module or its parents) is
+fine until it is imported: its hooks apply then. A target whose module cannot be found never
+applies: an error naming it. Where the host package (``sglang``) is not installed at all, its
+targets cannot be judged here: information.
 """
 
 from __future__ import annotations
@@ -20,16 +21,17 @@ HOST_PACKAGE = "sglang"
 
 
 def _find_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
-    """What the import system's finders say about ``name`` (in ``path``, a parent package's search locations),
-    asking each finder the way an import does. The runtime's own finders are skipped: they delegate to
-    ``importlib.util.find_spec``, which imports a dotted name's parents."""
+    """What the import system's finders say about ``name`` (in ``path``, a parent package's search
+    locations), asking each finder the way an import does. The runtime's own finders are skipped:
+    they delegate to ``importlib.util.find_spec``, which imports a dotted name's parents."""
     for finder in sys.meta_path:
         find = getattr(finder, "find_spec", None)
         if find is None or type(finder).__module__.startswith("sglang_plugin_runtime."):
             continue
         try:
             spec = find(name, path)
-        except KeyError:  # a namespace package's path looks its parent up in sys.modules: not imported
+        # a namespace package's path looks its parent up in sys.modules: not imported
+        except KeyError:
             return _namespace_spec(name, path)
         except (ImportError, ValueError):
             spec = None
@@ -39,9 +41,14 @@ def _find_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
 
 
 def _namespace_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
-    """The spec of namespace package ``name`` (a folder without ``__init__.py`` in ``path``), or None."""
+    """The spec of namespace package ``name`` (a folder without ``__init__.py`` in ``path``), or
+    None."""
     last = name.rpartition(".")[2]
-    portions = [os.path.join(entry, last) for entry in path or () if os.path.isdir(os.path.join(entry, last))]
+    portions = [
+        os.path.join(entry, last)
+        for entry in path or ()
+        if os.path.isdir(os.path.join(entry, last))
+    ]
     if not portions:
         return None
     spec = ModuleSpec(name, None, is_package=True)
@@ -50,12 +57,13 @@ def _namespace_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
 
 
 def _may_define(parent: Any, name: str) -> bool:
-    """Whether the package ``parent`` (imported, or its spec) may define ``name`` in its ``__init__``: it has it,
-    or its source mentions it, cannot be read, or defines names the source does not show (``import *``, a module
-    ``__getattr__``)."""
+    """Whether the package ``parent`` (imported, or its spec) may define ``name`` in its
+    ``__init__``: it has it, or its source mentions it, cannot be read, or defines names the source
+    does not show (``import *``, a module ``__getattr__``)."""
     if not isinstance(parent, ModuleSpec):
         return hasattr(parent, name)
-    if parent.origin is None:  # a namespace package (no __init__): its submodules are its only names
+    # a namespace package (no __init__): its submodules are its only names
+    if parent.origin is None:
         return False
     if not parent.origin.endswith(".py"):
         return True
@@ -68,10 +76,12 @@ def _may_define(parent: Any, name: str) -> bool:
 
 
 def missing_module(target: str) -> str | None:
-    """The module of ``target`` that cannot be found (found without importing anything), or ``None``.
+    """The module of ``target`` that cannot be found (found without importing anything), or
+    ``None``.
 
-    ``module:Attr.path`` names its module. In ``pkg.mod.Attr.path`` the module is the longest prefix that can be
-    found; below a package whose ``__init__`` cannot define the next name, that name is a missing submodule.
+    ``module:Attr.path`` names its module. In ``pkg.mod.Attr.path`` the module is the longest prefix
+    that can be found; below a package whose ``__init__`` cannot define the next name, that name is
+    a missing submodule.
     """
     module, colon, _ = target.rpartition(":")
     parts = (module if colon else target).split(".")
@@ -99,14 +109,16 @@ def host_not_installed(target: str) -> bool:
     return top == HOST_PACKAGE and top not in sys.modules and _find_spec(top, None) is None
 
 
-# ---- the SGLang releases a plugin declares -------------------------------------------------------------------
+# ---- the SGLang releases a plugin declares
+# -------------------------------------------------------------------
 
 _REQUIREMENT = re.compile(r"sglang\s*(?:\[[^\]]*\])?\s*\(?\s*(?P<range>[^;()]*?)\s*\)?\s*(?:;.*)?")
 _CLAUSE = re.compile(r"(?P<op>~=|==|!=|<=|>=|<|>)\s*(?P<version>[0-9.]+?)(?P<prefix>\.\*)?")
 
 
 def declared_sglang_range(dist: Distribution) -> str | None:
-    """The range of ``dist``'s requirement on ``sglang`` (an extra's or its own; ``""``: any), or ``None``."""
+    """The range of ``dist``'s requirement on ``sglang`` (an extra's or its own; ``""``: any), or
+    ``None``."""
     for line in dist.requires or []:
         match = _REQUIREMENT.fullmatch(line.strip())
         if match is not None:
@@ -121,10 +133,15 @@ def _release(version: str, size: int = 0) -> tuple[int, ...]:
 
 
 def in_range(version: str, supported: str) -> bool | None:
-    """Whether ``version`` satisfies ``supported``, by the rule generated packages use (release numbers only:
-    ``0.5.23rc1`` is ``0.5.23``, ``0.6`` is ``0.6.0``; ``.*`` prefixes; ``~=``); ``None`` for a clause this
-    rule cannot read."""
-    compare: dict[str, Any] = {"<": tuple.__lt__, "<=": tuple.__le__, ">": tuple.__gt__, ">=": tuple.__ge__}
+    """Whether ``version`` satisfies ``supported``, by the rule generated packages use (release
+    numbers only: ``0.5.23rc1`` is ``0.5.23``, ``0.6`` is ``0.6.0``; ``.*`` prefixes; ``~=``);
+    ``None`` for a clause this rule cannot read."""
+    compare: dict[str, Any] = {
+        "<": tuple.__lt__,
+        "<=": tuple.__le__,
+        ">": tuple.__gt__,
+        ">=": tuple.__ge__,
+    }
     compare.update({"==": tuple.__eq__, "!=": tuple.__ne__})
     for clause in filter(None, (c.strip() for c in supported.split(","))):
         match = _CLAUSE.fullmatch(clause)

@@ -1,8 +1,9 @@
-"""The documents ``list``, ``doctor``, ``explain`` and ``fingerprint`` print: the runtime's records under the names
-of the CLI's JSON schema (``cli-schema.json``: fields are only ever added, never renamed or removed).
+"""The documents ``list``, ``doctor``, ``explain`` and ``fingerprint`` print: the runtime's records,
+as the CLI's JSON schema (``cli-schema.json``: within a schema version fields are only ever added,
+never renamed or removed) names them.
 
-A record becomes JSON through :func:`~.._json_names.as_json` (its fields, renamed where the schema names them
-otherwise), so a hook, an activation or a plugin record has one shape wherever it appears. Each command is one step
+A record becomes JSON through its ``to_dict()``, under its Python field names, so a hook, a plugin's
+outcome or an entry point has one shape wherever it appears. Each command is one step
 (``<command>_step``) run inside :func:`report`, which adds the envelope every document shares.
 """
 
@@ -17,7 +18,6 @@ import re
 import socket
 import stat
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -26,72 +26,88 @@ from typing import Any
 
 from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
 from .._fingerprint import fingerprint_hook
-from .._json_names import as_json
-from .._namespace import PluginNamespace, get_namespace, known_namespaces, state_of
-from .._plugin_code import describe_failure, guarded
+from .._namespace import PluginNamespace, get_namespace
+from .._plugin_code import (
+    PlannedPlugin,
+    PluginOutcome,
+    Status,
+    describe_failure,
+    guarded,
+    plugin_source,
+    safe_text,
+)
 from .._simulated_device import TORCH_INSTALL, simulated_device
-from ..platforms._selection import platform_holder
-from ..platforms._unknown_name import unknown_platform_message
+from ..errors import DuplicatePluginError
+from ..platforms import _selection
 
 ERROR, WARNING = "error", "warning"
 _MAX_FINGERPRINT_BYTES = 16 << 20  # a fingerprint of thousands of hooks is well under 1 MiB
 _PROBLEM_KEYS = ("severity", "step", "message", "plugin", "distribution", "target")
-_ENTRY_POINT_KEYS = ("name", "distribution", "version", "value", "path", "action", "reason")
+#: The version of the JSON documents (``cli-schema.json``): a field renamed or removed makes a new
+#: one.
+SCHEMA_VERSION = 2
 
 
 class InputError(ValueError):
-    """An argument names something the command cannot use (a target, a ``--compare`` file); the message says why."""
+    """An argument names something the command cannot use (a target, a ``--compare`` file); the
+    message says why."""
 
 
 class Problems(list[dict[str, Any]]):
-    """Problems found while building a report, in the order found; one fault reached twice is one problem."""
+    """Problems found while building a report, in the order found; one fault reached twice is one
+    problem."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._seen: set[tuple[Any, ...]] = set()  # one lookup per problem: a report may hold thousands
+        # one lookup per problem: a report may hold thousands
+        self._seen: set[tuple[Any, ...]] = set()
 
     def add(
-        self, severity: str, step: str, message: str, plugin: Any = None, dist: Any = None, target: Any = None
+        self,
+        severity: str,
+        step: str,
+        message: str,
+        plugin: str | None = None,
+        distribution: str | None = None,
+        target: str | None = None,
     ) -> None:
-        key = (severity, step, message, plugin, dist, target)
+        key = (severity, step, message, plugin, distribution, target)
         if key not in self._seen:
             self._seen.add(key)
             self.append(dict(zip(_PROBLEM_KEYS, key, strict=True)))
 
 
 class LogCapture(logging.Handler):
-    """WARNING and worse records emitted while a report is built (plugins' own loggers included), and every record
-    a platform plugin's own code logs while it is imported and activated (why it returned ``None``, usually)."""
+    """WARNING and worse records emitted while a report is built (plugins' own loggers included),
+    and every record a platform plugin's own code logs while it is imported and activated (why it
+    returned ``None``, usually)."""
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self.records: list[dict[str, str]] = []
-        self.activation_lines: dict[str, list[str]] = {}
+        self.plugin_lines: dict[tuple[str, str | None], list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             message = record.getMessage()
         except Exception:  # a plugin's bad format string must not break the report
             message = str(record.msg)
-        if (ep := _activating()) is not None and not record.name.startswith("sglang_plugin_runtime"):
-            self.activation_lines.setdefault(ep.name, []).append(f"{record.levelname} {record.name}: {message}")
+        if (source := plugin_source.get()) is not None and not record.name.startswith(
+            "sglang_plugin_runtime"
+        ):
+            line = f"{record.levelname} {record.name}: {message}"
+            self.plugin_lines.setdefault((source.plugin_name, source.dist_name), []).append(line)
         if record.levelno >= logging.WARNING:
-            self.records.append({"level": record.levelname, "logger": record.name, "message": message})
-
-
-def _activating() -> Any:
-    """The platform plugin whose code the selection runs in this thread right now (its log lines are its own)."""
-    for ns in known_namespaces():
-        state = state_of(ns)
-        if state.resolver is threading.current_thread() and state.running is not None:
-            return state.running.ep
-    return None
+            self.records.append(
+                {"level": record.levelname, "logger": record.name, "message": message}
+            )
 
 
 @contextlib.contextmanager
 def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
-    """Logs captured (see :class:`LogCapture`), on a simulated device if asked. The root logger is lowered to DEBUG
-    for the capture only: every other handler on it is raised to the root's level, so the terminal sees no more."""
+    """Logs captured (see :class:`LogCapture`), on a simulated device if asked. The root logger is
+    lowered to DEBUG for the capture only: every other handler on it is raised to the root's level,
+    so the terminal sees no more."""
     handler, root = LogCapture(), logging.getLogger()
     level, raised = root.level, [h for h in root.handlers if h.level == logging.NOTSET]
     for other in raised:
@@ -99,9 +115,14 @@ def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     try:
-        # The device type is a vendor's (torch's own are refused): torch.device() parses it once PrivateUse1 is
-        # renamed to it, which lasts for this process only, as a generated package's own tests do.
-        with simulated_device(**simulation, privateuse1=True) if simulation else contextlib.nullcontext():
+        # The device type is a vendor's (torch's own are refused): torch.device() parses it once
+        # PrivateUse1 is renamed to it, which lasts for this process only, as a generated package's
+        # own tests do.
+        with (
+            simulated_device(**simulation, privateuse1=True)
+            if simulation
+            else contextlib.nullcontext()
+        ):
             yield handler
     finally:
         root.setLevel(level)
@@ -111,7 +132,8 @@ def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
 
 
 def _simulation(args: Any) -> dict[str, Any] | None:
-    """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not installed."""
+    """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not
+    installed."""
     device, backend, count = args.simulate, args.simulate_backend, args.simulate_count
     for option, value in (("--simulate-backend", backend), ("--simulate-count", count)):
         if device is None and value is not None:
@@ -119,38 +141,54 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     if device is None:
         return None
     if not re.fullmatch(r"[a-z][a-z0-9_]*", device):
-        raise InputError(f"--simulate {device!r}: a device type is a lower-case identifier such as 'npu'")
+        raise InputError(
+            f"--simulate {device!r}: a device type is a lower-case identifier such as 'npu'"
+        )
     if count is not None and count < 1:
         raise InputError(f"--simulate-count {count}: it must be at least 1")
     try:
-        with warnings.catch_warnings():  # the CPU build of torch warns without NumPy, which nothing here needs
+        # the CPU build of torch warns without NumPy, which nothing here needs
+        with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Failed to initialize NumPy", UserWarning)
             import torch
     except ImportError:
-        raise InputError(f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}") from None
-    free = ", ".join(name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name))
+        raise InputError(
+            f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}"
+        ) from None
+    free = ", ".join(
+        name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name)
+    )
     how = f"simulate a device type torch does not have (a vendor's: {free}, ...)"
-    if device in ("meta", "privateuseone") or (hasattr(torch, device) and _parses_as_device(torch, device)):
-        raise InputError(
-            f"--simulate {device}: {device} is one of torch's own device types, it cannot be simulated; {how}"
-        )
+    if device in ("meta", "privateuseone") or (
+        hasattr(torch, device) and _parses_as_device(torch, device)
+    ):
+        own = f"{device} is one of torch's own device types, it cannot be simulated"
+        raise InputError(f"--simulate {device}: {own}; {how}")
     if hasattr(torch, device):
-        raise InputError(
-            f"--simulate {device}: torch.{device} already exists and a simulated device module would hide it; {how}"
-        )
+        exists = f"torch.{device} already exists and a simulated device module would hide it"
+        raise InputError(f"--simulate {device}: {exists}; {how}")
     if backend is not None:
         if not all(part.isidentifier() for part in backend.split(".")):
-            raise InputError(f"--simulate-backend {backend!r}: give a module name such as torch_npu")
+            raise InputError(
+                f"--simulate-backend {backend!r}: give a module name such as torch_npu"
+            )
         top = backend.partition(".")[0]
         if top in sys.modules or find_spec(top) is not None:
             what = f"{top!r} is installed here" if top != backend else "it is installed here"
             how = "give the name of a vendor module that is not installed here (e.g. torch_npu)"
-            raise InputError(f"--simulate-backend {backend}: {what}; a fake one would hide it; {how}")
-    return {"device_type": device, "device_count": 1 if count is None else count, "backend_module": backend}
+            raise InputError(
+                f"--simulate-backend {backend}: {what}; a fake one would hide it; {how}"
+            )
+    return {
+        "device_type": device,
+        "device_count": 1 if count is None else count,
+        "backend_module": backend,
+    }
 
 
 def _parses_as_device(torch: Any, name: str) -> bool:
-    """Whether ``torch.device(name)`` accepts ``name`` (``torch.nn`` exists, but ``nn`` is no device type)."""
+    """Whether ``torch.device(name)`` accepts ``name`` (``torch.nn`` exists, but ``nn`` is no device
+    type)."""
     try:
         torch.device(name)
     except (RuntimeError, ValueError):
@@ -159,116 +197,167 @@ def _parses_as_device(torch: Any, name: str) -> bool:
 
 
 def report(args: Any) -> dict[str, Any]:
-    """The envelope every document shares, around what ``args.command``'s step makes of this process's plugins;
+    """The envelope every document shares, around what ``args.command``'s step makes of this
+    process's plugins;
     :class:`InputError` when an argument is unusable."""
-    steps = {"list": list_step, "doctor": doctor_step, "explain": explain_step, "fingerprint": fingerprint_step}
+    steps = {
+        "list": list_step,
+        "doctor": doctor_step,
+        "explain": explain_step,
+        "fingerprint": fingerprint_step,
+    }
     ns, simulation, problems = get_namespace(args.namespace), _simulation(args), Problems()
     with _captured(simulation) as logs:
         body = steps[args.command](ns, problems, logs, args)
     failing = problems if args.strict else [p for p in problems if p["severity"] == ERROR]
-    environment = {name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)}
-    envelope = {"schema_version": 1, "command": args.command, "namespace": ns.name, "simulated": bool(simulation)}
+    environment = {
+        name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)
+    }
+    envelope = {
+        "schema_version": SCHEMA_VERSION,
+        "command": args.command,
+        "namespace": ns.name,
+        "simulated": bool(simulation),
+    }
     envelope.update(simulation=simulation, environment=environment, healthy=not failing)
     return {**envelope, "exit_status": 1 if failing else 0, "problems": problems, **body}
 
 
 def error_text(exc: BaseException) -> str:
     cause = exc.__cause__
-    caused = cause is not None and str(cause) not in str(exc)
-    return describe_failure(exc) + (f" (caused by {type(cause).__name__}: {cause})" if caused else "")
+    caused = cause is not None and safe_text(cause) not in safe_text(exc)
+    return describe_failure(exc) + (
+        f" (caused by {describe_failure(cause)})" if cause and caused else ""
+    )
 
 
-def _discovery(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> dict[str, Any]:
+def _discovery(
+    discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems
+) -> dict[str, Any]:
     """What the scan found, and what is wrong with it (malformed distributions, duplicate names)."""
-    for group in (ns.platform_group, ns.plugin_group):  # reads the versions: a METADATA may prove unreadable
+    for _kind, group in _groups(ns):  # reads the versions: a METADATA may prove unreadable
         discovery.group(group)
-    malformed = [as_json(bad) for bad in discovery.malformed]
+    malformed = [bad._asdict() for bad in discovery.malformed]
     for bad in malformed:
-        problems.add(ERROR, "discovery", f"malformed distribution at {bad['path']}: {bad['reason']}; it was skipped")
+        problems.add(
+            ERROR,
+            "discovery",
+            f"malformed distribution at {bad['path']}: {bad['reason']}; it was skipped",
+        )
     duplicates = []
     for group in (ns.platform_group, ns.plugin_group):
         for name, eps in discovery.duplicates(group).items():
-            duplicates.append({"group": group, "name": name, "distributions": [ep.dist_name for ep in eps]})
+            duplicates.append(
+                {"group": group, "name": name, "distributions": [ep.distribution for ep in eps]}
+            )
             message = f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}"
-            problems.add(ERROR, "discovery", message, name, eps[0].dist_name)
-    return {"distribution_count": discovery.distribution_count, "malformed": malformed, "duplicates": duplicates}
+            problems.add(ERROR, "discovery", message, name, eps[0].distribution)
+    count = len(discovery.distributions)
+    return {"distribution_count": count, "malformed": malformed, "duplicates": duplicates}
 
 
 def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
-    """``SGLANG_PLUGINS`` set to something that names no plugin (``","``) disables every general plugin."""
+    """``SGLANG_PLUGINS`` set to something that names no plugin (``","``) disables every general
+    plugin."""
     if ns.allowed_plugins() == frozenset():
         raw, env = os.environ.get(ns.plugins_env, ""), ns.plugins_env
-        message = f"{env}={raw!r} names no plugin, so no general plugin is loaded; unset it to load them all, or list"
+        message = (
+            f"{env}={raw!r} names no plugin, so no general plugin is loaded; unset it to load them "
+            f"all, or list"
+        )
         problems.add(WARNING, "plugins", f"{message} the ones to load ({env}=name1,name2)")
 
 
-def _entry_point(ep: Any, name: str, action: str, reason: str) -> dict[str, Any]:
-    where = (None,) * 4 if ep is None else (ep.dist_name, ep.dist_version, ep.value, ep.dist_path)
-    return dict(zip(_ENTRY_POINT_KEYS, (name, *where, action, reason), strict=True))
+def _entry_point(plan: PlannedPlugin) -> dict[str, Any]:
+    ep = plan.entry_point
+    where = (None,) * 4 if ep is None else (ep.distribution, ep.version, ep.value, ep.path)
+    keys = ("name", "distribution", "version", "value", "path", "status", "reason")
+    return dict(zip(keys, (plan.name, *where, plan.status, plan.reason), strict=True))
 
 
-def list_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
-    """Every entry point of ``ns`` and what the environment would make of it (the loader's plan); imports nothing."""
-    from ..plugins._loading import plan_general_plugins
+def _groups(ns: PluginNamespace) -> list[tuple[str, str]]:
+    """``(kind, group)`` of every entry-point group of ``ns``, in the order a process loads them."""
+    startup = [("startup", ns.startup_group)] if ns.startup_group else []
+    return [("platform", ns.platform_group), *startup, ("general", ns.plugin_group)]
+
+
+def list_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
+) -> dict[str, Any]:
+    """Every entry point of ``ns`` and what the environment would make of it (the plans selection
+    and loading follow); imports nothing."""
+    from ..plugins._loading import plan_plugins
 
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
-    selected, env = ns.selected_platform(), ns.platform_env
-    platforms, duplicates = discovery.group(ns.platform_group), discovery.duplicates(ns.platform_group)
-    rows = []
-    for ep in platforms:
-        if ep.name in duplicates and selected in (None, ep.name):
-            action, reason = "duplicate", "another distribution offers the same name; selection will fail"
-        elif selected is None:
-            action, reason = "candidate", f"{env} unset: imported and activate() called"
-        elif ep.name == selected:
-            action, reason = "selected", f"{env}={selected!r}: the only platform imported"
-        else:
-            action, reason = "not-selected", f"{env}={selected!r}: never imported"
-        rows.append(_entry_point(ep, ep.name, action, reason))
-    if selected is not None and selected not in {ep.name for ep in platforms}:
-        problems.add(ERROR, "selection", unknown_platform_message(ns, platforms, selected), selected)
+    platforms, error = _selection.plan_platforms(ns, discovery)
+    # duplicates: a discovery problem
+    if error is not None and not isinstance(error, DuplicatePluginError):
+        problems.add(ERROR, "selection", str(error), error.plugin, error.distribution)
     _allowlist(ns, problems)
-    general = []
-    for plan in plan_general_plugins(ns, discovery):
-        action = {"to-load": "allowed", "failed-duplicate": "duplicate"}.get(plan.status, plan.status)
-        general.append(_entry_point(plan.entry_point, plan.name, action, plan.reason))
-        if plan.entry_point is None:
-            problems.add(WARNING, "plugins", f"{ns.plugins_env} lists {plan.name!r}, which is not installed", plan.name)
-    groups = [{"group": ns.platform_group, "kind": "platform", "entry_points": rows}]
-    groups.append({"group": ns.plugin_group, "kind": "general", "entry_points": general})
+    groups = []
+    for kind, group in _groups(ns):
+        plan = platforms if kind == "platform" else plan_plugins(ns, discovery, group)
+        for missing in (p.name for p in plan if p.entry_point is None):
+            problems.add(
+                WARNING,
+                "plugins",
+                f"{ns.plugins_env} lists {missing!r}, which is not installed",
+                missing,
+            )
+        groups.append(
+            {"group": group, "kind": kind, "entry_points": [_entry_point(p) for p in plan]}
+        )
     return {"distribution_count": found["distribution_count"], "groups": groups, **found}
 
 
-def _activations(activations: Any, problems: Problems, logs: LogCapture, how: str) -> list[dict[str, Any]]:
-    """Each activation as JSON, with what the plugin logged while it ran; a failed one is also a problem."""
-    for a in (a for a in activations if a.status == "failed"):
-        problems.add(ERROR, "selection", f"platform plugin {a.plugin!r} {how}: {a.error}", a.plugin, a.dist_name)
-    return [{**as_json(a), "log": logs.activation_lines.get(a.plugin, [])} for a in activations]
+def _outcomes(outcomes: Any, logs: LogCapture) -> list[dict[str, Any]]:
+    """Plugin outcomes as JSON, each with what the plugin logged while its code ran."""
+    return [
+        {**o.to_dict(), "log": logs.plugin_lines.get((o.plugin, o.distribution), [])}
+        for o in outcomes
+    ]
 
 
-def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool) -> dict[str, Any]:
-    holder = platform_holder(ns)
-    holder.reset()
+def _platform(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool
+) -> dict[str, Any]:
+    _selection.reset_current_platform(ns)
     start = time.perf_counter()
     try:
-        cls = type(holder.get())
+        cls = type(_selection.get_current_platform(ns, strict=strict))
     except Exception as exc:
-        data = dict.fromkeys(("platform_class", "rule", "reason", "plugin", "distribution", "version"))
-        data.update(plugin=getattr(exc, "plugin", None), distribution=getattr(exc, "dist", None), status="failed")
-        data.update(error=error_text(exc), error_type=type(exc).__name__, seconds=time.perf_counter() - start)
-        data["activations"] = _activations(getattr(exc, "activations", ()), problems, logs, "failed")
-        said = any(str(exc) in p["message"] for p in problems)
-        summary = "no platform could be selected" + ("" if said else f": {exc}")
-        problems.add(ERROR, "selection", summary, data["plugin"], data["distribution"])
+        data = dict.fromkeys(
+            ("platform_class", "rule", "reason", "plugin", "distribution", "version")
+        )
+        plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
+        data.update(
+            plugin=plugin, distribution=distribution, status="failed", error=error_text(exc)
+        )
+        data.update(error_type=type(exc).__name__, seconds=time.perf_counter() - start)
+        data["activations"] = _outcomes(getattr(exc, "outcomes", ()), logs)
+        problems.add(
+            ERROR,
+            "selection",
+            f"no platform could be selected: {error_text(exc)}",
+            plugin,
+            distribution,
+        )
         return data
-    seconds, selection = time.perf_counter() - start, holder.selection()
+    seconds, selection = time.perf_counter() - start, _selection.current_platform_selection(ns)
     data = {"status": "selected", "platform_class": selection.class_path}
-    data.update(as_json(selection, "rule", "reason", "plugin", "distribution", "version"))
+    data.update(
+        {f: getattr(selection, f) for f in ("rule", "reason", "plugin", "distribution", "version")}
+    )
     data.update(error=None, error_type=None, seconds=seconds)
-    data["activations"] = _activations(selection.activations, problems, logs, "failed and was skipped")
+    data["activations"] = _outcomes(selection.activations, logs)
+    for a in (a for a in selection.activations if not a.ok):
+        message = f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}"
+        problems.add(ERROR, "selection", message, a.plugin, a.distribution)
     if selection.rule == "fallback" and selection.activations and not selection.problems:
-        message = f"no installed platform plugin activated; using the fallback {selection.class_path}"
+        message = (
+            f"no installed platform plugin activated; using the fallback {selection.class_path}"
+        )
         problems.add(WARNING, "selection", message)
     from ..platforms._describe import find_override_problems
 
@@ -276,7 +365,8 @@ def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict:
     findings = find_override_problems(cls)
     for finding in (f for f in findings if f.kind == "misspelled"):
         problems.add(WARNING, "selection", finding.message)
-    if strict and selection.plugin is not None:  # what a deployment gates on: the check the plugin's own tests run
+    # what a deployment gates on: the check the plugin's own tests run
+    if strict and selection.plugin is not None:
         from ..testing._conformance import check_platform_conformance
 
         covered = {f.kind for f in findings} | {"misspelled", "retired"}
@@ -284,46 +374,65 @@ def _platform(ns: PluginNamespace, problems: Problems, logs: LogCapture, strict:
         found = check_platform_conformance(cls, device_present=True)
         for problem in (p for p in found if p.kind not in covered):
             message = f"conformance check: {problem.message}"
-            problems.add(ERROR, "selection", message, selection.plugin, selection.dist_name)
-    return {**data, "overrides": [as_json(f, "attribute", "kind", "message") for f in findings]}
+            problems.add(ERROR, "selection", message, selection.plugin, selection.distribution)
+    overrides = [{"attribute": f.attribute, "kind": f.kind, "message": f.message} for f in findings]
+    return {**data, "overrides": overrides}
 
 
-def plugins_step(ns: PluginNamespace, problems: Problems) -> dict[str, Any]:
-    from ..plugins._loading import NOT_INSTALLED, last_load_report, load_general_plugins, reset_load_state
+def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[str, Any]:
+    """Run ``load_plugins()`` here (both phases), and report what each plugin did."""
+    from ..plugins._loading import load_plugins, plugin_load_report, reset_load_state
 
     _allowlist(ns, problems)
     reset_load_state(ns)
+    error = None
     try:
-        records = load_general_plugins(ns).records
+        load_plugins(ns, strict=strict)
     except Exception as exc:
-        where = (getattr(exc, "plugin", None), getattr(exc, "dist", None))
-        problems.add(ERROR, "plugins", f"loading general plugins stopped: {exc}", *where)
-        partial = last_load_report(ns)
-        records = partial.records if partial else []
-        return {"status": "failed", "error": error_text(exc), "plugins": [as_json(r) for r in records]}
-    for r in (r for r in records if not r.ok):
-        message = f"general plugin {r.plugin!r} {r.status}: {r.reason}"
-        problems.add(WARNING if r.status == NOT_INSTALLED else ERROR, "plugins", message, r.plugin, r.dist_name)
-    return {"status": "loaded", "error": None, "plugins": [as_json(r) for r in records]}
+        plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
+        problems.add(
+            ERROR, "plugins", f"loading plugins stopped: {error_text(exc)}", plugin, distribution
+        )
+        error = error_text(exc)
+    phases = {}
+    for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
+        report = plugin_load_report(ns, group) if group else None
+        outcomes: list[PluginOutcome] = report.outcomes if report is not None else []
+        for o in (o for o in outcomes if not o.ok):
+            severity = WARNING if o.status is Status.NOT_INSTALLED else ERROR
+            problems.add(
+                severity,
+                "plugins",
+                f"plugin {o.plugin!r} {o.status}: {o.reason}",
+                o.plugin,
+                o.distribution,
+            )
+        phases[key] = [o.to_dict() for o in outcomes]
+    return {"status": "failed" if error else "loaded", "error": error, **phases}
 
 
 def _target(report: Any) -> dict[str, Any]:
-    """One ``TargetReport`` as JSON, with its hooks numbered outermost first and one call step by step."""
-    data, hooks = as_json(report), []
+    """One ``TargetReport`` as JSON, with its hooks numbered outermost first and one call step by
+    step."""
+    data: dict[str, Any] = report.to_dict()
+    hooks: list[dict[str, Any]] = []
     for position, hook in enumerate(report.hooks, start=1):
         h = fingerprint_hook(hook)
         source = {"plugin": h.pop("plugin"), "distribution": h.pop("distribution")}
-        hooks.append({"position": position, **h, "source": source if any(source.values()) else None})
-    data.update(hooks=hooks, conflicts=[as_json(c) for c in report.conflicts])
-    # BEFORE and AROUND hooks on the way in (outermost first), the active REPLACE (or the original), AFTER hooks on
-    # the way out, innermost first.
+        hooks.append(
+            {"position": position, **h, "source": source if any(source.values()) else None}
+        )
+    data.update(hooks=hooks, conflicts=[c.to_dict() for c in report.conflicts])
+    # BEFORE and AROUND hooks on the way in (outermost first), the active REPLACE (or the original),
+    # AFTER hooks on the way out, innermost first.
     active = [h for h in hooks if h["active"]]
     original = {"position": None, "type": "original", "hook": data["resolved"] or data["target"]}
     steps = [("enter", h) for h in active if h["type"] in ("before", "around")]
     steps.append(("call", next((h for h in reversed(active) if h["type"] == "replace"), original)))
     steps += [("exit", h) for h in reversed(active) if h["type"] == "after"]
     data["call_flow"] = [
-        {"phase": p, "position": h["position"], "type": h["type"], "hook": h["hook"]} for p, h in steps
+        {"phase": p, "position": h["position"], "type": h["type"], "hook": h["hook"]}
+        for p, h in steps
     ]
     return data
 
@@ -335,7 +444,9 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
     for target in (t["target"] for t in targets if t["status"] == "pending"):
         module, colon, _ = target.partition(":")
         parts = target.split(".")
-        for name in [module] if colon else [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]:
+        for name in (
+            [module] if colon else [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+        ):
             with guarded(f"the import of {name!r}") as call:
                 try:
                     importlib.import_module(name)
@@ -344,7 +455,9 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
                         continue  # not a module: the next shorter prefix may be
                     raise
             if call.error is not None:
-                message = f"importing {name!r} for target {target!r} failed: {error_text(call.error)}"
+                message = (
+                    f"importing {name!r} for target {target!r} failed: {error_text(call.error)}"
+                )
                 problems.add(ERROR, "hooks", message)
             break
     try:
@@ -353,7 +466,9 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
         problems.add(ERROR, "hooks", f"applying hooks failed: {error_text(exc)}")
 
 
-def hooks_step(problems: Problems, import_targets: bool, target: str | None = None) -> dict[str, Any]:
+def hooks_step(
+    problems: Problems, import_targets: bool, target: str | None = None
+) -> dict[str, Any]:
     from ..plugins.hook_registry import HookRegistry
     from ._gate import host_not_installed, missing_module
 
@@ -362,15 +477,25 @@ def hooks_step(problems: Problems, import_targets: bool, target: str | None = No
         _import_modules(targets, problems)
         targets = [_target(r) for r in HookRegistry.describe(target)]
     for t in targets:
-        name, status, sources = t["target"], t["status"], [h["source"] for h in t["hooks"] if h["source"]]
+        name, status, sources = (
+            t["target"],
+            t["status"],
+            [h["source"] for h in t["hooks"] if h["source"]],
+        )
         plugins = sorted({s["plugin"] for s in sources if s["plugin"]})
         dists = {s["distribution"] for s in sources}
-        where = (plugins[0] if len(plugins) == 1 else None, next(iter(dists)) if len(dists) == 1 else None, name)
+        where = (
+            plugins[0] if len(plugins) == 1 else None,
+            next(iter(dists)) if len(dists) == 1 else None,
+            name,
+        )
         hooks = f"hooks on {name!r}" + (f" (from {', '.join(plugins)})" if plugins else "")
         missing = missing_module(name) if status == "pending" else None
         never = f"{hooks} never apply: module {missing!r} cannot be found"
         if status == "failed":
-            problems.add(ERROR, "hooks", f"{hooks} failed: {t['error'] or 'see the registry log'}", *where)
+            problems.add(
+                ERROR, "hooks", f"{hooks} failed: {t['error'] or 'see the registry log'}", *where
+            )
         elif status == "pending" and import_targets:  # the deep check imported what it could
             why = never if missing else f"{hooks} never apply: {t['error'] or 'no resolution'}"
             problems.add(ERROR, "hooks", f"{why} (checked by importing the targets)", *where)
@@ -443,35 +568,38 @@ def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: P
         installed = None
     rows, seen = [], set()
     for ep in [*discovery.group(ns.platform_group), *discovery.group(ns.plugin_group)]:
-        if (ep.name, ep.dist_name) in seen:
+        if (ep.name, ep.distribution) in seen:
             continue
-        seen.add((ep.name, ep.dist_name))
-        declared = declared_sglang_range(PathDistribution(Path(ep.dist_path)))
+        seen.add((ep.name, ep.distribution))
+        declared = declared_sglang_range(PathDistribution(Path(ep.path)))
         ok = None if installed is None or declared is None else in_range(installed, declared)
         status = {None: "not-checked", True: "supported", False: "unsupported"}[ok]
         rows.append(
             {
                 "plugin": ep.name,
-                "distribution": ep.dist_name,
-                "version": ep.dist_version,
+                "distribution": ep.distribution,
+                "version": ep.version,
                 "supports": declared,
                 "status": status,
             }
         )
         if ok is False:
-            plugin = f"plugin {ep.name!r} ({ep.dist_name} {ep.dist_version})"
+            plugin = f"plugin {ep.name!r} ({ep.distribution} {ep.version})"
             message = f"{plugin} supports SGLang {declared}, but SGLang {installed} is installed"
-            problems.add(WARNING, "sglang", message, ep.name, ep.dist_name)
+            problems.add(WARNING, "sglang", message, ep.name, ep.distribution)
     return {"installed": installed, "plugins": rows}
 
 
-def doctor_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
+def doctor_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
+) -> dict[str, Any]:
     """Run selection, ``load_plugins()`` and hook application here, and report every step."""
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
-    counts = {"platform_plugins": len(discovery.group(ns.platform_group))}
-    counts["general_plugins"] = len(discovery.group(ns.plugin_group))
-    platform, plugins = _platform(ns, problems, logs, args.strict), plugins_step(ns, problems)
+    counts = {f"{kind}_plugins": len(discovery.group(group)) for kind, group in _groups(ns)}
+    # --strict: plugin failures stop selection and loading, warnings fail
+    strict = args.strict or ns.strict()
+    platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems, strict)
     theirs = _check_sglang_registry(problems, args.import_targets)
     hooks = {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs}
     discovery_data = {"distribution_count": found["distribution_count"], **counts, **found}
@@ -486,52 +614,76 @@ def doctor_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args:
     }
 
 
-def explain_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
-    """Load the general plugins, then describe the hooks on ``args.target`` in the order they run."""
-    from ..plugins.hook_registry import _parse_target as parse_target
+def explain_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
+) -> dict[str, Any]:
+    """Load the general plugins, then describe the hooks on ``args.target`` in the order they
+    run."""
+    from ..plugins.hook_registry import Target
 
-    target, wanted = args.target, args.target.replace(":", ".")
+    target = args.target
     try:
-        parse_target(target)
+        wanted = Target.parse(target)
     except (ValueError, TypeError) as exc:
         how = "use pkg.mod.func, pkg.mod.Class.method or pkg.mod:Class.method"
         raise InputError(f"explain: {target!r} is not a hook target ({exc}); {how}") from None
+    strict = args.strict or ns.strict()
     try:  # as in a host process: the selected platform plugin's own hooks are registered too
-        platform_holder(ns).get()
+        _selection.get_current_platform(ns, strict=strict)
     except Exception as exc:
-        message = f"no platform could be selected ({error_text(exc)}): hooks its plugin registers are missing"
-        problems.add(WARNING, "selection", f"{message} here; 'sglang-plugins doctor' says more")
-    plugins = plugins_step(ns, problems)
+        message = f"no platform could be selected ({error_text(exc)}): hooks its plugin registers"
+        problems.add(
+            WARNING, "selection", f"{message} are missing here; 'sglang-plugins doctor' says more"
+        )
+    plugins = plugins_step(ns, problems, strict)
     targets = hooks_step(problems, args.import_targets, target)["targets"]
-    found = next((t for t in targets if t["target"].replace(":", ".") == wanted), None)
+    found = next((t for t in targets if Target.parse(t["target"]) == wanted), None)
     # Only the problems about this target (or about loading) matter here.
-    problems[:] = [p for p in problems if p["target"] in (None, found["target"] if found else target)]
+    problems[:] = [
+        p for p in problems if p["target"] in (None, found["target"] if found else target)
+    ]
     if found is None:
         message = f"no hook is registered on {target!r} by any loaded plugin"
-        if wanted in {t.replace(":", ".") for t in _sglang_registry_targets()}:
-            message = f"no hook is registered on {target!r} in this runtime's registry; released SGLang keeps its own"
-            message += f" registry, which has hooks on it: run sglang-plugins run -- sglang-plugins explain {target}"
+        if wanted.dotted in {t.replace(":", ".") for t in _sglang_registry_targets()}:
+            message = (
+                f"no hook is registered on {target!r} in this runtime's registry; released SGLang "
+                f"keeps its own"
+            )
+            message += (
+                f" registry, which has hooks on it: run sglang-plugins run -- sglang-plugins "
+                f"explain {target}"
+            )
         problems.add(WARNING, "explain", message, target=target)
-    return {"target": target, "found": found is not None, "report": found, "plugins": plugins, "log": logs.records}
+    return {
+        "target": target,
+        "found": found is not None,
+        "report": found,
+        "plugins": plugins,
+        "log": logs.records,
+    }
 
 
 def _comparison(argument: str) -> dict[str, Any]:
-    """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved ``PluginFingerprint.to_dict()``),
-    or a digest (at least its first 12 hex digits)."""
+    """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved
+    ``PluginFingerprint.to_dict()``), or a digest (at least its first 12 hex digits)."""
     other: dict[str, Any] = {"source": argument, "digest": None, "host": None, "fingerprint": None}
     if re.fullmatch(r"[0-9a-fA-F]{12,64}", argument) and not os.path.exists(argument):
         return {**other, "digest": argument.lower()}
     where = f"fingerprint: --compare {argument!r}"
-    how = "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its digest"
+    how = "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its "
+    how += "digest"
     try:
         with open(argument, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # /dev/zero, a FIFO: endless or blocking
+            # /dev/zero, a FIFO: endless or blocking
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 raise InputError(f"{where}: not a regular file; {how}")
             data = handle.read(_MAX_FINGERPRINT_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
     if len(data) > _MAX_FINGERPRINT_BYTES:
-        raise InputError(f"{where}: larger than {_MAX_FINGERPRINT_BYTES >> 20} MiB, so no fingerprint; {how}")
+        raise InputError(
+            f"{where}: larger than {_MAX_FINGERPRINT_BYTES >> 20} MiB, so no fingerprint; {how}"
+        )
     try:
         document: Any = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deeply
@@ -540,24 +692,29 @@ def _comparison(argument: str) -> dict[str, Any]:
         other["host"] = document.get("host") if isinstance(document.get("host"), str) else None
         document = document.get("fingerprint")
     if not isinstance(document, dict) or not {"format", "platform", "hooks"} <= set(document):
-        raise InputError(f"{where}: not a fingerprint; write one with 'sglang-plugins fingerprint --json > FILE'")
+        raise InputError(
+            f"{where}: not a fingerprint; write one with 'sglang-plugins fingerprint --json > FILE'"
+        )
     return {**other, "fingerprint": document}
 
 
-def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any) -> dict[str, Any]:
-    """Select the platform and run ``load_plugins()`` here (as a fresh rank would), fingerprint the result, and
-    compare it with what ``--compare`` names, when given."""
+def fingerprint_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
+) -> dict[str, Any]:
+    """Select the platform and run ``load_plugins()`` here (as a fresh rank would), fingerprint the
+    result, and compare it with what ``--compare`` names, when given."""
     from .._consistency import Participant, compare
-    from .._fingerprint import build_fingerprint, digest_of
+    from .._fingerprint import digest_of, plugin_fingerprint
     from ..plugins import load_plugins
 
     other = _comparison(args.compare) if args.compare is not None else None
     try:
-        load_plugins(ns)
-    except Exception as exc:  # strict mode: the fingerprint then says load_plugins() did not complete
+        load_plugins(ns, strict=args.strict or None)
+    # strict mode: the fingerprint then says load_plugins() did not complete
+    except Exception as exc:
         message = f"load_plugins() raised {type(exc).__name__}: {exc}"
         problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))
-    fingerprint, host = build_fingerprint(ns), socket.gethostname()
+    fingerprint, host = plugin_fingerprint(ns), socket.gethostname()
     mine, source = fingerprint.to_dict(), args.compare
     document: dict[str, Any] = {"digest": fingerprint.digest, "host": host, "fingerprint": mine}
     if other is None:
@@ -574,10 +731,23 @@ def fingerprint_step(ns: PluginNamespace, problems: Problems, logs: LogCapture, 
         for d in differences:
             value = {rank: v.value for v in d.variants for rank in v.ranks}
             problems.add(d.severity, "compare", f"{d.item}: here {value[1]}; in {where} {value[0]}")
-            rows.append({"kind": d.kind, "item": d.item, "severity": d.severity, "here": value[1], "there": value[0]})
+            rows.append(
+                {
+                    "kind": d.kind,
+                    "item": d.item,
+                    "severity": d.severity,
+                    "here": value[1],
+                    "there": value[0],
+                }
+            )
     same = fingerprint.digest.startswith(other["digest"])
     if not same and theirs is None:
-        message = f"this node's fingerprint {fingerprint.digest[:12]} differs from {other['digest'][:12]}; compare with"
-        message += " the other node's 'sglang-plugins fingerprint --json' file to see which items differ"
+        message = (
+            f"this node's fingerprint {fingerprint.digest[:12]} differs from "
+            f"{other['digest'][:12]}; compare with"
+        )
+        message += (
+            " the other node's 'sglang-plugins fingerprint --json' file to see which items differ"
+        )
         problems.add(ERROR, "compare", message)
     return {**document, "compared_with": {**other, "same": same, "differences": rows}}

@@ -1,5 +1,6 @@
-"""The documents for people: sections of aligned plain-text tables (no box drawing, so output pastes anywhere), the
-problems last, each said once (a table cell or a traceback that would repeat a problem points to it instead)."""
+"""The documents for people: sections of aligned plain-text tables (no box drawing, so output pastes
+anywhere), the problems last, each said once (a table cell or a traceback that would repeat a
+problem points to it instead)."""
 
 from __future__ import annotations
 
@@ -13,62 +14,70 @@ SEE = "(see Problems)"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    """Lines of a table; ``None`` cells show as ``-``; the last column is never padded (no trailing spaces)."""
+    """Lines of a table; ``None`` cells show as ``-``; the last column is never padded (no trailing
+    spaces)."""
     # One line per row: newlines in error messages would break the alignment.
-    cells = [list(headers), *([" ".join(str("-" if v is None else v).split()) for v in row] for row in rows)]
+    cells = [
+        list(headers),
+        *([" ".join(str("-" if v is None else v).split()) for v in row] for row in rows),
+    ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    return [("  " + "  ".join([*map(str.ljust, row[:-1], widths), row[-1]])).rstrip() for row in cells]
+    return [
+        ("  " + "  ".join([*map(str.ljust, row[:-1], widths), row[-1]])).rstrip() for row in cells
+    ]
 
 
-def _section(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]], empty: str = "") -> list[str]:
+def _section(
+    title: str, headers: Sequence[str], rows: Sequence[Sequence[object]], empty: str = ""
+) -> list[str]:
     """A titled table; with no rows, ``empty`` under the title (or nothing at all)."""
-    return ["", title, *table(headers, rows)] if rows else ["", title, f"  {empty}"] if empty else []
+    return (
+        ["", title, *table(headers, rows)] if rows else ["", title, f"  {empty}"] if empty else []
+    )
 
 
-class _Said:
-    """What the problems table says, by the plugin or target it is about, so that a cell repeating a problem
-    points to it; a report with thousands of failing plugins compares each cell with its own plugin's only."""
-
-    def __init__(self, problems: list[dict[str, Any]]) -> None:
-        self.problems = problems
-        self.about: dict[object, list[str]] = {}
-        for p in problems:
-            keys = {p["plugin"], p["target"]} - {None} or {None}
-            for key in keys:
-                self.about.setdefault(key, []).append(p["message"])
-
-    def once(self, text: str | None, about: str | None = None) -> str | None:
-        """``text``, or a pointer to the problems table when a problem (about ``about``, when given) says it."""
-        core = (text or "").partition(": ")[2] or text
-        if not core:
-            return text
-        messages = (
-            self.about.get(about, []) + self.about.get(None, [])
-            if about is not None
-            else (p["message"] for p in self.problems)
-        )
-        return SEE if any(core in message for message in messages) else text
+def _failed(record: dict[str, Any]) -> bool:
+    """Whether a plugin's outcome is a problem (each one is: the Problems table says it, the cell
+    points there)."""
+    return str(record["status"]).startswith("failed") or record["status"] == "not-installed"
 
 
 def _runs(
-    report: dict[str, Any], said: _Said, kind: str, records: list[dict[str, Any]], last: str, note: Any
+    report: dict[str, Any],
+    kind: str,
+    records: list[dict[str, Any]],
+    last: str,
+    note: Any,
 ) -> list[str]:
-    """The table of plugins that ran (``note(record)`` in the ``last`` column), then their tracebacks; the last
-    message of each traceback, when a problem says it, replaced by a pointer."""
-    platform = kind == "platform"
-    title = "Platform plugins: activate()" if platform else "General plugins"
-    empty = "(no platform plugin was activated)" if platform else "(none installed)"
-    rows = [(r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", note(r)) for r in records]
-    out = _section(title, ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last), rows, empty)
+    """The table of plugins that ran (``note(record)`` in the ``last`` column), then their
+    tracebacks; the last message of each traceback (a problem says it) replaced by a pointer."""
+    titles = {
+        "platform": "Platform plugins: activate()",
+        "startup": "Startup plugins",
+        "general": "General plugins",
+    }
+    empty = "(no platform plugin was activated)" if kind == "platform" else "(none installed)"
+    rows = [
+        (r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", note(r))
+        for r in records
+    ]
+    out = _section(titles[kind], ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last), rows, empty)
     if kind == "general" and report["plugins"]["error"]:
-        out.append(f"  loading stopped: {said.once(report['plugins']['error'])}")
+        out.append(f"  loading stopped: {SEE}")
     for record in (r for r in records if r.get("traceback")):
         lines = record["traceback"].rstrip().splitlines()
-        start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (")), default=0)
-        end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
-        if end < len(lines) and said.once("\n".join(lines[end:]), record["plugin"]) == SEE:
+        start = max(
+            (i for i, line in enumerate(lines) if line.startswith("Traceback (")), default=0
+        )
+        end = next(
+            (i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines)
+        )
+        if end < len(lines):
             lines[end:] = [f"{lines[end].partition(':')[0]}: {SEE}"]
-        out += ["", f"Traceback of {kind} plugin {record['plugin']!r} (without the runtime's frames)"]
+        out += [
+            "",
+            f"Traceback of {kind} plugin {record['plugin']!r} (without the runtime's frames)",
+        ]
         out += ["  " + line for line in lines]
     return out
 
@@ -76,50 +85,99 @@ def _runs(
 def _list(report: dict[str, Any]) -> list[str]:
     lines = []
     for g in report["groups"]:
-        title = f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry point(s))"
-        rows = [(e["name"], dist_label(e), e["value"], e["action"], e["reason"]) for e in g["entry_points"]]
-        lines += _section(title, ("NAME", "DISTRIBUTION", "TARGET", "ACTION", "WHY"), rows, "(none installed)")
+        title = (
+            f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry "
+            f"point(s))"
+        )
+        rows = [
+            (e["name"], dist_label(e), e["value"], e["status"], e["reason"])
+            for e in g["entry_points"]
+        ]
+        lines += _section(
+            title, ("NAME", "DISTRIBUTION", "TARGET", "STATUS", "WHY"), rows, "(none installed)"
+        )
     malformed = [(m["path"], m["reason"]) for m in report["malformed"]]
     lines += _section("Malformed distributions (skipped)", ("PATH", "REASON"), malformed)
-    duplicates = [(d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]]
+    duplicates = [
+        (d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]
+    ]
     lines += _section("Duplicate entry-point names", ("GROUP", "NAME", "DISTRIBUTIONS"), duplicates)
-    return [*lines, "", f"{report['distribution_count']} installed distribution(s) scanned; no plugin was imported."]
+    return [
+        *lines,
+        "",
+        f"{report['distribution_count']} installed distribution(s) scanned; "
+        "no plugin was imported.",
+    ]
 
 
-def _outcome(said: _Said, activation: dict[str, Any]) -> str | None:
-    """The RESULT / ERROR cell: the class, the error, or why ``activate()`` returned ``None``."""
+def _outcome(activation: dict[str, Any]) -> str | None:
+    """The RESULT / ERROR cell: the class, a pointer to the error, or why ``activate()`` returned
+    ``None``."""
     if activation["status"] != "unavailable":
-        return said.once(activation["error"], activation["plugin"]) or activation["result"]
+        return SEE if _failed(activation) else activation["result"]
     logged = activation.get("log")
-    return f"None: {logged[-1]}" if logged else "None (activate() logged no reason; log one at DEBUG to see it here)"
+    return (
+        f"None: {logged[-1]}"
+        if logged
+        else "None (activate() logged no reason; log one at DEBUG to see it here)"
+    )
 
 
 def _doctor(report: dict[str, Any]) -> list[str]:
     found, platform, hooks = report["discovery"], report["platform"], report["hooks"]
-    counts = f"{found['platform_plugins']} platform plugin(s), {found['general_plugins']} general plugin(s)"
+    counts = ", ".join(
+        f"{found[key]} {key.replace('_', ' ')}" for key in found if key.endswith("_plugins")
+    )
     scanned = f"{found['distribution_count']} installed distribution(s) scanned"
     lines = ["", f"Discovery: {scanned}, {counts}, {len(found['malformed'])} malformed"]
-    said = _Said(report["problems"])
-    activations = platform["activations"]
-    lines += _runs(report, said, "platform", activations, "RESULT / ERROR", lambda a: _outcome(said, a))
+    lines += _runs(report, "platform", platform["activations"], "RESULT / ERROR", _outcome)
     if platform["status"] == "selected":
-        plugin = f"{platform['plugin']} ({dist_label(platform)})" if platform["plugin"] else "(none: fallback)"
+        plugin = (
+            f"{platform['plugin']} ({dist_label(platform)})"
+            if platform["plugin"]
+            else "(none: fallback)"
+        )
         title = "Selected platform" + " [SIMULATED]" * report["simulated"]
-        pairs = [("class", platform["platform_class"]), ("plugin", plugin), ("rule", platform["rule"])]
+        pairs = [
+            ("class", platform["platform_class"]),
+            ("plugin", plugin),
+            ("rule", platform["rule"]),
+        ]
         pairs.append(("reason", platform["reason"]))
     else:
-        title, pairs = "Selected platform: NONE (selection failed)", [("error", said.once(platform["error"]))]
+        title, pairs = "Selected platform: NONE (selection failed)", [("error", SEE)]
     lines += ["", title, *table(("", ""), pairs)[1:]]
-    names = [(o["attribute"], o["kind"], o["message"].partition(": ")[2]) for o in platform.get("overrides", ())]
+    names = [
+        (o["attribute"], o["kind"], o["message"].partition(": ")[2])
+        for o in platform.get("overrides", ())
+    ]
     title = "Platform class: public names SGLang does not call"
     lines += _section(title, ("NAME", "KIND", "WHAT IT MEANS"), names)
-    records = report["plugins"]["plugins"]
-    lines += _runs(report, said, "general", records, "REASON", lambda r: said.once(r["reason"], r["plugin"]))
+    for kind, key in (("startup", "startup"), ("general", "plugins")):
+        if kind == "general" or report["plugins"][key]:
+            lines += _runs(
+                report,
+                kind,
+                report["plugins"][key],
+                "REASON",
+                lambda r: SEE if _failed(r) else r["reason"],
+            )
     targets = []
     for t in hooks["targets"]:
-        sources = ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]})) or "unknown"
-        note = said.once(t["error"] or "; ".join(c["message"] for c in t["conflicts"]) or None, t["target"])
-        targets.append((t["target"], t["status"], ", ".join(h["type"] for h in t["hooks"]) or "-", sources, note))
+        sources = (
+            ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]}))
+            or "unknown"
+        )
+        note = SEE if t["status"] == "failed" or t["conflicts"] else t["error"]
+        targets.append(
+            (
+                t["target"],
+                t["status"],
+                ", ".join(h["type"] for h in t["hooks"]) or "-",
+                sources,
+                note,
+            )
+        )
     theirs = hooks.get("sglang_registry_targets", ())
     empty = "(none here: see released SGLang's registry)" if theirs else "(no hooks registered)"
     headers = ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE")
@@ -144,8 +202,15 @@ def _doctor(report: dict[str, Any]) -> list[str]:
 def _explain(report: dict[str, Any]) -> list[str]:
     found = report["report"]
     if found is None:
-        loaded = ", ".join(p["plugin"] for p in report["plugins"]["plugins"] if p["status"] == "loaded") or "none"
-        return ["", f"No hook is registered on {report['target']} by the loaded plugins.", f"Plugins loaded: {loaded}"]
+        loaded = (
+            ", ".join(p["plugin"] for p in report["plugins"]["plugins"] if p["status"] == "loaded")
+            or "none"
+        )
+        return [
+            "",
+            f"No hook is registered on {report['target']} by the loaded plugins.",
+            f"Plugins loaded: {loaded}",
+        ]
     resolved = found["resolved"] or "(not yet: its module is not imported)"
     status = found["status"] + (f": {found['error']}" if found["error"] else "")
     lines = ["", f"Target    {found['target']}", f"Resolved  {resolved}", f"Status    {status}"]
@@ -158,31 +223,50 @@ def _explain(report: dict[str, Any]) -> list[str]:
     lines += _section("Hooks, outermost first", headers, hooks)
     arrows = {"enter": "->", "call": "==", "exit": "<-"}
     steps = [
-        (i, arrows[s["phase"]], s["type"], s["hook"] + (f"  [#{s['position']}]" if s["position"] else ""))
+        (
+            i,
+            arrows[s["phase"]],
+            s["type"],
+            s["hook"] + (f"  [#{s['position']}]" if s["position"] else ""),
+        )
         for i, s in enumerate(found["call_flow"], 1)
     ]
     lines += _section("One call, step by step", ("STEP", "", "TYPE", "HOOK"), steps)
-    return lines + _section("Conflicts", ("KIND", "MESSAGE"), [(c["kind"], c["message"]) for c in found["conflicts"]])
+    return lines + _section(
+        "Conflicts", ("KIND", "MESSAGE"), [(c["kind"], c["message"]) for c in found["conflicts"]]
+    )
 
 
 def _fingerprint(report: dict[str, Any]) -> list[str]:
-    """The fingerprint as the items ranks compare, in the words their differences are reported in."""
+    """The fingerprint as the items ranks compare, in the words their differences are reported
+    in."""
     from .._consistency import describe
 
     compared, digest = report["compared_with"], report["digest"]
     lines = ["", f"Digest: {digest}", f"Host:   {report['host']} (not part of the fingerprint)"]
     lines += _section("Fingerprint", ("ITEM", "VALUE"), describe(report["fingerprint"]))
     if compared is None:
-        note = "Every node (and rank) that runs the same plugins prints this digest. Save this with --json and run"
-        return [*lines, "", f"{note} 'sglang-plugins fingerprint --compare FILE' on another node to list what differs."]
+        note = (
+            "Every node (and rank) that runs the same plugins prints this digest. Save this with "
+            "--json and run"
+        )
+        return [
+            *lines,
+            "",
+            f"{note} 'sglang-plugins fingerprint --compare FILE' on another node to list what "
+            f"differs.",
+        ]
     where = compared["source"] + (f", host {compared['host']}" if compared["host"] else "")
-    rows = [(d["severity"].upper(), d["item"], d["here"], d["there"]) for d in compared["differences"]]
+    rows = [
+        (d["severity"].upper(), d["item"], d["here"], d["there"]) for d in compared["differences"]
+    ]
     title = f"Compared with {where}: {'SAME' if compared['same'] else 'DIFFERENT'}"
     return lines + (_section(title, ("SEVERITY", "ITEM", "HERE", "THERE"), rows) or ["", title])
 
 
-#: Characters that steer a terminal (C0 but tab and newline, DEL, C1, bidirectional overrides): plugin text
-#: shows them escaped, so that a message cannot clear, recolour or reorder the report around it.
+#: Characters that steer a terminal (C0 but tab and newline, DEL, C1, bidirectional overrides):
+#: plugin text shows them escaped, so that a message cannot clear, recolour or reorder the report
+#: around it.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -200,14 +284,24 @@ def render(report: dict[str, Any]) -> str:
         device = f"torch.{sim['device_type']} ({sim['device_count']} device(s){backend})"
         lines.append(f"SIMULATED device: {device}; nothing below was checked on real hardware")
     if command in ("list", "doctor"):
-        variables = [(k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()]
+        variables = [
+            (k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()
+        ]
         lines += _section("Environment", ("VARIABLE", "VALUE"), variables)
-    lines += {"list": _list, "doctor": _doctor, "explain": _explain, "fingerprint": _fingerprint}[command](report)
+    lines += {"list": _list, "doctor": _doctor, "explain": _explain, "fingerprint": _fingerprint}[
+        command
+    ](report)
     # The comparison's differences are its table: not repeated as problems.
-    problems = [(p["severity"].upper(), p["step"], p["message"]) for p in report["problems"] if p["step"] != "compare"]
+    problems = [
+        (p["severity"].upper(), p["step"], p["message"])
+        for p in report["problems"]
+        if p["step"] != "compare"
+    ]
     lines += _section(f"Problems ({len(problems)})", ("SEVERITY", "STEP", "MESSAGE"), problems)
     errors = sum(p["severity"] == "error" for p in report["problems"])
-    verdict = ("OK" if report["healthy"] else "PROBLEMS FOUND") + " [SIMULATED]" * report["simulated"]
+    verdict = ("OK" if report["healthy"] else "PROBLEMS FOUND") + " [SIMULATED]" * report[
+        "simulated"
+    ]
     counts = f"{errors} error(s), {len(report['problems']) - errors} warning(s)"
     result = f"Result: {verdict}: {counts}; exit status {report['exit_status']}"
     return printable("\n".join([*lines, "", result, ""]))

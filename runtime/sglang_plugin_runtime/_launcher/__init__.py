@@ -1,12 +1,15 @@
-"""``sglang-plugins run -- COMMAND``: a released SGLang, with this runtime as its plugin layer, for one process tree.
+"""``sglang-plugins run -- COMMAND``: a released SGLang, with this runtime as its plugin layer, for
+one process tree.
 
-Nothing installed is modified and nothing outside the command's process tree changes. :func:`plan` checks, before
-anything runs, that the installed SGLang is a release this runtime carries the adoption patch for and that the
-patch applies to its files exactly; it then writes a shim folder (one ``sglang/__init__.py``) to a fresh temporary
-directory and puts it first on the command's ``PYTHONPATH``. In every interpreter of the tree the shim installs
-:class:`~._finder.AdoptedSGLangFinder` and hands over to the real ``sglang`` package (see ``_finder``).
-:func:`execute` runs the command, forwards the signals sent to the launcher, returns the command's exit status and
-removes the shim.
+Nothing installed is modified and nothing outside the command's process tree changes. :func:`plan`
+checks, before anything runs, that the installed SGLang is a release this runtime carries the
+adoption patch for and that the patch applies to its files exactly; it then writes a shim folder
+(one ``sglang/__init__.py``) to a fresh temporary directory and puts it first on the command's
+``PYTHONPATH``. In every interpreter of the tree the shim installs
+:class:`~._finder.AdoptedSGLangFinder` and hands over to the real ``sglang`` package (see
+``_finder``).
+:func:`execute` runs the command, forwards the signals sent to the launcher, returns the command's
+exit status and removes the shim.
 """
 
 from __future__ import annotations
@@ -32,25 +35,28 @@ import sys
 try:
     from sglang_plugin_runtime._launcher._finder import enter_from_shim
 except ImportError as exc:
-    raise ImportError(f"sglang-plugins run: this Python ({sys.executable}) cannot import sglang_plugin_runtime; "
-                      "install the runtime into the environment that runs SGLang") from exc
+    raise ImportError(f"sglang-plugins run: this Python ({sys.executable}) cannot import "
+                      "sglang_plugin_runtime; install the runtime into the environment that runs "
+                      "SGLang") from exc
 enter_from_shim(sys.modules[__name__])
 """
 
 #: Signals a supervisor or a container stop sends the launcher: the command gets them.
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
-#: ``si_code`` of a signal the kernel sent, as a terminal sends Ctrl-C to its whole foreground process group: the
-#: command got it too, so it is not sent again.
+#: ``si_code`` of a signal the kernel sent, as a terminal sends Ctrl-C to its whole foreground
+#: process group: the command got it too, so it is not sent again.
 _SI_KERNEL = 0x80
 
 
 class LaunchError(Exception):
-    """The command cannot run with the runtime as SGLang's plugin layer; the message says why and what to do."""
+    """The command cannot run with the runtime as SGLang's plugin layer; the message says why and
+    what to do."""
 
 
 def isolating_option(command: list[str]) -> str | None:
-    """The option with which ``python ...`` ignores ``PYTHONPATH`` (``-I``, ``-E``, also combined: ``-sI``, ``-Ic``),
-    read as CPython reads its options: ``-c``/``-m``, the script or ``--`` end them; ``-W``/``-X`` take a value."""
+    """The option with which ``python ...`` ignores ``PYTHONPATH`` (``-I``, ``-E``, also combined:
+    ``-sI``, ``-Ic``), read as CPython reads its options: ``-c``/``-m``, the script or ``--`` end
+    them; ``-W``/``-X`` take a value."""
     if not command or not os.path.basename(command[0]).startswith("python"):
         return None
     arguments = iter(command[1:])
@@ -60,27 +66,35 @@ def isolating_option(command: list[str]) -> str | None:
         if argument == "--check-hash-based-pycs":
             next(arguments, None)
         flags = "" if argument.startswith("--") else argument[1:]
-        letter = next((flag for flag in flags if flag in "IEcmWX"), "")  # the flags after it are its value
+        # the flags after it are its value
+        letter = next((flag for flag in flags if flag in "IEcmWX"), "")
         if letter in ("I", "E"):
             return f"-{letter}"
         if letter in ("c", "m"):
             return None
-        if letter and flags.index(letter) == len(flags) - 1:  # -W or -X last: the next argument is its value
+        # -W or -X last: the next argument is its value
+        if letter and flags.index(letter) == len(flags) - 1:
             next(arguments, None)
     return None
 
 
 def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
-    """Check everything that can be checked before ``command`` runs (:class:`LaunchError` says what is wrong); the
-    command's environment, and the shim folder to remove when it ends (``None``: SGLang runs as it is)."""
+    """Check everything that can be checked before ``command`` runs (:class:`LaunchError` says what
+    is wrong); the command's environment, and the shim folder to remove when it ends (``None``:
+    SGLang runs as it is)."""
     if not command or command[0].startswith("-"):
         got = f" ({command[0]!r} is an option, not a command)" if command else ""
         example = "e.g. sglang-plugins run -- python -m sglang.launch_server --model-path ..."
-        how = f"give the command to run after '--'{got}, {example}; 'sglang-plugins run --help' shows the usage"
+        how = (
+            f"give the command to run after '--'{got}, {example}; 'sglang-plugins run --help' "
+            f"shows the usage"
+        )
         raise LaunchError(f"sglang-plugins run: {how}")
     isolating = isolating_option(command)
     if isolating is not None:
-        ignores = f"{command[0]} {isolating} ignores PYTHONPATH, so SGLang would run without the runtime"
+        ignores = (
+            f"{command[0]} {isolating} ignores PYTHONPATH, so SGLang would run without the runtime"
+        )
         raise LaunchError(f"sglang-plugins run: {ignores}; drop {isolating}")
     env = dict(os.environ)
     outer = env.get(SHIM_ENV, "")
@@ -93,7 +107,9 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
         dist = metadata.distribution("sglang")
     except metadata.PackageNotFoundError:
         how = "install it, or run sglang-plugins from the environment that has it"
-        raise LaunchError(f"sglang-plugins run: SGLang is not installed in this environment; {how}") from None
+        raise LaunchError(
+            f"sglang-plugins run: SGLang is not installed in this environment; {how}"
+        ) from None
     version, spec = dist.version, find_sglang()
     if spec is None or spec.origin is None:
         missing = f"SGLang {version} is installed but Python finds no sglang package"
@@ -101,19 +117,28 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
     # Where `import sglang` finds it: site-packages (a wheel), the checkout (an editable install).
     site = Path(spec.origin).parent.parent
     hook_registry = site / "sglang" / "srt" / "plugins" / "hook_registry.py"
-    if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(encoding="utf-8"):
-        note = f"SGLang {version} already imports sglang_plugin_runtime; running the command as it is"
+    if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(
+        encoding="utf-8"
+    ):
+        note = (
+            f"SGLang {version} already imports sglang_plugin_runtime; running the command as it is"
+        )
         print(f"sglang-plugins run: {note}", file=sys.stderr, flush=True)
         return env, None
     try:
         patches = parse(patch_text(version))
     except LookupError as exc:
-        raise LaunchError(f"sglang-plugins run: {exc}; install a supported SGLang release") from None
+        raise LaunchError(
+            f"sglang-plugins run: {exc}; install a supported SGLang release"
+        ) from None
     for path, hunks in patches.items():
         try:
             apply((site / path).read_text(encoding="utf-8"), hunks, name=str(site / path))
         except (OSError, PatchError) as exc:
-            differs = f"the installed SGLang {version} differs from the released files the adoption patch was made for"
+            differs = (
+                f"the installed SGLang {version} differs from the released files the adoption "
+                f"patch was made for"
+            )
             how = f"reinstall sglang=={version}, or run the command without the launcher"
             raise LaunchError(f"sglang-plugins run: {differs} ({exc}); {how}") from None
     shim_dir = Path(tempfile.mkdtemp(prefix="sglang-plugins-run-"))
@@ -125,16 +150,19 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
 
 
 def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> int:
-    """Run ``command`` as :func:`plan` prepared it; its exit status (128 + N when it died of signal N). The shim is
-    always removed."""
+    """Run ``command`` as :func:`plan` prepared it; its exit status (128 + N when it died of signal
+    N). The shim is always removed."""
     forwarded = {getattr(signal, name) for name in FORWARDED}
     waited = forwarded | {signal.SIGCHLD}
-    # Blocked, the signals wait for sigtimedwait(), which says who sent each (where it exists: not on macOS).
+    # Blocked, the signals wait for sigtimedwait(), which says who sent each (where it exists: not
+    # on macOS).
     blocking = hasattr(signal, "sigtimedwait")
     previous: Any = signal.pthread_sigmask(signal.SIG_BLOCK, waited) if blocking else None
     try:
         try:
-            unblock = (lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous)) if blocking else None
+            unblock = (
+                (lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous)) if blocking else None
+            )
             child = subprocess.Popen(command, env=env, preexec_fn=unblock)
         except OSError as exc:
             raise LaunchError(f"sglang-plugins run: cannot start {command[0]!r}: {exc}") from None
@@ -142,10 +170,17 @@ def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> i
             signal.signal(signum, lambda number, _frame: child.send_signal(number))
         while child.poll() is None:
             info = signal.sigtimedwait(waited, 1.0) if blocking else child.wait()
-            if isinstance(info, signal.struct_siginfo) and info.si_signo in forwarded and info.si_code != _SI_KERNEL:
+            if (
+                isinstance(info, signal.struct_siginfo)
+                and info.si_signo in forwarded
+                and info.si_code != _SI_KERNEL
+            ):
                 child.send_signal(info.si_signo)
         if shim_dir is not None and not (shim_dir / ADOPTED_MARKER).exists():
-            note = "no process of the command adopted SGLang (an isolated python -I/-E imports it without the launcher)"
+            note = (
+                "no process of the command adopted SGLang (an isolated python -I/-E imports it "
+                "without the launcher)"
+            )
             print(f"sglang-plugins run: {note}", file=sys.stderr)
         return 128 - child.returncode if child.returncode < 0 else child.returncode
     finally:

@@ -1,12 +1,15 @@
-"""In one interpreter started by ``sglang-plugins run``: load SGLang's plugin modules as the adoption patch makes them.
+"""In one interpreter started by ``sglang-plugins run``: load SGLang's plugin modules as the
+adoption patch makes them.
 
-The launcher puts a shim folder first on ``PYTHONPATH``; its only module is a ``sglang`` package whose
-``__init__`` calls :func:`enter_from_shim`. That installs :class:`AdoptedSGLangFinder` in front of ``sys.meta_path``
-and loads the real ``sglang`` package in the shim's place. From then on, the modules the patch changes are compiled
-from the installed files with the patch applied in memory (exactly, or an ``ImportError`` that says why); every
-other module is SGLang's own file. Children inherit ``PYTHONPATH`` (spawn, forkserver, subprocesses) or the loaded
-modules (fork), so the whole process tree runs the same code. The first interpreter that adopts SGLang says so (the
-launcher never claims it for a command that does not get here, such as an isolated ``python -I``).
+The launcher puts a shim folder first on ``PYTHONPATH``; its only module is a ``sglang`` package
+whose ``__init__`` calls :func:`enter_from_shim`. That installs :class:`AdoptedSGLangFinder` in
+front of ``sys.meta_path`` and loads the real ``sglang`` package in the shim's place, patched too
+(its change runs the startup plugins before SGLang's own imports). From then on, the modules the
+patch changes are compiled from the installed files with the patch applied in memory (exactly, or an
+``ImportError`` that says why); every other module is SGLang's own file. Children inherit
+``PYTHONPATH`` (spawn, forkserver, subprocesses) or the loaded modules (fork), so the whole process
+tree runs the same code. The first interpreter that adopts SGLang says so (the launcher never claims
+it for a command that does not get here, such as an isolated ``python -I``).
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
 
     def get_source(self, fullname: str) -> str:
         try:  # the file as the import system reads it (PEP 263, universal newlines), then patched
-            patched = apply(importlib.util.decode_source(self.get_data(self.path)), self._hunks, name=self.path)
+            patched = apply(
+                importlib.util.decode_source(self.get_data(self.path)), self._hunks, name=self.path
+            )
         except PatchError as exc:
             stale = "The installed SGLang is not the release the patch was made for"
             how = "run without 'sglang-plugins run', or install that release."
@@ -47,7 +52,12 @@ class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
                 f"sglang-plugins run: cannot adopt {fullname}: {exc}. {stale}; {how}", name=fullname
             ) from exc
         # Tracebacks show the lines that run, not the file's.
-        linecache.cache[self.path] = (len(patched), None, patched.splitlines(keepends=True), self.path)
+        linecache.cache[self.path] = (
+            len(patched),
+            None,
+            patched.splitlines(keepends=True),
+            self.path,
+        )
         return patched
 
     def get_code(self, fullname: str) -> CodeType:
@@ -59,12 +69,22 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
 
     def __init__(self, patches: dict[str, tuple[Hunk, ...]]) -> None:
         # sglang/srt/plugins/__init__.py -> sglang.srt.plugins
-        names = {path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"): h for path, h in patches.items()}
+        names = {
+            path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"): h
+            for path, h in patches.items()
+        }
         self._patches, self.modules = names, frozenset(names)
 
-    def find_spec(self, fullname: str, path: Sequence[str] | None = None, target: object = None) -> ModuleSpec | None:
+    def hunks(self, fullname: str) -> tuple[Hunk, ...]:
+        return self._patches[fullname]
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None = None, target: object = None
+    ) -> ModuleSpec | None:
         hunks = self._patches.get(fullname)
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path) if hunks is not None else None
+        spec = (
+            importlib.machinery.PathFinder.find_spec(fullname, path) if hunks is not None else None
+        )
         if hunks is None or spec is None or spec.origin is None or not spec.origin.endswith(".py"):
             return None
         spec.loader, spec.cached = _PatchedSourceLoader(fullname, spec.origin, hunks), None
@@ -91,18 +111,29 @@ def find_sglang(shim_dir: str | None = None) -> ModuleSpec | None:
 
 
 def enter_from_shim(shim_module: ModuleType) -> None:
-    """Called by the shim's ``sglang/__init__.py``: install the finder, then load the real ``sglang`` in its place."""
+    """Called by the shim's ``sglang/__init__.py``: install the finder, then load the real
+    ``sglang`` in its place."""
     version = os.environ.get(VERSION_ENV, "")
     if not version:
-        raise ImportError(f"sglang-plugins run: {VERSION_ENV} is not set; this shim only works under the launcher")
+        raise ImportError(
+            f"sglang-plugins run: {VERSION_ENV} is not set; this shim only works under the launcher"
+        )
     finder = next((f for f in sys.meta_path if isinstance(f, AdoptedSGLangFinder)), None)
     if finder is None:  # once per interpreter: first on sys.meta_path
         finder = AdoptedSGLangFinder(parse(patch_text(version)))
         sys.meta_path.insert(0, finder)
     shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
     spec = find_sglang(shim_dir)
-    if spec is None or spec.loader is None:
-        raise ImportError("sglang-plugins run: no sglang package is installed besides the launcher's shim")
+    if spec is None or spec.loader is None or spec.origin is None:
+        raise ImportError(
+            "sglang-plugins run: no sglang package is installed besides the launcher's shim"
+        )
+    # the package's own change: its startup plugins run before its imports
+    if "sglang" in finder.modules:
+        spec.loader, spec.cached = (
+            _PatchedSourceLoader("sglang", spec.origin, finder.hunks("sglang")),
+            None,
+        )
     real = importlib.util.module_from_spec(spec)
     # The import system hands out whatever sys.modules holds once the shim's body returns.
     sys.modules["sglang"] = real
@@ -112,11 +143,16 @@ def enter_from_shim(shim_module: ModuleType) -> None:
         sys.modules.pop("sglang", None)
         raise
     try:  # the first interpreter of the tree to get here says what runs
-        os.close(os.open(os.path.join(shim_dir, ADOPTED_MARKER), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        os.close(
+            os.open(os.path.join(shim_dir, ADOPTED_MARKER), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        )
     except OSError:
         return
     from .. import __version__
 
-    runs = f"SGLang {version} runs with sglang_plugin_runtime {__version__} as its plugin layer in this process tree"
+    runs = (
+        f"SGLang {version} runs with sglang_plugin_runtime {__version__} as its plugin layer in "
+        f"this process tree"
+    )
     adopted = f"{len(finder.modules)} modules adopted in memory; nothing installed is changed"
     sys.stderr.write(f"sglang-plugins run: {runs} ({adopted})\n")

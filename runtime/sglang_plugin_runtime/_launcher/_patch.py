@@ -1,9 +1,10 @@
-"""The adoption patches the launcher carries (package data, one per released SGLang version: the upstream change,
-``patches/sglang-<version>.patch``), applied to file contents in memory exactly: every hunk at its stated line, no
-fuzz, no offset.
+"""The adoption patches the launcher carries (package data, one per released SGLang version: the
+upstream change, ``patches/sglang-<version>.patch``), applied to file contents in memory exactly:
+every hunk at its stated line, no fuzz, no offset.
 
-The launcher must produce exactly what ``patch --fuzz=0`` produces from the released files, or nothing: a source
-that differs anywhere a hunk touches is refused, so a different SGLang never runs half-adopted.
+The launcher must produce exactly what ``patch --fuzz=0`` produces from the released files, or
+nothing: a source that differs anywhere a hunk touches is refused, so a different SGLang never runs
+half-adopted.
 """
 
 from __future__ import annotations
@@ -27,15 +28,24 @@ class Hunk(NamedTuple):
 
 def supported_versions() -> tuple[str, ...]:
     names = [entry.name for entry in files(__package__).joinpath("patches").iterdir()]
-    return tuple(sorted(n[len("sglang-") : -len(".patch")] for n in names if re.fullmatch(r"sglang-.+\.patch", n)))
+    return tuple(
+        sorted(
+            n[len("sglang-") : -len(".patch")]
+            for n in names
+            if re.fullmatch(r"sglang-.+\.patch", n)
+        )
+    )
 
 
 def patch_text(version: str) -> str:
-    """The patch for SGLang ``version``; ``LookupError`` naming the supported versions if there is none."""
+    """The patch for SGLang ``version``; ``LookupError`` naming the supported versions if there is
+    none."""
     resource = files(__package__).joinpath("patches").joinpath(f"sglang-{version}.patch")
     if not resource.is_file():
         supported = ", ".join(supported_versions()) or "none"
-        raise LookupError(f"no adoption patch for SGLang {version} (this runtime carries: {supported})")
+        raise LookupError(
+            f"no adoption patch for SGLang {version} (this runtime carries: {supported})"
+        )
     return resource.read_text(encoding="utf-8")
 
 
@@ -67,7 +77,8 @@ def parse(diff: str) -> dict[str, tuple[Hunk, ...]]:
 
 
 def apply(source: str, hunks: tuple[Hunk, ...], *, name: str) -> str:
-    """``source`` with ``hunks`` applied, or :class:`PatchError` naming the first line that differs."""
+    """``source`` with ``hunks`` applied, or :class:`PatchError` naming the first line that
+    differs."""
     lines = source.splitlines(keepends=True)
     out: list[str] = []
     position = 0  # index into lines
@@ -78,7 +89,9 @@ def apply(source: str, hunks: tuple[Hunk, ...], *, name: str) -> str:
         for number, want in enumerate(hunk.old, start + 1):
             got = lines[number - 1] if number <= len(lines) else "<end of file>\n"
             if want != got:
-                raise PatchError(f"{name}, line {number}: expected {want.rstrip()!r}, found {got.rstrip()!r}")
+                raise PatchError(
+                    f"{name}, line {number}: expected {want.rstrip()!r}, found {got.rstrip()!r}"
+                )
         out += lines[position:start] + list(hunk.new)
         position = start + len(hunk.old)
     return "".join(out + lines[position:])

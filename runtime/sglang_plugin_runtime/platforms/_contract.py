@@ -1,23 +1,29 @@
-"""The platform contract, and the one rule a platform class must follow: accept the host's real calls.
+"""The platform contract, and the one rule a platform class must follow: accept the host's real
+calls.
 
-Contract classes (``DeviceMixin``, ``SRTPlatform``, ``MMPlatform``) mark every public method with :func:`active`
-or :func:`reserved`; their public annotated class attributes are contract attributes (active).
+Contract classes (``DeviceMixin``, ``SRTPlatform``, ``MMPlatform``) mark every public method with
+:func:`active` or :func:`reserved`; their public annotated class attributes are contract attributes
+(active).
 
-Every other platform class is checked when it is defined, against how the hosts actually call each member: the
-interface table, ``interface_table.jsonl`` beside this module, one row per public name of SGLang's platform classes
-(``tests_sglang/test_interface_table.py`` writes it from the SGLang wheel and fails when it drifts). It is read only
-when a platform subclass is defined. A class that SGLang would run is never refused:
+Every other platform class is checked when it is defined, against how the hosts actually call each
+member: the interface table, ``interface_table.jsonl`` beside this module, one row per public name
+of SGLang's platform classes (``tests_sglang/test_interface_table.py`` writes it from the SGLang
+wheel and fails when it drifts). It is read only when a platform subclass is defined. A class that
+SGLang would run is never refused:
 
-- ``TypeError`` only for an override that cannot accept a call the host makes (wrong arity, a keyword it lacks,
-  an instance method where the host calls the class, data where the host calls a method);
-- a WARNING with "did you mean" for a public name that is one or two keystrokes from a contract name and is no name
-  of any SGLang version: a likely misspelling that the host would silently never call;
-- nothing for anything else: a vendor's own public API, names of other SGLang versions, retired hooks the host still
-  serves. ``_describe.find_override_problems`` says what each of those means (``doctor`` lists them), and the
-  testing kit's conformance check fails on a misspelling, where the plugin's author can act on it.
+- ``TypeError`` only for an override that cannot accept a call the host makes (wrong arity, a
+  keyword it lacks, an instance method where the host calls the class, data where the host calls a
+  method);
+- a WARNING with "did you mean" for a public name that is one or two keystrokes from a contract name
+  and is no name of any SGLang version: a likely misspelling that the host would silently never
+  call;
+- nothing for anything else: a vendor's own public API, names of other SGLang versions, retired
+  hooks the host still serves. ``_describe.find_override_problems`` says what each of those means
+  (``doctor`` lists them), and the testing kit's conformance check fails on a misspelling, where the
+  plugin's author can act on it.
 
-A vendor device mixin (a ``DeviceMixin`` subclass that is no SRT or diffusion platform) is never refused: no host
-calls it on its own. It is checked as part of each platform that uses it.
+A vendor device mixin (a ``DeviceMixin`` subclass that is no SRT or diffusion platform) is never
+refused: no host calls it on its own. It is checked as part of each platform that uses it.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ Status = Literal["active", "reserved"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _MARK = "__sglang_contract__"
-# The hosts of each contract class, by the interface table's names; the root ``DeviceMixin`` alone has none.
+# The hosts of each contract class, by the interface table's names; the root ``DeviceMixin`` alone
+# has none.
 _HOSTS: dict[str, tuple[str, ...]] = {"SRTPlatform": ("srt",), "MMPlatform": ("diffusion",)}
 #: Each contract class, and the members it declares itself in declaration order (attributes first).
 OWN_MEMBERS: dict[type, dict[str, Mark]] = {}
@@ -47,7 +54,8 @@ _WARNED: weakref.WeakKeyDictionary[type, set[str]] = weakref.WeakKeyDictionary()
 
 
 class Mark(NamedTuple):
-    """What ``@active`` / ``@reserved`` say of a contract member; ``required``: the base fails fast."""
+    """What ``@active`` / ``@reserved`` say of a contract member; ``required``: the base fails
+    fast."""
 
     status: Status
     required: bool
@@ -59,7 +67,8 @@ class Mark(NamedTuple):
 
 
 def underlying(raw: Any) -> Any:
-    """The function behind a class-``__dict__`` entry (a classmethod's, a property's getter, ...)."""
+    """The function behind a class-``__dict__`` entry (a classmethod's, a property's getter,
+    ...)."""
     if isinstance(raw, property):
         return raw.fget
     if isinstance(raw, cached_property):
@@ -68,8 +77,9 @@ def underlying(raw: Any) -> Any:
 
 
 class _Marker:
-    """A contract member's marker (``@active``, ``@reserved``), used bare or as ``(required=True)``; the member is
-    returned unchanged. ``required``: the base implementation fails fast, so an out-of-tree platform overrides it."""
+    """A contract member's marker (``@active``, ``@reserved``), used bare or as ``(required=True)``;
+    the member is returned unchanged. ``required``: the base implementation fails fast, so an
+    out-of-tree platform overrides it."""
 
     def __init__(self, status: Status) -> None:
         self.status = status
@@ -78,7 +88,9 @@ class _Marker:
     def __call__(self, func: _F, /) -> _F: ...
     @overload
     def __call__(self, func: None = None, /, *, required: bool = False) -> Callable[[_F], _F]: ...
-    def __call__(self, func: _F | None = None, /, *, required: bool = False) -> _F | Callable[[_F], _F]:
+    def __call__(
+        self, func: _F | None = None, /, *, required: bool = False
+    ) -> _F | Callable[[_F], _F]:
         def mark(member: _F) -> _F:
             setattr(underlying(member), _MARK, Mark(self.status, required))
             return member
@@ -95,23 +107,26 @@ reserved = _Marker("reserved")
 def not_implemented(obj: object, method: str) -> NotImplementedError:
     """The fail-fast error of a required method, naming the concrete class."""
     cls = obj if isinstance(obj, type) else type(obj)
-    return NotImplementedError(f"{cls.__name__}.{method}() is not implemented: override it in your platform class")
+    return NotImplementedError(
+        f"{cls.__name__}.{method}() is not implemented: override it in your platform class"
+    )
 
 
 def register_contract_class(cls: type) -> None:
-    """Record ``cls`` as a contract class: its annotated public attributes and its marked public methods.
+    """Record ``cls`` as a contract class: its annotated public attributes (active) and its marked
+    public methods; an unmarked public method is refused."""
+    annotations = vars(cls).get("__annotations__", {})  # what inspect.get_annotations(cls) reads
+    members = {name: Mark("active", False) for name in annotations if not name.startswith("_")}
+    for name, raw in vars(cls).items():
+        if not name.startswith("_") and name not in members:
+            members[name] = getattr(underlying(raw), _MARK, None) or _unmarked(cls, name)
+    OWN_MEMBERS[cls] = members
 
-    An unmarked public method is refused. (That no contract class redefines another's name, which would shadow a
-    vendor mixin's implementation, is checked by the tests.)
-    """
-    annotations = vars(cls).get("__annotations__", {})  # what inspect.get_annotations(cls) reads, up to 3.13
-    attributes = {name: Mark("active", False) for name in annotations if not name.startswith("_")}
-    public = {name: raw for name, raw in vars(cls).items() if not name.startswith("_") and name not in attributes}
-    methods = {name: getattr(underlying(raw), _MARK, None) for name, raw in public.items()}
-    unmarked = [f"{cls.__name__}.{name} has no @active/@reserved marker" for name, m in methods.items() if m is None]
-    if unmarked:
-        raise TypeError("invalid contract class:\n  - " + "\n  - ".join(unmarked))
-    OWN_MEMBERS[cls] = attributes | {name: mark for name, mark in methods.items() if mark is not None}
+
+def _unmarked(cls: type, name: str) -> Mark:
+    raise TypeError(
+        f"invalid contract class: {cls.__name__}.{name} has no @active/@reserved marker"
+    )
 
 
 def contract_classes(cls: type) -> list[type]:
@@ -120,21 +135,30 @@ def contract_classes(cls: type) -> list[type]:
 
 
 def contract_members(cls: type) -> dict[str, Mark]:
-    """Every contract member visible to ``cls``: the union over its contract bases, base-most first."""
-    return {name: mark for klass in reversed(contract_classes(cls)) for name, mark in OWN_MEMBERS[klass].items()}
+    """Every contract member visible to ``cls``: the union over its contract bases, base-most
+    first."""
+    return {
+        name: mark
+        for klass in reversed(contract_classes(cls))
+        for name, mark in OWN_MEMBERS[klass].items()
+    }
 
 
 def hosts_of(cls: type) -> tuple[str, ...]:
-    """The hosts that call ``cls``: ``("srt",)`` for an SRT platform, ``("diffusion",)`` for a diffusion one."""
+    """The hosts that call ``cls``: ``("srt",)`` for an SRT platform, ``("diffusion",)`` for a
+    diffusion one."""
     return tuple(host for klass in contract_classes(cls) for host in _HOSTS.get(klass.__name__, ()))
 
 
 def checked_classes(cls: type, *, whole_mro: bool) -> list[type]:
-    """The classes whose names are checked for ``cls``: with ``whole_mro`` every non-contract class in its MRO;
-    without (at definition), ``cls`` and its bases that are no platform (platform bases were checked already)."""
+    """The classes whose names are checked for ``cls``: with ``whole_mro`` every non-contract class
+    in its MRO; without (at definition), ``cls`` and its bases that are no platform (platform bases
+    were checked already)."""
     mro = [klass for klass in cls.__mro__ if klass is not object and klass not in OWN_MEMBERS]
     platform = bool(contract_classes(cls))
-    return [klass for klass in mro if platform and (klass is cls or whole_mro or not hosts_of(klass))]
+    return [
+        klass for klass in mro if platform and (klass is cls or whole_mro or not hosts_of(klass))
+    ]
 
 
 # --------------------------------------------------------------------------------------
@@ -144,7 +168,8 @@ def checked_classes(cls: type, *, whole_mro: bool) -> list[type]:
 
 @cache
 def interface_rows() -> tuple[dict[str, Any], ...]:
-    """Every row of the interface table: a name of an SGLang platform class (with ``host``), or of another version."""
+    """Every row of the interface table: a name of an SGLang platform class (with ``host``), or of
+    another version."""
     import json  # only a platform subclass's definition reads the table
     from importlib.resources import files
 
@@ -155,11 +180,15 @@ def interface_rows() -> tuple[dict[str, Any], ...]:
 @cache
 def interface_row(name: str, host: str) -> dict[str, Any] | None:
     """The row of ``name`` for ``host`` (``""``: names of other SGLang versions), or ``None``."""
-    return next((row for row in interface_rows() if row["name"] == name and row.get("host", "") == host), None)
+    return next(
+        (row for row in interface_rows() if row["name"] == name and row.get("host", "") == host),
+        None,
+    )
 
 
 def render_call(call: dict[str, Any], name: str) -> str:
-    """A host call as code, e.g. ``platform.get_kv_pool_cls(kind=...)`` or ``PlatformClass.name``."""
+    """A host call as code, e.g. ``platform.get_kv_pool_cls(kind=...)`` or
+    ``PlatformClass.name``."""
     receiver = "PlatformClass" if call.get("on_class") else "platform"
     parts = ["<arg>"] * call.get("args", 0) + [f"{k}=..." for k in call.get("kwargs", ())]
     return f"{receiver}.{name}" if call.get("read") else f"{receiver}.{name}({', '.join(parts)})"
@@ -179,12 +208,18 @@ def kind_of(raw: Any) -> str:
     if isinstance(raw, type) or not callable(raw):
         return "attribute"
     # A callable object without __get__ is not bound.
-    return "method" if isinstance(raw, FunctionType) or hasattr(type(raw), "__get__") else "staticmethod"
+    return (
+        "method"
+        if isinstance(raw, FunctionType) or hasattr(type(raw), "__get__")
+        else "staticmethod"
+    )
 
 
 def bound_signature(kind: str, func: Any, *, on_class: bool) -> inspect.Signature | None:
-    """The signature a caller sees: ``self``/``cls`` dropped where the descriptor binds it; ``None`` if unknown."""
-    import inspect  # only a platform subclass's definition needs it: a process on the fallback never imports it
+    """The signature a caller sees: ``self``/``cls`` dropped where the descriptor binds it; ``None``
+    if unknown."""
+    # only a platform subclass's definition needs it: a process on the fallback never imports it
+    import inspect
 
     try:
         signature = inspect.signature(func)
@@ -192,7 +227,10 @@ def bound_signature(kind: str, func: Any, *, on_class: bool) -> inspect.Signatur
         return None
     params = list(signature.parameters.values())
     if kind == "classmethod" or (kind == "method" and not on_class):
-        if params and params[0].kind in (params[0].POSITIONAL_ONLY, params[0].POSITIONAL_OR_KEYWORD):
+        if params and params[0].kind in (
+            params[0].POSITIONAL_ONLY,
+            params[0].POSITIONAL_OR_KEYWORD,
+        ):
             return signature.replace(parameters=params[1:])
         if not (params and params[0].kind is params[0].VAR_POSITIONAL):
             return signature.replace(parameters=[])  # nothing can take self: any call fails below
@@ -206,10 +244,17 @@ def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[str, str] 
         if kind in ("method", "classmethod", "staticmethod"):
             return "binding", f"the host reads it as data ({shown}); this defines a {kind}"
         if kind == "property" and on_class:
-            return "binding", f"the runtime reads it on the class ({shown}), where a property is no value"
+            return (
+                "binding",
+                f"the runtime reads it on the class ({shown}), where a property is no value",
+            )
         return None
     if kind in ("attribute", "property"):
-        what = "defines a property" if kind == "property" else f"sets it to a non-callable {type(raw).__name__}"
+        what = (
+            "defines a property"
+            if kind == "property"
+            else f"sets it to a non-callable {type(raw).__name__}"
+        )
         return "binding", f"the host calls it ({shown}); this {what}"
     signature = bound_signature(kind, underlying(raw), on_class=on_class)
     try:
@@ -217,7 +262,10 @@ def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[str, str] 
             signature.bind(*[None] * call.get("args", 0), **dict.fromkeys(call.get("kwargs", ())))
     except TypeError as exc:
         if kind == "method" and on_class:
-            return "binding", f"the host calls it on the class ({shown}); this defines an instance method"
+            return (
+                "binding",
+                f"the host calls it on the class ({shown}); this defines an instance method",
+            )
         assert signature is not None
         bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
         shape = signature.replace(parameters=bare, return_annotation=signature.empty)
@@ -226,7 +274,8 @@ def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[str, str] 
 
 
 def host_call_problem(raw: Any, name: str, hosts: tuple[str, ...]) -> tuple[str, str] | None:
-    """``("signature" | "binding", why)`` when ``raw``, defined as ``name``, cannot serve a call ``hosts`` make."""
+    """``("signature" | "binding", why)`` when ``raw``, defined as ``name``, cannot serve a call
+    ``hosts`` make."""
     for row in (row for host in hosts if (row := interface_row(name, host)) is not None):
         for call in row.get("calls", ()):
             found = _call_problem(raw, call, name)
@@ -237,58 +286,57 @@ def host_call_problem(raw: Any, name: str, hosts: tuple[str, ...]) -> tuple[str,
 
 
 def is_known_name(name: str) -> bool:
-    """Whether a contract class or some SGLang version's platform classes declare ``name`` (so it is no typo)."""
-    return any(name in members for members in OWN_MEMBERS.values()) or any(r["name"] == name for r in interface_rows())
-
-
-def _edit_distance(a: str, b: str) -> int:
-    """Optimal string alignment distance (insertions, deletions, substitutions, adjacent swaps)."""
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        previous2, previous = previous, current
-    return previous[-1]
-
-
-def near_miss(name: str, candidates: Collection[str]) -> str | None:
-    """The contract name ``name`` is most likely a misspelling of, or ``None``.
-
-    A near miss is at most two edits away and at least 85% similar (``difflib``): close enough for ``synchronise``
-    or ``get_devce_name``, far enough for a vendor's ``vendor_name`` or ``get_device_count``.
-    """
-    import difflib
-
-    close = difflib.get_close_matches(name, list(candidates), n=3, cutoff=0.85)
-    return next((c for c in close if _edit_distance(name, c) <= 2), None)
+    """Whether a contract class or some SGLang version's platform classes declare ``name`` (so it is
+    no typo)."""
+    return any(name in members for members in OWN_MEMBERS.values()) or any(
+        r["name"] == name for r in interface_rows()
+    )
 
 
 def misspelling(name: str, contract: Collection[str]) -> str | None:
-    """Why public name ``name`` is likely a misspelling of a ``contract`` name (it is no known name), or ``None``."""
-    guess = None if is_known_name(name) else near_miss(name, contract)
-    hint = f"a vendor helper that is no typo can start with an underscore: '_{name}'"
-    return None if guess is None else f"not a name SGLang calls; did you mean {guess!r}? ({hint})"
+    """Why public name ``name`` is likely a misspelling of a ``contract`` name, or ``None``: it is
+    no known name, at most two edits away from one and at least 85% similar (``difflib``): close
+    enough for ``synchronise`` or ``get_devce_name``, far enough for ``vendor_name`` or
+    ``get_device_count``."""
+    import difflib
+
+    if is_known_name(name):
+        return None
+    for guess in difflib.get_close_matches(name, list(contract), n=3, cutoff=0.85):
+        opcodes = difflib.SequenceMatcher(None, name, guess).get_opcodes()
+        if sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal") <= 2:
+            hint = f"a vendor helper that is no typo can start with an underscore: '_{name}'"
+            return f"not a name SGLang calls; did you mean {guess!r}? ({hint})"
+    return None
 
 
 def enforce(cls: type) -> None:
     """Refuse ``cls`` when its host cannot call it; warn once per likely misspelling."""
     contract, hosts = contract_members(cls), hosts_of(cls)
     names = [
-        (k, n, r) for k in checked_classes(cls, whole_mro=False) for n, r in vars(k).items() if not n.startswith("_")
+        (k, n, r)
+        for k in checked_classes(cls, whole_mro=False)
+        for n, r in vars(k).items()
+        if not n.startswith("_")
     ]
-    errors = [f"{k.__name__}.{n}: {found[1]}" for k, n, r in names if (found := host_call_problem(r, n, hosts))]
+    errors = [
+        f"{k.__name__}.{n}: {found[1]}"
+        for k, n, r in names
+        if (found := host_call_problem(r, n, hosts))
+    ]
     if errors:
         bases = ", ".join(k.__name__ for k in contract_classes(cls))
         count = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
         raise TypeError(
-            f"{cls.__name__} cannot serve its host's calls ({bases}): {count}:\n  - " + "\n  - ".join(errors)
+            f"{cls.__name__} cannot serve its host's calls ({bases}): {count}:\n  - "
+            + "\n  - ".join(errors)
         )
     for klass, name, _ in names:
-        typo = None if name in contract or name in _WARNED.setdefault(klass, set()) else misspelling(name, contract)
+        typo = (
+            None
+            if name in contract or name in _WARNED.setdefault(klass, set())
+            else misspelling(name, contract)
+        )
         if typo is not None:
             _WARNED[klass].add(name)
             logger.warning("%s.%s: %s", klass.__name__, name, typo)

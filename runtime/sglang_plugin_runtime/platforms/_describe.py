@@ -1,7 +1,9 @@
-"""The platform contract member by member (``describe_contract``), for the docs and the conformance check.
+"""The platform contract member by member (``describe_contract``), for the docs and the conformance
+check.
 
-Off the serving path: a host process never imports it. What it describes is recorded by ``_contract``: the
-``@active`` / ``@reserved`` markers of the methods, and the annotated class attributes with their ``#:`` comments.
+Off the serving path: a host process never imports it. What it describes is recorded by
+``_contract``: the ``@active`` / ``@reserved`` markers of the methods, and the annotated class
+attributes with their ``#:`` comments.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ _ATTRIBUTE_COMMENT = re.compile(r"^\s*#:(.*)\n\s*(\w+)\s*:", re.M)
 class ContractMethod:
     """One public member of the platform contract, as code (and the docs) can read it.
 
-    ``status`` is ``"active"`` when a host calls it today through ``current_platform`` and ``"reserved"`` when
-    the seam exists but hosts still use hard-coded calls. ``required`` means the base implementation fails fast,
-    so an out-of-tree platform must override it.
+    ``status`` is ``"active"`` when a host calls it today through ``current_platform`` and
+    ``"reserved"`` when the seam exists but hosts still use hard-coded calls. ``required`` means the
+    base implementation fails fast, so an out-of-tree platform must override it.
     """
 
     name: str
@@ -53,8 +55,12 @@ class ContractMethod:
         signature = self.signature
         if signature is None:
             return self.name
-        params = [p.replace(annotation=_unquoted(p.annotation)) for p in signature.parameters.values()]
-        unquoted = signature.replace(parameters=params, return_annotation=_unquoted(signature.return_annotation))
+        params = [
+            p.replace(annotation=_unquoted(p.annotation)) for p in signature.parameters.values()
+        ]
+        unquoted = signature.replace(
+            parameters=params, return_annotation=_unquoted(signature.return_annotation)
+        )
         return f"{self.name}{unquoted}"
 
 
@@ -73,20 +79,27 @@ def _unquoted(annotation: Any) -> Any:
 def describe_contract(cls: type) -> list[ContractMethod]:
     """The contract ``cls`` must honour, base-most contract class first, in declaration order.
 
-    A method's summary is its docstring's first line; an attribute's, the ``#:`` comment above it.
+    A method's summary is its docstring's first paragraph; an attribute's, the ``#:`` comment above
+    it.
     """
     members: list[ContractMethod] = []
     for klass in reversed(_contract.contract_classes(cls)):
         attributes = inspect.get_annotations(klass)
         try:
-            comments = {n: t.strip() for t, n in _ATTRIBUTE_COMMENT.findall(inspect.getsource(klass))}
+            comments = {
+                n: t.strip() for t, n in _ATTRIBUTE_COMMENT.findall(inspect.getsource(klass))
+            }
         except (OSError, TypeError):  # no source to read them from
             comments = {}
         for name, (status, required) in _contract.OWN_MEMBERS[klass].items():
             raw = None if name in attributes else vars(klass)[name]
             function = _contract.underlying(raw)
             kind = cast(MemberKind, "attribute" if raw is None else _contract.kind_of(raw))
-            summary = comments.get(name, "") if raw is None else (inspect.getdoc(function) or "").partition("\n")[0]
+            summary = (
+                comments.get(name, "")
+                if raw is None
+                else " ".join((inspect.getdoc(function) or "").partition("\n\n")[0].split())
+            )
             members.append(ContractMethod(name, status, required, kind, klass, summary, function))
     return members
 
@@ -95,8 +108,9 @@ def describe_contract(cls: type) -> list[ContractMethod]:
 # What each public name of a platform class means (doctor, the conformance check)
 # --------------------------------------------------------------------------------------
 
-#: ``signature`` and ``binding`` make a class unusable by its host (errors); ``misspelled`` is a likely typo
-#: (a warning at definition, an error in the conformance check); ``retired`` and ``unknown`` are information.
+#: ``signature`` and ``binding`` make a class unusable by its host (errors); ``misspelled`` is a
+#: likely typo (a warning at definition, an error in the conformance check); ``retired`` and
+#: ``unknown`` are information.
 ProblemKind = Literal["signature", "binding", "misspelled", "retired", "unknown"]
 ERROR_KINDS: frozenset[str] = frozenset({"signature", "binding"})
 
@@ -122,16 +136,22 @@ class OverrideProblem:
 def find_override_problems(cls: type, *, whole_mro: bool = True) -> list[OverrideProblem]:
     """What every public name of ``cls`` means for its hosts, without raising (see ``ProblemKind``).
 
-    With ``whole_mro`` (the conformance check's mode) every non-contract class in the MRO is inspected, so a base
-    created with checks bypassed is reported too; without, what the definition-time check inspects.
+    With ``whole_mro`` (the conformance check's mode) every non-contract class in the MRO is
+    inspected, so a base created with checks bypassed is reported too; without, what the
+    definition-time check inspects.
     """
     contract, hosts = _contract.contract_members(cls), _contract.hosts_of(cls)
     checked = _contract.checked_classes(cls, whole_mro=whole_mro)
-    return [problem for klass in checked for problem in check_class_namespace(klass, contract, hosts)]
+    return [
+        problem for klass in checked for problem in check_class_namespace(klass, contract, hosts)
+    ]
 
 
-def check_class_namespace(klass: type, contract: Collection[str], hosts: tuple[str, ...]) -> list[OverrideProblem]:
-    """What each public name ``klass`` itself defines means for ``hosts`` (a host-call problem first, if any)."""
+def check_class_namespace(
+    klass: type, contract: Collection[str], hosts: tuple[str, ...]
+) -> list[OverrideProblem]:
+    """What each public name ``klass`` itself defines means for ``hosts`` (a host-call problem
+    first, if any)."""
     problems = []
     for name, raw in ((n, r) for n, r in klass.__dict__.items() if not n.startswith("_")):
         found = _contract.host_call_problem(raw, name, hosts)
@@ -139,14 +159,23 @@ def check_class_namespace(klass: type, contract: Collection[str], hosts: tuple[s
         if name not in contract:
             findings.append(_meaning(name, contract, hosts))
         where = f"{klass.__name__}.{name}"
-        problems += [OverrideProblem(klass.__name__, name, kind, f"{where}: {text}") for kind, text in findings]
+        problems += [
+            OverrideProblem(klass.__name__, name, kind, f"{where}: {text}")
+            for kind, text in findings
+        ]
     return problems
 
 
-def _meaning(name: str, contract: Collection[str], hosts: tuple[str, ...]) -> tuple[ProblemKind, str]:
+def _meaning(
+    name: str, contract: Collection[str], hosts: tuple[str, ...]
+) -> tuple[ProblemKind, str]:
     """What a public name that is no contract member means to the hosts."""
     released = next(v for v in reversed(host_versions()) if v != "main")
-    retired = [r["replacement"] for h in hosts if "replacement" in (r := _contract.interface_row(name, h) or {})]
+    retired = [
+        r["replacement"]
+        for h in hosts
+        if "replacement" in (r := _contract.interface_row(name, h) or {})
+    ]
     typo = _contract.misspelling(name, contract)
     if retired:
         served = "a retired SGLang hook, still served with a DeprecationWarning"
@@ -159,14 +188,28 @@ def _meaning(name: str, contract: Collection[str], hosts: tuple[str, ...]) -> tu
 
 
 def _declared_by(name: str) -> str:
-    """Who declares ``name``: another SGLang version, our contract classes, or SGLang's classes in the table."""
+    """Who declares ``name``: another SGLang version, our contract classes, or SGLang's classes in
+    the table."""
     other_version = _contract.interface_row(name, "")
     ours = [klass.__name__ for klass, members in _contract.OWN_MEMBERS.items() if name in members]
-    sglangs = [row["owner"] for row in _contract.interface_rows() if row["name"] == name and "owner" in row]
-    return str(other_version["origin"]) if other_version else " and ".join(ours or dict.fromkeys(sglangs))
+    sglangs = [
+        row["owner"] for row in _contract.interface_rows() if row["name"] == name and "owner" in row
+    ]
+    return (
+        str(other_version["origin"])
+        if other_version
+        else " and ".join(ours or dict.fromkeys(sglangs))
+    )
 
 
 def host_versions() -> tuple[str, ...]:
-    """The supported SGLang versions, oldest first, as the interface table's rows name them (``main`` last)."""
-    named = {v for row in _contract.interface_rows() for v in row.get("versions", []) + row.get("served_by", [])}
-    return tuple(sorted(named, key=lambda v: (v == "main", [int(p) for p in v.split(".") if p.isdigit()])))
+    """The supported SGLang versions, oldest first, as the interface table's rows name them
+    (``main`` last)."""
+    named = {
+        v
+        for row in _contract.interface_rows()
+        for v in row.get("versions", []) + row.get("served_by", [])
+    }
+    return tuple(
+        sorted(named, key=lambda v: (v == "main", [int(p) for p in v.split(".") if p.isdigit()]))
+    )

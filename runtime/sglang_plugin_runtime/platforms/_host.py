@@ -1,7 +1,13 @@
-"""Importing the host's own platform module before selecting, as the host's start-up does.
+"""Importing the host (released SGLang) before a selection imports the platform plugins.
 
-Only a process where the host (released SGLang) is installed but not yet imported needs this: ``sglang-plugins
-doctor``, a plugin package's tests. In a host process the host is already imported and this module never loads.
+Only a process where the host is installed but not imported needs this (``sglang-plugins doctor``,
+a plugin package's tests), and only when a platform plugin is installed: a plugin may be built on
+the host's classes, and the host's import makes it select its own platform, calling the plugins'
+``activate()``. Importing the plugin first would make the host's selection re-enter the
+half-imported plugin, so the host goes first, and selection then answers the ``activate()`` calls
+the host made with what they returned: each plugin's ``activate()`` runs once. Without a platform
+plugin nothing needs the host, and selection never imports it (nor torch). In a host process the
+host is imported already and this module never loads.
 """
 
 from __future__ import annotations
@@ -10,41 +16,44 @@ import contextlib
 import importlib
 import logging
 import sys
-import time
 from collections.abc import Iterator
-from typing import Any
+from functools import partial
 
-from .._namespace import NamespaceState, PluginNamespace
-from .._plugin_code import describe_failure, guarded, is_plugin_failure, note_interrupt
+from .._discovery import discover_entry_points
+from .._namespace import PluginNamespace
+from .._plugin_code import describe_failure, guarded, run_plugin_code
 
 logger = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
-def _observing_host_activations(namespace: PluginNamespace, state: NamespaceState) -> Iterator[None]:
-    """While the host's start-up runs, record what each of the namespace's platform plugins' ``activate()`` gives
-    it (entry points loaded through ``importlib.metadata``, as SGLang loads them): selection then reuses the
-    outcome, so a plugin's hardware probe runs once per process."""
+def _answering(namespace: PluginNamespace, runs: dict[str, object]) -> Iterator[None]:
+    """While the host's start-up runs, the namespace's platform plugins it loads (through
+    ``importlib.metadata``, as SGLang loads them) run as their own code (the hooks their modules
+    register are theirs), and their ``activate()`` runs once, recorded in ``runs``."""
     from importlib.metadata import EntryPoint
 
-    load = EntryPoint.load
+    load, group = EntryPoint.load, namespace.platform_group
+    ours = {ep.name: ep for ep in discover_entry_points().group(group)}
 
-    def observed_load(ep: EntryPoint) -> Any:
-        func = load(ep)
-        if ep.group != namespace.platform_group or not callable(func):
+    def observed_load(entry_point: EntryPoint) -> object:
+        ep = ours.get(entry_point.name)
+        if entry_point.group != group or ep is None:
+            return load(entry_point)
+        func = run_plugin_code(ep, partial(load, entry_point), step="import", policy=None)[0]
+        if not callable(func):
             return func
 
-        def activate(*args: Any, **kwargs: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                result = func(*args, **kwargs)
-            except BaseException as exc:
-                state.host_outcomes[ep.name] = (ep.value, None, exc, time.perf_counter() - start)
-                if not is_plugin_failure(exc):
-                    note_interrupt(exc, f"activate() of platform plugin {ep.name!r} (by the host's start-up)")
-                raise
-            state.host_outcomes[ep.name] = (ep.value, result, None, time.perf_counter() - start)
-            return result
+        def activate() -> object:
+            if ep.name not in runs:
+                try:
+                    runs[ep.name] = run_plugin_code(ep, func, step="activate()", policy=None)[0]
+                except BaseException as exc:
+                    runs[ep.name] = exc
+            recorded = runs[ep.name]
+            if isinstance(recorded, BaseException):
+                raise recorded
+            return recorded
 
         return activate
 
@@ -55,18 +64,17 @@ def _observing_host_activations(namespace: PluginNamespace, state: NamespaceStat
         EntryPoint.load = load  # type: ignore[method-assign]
 
 
-def import_host(namespace: PluginNamespace, state: NamespaceState, module: str) -> None:
-    """Where the host is installed, import its platform module before selecting, as the host's own start-up
-    does: the host may select its platform while it is imported (SGLang does; the activations it ran are
-    reused), and a plugin built on the host's classes imports the host. If the host cannot be imported (released
-    SGLang refuses a plugin built on this runtime's classes), what that import added to ``sys.modules`` is
-    removed again and selection goes on without it."""
-    before = set(sys.modules)
-    with _observing_host_activations(namespace, state), guarded(f"the import of the host's {module}") as call:
+def import_host(namespace: PluginNamespace, module: str) -> dict[str, object]:
+    """Import the host's platform module, as the host's own start-up does; what its start-up got
+    from each platform plugin's ``activate()`` (a value, or the exception raised). If it cannot be
+    imported (released SGLang refuses a plugin built on this runtime's classes), what that import
+    added to ``sys.modules`` is removed again and selection goes on without it."""
+    before, runs = set(sys.modules), dict[str, object]()
+    with _answering(namespace, runs), guarded(f"the import of the host's {module}") as call:
         importlib.import_module(module)
     if call.error is not None:
         for name in set(sys.modules) - before:
             del sys.modules[name]
-        logger.info(
-            "The host's %s could not be imported, selecting without it: %s", module, describe_failure(call.error)
-        )
+        why = describe_failure(call.error)
+        logger.info("The host's %s could not be imported, selecting without it: %s", module, why)
+    return runs

@@ -66,13 +66,22 @@ class DeviceCapability(NamedTuple):
     def to_int(self) -> int:
         """The packed ``<major><minor>`` integer (``9.0`` -> ``90``); minor must be one digit."""
         if not 0 <= self.minor < 10:
-            packed = f"DeviceCapability({self.major}, {self.minor}) cannot be packed as <major><minor>"
+            packed = (
+                f"DeviceCapability({self.major}, {self.minor}) cannot be packed as <major><minor>"
+            )
             raise ValueError(f"{packed}: minor must be between 0 and 9")
         return self.major * 10 + self.minor
 
 
 #: torch.distributed backend per torch device type; unknown types fall back to gloo.
-_DISTRIBUTED_BACKENDS = {"cuda": "nccl", "xpu": "xccl", "hpu": "hccl", "npu": "hccl", "mlu": "cncl", "musa": "mccl"}
+_DISTRIBUTED_BACKENDS = {
+    "cuda": "nccl",
+    "xpu": "xccl",
+    "hpu": "hccl",
+    "npu": "hccl",
+    "mlu": "cncl",
+    "musa": "mccl",
+}
 
 
 class DeviceMixin:
@@ -90,7 +99,9 @@ class DeviceMixin:
     #: The torch.device type string (e.g. "npu"); non-empty.
     device_type: str = "cpu"
 
-    def __init_subclass__(cls, *, _contract_class: bool = False, check_overrides: bool = True, **kwargs: Any) -> None:
+    def __init_subclass__(
+        cls, *, _contract_class: bool = False, check_overrides: bool = True, **kwargs: Any
+    ) -> None:
         """Check every platform subclass against the contract when it is defined.
 
         ``check_overrides=False`` is an escape hatch for experiments; the conformance
@@ -157,7 +168,12 @@ class DeviceMixin:
     @active
     def is_cuda_alike(self) -> bool:
         """Whether the device speaks CUDA-like APIs (CUDA, ROCm, MUSA, SAIL)."""
-        return self._enum in (PlatformEnum.CUDA, PlatformEnum.ROCM, PlatformEnum.MUSA, PlatformEnum.SAIL)
+        return self._enum in (
+            PlatformEnum.CUDA,
+            PlatformEnum.ROCM,
+            PlatformEnum.MUSA,
+            PlatformEnum.SAIL,
+        )
 
     @active
     def is_out_of_tree(self) -> bool:
@@ -236,8 +252,8 @@ class DeviceMixin:
     def get_torch_distributed_backend_str(self) -> str:
         """The ``torch.distributed`` backend for ``device_type`` (table default, else gloo).
 
-        Default: by ``device_type``: ``"nccl"`` for cuda, ``"xccl"`` for xpu, ``"hccl"`` for hpu and npu,
-        ``"cncl"`` for mlu, ``"mccl"`` for musa, ``"gloo"`` for any other.
+        Default: by ``device_type``: ``"nccl"`` for cuda, ``"xccl"`` for xpu, ``"hccl"`` for hpu and
+        npu, ``"cncl"`` for mlu, ``"mccl"`` for musa, ``"gloo"`` for any other.
         """
         return _DISTRIBUTED_BACKENDS.get(self.device_type, "gloo")
 
@@ -292,7 +308,8 @@ class DeviceMixin:
     def get_cpu_architecture(cls) -> CpuArchEnum:
         """Classify the host CPU from ``platform.machine()``.
 
-        Default: ``X86`` for x86_64/amd64/i386/i686, ``ARM`` for arm64/aarch64, else ``UNSPECIFIED``.
+        Default: ``X86`` for x86_64/amd64/i386/i686, ``ARM`` for arm64/aarch64, else
+        ``UNSPECIFIED``.
         """
         import platform
 
@@ -313,7 +330,10 @@ class DeviceMixin:
 
     def __repr__(self) -> str:
         name, enum_value = type(self).__name__, self._enum
-        return f"{name}(device_name={self.device_name!r}, device_type={self.device_type!r}, enum={enum_value})"
+        return (
+            f"{name}(device_name={self.device_name!r}, device_type={self.device_type!r}, "
+            f"enum={enum_value})"
+        )
 
 
 register_contract_class(DeviceMixin)

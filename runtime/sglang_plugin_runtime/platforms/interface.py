@@ -135,8 +135,13 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
             return None
         if (type(self), hook) not in _WARNED_RETIRED_HOOKS:
             _WARNED_RETIRED_HOOKS.add((type(self), hook))
-            message = f"{type(self).__name__}.{hook}() is a retired SGLang hook, served for now; override "
-            message += f"get_kv_pool_cls(self, *, kind) and return the pool for kind={kind!r} instead"
+            message = (
+                f"{type(self).__name__}.{hook}() is a retired SGLang hook, served for now; "
+                f"override "
+            )
+            message += (
+                f"get_kv_pool_cls(self, *, kind) and return the pool for kind={kind!r} instead"
+            )
             warnings.warn(message, DeprecationWarning, stacklevel=2)
             logger.warning("%s", message)
         return cast("type | None", legacy())
@@ -212,8 +217,9 @@ def require_out_of_tree_impl(platform: SRTPlatform, *, hook: str, subsystem: str
     """Refuse an out-of-tree platform's "no opinion" where the fallback assumes CUDA."""
     if platform.is_out_of_tree():
         raise NotImplementedError(
-            f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) provides no "
-            f"{subsystem}: override {hook} on your SRTPlatform subclass, because the in-tree fallback is chosen by "
+            f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) "
+            f"provides no {subsystem}: override {hook} on your SRTPlatform subclass, because the "
+            f"in-tree fallback is chosen by "
             "device and would give this device CUDA's."
         )
 
@@ -222,6 +228,7 @@ def reject_out_of_tree_path(platform: SRTPlatform, *, subsystem: str) -> None:
     """Refuse an out-of-tree platform on an in-tree-only path that has no platform seam."""
     if platform.is_out_of_tree():
         raise NotImplementedError(
-            f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) reached {subsystem}, "
+            f"Out-of-tree platform {type(platform).__name__} (device {platform.device_name!r}) "
+            f"reached {subsystem}, "
             "which has no platform seam yet and would build in-tree classes that assume CUDA."
         )

@@ -66,21 +66,24 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
     @active
     def get_dispatch_key_name(self) -> str:
-        """Behavioural key that picks ``forward_<key>()`` on custom ops (``"native"`` by default)."""
+        """Behavioural key that picks ``forward_<key>()`` on custom ops (``"native"`` by
+        default)."""
         return "native"
 
     @active
     def get_torch_library_dispatch_key(self) -> str:
         """Dispatcher key for direct ``torch.library`` registrations.
 
-        Default: ``dispatch_key`` for an out-of-tree platform (``NotImplementedError`` while it is empty);
-        in-tree, ``"PrivateUse1"`` on NPU, else ``"CUDA"``.
+        Default: ``dispatch_key`` for an out-of-tree platform (``NotImplementedError`` while it is
+        empty); in-tree, ``"PrivateUse1"`` on NPU, else ``"CUDA"``.
         """
         if not self.is_out_of_tree():
             return "PrivateUse1" if self.is_npu() else "CUDA"
         if not self.dispatch_key:
             fix = "set dispatch_key (e.g. 'PrivateUse1') on your platform class"
-            raise NotImplementedError(f"{type(self).__name__}.get_torch_library_dispatch_key() has no answer: {fix}")
+            raise NotImplementedError(
+                f"{type(self).__name__}.get_torch_library_dispatch_key() has no answer: {fix}"
+            )
         return self.dispatch_key
 
     # ---- identity and capability questions -------------------------------------------
@@ -161,19 +164,32 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     def has_device_capability(self, capability: tuple[int, int] | int, device_id: int = 0) -> bool:
         """Whether the device's capability is at least ``capability`` (tuple or packed int).
 
-        Default: compares with ``get_device_capability(device_id)``; ``False`` when that is ``None``.
+        Default: compares with ``get_device_capability(device_id)``; ``False`` when that is
+        ``None``.
         """
         if (current := self.get_device_capability(device_id)) is None:
             return False
-        return current >= capability if isinstance(capability, tuple) else current.to_int() >= capability
+        return (
+            current >= capability
+            if isinstance(capability, tuple)
+            else current.to_int() >= capability
+        )
 
     @active
     def supports_distributed_device_id(self) -> bool:
         """Whether ``torch.distributed`` accepts this platform's device id (not for plugins).
 
-        Default: ``False`` for an out-of-tree platform and for MPS, MUSA, NPU, CPU and XPU; else ``True``.
+        Default: ``False`` for an out-of-tree platform and for MPS, MUSA, NPU, CPU and XPU; else
+        ``True``.
         """
-        unsupported = (self.is_out_of_tree, self.is_mps, self.is_musa, self.is_npu, self.is_cpu, self.is_xpu)
+        unsupported = (
+            self.is_out_of_tree,
+            self.is_mps,
+            self.is_musa,
+            self.is_npu,
+            self.is_cpu,
+            self.is_xpu,
+        )
         return not any(query() for query in unsupported)
 
     @classmethod
@@ -219,7 +235,11 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     @classmethod
     @active(required=True)
     def get_available_gpu_memory(
-        cls, device_id: int | None = None, distributed: bool = False, empty_cache: bool = True, cpu_group: Any = None
+        cls,
+        device_id: int | None = None,
+        distributed: bool = False,
+        empty_cache: bool = True,
+        cpu_group: Any = None,
     ) -> float:
         """Free device memory in GiB (optionally the minimum across ranks)."""
         raise not_implemented(cls, "get_available_gpu_memory")
@@ -227,7 +247,8 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     @classmethod
     @active
     def verify_model_arch(cls, model_arch: str) -> None:
-        """Reject (or warn about) a model architecture the device cannot run; all pass by default."""
+        """Reject (or warn about) a model architecture the device cannot run; all pass by
+        default."""
 
     @classmethod
     @active
@@ -244,7 +265,9 @@ class MMPlatform(DeviceMixin, _contract_class=True):
 
     @classmethod
     @active
-    def get_attn_backend_cls_str(cls, selected_backend: Any, head_size: int, dtype: torch.dtype) -> str:
+    def get_attn_backend_cls_str(
+        cls, selected_backend: Any, head_size: int, dtype: torch.dtype
+    ) -> str:
         """Qualified name of the attention backend class for these parameters (``""``: none)."""
         return ""
 
@@ -269,18 +292,21 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     def get_all_to_all_communicator_cls(cls) -> str:
         """Qualified name of the communicator ``all_to_all_4D`` uses.
 
-        Default: ``get_device_communicator_cls()``; ``NotImplementedError`` for an out-of-tree platform that
-        overrides neither.
+        Default: ``get_device_communicator_cls()``; ``NotImplementedError`` for an out-of-tree
+        platform that overrides neither.
         """
         qualname = cls.get_device_communicator_cls()
         if cls._enum is PlatformEnum.OOT and qualname == _DEFAULT_DEVICE_COMMUNICATOR:
             fix = "override it (or get_device_communicator_cls) in your platform class"
-            raise NotImplementedError(f"{cls.__name__}.get_all_to_all_communicator_cls() is not implemented: {fix}")
+            raise NotImplementedError(
+                f"{cls.__name__}.get_all_to_all_communicator_cls() is not implemented: {fix}"
+            )
         return qualname
 
 
 def _cuda_capability(cls: type[MMPlatform]) -> tuple[int, ...]:
-    """The current CUDA device's compute capability; ``()`` off CUDA (torch is imported only on CUDA)."""
+    """The current CUDA device's compute capability; ``()`` off CUDA (torch is imported only on
+    CUDA)."""
     if not cls.is_cuda_static():
         return ()
     import torch

@@ -1,19 +1,23 @@
-"""Loading general plugins: decide which to load, import them with attribution, run ``register()``, record it.
+"""Loading plugins: the startup phase, then the general plugins, then the hooks they registered; and
+each namespace's load, the state loading alone writes.
 
-Written once for every namespace. Which plugins are loaded, skipped or refused is one pure function
-(:func:`plan_entry_points`) that ``sglang-plugins list`` asks too. The public functions with SGLang's signatures
-live in :mod:`sglang_plugin_runtime.plugins`.
+Which plugins are loaded, skipped or refused is one pure function (:func:`plan_entry_points`) that
+``sglang-plugins list`` asks too. Each phase imports its plugins first, then runs their functions,
+as SGLang does. A plugin that fails is logged and skipped, its hooks discarded; it stops start-up in
+strict mode, and when it belongs to the selected platform's distribution (SGLang's diffusion
+loader's rule). The public functions (``load_plugins()`` with SGLang's signature, ...) are
+re-exported by
+:mod:`sglang_plugin_runtime.plugins`.
 """
 
-# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for every
-# string annotation of its fields, a cost paid by every process at start-up.
+# No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for
+# every string annotation of its fields, a cost paid by every process at start-up.
 import inspect
 import logging
 import os
-import sys
-import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from functools import partial
+from typing import Any
 
 from .._discovery import (
     DiscoveryResult,
@@ -22,93 +26,93 @@ from .._discovery import (
     duplicate_reason,
     normalize_distribution_name,
 )
-from .._namespace import PluginNamespace, known_namespaces, state_of
-from .._plugin_code import describe_failure, guarded, plugin_traceback
-from ..errors import DuplicatePluginError, PluginLoadError
-
-if TYPE_CHECKING:
-    from .hook_registry import HookSource
+from .._forking import after_fork_in_child
+from .._namespace import SRT, PluginNamespace, get_namespace, known_namespaces
+from .._plugin_code import (
+    Gate,
+    PlannedPlugin,
+    PluginOutcome,
+    Policy,
+    Status,
+    apply_hooks,
+    discard_hooks,
+    planned,
+    registry,
+    run_plugin_code,
+    safe_text,
+)
+from ..errors import DuplicatePluginError, PluginError, PluginLoadError, ReentrantLoadError
+from ..platforms._selection import platform_state
 
 logger = logging.getLogger(__name__)
 
-# Statuses of a general plugin; part of the CLI's JSON schema, so values only ever get added.
-LOADED = "loaded"
-SKIPPED_ALLOWLIST = "skipped-allowlist"
-SKIPPED_PLATFORM = "skipped-unselected-platform"
-FAILED_IMPORT = "failed-import"
-FAILED_REGISTER = "failed-register"
-FAILED_DUPLICATE = "failed-duplicate"
-NOT_INSTALLED = "not-installed"
-TO_LOAD = "to-load"
-"""A plan's verdict for a plugin that will be imported and run (never a record's status)."""
-
-
-class PluginRecord(NamedTuple):
-    """What happened to one general plugin."""
-
-    plugin: str
-    status: str
-    reason: str = ""
-    dist_name: str | None = None
-    dist_version: str | None = None
-    value: str | None = None
-    seconds: float = 0.0
-    traceback: str | None = None
-    """For a plugin whose import or ``register()`` raised: the traceback, without the runtime's frames."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.status.startswith("failed") and self.status != NOT_INSTALLED
-
-    def to_dict(self) -> dict[str, Any]:
-        from .._json_names import as_json  # the one rule for JSON names (dist_name -> distribution, ...)
-
-        return as_json(self)
-
 
 class LoadReport:
-    """Everything :func:`load_general_plugins` did in this process for one namespace."""
+    """What one phase of loading (one entry-point group) did in this process for one namespace."""
 
-    def __init__(self, namespace: str) -> None:
-        self.namespace = namespace
-        self.records: list[PluginRecord] = []
+    def __init__(self, namespace: str, group: str) -> None:
+        self.namespace, self.group = namespace, group
+        self.outcomes: list[PluginOutcome] = []
         self.completed = False
 
     @property
-    def problems(self) -> list[PluginRecord]:
-        return [r for r in self.records if not r.ok]
+    def problems(self) -> list[PluginOutcome]:
+        return [o for o in self.outcomes if not o.ok]
 
     def __repr__(self) -> str:
-        plugins = ", ".join(f"{r.plugin}: {r.status}" for r in self.records) or "no plugins"
-        return f"LoadReport({self.namespace}: {plugins}{'' if self.completed else ', incomplete'})"
+        plugins = ", ".join(f"{o.plugin}: {o.status}" for o in self.outcomes) or "no plugins"
+        return (
+            f"LoadReport({self.namespace} {self.group}: "
+            f"{plugins}{'' if self.completed else ', incomplete'})"
+        )
 
-    def to_dict(self) -> dict[str, Any]:
-        plugins = [r.to_dict() for r in self.records]
-        return {"namespace": self.namespace, "completed": self.completed, "plugins": plugins}
-
-
-class PlannedPlugin(NamedTuple):
-    """What loading will do with one entry point (or one allowlisted name that is not installed)."""
-
-    name: str
-    status: str
-    """``TO_LOAD``, ``SKIPPED_ALLOWLIST``, ``SKIPPED_PLATFORM``, ``FAILED_DUPLICATE`` or ``NOT_INSTALLED``."""
-    reason: str
-    entry_point: PluginEntryPoint | None
+    def to_dict(self) -> dict[str, object]:
+        outcomes = [o.to_dict() for o in self.outcomes]
+        return {
+            "namespace": self.namespace,
+            "group": self.group,
+            "completed": self.completed,
+            "outcomes": outcomes,
+        }
 
 
-def namespace_for_group(group: str, default: PluginNamespace) -> PluginNamespace:
-    return next((ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)), default)
+class LoadState:
+    """What this process remembers about one namespace's loads; loading alone writes it, under its
+    gate."""
+
+    def __init__(self) -> None:
+        self.gate = Gate()
+        # by group: complete, or in progress while it loads
+        self.reports: dict[str, LoadReport] = {}
+        #: Functions that completed in a load that did not (a strict retry; a child forked
+        #: meanwhile).
+        self.done: dict[tuple[str, str], PluginOutcome] = {}
+        # ran in another thread when this child forked
+        self.interrupted: PluginEntryPoint | None = None
+
+
+_STATES: dict[str, LoadState] = {}
+
+
+def load_state(namespace: PluginNamespace) -> LoadState:
+    return _STATES.get(namespace.name) or _STATES.setdefault(namespace.name, LoadState())
+
+
+@after_fork_in_child
+def _after_fork() -> None:
+    """A finished load stays; one that another thread ran is redone, without that plugin's hooks."""
+    for state in _STATES.values():
+        running, state.gate = state.gate.running, Gate()
+        state.interrupted = running.ep if running is not None else state.interrupted
+        state.reports = {group: r for group, r in state.reports.items() if r.completed}
 
 
 def unselected_platform_dists(namespace: PluginNamespace, discovery: DiscoveryResult) -> set[str]:
-    """Distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects.
-
-    A distribution that offers the selected platform is never in the set, even when it offers others too.
-    """
+    """Distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects (one
+    that offers the selected platform is never in the set, even when it offers others too)."""
     selected = namespace.selected_platform()
     eps = discovery.group(namespace.platform_group) if selected else ()
-    return {ep.dist_name for ep in eps} - {ep.dist_name for ep in eps if ep.name == selected}
+    return {ep.distribution for ep in eps} - {ep.distribution for ep in eps if ep.name == selected}
 
 
 def plan_entry_points(
@@ -122,216 +126,234 @@ def plan_entry_points(
     """What loading ``group`` will do with each entry point, in load order; imports nothing."""
     allowed = namespace.allowed_plugins() if apply_allowlist else None
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
-    entries, duplicates = discovery.group(group), discovery.duplicates(group)
-    env = namespace.plugins_env
-    plan = [
-        PlannedPlugin(name, NOT_INSTALLED, f"listed in {env} but not installed", None)
-        for name in sorted((allowed or set()) - {ep.name for ep in entries})
-    ]
-    for ep in entries:
+    duplicates, env = discovery.duplicates(group), namespace.plugins_env
+    # A listed name is "not installed" (said once, with the general plugins) when no group it
+    # filters has it.
+    filtered = {namespace.startup_group, namespace.plugin_group}
+    groups = filtered if group in filtered else {group}
+    installed = {ep.name for g in groups if g for ep in discovery.group(g)}
+    missing = [] if group == namespace.startup_group else sorted((allowed or set()) - installed)
+    not_installed = f"listed in {env} but not installed"
+    plan = [PlannedPlugin(name, Status.NOT_INSTALLED, not_installed, None) for name in missing]
+    for ep in discovery.group(group):
+        status, reason = Status.TO_LOAD, ""
         if allowed is not None and ep.name not in allowed:
-            status, reason = SKIPPED_ALLOWLIST, f"not in {env}"
-        elif ep.dist_name in excluded:
-            selected = namespace.selected_platform()
-            status = SKIPPED_PLATFORM
-            reason = f"its distribution offers only platforms other than {namespace.platform_env}={selected!r}"
+            status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
+        elif ep.distribution in excluded:
+            selected = f"{namespace.platform_env}={namespace.selected_platform()!r}"
+            reason = f"its distribution offers only platforms other than {selected}"
+            status = Status.SKIPPED_PLATFORM
         elif ep.name in duplicates:
-            status, reason = FAILED_DUPLICATE, f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}"
-        else:
-            status, reason = TO_LOAD, ""
+            reason = f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}"
+            status = Status.FAILED_DUPLICATE
         plan.append(PlannedPlugin(ep.name, status, reason, ep))
     return plan
 
 
-def plan_general_plugins(namespace: PluginNamespace, discovery: DiscoveryResult) -> list[PlannedPlugin]:
-    """What :func:`load_general_plugins` will do with each of ``namespace``'s general plugins; imports nothing."""
-    excluded = unselected_platform_dists(namespace, discovery)
-    return plan_entry_points(namespace.plugin_group, namespace, discovery, excluded_dists=excluded)
+def plan_plugins(
+    ns: PluginNamespace, discovery: DiscoveryResult, group: str
+) -> list[PlannedPlugin]:
+    """What a load of ``group`` (the general or the startup group) will do with each plugin."""
+    excluded = unselected_platform_dists(ns, discovery)
+    return plan_entry_points(group, ns, discovery, excluded_dists=excluded)
 
 
-def _record(ep: PluginEntryPoint, status: str, reason: str = "", **extra: Any) -> PluginRecord:
-    return PluginRecord(ep.name, status, reason, ep.dist_name, ep.dist_version, ep.value, **extra)
+def _callable(value: object) -> str | None:
+    if callable(value):
+        return None
+    kind = f"{type(value).__name__} {safe_text(value, repr)}"
+    function = "register() for a general plugin, activate() for a platform plugin"
+    return f"the entry point names {kind}, not a function; it must name the plugin's {function}"
 
 
-def _source(ep: PluginEntryPoint) -> "HookSource":
-    from .hook_registry import HookSource  # the registry is imported once a plugin runs, never before
-
-    return HookSource(plugin_name=ep.name, dist_name=ep.dist_name)
-
-
-def _run_plugin_code(
-    ep: PluginEntryPoint, action: Callable[[], Any], failure: str, namespace: PluginNamespace, report: Any
-) -> tuple[Any, float, str | None]:
-    """Run ``action`` (plugin code) with ``ep`` as the hook source and the namespace's strictness for the hooks it
-    registers. Returns its result, its time and what went wrong (``None``: nothing); a failure is recorded as
-    ``failure`` (a status) and logged, or raised in strict mode, and the plugin's hooks are discarded."""
-    start, what = time.perf_counter(), f"import of {ep.value!r}" if failure == FAILED_IMPORT else f"{ep.value}()"
-    from .hook_registry import HookRegistry, _plugin_context
-
-    result = None
-    with _plugin_context(_source(ep), namespace.strict()), guarded(f"{what} of plugin {ep.name!r}") as call:
-        result = action()
-    error, reason = call.error, None
-    if error is not None:
-        reason = f"{what} {'failed:' if failure == FAILED_IMPORT else 'raised'} {describe_failure(error)}"
-    elif failure == FAILED_IMPORT and not callable(result):
-        reason = (
-            f"the entry point {ep.value!r} names {type(result).__name__} {result!r}, not a function; it must "
-            f"name the plugin's function (register() for a general plugin, activate() for a platform plugin)"
-        )
-    elif inspect.iscoroutine(result) or inspect.isgenerator(result) or inspect.isasyncgen(result):
-        if inspect.iscoroutine(result):
-            result.close()  # its body never ran; closed, Python does not warn "never awaited" about it later
-        kind = "a generator" if inspect.isgenerator(result) else "an async"
-        reason = (
-            f"{ep.value} is {kind} function: calling it returned {type(result).__name__} and its body never "
-            f"ran, so nothing was registered; make it a plain function (def register(): ...)"
-        )
-    seconds = time.perf_counter() - start
-    if reason is not None:
-        HookRegistry.discard_source(_source(ep))
-        trace = plugin_traceback(error) if error is not None else None
-        _fail(_record(ep, failure, reason, seconds=seconds, traceback=trace), namespace, report, error)
-    return result, seconds, reason
-
-
-def _fail(record: PluginRecord, namespace: PluginNamespace, report: LoadReport | None, error: Any = None) -> None:
-    if report is not None:
-        report.records.append(record)
-    dist = f" (distribution {record.dist_name} {record.dist_version})" if record.dist_name else ""
-    message = f"General plugin {record.plugin!r}{dist} failed: {record.reason}"
-    if namespace.strict():
-        raise PluginLoadError(
-            f"{message} ({namespace.strict_env}=1 makes this an error)", plugin=record.plugin, dist=record.dist_name
-        ) from error
-    # SGLang logs a failing plugin at ERROR with its traceback; so do we, naming the distribution too.
-    trace = f"\n{record.traceback.rstrip()}" if record.traceback else ""
-    log = logger.error if record.status in (FAILED_IMPORT, FAILED_REGISTER) else logger.warning
-    log("%s. It was skipped; the other plugins are unaffected.%s", message, trace)
-
-
-def load_entry_points(
-    group: str,
-    namespace: PluginNamespace,
-    *,
-    excluded_dists: Iterable[str] | None = None,
-    apply_allowlist: bool,
-    report: LoadReport | None = None,
-    discovery: DiscoveryResult | None = None,
-    skip: Iterable[str] = (),
-) -> dict[str, tuple[Callable[..., Any], PluginEntryPoint]]:
-    """Import the entry points of ``group`` and return ``{name: (callable, entry point)}``, in load order.
-
-    Imports run with the plugin as the current hook source. Failures are recorded in ``report`` and logged
-    (strict mode raises); they never stop the other plugins. Entry points named in ``skip`` are left alone.
-    """
-    skip = frozenset(skip)
-    plan = plan_entry_points(
-        group,
-        namespace,
-        discovery or discover_entry_points(),
-        excluded_dists=excluded_dists or (),
-        apply_allowlist=apply_allowlist,
+def _ran_its_body(result: object) -> str | None:
+    """Why calling the plugin's function did nothing: it is a generator or an ``async`` one."""
+    if inspect.iscoroutine(result):
+        result.close()  # its body never ran; closed, Python does not warn "never awaited" later
+    elif not (inspect.isgenerator(result) or inspect.isasyncgen(result)):
+        return None
+    kind = "a generator" if inspect.isgenerator(result) else "an async"
+    return (
+        f"it is {kind} function: calling it returned {type(result).__name__} and its body never "
+        f"ran, so nothing was registered; make it a plain function (def register(): ...)"
     )
-    if apply_allowlist and namespace.allowed_plugins() == frozenset():
-        env = namespace.plugins_env
-        logger.warning(
-            "%s=%r names no plugin, so no general plugin in group %r is loaded (as in SGLang). Unset %s to load "
-            "them all, or list the ones to load: %s=name1,name2.",
-            *(env, os.environ.get(env, ""), group, env, env),
-        )
-    loaded: dict[str, tuple[Callable[..., Any], PluginEntryPoint]] = {}
+
+
+def import_plugins(
+    plan: list[PlannedPlugin],
+    policy: Policy,
+    group: str,
+    gate: Gate | None = None,
+    skip: Iterable[str] = (),
+) -> tuple[list[tuple[PluginEntryPoint, Callable[[], object]]], list[PluginOutcome]]:
+    """Import the plugins ``plan`` loads (but those in ``skip``): their functions, and the outcomes
+    of the others (failed imports, skipped, duplicates). Failures never stop the others, unless
+    ``policy`` says so."""
+    imported: list[tuple[PluginEntryPoint, Callable[[], object]]] = []
+    outcomes: list[PluginOutcome] = []
     for name, status, reason, ep in plan:
         if ep is not None and ep.name in skip:
             continue
-        if status == TO_LOAD:
-            assert ep is not None
-            func, _seconds, failed = _run_plugin_code(ep, ep.load, FAILED_IMPORT, namespace, report)
-            if failed is None:
-                loaded[name] = (func, ep)
+        if ep is not None and status is Status.TO_LOAD:
+            load = partial(run_plugin_code, ep, ep.load, step="import", gate=gate, check=_callable)
+            function, outcome = load(policy=policy)
+            imported += [(ep, function)] if outcome.ok else []  # type: ignore[list-item]
+            outcomes += [] if outcome.ok else [outcome]
             continue
-        record = _record(ep, status, reason) if ep is not None else PluginRecord(name, status, reason)
-        if status == FAILED_DUPLICATE and namespace.strict():
-            raise DuplicatePluginError(
-                f"Plugin name {name!r} in group {group!r}: {reason}", plugin=name, dist=record.dist_name
-            )
-        if status == FAILED_DUPLICATE:
-            _fail(record, namespace, report)
-            continue
-        advice = "check the spelling or install it" if status == NOT_INSTALLED else "skipped"
-        (logger.warning if status == NOT_INSTALLED else logger.info)(
-            "Plugin %r in group %r: %s (%s)", name, group, reason, advice
+        if status is Status.FAILED_DUPLICATE and policy.strict:
+            message = f"Plugin name {name!r} in group {group!r}: {reason}"
+            raise DuplicatePluginError(message, plugin=name)
+        quiet = status in (Status.SKIPPED_ALLOWLIST, Status.SKIPPED_PLATFORM)
+        log = logger.info if quiet else logger.warning
+        log("Plugin %r in group %r: %s (%s)", name, group, reason, status)
+        outcome = planned(ep, status, reason) if ep else PluginOutcome(name, status, reason)
+        outcomes.append(outcome)
+    return imported, outcomes
+
+
+def _required_distribution(namespace: PluginNamespace, discovery: DiscoveryResult) -> str | None:
+    """The selected platform's distribution, whose plugins' failures stop start-up: known once the
+    platform is selected (SGLang selects it before it loads plugins), or from ``SGLANG_PLATFORM``.
+    """
+    if (selection := platform_state(namespace).selection) is not None:
+        return selection.distribution
+    selected, eps = namespace.selected_platform(), discovery.group(namespace.platform_group)
+    return next((ep.distribution for ep in eps if ep.name == selected), None)
+
+
+def _refuse(namespace: PluginNamespace) -> Callable[[Gate], PluginError]:
+    def refuse(gate: Gate) -> PluginError:
+        running = gate.running
+        who, plugin = (running.where, running.ep.name) if running else ("a plugin", None)
+        message = (
+            f"{who} waits for a thread that called load_plugins() ({namespace.name}) while that "
+            f"load runs it: waiting would never end. Call load_plugins() from the plugin's own "
+            f"thread (it returns at once), or do the work after start-up."
         )
-        if report is not None:
-            report.records.append(record)
-    return loaded
+        return ReentrantLoadError(message, plugin=plugin)
+
+    return refuse
 
 
-_HOOK_REGISTRY = __name__.rpartition(".")[0] + ".hook_registry"
+def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadReport:
+    """Load ``group``'s plugins once per process. A re-entrant call (from a plugin's function)
+    returns the report in progress; a load that raised is redone by the next call, without rerunning
+    a function that completed."""
+    state = load_state(namespace)
+    if not state.gate.enter(_refuse(namespace)):
+        return state.reports.get(group) or LoadReport(namespace.name, group)
+    try:
+        if (report := state.reports.get(group)) is not None and report.completed:
+            return report
+        if state.interrupted is not None:
+            discard_hooks(state.interrupted)
+            state.interrupted = None
+        report = state.reports[group] = LoadReport(namespace.name, group)
+        try:
+            _load(namespace, group, strict, state, report)
+        except BaseException:
+            del state.reports[group]
+            raise
+        return report
+    finally:
+        state.gate.leave()
+
+
+def _load(
+    namespace: PluginNamespace, group: str, strict: bool, state: LoadState, report: LoadReport
+) -> None:
+    discovery = discover_entry_points()
+    policy = Policy(strict, namespace.strict_env, _required_distribution(namespace, discovery))
+    if namespace.allowed_plugins() == frozenset() and discovery.group(group):
+        env = namespace.plugins_env
+        logger.warning(
+            "%s=%r names no plugin, so no plugin in group %r is loaded (as in SGLang). Unset %s to "
+            "load them all, or list the ones to load: %s=name1,name2.",
+            *(env, os.environ.get(env, ""), group, env, env),
+        )
+    done = {name: outcome for (phase, name), outcome in state.done.items() if phase == group}
+    plan = plan_plugins(namespace, discovery, group)
+    functions, report.outcomes = import_plugins(plan, policy, group, state.gate, skip=done)
+    for ep, function in functions:
+        run = partial(run_plugin_code, ep, function, gate=state.gate, check=_ran_its_body)
+        _, outcome = run(step=f"{ep.value}()", policy=policy)
+        if outcome.ok:
+            milliseconds = outcome.seconds * 1e3
+            logger.info("Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, milliseconds)
+            state.done[group, ep.name] = outcome
+        report.outcomes.append(outcome)
+    report.outcomes += done.values()
+    report.completed = True
+    state.done = {key: outcome for key, outcome in state.done.items() if key[0] != group}
+
+
+def load_plugins(
+    namespace: str | PluginNamespace = SRT, *, strict: bool | None = None
+) -> LoadReport:
+    """Run the startup plugins, then the general plugins, once per process; then apply the hooks.
+
+    Returns what happened to each general plugin (SGLang's version returns ``None``; callers that
+    ignore it are unaffected). When ``SGLANG_PLATFORM`` is set, plugins of distributions that offer
+    only other platforms are skipped without being imported. ``strict``: default,
+    ``SGLANG_PLUGINS_STRICT``.
+    """
+    return _load_all(get_namespace(namespace), strict, startup_only=False)
+
+
+def load_startup_plugins(
+    namespace: str | PluginNamespace = SRT, *, strict: bool | None = None
+) -> LoadReport:
+    """Run the startup plugins once per process (the first phase of :func:`load_plugins`), then
+    apply the hooks, so those on modules not imported yet wait for their import."""
+    return _load_all(get_namespace(namespace), strict, startup_only=True)
+
+
+def _load_all(namespace: PluginNamespace, strict: bool | None, *, startup_only: bool) -> LoadReport:
+    strict = namespace.strict() if strict is None else strict
+    general = None if startup_only else namespace.plugin_group
+    groups = [group for group in (namespace.startup_group, general) if group]
+    reports = [_load_phase(namespace, group, strict) for group in groups]
+    apply_hooks(strict, loaded=not startup_only)
+    # The selected platform's distribution cannot run without its hooks.
+    required, hooks = _required_distribution(namespace, discover_entry_points()), registry()
+    if required is not None and hooks is not None and (failed := hooks.failed_targets(required)):
+        message = f"Hooks of the selected platform's distribution {required} cannot be applied: "
+        message += f"{', '.join(failed)}; the process cannot run without them."
+        raise PluginLoadError(message, distribution=required)
+    return reports[-1] if reports else LoadReport(namespace.name, namespace.plugin_group)
+
+
+def plugin_load_report(
+    namespace: str | PluginNamespace = SRT, group: str | None = None
+) -> LoadReport | None:
+    """What this process's ``load_plugins()`` did to ``group`` (default: the general plugins)."""
+    ns = get_namespace(namespace)
+    return load_state(ns).reports.get(group or ns.plugin_group)
+
+
+def load_plugins_by_group(
+    group: str, excluded_dists: set[str] | None = None
+) -> dict[str, tuple[Callable[[], Any], str | None]]:
+    """Import the plugins of ``group`` and return ``{name: (function, distribution name)}``
+    (SGLang's API).
+
+    Entry points of distributions in ``excluded_dists`` are never imported. ``SGLANG_PLUGINS``
+    filters general-plugin groups only, never platform groups. A plugin that fails to import is
+    logged and skipped (raised with ``SGLANG_PLUGINS_STRICT=1``). Distribution names are PEP 503
+    normalised.
+    """
+    ours = [ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)]
+    namespace, discovery = (ours or [SRT])[0], discover_entry_points()
+    allowlist, excluded = group != namespace.platform_group, excluded_dists or ()
+    plan = plan_entry_points(
+        group, namespace, discovery, excluded_dists=excluded, apply_allowlist=allowlist
+    )
+    imported, _ = import_plugins(plan, Policy(namespace.strict(), namespace.strict_env), group)
+    return {ep.name: (function, ep.distribution) for ep, function in imported}
 
 
 def reset_load_state(namespace: PluginNamespace | None = None) -> None:
-    """Forget that plugins were loaded (tests); hooks are reset separately via ``HookRegistry.reset()``."""
-    for ns in known_namespaces() if namespace is None else (namespace,):
-        state = state_of(ns)
-        with state.load_lock:
-            state.report, state.in_flight = None, None
-            state.done.clear()
-
-
-def last_load_report(namespace: PluginNamespace) -> LoadReport | None:
-    return state_of(namespace).report  # type: ignore[no-any-return]
-
-
-def load_general_plugins(namespace: PluginNamespace) -> LoadReport:
-    """Load ``namespace``'s general plugins once per process, then apply the registered hooks.
-
-    Idempotent: later calls only re-apply hooks (cheap; picks up hooks registered since). A re-entrant call
-    from inside a plugin's ``register()`` returns the report in progress. If discovery itself fails, nothing
-    is marked as loaded, so the next call tries again. A plugin whose ``register()`` completed is never run again
-    (a strict retry, a child forked while another thread was loading).
-    """
-    state = state_of(namespace)
-    with state.load_lock:
-        if state.loading:
-            return state.report  # type: ignore[no-any-return]
-        if state.report is None or not state.report.completed:
-            if state.in_flight is not None:  # forked while this plugin's register() ran in another thread
-                sys.modules[_HOOK_REGISTRY].HookRegistry.discard_source(state.in_flight)  # imported: a plugin ran
-                state.in_flight = None
-            state.loading, state.report = True, LoadReport(namespace.name)
-            try:
-                _load(namespace, state.report, state.done)
-            except BaseException:
-                state.report = None
-                raise
-            finally:
-                state.loading = False
-    if (registry := sys.modules.get(_HOOK_REGISTRY)) is not None:  # else no plugin (nor host) registered a hook
-        registry.HookRegistry.apply_hooks(strict=namespace.strict())
-    return state.report  # type: ignore[no-any-return]
-
-
-def _load(namespace: PluginNamespace, report: LoadReport, done: dict[str, PluginRecord]) -> None:
-    """Load the plugins not ``done`` into ``report``; each whose ``register()`` completes joins ``done``."""
-    state, discovery = state_of(namespace), discover_entry_points()
-    excluded = unselected_platform_dists(namespace, discovery)
-    plugins = load_entry_points(
-        namespace.plugin_group,
-        namespace,
-        excluded_dists=excluded,
-        apply_allowlist=True,
-        report=report,
-        discovery=discovery,
-        skip=done,
-    )
-    for name, (func, ep) in plugins.items():
-        state.in_flight = _source(ep)
-        _result, seconds, failed = _run_plugin_code(ep, func, FAILED_REGISTER, namespace, report)
-        state.in_flight = None
-        if failed is None:
-            logger.info("Loaded general plugin %r (%s) in %.1f ms", ep.name, ep.dist_label, seconds * 1e3)
-            report.records.append(done.setdefault(name, _record(ep, LOADED, "", seconds=seconds)))
-    report.records.extend(record for name, record in done.items() if name not in plugins)
-    report.completed = True
-    done.clear()
+    """Forget that plugins were loaded (tests); ``HookRegistry.reset()`` resets the hooks."""
+    for state in _STATES.values() if namespace is None else [load_state(namespace)]:
+        with state.gate.lock:
+            state.reports, state.done, state.interrupted = {}, {}, None

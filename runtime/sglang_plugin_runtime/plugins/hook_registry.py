@@ -17,23 +17,16 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
+from .. import _plugin_code
+from .._plugin_code import HookSource
 from ._hooks._registry import Registry, _missing_module, active_registry, isolated_registry
-from ._hooks._registry import _plugin_context as _plugin_context  # for plugin loaders
-from ._hooks._types import (
-    STRICT_ENV,
-    HookApplyError,
-    HookFailure,
-    HookSource,
-    HookStatus,
-    HookType,
-    Target,
-)
-from ._hooks._types import (
-    _current_plugin_source as _current_plugin_source,
-)  # SGLang's name; loaders set it
+from ._hooks._types import HookApplyError, HookFailure, HookStatus, HookType, Target
 
 if TYPE_CHECKING:
     from ._hooks._describe import Conflict, HookReport, TargetReport
+
+#: The plugin whose code runs now (SGLang's name): plugin loaders set it, ``register()`` reads it.
+_current_plugin_source = _plugin_code.plugin_source
 
 # The names by role: registering hooks, applying them (strict mode), and the reports (imported on
 # first use).
@@ -46,17 +39,13 @@ __all__ = [
     "isolated_registry",
     "plugin_hook",
 ]
-__all__ += ["STATUSES", "STRICT_ENV", "HookApplyError", "HookFailure", "HookStatus"]
+__all__ += ["STATUSES", "HookApplyError", "HookFailure", "HookStatus"]
 __all__ += ["Conflict", "HookReport", "TargetReport"]
 
 #: The statuses a target can have (the values of :class:`HookStatus`).
 STATUSES = tuple(status.value for status in HookStatus)
 
 _H = TypeVar("_H", bound=Callable[..., object])
-
-#: The old name of :meth:`Target.parse` (it raises for a malformed target), until its callers
-#: switch.
-_parse_target = Target.parse
 
 
 class _SGLangStateView:
@@ -132,13 +121,14 @@ class HookRegistry:
         active_registry().register(target, hook, hook_type, source=source, priority=priority)
 
     @classmethod
-    def apply_hooks(cls, strict: bool | None = None) -> None:
+    def apply_hooks(cls, strict: bool = False) -> None:
         """Patch every target whose module is imported; watch the others' imports.
 
-        Idempotent. Failures are logged and kept for :meth:`describe`; in strict mode
-        (``strict=True``, or ``SGLANG_PLUGINS_STRICT=1`` read now when ``strict`` is ``None``)
-        they raise :class:`HookApplyError`. A target keeps the strictness of the call that took
-        it, also when it is patched later, as its module is imported.
+        Idempotent. Failures are logged and kept for :meth:`describe`; with ``strict=True`` they
+        raise :class:`HookApplyError`, also when a target this call leaves pending fails as its
+        module is imported. ``load_plugins()`` passes its namespace's ``SGLANG_PLUGINS_STRICT``; a
+        hook registered after an apply is applied at once, its failure logged (the next strict
+        call raises).
         """
         active_registry().apply_hooks(strict)
 

@@ -1,14 +1,16 @@
-"""Testing kit for plugin authors, and a pytest plugin (registered through the ``pytest11`` entry point).
+"""Testing kit for plugin authors, and a pytest plugin (registered through the ``pytest11`` entry
+point).
 
-Fixtures (in every pytest run where the runtime is installed): ``plugin_env``, ``fake_distributions``,
-``hook_registry``, ``platform_override``, ``simulated_device``, ``stand_in_module`` and ``sglang_server``
-(a real SGLang server on the CPU, for tests marked ``sglang_server``: they run only with
-``pytest -m sglang_server``). Helpers: fake distributions on ``sys.path`` without installing, stand-in modules
-for a hook's target (SGLang's code without SGLang), a simulated torch device module, and a conformance check for
-platform classes.
+Fixtures (in every pytest run where the runtime is installed): ``plugin_env``,
+``fake_distributions``, ``hook_registry``, ``platform_override``, ``simulated_device``,
+``stand_in_module`` and ``sglang_server`` (a real SGLang server on the CPU, for tests marked
+``sglang_server``: they run only with ``pytest -m sglang_server``). Helpers: fake distributions on
+``sys.path`` without installing, stand-in modules for a hook's target (SGLang's code without
+SGLang), a simulated torch device module, and a conformance check for platform classes.
 
-Importing this module is cheap (pytest imports it at start-up in every project where the runtime is installed):
-it imports neither pytest nor torch, and the helpers are imported on first use. See docs/testing-kit.md.
+Importing this module is cheap (pytest imports it at start-up in every project where the runtime is
+installed): it imports neither pytest nor torch, and the helpers are imported on first use. See
+docs/testing-kit.md.
 """
 
 from __future__ import annotations
@@ -17,13 +19,17 @@ from typing import TYPE_CHECKING
 
 from .._lazy_exports import lazy_exports
 
-#: Read by pytest when it registers this module as a plugin: the fixtures live in their own module, so that
-#: importing the kit outside pytest does not import pytest.
+#: Read by pytest when it registers this module as a plugin: the fixtures live in their own module,
+#: so that importing the kit outside pytest does not import pytest.
 pytest_plugins = ["sglang_plugin_runtime.testing._fixtures"]
 
 if TYPE_CHECKING:
     from .._simulated_device import SimulatedDevice, simulated_device
-    from ._conformance import ConformanceProblem, assert_platform_conformance, check_platform_conformance
+    from ._conformance import (
+        ConformanceProblem,
+        assert_platform_conformance,
+        check_platform_conformance,
+    )
     from ._environment import PluginEnv
     from ._fake_distributions import write_fake_distribution
     from ._fake_site import FakeDistributions

@@ -54,7 +54,8 @@ class ConformanceProblem:
         return self.message
 
 
-#: Example arguments for the probes, by the contract's parameter name (several values: one probe each).
+#: Example arguments for the probes, by the contract's parameter name (several values: one probe
+#: each).
 _EXAMPLE_ARGUMENTS: dict[str, tuple[Any, ...]] = {
     "device_id": (0,),
     "device": (None,),
@@ -64,20 +65,24 @@ _EXAMPLE_ARGUMENTS: dict[str, tuple[Any, ...]] = {
 
 
 def _probes(view: RuntimePlatformView) -> tuple[list[_Probe], list[_Probe]]:
-    """(cheap, device) probes of the class's contract: the calls its hosts make (the interface table).
+    """(cheap, device) probes of the class's contract: the calls its hosts make (the interface
+    table).
 
-    A member is probed with each of its hosts' call forms whose arguments have example values; a member the hosts
-    never call, with its leading example arguments. Members whose row has no ``probe`` (effects, or real inputs)
-    are never called.
+    A member is probed with each of its hosts' call forms whose arguments have example values; a
+    member the hosts never call, with its leading example arguments. Members whose row has no
+    ``probe`` (effects, or real inputs) are never called.
     """
     probes: dict[str, dict[_Probe, None]] = {"cheap": {}, "device": {}}
     for host in view.hosts:
-        for row in (r for r in _contract.interface_rows() if r.get("host") == host and r.get("probe")):
+        for row in (
+            r for r in _contract.interface_rows() if r.get("host") == host and r.get("probe")
+        ):
             member = view.contract.get(row["name"])
             if member is None or member.kind in ("attribute", "property"):
                 continue
             names = list(member.signature.parameters) if member.signature is not None else []
-            # Uncalled: positionally, every leading parameter that has an example (as the probes always did).
+            # Uncalled: positionally, every leading parameter that has an example (as the probes
+            # always did).
             leading = len(list(itertools.takewhile(_EXAMPLE_ARGUMENTS.__contains__, names)))
             calls = [c for c in row.get("calls", ()) if not c.get("read") and not c.get("on_class")]
             for form in calls or [{"args": leading}]:
@@ -94,24 +99,33 @@ _Probe = tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]
 
 
 def check_platform_conformance(
-    cls: type, *, out_of_tree: bool = True, include_reserved: bool = True, device_present: bool = False
+    cls: type,
+    *,
+    out_of_tree: bool = True,
+    include_reserved: bool = True,
+    device_present: bool = False,
 ) -> list[ConformanceProblem]:
     """Every conformance problem of platform class ``cls`` (an empty list when it conforms).
 
     ``out_of_tree`` demands ``_enum is PlatformEnum.OOT`` (a plugin platform);
     ``include_reserved=False`` stops requiring the reserved (not yet called) methods;
-    ``device_present``: the class's device is here (its plugin's ``activate()`` said so), so the calls
-    that need it (memory, name, capability) are made too, as under a simulated device.
+    ``device_present``: the class's device is here (its plugin's ``activate()`` said so), so the
+    calls that need it (memory, name, capability) are made too, as under a simulated device.
     """
     view = platform_view(cls)
     if view is None:
-        message = f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform (sglang_plugin_runtime's, "
+        message = (
+            f"{cls!r} is not a platform class: subclass SRTPlatform or MMPlatform "
+            f"(sglang_plugin_runtime's, "
+        )
         message += "or SGLang's own sglang.srt.platforms.interface.SRTPlatform)"
         return [ConformanceProblem("<class>", "not_a_platform", message)]
     name = cls.__name__
     problems: list[ConformanceProblem] = []
     problems.extend(_identity_problems(view, out_of_tree))
-    problems.extend(ConformanceProblem(p.attribute, p.kind, p.message) for p in _override_findings(view))
+    problems.extend(
+        ConformanceProblem(p.attribute, p.kind, p.message) for p in _override_findings(view)
+    )
     contract = view.contract
     problems.extend(_attribute_type_problems(view))
 
@@ -128,13 +142,19 @@ def check_platform_conformance(
                 if implementation is None
                 else f"still raises NotImplementedError from {member.qualname}"
             )
-            message = f"{name}.{member.name}() is required ({member.status}) and {source}: override it"
+            message = (
+                f"{name}.{member.name}() is required ({member.status}) and {source}: override it"
+            )
             problems.append(ConformanceProblem(member.name, "not_implemented", message))
 
     try:
         instance = cls()
     except Exception as exc:
-        problems.append(ConformanceProblem("__init__", "instantiation", f"{name}() raised {type(exc).__name__}: {exc}"))
+        problems.append(
+            ConformanceProblem(
+                "__init__", "instantiation", f"{name}() raised {type(exc).__name__}: {exc}"
+            )
+        )
         return problems
 
     probes, device_probes = _probes(view)
@@ -144,7 +164,8 @@ def check_platform_conformance(
     for method, args, kwargs in probes:
         probed = contract.get(method)
         if probed is None or method in reported or not has_member(cls, method):
-            continue  # not in this contract, already reported, or a contract name the host's base lacks
+            # not in this contract, already reported, or a contract name the host's base lacks
+            continue
         if probed.status == "reserved" and probed.required and not include_reserved:
             continue
         problem = _probe(view, instance, probed, args, dict(kwargs))
@@ -160,10 +181,14 @@ def check_platform_conformance(
     return problems
 
 
-def assert_platform_conformance(cls: type, *, out_of_tree: bool = True, include_reserved: bool = True) -> None:
+def assert_platform_conformance(
+    cls: type, *, out_of_tree: bool = True, include_reserved: bool = True
+) -> None:
     """Raise ``AssertionError`` listing every conformance problem of ``cls``."""
     __tracebackhide__ = True
-    problems = check_platform_conformance(cls, out_of_tree=out_of_tree, include_reserved=include_reserved)
+    problems = check_platform_conformance(
+        cls, out_of_tree=out_of_tree, include_reserved=include_reserved
+    )
     if problems:
         label = getattr(cls, "__name__", repr(cls))
         lines = "\n".join(f"  - [{p.kind}] {p.message}" for p in problems)
@@ -177,34 +202,49 @@ def assert_platform_conformance(cls: type, *, out_of_tree: bool = True, include_
 
 
 def _override_findings(view: RuntimePlatformView) -> list[OverrideProblem]:
-    """The override findings the kit fails on: what breaks a host call, misspellings, and retired hooks
-    the class relies on (it defines no replacement). A vendor's own API and other versions' names pass."""
+    """The override findings the kit fails on: what breaks a host call, misspellings, and retired
+    hooks the class relies on (it defines no replacement). A vendor's own API and other versions'
+    names pass."""
     findings = []
     for problem in view.override_problems():
         if problem.kind == "retired":
-            row = next(r for h in view.hosts if (r := _contract.interface_row(problem.attribute, h)) is not None)
+            row = next(
+                r
+                for h in view.hosts
+                if (r := _contract.interface_row(problem.attribute, h)) is not None
+            )
             replacement = view.contract[row["replacement"].split("(")[0]]
-            if inspect.getattr_static(view.cls, replacement.name, None) is not view.base_definition(replacement):
-                continue  # the class overrides the replacement too: the retired name only serves older hosts
+            if inspect.getattr_static(view.cls, replacement.name, None) is not view.base_definition(
+                replacement
+            ):
+                # the class overrides the replacement too: the retired name only serves older hosts
+                continue
         if problem.kind != "unknown":
             findings.append(problem)
     return findings
 
 
 def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[ConformanceProblem]:
-    """What selection would refuse (``out_of_tree_identity_problems``), and identity left at DeviceMixin's."""
+    """What selection would refuse (``out_of_tree_identity_problems``), and identity left at
+    DeviceMixin's."""
     name, problems = view.cls.__name__, []
     refused = {text.split(" ", 1)[0]: text for text in out_of_tree_identity_problems(view.cls)}
     if out_of_tree and "_enum" in refused:
         enum_value = getattr(view.cls, "_enum", None)
-        message = f"{name}._enum is {enum_value}; an out-of-tree platform must set _enum = PlatformEnum.OOT"
+        message = (
+            f"{name}._enum is {enum_value}; an out-of-tree platform must set _enum = "
+            f"PlatformEnum.OOT"
+        )
         problems.append(ConformanceProblem("_enum", "identity", message))
     for attribute in ("device_name", "device_type"):
         if attribute in refused:
-            problems.append(ConformanceProblem(attribute, "identity", f"{name}.{refused[attribute]}"))
+            problems.append(
+                ConformanceProblem(attribute, "identity", f"{name}.{refused[attribute]}")
+            )
         elif out_of_tree and _defined_only_by_contract(view, attribute):
             message = (
-                f"{name}.{attribute} is DeviceMixin's placeholder {getattr(view.cls, attribute)!r}; set it on your "
+                f"{name}.{attribute} is DeviceMixin's placeholder "
+                f"{getattr(view.cls, attribute)!r}; set it on your "
                 "platform (or device mixin) class"
             )
             problems.append(ConformanceProblem(attribute, "identity", message))
@@ -232,33 +272,49 @@ def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProbl
             continue
         value = getattr(cls, member.name, None)
         if not _conforms(view.to_runtime(value), hint):
-            message = f"{cls.__name__}.{member.name} is {value!r}; the contract declares {_hint_text(annotation)}"
+            message = (
+                f"{cls.__name__}.{member.name} is {value!r}; the contract declares "
+                f"{_hint_text(annotation)}"
+            )
             problems.append(ConformanceProblem(member.name, "attribute_type", message))
     return problems
 
 
 def _probe(
-    view: RuntimePlatformView, instance: Any, member: ContractMethod, args: tuple[Any, ...], kwargs: dict[str, Any]
+    view: RuntimePlatformView,
+    instance: Any,
+    member: ContractMethod,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
 ) -> ConformanceProblem | None:
     cls_name = type(instance).__name__
     call = f"{cls_name}.{member.name}({_call_text(args, kwargs)})"
     try:
         result = getattr(instance, member.name)(*args, **kwargs)
     except NotImplementedError as exc:
-        return ConformanceProblem(member.name, "not_implemented", f"{call} raised NotImplementedError: {exc}")
+        return ConformanceProblem(
+            member.name, "not_implemented", f"{call} raised NotImplementedError: {exc}"
+        )
     except Exception as exc:
-        return ConformanceProblem(member.name, "raises", f"{call} raised {type(exc).__name__}: {exc}")
+        return ConformanceProblem(
+            member.name, "raises", f"{call} raised {type(exc).__name__}: {exc}"
+        )
     declared = member.declared_in.__dict__.get(member.name)
     function = getattr(declared, "__func__", declared)
     annotation = getattr(function, "__annotations__", {}).get("return")
     hint = _resolve(annotation, member.declared_in)
     if hint is _NO_RESULT or _conforms(view.to_runtime(result), hint):
         return None
-    message = f"{call} returned {result!r} ({type(result).__name__}); the contract declares {_hint_text(annotation)}"
+    message = (
+        f"{call} returned {result!r} ({type(result).__name__}); the contract declares "
+        f"{_hint_text(annotation)}"
+    )
     return ConformanceProblem(member.name, "return_type", message)
 
 
-def _probe_set_device(view: RuntimePlatformView, instance: Any, member: ContractMethod) -> ConformanceProblem | None:
+def _probe_set_device(
+    view: RuntimePlatformView, instance: Any, member: ContractMethod
+) -> ConformanceProblem | None:
     try:
         device = instance.get_device(0)
     except Exception:
@@ -312,10 +368,14 @@ def _conforms(value: Any, hint: Any) -> bool:
             return False
         if len(args) == 2 and args[1] is Ellipsis:
             return all(_conforms(v, args[0]) for v in value)
-        return len(value) == len(args) and all(_conforms(v, a) for v, a in zip(value, args, strict=True))
+        return len(value) == len(args) and all(
+            _conforms(v, a) for v, a in zip(value, args, strict=True)
+        )
     if origin in (list, collections.abc.Sequence):
         return (
-            isinstance(value, list) and all(_conforms(v, args[0]) for v in value) if args else isinstance(value, list)
+            isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+            if args
+            else isinstance(value, list)
         )
     if origin is dict:
         return isinstance(value, dict)

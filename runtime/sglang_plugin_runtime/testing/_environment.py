@@ -1,4 +1,5 @@
-"""Isolation of the plugin environment variables: start from a clean slate, set what a test needs, restore."""
+"""Isolation of the plugin environment variables: start from a clean slate, set what a test needs,
+restore."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from collections.abc import Iterable
 from .._namespace import PluginNamespace, get_namespace, known_namespaces
 
 #: Always isolated, even for namespaces a host has not registered yet.
-BASE_VARIABLES = ("SGLANG_PLATFORM", "SGLANG_PLUGINS", "SGLANG_PLUGINS_STRICT", "SGLANG_DIFFUSION_PLATFORM_OVERRIDE")
+BASE_VARIABLES = (
+    "SGLANG_PLATFORM",
+    "SGLANG_PLUGINS",
+    "SGLANG_PLUGINS_STRICT",
+    "SGLANG_DIFFUSION_PLATFORM_OVERRIDE",
+)
 
 
 def plugin_variables() -> tuple[str, ...]:
@@ -22,10 +28,12 @@ def plugin_variables() -> tuple[str, ...]:
 
 
 class PluginEnv:
-    """The plugin environment variables of this process, cleared on :meth:`start`, restored on :meth:`stop`.
+    """The plugin environment variables of this process, cleared on :meth:`start`, restored on
+    :meth:`stop`.
 
     Setting a variable does not re-run a selection that already happened; pair it with
-    ``platform_override.reset()`` (or ``reset_current_platform()``) when the current platform was resolved.
+    ``platform_override.reset()`` (or ``reset_current_platform()``) when the current platform was
+    resolved.
     """
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
@@ -41,7 +49,8 @@ class PluginEnv:
         return self
 
     def stop(self) -> None:
-        """Put back every variable as it was before :meth:`start`, including ones the test set or removed."""
+        """Put back every variable as it was before :meth:`start`, including ones the test set or
+        removed."""
         if self._saved is None:
             return
         touched = set(self.variables)
@@ -60,7 +69,9 @@ class PluginEnv:
 
     def set(self, name: str, value: str) -> None:
         if not isinstance(value, str):
-            raise TypeError(f"environment variable {name} must be set to a str, got {type(value).__name__}")
+            raise TypeError(
+                f"environment variable {name} must be set to a str, got {type(value).__name__}"
+            )
         self._track(name)
         os.environ[name] = value
 

@@ -1,7 +1,8 @@
-"""Fake installed distributions: a ``*.dist-info`` folder with ``entry_points.txt``, plus module files, on disk.
+"""Fake installed distributions: a ``*.dist-info`` folder with ``entry_points.txt``, plus module
+files, on disk.
 
-Exactly what ``pip install`` leaves behind, minus the copying, so discovery (ours and ``importlib.metadata``)
-sees them as installed once their folder is on ``sys.path``.
+Exactly what ``pip install`` leaves behind, minus the copying, so discovery (ours and
+``importlib.metadata``) sees them as installed once their folder is on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ def write_fake_distribution(
 ) -> Path:
     """Write distribution ``name`` into ``root`` and return its ``.dist-info`` folder.
 
-    ``modules`` maps paths relative to ``root`` (``"my_plugin/__init__.py"``) to source text, dedented.
-    ``entry_points_text`` writes ``entry_points.txt`` verbatim instead (to test malformed files).
+    ``modules`` maps paths relative to ``root`` (``"my_plugin/__init__.py"``) to source text,
+    dedented. ``entry_points_text`` writes ``entry_points.txt`` verbatim instead (to test malformed
+    files).
     """
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)

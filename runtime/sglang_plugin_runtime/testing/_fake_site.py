@@ -5,18 +5,19 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from ._fake_distributions import EntryPoints, write_fake_distribution
+from ._fake_distributions import write_fake_distribution
 
 
 class FakeDistributions:
-    """Write fake distributions into ``root`` and make the runtime see them, as if ``pip install``-ed.
+    """Write fake distributions into ``root`` and make the runtime see them, as if ``pip
+    install``-ed.
 
-    Call the object to add one distribution. :meth:`stop` removes ``root`` from ``sys.path``, forgets every module
-    imported from it, and drops the runtime's cached discovery, load state and any platform selected from it,
-    so nothing leaks into the next test.
+    Call the object to add one distribution. :meth:`stop` removes ``root`` from ``sys.path``,
+    forgets every module imported from it, and drops the runtime's cached discovery, load state and
+    any platform selected from it, so nothing leaks into the next test.
     """
 
     def __init__(self, root: str | Path) -> None:
@@ -32,29 +33,24 @@ class FakeDistributions:
             self.refresh()
         return self
 
-    def __call__(
-        self,
-        name: str,
-        version: str = "1.0",
-        entry_points: EntryPoints | None = None,
-        modules: Mapping[str, str] | None = None,
-        *,
-        entry_points_text: str | None = None,
-    ) -> Path:
-        """Write distribution ``name`` (``entry_points`` as ``{group: {name: "module:attr"}}``, ``modules`` as
-        ``{"pkg/__init__.py": source}``) and return its ``.dist-info`` folder; discovery sees it immediately."""
+    def __call__(self, name: str, version: str = "1.0", **details: Any) -> Path:
+        """Write distribution ``name`` and return its ``.dist-info`` folder; discovery sees it
+        immediately. ``details``: ``entry_points`` (``{group: {name: "module:attr"}}``), ``modules``
+        (``{"pkg/__init__.py": source}``), ``entry_points_text``, as
+        :func:`~sglang_plugin_runtime.testing.write_fake_distribution` takes them."""
         if not self._started:
-            raise RuntimeError("FakeDistributions.start() must be called before adding distributions")
-        dist_info = write_fake_distribution(
-            self.root, name, version, entry_points, modules, entry_points_text=entry_points_text
-        )
+            raise RuntimeError(
+                "FakeDistributions.start() must be called before adding distributions"
+            )
+        dist_info = write_fake_distribution(self.root, name, version, **details)
         self.refresh()
         return dist_info
 
     add = __call__
 
     def refresh(self) -> None:
-        """Make new files visible: the import system's directory caches and the runtime's discovery scan."""
+        """Make new files visible: the import system's directory caches and the runtime's discovery
+        scan."""
         from .._discovery import refresh_discovery
         from ..plugins._loading import reset_load_state
 
@@ -67,16 +63,21 @@ class FakeDistributions:
         prefix = os.path.join(os.path.realpath(self._entry), "")
         names = []
         for name, module in list(sys.modules.items()):
-            locations = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
-            if any(isinstance(p, str) and os.path.realpath(p).startswith(prefix) for p in locations):
+            locations = [
+                getattr(module, "__file__", None),
+                *list(getattr(module, "__path__", None) or []),
+            ]
+            if any(
+                isinstance(p, str) and os.path.realpath(p).startswith(prefix) for p in locations
+            ):
                 names.append(name)
         return names
 
     def stop(self) -> None:
         if not self._started:
             return
-        from .._namespace import known_namespaces, state_of
-        from ..platforms._selection import platform_holder
+        from .._namespace import known_namespaces
+        from ..platforms import _selection
 
         removed = set(self.imported_modules())
         for name in removed:
@@ -85,9 +86,8 @@ class FakeDistributions:
             sys.path.remove(self._entry)
         sys.path_importer_cache.pop(self._entry, None)
         for namespace in known_namespaces():
-            holder = platform_holder(namespace)
-            selection = state_of(namespace).selection
+            selection = _selection.platform_state(namespace).selection
             if selection is not None and selection.platform_class.__module__ in removed:
-                holder.reset()
+                _selection.reset_current_platform(namespace)
         self._started = False
         self.refresh()

@@ -1,7 +1,9 @@
-"""The pytest fixtures of the testing kit; pytest loads this module through ``sglang_plugin_runtime.testing``.
+"""The pytest fixtures of the testing kit; pytest loads this module through
+``sglang_plugin_runtime.testing``.
 
-Every fixture undoes what it did when the test ends, whether it passed or failed, so tests can run in any order
-and in parallel workers without seeing each other's environment, distributions, platforms or patches.
+Every fixture undoes what it did when the test ends, whether it passed or failed, so tests can run
+in any order and in parallel workers without seeing each other's environment, distributions,
+platforms or patches.
 """
 
 from __future__ import annotations
@@ -22,13 +24,16 @@ from ._stand_in import StandInModules
 if TYPE_CHECKING:
     from ._sglang_server import SGLangServer
 
-#: The marker of tests that start a real SGLang server: skipped unless the run selects it (``-m sglang_server``).
+#: The marker of tests that start a real SGLang server: skipped unless the run selects it (``-m
+#: sglang_server``).
 SERVER_MARKER = "sglang_server"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", f"{SERVER_MARKER}: starts a real SGLang server on the CPU (opt in: pytest -m {SERVER_MARKER})"
+        "markers",
+        f"{SERVER_MARKER}: starts a real SGLang server on the CPU "
+        f"(opt in: pytest -m {SERVER_MARKER})",
     )
 
 
@@ -45,8 +50,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture
 def plugin_env() -> Iterator[PluginEnv]:
-    """The plugin environment variables, all unset; set them with ``plugin_env.set()`` / ``.platform()`` /
-    ``.plugins()`` / ``.strict()``; every one is restored after the test."""
+    """The plugin environment variables, all unset; set them with ``plugin_env.set()`` /
+    ``.platform()`` / ``.plugins()`` / ``.strict()``; every one is restored after the test."""
     env = PluginEnv().start()
     try:
         yield env
@@ -56,8 +61,9 @@ def plugin_env() -> Iterator[PluginEnv]:
 
 @pytest.fixture
 def hook_registry() -> Iterator[Any]:
-    """An empty hook registry for this test; every patch it applied is undone and the previous registry state
-    comes back afterwards. Yields the registry to call ``register()`` / ``apply_hooks()`` on."""
+    """An empty hook registry for this test; every patch it applied is undone and the previous
+    registry state comes back afterwards. Yields the registry to call ``register()`` /
+    ``apply_hooks()`` on."""
     from ..plugins.hook_registry import isolated_registry
 
     with isolated_registry() as registry:
@@ -66,8 +72,9 @@ def hook_registry() -> Iterator[Any]:
 
 @pytest.fixture
 def platform_override() -> Iterator[PlatformOverride]:
-    """Set (``.set(cls_or_instance)``), forget (``.reset()``) or re-select (``.select()``) the current platform;
-    the platform of every namespace is exactly what it was before the test afterwards."""
+    """Set (``.set(cls_or_instance)``), forget (``.reset()``) or re-select (``.select()``) the
+    current platform; the platform of every namespace is exactly what it was before the test
+    afterwards."""
     override = PlatformOverride().start()
     try:
         yield override
@@ -80,8 +87,9 @@ def fake_distributions(
     tmp_path: Path, hook_registry: Any, platform_override: PlatformOverride
 ) -> Iterator[FakeDistributions]:
     """A factory writing fake installed distributions into a folder on ``sys.path``:
-    ``fake_distributions("my-dist", entry_points={...}, modules={...})``. Discovery, ``load_plugins()`` state,
-    hooks registered by the fake plugins, their imported modules and the path entry are all gone afterwards."""
+    ``fake_distributions("my-dist", entry_points={...}, modules={...})``. Discovery,
+    ``load_plugins()`` state, hooks registered by the fake plugins, their imported modules and the
+    path entry are all gone afterwards."""
     site = FakeDistributions(tmp_path / "fake-site").start()
     try:
         yield site
@@ -91,8 +99,9 @@ def fake_distributions(
 
 @pytest.fixture
 def simulated_device() -> Iterator[Callable[..., Any]]:
-    """A factory for simulated torch device modules: ``sim = simulated_device("npu", device_count=2)`` installs
-    ``torch.npu`` now; every one started is stopped (in reverse order) after the test. Needs torch."""
+    """A factory for simulated torch device modules: ``sim = simulated_device("npu",
+    device_count=2)`` installs ``torch.npu`` now; every one started is stopped (in reverse order)
+    after the test. Needs torch."""
     from .._simulated_device import SimulatedDevice
     from .._simulated_device import simulated_device as make
 
@@ -112,10 +121,11 @@ def simulated_device() -> Iterator[Callable[..., Any]]:
 
 @pytest.fixture
 def stand_in_module() -> Iterator[StandInModules]:
-    """A factory for stand-in modules: ``stand_in_module("sglang.srt.managers.scheduler", Scheduler=MyScheduler)``
-    makes that dotted path importable for this test (missing parents created empty), so a hook aimed at SGLang's
-    code applies without SGLang. Put it in place before ``apply_hooks()``. Every stand-in, and whatever was
-    imported under it, leaves ``sys.modules`` afterwards; modules it set aside come back."""
+    """A factory for stand-in modules: ``stand_in_module("sglang.srt.managers.scheduler",
+    Scheduler=MyScheduler)`` makes that dotted path importable for this test (missing parents
+    created empty), so a hook aimed at SGLang's code applies without SGLang. Put it in place before
+    ``apply_hooks()``. Every stand-in, and whatever was imported under it, leaves ``sys.modules``
+    afterwards; modules it set aside come back."""
     stand_ins = StandInModules().start()
     try:
         yield stand_ins
@@ -125,10 +135,11 @@ def stand_in_module() -> Iterator[StandInModules]:
 
 @pytest.fixture(scope="session")
 def sglang_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SGLangServer]:
-    """A real SGLang server on the CPU (``python -m sglang.launch_server`` with a tiny model built offline), run
-    by this Python, so the plugin under test is installed in it; one per test session, always stopped. Yields
-    its ``.url`` and ``.log`` (``.generate()``, ``.log_text()``). ``SGLANG_SERVER_ARGS`` adds server options;
-    ``SGLANG_SERVER_LAUNCHER=1`` runs it under ``sglang-plugins run``."""
+    """A real SGLang server on the CPU (``python -m sglang.launch_server`` with a tiny model built
+    offline), run by this Python, so the plugin under test is installed in it; one per test session,
+    always stopped. Yields its ``.url`` and ``.log`` (``.generate()``, ``.log_text()``).
+    ``SGLANG_SERVER_ARGS`` adds server options; ``SGLANG_SERVER_LAUNCHER=1`` runs it under
+    ``sglang-plugins run``."""
     from ._sglang_server import running_sglang_server
 
     log = tmp_path_factory.mktemp("sglang-server") / "server.log"

@@ -1,22 +1,26 @@
 """What the conformance check sees of a platform class: built on our contract, or on SGLang's own.
 
-A plugin generated with ``host_api=sglang`` subclasses SGLang's ``sglang.srt.platforms.interface.SRTPlatform``
-and ``sglang.srt.platforms.device_mixin.DeviceMixin``, not ours. Our contract mirrors SGLang 0.5.23's
-(``tests_sglang/test_conformance_agreement.py`` proves that both agree), so such a class is judged against our
-contract through a :class:`HostPlatformView`:
+A plugin generated with ``host_api=sglang`` subclasses SGLang's
+``sglang.srt.platforms.interface.SRTPlatform`` and
+``sglang.srt.platforms.device_mixin.DeviceMixin``, not ours. Our contract mirrors SGLang 0.5.23's
+(``tests_sglang/test_conformance_agreement.py`` proves that both agree), so such a class is judged
+against our contract through a :class:`HostPlatformView`:
 
-- SGLang's two contract classes stand for ours (``SRTPlatform`` -> ``SRTPlatform``, ``DeviceMixin`` ->
-  ``DeviceMixin``); a required method still inheriting SGLang's fail-fast definition is not implemented.
-- Values of SGLang's platform types are mapped onto ours before their types are checked: ``PlatformEnum`` and
-  ``CpuArchEnum`` members by name, ``DeviceCapability`` and ``PlatformCapabilities`` by fields.
-- The class itself is used as it is. Its methods run on SGLang's base, exactly as SGLang would run them; nothing
-  is copied onto our bases (a copy would break zero-argument ``super()``) and nothing is mutated. Every problem
-  names the vendor's own classes.
-- SGLang's classes are recognised by the names and modules in the class's MRO. Judging one of our own classes
-  never imports ``sglang``; judging an SGLang one needs nothing beyond what the class already imported.
+- SGLang's two contract classes stand for ours (``SRTPlatform`` -> ``SRTPlatform``, ``DeviceMixin``
+  -> ``DeviceMixin``); a required method still inheriting SGLang's fail-fast definition is not
+  implemented.
+- Values of SGLang's platform types are mapped onto ours before their types are checked:
+  ``PlatformEnum`` and ``CpuArchEnum`` members by name, ``DeviceCapability`` and
+  ``PlatformCapabilities`` by fields.
+- The class itself is used as it is. Its methods run on SGLang's base, exactly as SGLang would run
+  them; nothing is copied onto our bases (a copy would break zero-argument ``super()``) and nothing
+  is mutated. Every problem names the vendor's own classes.
+- SGLang's classes are recognised by the names and modules in the class's MRO. Judging one of our
+  own classes never imports ``sglang``; judging an SGLang one needs nothing beyond what the class
+  already imported.
 
-SGLang's in-tree implementation classes in the MRO (a vendor building on ``CudaSRTPlatform``, say) belong to the
-host, not the plugin: their names are not checked against our contract.
+SGLang's in-tree implementation classes in the MRO (a vendor building on ``CudaSRTPlatform``, say)
+belong to the host, not the plugin: their names are not checked against our contract.
 """
 
 from __future__ import annotations
@@ -49,10 +53,14 @@ _HOST_CONTRACT_CLASSES: dict[tuple[str, str], str] = {
     ("sglang.srt.platforms.device_mixin", "DeviceMixin"): "DeviceMixin",
     ("sglang.srt.platforms.interface", "SRTPlatform"): "SRTPlatform",
 }
-#: Where SGLang defines the value types its platform methods return (and the ``_enum`` attribute holds).
+#: Where SGLang defines the value types its platform methods return (and the ``_enum`` attribute
+#: holds).
 _HOST_VALUE_MODULE_PREFIX = "sglang.srt.platforms."
 #: Our contract classes and value types, by the name SGLang gives its own.
-_RUNTIME_CONTRACT_CLASSES: dict[str, type] = {"DeviceMixin": DeviceMixin, "SRTPlatform": SRTPlatform}
+_RUNTIME_CONTRACT_CLASSES: dict[str, type] = {
+    "DeviceMixin": DeviceMixin,
+    "SRTPlatform": SRTPlatform,
+}
 _RUNTIME_VALUE_TYPES: dict[str, type] = {
     "PlatformEnum": PlatformEnum,
     "CpuArchEnum": CpuArchEnum,
@@ -74,7 +82,8 @@ class RuntimePlatformView:
     def __init__(self, cls: type) -> None:
         self.cls = cls
         self.contract: dict[str, ContractMethod] = {m.name: m for m in describe_contract(cls)}
-        #: The hosts that call the class (``"srt"``, ``"diffusion"``); their calls are what the class must accept.
+        #: The hosts that call the class (``"srt"``, ``"diffusion"``); their calls are what the
+        #: class must accept.
         self.hosts: tuple[str, ...] = _contract.hosts_of(cls)
 
     def override_problems(self) -> list[OverrideProblem]:
@@ -95,31 +104,36 @@ class RuntimePlatformView:
 
 
 class HostPlatformView(RuntimePlatformView):
-    """A platform class built on SGLang's contract classes, judged against ours (see the module docstring)."""
+    """A platform class built on SGLang's contract classes, judged against ours (see the module
+    docstring)."""
 
     def __init__(self, cls: type, host_bases: tuple[type, ...]) -> None:
         self.cls = cls
         #: SGLang's contract classes in the class's MRO, most derived first.
         self.host_bases = host_bases
         names = {_HOST_CONTRACT_CLASSES[(base.__module__, base.__name__)] for base in host_bases}
-        # SGLang's SRTPlatform includes its DeviceMixin, as ours does: the most derived counterpart decides.
+        # SGLang's SRTPlatform includes its DeviceMixin, as ours does: the most derived counterpart
+        # decides.
         root = _RUNTIME_CONTRACT_CLASSES["SRTPlatform" if "SRTPlatform" in names else "DeviceMixin"]
         self.contract = {m.name: m for m in describe_contract(root)}
         self.hosts = _contract.hosts_of(root)
 
     def override_problems(self) -> list[OverrideProblem]:
-        """Our override check applied to each of the vendor's own classes in the MRO (never SGLang's)."""
+        """Our override check applied to each of the vendor's own classes in the MRO (never
+        SGLang's)."""
         problems: list[OverrideProblem] = []
         for klass in self.cls.__mro__:
             if klass is object or _is_host_class(klass) or klass in _contract.OWN_MEMBERS:
                 continue
-            # The per-class check the definition-time enforcement uses; SGLang's bases are not ours, so
-            # find_override_problems() cannot walk this MRO itself. SGLang's SRTPlatform is called by the LLM host.
+            # The per-class check the definition-time enforcement uses; SGLang's bases are not ours,
+            # so find_override_problems() cannot walk this MRO itself. SGLang's SRTPlatform is
+            # called by the LLM host.
             problems.extend(check_class_namespace(klass, self.contract, self.hosts))
         return problems
 
     def base_definition(self, member: ContractMethod) -> Any:
-        """SGLang's own definition of ``member`` (``None`` when SGLang's bases do not declare it)."""
+        """SGLang's own definition of ``member`` (``None`` when SGLang's bases do not declare
+        it)."""
         for base in self.host_bases:
             if member.name in base.__dict__:
                 return base.__dict__[member.name]
@@ -129,10 +143,11 @@ class HostPlatformView(RuntimePlatformView):
         return klass in self.host_bases
 
     def to_runtime(self, value: Any) -> Any:
-        """A value of one of SGLang's platform types as the same value of ours; anything else unchanged.
+        """A value of one of SGLang's platform types as the same value of ours; anything else
+        unchanged.
 
-        A value that cannot be mapped (a member or field ours lacks) stays SGLang's, so the type check that
-        follows reports it with its real ``repr``.
+        A value that cannot be mapped (a member or field ours lacks) stays SGLang's, so the type
+        check that follows reports it with its real ``repr``.
         """
         kind = type(value)
         target = _RUNTIME_VALUE_TYPES.get(kind.__name__)
@@ -148,12 +163,17 @@ class HostPlatformView(RuntimePlatformView):
 
 
 def platform_view(cls: Any) -> RuntimePlatformView | None:
-    """How to judge ``cls``: on our contract, on SGLang's bases mapped onto ours, or ``None`` (no platform)."""
+    """How to judge ``cls``: on our contract, on SGLang's bases mapped onto ours, or ``None`` (no
+    platform)."""
     if not isinstance(cls, type):
         return None
     if issubclass(cls, DeviceMixin):
         return RuntimePlatformView(cls)
-    host_bases = tuple(klass for klass in cls.__mro__ if (klass.__module__, klass.__name__) in _HOST_CONTRACT_CLASSES)
+    host_bases = tuple(
+        klass
+        for klass in cls.__mro__
+        if (klass.__module__, klass.__name__) in _HOST_CONTRACT_CLASSES
+    )
     if host_bases:
         return HostPlatformView(cls, host_bases)
     return None
@@ -168,7 +188,8 @@ def _is_host_class(klass: type) -> bool:
 
 
 def _fields(value: Any) -> dict[str, Any]:
-    """The named fields of a NamedTuple, msgspec ``Struct`` or dataclass instance (``TypeError`` otherwise)."""
+    """The named fields of a NamedTuple, msgspec ``Struct`` or dataclass instance (``TypeError``
+    otherwise)."""
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         return dict(zip(value._fields, value, strict=True))
     struct_fields = getattr(type(value), "__struct_fields__", None)

@@ -1,9 +1,10 @@
-"""A plugin package's hook targets in its tests: reached through their target strings, and the hook registry the
-package builds on (the runtime's, or released SGLang's), isolated for one test.
+"""A plugin package's hook targets in its tests: reached through their target strings, and the hook
+registry the package builds on (the runtime's, or released SGLang's), isolated for one test.
 
-A generated package registers with whichever ``HookRegistry`` its ``host.py`` chose. The runtime's ``reset()``
-undoes every patch; SGLang 0.5.23's forgets the hooks and leaves its patches in place (the original stays only in
-the wrapper). :func:`isolated_hooks` gives both the runtime's behaviour for one test.
+A generated package registers with whichever ``HookRegistry`` its ``host.py`` chose. The runtime's
+``reset()`` undoes every patch; SGLang 0.5.23's forgets the hooks and leaves its patches in place
+(the original stays only in the wrapper). :func:`isolated_hooks` gives both the runtime's behaviour
+for one test.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ _MISSING: Any = object()
 
 
 def split_target(target: str) -> tuple[str, list[str]]:
-    """``(module, attribute path)`` of a target as a stand-in puts it in place: ``module:Class.method`` names its
-    module; ``pkg.module.name`` is the module and one name."""
+    """``(module, attribute path)`` of a target as a stand-in puts it in place:
+    ``module:Class.method`` names its module; ``pkg.module.name`` is the module and one name."""
     if ":" in target:
         module, _, path = target.partition(":")
         return module, path.split(".")
@@ -29,8 +30,8 @@ def split_target(target: str) -> tuple[str, list[str]]:
 
 
 def _import_owner(target: str) -> tuple[Any, list[str]]:
-    """The module ``target`` starts in (imported; the longest importable prefix of a dotted target) and the
-    names after it."""
+    """The module ``target`` starts in (imported; the longest importable prefix of a dotted target)
+    and the names after it."""
     if ":" in target:
         module, path = split_target(target)
         return importlib.import_module(module), path
@@ -42,11 +43,14 @@ def _import_owner(target: str) -> tuple[Any, list[str]]:
         except ModuleNotFoundError as exc:
             if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
                 raise
-    raise ModuleNotFoundError(f"no module of the hook target {target!r} can be imported", name=parts[0])
+    raise ModuleNotFoundError(
+        f"no module of the hook target {target!r} can be imported", name=parts[0]
+    )
 
 
 def resolve_target(target: str) -> Any:
-    """What ``target`` names now (the hooked object once its hooks are applied), importing its module."""
+    """What ``target`` names now (the hooked object once its hooks are applied), importing its
+    module."""
     value, path = _import_owner(target)
     for name in path:
         value = getattr(value, name)
@@ -54,7 +58,8 @@ def resolve_target(target: str) -> Any:
 
 
 def target_owner(target: str) -> Any:
-    """What holds the object ``target`` names: its class for a method, its module for a function or class."""
+    """What holds the object ``target`` names: its class for a method, its module for a function or
+    class."""
     value, path = _import_owner(target)
     for name in path[:-1]:
         value = getattr(value, name)
@@ -62,9 +67,10 @@ def target_owner(target: str) -> Any:
 
 
 class UndoingRegistry:
-    """``register``, ``apply_hooks`` and ``reset`` of a registry whose ``reset()`` keeps its patches (SGLang
-    0.5.23's), with a ``reset()`` that puts back every binding ``apply_hooks()`` changed: each target's attribute,
-    and every module attribute that held the original (SGLang rebinds those too)."""
+    """``register``, ``apply_hooks`` and ``reset`` of a registry whose ``reset()`` keeps its patches
+    (SGLang 0.5.23's), with a ``reset()`` that puts back every binding ``apply_hooks()`` changed:
+    each target's attribute, and every module attribute that held the original (SGLang rebinds those
+    too)."""
 
     def __init__(self, registry: Any) -> None:
         self.registry = registry
@@ -106,9 +112,9 @@ class UndoingRegistry:
 
 @contextlib.contextmanager
 def isolated_hooks(registry: Any = None) -> Iterator[Any]:
-    """The hook registry ``registry`` (the ``HookRegistry`` class a package registers with; default: the
-    runtime's) with no hooks inside; every patch undone on exit. Yields what to call ``register()``,
-    ``apply_hooks()`` and ``reset()`` on."""
+    """The hook registry ``registry`` (the ``HookRegistry`` class a package registers with; default:
+    the runtime's) with no hooks inside; every patch undone on exit. Yields what to call
+    ``register()``, ``apply_hooks()`` and ``reset()`` on."""
     from ..plugins import hook_registry as runtime
 
     if registry is None or registry is runtime.HookRegistry:

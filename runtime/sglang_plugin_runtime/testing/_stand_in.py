@@ -1,8 +1,9 @@
-"""Stand-in modules: a dotted module path (``sglang.srt.managers.scheduler``) importable for one test, without
-the package that really provides it, and gone afterwards.
+"""Stand-in modules: a dotted module path (``sglang.srt.managers.scheduler``) importable for one
+test, without the package that really provides it, and gone afterwards.
 
-A hook aimed at SGLang's own code (``sglang.srt.managers.scheduler:Scheduler.run_batch``) can then be applied and
-exercised where SGLang is not installed: the test puts in the names the hook needs, shaped like SGLang's.
+A hook aimed at SGLang's own code (``sglang.srt.managers.scheduler:Scheduler.run_batch``) can then
+be applied and exercised where SGLang is not installed: the test puts in the names the hook needs,
+shaped like SGLang's.
 """
 
 from __future__ import annotations
@@ -17,32 +18,41 @@ _MISSING: Any = object()
 
 
 def _real_package(name: str) -> ModuleType | None:
-    """The real package ``name``, imported, where it is installed (its parents are imported by now): a stand-in
-    below it then leaves its other submodules importable. ``None`` where there is none, or it fails to import."""
+    """The real package ``name``, imported, where it is installed (its parents are imported by now):
+    a stand-in below it then leaves its other submodules importable. ``None`` where there is none,
+    or it fails to import."""
     try:
         spec = importlib.util.find_spec(name)
-        return importlib.import_module(name) if spec and spec.submodule_search_locations is not None else None
+        return (
+            importlib.import_module(name)
+            if spec and spec.submodule_search_locations is not None
+            else None
+        )
     except Exception:
         return None
 
 
 class StandInModules:
-    """Put stand-in modules into ``sys.modules`` (call the object); :meth:`stop` takes every one out again.
+    """Put stand-in modules into ``sys.modules`` (call the object); :meth:`stop` takes every one out
+    again.
 
     ``stand_in("sglang.srt.managers.scheduler", Scheduler=MyScheduler)`` makes ``import
-    sglang.srt.managers.scheduler`` give a module holding ``Scheduler``: parents that are installed are imported
-    (their other submodules stay importable); missing ones (``sglang``, ``sglang.srt``, ... without SGLang) are
-    created as empty packages, each bound as an attribute of its parent. A module already in ``sys.modules`` under
-    that name (SGLang's own, where it is installed) is set aside for the test, not changed. Calling again with the
-    same name adds names to the same stand-in. After :meth:`stop`, ``sys.modules`` and every parent module are as
-    they were, but for the installed parents it imported, which stay imported.
+    sglang.srt.managers.scheduler`` give a module holding ``Scheduler``: parents that are installed
+    are imported (their other submodules stay importable); missing ones (``sglang``,
+    ``sglang.srt``, ... without SGLang) are created as empty packages, each bound as an attribute
+    of its parent. A module already in ``sys.modules`` under that name (SGLang's own, where it is
+    installed) is set aside for the test, not changed. Calling again with the same name adds names
+    to the same stand-in. After :meth:`stop`, ``sys.modules`` and every parent module are as they
+    were, but for the installed parents it imported, which stay imported.
 
-    Put the stand-in in place before ``apply_hooks()``: the hooks are then applied to it like to any imported module.
+    Put the stand-in in place before ``apply_hooks()``: the hooks are then applied to it like to any
+    imported module.
     """
 
     def __init__(self) -> None:
         self._created: dict[str, ModuleType] = {}
-        # What start-up found: each replaced sys.modules entry, and each attribute set on a module it did not make.
+        # What start-up found: each replaced sys.modules entry, and each attribute set on a module
+        # it did not make.
         self._saved_modules: dict[str, Any] = {}
         self._saved_attributes: list[tuple[ModuleType, str, Any]] = []
         self._imported_before: set[str] = set()
@@ -58,14 +68,20 @@ class StandInModules:
         return self.start()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 
     def __call__(self, name: str, /, **attributes: Any) -> ModuleType:
-        """The stand-in for module ``name`` (created now, or the one made earlier), with ``attributes`` set on it."""
+        """The stand-in for module ``name`` (created now, or the one made earlier), with
+        ``attributes`` set on it."""
         if not self._started:
-            raise RuntimeError("StandInModules.start() must be called before adding stand-in modules")
+            raise RuntimeError(
+                "StandInModules.start() must be called before adding stand-in modules"
+            )
         from ..plugins.hook_registry import Target
 
         try:
@@ -83,15 +99,17 @@ class StandInModules:
     add = __call__
 
     def target(self, target: str, value: Any) -> ModuleType:
-        """Stand ``value`` in for what a hook ``target`` starts with, in a stand-in of the target's module: the
-        function of ``pkg.module.function``, the class of ``pkg.module:Class.method``."""
+        """Stand ``value`` in for what a hook ``target`` starts with, in a stand-in of the target's
+        module: the function of ``pkg.module.function``, the class of ``pkg.module:Class.method``.
+        """
         from ._host_registry import split_target
 
         module, path = split_target(target)
         return self(module, **{path[0]: value})
 
     def _module(self, name: str, *, package: bool) -> ModuleType:
-        """The module ``name`` as the test sees it: a stand-in made here, or a parent already imported."""
+        """The module ``name`` as the test sees it: a stand-in made here, or a parent already
+        imported."""
         if name in self._created:
             module = self._created[name]
             if package and not hasattr(module, "__path__"):
@@ -101,8 +119,11 @@ class StandInModules:
         if package and existing is None:
             existing = _real_package(name)
         if package and existing is not None:
-            return existing  # a parent that really exists (SGLang's own package, say) stays as it is
-        module = ModuleType(name, "A stand-in module of sglang_plugin_runtime.testing (StandInModules).")
+            # a parent that really exists (SGLang's own package, say) stays as it is
+            return existing
+        module = ModuleType(
+            name, "A stand-in module of sglang_plugin_runtime.testing (StandInModules)."
+        )
         if package:
             module.__path__ = []  # a package with nothing importable inside but other stand-ins
         self._saved_modules.setdefault(name, existing if existing is not None else _MISSING)
@@ -122,8 +143,9 @@ class StandInModules:
         return list(self._created)
 
     def stop(self) -> None:
-        """Take every stand-in out of ``sys.modules`` (with whatever was imported under it) and put back what was
-        there; the parents imported before the test lose the attributes added to them."""
+        """Take every stand-in out of ``sys.modules`` (with whatever was imported under it) and put
+        back what was there; the parents imported before the test lose the attributes added to
+        them."""
         if not self._started:
             return
         prefixes = tuple(f"{name}." for name in self._created)

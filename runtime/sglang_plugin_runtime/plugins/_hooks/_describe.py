@@ -28,10 +28,11 @@ from ._types import (
 class HookReport:
     """One registered hook, as it takes part in its target's chain."""
 
-    hook_type: str
+    type: str
+    """``before``, ``after``, ``around`` or ``replace``."""
     hook: str
     plugin: str | None
-    dist: str | None
+    distribution: str | None
     priority: int
     active: bool
     """False for a REPLACE hook that a later (or higher-priority) REPLACE overrides."""

@@ -62,8 +62,7 @@ from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 from ..._forking import after_fork_in_child
-from ..._namespace import env_flag, known_namespaces, state_of
-from ..._plugin_code import describe_failure, guarded
+from ..._plugin_code import attach_registry, describe_failure, guarded, plugin_source
 from . import _types as t
 from ._wrappers import build_wrapper
 
@@ -311,7 +310,7 @@ class Registry:
         parsed = t.Target.parse(target)
         with self.lock:
             record = self.targets.setdefault(parsed.dotted, t.TargetRecord(parsed))
-            source = source or t._current_plugin_source.get()
+            source = source or plugin_source.get()
             new = t.Registration(next(self._seq), hook_type, hook, source, priority)
             regs = t.ordered(record.slot.records if record.slot else [record])
             if twin := next(
@@ -330,16 +329,17 @@ class Registry:
                     "first) takes effect."
                 )
             record.registrations.append(new)
-            if self.applied:  # apply_hooks() already ran: apply now, as strict as the context says
-                record.strict = _strictness(t._current_strict.get())
+            # apply_hooks() already ran: apply now (a failure is logged, and raised by the next
+            # apply_hooks(strict=True), which takes the target again)
+            if self.applied:
                 self._apply([record])
 
     # ------------------------------------------------------------------ applying
 
-    def apply_hooks(self, strict: bool | None = None) -> None:
+    def apply_hooks(self, strict: bool = False) -> None:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.apply_hooks`."""
         with self.lock:
-            self.applied, strict = True, _strictness(strict)
+            self.applied = True
             for record in self.targets.values():  # a pending target keeps its apply's strictness
                 if record.status is not _APPLIED and record.status is not _PENDING:
                     record.strict = strict
@@ -546,6 +546,22 @@ class Registry:
             self._apply([])  # a slot left with no target restores its original
             return count
 
+    def failed_targets(self, distribution: str) -> list[str]:
+        """The targets with hooks from ``distribution`` that failed, or wait for a module that
+        cannot be found."""
+        with self.lock:
+            return [
+                str(record.target)
+                for record in self.targets.values()
+                if any(
+                    r.source and r.source.dist_name == distribution for r in record.registrations
+                )
+                and (
+                    record.status is t.HookStatus.FAILED
+                    or (record.status is _PENDING and _missing_module(record.target.dotted))
+                )
+            ]
+
     # ------------------------------------------------------------------ introspection
 
     def _records_for(self, target: str | None) -> list[t.TargetRecord]:
@@ -576,11 +592,6 @@ class Registry:
             return any(
                 r.hook is hook and wanted in (None, r.hook_type) for regs in applied for r in regs
             )
-
-
-def _strictness(strict: bool | None) -> bool:
-    """``strict`` as given, else what ``SGLANG_PLUGINS_STRICT`` says now (as SGLang reads it)."""
-    return env_flag(t.STRICT_ENV) if strict is None else strict
 
 
 def _depth(slot: t.Slot) -> int:
@@ -618,17 +629,18 @@ def _rebind(walks: list[_Walk]) -> None:
 
 
 _default = Registry()
-# load_plugins() imports this registry only once a plugin runs. Where a load finished before
-# anything imported it, it had nothing to apply; hooks registered from now on apply at once.
-_default.applied = any(
-    getattr(state_of(ns).report, "completed", False) for ns in known_namespaces()
-)
 _active = _default
 
 
 def active_registry() -> Registry:
     """The registry ``HookRegistry`` and ``plugin_hook`` act on."""
     return _active
+
+
+# Loading reaches the registry through this (it never imports it: plugins that register hooks do).
+# Where a load applied hooks before anything imported the registry, hooks registered from now on
+# apply at once.
+_default.applied = attach_registry(active_registry)
 
 
 @contextlib.contextmanager
@@ -646,19 +658,6 @@ def isolated_registry() -> Iterator[Registry]:
     finally:
         fresh.reset()
         _active = previous
-
-
-@contextlib.contextmanager
-def _plugin_context(source: t.HookSource | None, strict: bool | None) -> Iterator[None]:
-    """For plugin loaders: hooks registered in the block come from ``source``, and those applied at
-    once (after ``apply_hooks()`` ran) are strict as ``strict`` says (``None``: as
-    ``SGLANG_PLUGINS_STRICT`` says then)."""
-    source_token, strict_token = t._current_plugin_source.set(source), t._current_strict.set(strict)
-    try:
-        yield
-    finally:
-        t._current_strict.reset(strict_token)
-        t._current_plugin_source.reset(source_token)
 
 
 @after_fork_in_child

@@ -10,25 +10,18 @@ from __future__ import annotations
 import enum
 import functools
 from collections.abc import Callable, Iterable
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+from ..._plugin_code import (
+    HookSource as HookSource,
+)  # the registry's records name their source with it
 
 #: A hook, or what it hooks.
 Hook = Callable[..., object]
 
 #: No such attribute (the value an attribute had before a patch: nothing to restore but a deletion).
 MISSING = object()
-
-#: The variable that makes ``HookRegistry.apply_hooks()`` strict (the SRT namespace's).
-STRICT_ENV = "SGLANG_PLUGINS_STRICT"
-
-
-class HookSource(NamedTuple):
-    """Which plugin registered a hook, so diagnostics can name the culprit."""
-
-    plugin_name: str
-    dist_name: str | None
 
 
 class HookType(enum.Enum):
@@ -52,16 +45,7 @@ class HookStatus(str, enum.Enum):
 
 
 # Documented (and pickled) under the public module.
-_PUBLIC = "sglang_plugin_runtime.plugins.hook_registry"
-HookSource.__module__ = HookType.__module__ = HookStatus.__module__ = _PUBLIC
-
-# Set by plugin loaders (``_plugin_context``) while a plugin's module is imported and while its
-# function runs (SGLang's name): ``register()`` reads the source when none is given, and how strict
-# a hook applied at once is.
-_current_plugin_source: ContextVar[HookSource | None] = ContextVar(
-    "_current_plugin_source", default=None
-)
-_current_strict: ContextVar[bool | None] = ContextVar("_current_strict", default=None)
+HookType.__module__ = HookStatus.__module__ = "sglang_plugin_runtime.plugins.hook_registry"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,254 @@
+"""The failure policy (SGLang's diffusion loader's, for every namespace): what a plugin's failure stops, what it
+discards, and how it is told; each scenario in a fresh process over fake installed distributions."""
+
+from __future__ import annotations
+
+import pytest
+from _plugin_site import PluginSite, platform_module
+
+TARGET = {"target_mod.py": "def greet():\n    return 'hello'\n"}
+
+#: A hook the module (or a class's __init__) registers on target_mod.greet, attributed to whoever's code runs.
+UPPER = """
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+def upper(result):
+    return result.upper()
+"""
+
+REPORT = """
+import json
+from sglang_plugin_runtime.platforms import current_platform_selection
+from sglang_plugin_runtime.plugins import load_plugins
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
+try:
+    selection = current_platform_selection()
+    out = {"plugin": selection.plugin, "activations": [[a.status, a.reason] for a in selection.activations]}
+except Exception as exc:
+    out = {"error": type(exc).__name__, "message": str(exc), "plugin": getattr(exc, "plugin", None),
+           "outcomes": [o.status for o in getattr(exc, "outcomes", ())]}
+try:
+    report = load_plugins()
+    out["plugins"] = {o.plugin: [o.status, o.reason] for o in report.outcomes}
+except Exception as exc:
+    out["load_error"] = [type(exc).__name__, str(exc)]
+import target_mod
+out["greet"] = target_mod.greet()
+out["hooks"] = [[h.plugin, h.distribution] for t in HookRegistry.describe() for h in t.hooks]
+print(json.dumps(out))
+"""
+
+
+def _platform_with_hooking_constructor(site: PluginSite, constructor: str) -> None:
+    extra = UPPER + "\n".join(
+        [
+            "class InitHookPlatform(AcmePlatform):",
+            "    def __init__(self):",
+            "        HookRegistry.register('target_mod.greet', upper, HookType.AFTER)",
+            f"        {constructor}",
+        ]
+    )
+    body = "return __name__ + '.InitHookPlatform'"
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={"acme_platform.py": platform_module("AcmePlatform", "acmenpu", body, extra="\n" + extra), **TARGET},
+    )
+
+
+@pytest.mark.fault(
+    "selection",
+    "the selected platform class's __init__ registers a hook, then raises",
+    "the hook is attributed to the platform plugin and discarded; selection fails with PluginLoadError naming the "
+    "plugin (was: attributed to no plugin and left applied)",
+)
+def test_a_hook_registered_by_a_failing_platform_constructor_is_discarded(site: PluginSite) -> None:
+    _platform_with_hooking_constructor(site, "raise RuntimeError('device lost')")
+    out = site.run_json(REPORT)
+    assert out["error"] == "PluginLoadError" and out["plugin"] == "acme"
+    assert "device lost" in out["message"] and "constructor" in out["message"]
+    assert out["greet"] == "hello" and out["hooks"] == []
+
+
+def test_a_hook_registered_by_the_platform_constructor_belongs_to_the_platform_plugin(site: PluginSite) -> None:
+    _platform_with_hooking_constructor(site, "pass")
+    out = site.run_json(REPORT)
+    assert out["plugin"] == "acme"
+    assert out["greet"] == "HELLO" and out["hooks"] == [["acme", "acme-npu"]]
+
+
+UNPRINTABLE = """
+class Unprintable(Exception):
+    def __str__(self):
+        raise ValueError("no text for you")
+"""
+
+
+@pytest.mark.fault(
+    "plugins",
+    "register() raises an exception whose __str__ itself raises",
+    "that plugin's failure (failed-call) with a description of the exception, the other plugins load; "
+    "load_plugins() returns (was: the error escaped load_plugins())",
+)
+def test_a_register_exception_whose_str_raises_is_that_plugins_failure(site: PluginSite) -> None:
+    site.add("target", modules=TARGET)
+    site.add(
+        "bad-dist",
+        entry_points={"sglang.srt.plugins": {"bad": "bad_plugin:register"}},
+        modules={"bad_plugin.py": UNPRINTABLE + "def register():\n    raise Unprintable()\n"},
+    )
+    site.add(
+        "good-dist",
+        entry_points={"sglang.srt.plugins": {"good": "good_plugin:register"}},
+        modules={"good_plugin.py": "def register():\n    pass\n"},
+    )
+    out = site.run_json(REPORT)
+    status, reason = out["plugins"]["bad"]
+    assert status == "failed-call" and "Unprintable" in reason and "str() raised ValueError" in reason
+    assert out["plugins"]["good"] == ["loaded", ""]
+
+
+@pytest.mark.fault(
+    "selection",
+    "a platform plugin's activate() raises an exception whose __str__ itself raises, auto mode",
+    "that plugin is skipped with a WARNING describing the exception; the fallback is selected (was: ImportError: "
+    "cannot import name 'current_platform', naming no plugin)",
+)
+def test_an_activate_exception_whose_str_raises_is_that_plugins_failure(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={"acme_platform.py": UNPRINTABLE + "def activate():\n    raise Unprintable()\n", **TARGET},
+    )
+    out = site.run_json(REPORT)
+    assert out["plugin"] is None
+    [[status, reason]] = out["activations"]
+    assert status == "failed-call" and "Unprintable" in reason and "str() raised" in reason
+
+
+@pytest.mark.fault(
+    "plugins",
+    "register() waits for a helper thread that calls load_plugins() (a join, a future's result)",
+    "no hang: the helper gets ReentrantLoadError naming the plugin, and the plugin fails (failed-call), its hooks "
+    "discarded; the other plugins load",
+)
+@pytest.mark.parametrize(
+    "wait",
+    [
+        "helper = threading.Thread(target=peek); helper.start(); helper.join(20)",
+        "concurrent.futures.ThreadPoolExecutor(1).submit(peek).result(20)",
+    ],
+    ids=["join", "future"],
+)
+def test_register_waiting_on_a_thread_that_loads_plugins_is_refused_not_deadlocked(site: PluginSite, wait: str) -> None:
+    site.add("target", modules=TARGET)
+    site.add(
+        "waiting-dist",
+        entry_points={"sglang.srt.plugins": {"waiting": "waiting_plugin:register"}},
+        modules={
+            "waiting_plugin.py": UPPER
+            + "\n".join(
+                [
+                    "import concurrent.futures, threading",
+                    "SEEN = []",
+                    "def peek():",
+                    "    from sglang_plugin_runtime.plugins import load_plugins",
+                    "    try:",
+                    "        load_plugins()",
+                    "    except Exception as exc:",
+                    "        SEEN.append(f'{type(exc).__name__}: {exc}')",
+                    "def register():",
+                    "    HookRegistry.register('target_mod.greet', upper, HookType.AFTER)",
+                    f"    {wait}",
+                    "    print('helper saw:', SEEN)",
+                ]
+            )
+        },
+    )
+    site.add(
+        "good-dist",
+        entry_points={"sglang.srt.plugins": {"good": "good_plugin:register"}},
+        modules={"good_plugin.py": "def register():\n    pass\n"},
+    )
+    result = site.run(REPORT, check=True)
+    assert "ReentrantLoadError" in result.stdout and "'waiting'" in result.stdout
+    out = __import__("json").loads(result.stdout.strip().splitlines()[-1])
+    status, reason = out["plugins"]["waiting"]
+    assert status == "failed-call" and "load_plugins()" in reason
+    assert out["plugins"]["good"] == ["loaded", ""]
+    assert out["greet"] == "hello" and out["hooks"] == []
+
+
+def test_load_plugins_from_a_plugins_own_thread_returns_the_load_in_progress(site: PluginSite) -> None:
+    site.add(
+        "nested-dist",
+        entry_points={"sglang.srt.plugins": {"nested": "nested_plugin:register"}},
+        modules={
+            "nested_plugin.py": (
+                "def register():\n"
+                "    from sglang_plugin_runtime.plugins import load_plugins\n"
+                "    assert not load_plugins().completed\n"
+            ),
+            **TARGET,
+        },
+    )
+    out = site.run_json(REPORT)
+    assert out["plugins"]["nested"] == ["loaded", ""]
+
+
+GENERAL_OF_PLATFORM = {
+    "acme_platform.py": platform_module("AcmePlatform", "acmenpu"),
+    "acme_ops.py": "def register():\n    raise RuntimeError('kernels missing')\n",
+    **TARGET,
+}
+
+
+@pytest.mark.fault(
+    "plugins",
+    "a general plugin shipped by the selected platform's distribution fails (import or register())",
+    "PluginLoadError naming the plugin and saying it belongs to the selected platform's distribution: start-up "
+    "stops (SGLang's diffusion loader's rule; 0.5.23's srt loader logs and goes on)",
+)
+def test_a_failing_general_plugin_of_the_selected_platform_stops_loading(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={
+            "sglang.srt.platforms": {"acme": "acme_platform:activate"},
+            "sglang.srt.plugins": {"acme_ops": "acme_ops:register"},
+        },
+        modules=GENERAL_OF_PLATFORM,
+    )
+    out = site.run_json(REPORT)
+    assert out["plugin"] == "acme"
+    error, message = out["load_error"]
+    assert error == "PluginLoadError" and "'acme_ops'" in message and "kernels missing" in message
+    assert "selected platform's distribution" in message
+
+
+def test_a_failing_general_plugin_of_an_unselected_platform_is_skipped(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={
+            "sglang.srt.platforms": {"acme": "acme_platform:activate"},
+            "sglang.srt.plugins": {"acme_ops": "acme_ops:register"},
+        },
+        modules={**GENERAL_OF_PLATFORM, "acme_platform.py": platform_module("AcmePlatform", "acmenpu", "return None")},
+    )
+    out = site.run_json(REPORT)
+    assert out["plugin"] is None and out["plugins"]["acme_ops"][0] == "failed-call"
+
+
+@pytest.mark.fault(
+    "plugins",
+    "the selected platform's distribution registers a hook on a module that cannot be found",
+    "load_plugins() raises PluginLoadError naming the distribution and the target: its hooks must apply",
+)
+def test_hooks_of_the_selected_platform_that_cannot_apply_stop_loading(site: PluginSite) -> None:
+    extra = UPPER + "HookRegistry.register('no_such_vendor_module.f', upper, HookType.AFTER)\n"
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={"acme_platform.py": platform_module("AcmePlatform", "acmenpu", extra=extra), **TARGET},
+    )
+    out = site.run_json(REPORT)
+    error, message = out["load_error"]
+    assert error == "PluginLoadError" and "acme-npu" in message and "no_such_vendor_module.f" in message
