@@ -99,11 +99,18 @@ def test_target_in_a_module_that_is_not_installed_stays_pending_with_a_reason(ma
     assert report.status == "pending" and "cannot be found" in report.error
 
 
-def test_strict_mode_fails_a_target_whose_module_is_not_installed(make_module):
+@pytest.mark.fault(
+    "hooks",
+    "strict mode, a hook on a package that is not installed here (sglang.* in a plugin's own tests)",
+    "the target stays pending with the reason: the package may be installed where the hooks run "
+    "(it failed: doctor --strict failed a correct plugin's own environment without SGLang)",
+)
+def test_strict_mode_keeps_a_target_of_a_package_not_installed_pending(make_module):
     missing = f"no_such_module_{uuid.uuid4().hex[:8]}"
     HookRegistry.register(f"{missing}.f", lambda r: r)
-    with pytest.raises(HookApplyError):
-        HookRegistry.apply_hooks(strict=True)
+    HookRegistry.apply_hooks(strict=True)
+    report = HookRegistry.describe(f"{missing}.f")[0]
+    assert report.status == "pending" and "cannot be found (is it installed?)" in report.error
 
 
 @pytest.mark.fault(

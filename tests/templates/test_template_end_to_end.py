@@ -337,7 +337,7 @@ LOAD_AND_LOG = (
     "import logging\nlogging.basicConfig(level=logging.WARNING, format='%(levelname)s %(name)s: %(message)s')\n"
     "from sglang_plugin_runtime.plugins import load_plugins\n"
     "report = load_plugins()\nload_plugins()\n"
-    "print([(r.plugin, r.status) for r in report.records])\n"
+    "print([(r.plugin, r.status) for r in report.outcomes])\n"
 )
 
 

@@ -426,12 +426,12 @@ class Registry:
         record.error, record.watch = found.reason, found.watch
         missing = _missing_module(record.target.dotted)
         if missing is not None:
-            record.error = missing
-            if record.strict:
+            record.error, certain = missing
+            if record.strict and certain:
                 return self._fail([record], record.error, batch)
             hooks = ", ".join(r.label() for r in record.registrations)
             logger.warning(
-                "Hooks on %s stay pending: %s (hooks: %s)", record.target, missing, hooks
+                "Hooks on %s stay pending: %s (hooks: %s)", record.target, record.error, hooks
             )
         record.status = _PENDING
 
@@ -667,13 +667,15 @@ def _after_fork() -> None:
         registry.lock = threading.RLock()
 
 
-def _missing_module(target: str) -> str | None:
-    """Why no import can bring ``target``'s module (its top-level module, or a submodule of an
-    imported package, cannot be found: not installed, or misspelled), or None while one may."""
+def _missing_module(target: str) -> tuple[str, bool] | None:
+    """Why no import can bring ``target``'s module, and whether that is certain here: a module
+    missing below an installed package (misspelled) is; a top-level package that is not installed
+    may be installed where the hooks run (SGLang's targets in a plugin's own tests). None while an
+    import may bring it."""
     parts = target.replace(":", ".").split(".")
     if parts[0] not in sys.modules:
         found = importlib.util.find_spec(parts[0]) is not None
-        return None if found else f"module {parts[0]!r} cannot be found (is it installed?)"
+        return None if found else (f"module {parts[0]!r} cannot be found (is it installed?)", False)
     for depth in range(1, len(parts)):
         parent, child = ".".join(parts[:depth]), ".".join(parts[: depth + 1])
         if child in sys.modules:
@@ -682,6 +684,7 @@ def _missing_module(target: str) -> str | None:
         if namespace is None or namespace.get("__path__") is None or parts[depth] in namespace:
             return None
         if importlib.util.find_spec(child) is None:
-            return f"module {child!r} cannot be found: {parent!r} has no such module (misspelled?)"
+            why = f"module {child!r} cannot be found: {parent!r} has no such module (misspelled?)"
+            return why, True
         return None
     return None
