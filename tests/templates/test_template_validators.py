@@ -14,21 +14,21 @@ import yaml
 from template_support import REPO_ROOT, render_template
 
 BAD_ANSWERS: list[tuple[str, dict[str, Any], str]] = [
-    ("distribution_name", {"distribution_name": "my plugin"}, "not a valid distribution name"),
-    ("distribution_name", {"distribution_name": "-leading-dash"}, "not a valid distribution name"),
-    ("distribution_name", {"distribution_name": "pkg/evil"}, "not a valid distribution name"),
-    ("distribution_name", {"distribution_name": "SGLang_Plugin.Runtime"}, "already taken"),
-    ("package_name", {"package_name": "class"}, "is a Python keyword"),
-    ("package_name", {"package_name": "None"}, "lowercase Python identifier"),
-    ("package_name", {"package_name": "My-Package"}, "lowercase Python identifier"),
-    ("package_name", {"package_name": "1st"}, "lowercase Python identifier"),
-    ("package_name", {"package_name": "../escape"}, "lowercase Python identifier"),
-    ("package_name", {"package_name": "torch"}, "would shadow"),
-    ("entry_point_name", {"entry_point_name": "my device"}, "not a valid entry-point name"),
-    ("entry_point_name", {"entry_point_name": "a,b"}, "not a valid entry-point name"),
-    ("entry_point_name", {"entry_point_name": "a/b"}, "not a valid entry-point name"),
-    ("entry_point_name", {"entry_point_name": "a=b"}, "not a valid entry-point name"),
-    ("entry_point_name", {"entry_point_name": ""}, "not a valid entry-point name"),
+    ("distribution_name", {"distribution_name": "my plugin"}, "Not a valid distribution name"),
+    ("distribution_name", {"distribution_name": "-leading-dash"}, "Not a valid distribution name"),
+    ("distribution_name", {"distribution_name": "pkg/evil"}, "Not a valid distribution name"),
+    ("distribution_name", {"distribution_name": "SGLang_Plugin.Runtime"}, "Already taken"),
+    ("package_name", {"package_name": "class"}, "A Python keyword cannot be imported"),
+    ("package_name", {"package_name": "None"}, "Use a lowercase Python identifier"),
+    ("package_name", {"package_name": "My-Package"}, "Use a lowercase Python identifier"),
+    ("package_name", {"package_name": "1st"}, "Use a lowercase Python identifier"),
+    ("package_name", {"package_name": "../escape"}, "Use a lowercase Python identifier"),
+    ("package_name", {"package_name": "torch"}, "Would shadow"),
+    ("entry_point_name", {"entry_point_name": "my device"}, "Not a valid entry-point name"),
+    ("entry_point_name", {"entry_point_name": "a,b"}, "Not a valid entry-point name"),
+    ("entry_point_name", {"entry_point_name": "a/b"}, "Not a valid entry-point name"),
+    ("entry_point_name", {"entry_point_name": "a=b"}, "Not a valid entry-point name"),
+    ("entry_point_name", {"entry_point_name": ""}, "Not a valid entry-point name"),
     ("project_name", {"project_name": "  "}, "must not be empty"),
     ("project_name", {"project_name": "two\nlines"}, "no control characters"),
     ("description", {"description": "tab\there"}, "control characters are not allowed"),
@@ -37,37 +37,37 @@ BAD_ANSWERS: list[tuple[str, dict[str, Any], str]] = [
     ("description", {"description": "escape \x1b[31mred"}, "control characters are not allowed"),
     ("description", {"description": "line\u2028separator"}, "control characters are not allowed"),
     ("author_name", {"author_name": "bell\x07"}, "no control characters"),
-    ("author_name", {"author_name": "A <a@example.org>"}, "must not contain"),
-    ("author_email", {"author_email": "not-an-address"}, "not a plain e-mail address"),
-    ("author_email", {"author_email": "a@b"}, "not a plain e-mail address"),
-    ("device_name", {"device_name": "my device"}, "starts with a letter"),
-    ("device_name", {"device_name": "9lives"}, "starts with a letter"),
+    ("author_name", {"author_name": "A <a@example.org>"}, "must not hold"),
+    ("author_email", {"author_email": "not-an-address"}, "Not a plain e-mail address"),
+    ("author_email", {"author_email": "a@b"}, "Not a plain e-mail address"),
+    ("device_name", {"device_name": "my device"}, "Start with a letter"),
+    ("device_name", {"device_name": "9lives"}, "Start with a letter"),
     ("device_name", {"device_name": "CUDA"}, "built into torch"),
     ("device_type", {"device_type": "cuda"}, "built into torch"),
     ("device_type", {"device_type": "cpu"}, "built into torch"),
     ("device_type", {"device_type": "meta"}, "built into torch"),
     ("device_type", {"device_type": "xpu"}, "built into torch"),
-    ("device_type", {"device_type": "Npu"}, "not a valid torch device type"),
-    ("device_type", {"device_type": "my-dev"}, "not a valid torch device type"),
-    ("backend_module", {"backend_module": "torch"}, "always importable"),
-    ("backend_module", {"backend_module": "torch-npu"}, "not an importable module name"),
-    ("backend_module", {"backend_module": "a..b"}, "not an importable module name"),
+    ("device_type", {"device_type": "Npu"}, "Not a valid torch device type"),
+    ("device_type", {"device_type": "my-dev"}, "Not a valid torch device type"),
+    ("backend_module", {"backend_module": "torch"}, "Always importable"),
+    ("backend_module", {"backend_module": "torch-npu"}, "Not an importable module name"),
+    ("backend_module", {"backend_module": "a..b"}, "Not an importable module name"),
     ("backend_module", {"package_name": "acme", "backend_module": "acme.backend"}, "not this plugin"),
-    ("distributed_backend", {"distributed_backend": "HCCL"}, "not a valid torch.distributed backend"),
+    ("distributed_backend", {"distributed_backend": "HCCL"}, "Not a valid torch.distributed backend"),
     ("python_min", {"python_min": "3.9"}, "Invalid choice"),
     ("license", {"license": "WTFPL"}, "Invalid choice"),
     ("plugin_kind", {"plugin_kind": "kernel"}, "Invalid choice"),
     # host_api=runtime is retired: a package built on the runtime's classes works on no released SGLang.
     ("host_api", {"host_api": "runtime"}, "Invalid choice"),
-    ("runtime_source", {"runtime_source": "pip install sglang-plugin-runtime"}, "not a URL pip installs from"),
-    ("runtime_source", {"runtime_source": "/home/me/sglang-plugin-kit"}, "not a URL pip installs from"),
-    ("runtime_source", {"runtime_source": 'git+https://example.com/kit".git'}, "not a URL pip installs from"),
-    ("sglang_versions", {"sglang_versions": "0.5.23"}, "not a version range the plugin can check"),
-    ("sglang_versions", {"sglang_versions": ">= 0.5.23"}, "not a version range the plugin can check"),
-    ("sglang_versions", {"sglang_versions": ">=0.5.23rc1"}, "not a version range the plugin can check"),
-    ("sglang_versions", {"sglang_versions": ">=0.5.*"}, "not a version range the plugin can check"),
-    ("sglang_versions", {"sglang_versions": "~=1"}, "not a version range the plugin can check"),
-    ("sglang_versions", {"sglang_versions": ">=0.5;import os"}, "not a version range the plugin can check"),
+    ("runtime_source", {"runtime_source": "pip install sglang-plugin-runtime"}, "Not a URL pip installs from"),
+    ("runtime_source", {"runtime_source": "/home/me/sglang-plugin-kit"}, "Not a URL pip installs from"),
+    ("runtime_source", {"runtime_source": 'git+https://example.com/kit".git'}, "Not a URL pip installs from"),
+    ("sglang_versions", {"sglang_versions": "0.5.23"}, "Not a version range the plugin can check"),
+    ("sglang_versions", {"sglang_versions": ">= 0.5.23"}, "Not a version range the plugin can check"),
+    ("sglang_versions", {"sglang_versions": ">=0.5.23rc1"}, "Not a version range the plugin can check"),
+    ("sglang_versions", {"sglang_versions": ">=0.5.*"}, "Not a version range the plugin can check"),
+    ("sglang_versions", {"sglang_versions": "~=1"}, "Not a version range the plugin can check"),
+    ("sglang_versions", {"sglang_versions": ">=0.5;import os"}, "Not a version range the plugin can check"),
 ]
 
 
@@ -86,13 +86,48 @@ def test_bad_answer_is_refused_with_a_message_saying_what_is_allowed(
     assert not (destination / "pyproject.toml").exists()
 
 
+#: Copier draws a validator's message, and each choice of a list, on one line cut at the terminal's
+#: width (prompt_toolkit's validation toolbar is one row high): within 76 characters, what the user
+#: must change is never cut off on an 80-column terminal. The details are in each question's help.
+FITS_ONE_LINE = 76
+
+
+@pytest.mark.fault(
+    "templates",
+    "a bad answer typed in Copier's prompt on an 80-column terminal",
+    "the whole message shows: one line of at most 76 characters saying what to change; the full "
+    "rule is in the question's help (it was cut, ... for example \"mydevic)",
+)
+@pytest.mark.parametrize(
+    ("question", "answers"),
+    [(q, a) for q, a, message in BAD_ANSWERS if message != "Invalid choice"],  # Copier's own, --data only
+    ids=[f"{q}={next(iter(a.values()))!r}" for q, a, m in BAD_ANSWERS if m != "Invalid choice"],
+)
+def test_each_validator_message_fits_one_line_of_a_terminal(
+    template_dir: Path, tmp_path: Path, question: str, answers: dict[str, Any]
+) -> None:
+    with pytest.raises(ValueError, match=question) as excinfo:
+        render_template(template_dir, tmp_path / "out", **answers)
+    # What the prompt shows is the validator's own text; --data adds "Validation error for ...".
+    shown = str(excinfo.value).split(f"question '{question}': ", 1)[-1]
+    assert "\n" not in shown and len(shown) <= FITS_ONE_LINE, shown
+
+
+def test_each_choice_fits_one_line_of_a_terminal() -> None:
+    questions = yaml.safe_load((REPO_ROOT / "copier.yml").read_text(encoding="utf-8"))
+    for name, question in questions.items():
+        choices = question.get("choices", []) if isinstance(question, dict) else []
+        for title in choices:
+            assert len(str(title)) <= FITS_ONE_LINE - 4, (name, title)  # 4: the list's pointer
+
+
 @pytest.mark.fault("templates", "a package named like a standard-library module (json, types, re, ...)",
                    "refused at generation, saying Python would import its own module and never the plugin")
 @pytest.mark.parametrize("name", ["json", "types", "re", "enum", "collections", "logging", "platform", "site"])
 def test_a_standard_library_name_is_refused_with_the_reason(template_dir: Path, tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError, match="package_name") as excinfo:
         render_template(template_dir, tmp_path / "out", plugin_kind="general", package_name=name)
-    assert f'"{name}" is a module of Python\'s standard library: Python would import its own' in str(excinfo.value)
+    assert "A standard-library module: Python would import its own" in str(excinfo.value)
     assert not (tmp_path / "out" / "pyproject.toml").exists()
 
 
