@@ -62,7 +62,12 @@ class Row:
     def stats(self, values: list[float] | None) -> dict | None:
         if not values:
             return None
-        return {"median": statistics.median(values), "min": min(values), "n": len(values), "values": values}
+        return {
+            "median": statistics.median(values),
+            "min": min(values),
+            "n": len(values),
+            "values": values,
+        }
 
     @property
     def ratio(self) -> float | None:

@@ -55,7 +55,15 @@ def ensure_sglang(python: str, log) -> Path:
     wheel = next(wheels.glob(f"sglang-{SGLANG_VERSION}-*.whl"), None) if wheels.is_dir() else None
     if wheel is None:
         log(f"downloading sglang=={SGLANG_VERSION} (pip download --no-deps, about 39 MB) ...")
-        _pip(python, "download", "--no-deps", "--quiet", f"sglang=={SGLANG_VERSION}", "-d", str(wheels))
+        _pip(
+            python,
+            "download",
+            "--no-deps",
+            "--quiet",
+            f"sglang=={SGLANG_VERSION}",
+            "-d",
+            str(wheels),
+        )
         wheel = next(wheels.glob(f"sglang-{SGLANG_VERSION}-*.whl"))
     if target.exists():
         shutil.rmtree(target)
@@ -127,7 +135,8 @@ def register():
 """
 
 _TARGETS_MODULE = "".join(
-    f"def {name}(x):\n    return x\n\n\n" for name in ("work_alpha", "work_beta", "work_one", "work_two", "work_three")
+    f"def {name}(x):\n    return x\n\n\n"
+    for name in ("work_alpha", "work_beta", "work_one", "work_two", "work_three")
 )
 
 #: The plugin distributions: (distribution, package, platform entry point or None, general entry point or None).
@@ -178,7 +187,9 @@ def ensure_fake_dists(count: int, log, plugins: bool = True) -> Path:
     (target / "bench_targets.py").write_text(_TARGETS_MODULE)
     _write_stamp(target, GENERATOR_VERSION)
     plugin_count = len(PLUGIN_DISTS) if plugins else 0
-    log(f"wrote {count} filler + {plugin_count} plugin distributions into {target.relative_to(REPO)}")
+    log(
+        f"wrote {count} filler + {plugin_count} plugin distributions into {target.relative_to(REPO)}"
+    )
     return target
 
 
@@ -195,9 +206,22 @@ def _synthetic_module(index: int) -> str:
     lines += [f"CONST_{k} = {index * 100 + k}" for k in range(16)]
     lines += [f"NAME_{k} = 'name-{index}-{k}'" for k in range(8)]
     for k in range(8):
-        lines += ["", "", f"def f_{k}(x: Any, y: Optional[int] = None) -> Any:", f"    return (x, y, {k})"]
+        lines += [
+            "",
+            "",
+            f"def f_{k}(x: Any, y: Optional[int] = None) -> Any:",
+            f"    return (x, y, {k})",
+        ]
     for k in range(3):
-        lines += ["", "", f"class C_{k}:", f"    value = {k}", "", "    def method(self, x):", "        return x"]
+        lines += [
+            "",
+            "",
+            f"class C_{k}:",
+            f"    value = {k}",
+            "",
+            "    def method(self, x):",
+            "        return x",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -212,7 +236,9 @@ def ensure_synthetic(modules: int, log) -> Path:
     root = target / "benchsynth"
     root.mkdir(parents=True)
     (root / "__init__.py").write_text("")
-    (root / "targets.py").write_text("".join(f"def t_{k}(x):\n    return x\n\n\n" for k in range(TARGET_FUNCTIONS)))
+    (root / "targets.py").write_text(
+        "".join(f"def t_{k}(x):\n    return x\n\n\n" for k in range(TARGET_FUNCTIONS))
+    )
     names = []
     per_package = 50
     for index in range(modules):
@@ -244,7 +270,9 @@ def ensure_import_package(modules: int, log) -> Path:
     root.mkdir(parents=True)
     (root / "__init__.py").write_text("")
     for index in range(modules):
-        (root / f"m{index}.py").write_text(f"VALUE = {index}\n\n\ndef f(x):\n    return x + VALUE\n")
+        (root / f"m{index}.py").write_text(
+            f"VALUE = {index}\n\n\ndef f(x):\n    return x + VALUE\n"
+        )
     _write_stamp(target, value)
     log(f"wrote {modules} fresh modules into {target.relative_to(REPO)}")
     return target

@@ -67,7 +67,9 @@ def run(ctx):
     counts = [0, 300] if ctx.quick else [0, 300, 1000]
     # (distributions, whether the five plugins are installed, SGLANG_PLATFORM): the last, with no plugin at all, is
     # what every SGLang process without plugins pays.
-    runs = [(count, True, env) for count in counts for env in ("alpha", None)] + [(300, False, None)]
+    runs = [(count, True, env) for count in counts for env in ("alpha", None)] + [
+        (300, False, None)
+    ]
     for count, with_plugins, platform_env in runs:
         folder = ensure_fake_dists(count, ctx.log, plugins=with_plugins)
         env = {"SGLANG_PLATFORM": platform_env} if platform_env else {}
@@ -77,14 +79,18 @@ def run(ctx):
             ctx,
             repeats,
             SIDES,
-            lambda side, folder=folder, env=env: run_child(ctx, "discovery", side, {}, path=[str(folder)], env=env),
+            lambda side, folder=folder, env=env: run_child(
+                ctx, "discovery", side, {}, path=[str(folder)], env=env
+            ),
             warmup_key=f"discovery-{count}",
         )
         ours, sgl = results["ours"], results["sglang"]
         expected = "AlphaPlatform" if with_plugins else "SRTPlatform"
         for side, rs in results.items():
             if rs[0]["platform"] != expected:
-                raise RuntimeError(f"case 2 {side}: selected {rs[0]['platform']}, expected {expected}")
+                raise RuntimeError(
+                    f"case 2 {side}: selected {rs[0]['platform']}, expected {expected}"
+                )
         note = f"hooked: ours {ours[0]['hooked']}, SGLang {sgl[0]['hooked']}"
         label_env = f"SGLANG_PLATFORM={platform_env}" if platform_env else "SGLANG_PLATFORM unset"
         goal = goal_check = ""

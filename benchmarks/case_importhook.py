@@ -29,7 +29,9 @@ def measure(side, params):
 
     before = list(sys.meta_path)
     if params["pending"]:
-        HookRegistry.register("benchpending_not_imported.mod.f", lambda *a, **k: None, HookType.BEFORE)
+        HookRegistry.register(
+            "benchpending_not_imported.mod.f", lambda *a, **k: None, HookType.BEFORE
+        )
         HookRegistry.apply_hooks()
     added = [f for f in sys.meta_path if f not in before]
     count = params["modules"]
@@ -55,9 +57,13 @@ def measure(side, params):
         timer = timeit.Timer("step()", globals={"step": step})
         direct_ns = min(timer.repeat(repeat=7, number=number)) / number * 1e9
         # The finder's own ``find_spec`` alone, and an empty call of the same shape for scale.
-        call = timeit.Timer("fs('benchimp.unrelated_module', None, None)", globals={"fs": finder.find_spec})
+        call = timeit.Timer(
+            "fs('benchimp.unrelated_module', None, None)", globals={"fs": finder.find_spec}
+        )
         call_ns = min(call.repeat(repeat=7, number=number)) / number * 1e9
-        empty = timeit.Timer("fs('benchimp.unrelated_module', None, None)", globals={"fs": _empty_find_spec})
+        empty = timeit.Timer(
+            "fs('benchimp.unrelated_module', None, None)", globals={"fs": _empty_find_spec}
+        )
         empty_ns = min(empty.repeat(repeat=7, number=number)) / number * 1e9
     return {
         "per_import_ns": per_import_ns,
@@ -84,7 +90,11 @@ def run(ctx):
 
     def one(pending):
         return run_child(
-            ctx, "importhook", "ours", {"pending": pending, "modules": count, "number": number}, path=[str(folder)]
+            ctx,
+            "importhook",
+            "ours",
+            {"pending": pending, "modules": count, "number": number},
+            path=[str(folder)],
         )
 
     if not ctx.quick:
@@ -98,7 +108,9 @@ def run(ctx):
     if not with_hook[0]["finders_added"]:
         raise RuntimeError("case 5: registering a hook on a missing module installed no finder")
     if without[0]["finders_added"]:
-        raise RuntimeError(f"case 5: a finder was installed with nothing pending: {without[0]['finders_added']}")
+        raise RuntimeError(
+            f"case 5: a finder was installed with nothing pending: {without[0]['finders_added']}"
+        )
     ctx.log(
         f"  5 finder installed: {with_hook[0]['finders_added']} (front of meta_path: {with_hook[0]['meta_path_front']})"
     )
@@ -122,7 +134,10 @@ def run(ctx):
             "5",
             f"fresh-module import, hook installed minus not (end to end; ~{base / 1000:.0f} µs per import, noisy)",
             "ns",
-            [w["per_import_ns"] - wo["per_import_ns"] for w, wo in zip(with_hook, without, strict=True)],
+            [
+                w["per_import_ns"] - wo["per_import_ns"]
+                for w, wo in zip(with_hook, without, strict=True)
+            ],
             note=f"{count} imports per process; median per import without the hook {base:.0f} ns",
         ),
     ]

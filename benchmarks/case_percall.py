@@ -93,13 +93,20 @@ def run(ctx):
 
     params = {"number": 20000, "repeat": 3} if ctx.quick else {"number": 100000, "repeat": 7}
     results = alternate(
-        ctx, ctx.repeats(5, 1), SIDES, lambda side: run_child(ctx, "percall", side, params), warmup_key="percall"
+        ctx,
+        ctx.repeats(5, 1),
+        SIDES,
+        lambda side: run_child(ctx, "percall", side, params),
+        warmup_key="percall",
     )
     rows = []
     for kind in ("function", "method"):
         for hooks, label in (("around", "AROUND only"), ("three", "BEFORE+AROUND+AFTER")):
             key = f"{kind}/{hooks}"
-            values = {side: [r["hooked_ns"][key] - r["bare_ns"][key] for r in rs] for side, rs in results.items()}
+            values = {
+                side: [r["hooked_ns"][key] - r["bare_ns"][key] for r in rs]
+                for side, rs in results.items()
+            }
             bare = results["ours"][0]["bare_ns"][key]
             goal, check = ("", None)
             if hooks == "three":

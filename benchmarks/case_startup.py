@@ -41,7 +41,11 @@ def measure(side, params):
         "torch_imported": "torch" in sys.modules,
         "modules_imported": len(new),
         # What the interpreter brought in besides the platform layer's own packages (for the "stdlib" side).
-        "other_modules": [name for name in new if name.partition(".")[0] not in ("sglang_plugin_runtime", "sglang")],
+        "other_modules": [
+            name
+            for name in new
+            if name.partition(".")[0] not in ("sglang_plugin_runtime", "sglang")
+        ],
     }
 
 
@@ -51,7 +55,10 @@ def run(ctx):
     from _common import Row, alternate, run_child
 
     rows = []
-    variants = [(False, "cold import + first current_platform"), (True, "same, torch+numpy pre-imported")]
+    variants = [
+        (False, "cold import + first current_platform"),
+        (True, "same, torch+numpy pre-imported"),
+    ]
     if ctx.quick:
         variants = variants[:1]
     for preimport, label in variants:

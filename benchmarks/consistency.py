@@ -71,7 +71,9 @@ def _write_site(root: Path, version: str = "1.0") -> None:
         {"sglang.srt.platforms": {"bench": "bench_platform:activate"}},
         {"bench_platform.py": platform},
     )
-    targets = "".join(f"def t{i}(x):\n    return x\n\n" for i in range(PLUGINS * TARGETS_PER_PLUGIN))
+    targets = "".join(
+        f"def t{i}(x):\n    return x\n\n" for i in range(PLUGINS * TARGETS_PER_PLUGIN)
+    )
     write_fake_distribution(root, "bench-targets", "1.0", None, {"bench_targets.py": targets})
     for p in range(PLUGINS):
         lines = [
@@ -129,7 +131,8 @@ def worker(spec: dict) -> None:
         else:
             dist.barrier()
 
-    for variant in variants:  # one untimed round: first-use costs (gloo buffers, imports) are not the call's
+    # one untimed round: first-use costs (gloo buffers, imports) are not the call's
+    for variant in variants:
         run(variant)
     times: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(spec["iterations"]):
@@ -150,7 +153,13 @@ def worker(spec: dict) -> None:
 
 
 def run_job(
-    python: str, site: Path, out: Path, iterations: int, path_first: dict, mode: str, extra_path: list[str]
+    python: str,
+    site: Path,
+    out: Path,
+    iterations: int,
+    path_first: dict,
+    mode: str,
+    extra_path: list[str],
 ) -> list[dict]:
     out.mkdir(parents=True)
     spec = {"iterations": iterations, "out": str(out), "path_first": path_first}
@@ -171,9 +180,13 @@ def run_job(
         "--worker",
         json.dumps(spec),
     ]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"job failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+        raise RuntimeError(
+            f"job failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        )
     return [json.loads((out / f"rank-{rank}.json").read_text()) for rank in range(RANKS)]
 
 
@@ -184,14 +197,20 @@ def slowest_rank(ranks: list[dict], variant: str) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="5 iterations")
     parser.add_argument("--iterations", type=int, default=None)
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--json", dest="json_path", default=str(CACHE / "consistency.json"))
-    parser.add_argument("--update-docs", action="store_true", help="write the table into docs/benchmarks.md")
-    parser.add_argument("--no-numpy", action="store_true", help="skip the all_gather_object row (no light deps)")
+    parser.add_argument(
+        "--update-docs", action="store_true", help="write the table into docs/benchmarks.md"
+    )
+    parser.add_argument(
+        "--no-numpy", action="store_true", help="skip the all_gather_object row (no light deps)"
+    )
     args = parser.parse_args(argv)
     if args.worker:
         worker(json.loads(args.worker))
@@ -209,22 +228,41 @@ def main(argv: list[str] | None = None) -> int:
 
             extra_path = [str(ensure_light_deps(args.python, log))]
         except Exception as exc:  # no index reachable: measure ours alone
-            log(f"numpy unavailable ({type(exc).__name__}: {exc}); the all_gather_object row is skipped")
+            log(
+                f"numpy unavailable ({type(exc).__name__}: {exc}); the all_gather_object row is skipped"
+            )
     with tempfile.TemporaryDirectory(prefix="bench-consistency-") as tmp:
         base, odd = Path(tmp, "site"), Path(tmp, "rank2-site")
         _write_site(base)
         _write_site(odd, version="1.1")
         log(f"job 1: {RANKS} ranks agree, {iterations} iterations")
         agree = run_job(args.python, base, Path(tmp, "agree"), iterations, {}, "error", extra_path)
-        log(f"job 2: rank 2 sees bench-plugin-0 1.1 first on its path (warn mode), {iterations} iterations")
-        differ = run_job(args.python, base, Path(tmp, "differ"), iterations, {"2": [str(odd)]}, "warn", extra_path)
+        log(
+            f"job 2: rank 2 sees bench-plugin-0 1.1 first on its path (warn mode), {iterations} iterations"
+        )
+        differ = run_job(
+            args.python,
+            base,
+            Path(tmp, "differ"),
+            iterations,
+            {"2": [str(odd)]},
+            "warn",
+            extra_path,
+        )
     assert all(all(r["consistent"]) for r in agree), "job 1 should agree"
     assert differ[0]["differences"] == ["general plugin 'plugin0'"], differ[0]["differences"]
 
     rows = []
     for variant, what in VARIANTS.items():
         if variant in agree[0]["times_ms"]:
-            rows.append({"variant": variant, "job": "agree", "what": what, "values_ms": slowest_rank(agree, variant)})
+            rows.append(
+                {
+                    "variant": variant,
+                    "job": "agree",
+                    "what": what,
+                    "values_ms": slowest_rank(agree, variant),
+                }
+            )
     values = slowest_rank(differ, "check")
     rows.append(
         {
@@ -275,7 +313,9 @@ def render(payload: dict) -> str:
     for row in payload["rows"]:
         values = row["values_ms"]
         ranks = "agree" if row["job"] == "agree" else "rank 2 differs"
-        lines.append(f"| {row['what']} | {ranks} | {statistics.median(values):.3f} ({min(values):.3f}) |")
+        lines.append(
+            f"| {row['what']} | {ranks} | {statistics.median(values):.3f} ({min(values):.3f}) |"
+        )
     return "\n".join(lines)
 
 

@@ -44,12 +44,18 @@ TIMEOUT_S = 120
 
 def doc_files(root: Path = REPO_ROOT) -> list[Path]:
     """README.md and every page of docs/ (not the build hooks), sorted."""
-    docs = sorted(p for p in (root / "docs").rglob("*.md") if "_hooks" not in p.relative_to(root / "docs").parts)
+    docs = sorted(
+        p
+        for p in (root / "docs").rglob("*.md")
+        if "_hooks" not in p.relative_to(root / "docs").parts
+    )
     readme = root / "README.md"
     return ([readme] if readme.exists() else []) + docs
 
 
-_MERMAID = re.compile(r"^(?P<indent> *)```mermaid[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+_MERMAID = re.compile(
+    r"^(?P<indent> *)```mermaid[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S
+)
 
 
 def mermaid_blocks(markdown: str) -> list[str]:
@@ -140,7 +146,9 @@ def invalid_settings(paths: Iterable[Path]) -> list[str]:
             settings = example.prefix_settings()
             where = f"{path}:{example.start_line}"
             if settings.get("test") not in (None, "skip", "run", "pytest"):
-                problems.append(f'{where}: test="{settings["test"]}" (use test="skip", test="pytest" or nothing)')
+                problems.append(
+                    f'{where}: test="{settings["test"]}" (use test="skip", test="pytest" or nothing)'
+                )
             if settings.get("setup") not in (None, "on"):
                 problems.append(f'{where}: setup="{settings["setup"]}" (use setup="on" or nothing)')
             if settings.get("site") not in (None, "demo"):
@@ -170,7 +178,8 @@ def _padded_script(test: DocExample) -> str:
     """The example(s) as one script whose line N is line N of the page."""
     lines: list[str] = []
     for example in test.examples:
-        first = example.start_line  # 0-based index of the first code line == 1-based line of the fence
+        # 0-based index of the first code line == 1-based line of the fence
+        first = example.start_line
         while len(lines) < first:
             lines.append("")
         lines.extend(example.source.rstrip("\n").splitlines())
@@ -197,14 +206,16 @@ def _failing_line(output: str, page: str) -> int | None:
 
 def _last_error(output: str) -> str:
     for line in reversed(output.strip().splitlines()):
-        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)?\b.*", line) and not line.startswith(
-            " "
-        ):
+        if re.match(
+            r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)?\b.*", line
+        ) and not line.startswith(" "):
             return line.strip()
     return ""
 
 
-def run_example(test: DocExample, *, demo_site: Path | None = None, workdir: Path | None = None) -> RunResult:
+def run_example(
+    test: DocExample, *, demo_site: Path | None = None, workdir: Path | None = None
+) -> RunResult:
     """Run ``test`` in a fresh Python process; return whether it passed, and a report naming page and line."""
     page = str(test.path)
     site_dir = demo_site if test.site == "demo" else None
@@ -216,18 +227,35 @@ def run_example(test: DocExample, *, demo_site: Path | None = None, workdir: Pat
         script = Path(tmp) / (f"test_{stem}" if test.is_pytest else stem)
         script.write_text(_padded_script(test), encoding="utf-8")
         if test.is_pytest:
-            command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", tmp, str(script)]
+            command = [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--rootdir",
+                tmp,
+                str(script),
+            ]
         else:
             command = [sys.executable, str(Path(__file__).resolve()), "run", page, str(script)]
             if test.checks_prints:
                 command.append("--check-prints")
         try:
             proc = subprocess.run(
-                command, cwd=cwd, env=child_env(site_dir), capture_output=True, text=True, timeout=TIMEOUT_S
+                command,
+                cwd=cwd,
+                env=child_env(site_dir),
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
             )
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            return RunResult(False, out.replace(str(script), page), None, f"timed out after {TIMEOUT_S} s")
+            return RunResult(
+                False, out.replace(str(script), page), None, f"timed out after {TIMEOUT_S} s"
+            )
         output = (proc.stdout + proc.stderr).replace(str(script), page)
         output = re.sub(rf"(?<![\w/]){re.escape(script.name)}\b", page, output)
         if proc.returncode == 0:
@@ -311,12 +339,16 @@ def _child(page: str, script: str, check_prints: bool) -> int:
     first = _first_changed_line(example.source, new_source)
     if first is not None:
         print(f'  File "{page}", line {first}', file=sys.stderr)
-    print("PrintOutputMismatch: the #> output shown is not what the example prints", file=sys.stderr)
+    print(
+        "PrintOutputMismatch: the #> output shown is not what the example prints", file=sys.stderr
+    )
     return 1
 
 
 def _first_changed_line(before: str, after: str) -> int | None:
-    for number, (old, new) in enumerate(zip(before.splitlines(), after.splitlines(), strict=False), start=1):
+    for number, (old, new) in enumerate(
+        zip(before.splitlines(), after.splitlines(), strict=False), start=1
+    ):
         if old.rstrip() != new.rstrip():
             return number
     return None

@@ -45,12 +45,18 @@ def _marker_arguments(decorator: ast.expr) -> tuple[str, ...] | None:
     if not isinstance(decorator, ast.Call):
         return None
     func = decorator.func
-    if not (isinstance(func, ast.Attribute) and func.attr == "fault" and ast.unparse(func.value) == "pytest.mark"):
+    if not (
+        isinstance(func, ast.Attribute)
+        and func.attr == "fault"
+        and ast.unparse(func.value) == "pytest.mark"
+    ):
         return None
     values = []
     for arg in decorator.args:
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-            raise ValueError(f"pytest.mark.fault takes three string literals, got {ast.unparse(arg)}")
+            raise ValueError(
+                f"pytest.mark.fault takes three string literals, got {ast.unparse(arg)}"
+            )
         values.append(arg.value)
     return tuple(values)
 

@@ -26,7 +26,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if function is not None and (
             "simulated_device" in (source := inspect.getsource(function)) or "--simulate" in source
         ):
-            item.add_marker(pytest.mark.skip(reason="needs torch for a simulated device; torch is not installed"))
+            item.add_marker(
+                pytest.mark.skip(
+                    reason="needs torch for a simulated device; torch is not installed"
+                )
+            )
 
 
 @pytest.fixture

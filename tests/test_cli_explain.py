@@ -45,7 +45,12 @@ def test_explain_lists_hooks_outermost_first_with_sources(site: PluginSite) -> N
     ]
     assert hooks[0]["source"]["distribution"] == "beta-dist"
     flow = [(step["phase"], step["type"]) for step in report["report"]["call_flow"]]
-    assert flow == [("enter", "around"), ("enter", "before"), ("call", "replace"), ("exit", "after")]
+    assert flow == [
+        ("enter", "around"),
+        ("enter", "before"),
+        ("call", "replace"),
+        ("exit", "after"),
+    ]
 
 
 def test_explain_accepts_the_colon_spelling(site: PluginSite) -> None:

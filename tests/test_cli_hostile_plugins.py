@@ -14,7 +14,9 @@ from _plugin_site import RUNTIME_SRC, PluginSite
 from test_cli_doctor import PLUGIN_VARS, add_general, cli
 
 
-def run_cli(site: PluginSite, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+def run_cli(
+    site: PluginSite, *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
     """The CLI as its own process (``python -m``), raw bytes out, bounded in time."""
     env = {k: v for k, v in os.environ.items() if k not in PLUGIN_VARS}
     env["PYTHONPATH"] = os.pathsep.join([str(site.root), str(RUNTIME_SRC)])
@@ -45,7 +47,9 @@ def test_doctor_exits_although_a_plugin_left_a_thread_running(site: PluginSite) 
     "the exit status is the report's (1): plugin code cannot change it (it exited 0 while the JSON said 1)",
 )
 def test_a_plugins_atexit_handler_cannot_change_doctors_exit_status(site: PluginSite) -> None:
-    add_general(site, "exiting-dist", "exiting", body="import atexit, os\natexit.register(os._exit, 0)")
+    add_general(
+        site, "exiting-dist", "exiting", body="import atexit, os\natexit.register(os._exit, 0)"
+    )
     add_general(site, "broken-dist", "broken", body="raise RuntimeError('broken on purpose')")
     result = run_cli(site, "doctor", "--json")
     assert json.loads(result.stdout)["exit_status"] == 1
@@ -108,7 +112,9 @@ def test_a_dotted_simulated_backend_module_is_accepted(site: PluginSite) -> None
     backend = "__import__('importlib').import_module('vendor_rt.torch_ext')"
     activate = f"return __name__ + '.{{cls}}' if {backend}.npu.device_count() == 1 else None"
     site.add_platform("acme-npu", "acme", "npu", activate)
-    result = cli(site, "doctor", "--json", "--simulate", "npu", "--simulate-backend", "vendor_rt.torch_ext")
+    result = cli(
+        site, "doctor", "--json", "--simulate", "npu", "--simulate-backend", "vendor_rt.torch_ext"
+    )
     report = result.json
     assert result.code == 0, result.err
     assert report["simulation"]["backend_module"] == "vendor_rt.torch_ext"
@@ -117,7 +123,9 @@ def test_a_dotted_simulated_backend_module_is_accepted(site: PluginSite) -> None
 
 def test_a_dotted_simulated_backend_under_an_installed_package_is_refused(site: PluginSite) -> None:
     pytest.importorskip("torch")
-    result = cli(site, "doctor", "--simulate", "npu", "--simulate-backend", "sglang_plugin_runtime.fake")
+    result = cli(
+        site, "doctor", "--simulate", "npu", "--simulate-backend", "sglang_plugin_runtime.fake"
+    )
     assert result.code == 2
     assert "--simulate-backend sglang_plugin_runtime.fake" in result.err
     assert "'sglang_plugin_runtime' is installed here" in result.err
@@ -132,7 +140,9 @@ def test_a_dotted_simulated_backend_under_an_installed_package_is_refused(site: 
     ("device", "said"),
     [("__class__", "a device type is a lower-case identifier"), ("nn", "torch.nn already exists")],
 )
-def test_simulate_names_that_are_no_device_type_get_their_own_reason(site: PluginSite, device: str, said: str) -> None:
+def test_simulate_names_that_are_no_device_type_get_their_own_reason(
+    site: PluginSite, device: str, said: str
+) -> None:
     pytest.importorskip("torch")
     result = cli(site, "doctor", "--simulate", device)
     assert result.code == 2 and said in result.err
@@ -171,7 +181,9 @@ def test_compare_with_an_endless_file_is_refused_at_once(site: PluginSite) -> No
     "no platform plugin installed' and exited 0)",
 )
 @pytest.mark.parametrize("command", ["list", "doctor"])
-def test_undecodable_metadata_of_a_plugin_is_reported_by_list_and_doctor(site: PluginSite, command: str) -> None:
+def test_undecodable_metadata_of_a_plugin_is_reported_by_list_and_doctor(
+    site: PluginSite, command: str
+) -> None:
     site.add_platform("latin-npu", "latin", "latinnpu")
     metadata = next(site.root.glob("latin_npu-*.dist-info")) / "METADATA"
     metadata.write_bytes(metadata.read_bytes() + "Author: Jos\xe9\n".encode("latin-1"))
@@ -201,7 +213,8 @@ def test_explain_shows_a_hook_the_selected_platform_plugin_registered(site: Plug
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
         modules={
-            "acme_platform.py": hook + "def activate():\n    return 'acme_platform_cls.AcmePlatform'\n",
+            "acme_platform.py": hook
+            + "def activate():\n    return 'acme_platform_cls.AcmePlatform'\n",
             "acme_platform_cls.py": (
                 "from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum\n"
                 "from sglang_plugin_runtime.platforms.interface import SRTPlatform\n"
@@ -253,11 +266,14 @@ def test_problems_and_their_cells_cost_constant_work_each(site: PluginSite) -> N
     for i in range(count):
         message = CountedMessage(problem["message"].replace("'broken'", f"'broken_{i}'"))
         problems.add("error", "plugins", message, f"broken_{i}", "broken-dist")
-        problems.add("error", "plugins", message, f"broken_{i}", "broken-dist")  # the same fault reached twice
+        # the same fault reached twice
+        problems.add("error", "plugins", message, f"broken_{i}", "broken-dist")
     assert len(problems) == count and CountedMessage.uses <= 2 * count
     records = [{**record, "plugin": f"broken_{i}"} for i in range(count)]
     report = {**one, "problems": problems, "plugins": {**one["plugins"], "plugins": records}}
     CountedMessage.uses = 0
     text = render(report)
     assert text.count("(see Problems)") >= count
-    assert CountedMessage.uses <= 4 * count, f"{CountedMessage.uses} message searches for {count} plugins"
+    assert CountedMessage.uses <= 4 * count, (
+        f"{CountedMessage.uses} message searches for {count} plugins"
+    )

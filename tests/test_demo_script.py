@@ -15,7 +15,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def _make_dry_run(*args: str) -> str:
     result = subprocess.run(
-        ["make", "-n", "--no-print-directory", "demo", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ["make", "-n", "--no-print-directory", "demo", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return result.stdout
 
@@ -30,7 +34,10 @@ def test_make_demo_without_keep_cleans_up() -> None:
 
 def test_demo_offers_keep() -> None:
     result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "scripts" / "demo.py"), "--help"], capture_output=True, text=True, check=True
+        [sys.executable, str(REPO_ROOT / "scripts" / "demo.py"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "--keep" in result.stdout
 

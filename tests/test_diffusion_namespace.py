@@ -75,7 +75,11 @@ def test_other_names_are_selected(site: PluginSite) -> None:
 def test_override_naming_no_plugin_is_a_value_error_and_a_runtime_error(site: PluginSite) -> None:
     add_mm(site, "acme-widget", "widget")
     out = select(site, SGLANG_DIFFUSION_PLATFORM_OVERRIDE="nosuch")
-    assert (out["error"], out["value_error"], out["runtime_error"]) == ("PlatformNotFoundError", True, True)
+    assert (out["error"], out["value_error"], out["runtime_error"]) == (
+        "PlatformNotFoundError",
+        True,
+        True,
+    )
     assert "'widget' (acme-widget" in out["message"]
 
 

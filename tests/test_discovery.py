@@ -30,7 +30,10 @@ def _populate(site: PluginSite) -> None:
     site.add(
         "Acme_NPU.Plugin",
         "1.2.3",
-        {"sglang.srt.platforms": {"acme": "acme:activate"}, "console_scripts": {"acme-tool": "acme.cli:main"}},
+        {
+            "sglang.srt.platforms": {"acme": "acme:activate"},
+            "console_scripts": {"acme-tool": "acme.cli:main"},
+        },
     )
     site.add("zeta", "0.1", {"sglang.srt.plugins": {"zeta_hooks": "zeta.hooks:register"}})
     site.add("no-entry-points", "2.0")
@@ -66,7 +69,11 @@ def test_entry_points_carry_normalised_distribution_name_and_version(site: Plugi
 
 def test_egg_info_version_is_read_from_its_metadata(site: PluginSite) -> None:
     _populate(site)
-    legacy = [ep for ep in scan_distributions([str(site.root)]).group("sglang.srt.plugins") if ep.name == "legacy"]
+    legacy = [
+        ep
+        for ep in scan_distributions([str(site.root)]).group("sglang.srt.plugins")
+        if ep.name == "legacy"
+    ]
     assert [(ep.distribution, ep.version) for ep in legacy] == [("legacy-pkg", "0.9")]
 
 
@@ -157,7 +164,9 @@ def test_zip_entries_on_sys_path_are_read_through_importlib(site: PluginSite, tm
 
     archive = tmp_path / "plugins.zip"
     with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n")
+        zf.writestr(
+            "zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n"
+        )
         zf.writestr("zipped-1.0.dist-info/entry_points.txt", "[g]\nz = zipped_mod:f\n")
     eps = scan_distributions([str(archive)]).group("g")
     assert [(ep.name, ep.distribution, ep.version) for ep in eps] == [("z", "zipped", "1.0")]
@@ -245,10 +254,14 @@ def test_changing_sys_path_triggers_a_rescan(site: PluginSite, tmp_path) -> None
     "script and no plugin",
     "never read: selection, loading and the other plugins are unaffected",
 )
-def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(site: PluginSite) -> None:
+def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(
+    site: PluginSite,
+) -> None:
     egg = site.root / "oldpkg.egg-info"
     egg.mkdir()
-    (egg / "PKG-INFO").write_bytes(b"Metadata-Version: 1.1\nName: oldpkg\nAuthor: Jos\xe9 Mar\xeda\n\n")
+    (egg / "PKG-INFO").write_bytes(
+        b"Metadata-Version: 1.1\nName: oldpkg\nAuthor: Jos\xe9 Mar\xeda\n\n"
+    )
     (egg / "entry_points.txt").write_text("[console_scripts]\noldtool = oldpkg.cli:main\n")
     _add_a_platform_and_a_general_plugin(site)
     out = site.run_json(
@@ -267,9 +280,13 @@ def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(s
     "a distribution offering a plugin whose METADATA cannot be decoded (Latin-1)",
     "that distribution is skipped with its path in the WARNING and the report; the others load",
 )
-def test_a_plugin_distribution_with_undecodable_metadata_is_skipped_with_its_path(site: PluginSite) -> None:
+def test_a_plugin_distribution_with_undecodable_metadata_is_skipped_with_its_path(
+    site: PluginSite,
+) -> None:
     bad = site.add("bad", entry_points={"g": {"bad": "m:f"}})
-    (bad / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: bad\nVersion: 1.0\nAuthor: Jos\xe9\n\n")
+    (bad / "METADATA").write_bytes(
+        b"Metadata-Version: 2.1\nName: bad\nVersion: 1.0\nAuthor: Jos\xe9\n\n"
+    )
     site.add("good", entry_points={"g": {"ok": "m:f"}})
     result = scan_distributions([str(site.root)])
     assert [ep.name for ep in result.group("g")] == ["ok"]
@@ -282,12 +299,16 @@ def test_a_plugin_distribution_with_undecodable_metadata_is_skipped_with_its_pat
     "an entry_points.txt that is not valid UTF-8 inside a zip file on sys.path",
     "that distribution is reported with the zip's path; the scan goes on",
 )
-def test_an_undecodable_entry_points_file_in_a_zip_is_reported_not_raised(site: PluginSite, tmp_path) -> None:
+def test_an_undecodable_entry_points_file_in_a_zip_is_reported_not_raised(
+    site: PluginSite, tmp_path
+) -> None:
     import zipfile
 
     archive = tmp_path / "plugins.zip"
     with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n")
+        zf.writestr(
+            "zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n"
+        )
         zf.writestr("zipped-1.0.dist-info/entry_points.txt", b"[g]\nz = zipped_mod:f \xff\n")
     site.add("good", entry_points={"g": {"ok": "m:f"}})
     result = scan_distributions([str(archive), str(site.root)])

@@ -28,7 +28,9 @@ EXAMPLES = collect(FILES)
 
 
 def _load_demo_site_module():
-    spec = importlib.util.spec_from_file_location("sglang_docs_demo_site", DOCS_DIR / "_hooks" / "demo_site.py")
+    spec = importlib.util.spec_from_file_location(
+        "sglang_docs_demo_site", DOCS_DIR / "_hooks" / "demo_site.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -57,7 +59,9 @@ def test_fence_options_are_known() -> None:
     assert not problems, "unknown doc-test options:\n" + "\n".join(problems)
 
 
-_FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```", re.M | re.S)
+_FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```", re.M | re.S
+)
 
 
 def test_shown_command_output_comes_from_running_the_command() -> None:
@@ -111,7 +115,11 @@ def _built_site() -> Path:
     return site
 
 
-DIAGRAM_PAGES = [path for path in FILES if path.parent == DOCS_DIR and mermaid_blocks(path.read_text(encoding="utf-8"))]
+DIAGRAM_PAGES = [
+    path
+    for path in FILES
+    if path.parent == DOCS_DIR and mermaid_blocks(path.read_text(encoding="utf-8"))
+]
 
 
 @pytest.mark.slow
@@ -123,8 +131,13 @@ def test_each_diagrams_source_reaches_its_built_page(path: Path) -> None:
     Read from the HTML alone: no browser, no network (tests/test_docs_browser.py checks the drawing).
     """
     built = page_html(_built_site(), path.name).read_text(encoding="utf-8")
-    shown = [html.unescape(m) for m in re.findall(r'<pre class="mermaid"><code>(.*?)</code></pre>', built, re.S)]
-    assert [s.strip() for s in shown] == [s.strip() for s in mermaid_blocks(path.read_text(encoding="utf-8"))]
+    shown = [
+        html.unescape(m)
+        for m in re.findall(r'<pre class="mermaid"><code>(.*?)</code></pre>', built, re.S)
+    ]
+    assert [s.strip() for s in shown] == [
+        s.strip() for s in mermaid_blocks(path.read_text(encoding="utf-8"))
+    ]
 
 
 def test_selection_hooks_and_processes_pages_carry_diagrams() -> None:

@@ -38,7 +38,9 @@ from _docs_support import DOCS_DIR, REPO_ROOT, mermaid_blocks
 # ---------------------------------------------------------------------------------------------------------------
 
 _SHAPES = r"\[\[|\(\[|\{\{|\[|\(|\{"
-_NODE = re.compile(rf'^(?P<id>\w+)(?P<open>{_SHAPES})"(?P<label>.*)"(?:\]\]|\]\)|\}}\}}|\]|\)|\}})$')
+_NODE = re.compile(
+    rf'^(?P<id>\w+)(?P<open>{_SHAPES})"(?P<label>.*)"(?:\]\]|\]\)|\}}\}}|\]|\)|\}})$'
+)
 _EDGE = re.compile(r'^(?P<src>\w+) -- "(?P<label>[^"]*)" --> (?P<dst>\w+)$')
 _CHAIN = re.compile(r"^\w+(?: --> \w+)+$")
 _LINK = re.compile(r"^\w+ -\.- \w+$")
@@ -75,7 +77,9 @@ class Flowchart:
                 ids = line.split(" --> ")
                 self.edges.extend((a, "", b) for a, b in itertools.pairwise(ids))
             else:
-                raise AssertionError(f"diagram line {number} is outside the Mermaid subset the tests read: {raw!r}")
+                raise AssertionError(
+                    f"diagram line {number} is outside the Mermaid subset the tests read: {raw!r}"
+                )
         return self
 
     def outgoing(self, node: str) -> list[tuple[str, str, str]]:
@@ -97,9 +101,13 @@ class Flowchart:
             if len(out) == 1:
                 edge = out[0]
             else:
-                assert pending, f"at {node!r} the diagram offers {[e[1] for e in out]}, and the walk has no choice left"
+                assert pending, (
+                    f"at {node!r} the diagram offers {[e[1] for e in out]}, and the walk has no choice left"
+                )
                 matches = [e for e in out if e[1] == pending[0]]
-                assert matches, f"at {node!r} there is no arrow labelled {pending[0]!r}, only {[e[1] for e in out]}"
+                assert matches, (
+                    f"at {node!r} there is no arrow labelled {pending[0]!r}, only {[e[1] for e in out]}"
+                )
                 edge = matches[0]
                 pending.pop(0)
             taken.append(edge)
@@ -145,7 +153,9 @@ def sequence(source: str) -> Sequence:
         elif m := _NOTE.match(line):
             notes.append(m["id"])
         elif not _MESSAGE.match(line):
-            raise AssertionError(f"diagram line {number} is outside the Mermaid subset the tests read: {raw!r}")
+            raise AssertionError(
+                f"diagram line {number} is outside the Mermaid subset the tests read: {raw!r}"
+            )
     return Sequence(participants, notes)
 
 
@@ -154,16 +164,27 @@ def _page(name: str) -> str:
 
 
 def _run(
-    code: str, site: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = (), timeout: int = 120
+    code: str,
+    site: Path,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+    timeout: int = 120,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``code`` as a script in a fresh process with ``site`` as its installed plugins and no SGLANG_* set."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_") and k != "PYTHONPATH"}
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith("SGLANG_") and k != "PYTHONPATH"
+    }
     base.update(env or {})
     base["PYTHONPATH"] = str(site)
     script = site.parent / f"script_{uuid.uuid4().hex[:8]}.py"
     script.write_text(textwrap.dedent(code), encoding="utf-8")
     return subprocess.run(
-        [sys.executable, str(script), *args], cwd=site.parent, env=base, capture_output=True, text=True, timeout=timeout
+        [sys.executable, str(script), *args],
+        cwd=site.parent,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -190,17 +211,27 @@ def test_the_selection_diagrams_name_exactly_the_codes_rules() -> None:
 
     rules = {value for name, value in vars(platforms).items() if name.startswith("RULE_")}
     chart = selection_chart()
-    drawn = {outcome_of(chart.labels[end]) for end in chart.terminals() if "rule:" in chart.labels[end]}
+    drawn = {
+        outcome_of(chart.labels[end]) for end in chart.terminals() if "rule:" in chart.labels[end]
+    }
     assert drawn == rules
 
 
 def test_the_selection_diagrams_name_exactly_the_errors_the_steps_beside_them_name() -> None:
     import sglang_plugin_runtime.errors as errors
 
-    known = {name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, Exception)}
+    known = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, Exception)
+    }
     named_in_prose = set(re.findall(r"\b(\w+Error)\b", _decision_tree_prose())) & known
     chart = selection_chart()
-    drawn = {outcome_of(chart.labels[end]) for end in chart.terminals() if "rule:" not in chart.labels[end]}
+    drawn = {
+        outcome_of(chart.labels[end])
+        for end in chart.terminals()
+        if "rule:" not in chart.labels[end]
+    }
     assert drawn <= known, f"the diagram names errors the runtime does not have: {drawn - known}"
     assert drawn == named_in_prose
 
@@ -243,7 +274,12 @@ WAYS = [
         {"SGLANG_PLATFORM": "acme"},
         ["set", "yes", "no", "returns a value", "yes"],
     ),
-    Way("named plugin not installed", {"acme-npu/acme": "class"}, {"SGLANG_PLATFORM": "nope"}, ["set", "no"]),
+    Way(
+        "named plugin not installed",
+        {"acme-npu/acme": "class"},
+        {"SGLANG_PLATFORM": "nope"},
+        ["set", "no"],
+    ),
     Way(
         "named plugin offered twice",
         {"acme-npu/acme": "class", "acme-fork/acme": "class"},
@@ -275,7 +311,12 @@ WAYS = [
         ["set", "yes", "no", "returns a value", "no"],
     ),
     Way("set by code", {"acme-npu/acme": "class"}, {}, [], start="code"),
-    Way("a name offered twice", {"acme-npu/acme": "class", "acme-fork/acme": "none"}, {}, ["unset", "yes"]),
+    Way(
+        "a name offered twice",
+        {"acme-npu/acme": "class", "acme-fork/acme": "none"},
+        {},
+        ["unset", "yes"],
+    ),
     Way(
         "strict and a plugin raises",
         {"acme-npu/acme": "raises", "bolt-accel/bolt": "class"},
@@ -295,7 +336,12 @@ WAYS = [
         ["unset", "no", "one returns an invalid value"],
     ),
     Way("none activates", {"acme-npu/acme": "none"}, {}, ["unset", "no", "all called", "0"]),
-    Way("one activates", {"acme-npu/acme": "class", "bolt-accel/bolt": "none"}, {}, ["unset", "no", "all called", "1"]),
+    Way(
+        "one activates",
+        {"acme-npu/acme": "class", "bolt-accel/bolt": "none"},
+        {},
+        ["unset", "no", "all called", "1"],
+    ),
     Way(
         "two activate",
         {"acme-npu/acme": "class", "bolt-accel/bolt": "class"},
@@ -343,7 +389,9 @@ def test_every_way_through_the_selection_diagrams_is_tested() -> None:
         end, edges = chart.walk(way.start, way.choices)
         reached.add(end)
         taken.update(edges)
-    assert reached == set(chart.terminals()), f"final boxes no way reaches: {set(chart.terminals()) - reached}"
+    assert reached == set(chart.terminals()), (
+        f"final boxes no way reaches: {set(chart.terminals()) - reached}"
+    )
     assert taken == set(chart.edges), f"arrows no way takes: {set(chart.edges) - taken}"
 
 
@@ -370,7 +418,17 @@ def hook_sequence() -> Sequence:
     return sequence(source)
 
 
-_ORDINAL = {"1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "6th": 6, "7th": 7, "8th": 8, "9th": 9}
+_ORDINAL = {
+    "1st": 1,
+    "2nd": 2,
+    "3rd": 3,
+    "4th": 4,
+    "5th": 5,
+    "6th": 6,
+    "7th": 7,
+    "8th": 8,
+    "9th": 9,
+}
 
 
 def _drawn_hooks() -> list[tuple[str, str, int]]:
@@ -380,7 +438,9 @@ def _drawn_hooks() -> list[tuple[str, str, int]]:
         m = re.fullmatch(r"(BEFORE|AFTER|AROUND|REPLACE) (\w+) registered (\w+)", label)
         if pid == "caller":
             continue
-        assert m and m[2] == pid, f"participant {pid!r} must read 'TYPE {pid} registered Nth', not {label!r}"
+        assert m and m[2] == pid, (
+            f"participant {pid!r} must read 'TYPE {pid} registered Nth', not {label!r}"
+        )
         hooks.append((m[1], m[2], _ORDINAL[m[3]]))
     return hooks
 
@@ -392,7 +452,9 @@ def _drawn_run_order() -> list[str]:
     order = []
     for pid in hook_sequence().notes:
         seen[pid] = seen.get(pid, 0) + 1
-        order.append(f"{pid} {'in' if seen[pid] == 1 else 'out'}" if kinds[pid] == "AROUND" else pid)
+        order.append(
+            f"{pid} {'in' if seen[pid] == 1 else 'out'}" if kinds[pid] == "AROUND" else pid
+        )
     return order
 
 
@@ -436,22 +498,30 @@ def target_module():
     del sys.modules[name]
 
 
-def test_a_real_call_runs_the_hooks_in_the_order_of_the_hook_diagrams_notes(hook_registry, target_module) -> None:
+def test_a_real_call_runs_the_hooks_in_the_order_of_the_hook_diagrams_notes(
+    hook_registry, target_module
+) -> None:
     from sglang_plugin_runtime.plugins.hook_registry import HookType
 
     log: list[str] = []
     for kind, name in _registration_order():
-        hook_registry.register(f"{target_module.__name__}.f", _make_hook(kind, name, log), getattr(HookType, kind))
+        hook_registry.register(
+            f"{target_module.__name__}.f", _make_hook(kind, name, log), getattr(HookType, kind)
+        )
     hook_registry.apply_hooks()
     assert target_module.f(7) == 7
     assert log == _drawn_run_order()
 
 
-def test_describe_lists_the_hooks_in_the_order_of_the_hook_diagrams_participants(hook_registry, target_module) -> None:
+def test_describe_lists_the_hooks_in_the_order_of_the_hook_diagrams_participants(
+    hook_registry, target_module
+) -> None:
     from sglang_plugin_runtime.plugins.hook_registry import HookType
 
     for kind, name in _registration_order():
-        hook_registry.register(f"{target_module.__name__}.f", _make_hook(kind, name, []), getattr(HookType, kind))
+        hook_registry.register(
+            f"{target_module.__name__}.f", _make_hook(kind, name, []), getattr(HookType, kind)
+        )
     hook_registry.apply_hooks()
     (report,) = hook_registry.describe(f"{target_module.__name__}.f")
     described = [(h.type.upper(), h.hook.rsplit(".", 1)[-1]) for h in report.hooks]
@@ -463,7 +533,9 @@ def test_the_hook_diagram_states_what_the_composition_prose_states() -> None:
     registrations = re.search(r"For the registrations\s+`([^`]+)`", text)[1]
     assert [tuple(item.split()) for item in registrations.split(", ")] == _registration_order()
     arrows = re.search(r"```\n(b\w+ -> .*)\n```", text)[1]
-    assert [re.sub(r"\((in|out)\)", r" \1", step) for step in arrows.split(" -> ")] == _drawn_run_order()
+    assert [
+        re.sub(r"\((in|out)\)", r" \1", step) for step in arrows.split(" -> ")
+    ] == _drawn_run_order()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -495,7 +567,9 @@ def _start_method_claims() -> dict[str, dict[str, str]]:
         for line in lines_of(chart.labels[child]):
             key, _, value = line.partition(": ")
             if key in ASPECTS:
-                assert ("again" in value) != ("inherited" in value), f"{key}: says neither or both: {line!r}"
+                assert ("again" in value) != ("inherited" in value), (
+                    f"{key}: says neither or both: {line!r}"
+                )
                 stated[key] = "again" if "again" in value else "inherited"
         assert set(stated) == set(ASPECTS), f"the {child!r} box must state each of {ASPECTS}"
         for method in label.split(", "):
@@ -615,7 +689,10 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> dict:
         modules={"acme_tools.py": modules["acme_tools.py"]},
     )
     write_fake_distribution(
-        site, "procdemo-target", "1.0", modules={"procdemo_target.py": modules["procdemo_target.py"]}
+        site,
+        "procdemo-target",
+        "1.0",
+        modules={"procdemo_target.py": modules["procdemo_target.py"]},
     )
     log = root / "events.log"
     log.touch()
@@ -625,11 +702,16 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="fork and forkserver are POSIX start methods")
-def test_each_start_method_gives_the_child_what_the_start_method_diagram_says(processes: dict) -> None:
+def test_each_start_method_gives_the_child_what_the_start_method_diagram_says(
+    processes: dict,
+) -> None:
     claims = _start_method_claims()
     assert set(claims) == {"spawn", "forkserver", "fork"}
     children = processes["children"]
-    observed = {method: {aspect: result[aspect] for aspect in ASPECTS} for method, result in children.items()}
+    observed = {
+        method: {aspect: result[aspect] for aspect in ASPECTS}
+        for method, result in children.items()
+    }
     assert observed == claims
 
 
@@ -647,7 +729,9 @@ def test_the_discovery_scan_is_kept_in_the_process_that_made_it(processes: dict)
     assert processes["parent"]["sees a plugin installed after its scan"] is False
 
 
-def test_the_per_process_diagram_runs_discover_load_apply_from_load_plugins_and_select_from_first_access() -> None:
+def test_the_per_process_diagram_runs_discover_load_apply_from_load_plugins_and_select_from_first_access() -> (
+    None
+):
     chart = layout_chart()
     end, edges = chart.walk("loadcall", [])
     assert (end, [edge[2] for edge in edges]) == ("apply", ["discover", "load", "apply"])
@@ -657,7 +741,9 @@ def test_the_per_process_diagram_runs_discover_load_apply_from_load_plugins_and_
 
 
 def _sglang_sources() -> Path | None:
-    for candidate in sorted((REPO_ROOT / ".cache").glob("sglang-venv-*/lib/python*/site-packages/sglang")):
+    for candidate in sorted(
+        (REPO_ROOT / ".cache").glob("sglang-venv-*/lib/python*/site-packages/sglang")
+    ):
         return candidate
     return None
 
@@ -671,27 +757,38 @@ def _calls(path: Path, function: str, callee: str) -> bool:
     for node in ast.walk(scope):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             return any(
-                isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == callee
+                isinstance(call, ast.Call)
+                and getattr(call.func, "id", getattr(call.func, "attr", None)) == callee
                 for call in ast.walk(node)
             )
     raise AssertionError(f"{path} has no function {function}()")
 
 
-@pytest.mark.skipif(_sglang_sources() is None, reason="SGLang 0.5.23's sources are installed by `make test-sglang`")
+@pytest.mark.skipif(
+    _sglang_sources() is None, reason="SGLang 0.5.23's sources are installed by `make test-sglang`"
+)
 def test_the_process_layout_diagram_matches_sglangs_entry_functions() -> None:
     sglang = _sglang_sources()
     assert sglang is not None
     entry_functions = {
         "scheduler": (sglang / "srt/managers/scheduler.py", "run_scheduler_process"),
         "detokenizer": (sglang / "srt/managers/detokenizer_manager.py", "run_detokenizer_process"),
-        "dpcontroller": (sglang / "srt/managers/data_parallel_controller.py", "run_data_parallel_controller_process"),
+        "dpcontroller": (
+            sglang / "srt/managers/data_parallel_controller.py",
+            "run_data_parallel_controller_process",
+        ),
         "server": (sglang / "srt/entrypoints/engine.py", "Engine.__init__"),
     }
     for node, (path, function) in entry_functions.items():
         assert node in layout_chart().labels
-        assert _calls(path, function, "load_plugins"), f"{function}() no longer calls load_plugins()"
+        assert _calls(path, function, "load_plugins"), (
+            f"{function}() no longer calls load_plugins()"
+        )
     assert _calls(sglang / "srt/entrypoints/engine.py", "_set_envs_and_config", "set_start_method")
-    assert {label for _, label, _ in layout_chart().edges if label} <= {"spawn", "spawn, per DP rank"}
+    assert {label for _, label, _ in layout_chart().edges if label} <= {
+        "spawn",
+        "spawn, per DP rank",
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -725,7 +822,9 @@ def test_each_process_of_the_real_server_diagram_loads_plugins_where_it_says() -
         "detokenizer": (sglang / "srt/managers/detokenizer_manager.py", "run_detokenizer_process"),
     }.items():
         assert function in text_of(chart.labels[node])
-        assert _calls(path, function, "load_plugins"), f"{function}() no longer calls load_plugins()"
+        assert _calls(path, function, "load_plugins"), (
+            f"{function}() no longer calls load_plugins()"
+        )
     line = re.search(r"launch_server\.py:(\d+)", text_of(chart.labels["server"]))
     assert line is not None
     source = (sglang / "launch_server.py").read_text(encoding="utf-8").splitlines()

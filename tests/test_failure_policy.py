@@ -51,7 +51,12 @@ def _platform_with_hooking_constructor(site: PluginSite, constructor: str) -> No
     site.add(
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
-        modules={"acme_platform.py": platform_module("AcmePlatform", "acmenpu", body, extra="\n" + extra), **TARGET},
+        modules={
+            "acme_platform.py": platform_module(
+                "AcmePlatform", "acmenpu", body, extra="\n" + extra
+            ),
+            **TARGET,
+        },
     )
 
 
@@ -69,7 +74,9 @@ def test_a_hook_registered_by_a_failing_platform_constructor_is_discarded(site: 
     assert out["greet"] == "hello" and out["hooks"] == []
 
 
-def test_a_hook_registered_by_the_platform_constructor_belongs_to_the_platform_plugin(site: PluginSite) -> None:
+def test_a_hook_registered_by_the_platform_constructor_belongs_to_the_platform_plugin(
+    site: PluginSite,
+) -> None:
     _platform_with_hooking_constructor(site, "pass")
     out = site.run_json(REPORT)
     assert out["plugin"] == "acme"
@@ -103,7 +110,9 @@ def test_a_register_exception_whose_str_raises_is_that_plugins_failure(site: Plu
     )
     out = site.run_json(REPORT)
     status, reason = out["plugins"]["bad"]
-    assert status == "failed-call" and "Unprintable" in reason and "str() raised ValueError" in reason
+    assert (
+        status == "failed-call" and "Unprintable" in reason and "str() raised ValueError" in reason
+    )
     assert out["plugins"]["good"] == ["loaded", ""]
 
 
@@ -117,7 +126,10 @@ def test_an_activate_exception_whose_str_raises_is_that_plugins_failure(site: Pl
     site.add(
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
-        modules={"acme_platform.py": UNPRINTABLE + "def activate():\n    raise Unprintable()\n", **TARGET},
+        modules={
+            "acme_platform.py": UNPRINTABLE + "def activate():\n    raise Unprintable()\n",
+            **TARGET,
+        },
     )
     out = site.run_json(REPORT)
     assert out["plugin"] is None
@@ -139,7 +151,9 @@ def test_an_activate_exception_whose_str_raises_is_that_plugins_failure(site: Pl
     ],
     ids=["join", "future"],
 )
-def test_register_waiting_on_a_thread_that_loads_plugins_is_refused_not_deadlocked(site: PluginSite, wait: str) -> None:
+def test_register_waiting_on_a_thread_that_loads_plugins_is_refused_not_deadlocked(
+    site: PluginSite, wait: str
+) -> None:
     site.add("target", modules=TARGET)
     site.add(
         "waiting-dist",
@@ -178,7 +192,9 @@ def test_register_waiting_on_a_thread_that_loads_plugins_is_refused_not_deadlock
     assert out["greet"] == "hello" and out["hooks"] == []
 
 
-def test_load_plugins_from_a_plugins_own_thread_returns_the_load_in_progress(site: PluginSite) -> None:
+def test_load_plugins_from_a_plugins_own_thread_returns_the_load_in_progress(
+    site: PluginSite,
+) -> None:
     site.add(
         "nested-dist",
         entry_points={"sglang.srt.plugins": {"nested": "nested_plugin:register"}},
@@ -231,7 +247,10 @@ def test_a_failing_general_plugin_of_an_unselected_platform_is_skipped(site: Plu
             "sglang.srt.platforms": {"acme": "acme_platform:activate"},
             "sglang.srt.plugins": {"acme_ops": "acme_ops:register"},
         },
-        modules={**GENERAL_OF_PLATFORM, "acme_platform.py": platform_module("AcmePlatform", "acmenpu", "return None")},
+        modules={
+            **GENERAL_OF_PLATFORM,
+            "acme_platform.py": platform_module("AcmePlatform", "acmenpu", "return None"),
+        },
     )
     out = site.run_json(REPORT)
     assert out["plugin"] is None and out["plugins"]["acme_ops"][0] == "failed-call"
@@ -247,8 +266,15 @@ def test_hooks_of_the_selected_platform_that_cannot_apply_stop_loading(site: Plu
     site.add(
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
-        modules={"acme_platform.py": platform_module("AcmePlatform", "acmenpu", extra=extra), **TARGET},
+        modules={
+            "acme_platform.py": platform_module("AcmePlatform", "acmenpu", extra=extra),
+            **TARGET,
+        },
     )
     out = site.run_json(REPORT)
     error, message = out["load_error"]
-    assert error == "PluginLoadError" and "acme-npu" in message and "no_such_vendor_module.f" in message
+    assert (
+        error == "PluginLoadError"
+        and "acme-npu" in message
+        and "no_such_vendor_module.f" in message
+    )

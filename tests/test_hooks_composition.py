@@ -55,8 +55,12 @@ def test_composition_order_matches_sglang_nesting(make_module):
 def test_last_registered_replace_wins_and_warns_naming_both_sources(make_module, caplog):
     name = make_module("m", "def f():\n    return 'orig'\n")
     mod = importlib.import_module(name)
-    HookRegistry.register(f"{name}.f", lambda: "first", HookType.REPLACE, source=HookSource("p1", "d1"))
-    HookRegistry.register(f"{name}.f", lambda: "second", HookType.REPLACE, source=HookSource("p2", "d2"))
+    HookRegistry.register(
+        f"{name}.f", lambda: "first", HookType.REPLACE, source=HookSource("p1", "d1")
+    )
+    HookRegistry.register(
+        f"{name}.f", lambda: "second", HookType.REPLACE, source=HookSource("p2", "d2")
+    )
     HookRegistry.apply_hooks()
     assert mod.f() == "second"
     warning = next(r.getMessage() for r in caplog.records if "Multiple REPLACE" in r.getMessage())

@@ -36,7 +36,11 @@ def test_missing_attribute_fails_the_target_naming_target_hook_and_source(make_m
     report = HookRegistry.describe(f"{name}.missing")[0]
     assert report.status == "failed" and "missing" in report.error
     logged = " ".join(r.getMessage() for r in caplog.records if r.levelname == "ERROR")
-    assert f"{name}.missing" in logged and "my_hook" in logged and "plugin=plug, dist=plug-dist" in logged
+    assert (
+        f"{name}.missing" in logged
+        and "my_hook" in logged
+        and "plugin=plug, dist=plug-dist" in logged
+    )
 
 
 @pytest.mark.fault(
@@ -126,7 +130,9 @@ def test_a_misspelled_submodule_of_an_imported_package_is_named_in_a_warning(mak
         HookRegistry.apply_hooks()
     report = HookRegistry.describe(target)[0]
     assert report.status == "pending" and "'json.decodr' cannot be found" in report.error
-    assert any("json.decodr" in r.getMessage() and "<lambda>" in r.getMessage() for r in caplog.records)
+    assert any(
+        "json.decodr" in r.getMessage() and "<lambda>" in r.getMessage() for r in caplog.records
+    )
 
 
 def test_strict_mode_fails_a_target_in_a_misspelled_submodule(make_module):
@@ -291,7 +297,12 @@ def test_same_hook_registered_twice_is_warned(make_module, caplog):
     HookRegistry.apply_hooks()
     assert module.f(1) == [1, "after", "after"]
     warning = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
-    assert "once" in warning and "a second time" in warning and "plugin=p" in warning and "plugin=q" in warning
+    assert (
+        "once" in warning
+        and "a second time" in warning
+        and "plugin=p" in warning
+        and "plugin=q" in warning
+    )
 
 
 @pytest.mark.fault(
@@ -370,7 +381,9 @@ def test_a_pending_target_keeps_the_strictness_of_its_apply(make_module):
     "a plugin registers a failing hook after a strict apply_hooks() ran (late, from a thread or a later import)",
     "logged and kept as failed at once, never raised into the registering code; the next strict apply raises it",
 )
-def test_a_late_hook_is_applied_at_once_and_its_failure_raised_by_the_next_strict_apply(make_module):
+def test_a_late_hook_is_applied_at_once_and_its_failure_raised_by_the_next_strict_apply(
+    make_module,
+):
     name = make_module("m", "def f():\n    return 1\n")
     importlib.import_module(name)
     HookRegistry.apply_hooks(strict=True)
@@ -383,7 +396,6 @@ def test_a_late_hook_is_applied_at_once_and_its_failure_raised_by_the_next_stric
     assert report.status == "failed" and report.hooks[0].plugin == "late_plugin"
     with pytest.raises(HookApplyError):
         HookRegistry.apply_hooks(strict=True)
-
 
 
 @pytest.mark.parametrize("returned", ["((x,), [1])", "(5, {})", "((x,), 'keywords')"])

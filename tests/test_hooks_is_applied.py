@@ -47,7 +47,9 @@ def test_identity_and_type_must_match(make_module) -> None:
 
 
 def test_either_target_spelling_works(make_module) -> None:
-    mod = importlib.import_module(make_module("m", "class C:\n    def m(self, value):\n        return value\n"))
+    mod = importlib.import_module(
+        make_module("m", "class C:\n    def m(self, value):\n        return value\n")
+    )
     HookRegistry.register(f"{mod.__name__}:C.m", add_one, HookType.AFTER)
     HookRegistry.apply_hooks()
     assert HookRegistry.is_hook_applied(f"{mod.__name__}.C.m", add_one)

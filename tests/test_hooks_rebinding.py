@@ -129,7 +129,8 @@ def test_the_walk_never_executes_a_lazily_loaded_module(make_module, tmp_path):
         HookRegistry.register(f"{name}.f", lambda r: r + 1)
         HookRegistry.apply_hooks()
         assert module.f() == 2
-        assert type(lazy) is not types.ModuleType  # still deferred: LazyLoader's class until first access
+        # still deferred: LazyLoader's class until first access
+        assert type(lazy) is not types.ModuleType
     finally:
         del sys.modules[lazy_name]
 

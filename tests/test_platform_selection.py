@@ -58,7 +58,9 @@ def test_single_activated_plugin_is_selected_with_provenance(site: PluginSite) -
     assert out["activations"][0]["seconds"] >= 0
 
 
-def test_plugin_returning_none_leads_to_fallback_and_is_recorded_unavailable(site: PluginSite) -> None:
+def test_plugin_returning_none_leads_to_fallback_and_is_recorded_unavailable(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "return None")
     out = select(site)
     assert out["rule"] == "fallback"
@@ -94,7 +96,11 @@ def test_plugin_whose_module_fails_to_import_is_warned_and_skipped(site: PluginS
     )
     out = select(site)
     assert out["plugin"] == "acme"
-    assert "WARNING" in out["stderr"] and "'broken'" in out["stderr"] and "broken-dist" in out["stderr"]
+    assert (
+        "WARNING" in out["stderr"]
+        and "'broken'" in out["stderr"]
+        and "broken-dist" in out["stderr"]
+    )
     assert "libbroken.so not found" in out["stderr"]
     assert len(out["problems"]) == 1 and "libbroken.so" in out["problems"][0]
     assert [a["status"] for a in out["activations"]] == ["activated", "failed-import"]
@@ -138,13 +144,17 @@ def test_strict_mode_turns_an_import_failure_into_an_error(site: PluginSite) -> 
 # --- SGLANG_PLATFORM set ---------------------------------------------------------------------------------------
 
 
-def test_explicit_platform_is_selected_and_no_other_plugin_module_is_imported(site: PluginSite) -> None:
+def test_explicit_platform_is_selected_and_no_other_plugin_module_is_imported(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     marker = site.root / "zeta-was-imported"
     site.add(
         "zeta-mlu",
         entry_points={"sglang.srt.platforms": {"zeta": "zeta_platform:activate"}},
-        modules={"zeta_platform.py": f"open({str(marker)!r}, 'w').close()\ndef activate():\n    return None\n"},
+        modules={
+            "zeta_platform.py": f"open({str(marker)!r}, 'w').close()\ndef activate():\n    return None\n"
+        },
     )
     out = select(site, SGLANG_PLATFORM="acme")
     assert (out["rule"], out["plugin"]) == ("explicit", "acme")
@@ -162,7 +172,9 @@ def test_explicit_platform_name_tolerates_surrounding_whitespace(site: PluginSit
     "SGLANG_PLATFORM names no installed plugin",
     "PlatformNotFoundError listing the available names and how to install a plugin",
 )
-def test_unknown_explicit_platform_lists_available_names_and_how_to_install(site: PluginSite) -> None:
+def test_unknown_explicit_platform_lists_available_names_and_how_to_install(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     out = select(site, SGLANG_PLATFORM="nvidia")
     assert out["error"] == "PlatformNotFoundError" and out["is_runtime_error"]
@@ -193,18 +205,28 @@ def test_explicit_platform_returning_none_is_a_hardware_unavailable_error(site: 
     "the plugin SGLANG_PLATFORM names raises in activate()",
     "PluginLoadError naming plugin and distribution, chained to the original exception",
 )
-def test_explicit_platform_whose_activate_raises_propagates_chained_with_plugin_and_dist(site: PluginSite) -> None:
+def test_explicit_platform_whose_activate_raises_propagates_chained_with_plugin_and_dist(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "raise OSError('no /dev/acme0')")
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "PluginLoadError" and out["cause"] == "OSError"
-    assert "'acme'" in out["message"] and "acme-npu 1.0" in out["message"] and "no /dev/acme0" in out["message"]
+    assert (
+        "'acme'" in out["message"]
+        and "acme-npu 1.0" in out["message"]
+        and "no /dev/acme0" in out["message"]
+    )
 
 
-def test_explicit_platform_whose_module_fails_to_import_propagates_chained(site: PluginSite) -> None:
+def test_explicit_platform_whose_module_fails_to_import_propagates_chained(
+    site: PluginSite,
+) -> None:
     site.add(
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
-        modules={"acme_platform.py": "raise ImportError('libacme.so: cannot open shared object file')\n"},
+        modules={
+            "acme_platform.py": "raise ImportError('libacme.so: cannot open shared object file')\n"
+        },
     )
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "PluginLoadError" and out["cause"] == "ImportError"
@@ -224,12 +246,16 @@ BAD_RESULTS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RESULTS))
-def test_bad_activate_result_is_an_error_naming_the_plugin_when_selected(site: PluginSite, case: str) -> None:
+def test_bad_activate_result_is_an_error_naming_the_plugin_when_selected(
+    site: PluginSite, case: str
+) -> None:
     body, expected = BAD_RESULTS[case]
     site.add_platform("acme-npu", "acme", "acmenpu", body)
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "InvalidPlatformError" and out["is_runtime_error"]
-    assert expected in out["message"] and "'acme'" in out["message"] and "acme-npu" in out["message"]
+    assert (
+        expected in out["message"] and "'acme'" in out["message"] and "acme-npu" in out["message"]
+    )
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RESULTS))
@@ -290,7 +316,9 @@ def test_class_that_is_no_platform_names_the_base_it_must_subclass(site: PluginS
     site.add_platform("acme-npu", "acme", "acmenpu", "return 'collections:OrderedDict'")
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "InvalidPlatformError"
-    assert "not a subclass of sglang_plugin_runtime.platforms.interface.SRTPlatform" in out["message"]
+    assert (
+        "not a subclass of sglang_plugin_runtime.platforms.interface.SRTPlatform" in out["message"]
+    )
 
 
 def test_colon_form_of_the_class_name_is_accepted(site: PluginSite) -> None:
@@ -306,7 +334,9 @@ def test_colon_form_of_the_class_name_is_accepted(site: PluginSite) -> None:
     "one platform name offered by two distributions",
     "DuplicatePluginError naming both distributions",
 )
-def test_same_platform_name_from_two_distributions_is_an_error_naming_both(site: PluginSite) -> None:
+def test_same_platform_name_from_two_distributions_is_an_error_naming_both(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     site.add(
         "acme-fork",
@@ -325,9 +355,13 @@ def test_same_platform_name_from_two_distributions_is_an_error_naming_both(site:
     "a malformed distribution sits beside a good platform plugin",
     "the good plugin is selected; the malformed one is reported",
 )
-def test_malformed_distribution_is_reported_and_does_not_hide_a_good_plugin(site: PluginSite) -> None:
+def test_malformed_distribution_is_reported_and_does_not_hide_a_good_plugin(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
-    bad = site.add("garbled", entry_points_text="[sglang.srt.platforms]\nthis line has no equals sign\n")
+    bad = site.add(
+        "garbled", entry_points_text="[sglang.srt.platforms]\nthis line has no equals sign\n"
+    )
     out = select(site)
     assert out["plugin"] == "acme"
     assert str(bad) in out["stderr"] and "malformed" in out["stderr"]
@@ -352,7 +386,9 @@ def add_slow_counting_platform(site: PluginSite, seconds: float) -> None:
     """Platform plugin ``acme``: its ``activate()`` takes ``seconds``, counting its calls in ``acme_platform.CALLS``."""
     body = f"import time; time.sleep({seconds}); CALLS.append(1); return __name__ + '.{{cls}}'"
     site.add_platform("acme-npu", "acme", "acmenpu", body)
-    (site.root / "acme_platform.py").write_text("CALLS = []\n" + (site.root / "acme_platform.py").read_text())
+    (site.root / "acme_platform.py").write_text(
+        "CALLS = []\n" + (site.root / "acme_platform.py").read_text()
+    )
 
 
 @pytest.mark.fault(
@@ -381,7 +417,9 @@ def test_current_platform_is_resolved_once_across_threads(site: PluginSite) -> N
     "the selection runs in a helper thread, and threads that arrive while activate() runs wait longer than a poll",
     "they wait for it: one activate(), no false re-entry error (every helper thread starts in threading's code)",
 )
-def test_threads_waiting_on_a_selection_made_in_a_helper_thread_get_its_platform(site: PluginSite) -> None:
+def test_threads_waiting_on_a_selection_made_in_a_helper_thread_get_its_platform(
+    site: PluginSite,
+) -> None:
     add_slow_counting_platform(site, seconds=0.3)
     out = site.run_json(
         """
@@ -466,7 +504,9 @@ def test_multimodal_namespace_selects_with_its_own_group_and_env_var(site: Plugi
     assert out == ["acme_mm.AcmeMMPlatform", "explicit", "fallback"]
 
 
-def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(site: PluginSite) -> None:
+def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(
+    site: PluginSite,
+) -> None:
     site.add(
         "acme-npu",
         entry_points={"myhost.platforms": {"acme": "acme_host:activate"}},
@@ -514,11 +554,17 @@ def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(s
     "activate() calls sys.exit(0), SGLANG_PLATFORM unset",
     "a failure like any other: WARNING naming the plugin, its distribution and SystemExit; skipped; fallback",
 )
-def test_activate_calling_sys_exit_is_a_skipped_plugin_failure_in_auto_mode(site: PluginSite) -> None:
+def test_activate_calling_sys_exit_is_a_skipped_plugin_failure_in_auto_mode(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(0)")
     out = select(site)
     assert out["rule"] == "fallback"
-    assert "SystemExit(0)" in out["stderr"] and "'acme'" in out["stderr"] and "acme-npu" in out["stderr"]
+    assert (
+        "SystemExit(0)" in out["stderr"]
+        and "'acme'" in out["stderr"]
+        and "acme-npu" in out["stderr"]
+    )
     assert "sys.exit()" in out["problems"][0]
 
 
@@ -531,7 +577,11 @@ def test_activate_calling_sys_exit_is_an_attributed_error_when_selected(site: Pl
     site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(3)")
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "PluginLoadError" and out["cause"] == "SystemExit"
-    assert "'acme'" in out["message"] and "acme-npu" in out["message"] and "SystemExit(3)" in out["message"]
+    assert (
+        "'acme'" in out["message"]
+        and "acme-npu" in out["message"]
+        and "SystemExit(3)" in out["message"]
+    )
 
 
 @pytest.mark.fault(
@@ -559,13 +609,19 @@ def test_platform_module_calling_sys_exit_at_import_is_an_import_failure(site: P
     "one ReentrantSelectionError naming the plugin and saying what to do instead; no nested selections, no "
     "'falling back' line",
 )
-def test_activate_reading_current_platform_is_one_clear_error_in_auto_mode(site: PluginSite) -> None:
-    body = "from sglang_plugin_runtime.platforms import current_platform; return __name__ + '.{cls}'"
+def test_activate_reading_current_platform_is_one_clear_error_in_auto_mode(
+    site: PluginSite,
+) -> None:
+    body = (
+        "from sglang_plugin_runtime.platforms import current_platform; return __name__ + '.{cls}'"
+    )
     site.add_platform("acme-npu", "acme", "acmenpu", body)
     out = select(site)
     assert out["error"] == "ReentrantSelectionError" and out["is_runtime_error"]
     assert (
-        "'acme'" in out["message"] and "acme-npu" in out["message"] and "probe the hardware directly" in out["message"]
+        "'acme'" in out["message"]
+        and "acme-npu" in out["message"]
+        and "probe the hardware directly" in out["message"]
     )
     assert len(out["message"]) < 1000
     assert "RecursionError" not in out["stderr"] and "alling back" not in out["stderr"]
@@ -576,8 +632,12 @@ def test_activate_reading_current_platform_is_one_clear_error_in_auto_mode(site:
     "activate() reads current_platform, its plugin named by SGLANG_PLATFORM",
     "the same single error, under 1,000 characters (it was about 20,000)",
 )
-def test_activate_reading_current_platform_is_one_short_error_when_selected(site: PluginSite) -> None:
-    body = "from sglang_plugin_runtime.platforms import current_platform; return __name__ + '.{cls}'"
+def test_activate_reading_current_platform_is_one_short_error_when_selected(
+    site: PluginSite,
+) -> None:
+    body = (
+        "from sglang_plugin_runtime.platforms import current_platform; return __name__ + '.{cls}'"
+    )
     site.add_platform("acme-npu", "acme", "acmenpu", body)
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "ReentrantSelectionError"
@@ -651,7 +711,9 @@ def test_entry_point_naming_a_non_callable_says_what_it_names(site: PluginSite) 
     "SGLANG_PLATFORM spelled with other case or separators (acme-npu, ACME_NPU)",
     "PlatformNotFoundError saying: did you mean SGLANG_PLATFORM='acme_npu'?",
 )
-def test_platform_name_with_other_case_or_separators_suggests_the_installed_name(site: PluginSite, asked: str) -> None:
+def test_platform_name_with_other_case_or_separators_suggests_the_installed_name(
+    site: PluginSite, asked: str
+) -> None:
     site.add_platform("acme-npu-platform", "acme_npu", "acmenpu")
     out = select(site, SGLANG_PLATFORM=asked)
     assert out["error"] == "PlatformNotFoundError"
@@ -695,7 +757,9 @@ def test_keyboard_interrupt_in_activate_propagates_with_the_plugin_named(site: P
     "InvalidPlatformError carrying the real import error (No module named 'vendor_runtime'), not 'module has no "
     "attribute platform'",
 )
-def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(site: PluginSite) -> None:
+def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(
+    site: PluginSite,
+) -> None:
     site.add(
         "vendor-npu",
         entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
@@ -706,7 +770,10 @@ def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(si
     )
     out = select(site, SGLANG_PLATFORM="vendor")
     assert out["error"] == "InvalidPlatformError"
-    assert "No module named 'vendor_runtime'" in out["message"] and "has no attribute" not in out["message"]
+    assert (
+        "No module named 'vendor_runtime'" in out["message"]
+        and "has no attribute" not in out["message"]
+    )
 
 
 # --- a host's own fallback (SGLang's in-tree chain) --------------------------------------------------------------
@@ -734,12 +801,16 @@ def test_a_host_fallback_is_called_only_when_no_plugin_activates(site: PluginSit
     assert site.run_json(HOST_FALLBACK) == ["HostCpuPlatform", "fallback", ["detect"]]
 
 
-def test_an_activated_plugin_wins_over_the_host_fallback_which_is_never_called(site: PluginSite) -> None:
+def test_an_activated_plugin_wins_over_the_host_fallback_which_is_never_called(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     assert site.run_json(HOST_FALLBACK) == ["AcmePlatform", "single-activated", []]
 
 
-def test_set_fallback_platform_after_a_fallback_selection_warns_and_applies_after_reset(site: PluginSite) -> None:
+def test_set_fallback_platform_after_a_fallback_selection_warns_and_applies_after_reset(
+    site: PluginSite,
+) -> None:
     result = site.run(
         """
         import json
@@ -768,7 +839,9 @@ def test_set_fallback_platform_after_a_fallback_selection_warns_and_applies_afte
     assert "came after the platform was resolved to the fallback" in result.stderr
 
 
-def test_a_namespace_that_names_its_own_fallback_keeps_it_over_the_host_fallback(site: PluginSite) -> None:
+def test_a_namespace_that_names_its_own_fallback_keeps_it_over_the_host_fallback(
+    site: PluginSite,
+) -> None:
     out = site.run_json(
         """
         import json
@@ -865,7 +938,9 @@ VALIDATED_MODULE_EXITS = {
     "activate() names 'vendor_pkg.platform.VendorPlatform' and that module calls sys.exit(0) while it is imported",
     "InvalidPlatformError naming the plugin and the SystemExit; the host process goes on",
 )
-def test_class_module_calling_sys_exit_is_the_plugins_failure_not_the_hosts_exit(site: PluginSite) -> None:
+def test_class_module_calling_sys_exit_is_the_plugins_failure_not_the_hosts_exit(
+    site: PluginSite,
+) -> None:
     site.add(
         "vendor-npu",
         entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
@@ -887,8 +962,14 @@ def test_doctor_reports_a_class_module_that_exits_or_interrupts_as_the_plugins_f
     site: PluginSite, body: str
 ) -> None:
     modules = dict(VALIDATED_MODULE_EXITS, **{"vendor_pkg/platform.py": body})
-    site.add("vendor-npu", entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}}, modules=modules)
-    result = site.run("import sys\nfrom sglang_plugin_runtime._cli import main\nsys.exit(main(['doctor', '--json']))")
+    site.add(
+        "vendor-npu",
+        entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
+        modules=modules,
+    )
+    result = site.run(
+        "import sys\nfrom sglang_plugin_runtime._cli import main\nsys.exit(main(['doctor', '--json']))"
+    )
     report = json.loads(result.stdout)
     assert result.returncode not in (0, 130), result.stderr
     assert report["platform"]["plugin"] == "vendor" or "'vendor'" in json.dumps(report["problems"])
@@ -941,7 +1022,9 @@ def test_activate_reading_current_platform_from_a_helper_thread_is_refused_not_d
     "the platform class's metaclass raises when device_name is read (a property on the metaclass)",
     "InvalidPlatformError naming the plugin and the exception, not a raw traceback",
 )
-def test_platform_class_whose_metaclass_raises_is_attributed_to_its_plugin(site: PluginSite) -> None:
+def test_platform_class_whose_metaclass_raises_is_attributed_to_its_plugin(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "return __name__ + '.Broken'")
     (site.root / "acme_platform.py").write_text(
         (site.root / "acme_platform.py").read_text()
@@ -1029,14 +1112,19 @@ def test_a_very_long_platform_name_is_cut_in_the_error(site: PluginSite) -> None
     "a platform entry point listed twice in one distribution's entry_points.txt",
     "DuplicatePluginError naming that file and the repeated line, not 'offered by twice-dev and twice-dev'",
 )
-def test_an_entry_point_listed_twice_in_one_file_names_the_file_and_the_line(site: PluginSite) -> None:
+def test_an_entry_point_listed_twice_in_one_file_names_the_file_and_the_line(
+    site: PluginSite,
+) -> None:
     dist = site.add(
         "twice-dev",
         entry_points_text="[sglang.srt.platforms]\ntwice = twice_mod:activate\ntwice = twice_mod:activate\n",
     )
     out = select(site)
     assert out["error"] == "DuplicatePluginError"
-    assert str(dist / "entry_points.txt") in out["message"] and "'twice = twice_mod:activate'" in out["message"]
+    assert (
+        str(dist / "entry_points.txt") in out["message"]
+        and "'twice = twice_mod:activate'" in out["message"]
+    )
     assert "twice-dev 1.0 and twice-dev 1.0" not in out["message"]
 
 
@@ -1063,4 +1151,6 @@ def test_a_namespace_object_that_borrows_a_registered_name_is_refused(site: Plug
         print(json.dumps(seen))
         """
     )
-    assert len(out) == 2 and all("a different plugin namespace named 'srt'" in message for message in out)
+    assert len(out) == 2 and all(
+        "a different plugin namespace named 'srt'" in message for message in out
+    )

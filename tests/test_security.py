@@ -121,8 +121,12 @@ def test_only_files_inside_sys_path_are_read_and_none_is_written(attacked_site) 
     assert any(kind == "open" and "entry_points.txt" in path for kind, path, _m, _f in events)
     for kind, path, mode, flags in events:
         real = os.path.realpath(path)
-        assert real.startswith(roots) or real.rstrip(os.sep) + os.sep in roots, f"{kind} outside sys.path: {path}"
+        assert real.startswith(roots) or real.rstrip(os.sep) + os.sep in roots, (
+            f"{kind} outside sys.path: {path}"
+        )
         assert str(tmp_path / "home") not in real and str(tmp_path / "xdg") not in real
         if kind == "open":
             assert not set(mode) & set("wax+"), f"opened for writing: {path} ({mode})"
-            assert not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT), f"opened for writing: {path} ({flags})"
+            assert not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT), (
+                f"opened for writing: {path} ({flags})"
+            )

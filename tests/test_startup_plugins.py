@@ -54,7 +54,9 @@ def test_startup_plugins_run_before_the_general_plugins(site: PluginSite) -> Non
     assert out == [["startup", "general"], [["shim", "loaded"]], [["ops", "loaded"]]]
 
 
-def test_a_startup_hook_waits_for_its_module_and_applies_when_it_is_imported(site: PluginSite) -> None:
+def test_a_startup_hook_waits_for_its_module_and_applies_when_it_is_imported(
+    site: PluginSite,
+) -> None:
     _site(site)
     out = site.run_json(
         """
@@ -71,7 +73,9 @@ def test_a_startup_hook_waits_for_its_module_and_applies_when_it_is_imported(sit
     assert out == [False, "HELLO", "applied", "shim"]
 
 
-def test_load_plugins_after_load_startup_plugins_runs_each_startup_plugin_once(site: PluginSite) -> None:
+def test_load_plugins_after_load_startup_plugins_runs_each_startup_plugin_once(
+    site: PluginSite,
+) -> None:
     _site(site)
     out = site.run_json(
         """
@@ -120,7 +124,9 @@ def test_the_allowlist_and_sglang_platform_filter_startup_plugins_too(site: Plug
             "sglang.srt.platforms": {"other": "other_platform:activate"},
             "sglang.srt.startup_plugins": {"other_shim": "other_platform:register"},
         },
-        modules={"other_platform.py": "def activate():\n    return None\ndef register():\n    pass\n"},
+        modules={
+            "other_platform.py": "def activate():\n    return None\ndef register():\n    pass\n"
+        },
     )
     code = """
         import json

@@ -99,7 +99,9 @@ def test_adding_before_start_is_refused() -> None:
         StandInModules()(SCHEDULER)
 
 
-def test_the_fixture_lets_a_hook_on_sglang_code_apply_strictly_and_leaves_nothing(pytester: pytest.Pytester) -> None:
+def test_the_fixture_lets_a_hook_on_sglang_code_apply_strictly_and_leaves_nothing(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(
         """
         import sys

@@ -21,7 +21,9 @@ from scenarios import render as render_with
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache")
+IGNORE = shutil.ignore_patterns(
+    "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache"
+)
 
 #: The answers of the platform plugin under test (a device no machine has, so it is always simulated).
 PLATFORM_ANSWERS = {
@@ -58,7 +60,10 @@ GENERAL_ANSWERS = {
 
 def template_has_host_api(template: Path) -> bool:
     """Whether the template asks ``host_api`` (the SGLang-host answer has landed)."""
-    return re.search(r"(?m)^host_api:", (template / "copier.yml").read_text(encoding="utf-8")) is not None
+    return (
+        re.search(r"(?m)^host_api:", (template / "copier.yml").read_text(encoding="utf-8"))
+        is not None
+    )
 
 
 #: How a default (``host_api=auto``) package decides, in its host.py; pinning it to the runtime's classes gives the
@@ -71,14 +76,26 @@ def pin_to_runtime_classes(project: Path, package: str) -> None:
     host = project / package / "host.py"
     text = host.read_text(encoding="utf-8")
     assert _HOST_DECISION in text, "the template's host.py changed; update pin_to_runtime_classes()"
-    host.write_text(text.replace(_HOST_DECISION, "SGLANG_INSTALLED = False  # pinned by the test"), encoding="utf-8")
+    host.write_text(
+        text.replace(_HOST_DECISION, "SGLANG_INSTALLED = False  # pinned by the test"),
+        encoding="utf-8",
+    )
 
 
 # What host_api=sglang changes in a generated package (.notes/host_api.patch does the same in the template).
 _SGLANG_IMPORTS = (
-    ("from sglang_plugin_runtime.platforms.device_mixin import", "from sglang.srt.platforms.device_mixin import"),
-    ("from sglang_plugin_runtime.platforms.interface import", "from sglang.srt.platforms.interface import"),
-    ("from sglang_plugin_runtime.plugins.hook_registry import", "from sglang.srt.plugins.hook_registry import"),
+    (
+        "from sglang_plugin_runtime.platforms.device_mixin import",
+        "from sglang.srt.platforms.device_mixin import",
+    ),
+    (
+        "from sglang_plugin_runtime.platforms.interface import",
+        "from sglang.srt.platforms.interface import",
+    ),
+    (
+        "from sglang_plugin_runtime.plugins.hook_registry import",
+        "from sglang.srt.plugins.hook_registry import",
+    ),
 )
 
 
@@ -120,7 +137,9 @@ def template_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def generate(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., GeneratedPackage]:
+def generate(
+    template_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[..., GeneratedPackage]:
     """``generate(answers, host=...)``: render with that host binding, ``pip install --target``.
 
     ``host``: ``"sglang"`` (the answer host_api=sglang), ``"auto"`` (the default answer) or ``"runtime"`` (a default
@@ -132,18 +151,23 @@ def generate(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ca
         answers = dict(answers)
         via_answer = False
         if answers["plugin_kind"] == "platform":
-            answers["with_mm_platform"] = False  # SGLang's diffusion base is no DeviceMixin (see docs/sglang.md)
+            # SGLang's diffusion base is no DeviceMixin (see docs/sglang.md)
+            answers["with_mm_platform"] = False
         if template_has_host_api(template_dir):
             answers["host_api"] = "auto" if host == "runtime" else host
             via_answer = host != "runtime"
-        project = render(template_dir, tmp_path_factory.mktemp(f"gen-{answers['plugin_kind']}-{host}"), **answers)
+        project = render(
+            template_dir, tmp_path_factory.mktemp(f"gen-{answers['plugin_kind']}-{host}"), **answers
+        )
         if host == "sglang" and not via_answer:
             adapt_to_sglang_host(project, answers["package_name"])
         if host == "runtime":
             pin_to_runtime_classes(project, answers["package_name"])
         if edit is not None:
             edit(project)
-        site = pip_install_target(project, tmp_path_factory.mktemp(f"site-{answers['package_name']}-{host}"))
+        site = pip_install_target(
+            project, tmp_path_factory.mktemp(f"site-{answers['package_name']}-{host}")
+        )
         return GeneratedPackage(
             project,
             site,

@@ -113,7 +113,9 @@ def pip_install_target(sources: Path | Iterable[Path], target: Path) -> Path:
         check=False,
     )
     if completed.returncode != 0:
-        raise AssertionError(f"pip install into {target} failed:\n{completed.stdout}\n{completed.stderr}")
+        raise AssertionError(
+            f"pip install into {target} failed:\n{completed.stdout}\n{completed.stderr}"
+        )
     return target
 
 
@@ -121,7 +123,15 @@ def render(template: Path, destination: Path, data: dict[str, Any]) -> Path:
     """The template rendered with ``data`` (the other answers take their defaults)."""
     from copier import run_copy
 
-    run_copy(str(template), destination, data=data, defaults=True, unsafe=False, quiet=True, overwrite=True)
+    run_copy(
+        str(template),
+        destination,
+        data=data,
+        defaults=True,
+        unsafe=False,
+        quiet=True,
+        overwrite=True,
+    )
     return destination
 
 

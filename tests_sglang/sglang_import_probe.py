@@ -51,7 +51,11 @@ class ImportProbe:
 
     def xfail_reason(self) -> str:
         """One line: which overrides of which in-tree classes the runtime refuses, and the consequence."""
-        refused = [m.split(" is incompatible", 1)[0] for messages in self.refused.values() for m in messages]
+        refused = [
+            m.split(" is incompatible", 1)[0]
+            for messages in self.refused.values()
+            for m in messages
+        ]
         what = "; ".join(refused) or self.first.splitlines()[0]
         return (
             f"issue 12: the runtime's class-definition check refuses SGLang 0.5.23's in-tree {what}, so "

@@ -63,9 +63,13 @@ SCENARIOS: list[Scenario] = []
 RESULTS: dict[tuple[str, str], str] = {}
 
 
-def scenario(title: str, *, sglang: str, ours: str | None = None, why: str = "", group: str = "hooks"):
+def scenario(
+    title: str, *, sglang: str, ours: str | None = None, why: str = "", group: str = "hooks"
+):
     def decorator(run: Callable[..., str]) -> Callable[..., str]:
-        SCENARIOS.append(Scenario(run.__name__, title, run, sglang, sglang if ours is None else ours, why, group))
+        SCENARIOS.append(
+            Scenario(run.__name__, title, run, sglang, sglang if ours is None else ours, why, group)
+        )
         return run
 
     return decorator
@@ -91,7 +95,9 @@ class Env:
     def module(self, source: str, *, imported: bool = True, name: str | None = None) -> Any:
         """Write a fresh module (``{self}`` in the source is its own name); import it unless asked not to."""
         name = name or f"compat_{self.impl}_{next(_counter)}"
-        (self.root / f"{name}.py").write_text(textwrap.dedent(source.replace("{self}", name)), encoding="utf-8")
+        (self.root / f"{name}.py").write_text(
+            textwrap.dedent(source.replace("{self}", name)), encoding="utf-8"
+        )
         importlib.invalidate_caches()
         return importlib.import_module(name) if imported else name
 
@@ -190,7 +196,10 @@ def two_replace(e: Env) -> str:
     return f"{'last wins' if m.f(0) == 'second' else 'first wins'}; {'warned' if w else 'silent'}"
 
 
-@scenario("Class REPLACE keeps type identity, `from x import Cls` copies follow", sglang="replaced; copy follows")
+@scenario(
+    "Class REPLACE keeps type identity, `from x import Cls` copies follow",
+    sglang="replaced; copy follows",
+)
 def class_replace(e: Env) -> str:
     m = e.module("class Sampler:\n    def sample(self):\n        return 'greedy'\n")
     user = e.module(f"from {m.__name__} import Sampler\n")
@@ -215,7 +224,9 @@ def class_hook_type(e: Env) -> str:
     return "accepted"
 
 
-@scenario("classmethod and staticmethod hooked on their own class", sglang="C.c() -> C!; C.s() -> s!")
+@scenario(
+    "classmethod and staticmethod hooked on their own class", sglang="C.c() -> C!; C.s() -> s!"
+)
 def class_and_static(e: Env) -> str:
     m = e.module("""
         class C:
@@ -388,7 +399,9 @@ def colon_target(e: Env) -> str:
     return "fires" if m.C().m() == 2 else "does not fire"
 
 
-@scenario("An exception from the original reaches the caller unchanged", sglang="same exception object")
+@scenario(
+    "An exception from the original reaches the caller unchanged", sglang="same exception object"
+)
 def exception_passthrough(e: Env) -> str:
     m = e.module("ERR = ValueError('boom')\ndef f():\n    raise ERR\n")
     e.Registry.register(f"{m.__name__}.f", lambda orig, *a, **k: orig(*a, **k), e.T.AROUND)
@@ -448,7 +461,9 @@ def decorator(e: Env) -> str:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _dist(root: Path, impl: str, name: str, eps: dict[str, dict[str, str]], modules: dict[str, str]) -> None:
+def _dist(
+    root: Path, impl: str, name: str, eps: dict[str, dict[str, str]], modules: dict[str, str]
+) -> None:
     filled = {path: textwrap.dedent(src).format(**IMPLS[impl]) for path, src in modules.items()}
     write_fake_distribution(root, name, entry_points=eps, modules=filled)
 
@@ -465,7 +480,9 @@ def register():
 """
 
 
-def _load(impl: str, root: Path, env: dict[str, str] | None = None, extra: str = "") -> dict[str, Any]:
+def _load(
+    impl: str, root: Path, env: dict[str, str] | None = None, extra: str = ""
+) -> dict[str, Any]:
     code = f"""
     import logging, sys
     records = []
@@ -491,7 +508,13 @@ def _load(impl: str, root: Path, env: dict[str, str] | None = None, extra: str =
 )
 def allowlist(e: str, root: Path) -> str:
     for name in ("a", "b"):
-        _dist(root, e, f"plug-{name}", {GENERAL: {name: f"plug_{name}:register"}}, {f"plug_{name}.py": PLUGIN_SRC})
+        _dist(
+            root,
+            e,
+            f"plug-{name}",
+            {GENERAL: {name: f"plug_{name}:register"}},
+            {f"plug_{name}.py": PLUGIN_SRC},
+        )
     out = _load(e, root, env={"SGLANG_PLUGINS": " a , "})
     return "only plug_a loaded" if out["imported"] == ["plug_a"] else f"loaded {out['imported']}"
 
@@ -510,11 +533,25 @@ def allowlist_missing(e: str, root: Path) -> str:
 
 
 @scenario(
-    "A plugin that fails to import does not block the others", group="loaders", sglang="others loaded; failure logged"
+    "A plugin that fails to import does not block the others",
+    group="loaders",
+    sglang="others loaded; failure logged",
 )
 def failing_plugin(e: str, root: Path) -> str:
-    _dist(root, e, "plug-bad", {GENERAL: {"bad": "plug_bad:register"}}, {"plug_bad.py": "raise ImportError('nope')\n"})
-    _dist(root, e, "plug-good", {GENERAL: {"good": "plug_good:register"}}, {"plug_good.py": PLUGIN_SRC})
+    _dist(
+        root,
+        e,
+        "plug-bad",
+        {GENERAL: {"bad": "plug_bad:register"}},
+        {"plug_bad.py": "raise ImportError('nope')\n"},
+    )
+    _dist(
+        root,
+        e,
+        "plug-good",
+        {GENERAL: {"good": "plug_good:register"}},
+        {"plug_good.py": PLUGIN_SRC},
+    )
     out = _load(e, root, extra="out['good'] = bool(sys.modules['plug_good'].CALLED)")
     logged = any("bad" in w for w in out["warnings"])
     return f"{'others loaded' if out['good'] else 'others blocked'}; failure {'logged' if logged else 'silent'}"
@@ -567,7 +604,11 @@ def platform_filter(e: str, root: Path) -> str:
         {"plug_mine.py": PLUGIN_SRC + PLATFORM_SRC + "def activate():\n    return 'plug_mine.P'\n"},
     )
     out = _load(e, root, env={"SGLANG_PLATFORM": "mine"})
-    return "skipped, never imported" if out["imported"] == ["plug_mine"] else f"imported {out['imported']}"
+    return (
+        "skipped, never imported"
+        if out["imported"] == ["plug_mine"]
+        else f"imported {out['imported']}"
+    )
 
 
 @scenario(
@@ -579,10 +620,20 @@ def platform_filter(e: str, root: Path) -> str:
 )
 def duplicate_names(e: str, root: Path) -> str:
     for name in ("one", "two"):
-        _dist(root, e, f"plug-{name}", {GENERAL: {"dup": f"plug_{name}:register"}}, {f"plug_{name}.py": PLUGIN_SRC})
+        _dist(
+            root,
+            e,
+            f"plug-{name}",
+            {GENERAL: {"dup": f"plug_{name}:register"}},
+            {f"plug_{name}.py": PLUGIN_SRC},
+        )
     out = _load(e, root)
     text = " ".join(out["warnings"])
-    return "error names both distributions" if "plug-one" in text and "plug-two" in text else "one silently wins"
+    return (
+        "error names both distributions"
+        if "plug-one" in text and "plug-two" in text
+        else "one silently wins"
+    )
 
 
 ORDER_SRC = """
@@ -612,7 +663,10 @@ def plugin_order(e: str, root: Path) -> str:
     report([name.removeprefix("plug_") for name in builtins.ORDER])
     """
     order = ", ".join(run_python(code, paths=[first, root]).result)
-    return {"b, a": "discovery order: b, a", "a, b": "(distribution, entry-point name) order: a, b"}.get(order, order)
+    return {
+        "b, a": "discovery order: b, a",
+        "a, b": "(distribution, entry-point name) order: a, b",
+    }.get(order, order)
 
 
 @scenario(
@@ -631,7 +685,9 @@ def register_raises_after_a_hook(e: str, root: Path) -> str:
     """
     modules = {"plug_half.py": src, "half_target.py": "def work():\n    return 'original'\n"}
     _dist(root, e, "plug-half", {GENERAL: {"half": "plug_half:register"}}, modules)
-    out = _load(e, root, extra="import half_target\n    out['hooked'] = half_target.work() == 'hooked'")
+    out = _load(
+        e, root, extra="import half_target\n    out['hooked'] = half_target.work() == 'hooked'"
+    )
     logged = "logged" if any("half" in w for w in out["warnings"]) else "silent"
     return f"failure {logged}; its hook {'applied' if out['hooked'] else 'discarded'}"
 
@@ -651,8 +707,20 @@ def register():
     sglang="others loaded; failure logged",
 )
 def register_raises_unprintable(e: str, root: Path) -> str:
-    _dist(root, e, "plug-bad", {GENERAL: {"bad": "plug_bad:register"}}, {"plug_bad.py": UNPRINTABLE_SRC})
-    _dist(root, e, "plug-good", {GENERAL: {"good": "plug_good:register"}}, {"plug_good.py": PLUGIN_SRC})
+    _dist(
+        root,
+        e,
+        "plug-bad",
+        {GENERAL: {"bad": "plug_bad:register"}},
+        {"plug_bad.py": UNPRINTABLE_SRC},
+    )
+    _dist(
+        root,
+        e,
+        "plug-good",
+        {GENERAL: {"good": "plug_good:register"}},
+        {"plug_good.py": PLUGIN_SRC},
+    )
     out = _load(e, root, extra="out['good'] = bool(sys.modules['plug_good'].CALLED)")
     logged = any("bad" in w for w in out["warnings"])
     return f"{'others loaded' if out['good'] else 'others blocked'}; failure {'logged' if logged else 'silent'}"
@@ -684,12 +752,22 @@ def register():
     "plugin, and nothing hangs in either.",
 )
 def register_waits_for_load_plugins(e: str, root: Path) -> str:
-    _dist(root, e, "plug-wait", {GENERAL: {"wait": "plug_wait:register"}}, {"plug_wait.py": WAITING_SRC})
+    _dist(
+        root,
+        e,
+        "plug-wait",
+        {GENERAL: {"wait": "plug_wait:register"}},
+        {"plug_wait.py": WAITING_SRC},
+    )
     out = _load(e, root, extra="out['seen'] = sys.modules['plug_wait'].SEEN")
     seen = out["seen"]
     if seen == ["returned"]:
         return "the helper's call returns at once, loading unfinished"
-    return "the helper gets ReentrantLoadError; the plugin fails" if seen == ["ReentrantLoadError"] else str(seen)
+    return (
+        "the helper gets ReentrantLoadError; the plugin fails"
+        if seen == ["ReentrantLoadError"]
+        else str(seen)
+    )
 
 
 @scenario(
@@ -747,7 +825,13 @@ def startup_plugins(e: str, root: Path) -> str:
         {"sglang.srt.startup_plugins": {"early": "plug_early:register"}},
         {"plug_early.py": STARTUP_SRC},
     )
-    _dist(root, e, "plug-late", {GENERAL: {"late": "plug_late:register"}}, {"plug_late.py": STARTUP_SRC})
+    _dist(
+        root,
+        e,
+        "plug-late",
+        {GENERAL: {"late": "plug_late:register"}},
+        {"plug_late.py": STARTUP_SRC},
+    )
     code = f"""
     import builtins
     from {IMPLS[e]["plugins"]} import load_plugins
@@ -800,7 +884,11 @@ def _base(impl: str) -> str:
     return f"{IMPLS[impl]['interface']}.SRTPlatform"
 
 
-@scenario("Platform activate() raises in auto mode", group="platforms", sglang="logged, base platform used")
+@scenario(
+    "Platform activate() raises in auto mode",
+    group="platforms",
+    sglang="logged, base platform used",
+)
 def activate_raises(e: str, root: Path) -> str:
     _dist(
         root,
@@ -833,7 +921,11 @@ def not_a_platform(e: str, root: Path) -> str:
     return out
 
 
-@scenario("Two platforms activate, SGLANG_PLATFORM unset", group="platforms", sglang="RuntimeError naming both")
+@scenario(
+    "Two platforms activate, SGLANG_PLATFORM unset",
+    group="platforms",
+    sglang="RuntimeError naming both",
+)
 def two_platforms(e: str, root: Path) -> str:
     for name in ("x", "y"):
         _dist(
@@ -844,7 +936,11 @@ def two_platforms(e: str, root: Path) -> str:
             {f"plat_{name}.py": PLATFORM_SRC + f"def activate():\n    return 'plat_{name}.P'\n"},
         )
     out = _select(e, root)
-    return "RuntimeError naming both" if out.startswith("RuntimeError") and "x" in out and "y" in out else out
+    return (
+        "RuntimeError naming both"
+        if out.startswith("RuntimeError") and "x" in out and "y" in out
+        else out
+    )
 
 
 @scenario(
@@ -989,7 +1085,12 @@ MM_LOAD = {
 
 
 def _mm_platform(
-    impl: str, root: Path, dist: str, name: str, activate: str = "return '{module}.P'", general: str | None = None
+    impl: str,
+    root: Path,
+    dist: str,
+    name: str,
+    activate: str = "return '{module}.P'",
+    general: str | None = None,
 ) -> None:
     module = dist.replace("-", "_")
     source = MM_PLATFORM_SRC[impl] + f"def activate():\n    {activate.format(module=module)}\n"
@@ -1053,7 +1154,11 @@ def mm_activate_raises(e: str, root: Path) -> str:
 def mm_activate_raises_strict(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-bad", "bad", activate="raise OSError('driver missing')")
     out = _select_mm(e, root, env={"SGLANG_PLUGINS_STRICT": "1"})
-    return "error: startup stops" if out.startswith(("OSError", "RuntimeError")) and "driver missing" in out else out
+    return (
+        "error: startup stops"
+        if out.startswith(("OSError", "RuntimeError")) and "driver missing" in out
+        else out
+    )
 
 
 @scenario(
@@ -1095,7 +1200,11 @@ def mm_override_builtin(e: str, root: Path) -> str:
     out = _select_mm(e, root, env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "cpu"})
     if out.endswith(".CpuPlatform"):
         return "built-in CpuPlatform selected"
-    return "ValueError: no plugin of that name" if out.startswith("ValueError") and "'cpu'" in out else out
+    return (
+        "ValueError: no plugin of that name"
+        if out.startswith("ValueError") and "'cpu'" in out
+        else out
+    )
 
 
 MM_FAILING_GENERAL = """
@@ -1166,7 +1275,9 @@ def register():
     "keeps its plugin and distribution, so `doctor` and `explain` tell them apart.",
 )
 def mm_one_registry(e: str, root: Path) -> str:
-    _mm_platform(e, root, "mm-fake", "fake", general=MM_HOOK_GENERAL.format(registry=MM_HOOKS[e][0]))
+    _mm_platform(
+        e, root, "mm-fake", "fake", general=MM_HOOK_GENERAL.format(registry=MM_HOOKS[e][0])
+    )
     out = _select_mm(
         e,
         root,
@@ -1245,5 +1356,7 @@ def test_the_doc_carries_the_generated_matrix() -> None:
     """Runs last: docs/sglang.md between the markers is exactly the matrix this run observed."""
     missing = [(s.id, impl) for s in SCENARIOS for impl in IMPLS if (s.id, impl) not in RESULTS]
     if missing:
-        pytest.skip(f"not every scenario ran in this session ({len(missing)} missing); the matrix needs all")
+        pytest.skip(
+            f"not every scenario ran in this session ({len(missing)} missing); the matrix needs all"
+        )
     sync_section("matrix", render_matrix(), "tests_sglang/test_compat_matrix.py")

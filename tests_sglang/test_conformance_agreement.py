@@ -91,7 +91,9 @@ def our_verdict(cls: type) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def on_path(platform_plugin: GeneratedPackage, runtime_platform_plugin: GeneratedPackage) -> Iterator[None]:
+def on_path(
+    platform_plugin: GeneratedPackage, runtime_platform_plugin: GeneratedPackage
+) -> Iterator[None]:
     # `import sglang` resolves SGLang's current_platform (sglang.srt.utils.common imports it): let it do so
     # before our plugins are on sys.path, so this process keeps SGLang's base platform.
     from sglang.srt.platforms import current_platform  # noqa: F401
@@ -110,7 +112,10 @@ def _classes(variant: str) -> tuple[type, type]:
         return sglang_cls, ours_cls
     pair = []
     for cls in (sglang_cls, ours_cls):
-        srt_base, mixin = cls.__mro__[1], next(b for b in cls.__bases__ if b.__name__ == "SimdevDeviceMixin")
+        srt_base, mixin = (
+            cls.__mro__[1],
+            next(b for b in cls.__bases__ if b.__name__ == "SimdevDeviceMixin"),
+        )
         if variant == "no_attention_backend":  # the vendor forgot the SRT overrides
             namespace: dict[str, Any] = {}
             bases: tuple[type, ...] = (srt_base, mixin)
@@ -136,7 +141,10 @@ def _classes(variant: str) -> tuple[type, type]:
 
 VERDICTS = [
     ("generated", set()),
-    ("no_attention_backend", {"get_default_attention_backend", "get_default_speculative_draft_attention_backend"}),
+    (
+        "no_attention_backend",
+        {"get_default_attention_backend", "get_default_speculative_draft_attention_backend"},
+    ),
     (
         "no_device_ops",
         {
@@ -166,7 +174,9 @@ def test_our_check_agrees_with_sglang(variant: str, expected: set[str]) -> None:
 
 @pytest.mark.usefixtures("on_path")
 @pytest.mark.parametrize(("variant", "expected"), VERDICTS)
-def test_our_check_on_the_sglang_host_class_itself_agrees_with_sglang(variant: str, expected: set[str]) -> None:
+def test_our_check_on_the_sglang_host_class_itself_agrees_with_sglang(
+    variant: str, expected: set[str]
+) -> None:
     sglang_cls, _ = _classes(variant)
     assert sglang_verdict(sglang_cls) == expected
     assert our_verdict(sglang_cls) == expected
@@ -252,6 +262,8 @@ def test_a_platform_written_to_sglang_signatures_passes_our_override_check() -> 
     exec("\n".join(lines), namespace)
     ported = namespace["Ported"]
     problems = [
-        p for p in check_platform_conformance(ported) if p.kind in ("unknown", "retired", "signature", "binding")
+        p
+        for p in check_platform_conformance(ported)
+        if p.kind in ("unknown", "retired", "signature", "binding")
     ]
     assert problems == []

@@ -45,7 +45,8 @@ class Installed:
 class SuiteRun:
     returncode: int
     output: str
-    outcomes: dict[str, str] = field(default_factory=dict)  # test id -> passed | failed | error | skipped
+    # test id -> passed | failed | error | skipped
+    outcomes: dict[str, str] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)  # test id -> failure text
 
     def with_outcome(self, outcome: str) -> list[str]:
@@ -64,7 +65,13 @@ def _render_and_install(
     edit: Callable[[Path, str], None] | None = None,
     **answers: Any,
 ) -> Installed:
-    project = render(template, tmp.mktemp(f"suite-{kind}"), plugin_kind=kind, **HOST_API_ANSWERS[host_api], **answers)
+    project = render(
+        template,
+        tmp.mktemp(f"suite-{kind}"),
+        plugin_kind=kind,
+        **HOST_API_ANSWERS[host_api],
+        **answers,
+    )
     recorded = (project / ".copier-answers.yml").read_text(encoding="utf-8")
     assert f"host_api: {'auto' if host_api == 'default' else host_api}" in recorded, recorded
     package = DEFAULT_PACKAGES[kind]
@@ -100,7 +107,16 @@ def _run_own_suite(installed: Installed, tmp: pytest.TempPathFactory) -> SuiteRu
     env = {k: v for k, v in clean_env([installed.site]).items() if not k.startswith("PYTEST_")}
     completed = subprocess.run(
         # -P: the project folder (cwd) is not put on sys.path, so the tests import what pip installed.
-        [sys.executable, "-P", "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--junitxml={report}"],
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--junitxml={report}",
+        ],
         cwd=installed.project,
         env=env,
         capture_output=True,
@@ -110,7 +126,10 @@ def _run_own_suite(installed: Installed, tmp: pytest.TempPathFactory) -> SuiteRu
     )
     run = SuiteRun(completed.returncode, completed.stdout[-6000:] + completed.stderr[-4000:])
     if not report.is_file():
-        pytest.fail(f"the generated suite wrote no report (exit {completed.returncode})\n{run.output}", pytrace=False)
+        pytest.fail(
+            f"the generated suite wrote no report (exit {completed.returncode})\n{run.output}",
+            pytrace=False,
+        )
     for case in ET.parse(report).getroot().iter("testcase"):
         test = f"{case.get('classname')}::{case.get('name')}"
         outcome, message = "passed", ""
@@ -148,7 +167,9 @@ def _misspell_an_override(project: Path, package: str) -> None:
     device = project / package / "device.py"
     text = device.read_text(encoding="utf-8")
     anchor = "    # ---- memory ---"
-    assert anchor in text and MISSPELLED not in text, "the platform template's device.py changed; update this test"
+    assert anchor in text and MISSPELLED not in text, (
+        "the platform template's device.py changed; update this test"
+    )
     override = (
         f"    def {MISSPELLED}(self, device_id: int = 0) -> str:  # meant get_device_name\n"
         "        return 'misspelled'\n\n"
@@ -160,7 +181,9 @@ def _misspell_an_override(project: Path, package: str) -> None:
 def test_generated_platform_suite_fails_on_a_misspelled_override(
     host_api: str, template_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    installed = _render_and_install(template_dir, tmp_path_factory, "platform", host_api, edit=_misspell_an_override)
+    installed = _render_and_install(
+        template_dir, tmp_path_factory, "platform", host_api, edit=_misspell_an_override
+    )
     run = _run_own_suite(installed, tmp_path_factory)
     assert run.returncode != 0, run.output
     failed = run.with_outcome("failed")
@@ -178,7 +201,9 @@ def test_default_platform_with_diffusion_passes_and_says_why_its_diffusion_class
 ) -> None:
     # SGLang 0.5.23's diffusion engine accepts only its own Platform; the package's device mixin builds on SGLang's
     # DeviceMixin here, so its diffusion module refuses to import, and the tests of that class say why they skip.
-    installed = _render_and_install(template_dir, tmp_path_factory, "platform", with_mm_platform=True)
+    installed = _render_and_install(
+        template_dir, tmp_path_factory, "platform", with_mm_platform=True
+    )
     run = _run_own_suite(installed, tmp_path_factory)
     assert run.returncode == 0, run.output
     skipped = run.with_outcome("skipped")

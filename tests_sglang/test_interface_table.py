@@ -97,14 +97,18 @@ def _declared(cls: type) -> dict[str, tuple[str, str]]:
 
 
 def _host_of(relative: str) -> str:
-    return "diffusion" if relative.startswith(("multimodal_gen/", "kernels/ops/diffusion/")) else "srt"
+    return (
+        "diffusion" if relative.startswith(("multimodal_gen/", "kernels/ops/diffusion/")) else "srt"
+    )
 
 
 @functools.cache
 def _scanned_calls() -> dict[tuple[str, str], dict[Form, list[str]]]:
     """(host, name) -> call form (positional count, keyword names) -> the package files that make it, for every name
     of a row or of SGLang's platform classes."""
-    names = {row["name"] for row in _file_rows()} | {n for cls in _sglang_classes().values() for n in _declared(cls)}
+    names = {row["name"] for row in _file_rows()} | {
+        n for cls in _sglang_classes().values() for n in _declared(cls)
+    }
     found: dict[tuple[str, str], dict[Form, list[str]]] = defaultdict(lambda: defaultdict(list))
     root = _sglang_root()
     for path in sorted(root.rglob("*.py")):
@@ -117,11 +121,17 @@ def _scanned_calls() -> dict[tuple[str, str], dict[Form, list[str]]]:
         except (SyntaxError, UnicodeDecodeError):
             continue
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in names
+            ):
                 continue
             if "platform" not in ast.unparse(node.func.value).lower():
                 continue
-            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords
+            ):
                 continue
             form = (len(node.args), tuple(sorted(k.arg for k in node.keywords if k.arg)))
             files = found[(_host_of(relative), node.func.attr)][form]
@@ -141,7 +151,9 @@ def _form(call: dict[str, Any]) -> Form:
 
 def _canonical(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its keys in the file's order, empty optional fields left out."""
-    calls = [{k: c[k] for k in CALL_KEYS if c.get(k)} | {"site": c["site"]} for c in row.get("calls", ())]
+    calls = [
+        {k: c[k] for k in CALL_KEYS if c.get(k)} | {"site": c["site"]} for c in row.get("calls", ())
+    ]
     row = row | {"calls": calls}
     return {k: row[k] for k in ROW_KEYS if k in row and (row[k] or k in ("signature", "versions"))}
 
@@ -177,14 +189,24 @@ def derived_rows() -> list[dict[str, Any]]:
         for form in sorted(found):
             site = sites.get(form) if sites.get(form) in found[form] else found[form][0]
             calls.append({"args": form[0], "kwargs": list(form[1]), "site": site})
-        rows.append(row | {"calls": calls + [c for c in row.get("calls", ()) if not _is_scanned(c)]})
+        rows.append(
+            row | {"calls": calls + [c for c in row.get("calls", ()) if not _is_scanned(c)]}
+        )
     # A name the wheel declares and no row has: a new row after its class's last one (no probe until one is chosen).
     for owner, names in declared.items():
         last = max(i for i, row in enumerate(rows) if row.get("owner") == owner)
         for offset, (name, (kind, signature)) in enumerate(sorted(names.items()), 1):
             found = scanned.get((OWNERS[owner], name), {})
-            calls = [{"args": f[0], "kwargs": list(f[1]), "site": found[f][0]} for f in sorted(found)]
-            row = {"name": name, "owner": owner, "host": OWNERS[owner], "kind": kind, "signature": signature}
+            calls = [
+                {"args": f[0], "kwargs": list(f[1]), "site": found[f][0]} for f in sorted(found)
+            ]
+            row = {
+                "name": name,
+                "owner": owner,
+                "host": OWNERS[owner],
+                "kind": kind,
+                "signature": signature,
+            }
             rows.insert(last + offset, row | {"versions": [RELEASED, "main"], "calls": calls})
     return [_canonical(row) for row in rows]
 
@@ -208,7 +230,9 @@ def _rows() -> list[dict[str, Any]]:
 def test_rows_are_exactly_the_names_and_signatures_sglang_declares(owner: str) -> None:
     declared = _declared(_sglang_classes()[owner])
     rows = {
-        r["name"]: (r["kind"], r["signature"]) for r in _rows() if r["owner"] == owner and RELEASED in r["versions"]
+        r["name"]: (r["kind"], r["signature"])
+        for r in _rows()
+        if r["owner"] == owner and RELEASED in r["versions"]
     }
     assert rows == declared
 
@@ -233,8 +257,12 @@ def test_recorded_calls_are_exactly_the_calls_in_sglangs_sources() -> None:
     scanned = {key: forms for key, forms in _scanned_calls().items() if key[1] in names}
     recorded: dict[tuple[str, str], set[Form]] = defaultdict(set)
     for row in _rows():
-        recorded[(row["host"], row["name"])] |= {_form(c) for c in row.get("calls", ()) if _is_scanned(c)}
-    assert {k: v for k, v in recorded.items() if v} == {k: set(forms) for k, forms in scanned.items()}
+        recorded[(row["host"], row["name"])] |= {
+            _form(c) for c in row.get("calls", ()) if _is_scanned(c)
+        }
+    assert {k: v for k, v in recorded.items() if v} == {
+        k: set(forms) for k, forms in scanned.items()
+    }
 
 
 def test_every_recorded_site_is_a_file_of_the_package_that_names_the_member() -> None:

@@ -228,14 +228,18 @@ RESULTS: dict[tuple[str, str], dict] = {}
 
 
 def _observe(shape: Shape, impl: str, root: Path) -> dict:
-    source = PLUGIN.format(mixin=shape.mixin.rstrip(), platform=shape.platform.rstrip(), **IMPLS[impl])
+    source = PLUGIN.format(
+        mixin=shape.mixin.rstrip(), platform=shape.platform.rstrip(), **IMPLS[impl]
+    )
     write_fake_distribution(
         root,
         "wild-platform",
         entry_points={"sglang.srt.platforms": {"wild": "wild_platform:activate"}},
         modules={"wild_platform.py": source},
     )
-    return run_python(RUN.format(**IMPLS[impl]), paths=[root], env={"SGLANG_PLATFORM": "wild"}).result
+    return run_python(
+        RUN.format(**IMPLS[impl]), paths=[root], env={"SGLANG_PLATFORM": "wild"}
+    ).result
 
 
 def verdict(out: dict) -> str:
@@ -273,7 +277,9 @@ def _describe(impl: str, out: dict) -> str:
 @pytest.mark.subprocess
 @pytest.mark.parametrize("impl", list(IMPLS))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.id)
-def test_the_same_verdict_on_sglang_and_the_runtime(shape: Shape, impl: str, tmp_path: Path) -> None:
+def test_the_same_verdict_on_sglang_and_the_runtime(
+    shape: Shape, impl: str, tmp_path: Path
+) -> None:
     out = _observe(shape, impl, tmp_path)
     RESULTS[(shape.id, impl)] = out
     assert verdict(out) == shape.verdict, out
@@ -289,8 +295,12 @@ def test_retired_hooks_are_served_the_same_way() -> None:
     for impl in IMPLS:
         out = _result("retired_hooks", impl)
         assert out["served"] == {"mha": "dict", "mla": "list"}
-        assert any("get_mha_kv_pool_cls" in w and "get_kv_pool_cls" in w for w in out["warnings"]), impl
-    assert any(w.startswith("DeprecationWarning") for w in _result("retired_hooks", "ours")["warnings"])
+        assert any(
+            "get_mha_kv_pool_cls" in w and "get_kv_pool_cls" in w for w in out["warnings"]
+        ), impl
+    assert any(
+        w.startswith("DeprecationWarning") for w in _result("retired_hooks", "ours")["warnings"]
+    )
 
 
 def test_a_misspelling_is_never_silent_on_the_runtime() -> None:
@@ -301,7 +311,9 @@ def test_a_misspelling_is_never_silent_on_the_runtime() -> None:
     assert sglang["kit"] == ours["kit"] == ["misspelled get_devce_name"]
 
 
-def test_the_kit_passes_every_shape_sglang_runs_except_misspellings_and_reliance_on_retired_hooks() -> None:
+def test_the_kit_passes_every_shape_sglang_runs_except_misspellings_and_reliance_on_retired_hooks() -> (
+    None
+):
     for shape in SHAPES:
         if shape.verdict != "runs":
             continue
@@ -329,7 +341,9 @@ def render_table() -> str:
             _describe("sglang", theirs),
             _describe("ours", ours),
             f"{same}: {verdict(ours).replace('fails: ', 'fails on ')}",
-            "passes" if not kit else "fails: " + ", ".join(f"`{k.split()[1]}` ({k.split()[0]})" for k in kit),
+            "passes"
+            if not kit
+            else "fails: " + ", ".join(f"`{k.split()[1]}` ({k.split()[0]})" for k in kit),
         ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines.append("")
@@ -344,5 +358,7 @@ def test_the_doc_carries_the_generated_table() -> None:
     """Runs last: docs/sglang.md between the markers is exactly the table this run observed."""
     missing = [(s.id, impl) for s in SHAPES for impl in IMPLS if (s.id, impl) not in RESULTS]
     if missing:
-        pytest.skip(f"not every shape ran in this session ({len(missing)} missing); the table needs all")
+        pytest.skip(
+            f"not every shape ran in this session ({len(missing)} missing); the table needs all"
+        )
     sync_section("wild", render_table(), "tests_sglang/test_plugins_in_the_wild.py")

@@ -38,7 +38,9 @@ def _suggestions(project: Path) -> dict[str, str]:
     """``*_TARGET`` name -> the SGLang target it names."""
     found = {m.group("name"): m.group("target") for m in TARGET.finditer(_hooks_py(project))}
     eviction = (project / PACKAGE / "eviction.py").read_text(encoding="utf-8")
-    assert f"from {found['EVICTION_TARGET'].rpartition('.')[0]} import LRUEvictionPolicy" in eviction
+    assert (
+        f"from {found['EVICTION_TARGET'].rpartition('.')[0]} import LRUEvictionPolicy" in eviction
+    )
     return found
 
 
@@ -79,7 +81,8 @@ def _resolve(target: str) -> Definition:
             (
                 n
                 for n in body
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and n.name == name
             ),
             None,
         )
@@ -98,7 +101,12 @@ def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
 
 def test_every_example_hook_has_a_suggestion_and_the_readme_repeats_them(project: Path) -> None:
     suggestions = _suggestions(project)
-    assert set(suggestions) == {"NORMALIZE_TARGET", "COUNT_TARGET", "TIMER_TARGET", "EVICTION_TARGET"}
+    assert set(suggestions) == {
+        "NORMALIZE_TARGET",
+        "COUNT_TARGET",
+        "TIMER_TARGET",
+        "EVICTION_TARGET",
+    }
     readme = (project / "README.md").read_text(encoding="utf-8")
     for target in suggestions.values():
         assert f"`{target}`" in readme, target
@@ -111,7 +119,9 @@ def test_before_suggestion_takes_the_prompt_text_first(project: Path) -> None:
     node = definition.node
     assert isinstance(node, ast.FunctionDef) and not definition.in_class
     first = _positional(node)[0]
-    assert first.annotation is not None and ast.unparse(first.annotation) == "str", ast.unparse(node.args)
+    assert first.annotation is not None and ast.unparse(first.annotation) == "str", ast.unparse(
+        node.args
+    )
 
 
 def test_after_suggestion_returns_a_token_count(project: Path) -> None:
@@ -131,7 +141,9 @@ def test_replace_suggestion_is_a_class_with_the_overridden_method(project: Path)
     # KeepBaseModelEvictionPolicy subclasses it and overrides select_victim(self, candidates).
     node = _resolve(_suggestions(project)["EVICTION_TARGET"]).node
     assert isinstance(node, ast.ClassDef)
-    (method,) = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "select_victim"]
+    (method,) = [
+        n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "select_victim"
+    ]
     assert [a.arg for a in _positional(method)] == ["self", "candidates"]
 
 
@@ -179,7 +191,11 @@ def test_the_generated_hooks_land_on_sglang(project: Path, tmp_path: Path) -> No
     for target, missing in out["unimportable"].items():
         assert not missing.startswith("sglang"), (target, missing)
         assert f"Failed to apply hooks to {target}" in out.stderr
-    assert set(out["unimportable"]) == {suggestions["NORMALIZE_TARGET"], suggestions["TIMER_TARGET"]}
-    assert out["policy"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"  # REPLACE fired
+    assert set(out["unimportable"]) == {
+        suggestions["NORMALIZE_TARGET"],
+        suggestions["TIMER_TARGET"],
+    }
+    # REPLACE fired
+    assert out["policy"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"
     before, after = out["image_tokens"]
     assert after == before + 1  # AFTER fired

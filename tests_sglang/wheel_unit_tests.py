@@ -31,7 +31,9 @@ class Outcome:
 
 def sglang_package_dir() -> Path:
     spec = importlib.util.find_spec("sglang")
-    assert spec is not None and spec.submodule_search_locations, "sglang is not installed in this venv"
+    assert spec is not None and spec.submodule_search_locations, (
+        "sglang is not installed in this venv"
+    )
     return Path(next(iter(spec.submodule_search_locations)))
 
 
@@ -74,7 +76,9 @@ def run_wheel_tests(relative_paths: tuple[str, ...], workdir: Path) -> dict[str,
                 f"{completed.stdout[-4000:]}\n{completed.stderr[-4000:]}"
             )
         for case in ET.parse(report).getroot().iter("testcase"):
-            test = "::".join([path.name, case.get("classname", "").rsplit(".", 1)[-1], case.get("name", "")])
+            test = "::".join(
+                [path.name, case.get("classname", "").rsplit(".", 1)[-1], case.get("name", "")]
+            )
             status, message = "passed", ""
             for kind, name in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
                 element = case.find(kind)

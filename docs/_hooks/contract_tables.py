@@ -48,7 +48,9 @@ def _cell(text: str) -> str:
     """Prose for a table cell: one line, its pipes escaped (a code span in it must hold none: see ``_code``)."""
     text = text.replace("\n", " ")
     if "|" in "".join(re.findall(r"`+[^`]*`+", text)):
-        raise ValueError(f"a code span in a table cell holds a '|', which splits the cell on GitHub: {text!r}")
+        raise ValueError(
+            f"a code span in a table cell holds a '|', which splits the cell on GitHub: {text!r}"
+        )
     return text.replace("|", "\\|")
 
 
@@ -81,9 +83,15 @@ def default_behaviour(member: Any) -> str:
     if member.kind == "attribute":
         source = textwrap.dedent(inspect.getsource(member.declared_in))
         (klass,) = ast.parse(source).body
-        values = [n.value for n in klass.body if isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == member.name]
+        values = [
+            n.value
+            for n in klass.body
+            if isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == member.name
+        ]
         return _code(ast.unparse(values[0])) if values and values[0] is not None else "unset"
-    said = re.search(r"^Default: (.+?)(?:\n\n|\Z)", inspect.getdoc(member.function) or "", re.M | re.S)
+    said = re.search(
+        r"^Default: (.+?)(?:\n\n|\Z)", inspect.getdoc(member.function) or "", re.M | re.S
+    )
     if said:
         return " ".join(said.group(1).split())
     (function,) = ast.parse(textwrap.dedent(inspect.getsource(member.function))).body
@@ -94,7 +102,9 @@ def default_behaviour(member: Any) -> str:
         return "does nothing"
     if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
         return f"returns {_code(ast.unparse(body[0].value))}"
-    raise ValueError(f"{member.qualname}: say what it does by default in its docstring ('Default: ...')")
+    raise ValueError(
+        f"{member.qualname}: say what it does by default in its docstring ('Default: ...')"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -107,7 +117,15 @@ def contract_table(cls: type, *, own_only: bool = False) -> str:
     from sglang_plugin_runtime.platforms import describe_contract
 
     # A table of one class's own members leaves out "declared in": it is that class on every row.
-    headers = ["member", "what it is for", "by default", "kind", "a host calls it", "must override", "declared in"]
+    headers = [
+        "member",
+        "what it is for",
+        "by default",
+        "kind",
+        "a host calls it",
+        "must override",
+        "declared in",
+    ]
     headers = [h for h in headers if not (own_only and h == "declared in")]
     rows = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for member in describe_contract(cls):
@@ -144,7 +162,10 @@ def interface_tables() -> str:
         for row in (r for r in rows if r.get("owner") == owner):
             shape = f"{'@classmethod ' if row['kind'] == 'classmethod' else ''}{row['signature']}"
             shape = _code(shape) if row["signature"] else row["kind"]
-            calls = [f"{_code(render_call(c, row['name']))} ({_cell(c['site'])})" for c in row.get("calls", ())]
+            calls = [
+                f"{_code(render_call(c, row['name']))} ({_cell(c['site'])})"
+                for c in row.get("calls", ())
+            ]
             if row.get("replacement"):
                 status = (
                     f"retired; served by {', '.join(row['served_by'])} and the runtime (DeprecationWarning): "
@@ -153,7 +174,9 @@ def interface_tables() -> str:
             else:
                 first = row["versions"][0]
                 status = ", ".join(row["versions"]) if first == versions[0] else f"since {first}"
-            lines.append(f"| {_code(row['name'])} | {shape} | {'<br>'.join(calls) or 'not called'} | {status} |")
+            lines.append(
+                f"| {_code(row['name'])} | {shape} | {'<br>'.join(calls) or 'not called'} | {status} |"
+            )
         lines.append("")
     lines += [
         "### Names of other SGLang versions",
@@ -164,7 +187,9 @@ def interface_tables() -> str:
         "| name | where it comes from |",
         "|---|---|",
     ]
-    lines += [f"| {_code(row['name'])} | {_cell(row['origin'])} |" for row in rows if "origin" in row]
+    lines += [
+        f"| {_code(row['name'])} | {_cell(row['origin'])} |" for row in rows if "origin" in row
+    ]
     return "\n".join(lines)
 
 
@@ -197,7 +222,11 @@ def pages() -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page differs from the code")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a page differs from the code",
+    )
     check = parser.parse_args(argv).check
     stale = []
     for page in pages():

@@ -41,11 +41,17 @@ def _fetch(destination: Path) -> None:
         raise MermaidUnavailable(f"npm is not installed, so mermaid@{VERSION} cannot be fetched")
     with tempfile.TemporaryDirectory(prefix="sglang-docs-mermaid-") as scratch:
         packed = subprocess.run(
-            [npm, "pack", "--silent", f"mermaid@{VERSION}"], cwd=scratch, capture_output=True, text=True, timeout=300
+            [npm, "pack", "--silent", f"mermaid@{VERSION}"],
+            cwd=scratch,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         tarballs = list(Path(scratch).glob("mermaid-*.tgz"))
         if packed.returncode != 0 or not tarballs:
-            raise MermaidUnavailable(f"npm pack mermaid@{VERSION} failed: {(packed.stderr or packed.stdout).strip()}")
+            raise MermaidUnavailable(
+                f"npm pack mermaid@{VERSION} failed: {(packed.stderr or packed.stdout).strip()}"
+            )
         with tarfile.open(tarballs[0]) as archive:
             member = archive.extractfile(MEMBER)
             if member is None:

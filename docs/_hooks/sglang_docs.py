@@ -39,7 +39,8 @@ _state: dict[str, Any] = {}
 _DOC_TEST_OPTION = re.compile(r'\s+(?:test|group|site|reason|setup)="[^"]*"')
 # A whole fenced block: indent, fence, info string, body.
 _FENCE = re.compile(
-    r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$", re.M | re.S
+    r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$",
+    re.M | re.S,
 )
 _EXEC_ON = re.compile(r'\bexec="(?:1|on|true|yes)"')
 _SHELL_LANGUAGES = {"console", "bash", "sh"}
@@ -62,7 +63,9 @@ def on_config(config: Any) -> Any:
     for name in [k for k in os.environ if k.startswith("SGLANG_")]:
         del os.environ[name]
     os.environ["PYTHONPATH"] = str(site)
-    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    os.environ["PATH"] = os.pathsep.join(
+        [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+    )
     os.environ["SGLANG_DOCS_DEMO_SITE"] = str(site)
     os.environ["COLUMNS"] = "100"
     os.environ["NO_COLOR"] = "1"
@@ -124,7 +127,9 @@ def _run_setup_blocks(markdown: str, page: Any, workdir: Path) -> None:
         script = workdir / f"_setup_{number}.py"
         script.write_text(textwrap.dedent(match.group("body")), encoding="utf-8")
         line = markdown[: match.start()].count("\n") + 1
-        proc = subprocess.run([sys.executable, script.name], cwd=workdir, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, script.name], cwd=workdir, capture_output=True, text=True, timeout=300
+        )
         script.unlink()
         if proc.returncode != 0:
             log.warning(

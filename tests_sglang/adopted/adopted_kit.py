@@ -20,7 +20,14 @@ from sglang_import_probe import IMPORT_PROBE, ImportProbe
 __all__ = ["Outcome", "ScenarioError", "clean_env", "pip_install_target", "render", "run_python"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PATCH = REPO_ROOT / "runtime" / "sglang_plugin_runtime" / "_launcher" / "patches" / "sglang-0.5.23.patch"
+PATCH = (
+    REPO_ROOT
+    / "runtime"
+    / "sglang_plugin_runtime"
+    / "_launcher"
+    / "patches"
+    / "sglang-0.5.23.patch"
+)
 
 #: The SGLang modules the patch turns into re-exports, each with the runtime module it re-exports.
 REEXPORTS = {
@@ -46,9 +53,15 @@ def sglang_is_adopted() -> bool:
     import importlib.util
 
     spec = importlib.util.find_spec("sglang")
-    assert spec is not None and spec.submodule_search_locations, "sglang is not installed in this venv"
-    hook_registry = Path(next(iter(spec.submodule_search_locations))) / "srt" / "plugins" / "hook_registry.py"
-    return "from sglang_plugin_runtime.plugins.hook_registry import" in hook_registry.read_text(encoding="utf-8")
+    assert spec is not None and spec.submodule_search_locations, (
+        "sglang is not installed in this venv"
+    )
+    hook_registry = (
+        Path(next(iter(spec.submodule_search_locations))) / "srt" / "plugins" / "hook_registry.py"
+    )
+    return "from sglang_plugin_runtime.plugins.hook_registry import" in hook_registry.read_text(
+        encoding="utf-8"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -87,7 +100,9 @@ class Combination:
                 return "+".join(value) if value else "none"
             return str(value).lower()
 
-        return f"{self.kind}-" + "-".join(f"{k}={show(v)}" for k, v in self.answers if k != "plugin_kind")
+        return f"{self.kind}-" + "-".join(
+            f"{k}={show(v)}" for k, v in self.answers if k != "plugin_kind"
+        )
 
     @property
     def package(self) -> str:
@@ -110,7 +125,11 @@ class Combination:
             "entry_point_name": self.entry_point,
         }
         if self.kind == "platform":
-            names.update(device_name=self.device, device_type=self.device, backend_module=f"torch_{self.device}")
+            names.update(
+                device_name=self.device,
+                device_type=self.device,
+                backend_module=f"torch_{self.device}",
+            )
         return {**dict(self.answers), **names}
 
 
@@ -148,7 +167,11 @@ def base_combinations(template: Path) -> Iterator[dict[str, Any]]:
 
 def bool_questions(template: Path) -> list[str]:
     """The template's yes/no questions (like ``with_mm_platform``); a render's answers file says which apply."""
-    return [name for name, q in _questions(template).items() if q.get("type") == "bool" and q.get("when") is not False]
+    return [
+        name
+        for name, q in _questions(template).items()
+        if q.get("type") == "bool" and q.get("when") is not False
+    ]
 
 
 def recorded_answers(project: Path) -> dict[str, Any]:
@@ -184,4 +207,7 @@ def distinct(candidates: Iterable[tuple[Combination, str]]) -> list[Combination]
 
 
 def product_of_bools(names: list[str]) -> list[dict[str, bool]]:
-    return [dict(zip(names, values, strict=True)) for values in itertools.product([False, True], repeat=len(names))]
+    return [
+        dict(zip(names, values, strict=True))
+        for values in itertools.product([False, True], repeat=len(names))
+    ]

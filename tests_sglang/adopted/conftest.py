@@ -30,7 +30,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "no_sglang_import: the test never imports sglang (runs even if it cannot)")
+    config.addinivalue_line(
+        "markers", "no_sglang_import: the test never imports sglang (runs even if it cannot)"
+    )
 
 
 _PROBE: list[ImportProbe] = []
@@ -79,7 +81,9 @@ def installed(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             combination = Combination(base["plugin_kind"], index, tuple({**base, **extra}.items()))
             index += 1
             data = combination.data()
-            project = render(template_dir, tmp_path_factory.mktemp(f"gen-{combination.package}"), data)
+            project = render(
+                template_dir, tmp_path_factory.mktemp(f"gen-{combination.package}"), data
+            )
             names = {k: str(v) for k, v in data.items() if k.endswith(("_name", "_type", "module"))}
             candidates.append((combination, project, tree_digest(project, names)))
     kept = distinct((c, d) for c, _, d in candidates)

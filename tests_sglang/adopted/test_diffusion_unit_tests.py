@@ -75,7 +75,9 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     return run_wheel_tests(DIFFUSION_TESTS, tmp_path_factory.mktemp("wheel-diffusion-tests"))
 
 
-def test_the_wheels_diffusion_tests_fail_exactly_as_classified(outcomes: dict[str, Outcome]) -> None:
+def test_the_wheels_diffusion_tests_fail_exactly_as_classified(
+    outcomes: dict[str, Outcome],
+) -> None:
     assert len(outcomes) == 32, sorted(outcomes)
     failed = {test: o for test, o in outcomes.items() if o.status != "passed"}
     assert sorted(failed) == sorted(CLASSIFICATION), {t: o.message[:300] for t, o in failed.items()}
@@ -92,10 +94,15 @@ def test_the_doc_carries_the_classification(outcomes: dict[str, Outcome]) -> Non
     failed = {t for t, o in outcomes.items() if o.status != "passed"}
     if failed != set(CLASSIFICATION):
         pytest.skip("the classification does not match this run (see the test above)")
-    lines = ["| test (SGLang 0.5.23's own) | released wheel | adopted | why | proven by |", "|---|---|---|---|---|"]
+    lines = [
+        "| test (SGLang 0.5.23's own) | released wheel | adopted | why | proven by |",
+        "|---|---|---|---|---|",
+    ]
     for test, c in CLASSIFICATION.items():
         file, _, name = test.partition("::")
-        lines.append(f"| `{file}` `{name.split('::')[-1]}` | passes | fails: {c.kind} | {c.why} | `{c.twin}` |")
+        lines.append(
+            f"| `{file}` `{name.split('::')[-1]}` | passes | fails: {c.kind} | {c.why} | `{c.twin}` |"
+        )
     private = sum(c.kind == PRIVATE for c in CLASSIFICATION.values())
     lines += [
         "",
@@ -103,7 +110,9 @@ def test_the_doc_carries_the_classification(outcomes: dict[str, Outcome]) -> Non
         f"{private} fail only because they read a private name the adoption removed, "
         f"{len(failed) - private} shows a real difference.",
     ]
-    sync_section("diffusion-tests", "\n".join(lines), "tests_sglang/adopted/test_diffusion_unit_tests.py")
+    sync_section(
+        "diffusion-tests", "\n".join(lines), "tests_sglang/adopted/test_diffusion_unit_tests.py"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -199,7 +208,8 @@ report(result)
 """
     )
     assert (
-        out["vendor-pkg"] == "Selected platform package 'vendor-pkg' could not apply hooks on: twin_missing_module.fn"
+        out["vendor-pkg"]
+        == "Selected platform package 'vendor-pkg' could not apply hooks on: twin_missing_module.fn"
     )
     assert (out["applied-pkg"], out["pending-pkg"], out["other-pkg"]) == ("ok", "ok", "ok")
 

@@ -42,7 +42,9 @@ def test_sglang_use_cpu_engine_gives_sglangs_cpu_platform() -> None:
     assert (out["class"], out["rule"]) == ("sglang.srt.platforms.cpu.CpuSRTPlatform", "fallback")
 
 
-def test_installed_plugins_without_their_device_fall_back_to_sglangs_chain(installed: Installed) -> None:
+def test_installed_plugins_without_their_device_fall_back_to_sglangs_chain(
+    installed: Installed,
+) -> None:
     out = probe(installed, SGLANG_USE_CPU_ENGINE="1")
     assert (out["class"], out["rule"]) == ("sglang.srt.platforms.cpu.CpuSRTPlatform", "fallback")
     assert out["activations"] and set(out["activations"]) == {"unavailable"}
@@ -61,14 +63,21 @@ def test_a_plugin_whose_device_is_present_wins_over_the_cpu_engine(installed: In
     assert out["class"].startswith(f"{combination.package}.platform.")
 
 
-def test_sglang_platform_naming_a_plugin_without_its_device_is_a_runtime_error(installed: Installed) -> None:
+def test_sglang_platform_naming_a_plugin_without_its_device_is_a_runtime_error(
+    installed: Installed,
+) -> None:
     combination = installed.of_kind("platform")[0]
     out = probe(installed, SGLANG_PLATFORM=combination.entry_point)
     assert out["error"] == "PlatformUnavailableError" and out["is_runtime_error"]
-    assert "activate() returned None" in out["message"] and repr(combination.entry_point) in out["message"]
+    assert (
+        "activate() returned None" in out["message"]
+        and repr(combination.entry_point) in out["message"]
+    )
 
 
-def test_an_unknown_sglang_platform_is_a_runtime_error_listing_the_installed_ones(installed: Installed) -> None:
+def test_an_unknown_sglang_platform_is_a_runtime_error_listing_the_installed_ones(
+    installed: Installed,
+) -> None:
     out = probe(installed, SGLANG_PLATFORM="nosuch")
     assert out["error"] == "PlatformNotFoundError" and out["is_runtime_error"]
     assert "'nosuch'" in out["message"]

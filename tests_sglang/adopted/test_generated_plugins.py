@@ -72,7 +72,9 @@ def selection_problems(out: Outcome, combination: Combination, rule: str) -> lis
     ]
 
 
-def test_the_combinations_cover_every_kind_host_and_example_option(template_dir: Path, installed: Installed) -> None:
+def test_the_combinations_cover_every_kind_host_and_example_option(
+    template_dir: Path, installed: Installed
+) -> None:
     seen: dict[str, set[str]] = {}
     for combination in installed.combinations:
         for key, value in combination.answers:
@@ -83,11 +85,15 @@ def test_the_combinations_cover_every_kind_host_and_example_option(template_dir:
         if key in questions:
             choices = questions[key]["choices"]
             values = set(map(str, choices.values() if isinstance(choices, dict) else choices))
-            assert seen.get(key) == values, f"{key}: rendered {seen.get(key)}, the template offers {values}"
+            assert seen.get(key) == values, (
+                f"{key}: rendered {seen.get(key)}, the template offers {values}"
+            )
     assert installed.of_kind("platform") and installed.of_kind("general")
 
 
-def test_auto_selects_each_generated_platform_when_its_device_is_present(installed: Installed) -> None:
+def test_auto_selects_each_generated_platform_when_its_device_is_present(
+    installed: Installed,
+) -> None:
     problems = [
         p
         for c in installed.of_kind("platform")
@@ -100,7 +106,9 @@ def test_sglang_platform_selects_each_generated_platform(installed: Installed) -
     problems = [
         p
         for c in installed.of_kind("platform")
-        for p in selection_problems(select(installed, c, SGLANG_PLATFORM=c.entry_point), c, "explicit")
+        for p in selection_problems(
+            select(installed, c, SGLANG_PLATFORM=c.entry_point), c, "explicit"
+        )
     ]
     assert problems == []
 
@@ -170,7 +178,9 @@ def loaded(installed: Installed) -> dict[str, Any]:
     """Each general package loaded alone (``SGLANG_PLUGINS``): they all hook the same SGLang targets."""
     return {
         c.package: run_python(
-            f"PACKAGE = {c.package!r}\n" + LOAD_GENERAL, paths=[installed.site], env={"SGLANG_PLUGINS": c.entry_point}
+            f"PACKAGE = {c.package!r}\n" + LOAD_GENERAL,
+            paths=[installed.site],
+            env={"SGLANG_PLUGINS": c.entry_point},
         ).result
         for c in installed.of_kind("general")
     }
@@ -191,7 +201,8 @@ def test_each_generated_general_plugins_hooks_fire_under_sglangs_load_plugins(
         ]
         # Every target the plugin hooked is applied and attributed to the plugin's entry point.
         if len(out["targets"]) != len(options) or any(
-            status != "applied" or plugins != [combination.entry_point] for _, status, plugins in out["targets"]
+            status != "applied" or plugins != [combination.entry_point]
+            for _, status, plugins in out["targets"]
         ):
             problems.append(f"{combination.label}: hooked targets {out['targets']}")
     assert problems == []
@@ -202,7 +213,9 @@ def test_each_generated_general_plugins_hooks_fire_under_sglangs_load_plugins(
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it_imports(installed: Installed) -> None:
+def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it_imports(
+    installed: Installed,
+) -> None:
     """With SGLang adopted there is one registry: hooks registered through ``sglang.srt.plugins.hook_registry``
     (host_api=sglang) are the runtime's, so ``sglang-plugins doctor`` shows and checks them all."""
     platform = installed.of_kind("platform")[0]
@@ -240,4 +253,6 @@ def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it
         for hook in target["hooks"]:
             hooked.setdefault(hook["source"]["plugin"], set()).add(target["target"])
     expected = {c.entry_point: len(dict(c.answers).get("example_hooks", [])) for c in generals}
-    assert {plugin: len(targets) for plugin, targets in hooked.items()} == {k: v for k, v in expected.items() if v}
+    assert {plugin: len(targets) for plugin, targets in hooked.items()} == {
+        k: v for k, v in expected.items() if v
+    }

@@ -65,7 +65,15 @@ def test_spawned_forked_and_forkserver_children_see_the_platform_and_the_hooks(
         }})
         """,
         paths=[installed.site, tmp_path],
-        env={"SGLANG_PLUGINS": general.entry_point},  # every general package hooks the same SGLang targets
+        # every general package hooks the same SGLang targets
+        env={"SGLANG_PLUGINS": general.entry_point},
     )
-    expected = [f"{platform.device.title()}SRTPlatform", 11, "KeepBaseModelEvictionPolicy"]  # 10, plus one
-    assert out.result == {name: expected for name in ("parent", "fork", "fork+load_plugins", "spawn", "forkserver")}
+    # 10, plus one
+    expected = [
+        f"{platform.device.title()}SRTPlatform",
+        11,
+        "KeepBaseModelEvictionPolicy",
+    ]
+    assert out.result == {
+        name: expected for name in ("parent", "fork", "fork+load_plugins", "spawn", "forkserver")
+    }

@@ -62,7 +62,9 @@ def test_every_reexported_name_is_the_runtimes_own_object() -> None:
     assert set(out.result) == set(REEXPORTS)
     for module, found in out.result.items():
         assert found["names"], f"{module} re-exports nothing from the runtime"
-        assert found["different"] == [], f"{module}: not the runtime's objects: {found['different']}"
+        assert found["different"] == [], (
+            f"{module}: not the runtime's objects: {found['different']}"
+        )
 
 
 def test_the_key_names_are_reexported() -> None:
@@ -98,7 +100,9 @@ def test_the_key_names_are_reexported() -> None:
 
 def test_every_from_import_of_the_plugin_and_platform_modules_in_the_wheel_still_works() -> None:
     wanted = {module: sorted(names) for module, names in imports_in_the_wheel().items()}
-    assert "sglang.srt.plugins.hook_registry" in wanted and "sglang.srt.platforms.interface" in wanted
+    assert (
+        "sglang.srt.plugins.hook_registry" in wanted and "sglang.srt.platforms.interface" in wanted
+    )
     out = run_python(
         f"""
         import importlib

@@ -36,4 +36,6 @@ def test_startup_plugins_run_before_sglangs_own_imports(tmp_path: Path) -> None:
         """,
         paths=[tmp_path],
     )
-    assert out.result == {"torch": False, "srt_utils": False, "ran": True, "hooked": True}, out.stderr
+    assert out.result == {"torch": False, "srt_utils": False, "ran": True, "hooked": True}, (
+        out.stderr
+    )
