@@ -55,7 +55,8 @@ class Row:
     ours: list[float]
     sglang: list[float] | None = None
     goal: str = ""
-    #: ``"ratio<=X"`` (ours/SGLang median at most X) or ``"abs<X"`` (ours median below X, in ``unit``).
+    #: ``"ratio<=X"`` (ours/SGLang median at most X) or ``"abs<X"`` (ours median below X, in
+    #: ``unit``).
     goal_check: str | None = None
     note: str = ""
 
@@ -113,9 +114,9 @@ def clean_env(extra: dict[str, str] | None = None, path: list[str] | None = None
     """The children's environment: no inherited SGLANG_* variables, an explicit PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_") and k != "PYTHONPATH"}
     env.pop("BENCH_SIDE", None)
-    # A deployment imports from .pyc files (pip compiles on install). With PYTHONDONTWRITEBYTECODE set,
-    # every child would compile both sides' sources on each start (SGLang's environ.py alone is 2,300
-    # lines), so the warm-up run writes .pyc files and the measured runs use them.
+    # A deployment imports from .pyc files (pip compiles on install). With PYTHONDONTWRITEBYTECODE
+    # set, every child would compile both sides' sources on each start (SGLang's environ.py alone is
+    # 2,300 lines), so the warm-up run writes .pyc files and the measured runs use them.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONHASHSEED"] = "0"
     env["PYTHONWARNINGS"] = "ignore"

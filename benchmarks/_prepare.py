@@ -4,13 +4,15 @@
   ``sglang/srt/environ.py``, ``sglang/srt/plugins/*.py`` and ``sglang/srt/platforms/*.py`` are
   extracted. ``sglang/__init__.py`` is left out on purpose: it imports SGLang's whole front end
   (transformers patches, ``sglang.lang``), which the platform layer does not need; ``sglang`` and
-  ``sglang.srt`` are then namespace packages (``sglang/srt`` has no ``__init__.py`` in the wheel either).
-  Nothing of SGLang's is copied into this repository and nothing in it is replaced by a stand-in.
+  ``sglang.srt`` are then namespace packages (``sglang/srt`` has no ``__init__.py`` in the wheel
+  either). Nothing of SGLang's is copied into this repository and nothing in it is replaced by a
+  stand-in.
 - The light third-party dependencies of SGLang's platform layer (numpy, psutil, msgspec), pinned,
   installed with ``pip install --target`` into a folder that goes on the children's PYTHONPATH
   (torch comes from the dev venv).
-- Fake installed distributions (``*.dist-info`` folders) for the discovery case, a synthetic package of
-  thousands of modules for the apply case, and a package of fresh modules for the import-hook case.
+- Fake installed distributions (``*.dist-info`` folders) for the discovery case, a synthetic package
+  of thousands of modules for the apply case, and a package of fresh modules for the import-hook
+  case.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def _pip(python: str, *args: str) -> None:
 
 
 def ensure_sglang(python: str, log) -> Path:
-    """Download the SGLang wheel (cached) and unzip its plugin and platform modules; return the root."""
+    """Download the SGLang wheel (cached) and unzip its plugin and platform modules; return the
+    root."""
     target = CACHE / f"sglang-{SGLANG_VERSION}"
     if _stamp_ok(target, GENERATOR_VERSION):
         return target
@@ -139,7 +142,8 @@ _TARGETS_MODULE = "".join(
     for name in ("work_alpha", "work_beta", "work_one", "work_two", "work_three")
 )
 
-#: The plugin distributions: (distribution, package, platform entry point or None, general entry point or None).
+#: The plugin distributions: (distribution, package, platform entry point or None, general entry
+#: point or None).
 PLUGIN_DISTS = [
     ("bench-platform-alpha", "bench_alpha", "alpha", "alpha_hooks"),
     ("bench-platform-beta", "bench_beta", "beta", "beta_hooks"),
@@ -150,7 +154,8 @@ PLUGIN_DISTS = [
 
 
 def ensure_fake_dists(count: int, log, plugins: bool = True) -> Path:
-    """``count`` filler distributions plus (``plugins``) the five plugin distributions, in one site folder."""
+    """``count`` filler distributions plus (``plugins``) the five plugin distributions, in one site
+    folder."""
     from sglang_plugin_runtime.testing._fake_distributions import write_fake_distribution
 
     target = CACHE / "dists" / (f"n{count}" if plugins else f"n{count}-no-plugins")

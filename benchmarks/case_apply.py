@@ -5,7 +5,8 @@ under ``.cache/bench/synth``: 16 constants, 8 strings, 8 functions and 3 classes
 module holds a stale ``from benchsynth.targets import t_K`` copy of a target) until ``sys.modules``
 holds the requested number of modules. Then it registers one AROUND hook on each of N module-level
 functions of ``benchsynth.targets`` and times ``HookRegistry.apply_hooks()`` alone. Each side uses
-its own registry (SGLang's ``hook_registry.py`` from the wheel, loaded as ``sglang.srt.plugins.hook_registry``).
+its own registry (SGLang's ``hook_registry.py`` from the wheel, loaded as
+``sglang.srt.plugins.hook_registry``).
 """
 
 import sys

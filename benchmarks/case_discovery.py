@@ -5,16 +5,17 @@ entry points) plus five plugin distributions: two platform plugins ("alpha" find
 "beta" returns None), each also shipping a general plugin, and three general-only plugins. Every
 general plugin registers one AROUND hook on a function of an already-imported module.
 
-Both sides import numpy and torch (SGLang's platform layer needs it; a serving process has it anyway)
-before the clock starts. The clock covers the whole start-up path of a process: importing the platform
-and plugin modules, the first ``current_platform`` access (discovery, activation, class loading,
-instantiation) and ``load_plugins()`` (discovery, import and run of the general plugins,
+Both sides import numpy and torch (SGLang's platform layer needs it; a serving process has it
+anyway) before the clock starts. The clock covers the whole start-up path of a process: importing
+the platform and plugin modules, the first ``current_platform`` access (discovery, activation, class
+loading, instantiation) and ``load_plugins()`` (discovery, import and run of the general plugins,
 ``apply_hooks()``). Our runtime imports its platform classes lazily, SGLang's at module import, so
-timing the imports too is the only like-for-like window. SGLang's side is SGLang's own code path from
-the wheel: its ``entry_points()`` scans and ``ep.dist.name`` look-ups, with its real ``sglang.srt.environ``.
+timing the imports too is the only like-for-like window. SGLang's side is SGLang's own code path
+from the wheel: its ``entry_points()`` scans and ``ep.dist.name`` look-ups, with its real
+``sglang.srt.environ``.
 
-Both sides scan the installed distributions in every process: nothing is saved on disk (our runtime keeps its
-one scan in memory, SGLang calls ``entry_points()`` up to three times).
+Both sides scan the installed distributions in every process: nothing is saved on disk (our runtime
+keeps its one scan in memory, SGLang calls ``entry_points()`` up to three times).
 """
 
 import os
@@ -65,15 +66,16 @@ def run(ctx):
 
     rows = []
     counts = [0, 300] if ctx.quick else [0, 300, 1000]
-    # (distributions, whether the five plugins are installed, SGLANG_PLATFORM): the last, with no plugin at all, is
-    # what every SGLang process without plugins pays.
+    # (distributions, whether the five plugins are installed, SGLANG_PLATFORM): the last, with no
+    # plugin at all, is what every SGLang process without plugins pays.
     runs = [(count, True, env) for count in counts for env in ("alpha", None)] + [
         (300, False, None)
     ]
     for count, with_plugins, platform_env in runs:
         folder = ensure_fake_dists(count, ctx.log, plugins=with_plugins)
         env = {"SGLANG_PLATFORM": platform_env} if platform_env else {}
-        # Six: the goal rows' medians decide a goal, and this path's runs spread by +-15 % on a shared machine.
+        # Six: the goal rows' medians decide a goal, and this path's runs spread by +-15 % on a
+        # shared machine.
         repeats = ctx.repeats(6, 1)
         results = alternate(
             ctx,

@@ -5,8 +5,8 @@ one finder at the front of ``sys.meta_path``. Every import of a module not yet i
 consults it first. Two measurements, both with the registry imported:
 
 - direct: the exact step ``importlib._bootstrap._find_spec`` performs per finder and per import
-  (take the import lock context, read ``finder.find_spec``, call it with an unwatched name), timed with
-  ``timeit``; without the hook this step does not happen at all;
+  (take the import lock context, read ``finder.find_spec``, call it with an unwatched name), timed
+  with ``timeit``; without the hook this step does not happen at all;
 - end to end: the time to import K fresh, tiny modules (``benchimp.mK``) with the finder installed
   (a hook registered on a not-yet-imported module) minus the same without any pending target, in
   alternating fresh processes. Importing a module costs tens of microseconds, so this difference

@@ -3,9 +3,9 @@
 A module ``bench_percall`` (built in memory and put in ``sys.modules``) holds ``f_around``,
 ``f_three`` and a class ``C`` with methods ``m_around`` and ``m_three``; all are ``return x``.
 "around": one AROUND hook (``return original_fn(*args, **kwargs)``). "three": BEFORE (returns None),
-AROUND, AFTER (returns None), registered in that order. Bare calls are timed before ``apply_hooks()``,
-hooked calls after, in the same process, with ``timeit`` (best of ``repeat`` runs of ``number``
-calls). Overhead = hooked - bare, in nanoseconds per call.
+AROUND, AFTER (returns None), registered in that order. Bare calls are timed before
+``apply_hooks()``, hooked calls after, in the same process, with ``timeit`` (best of ``repeat`` runs
+of ``number`` calls). Overhead = hooked - bare, in nanoseconds per call.
 """
 
 import sys

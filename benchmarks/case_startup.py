@@ -7,9 +7,9 @@ No plugins are installed, so both sides scan the installed distributions and fal
 platform. Variant "torch pre-imported": numpy and torch are imported before the clock starts in both
 processes, which isolates the cost of the platform layer itself from torch's import.
 
-A third side, "stdlib", imports only the standard-library modules that our side's import brought in (read from one
-run of ours, not written by hand): the floor under any platform layer that scans with ``importlib.metadata``, so the
-row says how much of ours is the runtime's own code.
+A third side, "stdlib", imports only the standard-library modules that our side's import brought in
+(read from one run of ours, not written by hand): the floor under any platform layer that scans with
+``importlib.metadata``, so the row says how much of ours is the runtime's own code.
 """
 
 import sys
@@ -40,7 +40,8 @@ def measure(side, params):
         "platform": platform,
         "torch_imported": "torch" in sys.modules,
         "modules_imported": len(new),
-        # What the interpreter brought in besides the platform layer's own packages (for the "stdlib" side).
+        # What the interpreter brought in besides the platform layer's own packages (for the
+        # "stdlib" side).
         "other_modules": [
             name
             for name in new

@@ -4,14 +4,16 @@
     .venv/bin/python benchmarks/consistency.py --quick         # 5 iterations (smoke run)
     .venv/bin/python benchmarks/consistency.py --update-docs   # also refresh its section of docs/benchmarks.md
 
-Two jobs of ``python -m torch.distributed.run --standalone --nproc-per-node 3``, over a fake installation of one
-platform plugin and five general plugins that hook 20 targets: one where the ranks agree, one where rank 2 sees
-another version of one plugin (``SGLANG_PLUGINS_CONSISTENCY=warn``, so the call returns and can be repeated).
-In each rank, after ``load_plugins()``, platform selection and a warm-up barrier, every iteration times each
-variant once, in turn. A collective ends when its slowest member does, so each iteration's figure is the slowest
-rank's time; the table gives the median (min) over iterations. SGLang has nothing to compare with; the
-alternative design (torch's ``all_gather_object`` of the whole fingerprint, which pickles and needs numpy) is
-measured side by side instead, when numpy is importable (the harness's pinned light dependencies).
+Two jobs of ``python -m torch.distributed.run --standalone --nproc-per-node 3``, over a fake
+installation of one platform plugin and five general plugins that hook 20 targets: one where the
+ranks agree, one where rank 2 sees another version of one plugin
+(``SGLANG_PLUGINS_CONSISTENCY=warn``, so the call returns and can be repeated). In each rank, after
+``load_plugins()``, platform selection and a warm-up barrier, every iteration times each variant
+once, in turn. A collective ends when its slowest member does, so each iteration's figure is the
+slowest rank's time; the table gives the median (min) over iterations. SGLang has nothing to compare
+with; the alternative design (torch's ``all_gather_object`` of the whole fingerprint, which pickles
+and needs numpy) is measured side by side instead, when numpy is importable (the harness's pinned
+light dependencies).
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
-"""The main job, end to end: from the Copier template to plugins the runtime discovers, selects and applies.
+"""The main job, end to end: from the Copier template to plugins the runtime discovers, selects and
+applies.
 
     make demo            # or: .venv/bin/python scripts/demo.py
     make demo KEEP=1     # or: .venv/bin/python scripts/demo.py --keep
 
-In a scratch folder it generates one package of each kind with the default answers (Copier's Python API, no
---trust), installs both into this Python environment (pip install -e), runs each package's own tests, builds a
-wheel of each, and shows what the runtime discovered, selected and patched: first on this machine as it is (no
-accelerator), then on a SIMULATED device so the platform plugin activates. Each step prints its time. At the end
-both demo packages are uninstalled again, so the environment is left as it was; --keep (KEEP=1) keeps the
-generated packages and their wheels in the scratch folder and prints where it is.
+In a scratch folder it generates one package of each kind with the default answers (Copier's Python
+API, no --trust), installs both into this Python environment (pip install -e), runs each package's
+own tests, builds a wheel of each, and shows what the runtime discovered, selected and patched:
+first on this machine as it is (no accelerator), then on a SIMULATED device so the platform plugin
+activates. Each step prints its time. At the end both demo packages are uninstalled again, so the
+environment is left as it was; --keep (KEEP=1) keeps the generated packages and their wheels in the
+scratch folder and prints where it is.
 """
 
 from __future__ import annotations
@@ -82,7 +84,8 @@ def run(
 
 
 def python_json(code: str, **env_vars: str) -> dict:
-    """Run ``code`` in a fresh interpreter (fresh discovery, like a new SGLang process); parse its last line."""
+    """Run ``code`` in a fresh interpreter (fresh discovery, like a new SGLang process); parse its
+    last line."""
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}

@@ -1,28 +1,32 @@
-"""The doc-test machinery: find every Python example in README.md and docs/, run each in a fresh process.
+"""The doc-test machinery: find every Python example in README.md and docs/, run each in a fresh
+process.
 
-Used by ``tests/test_docs.py`` (the real docs) and ``tests/test_docs_machinery.py`` (a broken example fails).
-The conventions it implements are the ones docs/contributing.md documents:
+Used by ``tests/test_docs.py`` (the real docs) and ``tests/test_docs_machinery.py`` (a broken
+example fails). The conventions it implements are the ones docs/contributing.md documents:
 
-- A fence whose language is ``python`` or ``py`` is executed, as its own fresh ``python`` process in an empty
-  temporary folder with no ``SGLANG_*`` variables set: exactly what a reader gets by pasting it into a file.
-  A failure names the page and the line (the script is padded so its line numbers are the page's).
-- ``test="skip"`` (with a ``reason="..."``): not run. For fragments and code that needs what a test machine has
-  not (hardware, the network).
-- ``test="pytest"``: the block is a test file: it runs under ``python -m pytest`` (the runtime's pytest plugin and
-  its fixtures are active), and every test in it must pass.
-- ``group="NAME"``: the blocks of one page with the same group run in order, as one script (a tutorial).
+- A fence whose language is ``python`` or ``py`` is executed, as its own fresh ``python`` process in
+  an empty temporary folder with no ``SGLANG_*`` variables set: exactly what a reader gets by
+  pasting it into a file. A failure names the page and the line (the script is padded so its line
+  numbers are the page's).
+- ``test="skip"`` (with a ``reason="..."``): not run. For fragments and code that needs what a test
+  machine has not (hardware, the network).
+- ``test="pytest"``: the block is a test file: it runs under ``python -m pytest`` (the runtime's
+  pytest plugin and its fixtures are active), and every test in it must pass.
+- ``group="NAME"``: the blocks of one page with the same group run in order, as one script (a
+  tutorial).
 - ``site="demo"``: the docs' demo installation (``docs/_hooks/demo_site.py``) is on ``PYTHONPATH``.
-- A block with ``#>`` lines is run with pytest-examples' print check: every ``print()`` in it must be followed by
-  the ``#>`` lines it prints.
-- ``setup="on"``: runs here like any block, and also at build time in the page's working directory, before the
-  page's ``exec="on"`` shell blocks (docs/_hooks/sglang_docs.py).
+- A block with ``#>`` lines is run with pytest-examples' print check: every ``print()`` in it must
+  be followed by the ``#>`` lines it prints.
+- ``setup="on"``: runs here like any block, and also at build time in the page's working directory,
+  before the page's ``exec="on"`` shell blocks (docs/_hooks/sglang_docs.py).
 - ``exec="on"``: run by markdown-exec when the site is built (``make docs``), not here.
 
-It also reads the ```` ```mermaid ```` diagrams of a page (``mermaid_blocks``, for ``tests/test_docs_diagrams.py``)
-and builds the site once per test process (``build_site``, for the tests that read the built pages).
+It also reads the ```` ```mermaid ```` diagrams of a page (``mermaid_blocks``, for
+``tests/test_docs_diagrams.py``) and builds the site once per test process (``build_site``, for the
+tests that read the built pages).
 
-Run as a script (``python tests/_docs_support.py run PAGE SCRIPT [--check-prints]``) it is the child process
-that runs one example.
+Run as a script (``python tests/_docs_support.py run PAGE SCRIPT [--check-prints]``) it is the child
+process that runs one example.
 """
 
 from __future__ import annotations
@@ -191,7 +195,8 @@ def child_env(site_dir: Path | None) -> dict[str, str]:
     if site_dir is not None:
         env["PYTHONPATH"] = str(site_dir)
         env["SGLANG_DOCS_DEMO_SITE"] = str(site_dir)
-    # As in a reader's activated venv: this interpreter's scripts (sglang-plugins, pytest) come first.
+    # As in a reader's activated venv: this interpreter's scripts (sglang-plugins, pytest) come
+    # first.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["COLUMNS"] = "100"
@@ -216,7 +221,8 @@ def _last_error(output: str) -> str:
 def run_example(
     test: DocExample, *, demo_site: Path | None = None, workdir: Path | None = None
 ) -> RunResult:
-    """Run ``test`` in a fresh Python process; return whether it passed, and a report naming page and line."""
+    """Run ``test`` in a fresh Python process; return whether it passed, and a report naming page
+    and line."""
     page = str(test.path)
     site_dir = demo_site if test.site == "demo" else None
     if test.site == "demo" and demo_site is None:
@@ -271,10 +277,11 @@ _BUILT: dict[str, tuple[subprocess.CompletedProcess[str], Path]] = {}
 
 
 def build_site() -> tuple[subprocess.CompletedProcess[str], Path]:
-    """``make docs`` into a temporary folder, once per process: the build's result and the site folder.
+    """``make docs`` into a temporary folder, once per process: the build's result and the site
+    folder.
 
-    Tests that read the built pages share it; mark them ``@pytest.mark.xdist_group("docs-site")`` so that
-    pytest-xdist runs them in one process and the site is built once.
+    Tests that read the built pages share it; mark them ``@pytest.mark.xdist_group("docs-site")`` so
+    that pytest-xdist runs them in one process and the site is built once.
     """
     if "site" not in _BUILT:
         import atexit
@@ -303,8 +310,8 @@ def page_html(site: Path, page: str) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# The child process: run the padded script as ``__main__`` (so multiprocessing's spawn finds its functions), with
-# pytest-examples' print recorder when the example shows ``#>`` output.
+# The child process: run the padded script as ``__main__`` (so multiprocessing's spawn finds its
+# functions), with pytest-examples' print recorder when the example shows ``#>`` output.
 # ---------------------------------------------------------------------------------------------------------------
 
 

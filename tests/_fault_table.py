@@ -1,8 +1,9 @@
 """The fault table of docs/reliability.md, built from the tests that prove each row.
 
-A test that pins down what happens when something goes wrong carries ``@pytest.mark.fault(area, case,
-behaviour)``. The table in docs/reliability.md is generated from those markers (read from the test sources with
-``ast``, so no test has to run), and ``tests/test_fault_table.py`` fails when the page and the tests disagree.
+A test that pins down what happens when something goes wrong carries ``@pytest.mark.fault(area,
+case, behaviour)``. The table in docs/reliability.md is generated from those markers (read from the
+test sources with ``ast``, so no test has to run), and ``tests/test_fault_table.py`` fails when the
+page and the tests disagree.
 
     python tests/_fault_table.py --write    # regenerate the table after adding or changing a marked test
 """

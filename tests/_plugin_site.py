@@ -1,6 +1,7 @@
 """Fake installed distributions in a folder, and a runner for real subprocesses over them.
 
-A plain module (not conftest.py) so test files can import it by name: two conftest modules exist in this tree.
+A plain module (not conftest.py) so test files can import it by name: two conftest modules exist in
+this tree.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def platform_module(
     *,
     extra: str = "",
 ) -> str:
-    """Source of a platform plugin module with one out-of-tree SRTPlatform subclass and an ``activate()``."""
+    """Source of a platform plugin module with one out-of-tree SRTPlatform subclass and an
+    ``activate()``."""
     body = activate_body.replace("{cls}", cls_name)
     return textwrap.dedent(
         f"""
@@ -58,7 +60,8 @@ def platform_module(
 
 
 def find_python(version: str) -> str | None:
-    """An interpreter of ``version`` (``"3.12"``) that runs: pyenv's install folders first, then ``PATH``."""
+    """An interpreter of ``version`` (``"3.12"``) that runs: pyenv's install folders first, then
+    ``PATH``."""
     pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
     candidates = sorted(
         glob.glob(os.path.join(pyenv_root, "versions", f"{version}.*", "bin", f"python{version}"))
@@ -72,7 +75,8 @@ def find_python(version: str) -> str | None:
 
 @dataclass
 class PluginSite:
-    """A folder of fake installed distributions and a way to run Python over it in a fresh process."""
+    """A folder of fake installed distributions and a way to run Python over it in a fresh
+    process."""
 
     root: Path
 
@@ -130,6 +134,7 @@ class PluginSite:
     def run_json(
         self, code: str, env: Mapping[str, str] | None = None, python: str | None = None
     ) -> Any:
-        """Run ``code``, which must print one JSON document as its last stdout line, and parse it."""
+        """Run ``code``, which must print one JSON document as its last stdout line, and parse
+        it."""
         result = self.run(code, env, python, check=True)
         return json.loads(result.stdout.strip().splitlines()[-1])

@@ -1,5 +1,5 @@
-"""``sglang-plugins doctor`` in real subprocesses over fake installed distributions: each scenario, its report,
-its exit status, and its ``--json`` output validated against the published schema."""
+"""``sglang-plugins doctor`` in real subprocesses over fake installed distributions: each scenario,
+its report, its exit status, and its ``--json`` output validated against the published schema."""
 
 from __future__ import annotations
 
@@ -74,7 +74,8 @@ def messages(report: dict[str, Any], severity: str = "error") -> str:
     return "\n".join(p["message"] for p in report["problems"] if p["severity"] == severity)
 
 
-# --- healthy and empty ------------------------------------------------------------------------------------------
+# --- healthy and empty
+# ------------------------------------------------------------------------------------------
 
 
 def test_healthy_platform_and_plugin_exit_zero_with_provenance(site: PluginSite) -> None:
@@ -123,7 +124,8 @@ def test_no_plugin_installed_is_healthy_and_reports_the_fallback(site: PluginSit
     assert report["platform"]["activations"] == []
 
 
-# --- selection failures -------------------------------------------------------------------------------------
+# --- selection failures
+# -------------------------------------------------------------------------------------
 
 
 def test_two_activated_platforms_fail_and_both_activations_are_listed(site: PluginSite) -> None:
@@ -217,7 +219,8 @@ def test_strict_env_turns_a_skipped_plugin_into_a_failed_selection(site: PluginS
     assert report["platform"]["activations"][0]["status"] == "failed-call"
 
 
-# --- general plugins --------------------------------------------------------------------------------------------
+# --- general plugins
+# --------------------------------------------------------------------------------------------
 
 
 def test_general_plugin_import_error_fails_doctor_and_others_still_load(site: PluginSite) -> None:
@@ -242,7 +245,8 @@ def test_general_plugin_skipped_by_allowlist_is_healthy_and_says_why(site: Plugi
     assert records["two"] == ("skipped-allowlist", "not in SGLANG_PLUGINS")
 
 
-# --- hooks --------------------------------------------------------------------------------------------------
+# --- hooks
+# --------------------------------------------------------------------------------------------------
 
 
 def _hooked(site: PluginSite, target: str) -> None:
@@ -312,7 +316,8 @@ def test_pending_hook_on_a_module_found_passes_the_strict_gate(site: PluginSite)
         ("target_pkg.workr.run", "target_pkg.workr"),
         ("target_pkg.workr:run", "target_pkg.workr"),
         ("target_pkg.sub.workr:Cls.run", "target_pkg.sub.workr"),
-        # below a namespace package (no __init__.py, as sglang.srt.managers): only submodules are names
+        # below a namespace package (no __init__.py, as sglang.srt.managers): only submodules are
+        # names
         ("target_pkg.space.workr.Scheduler.run", "target_pkg.space.workr"),
     ],
 )
@@ -389,7 +394,8 @@ def test_hook_on_a_missing_attribute_fails_when_its_module_is_imported(site: Plu
     assert target["status"] == "failed" and target["error"]
 
 
-# --- simulation -------------------------------------------------------------------------------------------------
+# --- simulation
+# -------------------------------------------------------------------------------------------------
 
 SIMULATED_PLATFORM = """
 import torch
@@ -443,7 +449,8 @@ def test_plugin_printing_to_stdout_does_not_corrupt_json(site: PluginSite) -> No
     assert "hello from a plugin" in result.err
 
 
-# --- plugin code that misbehaves under doctor ---------------------------------------------------------------------
+# --- plugin code that misbehaves under doctor
+# ---------------------------------------------------------------------
 
 
 @pytest.mark.fault(
@@ -531,7 +538,8 @@ def test_a_real_ctrl_c_during_doctor_is_the_users_interrupt(site: PluginSite) ->
         text=True,
         env=env,
         cwd=site.root,
-        # A child of a background job inherits SIGINT ignored; the CLI's own handler is what is tested.
+        # A child of a background job inherits SIGINT ignored; the CLI's own handler is what is
+        # tested.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
@@ -823,9 +831,11 @@ def test_register_raising_shows_the_plugins_traceback(site: PluginSite) -> None:
     assert record["status"] == "failed-call" and "broken_plugin.py" in record["traceback"]
 
 
-# ---- released SGLang's own registry, and the SGLang releases a plugin declares --------------------------------
+# ---- released SGLang's own registry, and the SGLang releases a plugin declares
+# --------------------------------
 
-#: Released SGLang's registry as a plugin sees it (``_hooks``: target -> [(type, hook, source)]), and a version.
+#: Released SGLang's registry as a plugin sees it (``_hooks``: target -> [(type, hook, source)]),
+#: and a version.
 FAKE_SGLANG = {
     "sglang/__init__.py": "",
     "sglang/srt/__init__.py": "",

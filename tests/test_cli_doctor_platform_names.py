@@ -1,5 +1,6 @@
-"""``sglang-plugins doctor`` on the selected platform class's public names: a likely misspelling is a warning
-with "did you mean", the vendor's own API and other SGLang versions' names are listed as not called."""
+"""``sglang-plugins doctor`` on the selected platform class's public names: a likely misspelling is
+a warning with "did you mean", the vendor's own API and other SGLang versions' names are listed as
+not called."""
 
 from __future__ import annotations
 

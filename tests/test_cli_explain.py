@@ -1,4 +1,5 @@
-"""``sglang-plugins explain TARGET``: the hooks on one target in the order they run, with their sources."""
+"""``sglang-plugins explain TARGET``: the hooks on one target in the order they run, with their
+sources."""
 
 from __future__ import annotations
 

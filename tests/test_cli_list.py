@@ -1,5 +1,5 @@
-"""``sglang-plugins list``: what is installed and what the environment variables would do with it, without
-importing a single plugin."""
+"""``sglang-plugins list``: what is installed and what the environment variables would do with it,
+without importing a single plugin."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""``sglang-plugins run``: the in-memory patch, the finder, and what the launcher refuses, without a real SGLang.
+"""``sglang-plugins run``: the in-memory patch, the finder, and what the launcher refuses, without a
+real SGLang.
 
-The real wheel is exercised in tests_sglang/test_launcher.py (``make test-sglang``); here fake distributions stand in
-for SGLang so every refusal and the loading mechanism run in ``make test``.
+The real wheel is exercised in tests_sglang/test_launcher.py (``make test-sglang``); here fake
+distributions stand in for SGLang so every refusal and the loading mechanism run in ``make test``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ diff -u a/pkg/mod.py b/pkg/mod.py
 SOURCE = "first = 1\nsecond = 2\nthird = 3\nfourth = 4\nfifth = 5\nsixth = 6\n"
 
 
-# ---- the patch, applied in memory ------------------------------------------------------------------------------
+# ---- the patch, applied in memory
+# ------------------------------------------------------------------------------
 
 
 def test_a_patch_applies_exactly_as_written() -> None:
@@ -102,7 +104,8 @@ def test_an_unknown_sglang_version_names_the_supported_ones() -> None:
         patch_text("0.4.0")
 
 
-# ---- the finder, in one interpreter ----------------------------------------------------------------------------
+# ---- the finder, in one interpreter
+# ----------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -149,7 +152,8 @@ def test_the_finder_refuses_a_file_that_differs_with_an_import_error_naming_it(
         import pkg.mod  # type: ignore[import-not-found]  # noqa: F401
 
 
-# ---- the command line ------------------------------------------------------------------------------------------
+# ---- the command line
+# ------------------------------------------------------------------------------------------
 
 
 def test_run_without_a_command_is_a_usage_error(site: PluginSite) -> None:
@@ -275,7 +279,8 @@ def test_run_forwards_the_signals_sent_to_the_launcher(site: PluginSite, name: s
         text=True,
         env=env,
         cwd=site.root,
-        # A child of a background job inherits SIGINT and SIGQUIT ignored; the launcher's own handling is tested.
+        # A child of a background job inherits SIGINT and SIGQUIT ignored; the launcher's own
+        # handling is tested.
         preexec_fn=lambda: [
             signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGQUIT)
         ],

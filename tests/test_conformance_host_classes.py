@@ -1,9 +1,11 @@
-"""check_platform_conformance on classes built on SGLang's own platform bases (plugins with host_api=sglang).
+"""check_platform_conformance on classes built on SGLang's own platform bases (plugins with
+host_api=sglang).
 
-The real SGLang is not installed in the dev venv: these unit tests of the mapping (SGLang's contract classes to
-ours, SGLang's value types to ours) use a tiny stand-in package named like SGLang's modules, written into a
-temporary folder. This is the one place a stand-in is acceptable: tests_sglang/test_conformance_agreement.py runs
-the same check on a generated host_api=sglang class in the real SGLang 0.5.23.
+The real SGLang is not installed in the dev venv: these unit tests of the mapping (SGLang's contract
+classes to ours, SGLang's value types to ours) use a tiny stand-in package named like SGLang's
+modules, written into a temporary folder. This is the one place a stand-in is acceptable:
+tests_sglang/test_conformance_agreement.py runs the same check on a generated host_api=sglang class
+in the real SGLang 0.5.23.
 """
 
 from __future__ import annotations
@@ -211,7 +213,8 @@ def _device_mixin(host: types.SimpleNamespace, **extra: Any) -> type:
 
 
 def _platform(host: types.SimpleNamespace, mixin: type | None = None, **namespace: Any) -> type:
-    """``WidgetSRTPlatform(SRTPlatform, WidgetDeviceMixin)`` on the stand-in, as host_api=sglang generates it."""
+    """``WidgetSRTPlatform(SRTPlatform, WidgetDeviceMixin)`` on the stand-in, as host_api=sglang
+    generates it."""
 
     def get_default_attention_backend(self: object) -> str:
         return "torch_native"
@@ -377,7 +380,8 @@ def test_sglang_capabilities_are_mapped_by_fields(host: types.SimpleNamespace) -
 def test_sglang_value_with_a_field_ours_lacks_is_reported_as_is(
     host: types.SimpleNamespace,
 ) -> None:
-    # A newer SGLang's capabilities with a flag our contract does not know: reported, never silently dropped.
+    # A newer SGLang's capabilities with a flag our contract does not know: reported, never silently
+    # dropped.
     odd = type(
         "PlatformCapabilities",
         (),

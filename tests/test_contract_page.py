@@ -1,6 +1,8 @@
-"""The contract's tables live in the Markdown files themselves (GitHub's view reads them) and match the code.
+"""The contract's tables live in the Markdown files themselves (GitHub's view reads them) and match
+the code.
 
-``python docs/_hooks/contract_tables.py`` rewrites them; this test fails when one differs from the code.
+``python docs/_hooks/contract_tables.py`` rewrites them; this test fails when one differs from the
+code.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ def test_each_generated_table_matches_the_code(page: Path) -> None:
 
 
 def test_no_page_leaves_a_table_to_the_site_build() -> None:
-    """The old form, a placeholder line the site build replaced, is gone: GitHub's view showed no table there."""
+    """The old form, a placeholder line the site build replaced, is gone: GitHub's view showed no
+    table there."""
     for page in (REPO / "docs").rglob("*.md"):
         assert not re.search(
             r"^<!-- sglang-docs: contract-table", page.read_text(encoding="utf-8"), re.M
@@ -100,7 +103,8 @@ def test_defaults_read_as_the_code_behaves() -> None:
 
 @pytest.mark.parametrize("page", contract_tables.pages(), ids=lambda p: str(p.relative_to(REPO)))
 def test_every_generated_row_has_its_headers_cells_as_github_splits_them(page: Path) -> None:
-    """GitHub splits a row at every unescaped ``|``, even inside a code span: each row keeps its header's shape."""
+    """GitHub splits a row at every unescaped ``|``, even inside a code span: each row keeps its
+    header's shape."""
     for region in re.findall(
         r"^<!-- \S+:start.*?^<!-- \S+:end -->", page.read_text(encoding="utf-8"), re.M | re.S
     ):
@@ -161,7 +165,8 @@ def test_no_identifier_in_a_table_breaks_across_lines_at_1300_px(page: str, tmp_
     assert report["identifiers"] > 0 and report["broken"] == [], report["broken"]
 
 
-# Each identifier (a run of letters, digits, ``_`` and ``.``) in a table's code spans must sit on one line.
+# Each identifier (a run of letters, digits, ``_`` and ``.``) in a table's code spans must sit on
+# one line.
 _WRAP_PROBE = """<script>
 window.addEventListener("load", () => setTimeout(() => {
   const broken = [];

@@ -1,7 +1,8 @@
-"""`make demo`: each step prints its time, and `make demo KEEP=1` keeps the generated packages (the README says so).
+"""`make demo`: each step prints its time, and `make demo KEEP=1` keeps the generated packages (the
+README says so).
 
-The demo itself installs into the dev venv, so it is never run from the test suite (it would change the
-environment other tests scan); these tests check how it is wired and what it promises.
+The demo itself installs into the dev venv, so it is never run from the test suite (it would change
+the environment other tests scan); these tests check how it is wired and what it promises.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The diffusion namespace where it follows SGLang 0.5.23's diffusion engine: built-in platform names are reserved,
-and an override naming no plugin is a ``ValueError`` (the differences kept on purpose are in docs/sglang.md)."""
+"""The diffusion namespace where it follows SGLang 0.5.23's diffusion engine: built-in platform
+names are reserved, and an override naming no plugin is a ``ValueError`` (the differences kept on
+purpose are in docs/sglang.md)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,8 @@ from sglang_plugin_runtime._discovery import (
     scan_distributions,
 )
 
-# Compares our scan with importlib.metadata over the whole sys.path, for every group, in the running interpreter.
+# Compares our scan with importlib.metadata over the whole sys.path, for every group, in the running
+# interpreter.
 COMPARE_WITH_IMPORTLIB = """
 import importlib.metadata as md, json, sys
 from sglang_plugin_runtime._discovery import discover_entry_points, normalize_distribution_name as norm

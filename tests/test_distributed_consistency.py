@@ -1,7 +1,8 @@
-"""check_plugin_consistency() in real torch.distributed jobs: ``python -m torch.distributed.run`` with 3 ranks on
-gloo, CPU, over fake installed distributions. One rank at a time is made to differ the way a node does in the
-field (another ``SGLANG_PLUGINS``, another version of a plugin first on its path, a device its platform plugin
-does not find), and every rank must reach the same verdict: all return, or all raise naming the odd rank and item.
+"""check_plugin_consistency() in real torch.distributed jobs: ``python -m torch.distributed.run``
+with 3 ranks on gloo, CPU, over fake installed distributions. One rank at a time is made to differ
+the way a node does in the field (another ``SGLANG_PLUGINS``, another version of a plugin first on
+its path, a device its platform plugin does not find), and every rank must reach the same verdict:
+all return, or all raise naming the odd rank and item.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ pytest.importorskip("torch.distributed")
 
 RANKS = 3
 
-# Each rank applies its own differences (environment, a site folder first on sys.path) before it imports the
-# runtime, as a node with another installation would, then does what SGLang's scheduler does: load_plugins(),
-# create the process group, check. Every check's outcome goes to out/rank-N.json.
+# Each rank applies its own differences (environment, a site folder first on sys.path) before it
+# imports the runtime, as a node with another installation would, then does what SGLang's scheduler
+# does: load_plugins(), create the process group, check. Every check's outcome goes to
+# out/rank-N.json.
 WORKER = textwrap.dedent(
     """
     import datetime, json, os, sys
@@ -78,7 +80,8 @@ def register():
 
 
 def populate(site: PluginSite, timer_version: str = "1.0") -> None:
-    """Platform plugin acme (finds its device unless ACME_DEVICE_ABSENT is set), general plugins timer and idle."""
+    """Platform plugin acme (finds its device unless ACME_DEVICE_ABSENT is set), general plugins
+    timer and idle."""
     site.add_platform(
         "acme-npu",
         "acme",
@@ -105,7 +108,8 @@ def run_job(
     per_rank: dict[int, dict[str, Any]] | None = None,
     calls: list[dict[str, str]] | None = None,
 ) -> list[list[dict[str, Any]]]:
-    """Run the worker on ``RANKS`` ranks; return each rank's outcomes, one per entry of ``calls``."""
+    """Run the worker on ``RANKS`` ranks; return each rank's outcomes, one per entry of
+    ``calls``."""
     out = tmp_path / "out"
     out.mkdir()
     worker = tmp_path / "worker.py"
@@ -140,7 +144,8 @@ def run_job(
 
 
 def the_same_on_every_rank(outcomes: list[list[dict[str, Any]]], call: int = 0) -> dict[str, Any]:
-    """The outcome of ``call``, checked to be identical on every rank (same verdict, same message)."""
+    """The outcome of ``call``, checked to be identical on every rank (same verdict, same
+    message)."""
     first = outcomes[0][call]
     for rank, rank_outcomes in enumerate(outcomes):
         mine = {k: v for k, v in rank_outcomes[call].items() if k != "digest"}
@@ -180,7 +185,8 @@ def test_ranks_with_the_same_plugins_all_return_with_the_digest_the_cli_prints(
         "import sys; from sglang_plugin_runtime._cli import main; sys.exit(main(['fingerprint', '--json']))"
     )
     assert digests == {json.loads(cli.stdout)["digest"]}
-    # A rank whose fingerprint cannot be built still joins the exchange: every rank raises, none waits.
+    # A rank whose fingerprint cannot be built still joins the exchange: every rank raises, none
+    # waits.
     broken = the_same_on_every_rank(outcomes, 2)
     assert broken["outcome"] == "raised"
     assert "building the plugin fingerprint failed on rank 1" in broken["message"]

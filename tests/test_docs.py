@@ -1,6 +1,8 @@
-"""The docs cannot drift: every Python example in README.md and docs/ runs, and the site builds strictly.
+"""The docs cannot drift: every Python example in README.md and docs/ runs, and the site builds
+strictly.
 
-Conventions: docs/contributing.md. Machinery: tests/_docs_support.py; its own test: tests/test_docs_machinery.py.
+Conventions: docs/contributing.md. Machinery: tests/_docs_support.py; its own test:
+tests/test_docs_machinery.py.
 """
 
 from __future__ import annotations
@@ -65,7 +67,8 @@ _FENCE = re.compile(
 
 
 def test_shown_command_output_comes_from_running_the_command() -> None:
-    """A ``console`` block that is not executed at build time may show commands, never their output."""
+    """A ``console`` block that is not executed at build time may show commands, never their
+    output."""
     problems = []
     for path in FILES:
         text = path.read_text(encoding="utf-8")
@@ -86,7 +89,8 @@ def test_shown_command_output_comes_from_running_the_command() -> None:
 
 
 def test_readme_links_resolve() -> None:
-    """README.md is read on the forge, outside the site: its relative links must point at files that exist."""
+    """README.md is read on the forge, outside the site: its relative links must point at files that
+    exist."""
     readme = REPO_ROOT / "README.md"
     missing = []
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme.read_text(encoding="utf-8")):
@@ -100,7 +104,8 @@ def test_readme_links_resolve() -> None:
 @pytest.mark.slow
 @pytest.mark.xdist_group("docs-site")
 def test_site_builds_strictly() -> None:
-    """``make docs``: a strict MkDocs build (broken links, missing pages, failing exec blocks all fail it)."""
+    """``make docs``: a strict MkDocs build (broken links, missing pages, failing exec blocks all
+    fail it)."""
     proc, _ = build_site()
     if proc.returncode != 0:
         output = (proc.stdout + proc.stderr).splitlines()
@@ -126,9 +131,11 @@ DIAGRAM_PAGES = [
 @pytest.mark.xdist_group("docs-site")
 @pytest.mark.parametrize("path", DIAGRAM_PAGES, ids=[p.name for p in DIAGRAM_PAGES])
 def test_each_diagrams_source_reaches_its_built_page(path: Path) -> None:
-    """A ```` ```mermaid ```` fence becomes ``<pre class="mermaid">`` with its source, which the browser draws.
+    """A ```` ```mermaid ```` fence becomes ``<pre class="mermaid">`` with its source, which the
+    browser draws.
 
-    Read from the HTML alone: no browser, no network (tests/test_docs_browser.py checks the drawing).
+    Read from the HTML alone: no browser, no network (tests/test_docs_browser.py checks the
+    drawing).
     """
     built = page_html(_built_site(), path.name).read_text(encoding="utf-8")
     shown = [

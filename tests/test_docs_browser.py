@@ -1,16 +1,17 @@
-"""The built site as a reader sees it, in a real browser: nothing cut off at 1300 px, every diagram drawn.
+"""The built site as a reader sees it, in a real browser: nothing cut off at 1300 px, every diagram
+drawn.
 
-Optional: these tests run where a Chromium is installed (Debian: ``apt-get install chromium``) and are skipped
-elsewhere. They never need the network:
+Optional: these tests run where a Chromium is installed (Debian: ``apt-get install chromium``) and
+are skipped elsewhere. They never need the network:
 
-- the code-block checks use the built pages as they are (the fonts fall back to the local ones, which have the
-  same monospace advance as Roboto Mono);
+- the code-block checks use the built pages as they are (the fonts fall back to the local ones,
+  which have the same monospace advance as Roboto Mono);
 - the site carries the pinned mermaid.js it draws diagrams with (``javascripts/mermaid.min.js``, see
-  ``docs/_hooks/mermaid_js.py``), and Chromium resolves no host name here: every diagram drawn is drawn as a reader
-  with no network sees it.
+  ``docs/_hooks/mermaid_js.py``), and Chromium resolves no host name here: every diagram drawn is
+  drawn as a reader with no network sees it.
 
-With ``SGLANG_DOCS_SCREENSHOTS=DIR`` each checked page, and each diagram on its own, is also saved as a PNG in DIR
-(``make docs-check`` saves them in ``build/docs-check/``), for a person to look at.
+With ``SGLANG_DOCS_SCREENSHOTS=DIR`` each checked page, and each diagram on its own, is also saved
+as a PNG in DIR (``make docs-check`` saves them in ``build/docs-check/``), for a person to look at.
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ pytestmark = [
     ),
 ]
 
-# Runs before the page's own scripts. Material draws each diagram into a closed shadow root; opening it lets the
-# report below see the drawing. The report waits until every diagram is drawn (or the time budget runs out), then
-# writes what it measured into the page, where --dump-dom prints it.
+# Runs before the page's own scripts. Material draws each diagram into a closed shadow root; opening
+# it lets the report below see the drawing. The report waits until every diagram is drawn (or the
+# time budget runs out), then writes what it measured into the page, where --dump-dom prints it.
 _PROBE = """
 <script>
 (() => {
@@ -135,7 +136,8 @@ window.addEventListener("load", () => {
 
 
 def _visible_texts(source: str) -> list[str]:
-    """What a diagram's source says a reader will see: box and arrow labels, participants, notes, messages."""
+    """What a diagram's source says a reader will see: box and arrow labels, participants, notes,
+    messages."""
     texts = re.findall(
         r'"([^"]+)"', "\n".join(l for l in source.splitlines() if not l.strip().startswith("%%"))
     )
@@ -150,7 +152,8 @@ def _squeezed(text: str) -> str:
 
 
 class Browser:
-    """Headless Chromium over the built site: load a page with extra scripts, read its DOM or screenshot it."""
+    """Headless Chromium over the built site: load a page with extra scripts, read its DOM or
+    screenshot it."""
 
     def __init__(self, executable: str, site: Path) -> None:
         self.executable = executable
@@ -177,7 +180,8 @@ class Browser:
             "--hide-scrollbars",
             "--allow-file-access-from-files",
             f"--user-data-dir={self.profile}",
-            # No host name resolves: the page's CDN fonts and scripts fail at once, never wait on a network.
+            # No host name resolves: the page's CDN fonts and scripts fail at once, never wait on a
+            # network.
             "--host-resolver-rules=MAP * ~NOTFOUND",
             "--virtual-time-budget=30000",
             f"--window-size={width},{height}",

@@ -1,16 +1,19 @@
 """The docs' diagrams say what the code does: each is read back and checked against the real thing.
 
-- selection.md: the two decision-tree flowcharts are walked, way by way; each way is a real selection over fake
-  installed plugins in a fresh process, which must end in the rule or error the diagram ends in. Every arrow is
-  taken by some way; the rules are the code's ``RULE_*`` constants and the errors are the ones the prose names.
-- hooks.md: the sequence diagram's hooks are registered on a real ``HookRegistry`` in the order it states; a call
-  must run them in the order of its notes, and ``describe()`` must list them in the order of its participants.
-- processes.md: a real child is started with each start method; what it does again and what it inherits must be
-  what the start-method diagram says, and each step of the per-process diagram is observed in those processes.
+- selection.md: the two decision-tree flowcharts are walked, way by way; each way is a real
+  selection over fake installed plugins in a fresh process, which must end in the rule or error the
+  diagram ends in. Every arrow is taken by some way; the rules are the code's ``RULE_*`` constants
+  and the errors are the ones the prose names.
+- hooks.md: the sequence diagram's hooks are registered on a real ``HookRegistry`` in the order it
+  states; a call must run them in the order of its notes, and ``describe()`` must list them in the
+  order of its participants.
+- processes.md: a real child is started with each start method; what it does again and what it
+  inherits must be what the start-method diagram says, and each step of the per-process diagram is
+  observed in those processes.
 
-The diagrams are Mermaid, kept to the small subset parsed here; a line outside it fails the test, so a diagram
-cannot say something these tests do not read. That the diagrams reach the built pages is checked in
-``tests/test_docs.py``; that a browser draws them, by ``tests/test_docs_browser.py``.
+The diagrams are Mermaid, kept to the small subset parsed here; a line outside it fails the test, so
+a diagram cannot say something these tests do not read. That the diagrams reach the built pages is
+checked in ``tests/test_docs.py``; that a browser draws them, by ``tests/test_docs_browser.py``.
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ class Flowchart:
     edges: list[tuple[str, str, str]] = field(default_factory=list)  # (from, label as read, to)
 
     def add(self, source: str) -> Flowchart:
-        """Read one diagram into this graph; node ids shared by several diagrams are the same node."""
+        """Read one diagram into this graph; node ids shared by several diagrams are the same
+        node."""
         for number, raw in enumerate(source.splitlines(), start=1):
             line = raw.strip()
             if not line or _IGNORED.match(line) or _LINK.match(line):
@@ -91,7 +95,8 @@ class Flowchart:
         return sorted(targets - sources)
 
     def walk(self, start: str, choices: list[str]) -> tuple[str, list[tuple[str, str, str]]]:
-        """Follow ``choices`` (edge labels) from ``start``; an only way out needs no choice. Returns (end, edges)."""
+        """Follow ``choices`` (edge labels) from ``start``; an only way out needs no choice. Returns
+        (end, edges)."""
         node, taken, pending = start, [], list(choices)
         while True:
             out = self.outgoing(node)
@@ -122,7 +127,8 @@ def flowchart(*sources: str) -> Flowchart:
 
 
 def outcome_of(label: str) -> str:
-    """``rule: explicit`` -> ``explicit``; ``PlatformNotFoundError ...`` -> ``PlatformNotFoundError``."""
+    """``rule: explicit`` -> ``explicit``; ``PlatformNotFoundError ...`` ->
+    ``PlatformNotFoundError``."""
     text = text_of(label)
     if m := re.match(r"rule: ([\w-]+)", text):
         return m[1]
@@ -170,7 +176,8 @@ def _run(
     args: tuple[str, ...] = (),
     timeout: int = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` as a script in a fresh process with ``site`` as its installed plugins and no SGLANG_* set."""
+    """Run ``code`` as a script in a fresh process with ``site`` as its installed plugins and no
+    SGLANG_* set."""
     base = {
         k: v for k, v in os.environ.items() if not k.startswith("SGLANG_") and k != "PYTHONPATH"
     }
@@ -195,7 +202,8 @@ def _run(
 
 @functools.cache
 def selection_chart() -> Flowchart:
-    """The two decision-tree diagrams of selection.md, read as one graph (they share the ``unset`` box)."""
+    """The two decision-tree diagrams of selection.md, read as one graph (they share the ``unset``
+    box)."""
     return flowchart(*mermaid_blocks(_page("selection.md")))
 
 
@@ -258,7 +266,8 @@ _ACTIVATE = {
 
 @dataclass
 class Way:
-    """One way through the decision tree: what is installed, the environment, the choices the diagram takes."""
+    """One way through the decision tree: what is installed, the environment, the choices the
+    diagram takes."""
 
     name: str
     plugins: dict[str, str]  # "dist/plugin" -> one of _ACTIVATE's keys
@@ -446,7 +455,8 @@ def _drawn_hooks() -> list[tuple[str, str, int]]:
 
 
 def _drawn_run_order() -> list[str]:
-    """The notes, as the log a call writes: an AROUND's first note is its code before ``original_fn``, then after."""
+    """The notes, as the log a call writes: an AROUND's first note is its code before
+    ``original_fn``, then after."""
     kinds = {name: kind for kind, name, _ in _drawn_hooks()}
     seen: dict[str, int] = {}
     order = []
@@ -667,7 +677,8 @@ if __name__ == "__main__":
 
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One real run: a parent that loads and selects, then a child per start method; what each did, and where."""
+    """One real run: a parent that loads and selects, then a child per start method; what each did,
+    and where."""
     from sglang_plugin_runtime.testing import write_fake_distribution
 
     root = tmp_path_factory.mktemp("processes")
@@ -716,7 +727,8 @@ def test_each_start_method_gives_the_child_what_the_start_method_diagram_says(
 
 
 def test_in_every_process_the_hooks_run_and_no_target_is_imported_early(processes: dict) -> None:
-    """The per-process diagram's last load step: targets already imported now, the others at their first import."""
+    """The per-process diagram's last load step: targets already imported now, the others at their
+    first import."""
     assert "first import" in text_of(layout_chart().labels["apply"])
     for where, result in [("parent", processes["parent"]), *processes["children"].items()]:
         assert result["hooked call"] == 10, where
@@ -724,7 +736,8 @@ def test_in_every_process_the_hooks_run_and_no_target_is_imported_early(processe
 
 
 def test_the_discovery_scan_is_kept_in_the_process_that_made_it(processes: dict) -> None:
-    """The per-process diagram's discover step: one scan, kept in memory (so a later install is not seen)."""
+    """The per-process diagram's discover step: one scan, kept in memory (so a later install is not
+    seen)."""
     assert "kept in memory" in text_of(layout_chart().labels["discover"])
     assert processes["parent"]["sees a plugin installed after its scan"] is False
 
@@ -749,7 +762,8 @@ def _sglang_sources() -> Path | None:
 
 
 def _calls(path: Path, function: str, callee: str) -> bool:
-    """Whether ``function`` (``name`` or ``Class.name``) in the module at ``path`` calls something named ``callee``."""
+    """Whether ``function`` (``name`` or ``Class.name``) in the module at ``path`` calls something
+    named ``callee``."""
     scope: ast.AST = ast.parse(path.read_text(encoding="utf-8"))
     *classes, name = function.split(".")
     for cls in classes:

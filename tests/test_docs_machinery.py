@@ -1,4 +1,5 @@
-"""The doc-test machinery itself: a broken example fails, naming page and line; the conventions hold.
+"""The doc-test machinery itself: a broken example fails, naming page and line; the conventions
+hold.
 
 Every page here is written into a temporary folder, never into docs/.
 """
@@ -165,7 +166,8 @@ def test_unknown_options_are_reported(tmp_path: Path) -> None:
 
 
 class _PythonName(str):
-    """A ``!!python/name:module.attr`` value of mkdocs.yml (the Mermaid fence's formatter), kept as written."""
+    """A ``!!python/name:module.attr`` value of mkdocs.yml (the Mermaid fence's formatter), kept as
+    written."""
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -186,7 +188,8 @@ _ConfigDumper.add_representer(
 
 
 def _mini_site(tmp_path: Path, pages: dict[str, str]) -> Path:
-    """A site with the real mkdocs.yml's settings (validation, hooks, extensions), but only ``pages``."""
+    """A site with the real mkdocs.yml's settings (validation, hooks, extensions), but only
+    ``pages``."""
     config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_ConfigLoader)
     docs = tmp_path / "docs"
     docs.mkdir(parents=True)

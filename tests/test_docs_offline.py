@@ -1,8 +1,10 @@
-"""The built site works with no network: it carries the pinned mermaid.js its diagrams are drawn with.
+"""The built site works with no network: it carries the pinned mermaid.js its diagrams are drawn
+with.
 
-Material for MkDocs loads mermaid.js from a CDN unless a page already has it; a hardware lab offline would see each
-diagram as its source text. The docs hook ships the pinned copy (``docs/_hooks/mermaid_js.py``) with the site and
-loads it on every page. ``tests/test_docs_browser.py`` draws the diagrams in a browser that resolves no host name.
+Material for MkDocs loads mermaid.js from a CDN unless a page already has it; a hardware lab offline
+would see each diagram as its source text. The docs hook ships the pinned copy
+(``docs/_hooks/mermaid_js.py``) with the site and loads it on every page.
+``tests/test_docs_browser.py`` draws the diagrams in a browser that resolves no host name.
 """
 
 from __future__ import annotations

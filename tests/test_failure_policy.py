@@ -1,5 +1,6 @@
-"""The failure policy (SGLang's diffusion loader's, for every namespace): what a plugin's failure stops, what it
-discards, and how it is told; each scenario in a fresh process over fake installed distributions."""
+"""The failure policy (SGLang's diffusion loader's, for every namespace): what a plugin's failure
+stops, what it discards, and how it is told; each scenario in a fresh process over fake installed
+distributions."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from _plugin_site import PluginSite, platform_module
 
 TARGET = {"target_mod.py": "def greet():\n    return 'hello'\n"}
 
-#: A hook the module (or a class's __init__) registers on target_mod.greet, attributed to whoever's code runs.
+#: A hook the module (or a class's __init__) registers on target_mod.greet, attributed to whoever's
+#: code runs.
 UPPER = """
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
 def upper(result):

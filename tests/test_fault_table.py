@@ -1,4 +1,5 @@
-"""docs/reliability.md's fault table is generated from the tests marked ``@pytest.mark.fault``: it cannot drift."""
+"""docs/reliability.md's fault table is generated from the tests marked ``@pytest.mark.fault``: it
+cannot drift."""
 
 from __future__ import annotations
 

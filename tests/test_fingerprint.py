@@ -1,6 +1,8 @@
-"""The plugin fingerprint: what it records of a process's plugins, and that nothing per process or host is in it.
+"""The plugin fingerprint: what it records of a process's plugins, and that nothing per process or
+host is in it.
 
-Each scenario builds the fingerprint in a fresh process over fake installed distributions (``_plugin_site``).
+Each scenario builds the fingerprint in a fresh process over fake installed distributions
+(``_plugin_site``).
 """
 
 from __future__ import annotations

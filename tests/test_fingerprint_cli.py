@@ -1,5 +1,6 @@
-"""``sglang-plugins fingerprint`` in real subprocesses: the digest an operator compares across nodes, its JSON
-(validated against the published schema), and ``--compare`` against another node's file or digest."""
+"""``sglang-plugins fingerprint`` in real subprocesses: the digest an operator compares across
+nodes, its JSON (validated against the published schema), and ``--compare`` against another node's
+file or digest."""
 
 from __future__ import annotations
 

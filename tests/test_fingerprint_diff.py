@@ -1,5 +1,6 @@
-"""Comparing fingerprints: which items differ, error or warning, which ranks and hosts have each value, and a
-report that stays readable at 64 ranks. Pure functions over fingerprint documents, no processes."""
+"""Comparing fingerprints: which items differ, error or warning, which ranks and hosts have each
+value, and a report that stays readable at 64 ranks. Pure functions over fingerprint documents, no
+processes."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from sglang_plugin_runtime._fingerprint import digest_of
 
 
 def fingerprint() -> dict[str, Any]:
-    """A fingerprint as one rank sends it: platform acme, general plugin timer with one hook, idle skipped."""
+    """A fingerprint as one rank sends it: platform acme, general plugin timer with one hook, idle
+    skipped."""
     return {
         "format": 1,
         "runtime_version": "0.1.0",

@@ -1,11 +1,13 @@
-"""load_plugins() and load_plugins_by_group(), each scenario in a fresh process over fake installed distributions."""
+"""load_plugins() and load_plugins_by_group(), each scenario in a fresh process over fake installed
+distributions."""
 
 from __future__ import annotations
 
 import pytest
 from _plugin_site import PluginSite
 
-# A module with a function to hook, and a general plugin that counts its register() calls and hooks it.
+# A module with a function to hook, and a general plugin that counts its register() calls and hooks
+# it.
 TARGET_MODULE = """
 CALLS = []
 
@@ -361,7 +363,8 @@ def test_children_end_with_hooks_applied_exactly_once(site: PluginSite, method: 
         """
     )
     assert out == [1002, 1002, 0]
-    # The fork child inherits the loaded state; spawn and forkserver children load afresh, once each.
+    # The fork child inherits the loaded state; spawn and forkserver children load afresh, once
+    # each.
     assert registered_count(site, "alpha") == (1 if method == "fork" else 2)
 
 
@@ -382,7 +385,8 @@ def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
     )
 
 
-# --- plugin code that misbehaves ---------------------------------------------------------------------------------
+# --- plugin code that misbehaves
+# ---------------------------------------------------------------------------------
 
 
 @pytest.mark.fault(

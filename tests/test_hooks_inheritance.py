@@ -1,4 +1,5 @@
-"""Hooks on a base class and on a subclass that inherits the method: the subclass runs both, whatever the order."""
+"""Hooks on a base class and on a subclass that inherits the method: the subclass runs both,
+whatever the order."""
 
 from __future__ import annotations
 

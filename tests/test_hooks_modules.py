@@ -1,4 +1,5 @@
-"""The hook registry's modules: imports point one way, and a serving process never loads the report code."""
+"""The hook registry's modules: imports point one way, and a serving process never loads the report
+code."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ MODULES = {"hook_registry": PLUGINS / "hook_registry.py"} | {
 
 
 def imported_by(name: str) -> set[str]:
-    """The registry modules ``name`` imports anywhere in its source (in functions and under TYPE_CHECKING too)."""
+    """The registry modules ``name`` imports anywhere in its source (in functions and under
+    TYPE_CHECKING too)."""
     package = name.rpartition(".")[0].split(".") if "." in name else []
     found = set()
     for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):

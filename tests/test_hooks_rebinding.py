@@ -102,7 +102,8 @@ def test_a_copy_made_by_a_later_import_is_rebound_on_rebuild(make_module):
 
 
 def lazy_module(folder, name: str, source: str):
-    """``name`` in sys.modules through ``importlib.util.LazyLoader``: its code runs on first attribute access."""
+    """``name`` in sys.modules through ``importlib.util.LazyLoader``: its code runs on first
+    attribute access."""
     path = folder / f"{name}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(name, path)

@@ -1,6 +1,8 @@
-"""The interface table: data (one JSON row per line), consistent with the runtime's contract classes, and shipped.
+"""The interface table: data (one JSON row per line), consistent with the runtime's contract
+classes, and shipped.
 
-``tests_sglang/test_interface_table.py`` writes the rows from the real SGLang 0.5.23 wheel and checks them against it.
+``tests_sglang/test_interface_table.py`` writes the rows from the real SGLang 0.5.23 wheel and
+checks them against it.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def test_every_srt_contract_member_has_a_row() -> None:
 
 @pytest.mark.parametrize("host", ["srt", "diffusion"])
 def test_the_runtimes_own_contract_accepts_every_call_its_host_makes(host: str) -> None:
-    """The base classes themselves pass the check: each recorded call binds to the contract's definition."""
+    """The base classes themselves pass the check: each recorded call binds to the contract's
+    definition."""
     cls = CONTRACTS[host]
     assert [
         p
@@ -140,8 +143,8 @@ def test_defining_a_platform_class_reads_the_interface_table(site) -> None:
 
 @pytest.mark.slow
 def test_the_wheel_ships_the_table_and_an_installed_wheel_reads_it(tmp_path: Path) -> None:
-    """``python -m build`` puts the data file in the wheel; a class defined over a plain (non-editable) install of
-    that wheel is checked against it."""
+    """``python -m build`` puts the data file in the wheel; a class defined over a plain
+    (non-editable) install of that wheel is checked against it."""
     source = tmp_path / "source"
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
@@ -151,7 +154,8 @@ def test_the_wheel_ships_the_table_and_an_installed_wheel_reads_it(tmp_path: Pat
         source / "runtime",
         ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
     )
-    # The dev venv has setuptools (which builds wheels itself) but not the separate `wheel` package pyproject lists.
+    # The dev venv has setuptools (which builds wheels itself) but not the separate `wheel` package
+    # pyproject lists.
     build = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check"]
     subprocess.run(
         [*build, "--outdir", str(tmp_path / "dist"), str(source)], check=True, capture_output=True

@@ -1,5 +1,5 @@
-"""The runtime's modules: no two import each other, no circle of imports at all, and what a process without plugins
-loads."""
+"""The runtime's modules: no two import each other, no circle of imports at all, and what a process
+without plugins loads."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ MODULES = {
 
 
 def imported_by(name: str) -> set[str]:
-    """The runtime modules ``name`` imports anywhere in its source (in functions and under TYPE_CHECKING too)."""
+    """The runtime modules ``name`` imports anywhere in its source (in functions and under
+    TYPE_CHECKING too)."""
     package = name.split(".") if MODULES[name].name == "__init__.py" else name.split(".")[:-1]
     found = set()
     for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
@@ -30,7 +31,8 @@ def imported_by(name: str) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = package[: len(package) - node.level + 1] if node.level else []
             base = base + (node.module.split(".") if node.module else [])
-            # ``from pkg import mod`` imports the module ``pkg.mod``; ``from pkg import name`` the package ``pkg``
+            # ``from pkg import mod`` imports the module ``pkg.mod``; ``from pkg import name`` the
+            # package ``pkg``
             bases = [
                 [*base, a.name] if ".".join([*base, a.name]) in MODULES else base
                 for a in node.names
@@ -42,7 +44,8 @@ def imported_by(name: str) -> set[str]:
 
 
 def test_no_two_runtime_modules_import_each_other_nor_run_in_a_longer_circle() -> None:
-    """Longer circles too: a serving-path record reaching up into a reporting module (even lazily) is one."""
+    """Longer circles too: a serving-path record reaching up into a reporting module (even lazily)
+    is one."""
     graph = {name: imported_by(name) for name in MODULES}
     assert len(graph) > 30 and graph["sglang_plugin_runtime.platforms._selection"], (
         "the scan found no imports"

@@ -1,9 +1,10 @@
-"""Nothing on disk other than the installed distributions decides which plugin code a process imports.
+"""Nothing on disk other than the installed distributions decides which plugin code a process
+imports.
 
-The runtime once kept a saved discovery scan in the user's cache folder; a forged file there could name any
-module as a plugin. These tests pin down that no file outside the installed distributions is even read: every
-file a process opens while it discovers, selects and loads plugins is inside a ``sys.path`` entry, and nothing is
-opened for writing.
+The runtime once kept a saved discovery scan in the user's cache folder; a forged file there could
+name any module as a plugin. These tests pin down that no file outside the installed distributions
+is even read: every file a process opens while it discovers, selects and loads plugins is inside a
+``sys.path`` entry, and nothing is opened for writing.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ print(json.dumps({
 
 
 def forged_cache(folder) -> None:
-    """What the removed saved scan looked like, naming an attacker's module as a platform and a general plugin,
-    plus a FIFO and a file that never ends: none of it may be read, let alone hang the process."""
+    """What the removed saved scan looked like, naming an attacker's module as a platform and a
+    general plugin, plus a FIFO and a file that never ends: none of it may be read, let alone hang
+    the process."""
     folder.mkdir(parents=True, exist_ok=True)
     groups = {
         "sglang.srt.platforms": ("acme", "attacker:activate", "acme-npu", "1.0", str(folder)),

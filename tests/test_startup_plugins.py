@@ -1,5 +1,6 @@
-"""Startup plugins (entry-point group ``sglang.srt.startup_plugins``): run first, before the general plugins and
-before the host's own imports, with the same attribution and failure policy; each scenario in a fresh process."""
+"""Startup plugins (entry-point group ``sglang.srt.startup_plugins``): run first, before the general
+plugins and before the host's own imports, with the same attribution and failure policy; each
+scenario in a fresh process."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The testing kit's pytest fixtures, exercised through pytester in inner pytest runs: each fixture works, and
-nothing it does (env vars, sys.path, modules, patches, platform, simulated device) leaks into the next test."""
+"""The testing kit's pytest fixtures, exercised through pytester in inner pytest runs: each fixture
+works, and nothing it does (env vars, sys.path, modules, patches, platform, simulated device) leaks
+into the next test."""
 
 from __future__ import annotations
 

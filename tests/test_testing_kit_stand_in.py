@@ -1,7 +1,9 @@
-"""The testing kit's stand-in modules: a hook aimed at SGLang's own code, tested where SGLang is not installed.
+"""The testing kit's stand-in modules: a hook aimed at SGLang's own code, tested where SGLang is not
+installed.
 
-``stand_in_module`` (the fixture) and ``StandInModules`` (the class, for use outside pytest) make a dotted module
-path importable for one test and leave ``sys.modules`` and every module imported before exactly as they were.
+``stand_in_module`` (the fixture) and ``StandInModules`` (the class, for use outside pytest) make a
+dotted module path importable for one test and leave ``sys.modules`` and every module imported
+before exactly as they were.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""Fixtures of the real-SGLang tier: generated plugins, installed with pip, exercised by the real ``sglang`` wheel.
+"""Fixtures of the real-SGLang tier: generated plugins, installed with pip, exercised by the real
+``sglang`` wheel.
 
-This tree runs only inside the cached SGLang venv built by ``scripts/test-sglang.sh``. Each platform-selection and
-loader scenario runs in a real subprocess of that venv (selection and ``load_plugins()`` are once-per-process).
-Generated packages are installed with a real ``pip install --target`` into their own folders, so each subprocess
-sees exactly the distributions its scenario puts on ``PYTHONPATH``.
+This tree runs only inside the cached SGLang venv built by ``scripts/test-sglang.sh``. Each
+platform-selection and loader scenario runs in a real subprocess of that venv (selection and
+``load_plugins()`` are once-per-process). Generated packages are installed with a real ``pip install
+--target`` into their own folders, so each subprocess sees exactly the distributions its scenario
+puts on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ IGNORE = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache"
 )
 
-#: The answers of the platform plugin under test (a device no machine has, so it is always simulated).
+#: The answers of the platform plugin under test (a device no machine has, so it is always
+#: simulated).
 PLATFORM_ANSWERS = {
     "plugin_kind": "platform",
     "project_name": "SGLang SimDev Platform",
@@ -50,7 +53,8 @@ GENERAL_ANSWERS = {
 # ---------------------------------------------------------------------------------------------------------
 
 
-# One copy of the scenario helpers (clean_env, run_python, pip_install_target, Outcome) lives in scenarios.py.
+# One copy of the scenario helpers (clean_env, run_python, pip_install_target, Outcome) lives in
+# scenarios.py.
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -66,13 +70,15 @@ def template_has_host_api(template: Path) -> bool:
     )
 
 
-#: How a default (``host_api=auto``) package decides, in its host.py; pinning it to the runtime's classes gives the
-#: package the retired answer ``host_api=runtime`` generated (built on the runtime even where SGLang is installed).
+#: How a default (``host_api=auto``) package decides, in its host.py; pinning it to the runtime's
+#: classes gives the package the retired answer ``host_api=runtime`` generated (built on the runtime
+#: even where SGLang is installed).
 _HOST_DECISION = 'SGLANG_INSTALLED = importlib.util.find_spec("sglang") is not None'
 
 
 def pin_to_runtime_classes(project: Path, package: str) -> None:
-    """Make a default package build on the runtime's classes whatever is installed (the retired host_api=runtime)."""
+    """Make a default package build on the runtime's classes whatever is installed (the retired
+    host_api=runtime)."""
     host = project / package / "host.py"
     text = host.read_text(encoding="utf-8")
     assert _HOST_DECISION in text, "the template's host.py changed; update pin_to_runtime_classes()"
@@ -82,7 +88,8 @@ def pin_to_runtime_classes(project: Path, package: str) -> None:
     )
 
 
-# What host_api=sglang changes in a generated package (.notes/host_api.patch does the same in the template).
+# What host_api=sglang changes in a generated package (.notes/host_api.patch does the same in the
+# template).
 _SGLANG_IMPORTS = (
     (
         "from sglang_plugin_runtime.platforms.device_mixin import",
@@ -100,7 +107,8 @@ _SGLANG_IMPORTS = (
 
 
 def adapt_to_sglang_host(project: Path, package: str) -> None:
-    """Turn a runtime-host package into an SGLang-host one, as ``host_api=sglang`` would have generated it."""
+    """Turn a runtime-host package into an SGLang-host one, as ``host_api=sglang`` would have
+    generated it."""
     for path in (project / package).rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         for old, new in _SGLANG_IMPORTS:
@@ -142,8 +150,9 @@ def generate(
 ) -> Callable[..., GeneratedPackage]:
     """``generate(answers, host=...)``: render with that host binding, ``pip install --target``.
 
-    ``host``: ``"sglang"`` (the answer host_api=sglang), ``"auto"`` (the default answer) or ``"runtime"`` (a default
-    package pinned to the runtime's classes, as the retired answer host_api=runtime generated it)."""
+    ``host``: ``"sglang"`` (the answer host_api=sglang), ``"auto"`` (the default answer) or
+    ``"runtime"`` (a default package pinned to the runtime's classes, as the retired answer
+    host_api=runtime generated it)."""
 
     def _generate(
         answers: dict[str, Any], host: str = "sglang", edit: Callable[[Path], None] | None = None
@@ -189,7 +198,8 @@ def platform_plugin(generate: Callable[..., GeneratedPackage]) -> GeneratedPacka
 
 @pytest.fixture(scope="session")
 def runtime_platform_plugin(generate: Callable[..., GeneratedPackage]) -> GeneratedPackage:
-    """The same platform plugin built on the runtime's classes (the retired host_api=runtime), installed."""
+    """The same platform plugin built on the runtime's classes (the retired host_api=runtime),
+    installed."""
     return generate(
         dict(
             PLATFORM_ANSWERS,

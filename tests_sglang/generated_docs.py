@@ -1,7 +1,8 @@
-"""Keep a generated section of docs/sglang.md equal to what a test observed (the compatibility matrix's mechanism).
+"""Keep a generated section of docs/sglang.md equal to what a test observed (the compatibility
+matrix's mechanism).
 
-A section sits between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->``. When the observed text differs, the file is
-rewritten and the test fails once, so the change is reviewed and committed.
+A section sits between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->``. When the observed text
+differs, the file is rewritten and the test fails once, so the change is reviewed and committed.
 """
 
 from __future__ import annotations

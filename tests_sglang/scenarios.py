@@ -1,7 +1,8 @@
 """Scenario subprocesses of an SGLang venv, and the template rendered and pip-installed for them.
 
-Shared by the launcher tests (plain venv) and the adopted tier. Each scenario is a fresh interpreter of this venv with
-exactly the scenario's folders on ``PYTHONPATH``; ``report(obj)`` inside it sends one JSON result back.
+Shared by the launcher tests (plain venv) and the adopted tier. Each scenario is a fresh interpreter
+of this venv with exactly the scenario's folders on ``PYTHONPATH``; ``report(obj)`` inside it sends
+one JSON result back.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def run_python(
     timeout: float = 240,
     launcher: bool = False,
 ) -> Outcome:
-    """Run ``code`` in a fresh interpreter of this venv; ``report(obj)`` in the code sends back a JSON result.
+    """Run ``code`` in a fresh interpreter of this venv; ``report(obj)`` in the code sends back a
+    JSON result.
 
     ``launcher=True`` runs it as ``sglang-plugins run -- python -c CODE``.
     """
@@ -91,7 +93,8 @@ def run_python(
 
 
 def pip_install_target(sources: Path | Iterable[Path], target: Path) -> Path:
-    """One real ``pip install --target`` of the project(s) ``sources`` (no dependencies, no build isolation)."""
+    """One real ``pip install --target`` of the project(s) ``sources`` (no dependencies, no build
+    isolation)."""
     if isinstance(sources, Path):
         sources = [sources]
     completed = subprocess.run(
@@ -136,9 +139,10 @@ def render(template: Path, destination: Path, data: dict[str, Any]) -> Path:
 
 
 def generated_stand_ins(project: Path) -> str:
-    """Scenario code putting a generated general package's stand-ins (its ``tests/sglang_stand_ins.py``) in place of
-    the SGLang modules its hooks target, as its own tests do (this venv lacks what some of those modules import);
-    it defines ``resolve_target`` and ``target_owner``."""
+    """Scenario code putting a generated general package's stand-ins (its
+    ``tests/sglang_stand_ins.py``) in place of the SGLang modules its hooks target, as its own tests
+    do (this venv lacks what some of those modules import); it defines ``resolve_target`` and
+    ``target_owner``."""
     return textwrap.dedent(
         f"""
         import sys

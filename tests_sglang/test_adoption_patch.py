@@ -1,9 +1,10 @@
 """The adoption patch against the released wheel, in the plain venv (which it must never touch).
 
-The adoption patch (runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch: its one copy, package data
-the launcher reads) is the upstream pull request: it applies to the wheel's files exactly (no fuzz, no offset), the
-plain venv still holds the wheel's files byte for byte (RECORD hashes), SGLang's own diffusion
-plugin tests pass there (the baseline the adopted tier compares with), and its size is in docs/sglang.md.
+The adoption patch (runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch: its one
+copy, package data the launcher reads) is the upstream pull request: it applies to the wheel's files
+exactly (no fuzz, no offset), the plain venv still holds the wheel's files byte for byte (RECORD
+hashes), SGLang's own diffusion plugin tests pass there (the baseline the adopted tier compares
+with), and its size is in docs/sglang.md.
 """
 
 from __future__ import annotations
@@ -126,7 +127,8 @@ def test_the_doc_states_the_size_of_the_change() -> None:
 def test_make_patch_reproduces_the_committed_patch_from_the_released_and_patched_files(
     tmp_path: Path,
 ) -> None:
-    """integrations/sglang/README.md's recipe round-trips: released files + patch -> make_patch.py -> same patch."""
+    """integrations/sglang/README.md's recipe round-trips: released files + patch -> make_patch.py
+    -> same patch."""
     before, after = tmp_path / "a", tmp_path / "b"
     for change in patch_files():
         for root in (before, after):

@@ -1,12 +1,14 @@
 """One behavioural suite, two implementations: SGLang 0.5.23's hook registry and loaders, and ours.
 
-Every scenario runs against both (``impl`` is ``sglang`` or ``ours``) and states what each must do. Where they
-differ, the difference is deliberate, documented and tested here: the expected outcome of each side is asserted.
-The observed outcomes become the compatibility matrix in docs/sglang.md (between the matrix markers): the last
-test renders it, rewrites the doc when it changed, and fails so that the new doc gets committed.
+Every scenario runs against both (``impl`` is ``sglang`` or ``ours``) and states what each must do.
+Where they differ, the difference is deliberate, documented and tested here: the expected outcome of
+each side is asserted. The observed outcomes become the compatibility matrix in docs/sglang.md
+(between the matrix markers): the last test renders it, rewrites the doc when it changed, and fails
+so that the new doc gets committed.
 
-Hook scenarios run in this process on throwaway target modules (SGLang's ``reset()`` leaves its patches behind,
-so no scenario ever touches a shared module). Loader and platform scenarios run in a fresh subprocess each.
+Hook scenarios run in this process on throwaway target modules (SGLang's ``reset()`` leaves its
+patches behind, so no scenario ever touches a shared module). Loader and platform scenarios run in a
+fresh subprocess each.
 """
 
 from __future__ import annotations
@@ -83,7 +85,8 @@ _counter = itertools.count()
 
 
 class Env:
-    """What a hook scenario gets: the implementation's registry module and a maker of fresh target modules."""
+    """What a hook scenario gets: the implementation's registry module and a maker of fresh target
+    modules."""
 
     def __init__(self, impl: str, root: Path) -> None:
         self.impl = impl
@@ -93,7 +96,8 @@ class Env:
         self.root = root
 
     def module(self, source: str, *, imported: bool = True, name: str | None = None) -> Any:
-        """Write a fresh module (``{self}`` in the source is its own name); import it unless asked not to."""
+        """Write a fresh module (``{self}`` in the source is its own name); import it unless asked
+        not to."""
         name = name or f"compat_{self.impl}_{next(_counter)}"
         (self.root / f"{name}.py").write_text(
             textwrap.dedent(source.replace("{self}", name)), encoding="utf-8"
@@ -859,7 +863,8 @@ class P(SRTPlatform):
 
 
 def _select(impl: str, root: Path, env: dict[str, str] | None = None) -> str:
-    """The selected class path, or ``Builtin: message`` with the nearest built-in exception class raised."""
+    """The selected class path, or ``Builtin: message`` with the nearest built-in exception class
+    raised."""
     code = f"""
     import builtins, logging
     records = []
@@ -915,7 +920,8 @@ def not_a_platform(e: str, root: Path) -> str:
         {"plat_odd.py": "class P:\n    pass\ndef activate():\n    return 'plat_odd.P'\n"},
     )
     out = _select(e, root)
-    # SGLang raises TypeError; ours InvalidPlatformError (a RuntimeError and a TypeError) naming the plugin.
+    # SGLang raises TypeError; ours InvalidPlatformError (a RuntimeError and a TypeError) naming the
+    # plugin.
     if out.startswith(("TypeError", "RuntimeError")):
         return "error: startup stops"
     return out
@@ -1037,7 +1043,8 @@ def constructor_hooks(e: str, root: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Diffusion namespace: SGLang 0.5.23's sglang.multimodal_gen against the runtime's "multimodal_gen" namespace
+# Diffusion namespace: SGLang 0.5.23's sglang.multimodal_gen against the runtime's "multimodal_gen"
+# namespace
 # ---------------------------------------------------------------------------------------------------------
 
 MM = "sglang.multimodal_gen.platforms"
@@ -1066,7 +1073,8 @@ MM_SELECT = {
         "from sglang_plugin_runtime.platforms import get_current_platform\np = get_current_platform('multimodal_gen')"
     ),
 }
-#: How each implementation's diffusion plugins register a hook, and how to ask SRT's registry about a target.
+#: How each implementation's diffusion plugins register a hook, and how to ask SRT's registry about
+#: a target.
 MM_HOOKS = {
     "sglang": (
         "from sglang.multimodal_gen.runtime.platforms.plugins import HookRegistry, HookType",
@@ -1102,7 +1110,8 @@ def _mm_platform(
 
 
 def _select_mm(impl: str, root: Path, env: dict[str, str] | None = None, extra: str = "") -> str:
-    """The selected diffusion class, or ``Builtin: message`` (``ValueError`` first: 0.5.23 raises it)."""
+    """The selected diffusion class, or ``Builtin: message`` (``ValueError`` first: 0.5.23 raises
+    it)."""
     code = f"""
     import builtins, logging
     records = []

@@ -1,9 +1,10 @@
 """Packages generated with every default work, unchanged, on the released SGLang 0.5.23.
 
-Only ``plugin_kind`` is answered. Installed next to SGLang, such a package builds on SGLang's own classes (its
-``host.py`` finds ``sglang`` installed), so SGLang's real ``current_platform`` selects the platform on a simulated
-device, and SGLang's real ``load_plugins()`` applies the general plugin's hooks. Each scenario is a fresh
-subprocess of the SGLang venv with exactly the generated package on ``sys.path``.
+Only ``plugin_kind`` is answered. Installed next to SGLang, such a package builds on SGLang's own
+classes (its ``host.py`` finds ``sglang`` installed), so SGLang's real ``current_platform`` selects
+the platform on a simulated device, and SGLang's real ``load_plugins()`` applies the general
+plugin's hooks. Each scenario is a fresh subprocess of the SGLang venv with exactly the generated
+package on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -138,7 +139,8 @@ report({"class": selection.class_path, "rule": selection.rule, "plugin": selecti
 def test_the_runtime_selects_the_default_platform_built_on_sglangs_classes(
     default_platform: Default,
 ) -> None:
-    # The class subclasses released SGLang's SRTPlatform (not the runtime's): SGLang runs it, so the runtime does.
+    # The class subclasses released SGLang's SRTPlatform (not the runtime's): SGLang runs it, so the
+    # runtime does.
     out = run_python(
         SIMULATE + RUNTIME_PROBE, paths=[default_platform.site], env={"SGLANG_PLATFORM": "mydevice"}
     )
@@ -182,12 +184,14 @@ def test_doctor_simulate_reports_the_default_platform_where_sglang_is_installed(
     assert not [p for p in report["problems"] if p["severity"] == "error"], report["problems"]
 
 
-# ---- a customer's machine: the wheel from an index without the runtime, on released SGLang ------------------
+# ---- a customer's machine: the wheel from an index without the runtime, on released SGLang
+# ------------------
 
 
 def _wheel_from_an_index_without_the_runtime(project: Path, tmp: pytest.TempPathFactory) -> Path:
-    """Build the wheel, then ``pip install --no-index --find-links`` it from a folder holding it alone (this venv
-    has SGLang and what it needs): any requirement the folder cannot meet fails the install."""
+    """Build the wheel, then ``pip install --no-index --find-links`` it from a folder holding it
+    alone (this venv has SGLang and what it needs): any requirement the folder cannot meet fails the
+    install."""
     import subprocess
     import sys
 
@@ -243,7 +247,8 @@ def _distribution(project: Path) -> str:
     )
 
 
-#: The runtime's serving path is unimportable from here on: what runs is released SGLang and the plugin alone.
+#: The runtime's serving path is unimportable from here on: what runs is released SGLang and the
+#: plugin alone.
 WITHOUT_THE_RUNTIME = """
 import sys
 for _name in ("sglang_plugin_runtime.platforms", "sglang_plugin_runtime.plugins"):
@@ -278,7 +283,8 @@ def test_the_default_wheels_install_without_the_runtime_and_run_on_released_sgla
     assert loaded["count"] == 3 and loaded["replaced"] == "KeepBaseModelEvictionPolicy"
 
 
-# ---- the gate where released SGLang is installed ------------------------------------------------------------
+# ---- the gate where released SGLang is installed
+# ------------------------------------------------------------
 
 
 def _doctor(site: Path, *args: str) -> tuple[int, dict]:

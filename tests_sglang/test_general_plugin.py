@@ -1,9 +1,10 @@
 """A generated SGLang-host general plugin, loaded by the real ``sglang.srt.plugins.load_plugins()``.
 
-The package is generated with its example hooks (BEFORE, AFTER, AROUND timer by decorator, class REPLACE; on SGLang
-targets, stand-ins in place as in its own tests), then edited as a vendor would: one more module points hooks at
-real SGLang code (a function ~30 SGLang modules copied with ``from x import f``, and a method of ``SRTPlatform``).
-It is pip-installed, and a fresh subprocess of the SGLang venv calls SGLang's ``load_plugins()``.
+The package is generated with its example hooks (BEFORE, AFTER, AROUND timer by decorator, class
+REPLACE; on SGLang targets, stand-ins in place as in its own tests), then edited as a vendor would:
+one more module points hooks at real SGLang code (a function ~30 SGLang modules copied with ``from x
+import f``, and a method of ``SRTPlatform``). It is pip-installed, and a fresh subprocess of the
+SGLang venv calls SGLang's ``load_plugins()``.
 """
 
 from __future__ import annotations
@@ -129,8 +130,9 @@ def test_sglang_plugins_allowlist_can_switch_it_off(general_plugin: GeneratedPac
 def test_doctor_checks_released_sglangs_registry_as_its_apply_hooks_will(
     general_plugin: GeneratedPackage,
 ) -> None:
-    # A plugin written for released SGLang registers with SGLang's own HookRegistry: doctor checks each of its
-    # targets as SGLang's apply_hooks() will resolve it (each module found, without importing it).
+    # A plugin written for released SGLang registers with SGLang's own HookRegistry: doctor checks
+    # each of its targets as SGLang's apply_hooks() will resolve it (each module found, without
+    # importing it).
     outcome = run_python(
         """
         import io, json, contextlib
@@ -152,7 +154,8 @@ def test_doctor_checks_released_sglangs_registry_as_its_apply_hooks_will(
 def test_doctor_under_the_launcher_shows_the_hooks_sglang_plugins_register(
     general_plugin: GeneratedPackage,
 ) -> None:
-    """With the runtime as SGLang's plugin layer (the launcher), the same plugin's hooks are the runtime's."""
+    """With the runtime as SGLang's plugin layer (the launcher), the same plugin's hooks are the
+    runtime's."""
     script = Path(sys.executable).with_name("sglang-plugins")
     completed = subprocess.run(
         [

@@ -1,12 +1,14 @@
-"""Our ``HookRegistry`` applied to real SGLang code, in this process, and ``reset()`` putting every object back.
+"""Our ``HookRegistry`` applied to real SGLang code, in this process, and ``reset()`` putting every
+object back.
 
 Targets:
-- ``sglang.srt.runtime_context.get_platform``: a module-level function that about thirty SGLang modules hold a
-  ``from ... import get_platform`` copy of once ``sglang.srt.server_args`` is imported (2,600 modules);
-- ``SRTPlatform.get_compile_backend``: a method of SGLang's ``SRTPlatform``, seen by its subclasses and by SGLang's
-  own ``current_platform``;
-- ``SRTPlatform.get_cpu_architecture``: a classmethod SGLang's ``SRTPlatform`` inherits from its ``DeviceMixin``,
-  hooked through the subclass (the base class must not change).
+- ``sglang.srt.runtime_context.get_platform``: a module-level function that about thirty SGLang
+  modules hold a ``from ... import get_platform`` copy of once ``sglang.srt.server_args`` is
+  imported (2,600 modules);
+- ``SRTPlatform.get_compile_backend``: a method of SGLang's ``SRTPlatform``, seen by its subclasses
+  and by SGLang's own ``current_platform``;
+- ``SRTPlatform.get_cpu_architecture``: a classmethod SGLang's ``SRTPlatform`` inherits from its
+  ``DeviceMixin``, hooked through the subclass (the base class must not change).
 """
 
 from __future__ import annotations

@@ -1,18 +1,21 @@
-"""The runtime's interface table says what the real SGLang 0.5.23 wheel declares and calls, no more, no less.
+"""The runtime's interface table says what the real SGLang 0.5.23 wheel declares and calls, no more,
+no less.
 
-The table is data, ``runtime/sglang_plugin_runtime/platforms/interface_table.jsonl`` (one JSON row per line), and this
-module produces it: signatures are read from SGLang's three platform classes with ``inspect``; calls are found by
-parsing every module of the installed ``sglang`` package (tests and the in-tree platform implementations left out)
-for calls on a receiver whose name mentions ``platform`` (``current_platform.x(...)``, ``platform.x(...)``, ...).
-What no scan can see is kept from the file as it is: the rows of SGLang main (``versions: ["main"]``, read from the
-public repository: ``python/sglang/srt/platforms/device_mixin.py`` at commit ``0099dee6``, ``builtin.py`` at
-``4ac06988``; main's call sites were not all readable, so its calls are taken to be 0.5.23's), calls marked
-``read`` (data the host reads) or ``indirect`` (a bound method handed to a helper, a retired hook served by its
-replacement) and the runtime's own calls (site ``sglang_plugin_runtime...``), each row's ``probe`` (how the
-conformance check may call it), and the names of other SGLang versions (rows with an ``origin``).
+The table is data, ``runtime/sglang_plugin_runtime/platforms/interface_table.jsonl`` (one JSON row
+per line), and this module produces it: signatures are read from SGLang's three platform classes
+with ``inspect``; calls are found by parsing every module of the installed ``sglang`` package (tests
+and the in-tree platform implementations left out) for calls on a receiver whose name mentions
+``platform`` (``current_platform.x(...)``, ``platform.x(...)``, ...). What no scan can see is kept
+from the file as it is: the rows of SGLang main (``versions: ["main"]``, read from the public
+repository: ``python/sglang/srt/platforms/device_mixin.py`` at commit ``0099dee6``, ``builtin.py``
+at ``4ac06988``; main's call sites were not all readable, so its calls are taken to be 0.5.23's),
+calls marked ``read`` (data the host reads) or ``indirect`` (a bound method handed to a helper, a
+retired hook served by its replacement) and the runtime's own calls (site
+``sglang_plugin_runtime...``), each row's ``probe`` (how the conformance check may call it), and the
+names of other SGLang versions (rows with an ``origin``).
 
-Check mode (the default, ``make test-sglang``) fails when the file differs from what the wheel gives. Write mode
-rewrites the file from the wheel; review the diff and commit it:
+Check mode (the default, ``make test-sglang``) fails when the file differs from what the wheel
+gives. Write mode rewrites the file from the wheel; review the diff and commit it:
 
     WRITE_INTERFACE_TABLE=1 SGLANG_TIER=plain bash scripts/test-sglang.sh tests_sglang/test_interface_table.py
 """
@@ -73,7 +76,8 @@ def _sglang_root() -> Path:
 
 
 def _shape(raw: object) -> tuple[str, str]:
-    """(kind, parameters without annotations) of a class-``__dict__`` entry, as the table writes them."""
+    """(kind, parameters without annotations) of a class-``__dict__`` entry, as the table writes
+    them."""
     if isinstance(raw, (classmethod, staticmethod)):
         kind, function = type(raw).__name__, raw.__func__
     elif isinstance(raw, (property, functools.cached_property)):
@@ -104,8 +108,8 @@ def _host_of(relative: str) -> str:
 
 @functools.cache
 def _scanned_calls() -> dict[tuple[str, str], dict[Form, list[str]]]:
-    """(host, name) -> call form (positional count, keyword names) -> the package files that make it, for every name
-    of a row or of SGLang's platform classes."""
+    """(host, name) -> call form (positional count, keyword names) -> the package files that make
+    it, for every name of a row or of SGLang's platform classes."""
     names = {row["name"] for row in _file_rows()} | {
         n for cls in _sglang_classes().values() for n in _declared(cls)
     }
@@ -141,7 +145,8 @@ def _scanned_calls() -> dict[tuple[str, str], dict[Form, list[str]]]:
 
 
 def _is_scanned(call: dict[str, Any]) -> bool:
-    """Whether the source scan can see ``call`` (a literal ``platform.name(...)`` in SGLang's package)."""
+    """Whether the source scan can see ``call`` (a literal ``platform.name(...)`` in SGLang's
+    package)."""
     return not (call.get("read") or call.get("indirect") or call["site"].startswith(RUNTIME_SITE))
 
 
@@ -159,7 +164,8 @@ def _canonical(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def derived_rows() -> list[dict[str, Any]]:
-    """The table as the installed SGLang wheel gives it, with what no scan can see kept from the file."""
+    """The table as the installed SGLang wheel gives it, with what no scan can see kept from the
+    file."""
     from sglang.srt.platforms import interface
 
     current = _file_rows()
@@ -192,7 +198,8 @@ def derived_rows() -> list[dict[str, Any]]:
         rows.append(
             row | {"calls": calls + [c for c in row.get("calls", ()) if not _is_scanned(c)]}
         )
-    # A name the wheel declares and no row has: a new row after its class's last one (no probe until one is chosen).
+    # A name the wheel declares and no row has: a new row after its class's last one (no probe until
+    # one is chosen).
     for owner, names in declared.items():
         last = max(i for i, row in enumerate(rows) if row.get("owner") == owner)
         for offset, (name, (kind, signature)) in enumerate(sorted(names.items()), 1):
@@ -279,8 +286,8 @@ def test_every_recorded_site_is_a_file_of_the_package_that_names_the_member() ->
 
 
 def test_the_indirect_calls_happen_as_recorded() -> None:
-    """The two indirect SRT calls: apply_server_args_defaults handed to a resolver that calls it with one
-    argument, and get_cpu_architecture called with none by the cpu_arch property."""
+    """The two indirect SRT calls: apply_server_args_defaults handed to a resolver that calls it
+    with one argument, and get_cpu_architecture called with none by the cpu_arch property."""
     import sglang.srt.arg_groups.platform_hook as platform_hook
     from sglang.srt.arg_groups import overrides
 

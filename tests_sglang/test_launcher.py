@@ -1,9 +1,11 @@
-"""``sglang-plugins run``: the released SGLang, unmodified on disk, with the runtime as its plugin layer.
+"""``sglang-plugins run``: the released SGLang, unmodified on disk, with the runtime as its plugin
+layer.
 
-Runs in the plain venv (the released wheel; test_adoption_patch.py proves its files stay the wheel's). A package
-generated for the runtime host, which released SGLang refuses on its own, is selected and its hooks fire when the
-command runs under the launcher, in the command's process and in children started by spawn, fork and forkserver.
-The same code without the launcher still sees the released SGLang: the effect ends with the process tree.
+Runs in the plain venv (the released wheel; test_adoption_patch.py proves its files stay the
+wheel's). A package generated for the runtime host, which released SGLang refuses on its own, is
+selected and its hooks fire when the command runs under the launcher, in the command's process and
+in children started by spawn, fork and forkserver. The same code without the launcher still sees the
+released SGLang: the effect ends with the process tree.
 """
 
 from __future__ import annotations
@@ -58,8 +60,9 @@ GENERAL = {
 
 @pytest.fixture(scope="module")
 def launched_site(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A platform and a general package built on the runtime's classes even where SGLang is installed (a default
-    package pinned to them), which released SGLang refuses and the launcher runs."""
+    """A platform and a general package built on the runtime's classes even where SGLang is
+    installed (a default package pinned to them), which released SGLang refuses and the launcher
+    runs."""
     projects = [
         render(template_dir, tmp_path_factory.mktemp(f"launched-{a['plugin_kind']}"), a)
         for a in (PLATFORM, GENERAL)
@@ -74,7 +77,8 @@ _PROBE: list[ImportProbe] = []
 
 @pytest.fixture
 def sglang_imports_under_the_launcher() -> None:
-    """xfail (naming the classes) while the runtime refuses SGLang's in-tree platform classes (issue 12)."""
+    """xfail (naming the classes) while the runtime refuses SGLang's in-tree platform classes (issue
+    12)."""
     if not _PROBE:
         out = run_python(IMPORT_PROBE, launcher=True, timeout=300)
         _PROBE.append(
@@ -133,7 +137,8 @@ def test_without_the_launcher_the_same_venv_runs_the_released_sglang(launched_si
         paths=[launched_site],
     )
     error, raised_in = out.result
-    # Released SGLang's own selection refuses the runtime-host platform: nothing of the launcher is left here.
+    # Released SGLang's own selection refuses the runtime-host platform: nothing of the launcher is
+    # left here.
     assert "Expected an SRTPlatform subclass" in error and "LaunchedSRTPlatform" in error
     assert raised_in.endswith("sglang/srt/platforms/__init__.py")
     assert "sglang-plugins run" not in out.stderr
@@ -245,8 +250,8 @@ def test_an_isolated_python_after_other_options_is_refused_and_nothing_runs(
 
 
 def test_adoption_is_claimed_only_by_a_process_that_adopts() -> None:
-    """A process of the command that imports SGLang without the shim (an isolated python it starts) is not adopted,
-    and nothing claims it is."""
+    """A process of the command that imports SGLang without the shim (an isolated python it starts)
+    is not adopted, and nothing claims it is."""
     inner = "import subprocess, sys; subprocess.run([sys.executable, '-I', '-c', 'import sglang'], check=True)"
     completed = launch(sys.executable, "-c", inner)
     assert completed.returncode == 0, completed.stderr
@@ -464,7 +469,8 @@ def test_a_changed_checkout_of_sglang_is_refused_naming_the_line(tmp_path: Path)
     assert f"{checked}, line 13: expected 'import logging'" in completed.stderr
 
 
-#: A startup plugin that records what SGLang had imported when it ran, and hooks a module SGLang imports later.
+#: A startup plugin that records what SGLang had imported when it ran, and hooks a module SGLang
+#: imports later.
 EARLY_SHIM = """
 import sys
 SEEN = {}

@@ -1,8 +1,10 @@
-"""A generated SGLang-host platform plugin, selected (or refused) by the real ``sglang.srt.platforms.current_platform``.
+"""A generated SGLang-host platform plugin, selected (or refused) by the real
+``sglang.srt.platforms.current_platform``.
 
-Every scenario is a fresh subprocess of the SGLang venv with exactly the scenario's distributions on ``sys.path``.
-The ``simdev`` device does not exist anywhere: where a scenario needs it present, the testing kit's simulated device
-registers ``torch.simdev`` and the ``torch_simdev`` backend module before SGLang looks.
+Every scenario is a fresh subprocess of the SGLang venv with exactly the scenario's distributions on
+``sys.path``. The ``simdev`` device does not exist anywhere: where a scenario needs it present, the
+testing kit's simulated device registers ``torch.simdev`` and the ``torch_simdev`` backend module
+before SGLang looks.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ else:
 
 @pytest.fixture(scope="module")
 def broken_other(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Another platform distribution whose module fails on import: never imported when SGLANG_PLATFORM names ours."""
+    """Another platform distribution whose module fails on import: never imported when
+    SGLANG_PLATFORM names ours."""
     root = tmp_path_factory.mktemp("broken-other")
     write_fake_distribution(
         root,
@@ -89,7 +92,8 @@ def test_auto_without_the_device_falls_back_to_sglang_base_platform(
 ) -> None:
     out = run_python(PROBE, paths=[platform_plugin.site])
     assert out["ok"], out.result
-    # activate() returned None; no CUDA here and SGLANG_USE_CPU_ENGINE unset: SGLang's base SRTPlatform.
+    # activate() returned None; no CUDA here and SGLANG_USE_CPU_ENGINE unset: SGLang's base
+    # SRTPlatform.
     assert out["class"] == "sglang.srt.platforms.interface.SRTPlatform"
     assert not out["out_of_tree"]
     assert "sglang_simdev_platform" in out["imported"]  # auto mode imports every plugin
@@ -129,8 +133,9 @@ def test_two_active_platforms_need_sglang_platform(
 def test_a_runtime_host_platform_is_refused_by_released_sglang(
     runtime_platform_plugin: GeneratedPackage,
 ) -> None:
-    """Why packages build on SGLang's classes where it is installed: SGLang 0.5.23 accepts only subclasses of its own
-    ``SRTPlatform``, so a package built on the runtime's (the retired host_api=runtime) is refused."""
+    """Why packages build on SGLang's classes where it is installed: SGLang 0.5.23 accepts only
+    subclasses of its own ``SRTPlatform``, so a package built on the runtime's (the retired
+    host_api=runtime) is refused."""
     out = run_python(SIMULATE + PROBE, paths=[runtime_platform_plugin.site])
     assert not out["ok"]
     assert out["error"] == "TypeError"

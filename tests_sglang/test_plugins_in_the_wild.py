@@ -1,11 +1,13 @@
-"""Plugins shaped like the ones in the wild: the runtime selects each exactly when SGLang 0.5.23 does.
+"""Plugins shaped like the ones in the wild: the runtime selects each exactly when SGLang 0.5.23
+does.
 
-Real out-of-tree platforms (a Tenstorrent plugin, FlagOS's multi-vendor plugin, the quick start in SGLang's docs)
-define extra public methods, retired hooks, renamed parameters and vendor properties. Each shape below is our own
-plugin written that way, installed as a distribution and selected with ``SGLANG_PLATFORM`` by SGLang 0.5.23 and by
-the runtime, each in a fresh process. Then the host's own calls of every member the plugin defines are made, in the
-form the interface table records (``test_interface_table.py`` proves those are SGLang's real calls). The verdict
-(``runs``, or ``fails: <member>``) must be the same for both; the table of outcomes becomes the "plugins in the
+Real out-of-tree platforms (a Tenstorrent plugin, FlagOS's multi-vendor plugin, the quick start in
+SGLang's docs) define extra public methods, retired hooks, renamed parameters and vendor properties.
+Each shape below is our own plugin written that way, installed as a distribution and selected with
+``SGLANG_PLATFORM`` by SGLang 0.5.23 and by the runtime, each in a fresh process. Then the host's
+own calls of every member the plugin defines are made, in the form the interface table records
+(``test_interface_table.py`` proves those are SGLang's real calls). The verdict (``runs``, or
+``fails: <member>``) must be the same for both; the table of outcomes becomes the "plugins in the
 wild" section of docs/sglang.md, written the way the compatibility matrix is.
 """
 
@@ -334,7 +336,8 @@ def render_table() -> str:
     for shape in SHAPES:
         theirs, ours = RESULTS[(shape.id, "sglang")], RESULTS[(shape.id, "ours")]
         same = "same" if verdict(theirs) == verdict(ours) else "DIFFERENT"
-        # The kit judges the plugin's class on either host's bases; a class the runtime refused, on SGLang's.
+        # The kit judges the plugin's class on either host's bases; a class the runtime refused, on
+        # SGLang's.
         kit = (ours if ours["selected"] else theirs)["kit"]
         cells = [
             shape.title,

@@ -1,10 +1,12 @@
-"""Every SGLang target of the general template's example hooks fits its hook, checked against SGLang 0.5.23.
+"""Every SGLang target of the general template's example hooks fits its hook, checked against SGLang
+0.5.23.
 
-``hooks.py`` aims each example hook at SGLang's own code (``*_TARGET``; the class REPLACE example subclasses the
-class in ``eviction.py``), and the README repeats them in its table. Here each target is looked up in the installed
-SGLang 0.5.23 sources (parsed, since most of these modules import more of SGLang's serving stack than this venv
-carries) and judged against what its example hook assumes. Then SGLang's own ``load_plugins()`` loads the package
-as generated: every hook lands on its SGLang target, and the ones whose module this venv can import fire.
+``hooks.py`` aims each example hook at SGLang's own code (``*_TARGET``; the class REPLACE example
+subclasses the class in ``eviction.py``), and the README repeats them in its table. Here each target
+is looked up in the installed SGLang 0.5.23 sources (parsed, since most of these modules import more
+of SGLang's serving stack than this venv carries) and judged against what its example hook assumes.
+Then SGLang's own ``load_plugins()`` loads the package as generated: every hook lands on its SGLang
+target, and the ones whose module this venv can import fire.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def _suggestions(project: Path) -> dict[str, str]:
     return found
 
 
-# ---- SGLang 0.5.23's sources, parsed ---------------------------------------------------------------------
+# ---- SGLang 0.5.23's sources, parsed
+# ---------------------------------------------------------------------
 
 
 @dataclass
@@ -63,7 +66,8 @@ def _sglang_source(module: str) -> ast.Module:
 
 
 def _resolve(target: str) -> Definition:
-    """The definition a target string names: ``pkg.mod.func``, ``pkg.mod.Class.method`` or ``pkg.mod:Class.method``."""
+    """The definition a target string names: ``pkg.mod.func``, ``pkg.mod.Class.method`` or
+    ``pkg.mod:Class.method``."""
     if ":" in target:
         module, _, qualname = target.partition(":")
         parts = qualname.split(".")
@@ -96,7 +100,8 @@ def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
     return [*node.args.posonlyargs, *node.args.args]
 
 
-# ---- each suggestion has its example hook's shape ----------------------------------------------------------
+# ---- each suggestion has its example hook's shape
+# ----------------------------------------------------------
 
 
 def test_every_example_hook_has_a_suggestion_and_the_readme_repeats_them(project: Path) -> None:
@@ -113,8 +118,8 @@ def test_every_example_hook_has_a_suggestion_and_the_readme_repeats_them(project
 
 
 def test_before_suggestion_takes_the_prompt_text_first(project: Path) -> None:
-    # strip_prompt(prompt, *args, **kwargs) rewrites the first positional argument: a plain function (a method
-    # would hand it `self`) whose first parameter is the text.
+    # strip_prompt(prompt, *args, **kwargs) rewrites the first positional argument: a plain function
+    # (a method would hand it `self`) whose first parameter is the text.
     definition = _resolve(_suggestions(project)["NORMALIZE_TARGET"])
     node = definition.node
     assert isinstance(node, ast.FunctionDef) and not definition.in_class
@@ -132,7 +137,8 @@ def test_after_suggestion_returns_a_token_count(project: Path) -> None:
 
 
 def test_around_suggestion_is_a_synchronous_method(project: Path) -> None:
-    # The timer measures original(*args, **kwargs) as it returns: an async target would time only the coroutine.
+    # The timer measures original(*args, **kwargs) as it returns: an async target would time only
+    # the coroutine.
     definition = _resolve(_suggestions(project)["TIMER_TARGET"])
     assert isinstance(definition.node, ast.FunctionDef) and definition.in_class
 
@@ -147,7 +153,8 @@ def test_replace_suggestion_is_a_class_with_the_overridden_method(project: Path)
     assert [a.arg for a in _positional(method)] == ["self", "candidates"]
 
 
-# ---- as generated: the hooks land on SGLang ------------------------------------------------------------
+# ---- as generated: the hooks land on SGLang
+# ------------------------------------------------------------
 
 
 LOAD = """
@@ -186,8 +193,9 @@ def test_the_generated_hooks_land_on_sglang(project: Path, tmp_path: Path) -> No
     assert "Failed to execute general plugin" not in out.stderr, out.stderr  # register() ran
     suggestions = _suggestions(project)
     assert out["targets"] == sorted(suggestions.values())
-    # SGLang's apply_hooks() imports each target's module: two of them need parts of SGLang's serving stack this
-    # venv leaves out (third-party packages), so only those fail to apply, and say so.
+    # SGLang's apply_hooks() imports each target's module: two of them need parts of SGLang's
+    # serving stack this venv leaves out (third-party packages), so only those fail to apply, and
+    # say so.
     for target, missing in out["unimportable"].items():
         assert not missing.startswith("sglang"), (target, missing)
         assert f"Failed to apply hooks to {target}" in out.stderr

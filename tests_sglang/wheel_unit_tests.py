@@ -1,8 +1,10 @@
-"""Run unit tests shipped inside the installed ``sglang`` wheel, in this venv, and report each test's outcome.
+"""Run unit tests shipped inside the installed ``sglang`` wheel, in this venv, and report each
+test's outcome.
 
-The wheel's ``sglang/multimodal_gen/test/unit/conftest.py`` imports the diffusion serving stack (``addict`` and
-more), which the pinned venvs leave out; the two plugin test modules need none of it, so they run with
-``--noconftest``, from the wheel's own files, under an empty ini file so nothing of this repository steers them.
+The wheel's ``sglang/multimodal_gen/test/unit/conftest.py`` imports the diffusion serving stack
+(``addict`` and more), which the pinned venvs leave out; the two plugin test modules need none of
+it, so they run with ``--noconftest``, from the wheel's own files, under an empty ini file so
+nothing of this repository steers them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-#: The diffusion plugin and platform-detection tests of SGLang 0.5.23, relative to the sglang package.
+#: The diffusion plugin and platform-detection tests of SGLang 0.5.23, relative to the sglang
+#: package.
 DIFFUSION_TESTS = (
     "multimodal_gen/test/unit/test_diffusion_plugins.py",
     "multimodal_gen/test/unit/test_platform_detection.py",
@@ -38,7 +41,8 @@ def sglang_package_dir() -> Path:
 
 
 def run_wheel_tests(relative_paths: tuple[str, ...], workdir: Path) -> dict[str, Outcome]:
-    """Run each of the wheel's test files with pytest in a subprocess; ``{"file::Class::test": Outcome}``."""
+    """Run each of the wheel's test files with pytest in a subprocess; ``{"file::Class::test":
+    Outcome}``."""
     root = sglang_package_dir()
     (workdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "PYTHON"))}

@@ -1,6 +1,8 @@
-"""The platform contract's tables, generated from the code and written into the Markdown files themselves.
+"""The platform contract's tables, generated from the code and written into the Markdown files
+themselves.
 
-A page holds each table between two markers, so it reads right as a file (GitHub's view) and on the site:
+A page holds each table between two markers, so it reads right as a file (GitHub's view) and on the
+site:
 
     <!-- contract-table:start sglang_plugin_runtime.platforms.interface:SRTPlatform own -->
     ... generated: one row per contract member (``describe_contract``), with what the base does by default ...
@@ -10,10 +12,10 @@ A page holds each table between two markers, so it reads right as a file (GitHub
     ... generated: the interface table (platforms/interface_table.jsonl), one table per SGLang class ...
     <!-- interface-table:end -->
 
-``own`` keeps only the members the class declares itself. ``python docs/_hooks/contract_tables.py`` rewrites the
-tables of every page (``--check``: exit 1 naming the pages that differ, changing nothing);
-``tests/test_contract_page.py`` fails when a page differs from the code. The site build (``sglang_docs.py``) fills
-the same markers from the code, so the site never shows a stale table.
+``own`` keeps only the members the class declares itself. ``python docs/_hooks/contract_tables.py``
+rewrites the tables of every page (``--check``: exit 1 naming the pages that differ, changing
+nothing); ``tests/test_contract_page.py`` fails when a page differs from the code. The site build
+(``sglang_docs.py``) fills the same markers from the code, so the site never shows a stale table.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ _REGION = re.compile(
     r"^<!-- (?P<kind>contract-table|interface-table):start(?P<args>[^>]*?)\s*-->\n.*?^<!-- (?P=kind):end -->$",
     re.M | re.S,
 )
-#: SGLang's platform classes, as the interface table's ``owner`` names them, with their import paths.
+#: SGLang's platform classes, as the interface table's ``owner`` names them, with their import
+#: paths.
 _OWNER_TITLES = {
     "DeviceMixin": "`sglang.srt.platforms.device_mixin.DeviceMixin`",
     "SRTPlatform": "`sglang.srt.platforms.interface.SRTPlatform`",
@@ -45,7 +48,8 @@ _OWNER_TITLES = {
 
 
 def _cell(text: str) -> str:
-    """Prose for a table cell: one line, its pipes escaped (a code span in it must hold none: see ``_code``)."""
+    """Prose for a table cell: one line, its pipes escaped (a code span in it must hold none: see
+    ``_code``)."""
     text = text.replace("\n", " ")
     if "|" in "".join(re.findall(r"`+[^`]*`+", text)):
         raise ValueError(
@@ -55,11 +59,13 @@ def _cell(text: str) -> str:
 
 
 def _code(text: str) -> str:
-    """Inline code for a table cell, written as HTML so that it reads the same on the site and in GitHub's view.
+    """Inline code for a table cell, written as HTML so that it reads the same on the site and in
+    GitHub's view.
 
-    GitHub splits a table cell at a ``|`` even inside backticks, and Python-Markdown prints an escaped one with its
-    backslash; an entity is a pipe to both. ``<``, ``*`` are entities too (no tag, no emphasis). On the site code in
-    a table never wraps (extra.css), except where ``<wbr>`` allows it: after a comma or an opening parenthesis.
+    GitHub splits a table cell at a ``|`` even inside backticks, and Python-Markdown prints an
+    escaped one with its backslash; an entity is a pipe to both. ``<``, ``*`` are entities too (no
+    tag, no emphasis). On the site code in a table never wraps (extra.css), except where ``<wbr>``
+    allows it: after a comma or an opening parenthesis.
     """
     escaped = html.escape(text, quote=False).replace("|", "&#124;").replace("*", "&#42;")
     breakable = re.sub(r"\((?!\))", "(<wbr>", escaped.replace(", ", ", <wbr>"))
@@ -74,9 +80,10 @@ def _code(text: str) -> str:
 def default_behaviour(member: Any) -> str:
     """What the contract's own definition of ``member`` (a ``ContractMethod``) does, in a few words.
 
-    A required member raises ``NotImplementedError``; an attribute is its value in the class body; a method says it
-    in its docstring (a sentence starting "Default:"), or its body says it: nothing but a docstring is a no-op, one
-    ``return X`` (after imports) returns ``X``. Anything longer must say it in its docstring.
+    A required member raises ``NotImplementedError``; an attribute is its value in the class body; a
+    method says it in its docstring (a sentence starting "Default:"), or its body says it: nothing
+    but a docstring is a no-op, one ``return X`` (after imports) returns ``X``. Anything longer must
+    say it in its docstring.
     """
     if member.required:
         return "raises `NotImplementedError`: override it"
@@ -113,7 +120,8 @@ def default_behaviour(member: Any) -> str:
 
 
 def contract_table(cls: type, *, own_only: bool = False) -> str:
-    """The Markdown table of ``cls``'s platform contract, one row per member, in declaration order."""
+    """The Markdown table of ``cls``'s platform contract, one row per member, in declaration
+    order."""
     from sglang_plugin_runtime.platforms import describe_contract
 
     # A table of one class's own members leaves out "declared in": it is that class on every row.
@@ -145,7 +153,8 @@ def contract_table(cls: type, *, own_only: bool = False) -> str:
 
 
 def interface_tables() -> str:
-    """The interface table as Markdown: the supported versions, one table per SGLang class, other versions' names."""
+    """The interface table as Markdown: the supported versions, one table per SGLang class, other
+    versions' names."""
     from sglang_plugin_runtime.platforms._contract import interface_rows, render_call
     from sglang_plugin_runtime.platforms._describe import host_versions
 

@@ -1,19 +1,21 @@
 """MkDocs hooks of the SGLang plugin kit's docs (listed under ``hooks:`` in mkdocs.yml).
 
-- ``on_config``: writes the demo installation (``demo_site.py``) into a temporary ``site-packages`` folder and
-  sets the environment every ``exec="on"`` block runs in: that folder on ``PYTHONPATH``, the venv's ``bin`` first on
-  ``PATH`` (so ``sglang-plugins`` is the one of this checkout), no ``SGLANG_*`` variables, a fixed width, no colour.
-  So the CLI output on the site is produced by running the command, at every build.
-- ``on_page_markdown``: gives each page with ``exec="on"`` blocks a fresh working directory, runs the page's
-  ``setup="on"`` Python blocks there (in order, as scripts), and runs its shell blocks there, so a page can create a
-  playground (``write_fake_distribution("site", ...)``) and then show ``$ PYTHONPATH=site sglang-plugins list``.
-  It also fills the generated contract tables (``<!-- contract-table:start ... -->``, ``<!-- interface-table:start
-  -->``; ``contract_tables.py``) from the code, so the site never shows a stale one, and strips the doc-test options
-  (``test="..."``, ``group="..."``, ``site="..."``) from code fences so they never reach the page.
-- ``on_config`` / ``on_files``: the site carries the pinned mermaid.js (``mermaid_js.py``: fetched once with npm,
-  checked by SHA-256) as ``javascripts/mermaid.min.js``, loaded on every page, so Material draws the diagrams with
-  it instead of fetching one from a CDN: the built site works with no network. Without it the build warns (and
-  ``--strict`` fails), saying why.
+- ``on_config``: writes the demo installation (``demo_site.py``) into a temporary ``site-packages``
+  folder and sets the environment every ``exec="on"`` block runs in: that folder on ``PYTHONPATH``,
+  the venv's ``bin`` first on ``PATH`` (so ``sglang-plugins`` is the one of this checkout), no
+  ``SGLANG_*`` variables, a fixed width, no colour. So the CLI output on the site is produced by
+  running the command, at every build.
+- ``on_page_markdown``: gives each page with ``exec="on"`` blocks a fresh working directory, runs
+  the page's ``setup="on"`` Python blocks there (in order, as scripts), and runs its shell blocks
+  there, so a page can create a playground (``write_fake_distribution("site", ...)``) and then show
+  ``$ PYTHONPATH=site sglang-plugins list``. It also fills the generated contract tables (``<!--
+  contract-table:start ... -->``, ``<!-- interface-table:start -->``; ``contract_tables.py``) from
+  the code, so the site never shows a stale one, and strips the doc-test options (``test="..."``,
+  ``group="..."``, ``site="..."``) from code fences so they never reach the page.
+- ``on_config`` / ``on_files``: the site carries the pinned mermaid.js (``mermaid_js.py``: fetched
+  once with npm, checked by SHA-256) as ``javascripts/mermaid.min.js``, loaded on every page, so
+  Material draws the diagrams with it instead of fetching one from a CDN: the built site works with
+  no network. Without it the build warns (and ``--strict`` fails), saying why.
 """
 
 from __future__ import annotations
@@ -142,9 +144,11 @@ def _run_setup_blocks(markdown: str, page: Any, workdir: Path) -> None:
 
 
 def _rewrite_fences(markdown: str, workdir: Path | None) -> str:
-    """Strip the doc-test options from each fence's info string; point exec'd shell blocks at ``workdir``.
+    """Strip the doc-test options from each fence's info string; point exec'd shell blocks at
+    ``workdir``.
 
-    Only real fences are touched: a fence shown inside a longer one (```` ````markdown ````) is body text.
+    Only real fences are touched: a fence shown inside a longer one (```` ````markdown ````) is body
+    text.
     """
 
     def rewrite(match: re.Match[str]) -> str:

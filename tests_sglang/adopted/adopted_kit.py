@@ -1,8 +1,9 @@
 """Helpers of the adopted-SGLang tier (imported by its conftest and tests; no fixtures here).
 
-The tier runs inside the venv that ``scripts/test-sglang.sh`` builds from the real ``sglang==0.5.23`` wheel with
-the adoption patch (``runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch``) applied. Every
-scenario is a fresh subprocess of that venv, with exactly the scenario's distributions on ``PYTHONPATH``.
+The tier runs inside the venv that ``scripts/test-sglang.sh`` builds from the real
+``sglang==0.5.23`` wheel with the adoption patch
+(``runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch``) applied. Every scenario is
+a fresh subprocess of that venv, with exactly the scenario's distributions on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ class Combination:
 
 @dataclass(frozen=True)
 class Installed:
-    """Every distinct generated package, installed together into one folder (put ``site`` on PYTHONPATH)."""
+    """Every distinct generated package, installed together into one folder (put ``site`` on
+    PYTHONPATH)."""
 
     site: Path
     combinations: tuple[Combination, ...]
@@ -145,7 +147,8 @@ class Installed:
 
 
 def _subsets(values: list[str]) -> list[list[str]]:
-    """Every option alone, all together and none: each branch of the template, and all of them at once."""
+    """Every option alone, all together and none: each branch of the template, and all of them at
+    once."""
     return [[], *([v] for v in values), list(values)]
 
 
@@ -166,7 +169,8 @@ def base_combinations(template: Path) -> Iterator[dict[str, Any]]:
 
 
 def bool_questions(template: Path) -> list[str]:
-    """The template's yes/no questions (like ``with_mm_platform``); a render's answers file says which apply."""
+    """The template's yes/no questions (like ``with_mm_platform``); a render's answers file says
+    which apply."""
     return [
         name
         for name, q in _questions(template).items()
@@ -181,7 +185,8 @@ def recorded_answers(project: Path) -> dict[str, Any]:
 
 
 def tree_digest(project: Path, names: dict[str, str]) -> str:
-    """A digest of the rendered files with this combination's own names blanked: equal digests, same package."""
+    """A digest of the rendered files with this combination's own names blanked: equal digests, same
+    package."""
     digest = hashlib.sha256()
     for path in sorted(p for p in project.rglob("*") if p.is_file()):
         relative = path.relative_to(project).as_posix()
@@ -196,7 +201,8 @@ def tree_digest(project: Path, names: dict[str, str]) -> str:
 
 
 def distinct(candidates: Iterable[tuple[Combination, str]]) -> list[Combination]:
-    """Keep the first combination of each digest (answers that render the same package are one case)."""
+    """Keep the first combination of each digest (answers that render the same package are one
+    case)."""
     seen: set[str] = set()
     kept = []
     for combination, digest in candidates:

@@ -1,8 +1,10 @@
-"""Fixtures of the adopted-SGLang tier: every answer combination of the template, rendered and pip-installed.
+"""Fixtures of the adopted-SGLang tier: every answer combination of the template, rendered and
+pip-installed.
 
-Runs only in the adopted venv (``SGLANG_TIER=adopted bash scripts/test-sglang.sh``). While the runtime refuses one
-of SGLang's in-tree platform classes at class definition (issue 12), ``import sglang`` fails there, so each test
-that imports SGLang is marked xfail with the exact classes and reasons; tests marked ``no_sglang_import`` run anyway.
+Runs only in the adopted venv (``SGLANG_TIER=adopted bash scripts/test-sglang.sh``). While the
+runtime refuses one of SGLang's in-tree platform classes at class definition (issue 12), ``import
+sglang`` fails there, so each test that imports SGLang is marked xfail with the exact classes and
+reasons; tests marked ``no_sglang_import`` run anyway.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if not probe.refused_by_contract:
         return  # any other import failure is a real failure: let the tests show it
-    # Not run: each would only fail at `import sglang` (the probe just showed it, in a subprocess of this venv).
+    # Not run: each would only fail at `import sglang` (the probe just showed it, in a subprocess of
+    # this venv).
     marker = pytest.mark.xfail(reason=probe.xfail_reason(), run=False)
     for item in mine:
         if item.get_closest_marker("no_sglang_import") is None:
@@ -68,8 +71,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def installed(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    """Render each answer combination (plugin_kind x host_api x example options x yes/no questions that apply),
-    drop combinations that render the same package, and pip-install the rest in one call."""
+    """Render each answer combination (plugin_kind x host_api x example options x yes/no questions
+    that apply), drop combinations that render the same package, and pip-install the rest in one
+    call."""
     bools = bool_questions(template_dir)
     candidates = []
     index = 0

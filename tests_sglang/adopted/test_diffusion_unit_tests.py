@@ -1,9 +1,10 @@
 """SGLang 0.5.23's own diffusion plugin tests, shipped in the wheel, run against the adopted SGLang.
 
-All 32 pass on the released wheel (tests_sglang/test_adoption_patch.py runs them there). Against the adopted SGLang
-each failure is classified below: a test that reads a private name the adoption removed (the behaviour it checks
-still holds, and a public-API twin in this file proves it), or a real difference (asserted here as the new
-behaviour). The classification is asserted, so it cannot drift, and it is the table in docs/sglang.md.
+All 32 pass on the released wheel (tests_sglang/test_adoption_patch.py runs them there). Against the
+adopted SGLang each failure is classified below: a test that reads a private name the adoption
+removed (the behaviour it checks still holds, and a public-API twin in this file proves it), or a
+real difference (asserted here as the new behaviour). The classification is asserted, so it cannot
+drift, and it is the table in docs/sglang.md.
 """
 
 from __future__ import annotations

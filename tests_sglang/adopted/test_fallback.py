@@ -1,7 +1,8 @@
-"""The adopted SGLang keeps its own platforms: the runtime selects plugins, SGLang's in-tree chain is the fallback.
+"""The adopted SGLang keeps its own platforms: the runtime selects plugins, SGLang's in-tree chain
+is the fallback.
 
-Each scenario is a fresh process of the adopted venv; a generated platform plugin is installed where it matters,
-its device absent unless simulated.
+Each scenario is a fresh process of the adopted venv; a generated platform plugin is installed where
+it matters, its device absent unless simulated.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def test_an_unknown_sglang_platform_is_a_runtime_error_listing_the_installed_one
 
 
 def test_sglangs_distributed_backend_lookup_reads_the_selected_platform() -> None:
-    """``parallel_state.get_default_distributed_backend`` goes through ``sglang.srt.platforms.current_platform``."""
+    """``parallel_state.get_default_distributed_backend`` goes through
+    ``sglang.srt.platforms.current_platform``."""
     out = run_python(
         """
         from sglang.srt.distributed.parallel_state import get_default_distributed_backend

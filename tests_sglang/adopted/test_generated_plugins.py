@@ -1,9 +1,11 @@
-"""Generated plugins of every answer combination, run by the adopted SGLang through SGLang's own import paths.
+"""Generated plugins of every answer combination, run by the adopted SGLang through SGLang's own
+import paths.
 
-Platform packages are selected by ``sglang.srt.platforms.current_platform`` (on a simulated device), automatically
-and with ``SGLANG_PLATFORM``; general packages are loaded by ``sglang.srt.plugins.load_plugins()`` and every example
-hook they ship fires. All packages of every combination are installed together, so each scenario also proves that
-the others stay out of the way. Each scenario is a fresh process of the adopted venv.
+Platform packages are selected by ``sglang.srt.platforms.current_platform`` (on a simulated device),
+automatically and with ``SGLANG_PLATFORM``; general packages are loaded by
+``sglang.srt.plugins.load_plugins()`` and every example hook they ship fires. All packages of every
+combination are installed together, so each scenario also proves that the others stay out of the
+way. Each scenario is a fresh process of the adopted venv.
 """
 
 from __future__ import annotations
@@ -117,8 +119,9 @@ def test_sglang_platform_selects_each_generated_platform(installed: Installed) -
 # General plugins
 # ---------------------------------------------------------------------------------------------------------
 
-#: Stand-ins for the SGLang code the example hooks target (this venv lacks what some of those modules import),
-#: put in place before SGLang's load_plugins() applies the hooks, as the generated tests do.
+#: Stand-ins for the SGLang code the example hooks target (this venv lacks what some of those
+#: modules import), put in place before SGLang's load_plugins() applies the hooks, as the generated
+#: tests do.
 LOAD_GENERAL = """
 import importlib
 from sglang_plugin_runtime.testing import StandInModules, resolve_target, target_owner
@@ -175,7 +178,8 @@ HOOK_EFFECTS: dict[str, list[tuple[str, Any]]] = {
 
 @pytest.fixture(scope="module")
 def loaded(installed: Installed) -> dict[str, Any]:
-    """Each general package loaded alone (``SGLANG_PLUGINS``): they all hook the same SGLang targets."""
+    """Each general package loaded alone (``SGLANG_PLUGINS``): they all hook the same SGLang
+    targets."""
     return {
         c.package: run_python(
             f"PACKAGE = {c.package!r}\n" + LOAD_GENERAL,
@@ -216,8 +220,9 @@ def test_each_generated_general_plugins_hooks_fire_under_sglangs_load_plugins(
 def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it_imports(
     installed: Installed,
 ) -> None:
-    """With SGLang adopted there is one registry: hooks registered through ``sglang.srt.plugins.hook_registry``
-    (host_api=sglang) are the runtime's, so ``sglang-plugins doctor`` shows and checks them all."""
+    """With SGLang adopted there is one registry: hooks registered through
+    ``sglang.srt.plugins.hook_registry`` (host_api=sglang) are the runtime's, so ``sglang-plugins
+    doctor`` shows and checks them all."""
     platform = installed.of_kind("platform")[0]
     completed = subprocess.run(
         [
@@ -239,8 +244,9 @@ def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it
     )
     assert completed.stdout, completed.stderr[-4000:]
     report = json.loads(completed.stdout)
-    # Every package hooks the same SGLang targets (several class REPLACEs on one: warnings), whose modules this venv
-    # cannot all import (--import-targets would say so): each is found, so it waits for its import (information).
+    # Every package hooks the same SGLang targets (several class REPLACEs on one: warnings), whose
+    # modules this venv cannot all import (--import-targets would say so): each is found, so it
+    # waits for its import (information).
     assert completed.returncode == 0, report["problems"]
     assert [p for p in report["problems"] if p["severity"] == "error"] == []
     assert report["platform"]["plugin"] == platform.entry_point

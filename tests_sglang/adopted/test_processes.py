@@ -1,8 +1,9 @@
 """SGLang's process model under the adopted SGLang: children started by spawn, fork and forkserver.
 
-SGLang calls ``load_plugins()`` in each of its processes (server, scheduler, detokenizer). A forked child inherits
-the parent's selected platform and applied hooks; a spawned or forkserver child selects and loads again. Either way
-each child sees the generated platform through ``sglang.srt.platforms`` and the general plugin's hooks fire.
+SGLang calls ``load_plugins()`` in each of its processes (server, scheduler, detokenizer). A forked
+child inherits the parent's selected platform and applied hooks; a spawned or forkserver child
+selects and loads again. Either way each child sees the generated platform through
+``sglang.srt.platforms`` and the general plugin's hooks fire.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""After the patch, SGLang's plugin and platform-interface modules are the runtime's, and nothing SGLang imports broke.
+"""After the patch, SGLang's plugin and platform-interface modules are the runtime's, and nothing
+SGLang imports broke.
 
-The second half reads every ``from sglang.srt.plugins... import`` and ``from sglang.srt.platforms... import`` in the
-installed wheel (its own code and its shipped tests) and performs each one, name by name, in a fresh process.
+The second half reads every ``from sglang.srt.plugins... import`` and ``from sglang.srt.platforms...
+import`` in the installed wheel (its own code and its shipped tests) and performs each one, name by
+name, in a fresh process.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ def _sglang_root() -> Path:
 
 
 def imports_in_the_wheel() -> dict[str, set[str]]:
-    """``{module: {names}}`` for every from-import of ``sglang.srt.plugins*`` / ``sglang.srt.platforms*``."""
+    """``{module: {names}}`` for every from-import of ``sglang.srt.plugins*`` /
+    ``sglang.srt.platforms*``."""
     found: dict[str, set[str]] = {}
     for path in _sglang_root().rglob("*.py"):
         try:

@@ -1,5 +1,6 @@
-"""The adopted SGLang runs startup plugins (``sglang.srt.startup_plugins``) when its package is imported, before its
-own imports: a vendor's early patches need no ``.pth`` file or ``sitecustomize``."""
+"""The adopted SGLang runs startup plugins (``sglang.srt.startup_plugins``) when its package is
+imported, before its own imports: a vendor's early patches need no ``.pth`` file or
+``sitecustomize``."""
 
 from __future__ import annotations
 
