@@ -204,12 +204,14 @@ def render_table(rows: list[Row]) -> str:
     lines = [header, "|---|---|---|---:|---:|---:|---:|---|---|"]
     for row in rows:
         ours = (
-            f"{fmt_value(statistics.median(row.ours), row.unit)} ({fmt_value(min(row.ours), row.unit)})"
+            f"{fmt_value(statistics.median(row.ours), row.unit)} "
+            f"({fmt_value(min(row.ours), row.unit)})"
             if row.ours
             else "n/a"
         )
         sglang = (
-            f"{fmt_value(statistics.median(row.sglang), row.unit)} ({fmt_value(min(row.sglang), row.unit)})"
+            f"{fmt_value(statistics.median(row.sglang), row.unit)} "
+            f"({fmt_value(min(row.sglang), row.unit)})"
             if row.sglang
             else "—"
         )
@@ -218,8 +220,8 @@ def render_table(rows: list[Row]) -> str:
         speedup = f"{1 / ratio:.1f}x" if ratio else "—"
         met = {True: "yes", False: "**NO**", None: ""}[row.goal_met]
         lines.append(
-            f"| {row.case} | {row.variant} | {row.unit} | {ours} | {sglang} | {ratio_s} | {speedup} "
-            f"| {row.goal} | {met} |"
+            f"| {row.case} | {row.variant} | {row.unit} | {ours} | {sglang} | {ratio_s} | "
+            f"{speedup} | {row.goal} | {met} |"
         )
     return "\n".join(lines)
 

@@ -193,7 +193,8 @@ def ensure_fake_dists(count: int, log, plugins: bool = True) -> Path:
     _write_stamp(target, GENERATOR_VERSION)
     plugin_count = len(PLUGIN_DISTS) if plugins else 0
     log(
-        f"wrote {count} filler + {plugin_count} plugin distributions into {target.relative_to(REPO)}"
+        f"wrote {count} filler + {plugin_count} plugin distributions into "
+        f"{target.relative_to(REPO)}"
     )
     return target
 

@@ -80,8 +80,8 @@ def run(ctx):
             if not rs[0]["patched"]:
                 raise RuntimeError(f"case 3 {side}: benchsynth.targets.t_0 was not patched")
         note = (
-            f"{ours[0]['modules']} modules in sys.modules; stale copy rebound: ours {ours[0]['stale_rebound']}, "
-            f"SGLang {sgl[0]['stale_rebound']}"
+            f"{ours[0]['modules']} modules in sys.modules; stale copy rebound: ours "
+            f"{ours[0]['stale_rebound']}, SGLang {sgl[0]['stale_rebound']}"
         )
         ctx.log(f"  3 targets={count}: {note}")
         goal, check = ("", None)
@@ -90,7 +90,8 @@ def run(ctx):
         rows.append(
             Row(
                 "3",
-                f"apply_hooks(), {count} target{'s' if count > 1 else ''}, ~{ours[0]['modules']} modules",
+                f"apply_hooks(), {count} target{'s' if count > 1 else ''}, ~{ours[0]['modules']} "
+                "modules",
                 "ms",
                 [r["seconds"] * 1e3 for r in ours],
                 [r["seconds"] * 1e3 for r in sgl],

@@ -112,7 +112,8 @@ def run(ctx):
             f"case 5: a finder was installed with nothing pending: {without[0]['finders_added']}"
         )
     ctx.log(
-        f"  5 finder installed: {with_hook[0]['finders_added']} (front of meta_path: {with_hook[0]['meta_path_front']})"
+        f"  5 finder installed: {with_hook[0]['finders_added']} (front of meta_path: "
+        f"{with_hook[0]['meta_path_front']})"
     )
     base = sorted(r["per_import_ns"] for r in without)[len(without) // 2]
     return [
@@ -124,15 +125,16 @@ def run(ctx):
             goal="< 1 µs",
             goal_check="abs_below:1000",
             note=(
-                f"finder: {with_hook[0]['finders_added'][0]}; the step is importlib's per-finder work "
-                f"(import-lock context, attribute read, call); find_spec call alone "
+                f"finder: {with_hook[0]['finders_added'][0]}; the step is importlib's per-finder "
+                "work (import-lock context, attribute read, call); find_spec call alone "
                 f"{_median(with_hook, 'call_ns'):.0f} ns, an empty Python function with the same "
                 f"signature {_median(with_hook, 'empty_call_ns'):.0f} ns"
             ),
         ),
         Row(
             "5",
-            f"fresh-module import, hook installed minus not (end to end; ~{base / 1000:.0f} µs per import, noisy)",
+            f"fresh-module import, hook installed minus not (end to end; ~{base / 1000:.0f} µs per "
+            "import, noisy)",
             "ns",
             [
                 w["per_import_ns"] - wo["per_import_ns"]

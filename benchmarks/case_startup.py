@@ -75,9 +75,10 @@ def run(ctx):
         ours, sgl = results["ours"], results["sglang"]
         floor = statistics.median(r["seconds"] * 1e3 for r in results["stdlib"])
         note = (
-            f"ours -> {ours[0]['platform']} ({ours[0]['modules_imported']} modules, torch imported: "
-            f"{ours[0]['torch_imported']}; the {len(params['modules'])} other modules they bring in, imported "
-            f"alone, take {floor:.2f} ms); SGLang -> {sgl[0]['platform']} ({sgl[0]['modules_imported']} modules)"
+            f"ours -> {ours[0]['platform']} ({ours[0]['modules_imported']} modules, torch "
+            f"imported: {ours[0]['torch_imported']}; the {len(params['modules'])} other modules "
+            f"they bring in, imported alone, take {floor:.2f} ms); SGLang -> {sgl[0]['platform']} "
+            f"({sgl[0]['modules_imported']} modules)"
         )
         ctx.log(f"  1 {label}: {note}")
         rows.append(

@@ -85,7 +85,8 @@ def _write_site(root: Path, version: str = "1.0") -> None:
             "def register():",
         ]
         lines += [
-            f"    HookRegistry.register('bench_targets.t{p * TARGETS_PER_PLUGIN + i}', around, HookType.AROUND)"
+            f"    HookRegistry.register('bench_targets.t{p * TARGETS_PER_PLUGIN + i}', around, "
+            "HookType.AROUND)"
             for i in range(TARGETS_PER_PLUGIN)
         ]
         write_fake_distribution(
@@ -231,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             extra_path = [str(ensure_light_deps(args.python, log))]
         except Exception as exc:  # no index reachable: measure ours alone
             log(
-                f"numpy unavailable ({type(exc).__name__}: {exc}); the all_gather_object row is skipped"
+                f"numpy unavailable ({type(exc).__name__}: {exc}); the all_gather_object row is "
+                "skipped"
             )
     with tempfile.TemporaryDirectory(prefix="bench-consistency-") as tmp:
         base, odd = Path(tmp, "site"), Path(tmp, "rank2-site")
@@ -240,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"job 1: {RANKS} ranks agree, {iterations} iterations")
         agree = run_job(args.python, base, Path(tmp, "agree"), iterations, {}, "error", extra_path)
         log(
-            f"job 2: rank 2 sees bench-plugin-0 1.1 first on its path (warn mode), {iterations} iterations"
+            f"job 2: rank 2 sees bench-plugin-0 1.1 first on its path (warn mode), {iterations} "
+            "iterations"
         )
         differ = run_job(
             args.python,
@@ -301,10 +304,10 @@ def main(argv: list[str] | None = None) -> int:
 def render(payload: dict) -> str:
     info = payload["machine"]
     summary = (
-        f"Run of {payload['generated']}: {payload['ranks']} ranks on one machine ({info['cpu']}, {info['cpus']} "
-        f"CPUs), gloo, Python {info['python']}, torch {info['torch']}; {payload['iterations']} iterations; a "
-        f"fingerprint of {payload['fingerprint_bytes']} bytes of JSON (1 platform, 5 general plugins, "
-        f"{payload['hook_targets']} hooked targets)."
+        f"Run of {payload['generated']}: {payload['ranks']} ranks on one machine ({info['cpu']}, "
+        f"{info['cpus']} CPUs), gloo, Python {info['python']}, torch {info['torch']}; "
+        f"{payload['iterations']} iterations; a fingerprint of {payload['fingerprint_bytes']} "
+        f"bytes of JSON (1 platform, 5 general plugins, {payload['hook_targets']} hooked targets)."
     )
     lines = [
         summary,

@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     info = machine_info(python)
     log(
-        f"machine: {info['cpu']}, {info['cpus']} CPUs, Python {info['python']}, torch {info['torch']}"
+        f"machine: {info['cpu']}, {info['cpus']} CPUs, Python {info['python']}, torch "
+        f"{info['torch']}"
     )
 
     rows = []
@@ -110,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     print()
     print(
-        f"{'quick' if args.quick else 'full'} run, {total:.0f} s, on {info['cpu']} ({info['cpus']} CPUs), "
-        f"Python {info['python']}, torch {info['torch']}, SGLang {sglang_root.name.split('-', 1)[1]} from its wheel"
+        f"{'quick' if args.quick else 'full'} run, {total:.0f} s, on {info['cpu']} ({info['cpus']} "
+        f"CPUs), Python {info['python']}, torch {info['torch']}, SGLang "
+        f"{sglang_root.name.split('-', 1)[1]} from its wheel"
     )
     for row in rows:
         if row.goal_met is False:
@@ -163,9 +165,9 @@ def _update_docs(payload: dict) -> None:
     section = "\n".join(
         [
             START,
-            f"Run of {payload['generated']} ({payload['mode']} mode, {payload['seconds']:.0f} s in all) on "
-            f"{info['cpu']}, {info['cpus']} CPUs, {info['platform']}, Python {info['python']}, "
-            f"torch {info['torch']}, against {payload['sglang']} from its wheel.",
+            f"Run of {payload['generated']} ({payload['mode']} mode, {payload['seconds']:.0f} s in "
+            f"all) on {info['cpu']}, {info['cpus']} CPUs, {info['platform']}, Python "
+            f"{info['python']}, torch {info['torch']}, against {payload['sglang']} from its wheel.",
             "",
             payload["table"],
             "",

@@ -125,7 +125,8 @@ def generate(template: Path, scratch: Path, kind: str, expected: dict[str, str])
         p.relative_to(destination).as_posix() for p in destination.rglob("*") if p.is_file()
     )
     say(
-        f"{kind:8} -> <scratch>/{kind}  ({len(files)} files: {', '.join(f for f in files if '/' not in f)}, ...)"
+        f"{kind:8} -> <scratch>/{kind}  ({len(files)} files: "
+        f"{', '.join(f for f in files if '/' not in f)}, ...)"
     )
     return destination
 
@@ -227,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     try:
         with step(
-            "Generate one package of each kind from the Copier template (default answers, no --trust)"
+            "Generate one package of each kind from the Copier template (default answers, no "
+            "--trust)"
         ):
             template = snapshot_template(scratch)
             platform_dir = generate(template, scratch, "platform", PLATFORM)
@@ -256,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             say()
             show_selection(
-                "SIMULATED MyDevice (sglang_plugin_runtime.testing.simulated_device; no real hardware):",
+                "SIMULATED MyDevice (sglang_plugin_runtime.testing.simulated_device; no real "
+                "hardware):",
                 python_json(
                     SELECTION_CODE.format(prelude=SIMULATED_PRELUDE),
                     SGLANG_PLATFORM=PLATFORM["entry_point"],
@@ -292,8 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     print(
-        f"\nDemo passed in {time.monotonic() - started:.0f} s: template -> packages -> tests -> wheels -> "
-        "discovered, selected (simulated device) and hooks applied."
+        f"\nDemo passed in {time.monotonic() - started:.0f} s: template -> packages -> tests -> "
+        "wheels -> discovered, selected (simulated device) and hooks applied."
     )
     return 0
 

@@ -151,7 +151,8 @@ def invalid_settings(paths: Iterable[Path]) -> list[str]:
             where = f"{path}:{example.start_line}"
             if settings.get("test") not in (None, "skip", "run", "pytest"):
                 problems.append(
-                    f'{where}: test="{settings["test"]}" (use test="skip", test="pytest" or nothing)'
+                    f'{where}: test="{settings["test"]}" (use test="skip", test="pytest" or '
+                    "nothing)"
                 )
             if settings.get("setup") not in (None, "on"):
                 problems.append(f'{where}: setup="{settings["setup"]}" (use setup="on" or nothing)')
@@ -269,9 +270,9 @@ def run_example(
         return RunResult(False, output, _failing_line(output, page), _last_error(output))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The built site: one strict build per test process, shared by the tests that read the pages.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 _BUILT: dict[str, tuple[subprocess.CompletedProcess[str], Path]] = {}
 
@@ -309,10 +310,10 @@ def page_html(site: Path, page: str) -> Path:
     return site / "index.html" if stem == "index" else site / stem / "index.html"
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The child process: run the padded script as ``__main__`` (so multiprocessing's spawn finds its
 # functions), with pytest-examples' print recorder when the example shows ``#>`` output.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def _child(page: str, script: str, check_prints: bool) -> int:
@@ -339,8 +340,8 @@ def _child(page: str, script: str, check_prints: bool) -> int:
     if new_source is None:
         return 0
     print(
-        "The #> lines are not what the example prints (- the page, + the run; @@ numbers are page lines):\n"
-        + code_diff(example, new_source, config),
+        "The #> lines are not what the example prints (- the page, + the run; @@ numbers are page "
+        "lines):\n" + code_diff(example, new_source, config),
         file=sys.stderr,
     )
     first = _first_changed_line(example.source, new_source)

@@ -80,8 +80,8 @@ def collect(trees: tuple[Path, ...] = TREES) -> list[Fault]:
                     continue
                 if len(arguments) != 3 or arguments[0] not in AREAS:
                     raise ValueError(
-                        f"{path.name}::{node.name}: @pytest.mark.fault(area, case, behaviour) with area one of "
-                        f"{', '.join(AREAS)}; got {arguments}"
+                        f"{path.name}::{node.name}: @pytest.mark.fault(area, case, behaviour) with "
+                        f"area one of {', '.join(AREAS)}; got {arguments}"
                     )
                 test = f"{path.relative_to(TESTS.parent).as_posix()}::{node.name}"
                 faults.append(Fault(arguments[0], arguments[1], arguments[2], test))

@@ -182,7 +182,8 @@ def test_activate_raising_is_an_error_even_when_another_platform_was_selected(
 @pytest.mark.fault(
     "cli",
     "activate() raises in auto mode (the plugin is skipped)",
-    "doctor shows the message and the plugin's traceback (its own frames only), in the JSON and the text",
+    "doctor shows the message and the plugin's traceback (its own frames only), in the JSON and "
+    "the text",
 )
 def test_activate_raising_in_auto_mode_shows_the_plugins_traceback(site: PluginSite) -> None:
     site.add_platform("zeta-gpu", "zeta", "zetagpu", "raise RuntimeError('driver 1.2 is too old')")
@@ -456,7 +457,8 @@ def test_plugin_printing_to_stdout_does_not_corrupt_json(site: PluginSite) -> No
 @pytest.mark.fault(
     "cli",
     "activate() calls sys.exit(0) under doctor --json",
-    "valid JSON on stdout, exit status 1, a problem naming the plugin and SystemExit (it printed nothing and exited 0)",
+    "valid JSON on stdout, exit status 1, a problem naming the plugin and SystemExit (it printed "
+    "nothing and exited 0)",
 )
 def test_doctor_reports_activate_calling_sys_exit(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(0)")
@@ -505,7 +507,8 @@ def test_native_writes_to_stdout_do_not_corrupt_json(site: PluginSite) -> None:
 @pytest.mark.fault(
     "cli",
     "activate() raises KeyboardInterrupt itself under doctor --json",
-    "the plugin's failure (not the user's interrupt): valid JSON, exit status 1, the problem names the plugin",
+    "the plugin's failure (not the user's interrupt): valid JSON, exit status 1, the problem names "
+    "the plugin",
 )
 def test_keyboard_interrupt_raised_by_a_plugin_is_its_failure_under_doctor(
     site: PluginSite,
@@ -520,7 +523,8 @@ def test_keyboard_interrupt_raised_by_a_plugin_is_its_failure_under_doctor(
 @pytest.mark.fault(
     "cli",
     "the user presses Ctrl-C (SIGINT) while a plugin's activate() runs under doctor",
-    "exit status 130 and 'interrupted' on stderr, as for any command; not reported as the plugin's failure",
+    "exit status 130 and 'interrupted' on stderr, as for any command; not reported as the plugin's "
+    "failure",
 )
 def test_a_real_ctrl_c_during_doctor_is_the_users_interrupt(site: PluginSite) -> None:
     import signal
@@ -565,7 +569,8 @@ def test_invalid_activate_result_is_listed_once(site: PluginSite) -> None:
 @pytest.mark.fault(
     "cli",
     "a platform plugin's activate() returns None",
-    "doctor shows why, from what the plugin logged while it ran (a DEBUG line is enough), without -vv",
+    "doctor shows why, from what the plugin logged while it ran (a DEBUG line is enough), without "
+    "-vv",
 )
 def test_doctor_says_why_a_plugin_is_unavailable(site: PluginSite) -> None:
     body = "import logging; logging.getLogger('acme_platform').debug('no /dev/acme0: driver not loaded'); return None"
@@ -633,10 +638,11 @@ def test_target_module_calling_sys_exit_under_import_targets_is_reported(site: P
 
 @pytest.mark.fault(
     "cli",
-    "a plugin registers an atexit print (Python and file descriptor 1), or starts a thread that prints after the "
-    "report, under doctor --json",
-    "stdout holds exactly the JSON document: the process ends as soon as it is written, so the late text is "
-    "never printed (it went to stderr after the report, and the thread held the exit for 2 s)",
+    "a plugin registers an atexit print (Python and file descriptor 1), or starts a thread that "
+    "prints after the report, under doctor --json",
+    "stdout holds exactly the JSON document: the process ends as soon as it is written, so the "
+    "late text is never printed (it went to stderr after the report, and the thread held the exit "
+    "for 2 s)",
 )
 def test_plugin_output_after_the_report_never_reaches_stdout(site: PluginSite) -> None:
     late = (
@@ -655,7 +661,8 @@ def test_plugin_output_after_the_report_never_reaches_stdout(site: PluginSite) -
 @pytest.mark.fault(
     "cli",
     "doctor --simulate cuda (or cpu, meta, xpu: a device type torch already has)",
-    "exit 2 naming device types that can be simulated (it was an internal error advising replace_existing=True)",
+    "exit 2 naming device types that can be simulated (it was an internal error advising "
+    "replace_existing=True)",
 )
 @pytest.mark.parametrize("device", ["cuda", "cpu", "meta", "xpu"])
 def test_simulating_a_device_type_of_torch_is_a_usage_error(site: PluginSite, device: str) -> None:
@@ -673,7 +680,8 @@ def test_simulating_a_device_type_of_torch_is_a_usage_error(site: PluginSite, de
 @pytest.mark.fault(
     "cli",
     "doctor --simulate npu --simulate-backend sglang_plugin_runtime (a module that is installed)",
-    "exit 2: the backend names a module that is not installed here (it was 'internal error: ModuleNotFoundError')",
+    "exit 2: the backend names a module that is not installed here (it was 'internal error: "
+    "ModuleNotFoundError')",
 )
 def test_simulate_backend_naming_an_installed_module_is_a_usage_error(site: PluginSite) -> None:
     pytest.importorskip("torch")
@@ -688,9 +696,10 @@ def test_simulate_backend_naming_an_installed_module_is_a_usage_error(site: Plug
 
 @pytest.mark.fault(
     "cli",
-    "a plugin's error text holds characters the terminal cannot encode (PYTHONIOENCODING=ascii, a C locale "
-    "without UTF-8 mode)",
-    "text doctor prints the whole report with those characters escaped (it exited 3 with no report)",
+    "a plugin's error text holds characters the terminal cannot encode (PYTHONIOENCODING=ascii, a "
+    "C locale without UTF-8 mode)",
+    "text doctor prints the whole report with those characters escaped (it exited 3 with no "
+    "report)",
 )
 @pytest.mark.parametrize(
     "env",
@@ -714,8 +723,10 @@ def test_text_doctor_escapes_what_the_terminal_cannot_encode(
 
 @pytest.mark.fault(
     "cli",
-    "a platform class whose override cannot accept the host's call (a 400-character TypeError at import)",
-    "text doctor says it once, in Problems; the activation row and the traceback point there (it said it 3 times)",
+    "a platform class whose override cannot accept the host's call (a 400-character TypeError at "
+    "import)",
+    "text doctor says it once, in Problems; the activation row and the traceback point there (it "
+    "said it 3 times)",
 )
 def test_doctor_prints_each_problem_once(site: PluginSite) -> None:
     extra = "class Bad(AcmePlatform):\n    def get_device_total_memory(self):\n        return 0\n"
@@ -757,8 +768,10 @@ def activate():
 
 @pytest.mark.fault(
     "cli",
-    "doctor --strict --simulate on a platform with a misspelled override and a method returning the wrong type",
-    "exit 1: the misspelling and the conformance check's return-type error fail the gate (it said OK, exit 0)",
+    "doctor --strict --simulate on a platform with a misspelled override and a method returning "
+    "the wrong type",
+    "exit 1: the misspelling and the conformance check's return-type error fail the gate (it said "
+    "OK, exit 0)",
 )
 def test_strict_doctor_fails_on_what_the_conformance_check_catches(site: PluginSite) -> None:
     site.add(
@@ -779,10 +792,11 @@ def test_strict_doctor_fails_on_what_the_conformance_check_catches(site: PluginS
 
 @pytest.mark.fault(
     "cli",
-    "doctor --strict on the machine of a platform whose device method raises at SGLang's first call "
-    "(get_device_total_memory), no simulation",
-    "exit 1 naming the method and the error: the plugin's activate() found its device here, so the gate makes "
-    "SGLang's device calls on it (it passed: device calls were made only on a simulated device)",
+    "doctor --strict on the machine of a platform whose device method raises at SGLang's first "
+    "call (get_device_total_memory), no simulation",
+    "exit 1 naming the method and the error: the plugin's activate() found its device here, so the "
+    "gate makes SGLang's device calls on it (it passed: device calls were made only on a simulated "
+    "device)",
 )
 def test_strict_doctor_makes_the_device_calls_on_the_device_activate_found(
     site: PluginSite,
@@ -814,8 +828,8 @@ def test_strict_doctor_makes_the_device_calls_on_the_device_activate_found(
 @pytest.mark.fault(
     "cli",
     "a general plugin's register() raises under doctor",
-    "doctor shows the message and the plugin's traceback (its frames and the frames it called), in the JSON and "
-    "the text (it showed one line)",
+    "doctor shows the message and the plugin's traceback (its frames and the frames it called), in "
+    "the JSON and the text (it showed one line)",
 )
 def test_register_raising_shows_the_plugins_traceback(site: PluginSite) -> None:
     add_general(site, "broken-dist", "broken", body="import json\njson.loads('{not json')")
@@ -864,7 +878,8 @@ def _plugin_on_sglangs_registry(site: PluginSite, *targets: str) -> None:
 
 @pytest.mark.fault(
     "cli",
-    "doctor under released SGLang: a plugin registers with SGLang's own registry, a module misspelled",
+    "doctor under released SGLang: a plugin registers with SGLang's own registry, a module "
+    "misspelled",
     "checked as SGLang's apply_hooks() resolves it: an error naming the module and the target",
 )
 def test_doctor_checks_the_targets_in_released_sglangs_registry(site: PluginSite) -> None:
@@ -923,7 +938,8 @@ def _declaring(site: PluginSite, supported: str, installed: str | None) -> None:
 
 @pytest.mark.fault(
     "cli",
-    "a plugin declares supported SGLang releases (its extra sglang) and another SGLang is installed",
+    "a plugin declares supported SGLang releases (its extra sglang) and another SGLang is "
+    "installed",
     "doctor: a row per plugin and a warning naming the plugin, its range and the installed SGLang",
 )
 def test_doctor_reports_a_plugin_outside_its_supported_sglang_range(site: PluginSite) -> None:
@@ -969,7 +985,8 @@ def test_doctor_row_for_a_supported_or_absent_sglang(
 
 @pytest.mark.fault(
     "cli",
-    "doctor --simulate where NumPy is not installed (the CPU build of torch warns at import; issue 28)",
+    "doctor --simulate where NumPy is not installed (the CPU build of torch warns at import; issue "
+    "28)",
     "no 'Failed to initialize NumPy' warning heads the report: nothing doctor does needs NumPy",
 )
 def test_simulate_does_not_print_torchs_numpy_warning(site: PluginSite) -> None:

@@ -32,7 +32,8 @@ def run_cli(
 @pytest.mark.fault(
     "cli",
     "a plugin's register() leaves a non-daemon thread running",
-    "doctor prints its report and exits with its status at once (it printed the report and never exited)",
+    "doctor prints its report and exits with its status at once (it printed the report and never "
+    "exited)",
 )
 def test_doctor_exits_although_a_plugin_left_a_thread_running(site: PluginSite) -> None:
     body = "import threading, time\nthreading.Thread(target=time.sleep, args=(3600,)).start()"
@@ -46,7 +47,8 @@ def test_doctor_exits_although_a_plugin_left_a_thread_running(site: PluginSite) 
 @pytest.mark.fault(
     "cli",
     "a plugin registers an atexit handler that calls os._exit(0), and doctor finds a problem",
-    "the exit status is the report's (1): plugin code cannot change it (it exited 0 while the JSON said 1)",
+    "the exit status is the report's (1): plugin code cannot change it (it exited 0 while the JSON "
+    "said 1)",
 )
 def test_a_plugins_atexit_handler_cannot_change_doctors_exit_status(site: PluginSite) -> None:
     add_general(
@@ -61,8 +63,8 @@ def test_a_plugins_atexit_handler_cannot_change_doctors_exit_status(site: Plugin
 @pytest.mark.fault(
     "cli",
     "a plugin's error message carries ESC and BEL (terminal control characters)",
-    "the text report shows them escaped (\\x1b, \\x07); the JSON keeps the message as it is (they reached the "
-    "terminal raw: a package could clear or hide the report)",
+    "the text report shows them escaped (\\x1b, \\x07); the JSON keeps the message as it is (they "
+    "reached the terminal raw: a package could clear or hide the report)",
 )
 def test_control_characters_from_a_plugin_are_escaped_in_the_text_report(site: PluginSite) -> None:
     add_general(site, "sneaky-dist", "sneaky", body="raise RuntimeError('\\x1b[2J\\x07hidden')")
@@ -79,9 +81,10 @@ def test_control_characters_from_a_plugin_are_escaped_in_the_text_report(site: P
 
 @pytest.mark.fault(
     "cli",
-    "the reader of sglang-plugins' output goes away (sglang-plugins list | head -1, a closed stdout)",
-    "a quiet exit with status 141 (128 + SIGPIPE), as any Unix tool; no 'bug in sglang-plugins' message (it "
-    "exited 3 calling itself buggy)",
+    "the reader of sglang-plugins' output goes away (sglang-plugins list | head -1, a closed "
+    "stdout)",
+    "a quiet exit with status 141 (128 + SIGPIPE), as any Unix tool; no 'bug in sglang-plugins' "
+    "message (it exited 3 calling itself buggy)",
 )
 def test_a_closed_pipe_ends_the_cli_quietly(site: PluginSite) -> None:
     for index in range(40):
@@ -108,8 +111,10 @@ def test_a_closed_pipe_ends_the_cli_quietly(site: PluginSite) -> None:
 
 @pytest.mark.fault(
     "cli",
-    "doctor --simulate npu --simulate-backend vendor_rt.torch_ext (a dotted backend module, as the template suggests)",
-    "accepted: the simulated backend is importable under its dotted name (it was refused, exit 2, as 'installed')",
+    "doctor --simulate npu --simulate-backend vendor_rt.torch_ext (a dotted backend module, as the "
+    "template suggests)",
+    "accepted: the simulated backend is importable under its dotted name (it was refused, exit 2, "
+    "as 'installed')",
 )
 def test_a_dotted_simulated_backend_module_is_accepted(site: PluginSite) -> None:
     pytest.importorskip("torch")
@@ -137,8 +142,10 @@ def test_a_dotted_simulated_backend_under_an_installed_package_is_refused(site: 
 
 @pytest.mark.fault(
     "cli",
-    "doctor --simulate __class__ (or another attribute torch has that is no device type, such as nn)",
-    "exit 2 saying what is wrong with the name (it said '__class__ is one of torch's own device types')",
+    "doctor --simulate __class__ (or another attribute torch has that is no device type, such as "
+    "nn)",
+    "exit 2 saying what is wrong with the name (it said '__class__ is one of torch's own device "
+    "types')",
 )
 @pytest.mark.parametrize(
     ("device", "said"),
@@ -182,8 +189,8 @@ def test_compare_with_an_endless_file_is_refused_at_once(site: PluginSite) -> No
 @pytest.mark.fault(
     "cli",
     "a platform plugin's METADATA is Latin-1 (it cannot be decoded): list and doctor",
-    "both report the distribution as malformed, with its path, and doctor exits 1 (they said 'OK, 0 malformed, "
-    "no platform plugin installed' and exited 0)",
+    "both report the distribution as malformed, with its path, and doctor exits 1 (they said 'OK, "
+    "0 malformed, no platform plugin installed' and exited 0)",
 )
 @pytest.mark.parametrize("command", ["list", "doctor"])
 def test_undecodable_metadata_of_a_plugin_is_reported_by_list_and_doctor(
@@ -255,8 +262,9 @@ class CountedMessage(str):
 @pytest.mark.fault(
     "cli",
     "doctor with 10,000 failing general plugins",
-    "each problem is added and each table cell matched in constant work (problems were de-duplicated against, and "
-    "cells compared with, every problem: quadratic, about 30 s for the text report)",
+    "each problem is added and each table cell matched in constant work (problems were "
+    "de-duplicated against, and cells compared with, every problem: quadratic, about 30 s for the "
+    "text report)",
 )
 def test_problems_and_their_cells_cost_constant_work_each(site: PluginSite) -> None:
     from sglang_plugin_runtime._cli._reports import Problems

@@ -195,9 +195,10 @@ def test_run_passes_an_sglang_that_already_imports_the_runtime_through_unchanged
 
 @pytest.mark.fault(
     "cli",
-    "sglang-plugins run -- python with -I or -E after an option that takes a value, or combined with others "
-    "(-X utf8 -I, -W ignore -E, -Ic, -sI)",
-    "refused before anything runs, naming the option, as CPython parses its options (it ran SGLang unadopted)",
+    "sglang-plugins run -- python with -I or -E after an option that takes a value, or combined "
+    "with others (-X utf8 -I, -W ignore -E, -Ic, -sI)",
+    "refused before anything runs, naming the option, as CPython parses its options (it ran SGLang "
+    "unadopted)",
 )
 @pytest.mark.parametrize(
     ("options", "refused"),
@@ -257,9 +258,10 @@ def add_adopted_sglang(site: PluginSite) -> None:
 
 @pytest.mark.fault(
     "cli",
-    "SIGINT, SIGTERM, SIGHUP or SIGQUIT sent to the pid of sglang-plugins run only (a supervisor, a container stop)",
-    "forwarded to the command; the launcher exits with the command's status (SIGINT was swallowed and the command "
-    "ran on; SIGQUIT killed the launcher alone)",
+    "SIGINT, SIGTERM, SIGHUP or SIGQUIT sent to the pid of sglang-plugins run only (a supervisor, "
+    "a container stop)",
+    "forwarded to the command; the launcher exits with the command's status (SIGINT was swallowed "
+    "and the command ran on; SIGQUIT killed the launcher alone)",
 )
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"])
 def test_run_forwards_the_signals_sent_to_the_launcher(site: PluginSite, name: str) -> None:

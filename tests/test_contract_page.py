@@ -51,8 +51,8 @@ def test_the_contract_pages_carry_their_generated_tables() -> None:
 def test_each_generated_table_matches_the_code(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
     assert contract_tables.sync(text) == text, (
-        f"{page.relative_to(REPO)} has a table that differs from the code: run `python docs/_hooks/contract_tables.py`"
-        " and commit the result"
+        f"{page.relative_to(REPO)} has a table that differs from the code: run `python "
+        "docs/_hooks/contract_tables.py` and commit the result"
     )
 
 

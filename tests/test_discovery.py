@@ -122,9 +122,10 @@ def test_duplicate_names_across_distributions_are_reported_with_both(site: Plugi
 )
 @pytest.mark.fault(
     "discovery",
-    "a malformed entry_points.txt (no '=', broken section header, entry outside a section, a value that is not "
-    "module[:attr], an empty name)",
-    "that distribution is skipped with its path in the WARNING and the report; the others are found",
+    "a malformed entry_points.txt (no '=', broken section header, entry outside a section, a value "
+    "that is not module[:attr], an empty name)",
+    "that distribution is skipped with its path in the WARNING and the report; the others are "
+    "found",
 )
 def test_malformed_entry_points_file_is_skipped_with_its_path(site: PluginSite, text: str) -> None:
     bad = site.add("bad", entry_points_text=text)
@@ -251,8 +252,8 @@ def test_changing_sys_path_triggers_a_rescan(site: PluginSite, tmp_path) -> None
 
 @pytest.mark.fault(
     "discovery",
-    "a versionless *.egg-info (as `setup.py develop` writes) whose PKG-INFO is Latin-1, offering a console "
-    "script and no plugin",
+    "a versionless *.egg-info (as `setup.py develop` writes) whose PKG-INFO is Latin-1, offering a "
+    "console script and no plugin",
     "never read: selection, loading and the other plugins are unaffected",
 )
 def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(

@@ -86,7 +86,8 @@ def populate(site: PluginSite, timer_version: str = "1.0") -> None:
         "acme-npu",
         "acme",
         "acmenpu",
-        "import os\n            return None if os.environ.get('ACME_DEVICE_ABSENT') else __name__ + '.{cls}'",
+        "import os\n            return None if os.environ.get('ACME_DEVICE_ABSENT') else __name__ "
+        "+ '.{cls}'",
     )
     site.add(
         "acme-timer",
@@ -182,7 +183,8 @@ def test_ranks_with_the_same_plugins_all_return_with_the_digest_the_cli_prints(
     assert [o[0]["mode"] for o in outcomes] == ["error"] * RANKS
     digests = {rank_outcomes[0]["digest"] for rank_outcomes in outcomes}
     cli = site.run(
-        "import sys; from sglang_plugin_runtime._cli import main; sys.exit(main(['fingerprint', '--json']))"
+        "import sys; from sglang_plugin_runtime._cli import main; sys.exit(main(['fingerprint', "
+        "'--json']))"
     )
     assert digests == {json.loads(cli.stdout)["digest"]}
     # A rank whose fingerprint cannot be built still joins the exchange: every rank raises, none

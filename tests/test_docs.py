@@ -81,7 +81,8 @@ def test_shown_command_output_comes_from_running_the_command() -> None:
                 stripped = body_line.strip()
                 if stripped and not stripped.startswith(("$ ", "# ")) and stripped != "$":
                     problems.append(
-                        f"{path.relative_to(REPO_ROOT)}:{line + offset}: output in a console block that is not "
+                        f"{path.relative_to(REPO_ROOT)}:{line + offset}: output in a console block "
+                        "that is not "
                         f'exec="on": {stripped!r}'
                     )
                     break

@@ -36,9 +36,9 @@ from pathlib import Path
 import pytest
 from _docs_support import DOCS_DIR, REPO_ROOT, mermaid_blocks
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Reading Mermaid flowcharts and sequence diagrams (the subset the docs use).
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 _SHAPES = r"\[\[|\(\[|\{\{|\[|\(|\{"
 _NODE = re.compile(
@@ -48,7 +48,8 @@ _EDGE = re.compile(r'^(?P<src>\w+) -- "(?P<label>[^"]*)" --> (?P<dst>\w+)$')
 _CHAIN = re.compile(r"^\w+(?: --> \w+)+$")
 _LINK = re.compile(r"^\w+ -\.- \w+$")
 _IGNORED = re.compile(
-    r'^(?:%%.*|flowchart (?:TD|TB|LR)|direction (?:TB|LR)|subgraph \w+ \["[^"]*"\]|end|classDef .*|class [\w,]+ \w+)$'
+    r'^(?:%%.*|flowchart (?:TD|TB|LR)|direction (?:TB|LR)|subgraph \w+ \["[^"]*"\]|end|classDef '
+    r".*|class [\w,]+ \w+)$"
 )
 
 
@@ -107,11 +108,13 @@ class Flowchart:
                 edge = out[0]
             else:
                 assert pending, (
-                    f"at {node!r} the diagram offers {[e[1] for e in out]}, and the walk has no choice left"
+                    f"at {node!r} the diagram offers {[e[1] for e in out]}, and the walk has no "
+                    "choice left"
                 )
                 matches = [e for e in out if e[1] == pending[0]]
                 assert matches, (
-                    f"at {node!r} there is no arrow labelled {pending[0]!r}, only {[e[1] for e in out]}"
+                    f"at {node!r} there is no arrow labelled {pending[0]!r}, only "
+                    f"{[e[1] for e in out]}"
                 )
                 edge = matches[0]
                 pending.pop(0)
@@ -195,9 +198,9 @@ def _run(
     )
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # selection.md: the decision tree.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @functools.cache
@@ -416,9 +419,9 @@ def test_a_real_selection_ends_where_the_selection_diagram_says(way: Way, tmp_pa
     assert result["outcome"] == outcome_of(selection_chart().labels[end]), (way, result)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # hooks.md: how the hook types nest around a call.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @functools.cache
@@ -548,9 +551,9 @@ def test_the_hook_diagram_states_what_the_composition_prose_states() -> None:
     ] == _drawn_run_order()
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # processes.md: which process discovers, selects, loads and applies, and what a child inherits.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @functools.cache
@@ -805,9 +808,9 @@ def test_the_process_layout_diagram_matches_sglangs_entry_functions() -> None:
     }
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # real-server.md: the server's processes and where plugins load, in each world.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @functools.cache

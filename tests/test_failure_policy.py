@@ -65,8 +65,8 @@ def _platform_with_hooking_constructor(site: PluginSite, constructor: str) -> No
 @pytest.mark.fault(
     "selection",
     "the selected platform class's __init__ registers a hook, then raises",
-    "the hook is attributed to the platform plugin and discarded; selection fails with PluginLoadError naming the "
-    "plugin (was: attributed to no plugin and left applied)",
+    "the hook is attributed to the platform plugin and discarded; selection fails with "
+    "PluginLoadError naming the plugin (was: attributed to no plugin and left applied)",
 )
 def test_a_hook_registered_by_a_failing_platform_constructor_is_discarded(site: PluginSite) -> None:
     _platform_with_hooking_constructor(site, "raise RuntimeError('device lost')")
@@ -95,8 +95,8 @@ class Unprintable(Exception):
 @pytest.mark.fault(
     "plugins",
     "register() raises an exception whose __str__ itself raises",
-    "that plugin's failure (failed-call) with a description of the exception, the other plugins load; "
-    "load_plugins() returns (was: the error escaped load_plugins())",
+    "that plugin's failure (failed-call) with a description of the exception, the other plugins "
+    "load; load_plugins() returns (was: the error escaped load_plugins())",
 )
 def test_a_register_exception_whose_str_raises_is_that_plugins_failure(site: PluginSite) -> None:
     site.add("target", modules=TARGET)
@@ -121,8 +121,8 @@ def test_a_register_exception_whose_str_raises_is_that_plugins_failure(site: Plu
 @pytest.mark.fault(
     "selection",
     "a platform plugin's activate() raises an exception whose __str__ itself raises, auto mode",
-    "that plugin is skipped with a WARNING describing the exception; the fallback is selected (was: ImportError: "
-    "cannot import name 'current_platform', naming no plugin)",
+    "that plugin is skipped with a WARNING describing the exception; the fallback is selected "
+    "(was: ImportError: cannot import name 'current_platform', naming no plugin)",
 )
 def test_an_activate_exception_whose_str_raises_is_that_plugins_failure(site: PluginSite) -> None:
     site.add(
@@ -142,8 +142,8 @@ def test_an_activate_exception_whose_str_raises_is_that_plugins_failure(site: Pl
 @pytest.mark.fault(
     "plugins",
     "register() waits for a helper thread that calls load_plugins() (a join, a future's result)",
-    "no hang: the helper gets ReentrantLoadError naming the plugin, and the plugin fails (failed-call), its hooks "
-    "discarded; the other plugins load",
+    "no hang: the helper gets ReentrantLoadError naming the plugin, and the plugin fails "
+    "(failed-call), its hooks discarded; the other plugins load",
 )
 @pytest.mark.parametrize(
     "wait",
@@ -223,8 +223,9 @@ GENERAL_OF_PLATFORM = {
 @pytest.mark.fault(
     "plugins",
     "a general plugin shipped by the selected platform's distribution fails (import or register())",
-    "PluginLoadError naming the plugin and saying it belongs to the selected platform's distribution: start-up "
-    "stops (SGLang's diffusion loader's rule; 0.5.23's srt loader logs and goes on)",
+    "PluginLoadError naming the plugin and saying it belongs to the selected platform's "
+    "distribution: start-up stops (SGLang's diffusion loader's rule; 0.5.23's srt loader logs and "
+    "goes on)",
 )
 def test_a_failing_general_plugin_of_the_selected_platform_stops_loading(site: PluginSite) -> None:
     site.add(
@@ -261,7 +262,8 @@ def test_a_failing_general_plugin_of_an_unselected_platform_is_skipped(site: Plu
 @pytest.mark.fault(
     "plugins",
     "the selected platform's distribution registers a hook on a module that cannot be found",
-    "load_plugins() raises PluginLoadError naming the distribution and the target: its hooks must apply",
+    "load_plugins() raises PluginLoadError naming the distribution and the target: its hooks must "
+    "apply",
 )
 def test_hooks_of_the_selected_platform_that_cannot_apply_stop_loading(site: PluginSite) -> None:
     extra = UPPER + "HookRegistry.register('no_such_vendor_module.f', upper, HookType.AFTER)\n"

@@ -181,10 +181,9 @@ def test_both_spellings_of_a_target_are_one_target_pending_or_applied(site: Plug
 def test_a_target_that_failed_to_apply_is_marked_failed(site: PluginSite) -> None:
     populate(site)
     before = (
-        "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType\n"
-        "import demo_target\n"
-        "HookRegistry.register('demo_target.no_such_function', lambda r, *a, **k: r, HookType.AFTER)\n"
-        "load_plugins()"
+        "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType\nimport "
+        "demo_target\nHookRegistry.register('demo_target.no_such_function', lambda r, *a, **k: r, "
+        "HookType.AFTER)\nload_plugins()"
     )
     targets = {t["target"]: t["failed"] for t in fingerprint(site, before=before)["data"]["hooks"]}
     assert targets == {"demo_target.no_such_function": True, "demo_target.work": False}

@@ -207,8 +207,10 @@ DAMAGED = {
 
 @pytest.mark.fault(
     "cli",
-    "fingerprint --compare FILE whose JSON is valid but damaged inside (wrong types, missing keys), or nested deep",
-    "exit 2 and 'not a fingerprint' naming the file (it was exit 3, 'this is a bug in sglang-plugins')",
+    "fingerprint --compare FILE whose JSON is valid but damaged inside (wrong types, missing "
+    "keys), or nested deep",
+    "exit 2 and 'not a fingerprint' naming the file (it was exit 3, 'this is a bug in "
+    "sglang-plugins')",
 )
 @pytest.mark.parametrize("content", DAMAGED.values(), ids=DAMAGED.keys())
 def test_compare_with_a_damaged_or_deeply_nested_file_is_a_usage_error(

@@ -307,11 +307,13 @@ def test_one_odd_node_among_64_ranks_reads_as_two_lines() -> None:
     assert lines == [
         "Differences that change what runs (errors):",
         "  general plugin 'timer':",
-        "    loaded, acme-timer 1.0  on ranks 0-7, 16-63 (7 hosts: node-0, node-2, node-3, node-4, ...)",
+        "    loaded, acme-timer 1.0  on ranks 0-7, 16-63 (7 hosts: node-0, node-2, node-3, node-4, "
+        "...)",
         "    loaded, acme-timer 1.1  on ranks 8-15 (host node-1)",
     ]
     assert format_groups(rank_groups(participants)) == [
         "Ranks by fingerprint:",
-        f"  {digest_of(fingerprint())[:12]}  ranks 0-7, 16-63 (7 hosts: node-0, node-2, node-3, node-4, ...)",
+        f"  {digest_of(fingerprint())[:12]}  ranks 0-7, 16-63 (7 hosts: node-0, node-2, node-3, "
+        "node-4, ...)",
         f"  {digest_of(odd)[:12]}  ranks 8-15 (host node-1)",
     ]

@@ -178,8 +178,8 @@ def test_plugin_source_is_current_during_import_and_during_register(site: Plugin
 @pytest.mark.fault(
     "plugins",
     "a general plugin's module raises at import",
-    "failed-import with the exception, an ERROR with its traceback naming its distribution (as SGLang logs it); "
-    "the others load",
+    "failed-import with the exception, an ERROR with its traceback naming its distribution (as "
+    "SGLang logs it); the others load",
 )
 def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
@@ -264,7 +264,8 @@ def test_same_plugin_name_from_two_distributions_fails_naming_both(site: PluginS
 def test_load_plugins_is_idempotent_within_a_process(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
     site.run(
-        "from sglang_plugin_runtime.plugins import load_plugins\nload_plugins(); load_plugins(); load_plugins()",
+        "from sglang_plugin_runtime.plugins import load_plugins\nload_plugins(); load_plugins(); "
+        "load_plugins()",
         check=True,
     )
     assert registered_count(site, "alpha") == 1
@@ -392,7 +393,8 @@ def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
 @pytest.mark.fault(
     "plugins",
     "a general plugin's module calls sys.exit(0) while it is imported",
-    "failed-import naming the plugin and SystemExit; the other plugins load and load_plugins() returns",
+    "failed-import naming the plugin and SystemExit; the other plugins load and load_plugins() "
+    "returns",
 )
 def test_general_plugin_calling_sys_exit_at_import_is_an_import_failure(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
@@ -410,7 +412,8 @@ def test_general_plugin_calling_sys_exit_at_import_is_an_import_failure(site: Pl
 @pytest.mark.fault(
     "plugins",
     "register() calls sys.exit(1)",
-    "failed-call, its hooks discarded, the others loaded; strict mode raises PluginLoadError chained to it",
+    "failed-call, its hooks discarded, the others loaded; strict mode raises PluginLoadError "
+    "chained to it",
 )
 def test_register_calling_sys_exit_is_a_register_failure(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha", in_register="    import sys; sys.exit(1)\n")
@@ -539,7 +542,8 @@ def test_a_host_namespaces_own_strict_variable_makes_hook_failures_raise(site: P
 @pytest.mark.fault(
     "plugins",
     "register() written as a generator function or as `async def` (its body would never run)",
-    "failed-call naming the plugin and saying to make it a plain function; no 'never awaited' warning",
+    "failed-call naming the plugin and saying to make it a plain function; no 'never awaited' "
+    "warning",
 )
 def test_register_that_is_a_generator_or_async_function_fails_naming_the_plugin(
     site: PluginSite, definition: str, kind: str
@@ -598,8 +602,10 @@ def register():
 
 @pytest.mark.fault(
     "plugins",
-    "the process forks while another thread is inside load_plugins() (one plugin's register() done, one running)",
-    "the child's load_plugins() runs only the unfinished plugins again: each hook is registered and runs once",
+    "the process forks while another thread is inside load_plugins() (one plugin's register() "
+    "done, one running)",
+    "the child's load_plugins() runs only the unfinished plugins again: each hook is registered "
+    "and runs once",
 )
 def test_fork_while_another_thread_loads_runs_each_hook_once_in_the_child(
     site: PluginSite, tmp_path

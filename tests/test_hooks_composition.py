@@ -223,7 +223,8 @@ def test_many_hooks_make_one_wrapper_around_the_original(make_module):
 
 @pytest.mark.fault(
     "hooks",
-    "80 BEFORE hooks registered one by one after apply_hooks() (or 300 in one apply), each returning new arguments",
+    "80 BEFORE hooks registered one by one after apply_hooks() (or 300 in one apply), each "
+    "returning new arguments",
     "the generated code grows linearly with the number of hooks: 0.1 s for 80 (was: with its "
     "square, 15 s and 400 MB for 80, 14 s and 2.5 GB for 300)",
 )

@@ -308,8 +308,8 @@ def test_both_spellings_of_one_target_share_one_wrapper(make_module):
 @pytest.mark.fault(
     "hooks",
     "a hook on builtins.len, a builtin the wrapper itself would call",
-    "applied: len() runs the hook, the wrapper never looks builtins up when called (was: RecursionError and len "
-    "broken for the process); reset() restores the builtin",
+    "applied: len() runs the hook, the wrapper never looks builtins up when called (was: "
+    "RecursionError and len broken for the process); reset() restores the builtin",
 )
 def test_a_hook_on_a_builtin_the_wrapper_uses_is_applied_and_reset_restores_it():
     # In a child process: a broken len() would take the whole test session down with it.
@@ -345,7 +345,8 @@ def test_a_hook_on_a_builtin_the_wrapper_uses_is_applied_and_reset_restores_it()
 @pytest.mark.fault(
     "hooks",
     "one module under two names in sys.modules (os.path and posixpath), a hook through each name",
-    "both hooks run, in one wrapper on the one attribute (was: only the last, while describe() said both applied)",
+    "both hooks run, in one wrapper on the one attribute (was: only the last, while describe() "
+    "said both applied)",
 )
 def test_hooks_through_two_names_of_one_module_both_run(make_module, applies):
     name = make_module("m", "def f(x):\n    return [x]\n")
@@ -369,8 +370,8 @@ def test_hooks_through_two_names_of_one_module_both_run(make_module, applies):
 @pytest.mark.fault(
     "hooks",
     "a class REPLACE on m.C registered after a hook on m.C.meth was applied",
-    "the same result as in one apply: the method hook runs on the replacement class, the original class is left "
-    "untouched (was: the method hook silently lost while describe() said applied)",
+    "the same result as in one apply: the method hook runs on the replacement class, the original "
+    "class is left untouched (was: the method hook silently lost while describe() said applied)",
 )
 def test_class_replace_after_a_method_hook_gives_the_same_result_as_one_apply(make_module, applies):
     name = make_module("m", CLASSES)
@@ -404,7 +405,8 @@ def test_class_replace_after_a_method_hook_gives_the_same_result_as_one_apply(ma
 @pytest.mark.fault(
     "hooks",
     "the plugin whose class REPLACE on m.C carried a hook on m.C.meth is discarded",
-    "the method hook moves back to the original class, as if the class REPLACE had never been registered",
+    "the method hook moves back to the original class, as if the class REPLACE had never been "
+    "registered",
 )
 def test_discarding_a_class_replace_moves_the_method_hook_back_to_the_original_class(make_module):
     name = make_module("m", CLASSES)

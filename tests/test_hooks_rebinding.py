@@ -116,10 +116,10 @@ def lazy_module(folder, name: str, source: str):
 
 @pytest.mark.fault(
     "hooks",
-    "a module deferred by importlib.util.LazyLoader sits in sys.modules (its code would fail) during the "
-    "stale-reference walk",
-    "the walk never executes it: the apply succeeds and the module stays deferred (was: the walk ran it and its "
-    "ImportError escaped load_plugins())",
+    "a module deferred by importlib.util.LazyLoader sits in sys.modules (its code would fail) "
+    "during the stale-reference walk",
+    "the walk never executes it: the apply succeeds and the module stays deferred (was: the walk "
+    "ran it and its ImportError escaped load_plugins())",
 )
 def test_the_walk_never_executes_a_lazily_loaded_module(make_module, tmp_path):
     name = make_module("m", "def f():\n    return 1\n")

@@ -178,13 +178,11 @@ def test_the_wheel_ships_the_table_and_an_installed_wheel_reads_it(tmp_path: Pat
     ]
     subprocess.run(install, check=True, capture_output=True, text=True)
     code = (
-        "import sglang_plugin_runtime\n"
-        "from sglang_plugin_runtime.platforms.interface import SRTPlatform\n"
-        "try:\n"
-        "    class Plat(SRTPlatform):\n"
-        "        def is_pin_memory_available(self): ...\n"
-        "except TypeError as exc:\n"
-        "    print(sglang_plugin_runtime.__file__, 'called from sglang/srt/utils/common.py' in str(exc))\n"
+        "import sglang_plugin_runtime\nfrom sglang_plugin_runtime.platforms.interface import "
+        "SRTPlatform\ntry:\n    class Plat(SRTPlatform):\n        def "
+        "is_pin_memory_available(self): ...\nexcept TypeError as exc:\n    "
+        "print(sglang_plugin_runtime.__file__, 'called from sglang/srt/utils/common.py' in "
+        "str(exc))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code],

@@ -73,7 +73,8 @@ def test_plugin_returning_none_leads_to_fallback_and_is_recorded_unavailable(
 @pytest.mark.fault(
     "selection",
     "two platform plugins activate, SGLANG_PLATFORM unset",
-    "AmbiguousPlatformError naming both plugins and distributions and telling to set SGLANG_PLATFORM",
+    "AmbiguousPlatformError naming both plugins and distributions and telling to set "
+    "SGLANG_PLATFORM",
 )
 def test_two_activated_plugins_raise_naming_both_and_the_env_var(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
@@ -87,7 +88,8 @@ def test_two_activated_plugins_raise_naming_both_and_the_env_var(site: PluginSit
 @pytest.mark.fault(
     "selection",
     "a platform plugin's module fails to import, auto mode",
-    "WARNING naming the plugin, its distribution and the exception; skipped; recorded in the selection's problems",
+    "WARNING naming the plugin, its distribution and the exception; skipped; recorded in the "
+    "selection's problems",
 )
 def test_plugin_whose_module_fails_to_import_is_warned_and_skipped(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
@@ -421,8 +423,10 @@ def test_current_platform_is_resolved_once_across_threads(site: PluginSite) -> N
 
 @pytest.mark.fault(
     "processes",
-    "the selection runs in a helper thread, and threads that arrive while activate() runs wait longer than a poll",
-    "they wait for it: one activate(), no false re-entry error (every helper thread starts in threading's code)",
+    "the selection runs in a helper thread, and threads that arrive while activate() runs wait "
+    "longer than a poll",
+    "they wait for it: one activate(), no false re-entry error (every helper thread starts in "
+    "threading's code)",
 )
 def test_threads_waiting_on_a_selection_made_in_a_helper_thread_get_its_platform(
     site: PluginSite,
@@ -560,7 +564,8 @@ def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(
 @pytest.mark.fault(
     "selection",
     "activate() calls sys.exit(0), SGLANG_PLATFORM unset",
-    "a failure like any other: WARNING naming the plugin, its distribution and SystemExit; skipped; fallback",
+    "a failure like any other: WARNING naming the plugin, its distribution and SystemExit; "
+    "skipped; fallback",
 )
 def test_activate_calling_sys_exit_is_a_skipped_plugin_failure_in_auto_mode(
     site: PluginSite,
@@ -579,7 +584,8 @@ def test_activate_calling_sys_exit_is_a_skipped_plugin_failure_in_auto_mode(
 @pytest.mark.fault(
     "selection",
     "activate() calls sys.exit(3) for the platform SGLANG_PLATFORM names",
-    "PluginLoadError naming the plugin and distribution, chained to the SystemExit; the process goes on",
+    "PluginLoadError naming the plugin and distribution, chained to the SystemExit; the process "
+    "goes on",
 )
 def test_activate_calling_sys_exit_is_an_attributed_error_when_selected(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(3)")
@@ -595,7 +601,8 @@ def test_activate_calling_sys_exit_is_an_attributed_error_when_selected(site: Pl
 @pytest.mark.fault(
     "selection",
     "a platform plugin's module calls sys.exit() while it is imported",
-    "import failure of that plugin: WARNING naming it, skipped (an error with SGLANG_PLUGINS_STRICT=1)",
+    "import failure of that plugin: WARNING naming it, skipped (an error with "
+    "SGLANG_PLUGINS_STRICT=1)",
 )
 def test_platform_module_calling_sys_exit_at_import_is_an_import_failure(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
@@ -614,8 +621,8 @@ def test_platform_module_calling_sys_exit_at_import_is_an_import_failure(site: P
 @pytest.mark.fault(
     "selection",
     "activate() reads current_platform, SGLANG_PLATFORM unset",
-    "one ReentrantSelectionError naming the plugin and saying what to do instead; no nested selections, no "
-    "'falling back' line",
+    "one ReentrantSelectionError naming the plugin and saying what to do instead; no nested "
+    "selections, no 'falling back' line",
 )
 def test_activate_reading_current_platform_is_one_clear_error_in_auto_mode(
     site: PluginSite,
@@ -655,7 +662,8 @@ def test_activate_reading_current_platform_is_one_short_error_when_selected(
 @pytest.mark.fault(
     "selection",
     "activate() reads current_platform inside try/except and returns its class anyway",
-    "still the re-entry error: an answer computed from a selection that cannot exist yet is not used",
+    "still the re-entry error: an answer computed from a selection that cannot exist yet is not "
+    "used",
 )
 def test_activate_that_swallows_the_reentry_error_is_still_refused(site: PluginSite) -> None:
     body = (
@@ -699,7 +707,8 @@ def test_platform_constructor_reading_current_platform_is_a_clear_error(site: Pl
 @pytest.mark.fault(
     "selection",
     "an entry point that names a string, not a function",
-    "'the entry point names str ..., not a function' with the fix, instead of \"'str' object is not callable\"",
+    "'the entry point names str ..., not a function' with the fix, instead of \"'str' object is "
+    'not callable"',
 )
 def test_entry_point_naming_a_non_callable_says_what_it_names(site: PluginSite) -> None:
     site.add(
@@ -743,7 +752,8 @@ def test_platform_name_given_as_the_distribution_suggests_its_entry_point(site: 
 @pytest.mark.fault(
     "selection",
     "activate() raises KeyboardInterrupt itself, in a host process",
-    "it propagates as KeyboardInterrupt (a library cannot tell it from Ctrl-C), noting which plugin was running",
+    "it propagates as KeyboardInterrupt (a library cannot tell it from Ctrl-C), noting which "
+    "plugin was running",
 )
 def test_keyboard_interrupt_in_activate_propagates_with_the_plugin_named(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "raise KeyboardInterrupt")
@@ -761,9 +771,10 @@ def test_keyboard_interrupt_in_activate_propagates_with_the_plugin_named(site: P
 
 @pytest.mark.fault(
     "selection",
-    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module fails to import (a missing dependency)",
-    "InvalidPlatformError carrying the real import error (No module named 'vendor_runtime'), not 'module has no "
-    "attribute platform'",
+    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module fails to import (a "
+    "missing dependency)",
+    "InvalidPlatformError carrying the real import error (No module named 'vendor_runtime'), not "
+    "'module has no attribute platform'",
 )
 def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(
     site: PluginSite,
@@ -887,7 +898,8 @@ HOST_PACKAGE = {
     "fakehost/__init__.py": "",
     "fakehost/platforms/__init__.py": "",
     "fakehost/platforms/interface.py": (
-        "from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum\nclass HostPlatform:\n    _enum = None\n"
+        "from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum\nclass "
+        "HostPlatform:\n    _enum = None\n"
     ),
 }
 
@@ -914,9 +926,10 @@ def test_a_plugin_built_on_the_installed_hosts_own_base_is_selected(site: Plugin
 
 @pytest.mark.fault(
     "selection",
-    "the installed host's platform module fails while selection imports it first (released SGLang refuses, at "
-    "import, a plugin built on this runtime's classes)",
-    "selection goes on without it: what the failed import added to sys.modules is removed, the plugin is selected",
+    "the installed host's platform module fails while selection imports it first (released SGLang "
+    "refuses, at import, a plugin built on this runtime's classes)",
+    "selection goes on without it: what the failed import added to sys.modules is removed, the "
+    "plugin is selected",
 )
 def test_a_host_that_fails_to_import_is_rolled_back_and_selection_goes_on(site: PluginSite) -> None:
     broken_host = dict(HOST_PACKAGE)
@@ -945,7 +958,8 @@ VALIDATED_MODULE_EXITS = {
 
 @pytest.mark.fault(
     "selection",
-    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module calls sys.exit(0) while it is imported",
+    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module calls sys.exit(0) while "
+    "it is imported",
     "InvalidPlatformError naming the plugin and the SystemExit; the host process goes on",
 )
 def test_class_module_calling_sys_exit_is_the_plugins_failure_not_the_hosts_exit(
@@ -964,8 +978,8 @@ def test_class_module_calling_sys_exit_is_the_plugins_failure_not_the_hosts_exit
 @pytest.mark.parametrize("body", ["import sys\nsys.exit(0)\n", "raise KeyboardInterrupt\n"])
 @pytest.mark.fault(
     "cli",
-    "under doctor --json, the module of the class activate() names calls sys.exit(0) or raises KeyboardInterrupt "
-    "itself",
+    "under doctor --json, the module of the class activate() names calls sys.exit(0) or raises "
+    "KeyboardInterrupt itself",
     "that plugin's failure in valid JSON, non-zero exit (not a silent exit 0, not Ctrl-C's 130)",
 )
 def test_doctor_reports_a_class_module_that_exits_or_interrupts_as_the_plugins_failure(
@@ -978,7 +992,8 @@ def test_doctor_reports_a_class_module_that_exits_or_interrupts_as_the_plugins_f
         modules=modules,
     )
     result = site.run(
-        "import sys\nfrom sglang_plugin_runtime._cli import main\nsys.exit(main(['doctor', '--json']))"
+        "import sys\nfrom sglang_plugin_runtime._cli import main\nsys.exit(main(['doctor', "
+        "'--json']))"
     )
     report = json.loads(result.stdout)
     assert result.returncode not in (0, 130), result.stderr
@@ -987,13 +1002,16 @@ def test_doctor_reports_a_class_module_that_exits_or_interrupts_as_the_plugins_f
 
 @pytest.mark.fault(
     "selection",
-    "activate() reads current_platform from a helper thread and waits for it (a join, a future's result)",
-    "no hang: the helper thread gets a ReentrantSelectionError and the selection fails naming the plugin",
+    "activate() reads current_platform from a helper thread and waits for it (a join, a future's "
+    "result)",
+    "no hang: the helper thread gets a ReentrantSelectionError and the selection fails naming the "
+    "plugin",
 )
 @pytest.mark.parametrize(
     "wait",
     [
-        "helper = threading.Thread(target=peek); helper.start(); helper.join(10); assert not helper.is_alive()",
+        "helper = threading.Thread(target=peek); helper.start(); helper.join(10); assert not "
+        "helper.is_alive()",
         "concurrent.futures.ThreadPoolExecutor(1).submit(peek).result(10)",
     ],
     ids=["join", "future"],
@@ -1074,8 +1092,10 @@ print(json.dumps({"greet": target_mod.greet(), "activations": [a.status for a in
 
 @pytest.mark.fault(
     "selection",
-    "a platform plugin's module registers a hook when imported, then its activate() raises (plugin skipped)",
-    "the failed plugin's hook is discarded; hooks a platform plugin's module registers are attributed to it",
+    "a platform plugin's module registers a hook when imported, then its activate() raises (plugin "
+    "skipped)",
+    "the failed plugin's hook is discarded; hooks a platform plugin's module registers are "
+    "attributed to it",
 )
 def test_hooks_registered_by_a_failed_platform_plugin_are_discarded(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": "def greet():\n    return 'hello'\n"})
@@ -1091,9 +1111,10 @@ def test_hooks_registered_by_a_failed_platform_plugin_are_discarded(site: Plugin
 
 @pytest.mark.fault(
     "selection",
-    "a platform plugin that is not selected (its activate() returned None) registered a hook when imported",
-    "the hook is discarded, never applied: an unselected platform patches nothing (SGLang 0.5.23 applies it; its "
-    "diffusion loader does not)",
+    "a platform plugin that is not selected (its activate() returned None) registered a hook when "
+    "imported",
+    "the hook is discarded, never applied: an unselected platform patches nothing (SGLang 0.5.23 "
+    "applies it; its diffusion loader does not)",
 )
 def test_hooks_of_a_platform_plugin_that_is_not_selected_are_discarded(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": "def greet():\n    return 'hello'\n"})
@@ -1120,7 +1141,8 @@ def test_a_very_long_platform_name_is_cut_in_the_error(site: PluginSite) -> None
 @pytest.mark.fault(
     "selection",
     "a platform entry point listed twice in one distribution's entry_points.txt",
-    "DuplicatePluginError naming that file and the repeated line, not 'offered by twice-dev and twice-dev'",
+    "DuplicatePluginError naming that file and the repeated line, not 'offered by twice-dev and "
+    "twice-dev'",
 )
 def test_an_entry_point_listed_twice_in_one_file_names_the_file_and_the_line(
     site: PluginSite,
@@ -1141,8 +1163,8 @@ def test_an_entry_point_listed_twice_in_one_file_names_the_file_and_the_line(
 @pytest.mark.fault(
     "selection",
     "a different PluginNamespace object that reuses a registered name (srt) is passed to the API",
-    "ValueError saying a different namespace of that name is registered; it never shares the registered one's "
-    "platform or load (was: given SRT's state)",
+    "ValueError saying a different namespace of that name is registered; it never shares the "
+    "registered one's platform or load (was: given SRT's state)",
 )
 def test_a_namespace_object_that_borrows_a_registered_name_is_refused(site: PluginSite) -> None:
     out = site.run_json(

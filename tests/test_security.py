@@ -94,8 +94,8 @@ def attacked_site(site: PluginSite, tmp_path):
 
 @pytest.mark.fault(
     "security",
-    "a forged saved-scan file (in ~/.cache, $XDG_CACHE_HOME or $SGLANG_PLUGIN_CACHE_DIR) names an attacker's module "
-    "as a plugin; a FIFO and /dev/zero sit beside it",
+    "a forged saved-scan file (in ~/.cache, $XDG_CACHE_HOME or $SGLANG_PLUGIN_CACHE_DIR) names an "
+    "attacker's module as a plugin; a FIFO and /dev/zero sit beside it",
     "ignored: no such file is read; the installed plugins are selected and loaded; nothing hangs",
 )
 def test_forged_cache_files_do_not_change_which_plugins_run(attacked_site) -> None:
@@ -109,9 +109,10 @@ def test_forged_cache_files_do_not_change_which_plugins_run(attacked_site) -> No
 
 @pytest.mark.fault(
     "security",
-    "which files a process reads while it discovers, selects and loads plugins (audited with sys.addaudithook)",
-    "only files inside sys.path entries (distribution metadata, the modules imported); nothing is opened for "
-    "writing; the cache folders are never touched",
+    "which files a process reads while it discovers, selects and loads plugins (audited with "
+    "sys.addaudithook)",
+    "only files inside sys.path entries (distribution metadata, the modules imported); nothing is "
+    "opened for writing; the cache folders are never touched",
 )
 def test_only_files_inside_sys_path_are_read_and_none_is_written(attacked_site) -> None:
     site, env, tmp_path = attacked_site

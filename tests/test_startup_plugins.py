@@ -94,7 +94,8 @@ def test_load_plugins_after_load_startup_plugins_runs_each_startup_plugin_once(
 @pytest.mark.fault(
     "plugins",
     "a startup plugin's function raises after registering a hook",
-    "failed-call, its hook discarded, the general plugins still load; with SGLANG_PLUGINS_STRICT=1 PluginLoadError",
+    "failed-call, its hook discarded, the general plugins still load; with SGLANG_PLUGINS_STRICT=1 "
+    "PluginLoadError",
 )
 def test_a_failing_startup_plugin_is_skipped_and_its_hooks_discarded(site: PluginSite) -> None:
     _site(site, SHIM + "    raise RuntimeError('shim broke')\n")

@@ -25,7 +25,7 @@ def sync_section(name: str, body: str, generator: str, doc: Path = DOC) -> None:
     if generated != text:
         doc.write_text(generated, encoding="utf-8")
         pytest.fail(
-            f"{doc.relative_to(REPO_ROOT)} ({name}) was out of date with what this run observed; it has "
-            "been rewritten: review and commit it",
+            f"{doc.relative_to(REPO_ROOT)} ({name}) was out of date with what this run observed; "
+            "it has been rewritten: review and commit it",
             pytrace=False,
         )

@@ -86,8 +86,8 @@ def run_python(
             result = json.loads(line[len(RESULT_MARK) :])
     if result is None:
         raise ScenarioError(
-            f"scenario subprocess reported nothing (exit {completed.returncode})\n"
-            f"--- stdout ---\n{completed.stdout[-4000:]}\n--- stderr ---\n{completed.stderr[-6000:]}"
+            f"scenario subprocess reported nothing (exit {completed.returncode})\n--- stdout "
+            f"---\n{completed.stdout[-4000:]}\n--- stderr ---\n{completed.stderr[-6000:]}"
         )
     return Outcome(result, completed.returncode, completed.stdout, completed.stderr)
 

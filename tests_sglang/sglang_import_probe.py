@@ -61,6 +61,6 @@ class ImportProbe:
         ]
         what = "; ".join(refused) or self.first.splitlines()[0]
         return (
-            f"issue 12: the runtime's class-definition check refuses SGLang 0.5.23's in-tree {what}, so "
-            f"`import sglang` fails once SGLang imports the runtime"
+            "issue 12: the runtime's class-definition check refuses SGLang 0.5.23's in-tree "
+            f"{what}, so `import sglang` fails once SGLang imports the runtime"
         )

@@ -77,9 +77,9 @@ def scenario(
     return decorator
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # In-process hook scenarios: throwaway modules, the implementation's registry
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 _counter = itertools.count()
 
@@ -284,7 +284,10 @@ def inherited_classmethod(e: Env) -> str:
     "property hooked with AFTER",
     sglang="C().p -> method (the property is gone)",
     ours="C().p -> 2",
-    why="SGLang wraps the property object in a function; ours wraps the getter and keeps a property.",
+    why=(
+        "SGLang wraps the property object in a function; ours wraps the getter and keeps a "
+        "property."
+    ),
 )
 def property_hook(e: Env) -> str:
     m = e.module("class C:\n    @property\n    def p(self):\n        return 1\n")
@@ -460,9 +463,9 @@ def decorator(e: Env) -> str:
     return f"{'unchanged' if returned is hook else 'changed'}; {'fires' if m.f(0) == 'hooked' else 'silent'}"
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Loader and platform scenarios: a fresh subprocess each, fake distributions on sys.path
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def _dist(
@@ -566,7 +569,10 @@ def failing_plugin(e: str, root: Path) -> str:
     group="loaders",
     sglang="source: None",
     ours="source: deco (plug-deco)",
-    why="SGLang sets the plugin source only while register() runs, not while its module is imported.",
+    why=(
+        "SGLang sets the plugin source only while register() runs, not while its module is "
+        "imported."
+    ),
 )
 def import_time_source(e: str, root: Path) -> str:
     src = """
@@ -678,7 +684,10 @@ def plugin_order(e: str, root: Path) -> str:
     group="loaders",
     sglang="failure logged; its hook applied",
     ours="failure logged; its hook discarded",
-    why="A plugin that failed is not half-installed: `doctor` reports it failed, and none of its hooks runs.",
+    why=(
+        "A plugin that failed is not half-installed: `doctor` reports it failed, and none of its "
+        "hooks runs."
+    ),
 )
 def register_raises_after_a_hook(e: str, root: Path) -> str:
     src = """
@@ -780,7 +789,8 @@ def register_waits_for_load_plugins(e: str, root: Path) -> str:
     sglang="failure logged, start-up goes on",
     ours="error: startup stops",
     why="The selected platform's own plugins carry its hardware contract, so their failure stops start-up, as in "
-    "SGLang's diffusion loader; a failing plugin of any other distribution is still logged and skipped.",
+    "SGLang's diffusion loader; a failing plugin of any other distribution is still logged and "
+    "skipped.",
 )
 def selected_platforms_plugin_fails(e: str, root: Path) -> str:
     source = PLATFORM_SRC + "def activate():\n    return 'plug_mine.P'\n"
@@ -818,8 +828,8 @@ def register():
     sglang="never run",
     ours="run first, before the general plugins",
     why="An early phase for patches that must precede SGLang's own imports (an open SGLang proposal names the "
-    "group): under the launcher and the adopted SGLang it runs when the `sglang` package is imported, so a vendor "
-    "needs no `.pth` file or `sitecustomize`.",
+    "group): under the launcher and the adopted SGLang it runs when the `sglang` package is "
+    "imported, so a vendor needs no `.pth` file or `sitecustomize`.",
 )
 def startup_plugins(e: str, root: Path) -> str:
     _dist(
@@ -1005,7 +1015,8 @@ TARGET_SRC = {"plat_target.py": "def work():\n    return 'original'\n"}
 
 
 @scenario(
-    "A platform plugin whose activate() returns None registered a hook when its module was imported",
+    "A platform plugin whose activate() returns None registered a hook when its module was "
+    "imported",
     group="platforms",
     sglang="its hook applied",
     ours="its hook discarded",
@@ -1042,10 +1053,10 @@ def constructor_hooks(e: str, root: Path) -> str:
     return run_python(PLATFORM_HOOKS.format(**IMPLS[e]), paths=[root]).result
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Diffusion namespace: SGLang 0.5.23's sglang.multimodal_gen against the runtime's "multimodal_gen"
 # namespace
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 MM = "sglang.multimodal_gen.platforms"
 MM_GENERAL = "sglang.multimodal_gen.plugins"
@@ -1070,7 +1081,8 @@ class P(MMPlatform):
 MM_SELECT = {
     "sglang": "from sglang.multimodal_gen.runtime.platforms import current_platform as p",
     "ours": (
-        "from sglang_plugin_runtime.platforms import get_current_platform\np = get_current_platform('multimodal_gen')"
+        "from sglang_plugin_runtime.platforms import get_current_platform\np = "
+        "get_current_platform('multimodal_gen')"
     ),
 }
 #: How each implementation's diffusion plugins register a hook, and how to ask SRT's registry about
@@ -1078,7 +1090,8 @@ MM_SELECT = {
 MM_HOOKS = {
     "sglang": (
         "from sglang.multimodal_gen.runtime.platforms.plugins import HookRegistry, HookType",
-        "from sglang.srt.plugins.hook_registry import HookRegistry as S\nseen = 'json.dumps' in S._hooks",
+        "from sglang.srt.plugins.hook_registry import HookRegistry as S\nseen = 'json.dumps' in "
+        "S._hooks",
     ),
     "ours": (
         "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType",
@@ -1142,8 +1155,9 @@ def _select_mm(impl: str, root: Path, env: dict[str, str] | None = None, extra: 
     sglang="error: startup stops",
     ours="logged, base platform used",
     why="One rule for every namespace: a WARNING naming the plugin and its distribution, `doctor` fails on "
-    "it, and `SGLANG_PLUGINS_STRICT=1` stops start-up as SGLang's diffusion engine does. The runtime's "
-    "fallback is the base `MMPlatform`, whose required methods refuse work, not another device.",
+    "it, and `SGLANG_PLUGINS_STRICT=1` stops start-up as SGLang's diffusion engine does. The "
+    "runtime's fallback is the base `MMPlatform`, whose required methods refuse work, not another "
+    "device.",
 )
 def mm_activate_raises(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-bad", "bad", activate="raise OSError('driver missing')")
@@ -1246,7 +1260,8 @@ def mm_selected_general_fails(e: str, root: Path) -> str:
 
 
 @scenario(
-    "Diffusion: a general plugin of the selected platform's distribution fails, `SGLANG_PLUGINS_STRICT=1`",
+    "Diffusion: a general plugin of the selected platform's distribution fails, "
+    "`SGLANG_PLUGINS_STRICT=1`",
     group="diffusion",
     sglang="error: startup stops",
 )
@@ -1300,9 +1315,9 @@ def mm_one_registry(e: str, root: Path) -> str:
     return out
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The tests
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 PROCESS_CASES = [
     pytest.param(s, impl, id=f"{s.id}-{impl}", marks=pytest.mark.subprocess)
@@ -1355,8 +1370,8 @@ def render_matrix() -> str:
         lines.append("")
     same = sum(RESULTS[(s.id, "sglang")] == RESULTS[(s.id, "ours")] for s in SCENARIOS)
     lines.append(
-        f"{len(SCENARIOS)} scenarios: {same} behave the same, {len(SCENARIOS) - same} differ on purpose "
-        "(each difference is asserted on both sides)."
+        f"{len(SCENARIOS)} scenarios: {same} behave the same, {len(SCENARIOS) - same} differ on "
+        "purpose (each difference is asserted on both sides)."
     )
     return "\n".join(lines)
 

@@ -223,9 +223,9 @@ def test_the_data_file_is_what_the_wheel_gives() -> None:
     if os.environ.get("WRITE_INTERFACE_TABLE") == "1":
         DATA.write_text(text, encoding="utf-8")
     assert DATA.read_text(encoding="utf-8") == text, (
-        f"{DATA.relative_to(REPO_ROOT)} differs from what SGLang {RELEASED} declares and calls; rewrite it with "
-        "`WRITE_INTERFACE_TABLE=1 SGLANG_TIER=plain bash scripts/test-sglang.sh tests_sglang/test_interface_table.py`"
-        " and review the diff"
+        f"{DATA.relative_to(REPO_ROOT)} differs from what SGLang {RELEASED} declares and calls; "
+        "rewrite it with `WRITE_INTERFACE_TABLE=1 SGLANG_TIER=plain bash scripts/test-sglang.sh "
+        "tests_sglang/test_interface_table.py` and review the diff"
     )
 
 

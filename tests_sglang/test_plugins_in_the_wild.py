@@ -330,7 +330,8 @@ def test_the_kit_passes_every_shape_sglang_runs_except_misspellings_and_reliance
 
 def render_table() -> str:
     lines = [
-        "| plugin shape | SGLang 0.5.23 | sglang_plugin_runtime | verdict | the testing kit's conformance check |",
+        "| plugin shape | SGLang 0.5.23 | sglang_plugin_runtime | verdict | the testing kit's "
+        "conformance check |",
         "|---|---|---|---|---|",
     ]
     for shape in SHAPES:
@@ -351,8 +352,9 @@ def render_table() -> str:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines.append("")
     lines.append(
-        f"{len(SHAPES)} shapes: every verdict is the same on both. The runtime refuses a class only when a "
-        "call SGLang makes cannot work, and says so when the class is defined instead of at the first call."
+        f"{len(SHAPES)} shapes: every verdict is the same on both. The runtime refuses a class "
+        "only when a call SGLang makes cannot work, and says so when the class is defined instead "
+        "of at the first call."
     )
     return "\n".join(lines)
 

@@ -35,7 +35,8 @@ DOCS = Path(__file__).resolve().parents[1]
 COMMAND = "python docs/_hooks/contract_tables.py"
 
 _REGION = re.compile(
-    r"^<!-- (?P<kind>contract-table|interface-table):start(?P<args>[^>]*?)\s*-->\n.*?^<!-- (?P=kind):end -->$",
+    r"^<!-- (?P<kind>contract-table|interface-table):start(?P<args>[^>]*?)\s*-->\n.*?^<!-- "
+    r"(?P=kind):end -->$",
     re.M | re.S,
 )
 #: SGLang's platform classes, as the interface table's ``owner`` names them, with their import
@@ -177,21 +178,23 @@ def interface_tables() -> str:
             ]
             if row.get("replacement"):
                 status = (
-                    f"retired; served by {', '.join(row['served_by'])} and the runtime (DeprecationWarning): "
-                    f"override {_code(row['replacement'])}"
+                    f"retired; served by {', '.join(row['served_by'])} and the runtime "
+                    f"(DeprecationWarning): override {_code(row['replacement'])}"
                 )
             else:
                 first = row["versions"][0]
                 status = ", ".join(row["versions"]) if first == versions[0] else f"since {first}"
             lines.append(
-                f"| {_code(row['name'])} | {shape} | {'<br>'.join(calls) or 'not called'} | {status} |"
+                f"| {_code(row['name'])} | {shape} | {'<br>'.join(calls) or 'not called'} | "
+                f"{status} |"
             )
         lines.append("")
     lines += [
         "### Names of other SGLang versions",
         "",
-        "Defined by a platform class of an SGLang outside the supported range; no supported version calls "
-        "them. A plugin that defines one is accepted silently, and `sglang-plugins doctor` lists it.",
+        "Defined by a platform class of an SGLang outside the supported range; no supported "
+        "version calls them. A plugin that defines one is accepted silently, and `sglang-plugins "
+        "doctor` lists it.",
         "",
         "| name | where it comes from |",
         "|---|---|",

@@ -149,9 +149,10 @@ def foreign_plugins() -> list[str]:
 
 def unclean_environment_message(found: list[str]) -> str:
     return (
-        "The docs are built and tested against the demo installation only, but this Python environment has plugins "
-        "installed itself:\n  - "
+        "The docs are built and tested against the demo installation only, but this Python "
+        "environment has plugins installed itself:\n  - "
         + "\n  - ".join(found)
         + "\nUninstall them (`.venv/bin/python -m pip uninstall "
-        "<distribution>`; `scripts/demo.py` does so unless run with --keep), then build or test again."
+        "<distribution>`; `scripts/demo.py` does so unless run with --keep), then build or test "
+        "again."
     )

@@ -41,7 +41,8 @@ _state: dict[str, Any] = {}
 _DOC_TEST_OPTION = re.compile(r'\s+(?:test|group|site|reason|setup)="[^"]*"')
 # A whole fenced block: indent, fence, info string, body.
 _FENCE = re.compile(
-    r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$",
+    r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ "
+    r"\t]*$",
     re.M | re.S,
 )
 _EXEC_ON = re.compile(r'\bexec="(?:1|on|true|yes)"')
@@ -79,9 +80,9 @@ def on_config(config: Any) -> Any:
         import logging
 
         logging.getLogger("mkdocs.hooks.sglang_docs").warning(
-            "the site would load mermaid.js from a CDN, so its diagrams would not draw offline: %s. Build where npm "
-            "reaches its registry once (the copy is kept in .cache/mermaid/), or set SGLANG_DOCS_MERMAID_JS to a copy "
-            "of mermaid.js %s",
+            "the site would load mermaid.js from a CDN, so its diagrams would not draw offline: "
+            "%s. Build where npm reaches its registry once (the copy is kept in .cache/mermaid/), "
+            "or set SGLANG_DOCS_MERMAID_JS to a copy of mermaid.js %s",
             exc,
             MERMAID_VERSION,
         )

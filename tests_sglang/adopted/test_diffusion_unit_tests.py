@@ -43,13 +43,15 @@ CLASSIFICATION = {
     _PLUGINS + "test_failing_optional_callback_discards_its_registered_hooks": Classified(
         PRIVATE,
         _HOOKS,
-        "registers its cleanup on `HookRegistry._hooks`; the discarding itself is `HookRegistry.discard_source()`",
+        "registers its cleanup on `HookRegistry._hooks`; the discarding itself is "
+        "`HookRegistry.discard_source()`",
         "test_a_failing_diffusion_callback_discards_the_hooks_it_registered",
     ),
     _PLUGINS + "test_failing_optional_import_discards_its_registered_hooks": Classified(
         PRIVATE,
         _HOOKS,
-        "registers its cleanup on `HookRegistry._hooks`; the discarding itself is `HookRegistry.discard_source()`",
+        "registers its cleanup on `HookRegistry._hooks`; the discarding itself is "
+        "`HookRegistry.discard_source()`",
         "test_a_failing_diffusion_plugin_import_discards_the_hooks_it_registered",
     ),
     _PLUGINS + "test_an_unapplied_hook_from_the_selected_platform_aborts_startup": Classified(
@@ -63,8 +65,8 @@ CLASSIFICATION = {
     _PLUGINS + "test_plugin_hook_uses_the_diffusion_registry": Classified(
         REAL,
         _HOOKS,
-        "one registry per process: diffusion hooks and SRT hooks share the runtime's "
-        "registry, each attributed to its plugin and distribution. In SGLang 0.5.23 only `sglang serve` "
+        "one registry per process: diffusion hooks and SRT hooks share the runtime's registry, "
+        "each attributed to its plugin and distribution. In SGLang 0.5.23 only `sglang serve` "
         "loads both kinds in one process, and there both are applied before serving, as before",
         "test_diffusion_hooks_live_in_the_one_registry_attributed_to_their_plugin",
     ),
@@ -102,13 +104,14 @@ def test_the_doc_carries_the_classification(outcomes: dict[str, Outcome]) -> Non
     for test, c in CLASSIFICATION.items():
         file, _, name = test.partition("::")
         lines.append(
-            f"| `{file}` `{name.split('::')[-1]}` | passes | fails: {c.kind} | {c.why} | `{c.twin}` |"
+            f"| `{file}` `{name.split('::')[-1]}` | passes | fails: {c.kind} | {c.why} | "
+            f"`{c.twin}` |"
         )
     private = sum(c.kind == PRIVATE for c in CLASSIFICATION.values())
     lines += [
         "",
-        f"{len(outcomes)} tests: {len(outcomes) - len(failed)} pass unchanged on the adopted SGLang, "
-        f"{private} fail only because they read a private name the adoption removed, "
+        f"{len(outcomes)} tests: {len(outcomes) - len(failed)} pass unchanged on the adopted "
+        f"SGLang, {private} fail only because they read a private name the adoption removed, "
         f"{len(failed) - private} shows a real difference.",
     ]
     sync_section(
@@ -116,9 +119,9 @@ def test_the_doc_carries_the_classification(outcomes: dict[str, Outcome]) -> Non
     )
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The twins: the same behaviours, through names the adoption keeps
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 COMMON = """
 from types import SimpleNamespace

@@ -23,9 +23,9 @@ from adopted_kit import Combination, Installed, Outcome, clean_env, run_python
 pytestmark = pytest.mark.subprocess
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Platform plugins
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 SELECT_PLATFORM = """
 from sglang_plugin_runtime.testing import simulated_device
@@ -115,9 +115,9 @@ def test_sglang_platform_selects_each_generated_platform(installed: Installed) -
     assert problems == []
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # General plugins
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 #: Stand-ins for the SGLang code the example hooks target (this venv lacks what some of those
 #: modules import), put in place before SGLang's load_plugins() applies the hooks, as the generated
@@ -212,9 +212,9 @@ def test_each_generated_general_plugins_hooks_fire_under_sglangs_load_plugins(
     assert problems == []
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The runtime's tool sees what SGLang runs
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it_imports(
