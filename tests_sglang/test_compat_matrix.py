@@ -258,8 +258,11 @@ def _call(fn: Callable[[], Any]) -> str:
     "Inherited classmethod hooked through a subclass",
     sglang="Sub.m() -> Sub!; Sub().m() -> TypeError; SubSub.m() -> Sub!; Base.m() -> Base",
     ours="Sub.m() -> Sub!; Sub().m() -> Sub!; SubSub.m() -> SubSub!; Base.m() -> Base",
-    why="SGLang wraps the bound method and stores a plain function on the subclass: instance calls break "
-    "and sub-subclasses get the wrong `cls`. Ours rebuilds a classmethod on the subclass.",
+    why=(
+        "SGLang wraps the bound method and stores a plain function on the subclass: instance calls "
+        "break and sub-subclasses get the wrong `cls`. Ours rebuilds a classmethod on the "
+        "subclass."
+    ),
 )
 def inherited_classmethod(e: Env) -> str:
     m = e.module("""
@@ -301,8 +304,11 @@ def property_hook(e: Env) -> str:
     "async def target with an AFTER hook",
     sglang="coroutine function: False; AFTER sees coroutine; await -> 1",
     ours="coroutine function: True; AFTER sees int; await -> 2",
-    why="SGLang's wrapper is synchronous: the hook gets an un-awaited coroutine and cannot change the "
-    "result, and `inspect.iscoroutinefunction` turns False (frameworks then call it wrongly).",
+    why=(
+        "SGLang's wrapper is synchronous: the hook gets an un-awaited coroutine and cannot change "
+        "the result, and `inspect.iscoroutinefunction` turns False (frameworks then call it "
+        "wrongly)."
+    ),
 )
 def async_after(e: Env) -> str:
     m = e.module("async def f(x):\n    return x\n")
@@ -331,8 +337,11 @@ def stale_copy(e: Env) -> str:
     "A hook module's own alias `from x import f as _orig`",
     sglang="alias rebound to the wrapper",
     ours="alias left alone",
-    why="SGLang rebinds every global that is the original, whatever its name, so a REPLACE that calls "
-    "`_orig` recurses into itself. Ours rebinds only names equal to the target's own name.",
+    why=(
+        "SGLang rebinds every global that is the original, whatever its name, so a REPLACE that "
+        "calls `_orig` recurses into itself. Ours rebinds only names equal to the target's own "
+        "name."
+    ),
 )
 def renamed_alias(e: Env) -> str:
     m = e.module(FUNC)
@@ -347,8 +356,10 @@ def renamed_alias(e: Env) -> str:
     "reset() after apply_hooks()",
     sglang="patch stays (registry cleared only)",
     ours="original restored (identity)",
-    why="SGLang's reset() forgets hooks but leaves every patch in place; ours undoes each setattr and "
-    "rebinding exactly.",
+    why=(
+        "SGLang's reset() forgets hooks but leaves every patch in place; ours undoes each setattr "
+        "and rebinding exactly."
+    ),
 )
 def reset_undoes(e: Env) -> str:
     m = e.module(FUNC)
@@ -365,8 +376,10 @@ def reset_undoes(e: Env) -> str:
     "Hook registered after apply_hooks() already patched the target",
     sglang="late hook never runs",
     ours="late hook runs",
-    why="SGLang skips targets it already patched, so the late hook is silently dropped; ours rebuilds "
-    "the target's wrapper.",
+    why=(
+        "SGLang skips targets it already patched, so the late hook is silently dropped; ours "
+        "rebuilds the target's wrapper."
+    ),
 )
 def late_registration(e: Env) -> str:
     m = e.module(FUNC)
@@ -382,8 +395,10 @@ def late_registration(e: Env) -> str:
     "Target whose module is not imported yet",
     sglang="apply_hooks() imports it; hook fires",
     ours="patched on first import; hook fires",
-    why="SGLang imports every target module inside apply_hooks() (slow, and import order changes); ours "
-    "waits for the module's first import.",
+    why=(
+        "SGLang imports every target module inside apply_hooks() (slow, and import order changes); "
+        "ours waits for the module's first import."
+    ),
 )
 def lazy_target(e: Env) -> str:
     name = e.module(FUNC, imported=False)
@@ -658,8 +673,11 @@ def register():
     group="loaders",
     sglang="discovery order: b, a",
     ours="(distribution, entry-point name) order: a, b",
-    why="Which plugin's hooks nest outermost must not depend on where a distribution was installed or on the order "
-    "a file system lists a folder: every process and every node runs the same order.",
+    why=(
+        "Which plugin's hooks nest outermost must not depend on where a distribution was installed "
+        "or on the order a file system lists a folder: every process and every node runs the same "
+        "order."
+    ),
 )
 def plugin_order(e: str, root: Path) -> str:
     first = root / "first"
@@ -761,8 +779,10 @@ def register():
     group="loaders",
     sglang="the helper's call returns at once, loading unfinished",
     ours="the helper gets ReentrantLoadError; the plugin fails",
-    why="A helper that goes on as if plugins were loaded runs before their hooks apply; ours says so, naming the "
-    "plugin, and nothing hangs in either.",
+    why=(
+        "A helper that goes on as if plugins were loaded runs before their hooks apply; ours says "
+        "so, naming the plugin, and nothing hangs in either."
+    ),
 )
 def register_waits_for_load_plugins(e: str, root: Path) -> str:
     _dist(
@@ -788,9 +808,11 @@ def register_waits_for_load_plugins(e: str, root: Path) -> str:
     group="loaders",
     sglang="failure logged, start-up goes on",
     ours="error: startup stops",
-    why="The selected platform's own plugins carry its hardware contract, so their failure stops start-up, as in "
-    "SGLang's diffusion loader; a failing plugin of any other distribution is still logged and "
-    "skipped.",
+    why=(
+        "The selected platform's own plugins carry its hardware contract, so their failure stops "
+        "start-up, as in SGLang's diffusion loader; a failing plugin of any other distribution is "
+        "still logged and skipped."
+    ),
 )
 def selected_platforms_plugin_fails(e: str, root: Path) -> str:
     source = PLATFORM_SRC + "def activate():\n    return 'plug_mine.P'\n"
@@ -827,9 +849,11 @@ def register():
     group="loaders",
     sglang="never run",
     ours="run first, before the general plugins",
-    why="An early phase for patches that must precede SGLang's own imports (an open SGLang proposal names the "
-    "group): under the launcher and the adopted SGLang it runs when the `sglang` package is "
-    "imported, so a vendor needs no `.pth` file or `sitecustomize`.",
+    why=(
+        "An early phase for patches that must precede SGLang's own imports (an open SGLang "
+        "proposal names the group): under the launcher and the adopted SGLang it runs when the "
+        "`sglang` package is imported, so a vendor needs no `.pth` file or `sitecustomize`."
+    ),
 )
 def startup_plugins(e: str, root: Path) -> str:
     _dist(
@@ -1020,8 +1044,10 @@ TARGET_SRC = {"plat_target.py": "def work():\n    return 'original'\n"}
     group="platforms",
     sglang="its hook applied",
     ours="its hook discarded",
-    why="A platform that is not selected patches nothing (an NPU plugin must not patch a CUDA machine), as in "
-    "SGLang's diffusion loader.",
+    why=(
+        "A platform that is not selected patches nothing (an NPU plugin must not patch a CUDA "
+        "machine), as in SGLang's diffusion loader."
+    ),
 )
 def unselected_platform_hooks(e: str, root: Path) -> str:
     _dist(
@@ -1039,8 +1065,10 @@ def unselected_platform_hooks(e: str, root: Path) -> str:
     group="platforms",
     sglang="error: startup stops; its hook applied",
     ours="error: startup stops; its hook discarded",
-    why="The constructor is the selected plugin's code: a hook it registers is attributed to it and goes "
-    "with its failure (a host that carries on after the error does not run it).",
+    why=(
+        "The constructor is the selected plugin's code: a hook it registers is attributed to it "
+        "and goes with its failure (a host that carries on after the error does not run it)."
+    ),
 )
 def constructor_hooks(e: str, root: Path) -> str:
     _dist(
@@ -1154,10 +1182,12 @@ def _select_mm(impl: str, root: Path, env: dict[str, str] | None = None, extra: 
     group="diffusion",
     sglang="error: startup stops",
     ours="logged, base platform used",
-    why="One rule for every namespace: a WARNING naming the plugin and its distribution, `doctor` fails on "
-    "it, and `SGLANG_PLUGINS_STRICT=1` stops start-up as SGLang's diffusion engine does. The "
-    "runtime's fallback is the base `MMPlatform`, whose required methods refuse work, not another "
-    "device.",
+    why=(
+        "One rule for every namespace: a WARNING naming the plugin and its distribution, `doctor` "
+        "fails on it, and `SGLANG_PLUGINS_STRICT=1` stops start-up as SGLang's diffusion engine "
+        "does. The runtime's fallback is the base `MMPlatform`, whose required methods refuse "
+        "work, not another device."
+    ),
 )
 def mm_activate_raises(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-bad", "bad", activate="raise OSError('driver missing')")
@@ -1214,9 +1244,11 @@ def mm_override_not_found(e: str, root: Path) -> str:
     group="diffusion",
     sglang="built-in CpuPlatform selected",
     ours="ValueError: no plugin of that name",
-    why="The runtime ships no diffusion platforms, only the plugin machinery: a host that adopts it keeps "
-    "resolving its own built-in names first, as SGLang does today. The names stay reserved, so no "
-    "plugin can shadow a built-in.",
+    why=(
+        "The runtime ships no diffusion platforms, only the plugin machinery: a host that adopts "
+        "it keeps resolving its own built-in names first, as SGLang does today. The names stay "
+        "reserved, so no plugin can shadow a built-in."
+    ),
 )
 def mm_override_builtin(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-fake", "fake")
