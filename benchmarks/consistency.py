@@ -1,8 +1,11 @@
 """What ``check_plugin_consistency()`` costs a torch.distributed job at 3 ranks (gloo, CPU).
 
-    .venv/bin/python benchmarks/consistency.py                 # 60 iterations; writes .cache/bench/consistency.json
-    .venv/bin/python benchmarks/consistency.py --quick         # 5 iterations (smoke run)
-    .venv/bin/python benchmarks/consistency.py --update-docs   # also refresh its section of docs/benchmarks.md
+    # 60 iterations; writes .cache/bench/consistency.json
+    .venv/bin/python benchmarks/consistency.py
+    # 5 iterations (smoke run)
+    .venv/bin/python benchmarks/consistency.py --quick
+    # also refresh its section of docs/benchmarks.md
+    .venv/bin/python benchmarks/consistency.py --update-docs
 
 Two jobs of ``python -m torch.distributed.run --standalone --nproc-per-node 3``, over a fake
 installation of one platform plugin and five general plugins that hook 20 targets: one where the

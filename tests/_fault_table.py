@@ -5,7 +5,8 @@ case, behaviour)``. The table in docs/reliability.md is generated from those mar
 test sources with ``ast``, so no test has to run), and ``tests/test_fault_table.py`` fails when the
 page and the tests disagree.
 
-    python tests/_fault_table.py --write    # regenerate the table after adding or changing a marked test
+    # regenerate the table after adding or changing a marked test
+    python tests/_fault_table.py --write
 """
 
 from __future__ import annotations

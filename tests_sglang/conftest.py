@@ -132,7 +132,8 @@ class GeneratedPackage:
     package: str
     entry_point: str
     distribution: str
-    host: str  # "sglang" (host_api=sglang), "auto" (the default) or "runtime" (built on the runtime's classes)
+    # "sglang" (host_api=sglang), "auto" (the default) or "runtime" (built on the runtime's classes)
+    host: str
     via_template_answer: bool  # rendered with that host_api answer (False: adapted by this fixture)
 
 

@@ -17,7 +17,8 @@ names of other SGLang versions (rows with an ``origin``).
 Check mode (the default, ``make test-sglang``) fails when the file differs from what the wheel
 gives. Write mode rewrites the file from the wheel; review the diff and commit it:
 
-    WRITE_INTERFACE_TABLE=1 SGLANG_TIER=plain bash scripts/test-sglang.sh tests_sglang/test_interface_table.py
+    WRITE_INTERFACE_TABLE=1 SGLANG_TIER=plain \\
+        bash scripts/test-sglang.sh tests_sglang/test_interface_table.py
 """
 
 from __future__ import annotations

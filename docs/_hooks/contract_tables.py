@@ -5,11 +5,13 @@ A page holds each table between two markers, so it reads right as a file (GitHub
 site:
 
     <!-- contract-table:start sglang_plugin_runtime.platforms.interface:SRTPlatform own -->
-    ... generated: one row per contract member (``describe_contract``), with what the base does by default ...
+    ... generated: one row per contract member (``describe_contract``),
+    ... with what the base does by default ...
     <!-- contract-table:end -->
 
     <!-- interface-table:start -->
-    ... generated: the interface table (platforms/interface_table.jsonl), one table per SGLang class ...
+    ... generated: the interface table (platforms/interface_table.jsonl),
+    ... one table per SGLang class ...
     <!-- interface-table:end -->
 
 ``own`` keeps only the members the class declares itself. ``python docs/_hooks/contract_tables.py``
