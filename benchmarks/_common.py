@@ -55,14 +55,20 @@ class Row:
     ours: list[float]
     sglang: list[float] | None = None
     goal: str = ""
-    #: ``"ratio<=X"`` (ours/SGLang median at most X) or ``"abs<X"`` (ours median below X, in ``unit``).
+    #: ``"ratio<=X"`` (ours/SGLang median at most X) or ``"abs<X"`` (ours median below X, in
+    #: ``unit``).
     goal_check: str | None = None
     note: str = ""
 
     def stats(self, values: list[float] | None) -> dict | None:
         if not values:
             return None
-        return {"median": statistics.median(values), "min": min(values), "n": len(values), "values": values}
+        return {
+            "median": statistics.median(values),
+            "min": min(values),
+            "n": len(values),
+            "values": values,
+        }
 
     @property
     def ratio(self) -> float | None:
@@ -108,9 +114,9 @@ def clean_env(extra: dict[str, str] | None = None, path: list[str] | None = None
     """The children's environment: no inherited SGLANG_* variables, an explicit PYTHONPATH."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_") and k != "PYTHONPATH"}
     env.pop("BENCH_SIDE", None)
-    # A deployment imports from .pyc files (pip compiles on install). With PYTHONDONTWRITEBYTECODE set,
-    # every child would compile both sides' sources on each start (SGLang's environ.py alone is 2,300
-    # lines), so the warm-up run writes .pyc files and the measured runs use them.
+    # A deployment imports from .pyc files (pip compiles on install). With PYTHONDONTWRITEBYTECODE
+    # set, every child would compile both sides' sources on each start (SGLang's environ.py alone is
+    # 2,300 lines), so the warm-up run writes .pyc files and the measured runs use them.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONHASHSEED"] = "0"
     env["PYTHONWARNINGS"] = "ignore"
@@ -198,12 +204,14 @@ def render_table(rows: list[Row]) -> str:
     lines = [header, "|---|---|---|---:|---:|---:|---:|---|---|"]
     for row in rows:
         ours = (
-            f"{fmt_value(statistics.median(row.ours), row.unit)} ({fmt_value(min(row.ours), row.unit)})"
+            f"{fmt_value(statistics.median(row.ours), row.unit)} "
+            f"({fmt_value(min(row.ours), row.unit)})"
             if row.ours
             else "n/a"
         )
         sglang = (
-            f"{fmt_value(statistics.median(row.sglang), row.unit)} ({fmt_value(min(row.sglang), row.unit)})"
+            f"{fmt_value(statistics.median(row.sglang), row.unit)} "
+            f"({fmt_value(min(row.sglang), row.unit)})"
             if row.sglang
             else "—"
         )
@@ -212,8 +220,8 @@ def render_table(rows: list[Row]) -> str:
         speedup = f"{1 / ratio:.1f}x" if ratio else "—"
         met = {True: "yes", False: "**NO**", None: ""}[row.goal_met]
         lines.append(
-            f"| {row.case} | {row.variant} | {row.unit} | {ours} | {sglang} | {ratio_s} | {speedup} "
-            f"| {row.goal} | {met} |"
+            f"| {row.case} | {row.variant} | {row.unit} | {ours} | {sglang} | {ratio_s} | "
+            f"{speedup} | {row.goal} | {met} |"
         )
     return "\n".join(lines)
 

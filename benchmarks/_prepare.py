@@ -4,13 +4,15 @@
   ``sglang/srt/environ.py``, ``sglang/srt/plugins/*.py`` and ``sglang/srt/platforms/*.py`` are
   extracted. ``sglang/__init__.py`` is left out on purpose: it imports SGLang's whole front end
   (transformers patches, ``sglang.lang``), which the platform layer does not need; ``sglang`` and
-  ``sglang.srt`` are then namespace packages (``sglang/srt`` has no ``__init__.py`` in the wheel either).
-  Nothing of SGLang's is copied into this repository and nothing in it is replaced by a stand-in.
+  ``sglang.srt`` are then namespace packages (``sglang/srt`` has no ``__init__.py`` in the wheel
+  either). Nothing of SGLang's is copied into this repository and nothing in it is replaced by a
+  stand-in.
 - The light third-party dependencies of SGLang's platform layer (numpy, psutil, msgspec), pinned,
   installed with ``pip install --target`` into a folder that goes on the children's PYTHONPATH
   (torch comes from the dev venv).
-- Fake installed distributions (``*.dist-info`` folders) for the discovery case, a synthetic package of
-  thousands of modules for the apply case, and a package of fresh modules for the import-hook case.
+- Fake installed distributions (``*.dist-info`` folders) for the discovery case, a synthetic package
+  of thousands of modules for the apply case, and a package of fresh modules for the import-hook
+  case.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def _pip(python: str, *args: str) -> None:
 
 
 def ensure_sglang(python: str, log) -> Path:
-    """Download the SGLang wheel (cached) and unzip its plugin and platform modules; return the root."""
+    """Download the SGLang wheel (cached) and unzip its plugin and platform modules; return the
+    root."""
     target = CACHE / f"sglang-{SGLANG_VERSION}"
     if _stamp_ok(target, GENERATOR_VERSION):
         return target
@@ -55,7 +58,15 @@ def ensure_sglang(python: str, log) -> Path:
     wheel = next(wheels.glob(f"sglang-{SGLANG_VERSION}-*.whl"), None) if wheels.is_dir() else None
     if wheel is None:
         log(f"downloading sglang=={SGLANG_VERSION} (pip download --no-deps, about 39 MB) ...")
-        _pip(python, "download", "--no-deps", "--quiet", f"sglang=={SGLANG_VERSION}", "-d", str(wheels))
+        _pip(
+            python,
+            "download",
+            "--no-deps",
+            "--quiet",
+            f"sglang=={SGLANG_VERSION}",
+            "-d",
+            str(wheels),
+        )
         wheel = next(wheels.glob(f"sglang-{SGLANG_VERSION}-*.whl"))
     if target.exists():
         shutil.rmtree(target)
@@ -127,10 +138,12 @@ def register():
 """
 
 _TARGETS_MODULE = "".join(
-    f"def {name}(x):\n    return x\n\n\n" for name in ("work_alpha", "work_beta", "work_one", "work_two", "work_three")
+    f"def {name}(x):\n    return x\n\n\n"
+    for name in ("work_alpha", "work_beta", "work_one", "work_two", "work_three")
 )
 
-#: The plugin distributions: (distribution, package, platform entry point or None, general entry point or None).
+#: The plugin distributions: (distribution, package, platform entry point or None, general entry
+#: point or None).
 PLUGIN_DISTS = [
     ("bench-platform-alpha", "bench_alpha", "alpha", "alpha_hooks"),
     ("bench-platform-beta", "bench_beta", "beta", "beta_hooks"),
@@ -141,7 +154,8 @@ PLUGIN_DISTS = [
 
 
 def ensure_fake_dists(count: int, log, plugins: bool = True) -> Path:
-    """``count`` filler distributions plus (``plugins``) the five plugin distributions, in one site folder."""
+    """``count`` filler distributions plus (``plugins``) the five plugin distributions, in one site
+    folder."""
     from sglang_plugin_runtime.testing._fake_distributions import write_fake_distribution
 
     target = CACHE / "dists" / (f"n{count}" if plugins else f"n{count}-no-plugins")
@@ -178,7 +192,10 @@ def ensure_fake_dists(count: int, log, plugins: bool = True) -> Path:
     (target / "bench_targets.py").write_text(_TARGETS_MODULE)
     _write_stamp(target, GENERATOR_VERSION)
     plugin_count = len(PLUGIN_DISTS) if plugins else 0
-    log(f"wrote {count} filler + {plugin_count} plugin distributions into {target.relative_to(REPO)}")
+    log(
+        f"wrote {count} filler + {plugin_count} plugin distributions into "
+        f"{target.relative_to(REPO)}"
+    )
     return target
 
 
@@ -195,9 +212,22 @@ def _synthetic_module(index: int) -> str:
     lines += [f"CONST_{k} = {index * 100 + k}" for k in range(16)]
     lines += [f"NAME_{k} = 'name-{index}-{k}'" for k in range(8)]
     for k in range(8):
-        lines += ["", "", f"def f_{k}(x: Any, y: Optional[int] = None) -> Any:", f"    return (x, y, {k})"]
+        lines += [
+            "",
+            "",
+            f"def f_{k}(x: Any, y: Optional[int] = None) -> Any:",
+            f"    return (x, y, {k})",
+        ]
     for k in range(3):
-        lines += ["", "", f"class C_{k}:", f"    value = {k}", "", "    def method(self, x):", "        return x"]
+        lines += [
+            "",
+            "",
+            f"class C_{k}:",
+            f"    value = {k}",
+            "",
+            "    def method(self, x):",
+            "        return x",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -212,7 +242,9 @@ def ensure_synthetic(modules: int, log) -> Path:
     root = target / "benchsynth"
     root.mkdir(parents=True)
     (root / "__init__.py").write_text("")
-    (root / "targets.py").write_text("".join(f"def t_{k}(x):\n    return x\n\n\n" for k in range(TARGET_FUNCTIONS)))
+    (root / "targets.py").write_text(
+        "".join(f"def t_{k}(x):\n    return x\n\n\n" for k in range(TARGET_FUNCTIONS))
+    )
     names = []
     per_package = 50
     for index in range(modules):
@@ -244,7 +276,9 @@ def ensure_import_package(modules: int, log) -> Path:
     root.mkdir(parents=True)
     (root / "__init__.py").write_text("")
     for index in range(modules):
-        (root / f"m{index}.py").write_text(f"VALUE = {index}\n\n\ndef f(x):\n    return x + VALUE\n")
+        (root / f"m{index}.py").write_text(
+            f"VALUE = {index}\n\n\ndef f(x):\n    return x + VALUE\n"
+        )
     _write_stamp(target, value)
     log(f"wrote {modules} fresh modules into {target.relative_to(REPO)}")
     return target

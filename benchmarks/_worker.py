@@ -20,8 +20,8 @@ def main() -> None:
 
 
 def _parse(raw: str) -> dict:
-    # Parameters are flat JSON objects of numbers, strings, booleans and lists of those; parsing them
-    # with ast keeps the json module (which SGLang's environ imports) out of the timed import.
+    # Parameters are flat JSON objects of numbers, strings, booleans and lists of those; parsing
+    # them with ast keeps the json module (which SGLang's environ imports) out of the timed import.
     import ast
 
     text = raw.replace("true", "True").replace("false", "False").replace("null", "None")

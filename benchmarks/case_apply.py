@@ -5,7 +5,8 @@ under ``.cache/bench/synth``: 16 constants, 8 strings, 8 functions and 3 classes
 module holds a stale ``from benchsynth.targets import t_K`` copy of a target) until ``sys.modules``
 holds the requested number of modules. Then it registers one AROUND hook on each of N module-level
 functions of ``benchsynth.targets`` and times ``HookRegistry.apply_hooks()`` alone. Each side uses
-its own registry (SGLang's ``hook_registry.py`` from the wheel, loaded as ``sglang.srt.plugins.hook_registry``).
+its own registry (SGLang's ``hook_registry.py`` from the wheel, loaded as
+``sglang.srt.plugins.hook_registry``).
 """
 
 import sys
@@ -79,8 +80,8 @@ def run(ctx):
             if not rs[0]["patched"]:
                 raise RuntimeError(f"case 3 {side}: benchsynth.targets.t_0 was not patched")
         note = (
-            f"{ours[0]['modules']} modules in sys.modules; stale copy rebound: ours {ours[0]['stale_rebound']}, "
-            f"SGLang {sgl[0]['stale_rebound']}"
+            f"{ours[0]['modules']} modules in sys.modules; stale copy rebound: ours "
+            f"{ours[0]['stale_rebound']}, SGLang {sgl[0]['stale_rebound']}"
         )
         ctx.log(f"  3 targets={count}: {note}")
         goal, check = ("", None)
@@ -89,7 +90,8 @@ def run(ctx):
         rows.append(
             Row(
                 "3",
-                f"apply_hooks(), {count} target{'s' if count > 1 else ''}, ~{ours[0]['modules']} modules",
+                f"apply_hooks(), {count} target{'s' if count > 1 else ''}, ~{ours[0]['modules']} "
+                "modules",
                 "ms",
                 [r["seconds"] * 1e3 for r in ours],
                 [r["seconds"] * 1e3 for r in sgl],

@@ -46,7 +46,8 @@ def run(ctx):
     for kind in ("platform", "general"):
         warm = 0 if ctx.quick else 1  # the first run warms the page cache and .pyc files
         runs = [
-            run_child(ctx, "copier", "ours", {"src": str(REPO), "kind": kind}) for _ in range(ctx.repeats(3, 1) + warm)
+            run_child(ctx, "copier", "ours", {"src": str(REPO), "kind": kind})
+            for _ in range(ctx.repeats(3, 1) + warm)
         ]
         runs = runs[warm:]
         note = (
@@ -54,5 +55,13 @@ def run(ctx):
             f"{statistics.median(r['import_seconds'] for r in runs) * 1e3:.0f} ms (not included)"
         )
         ctx.log(f"  6 {kind}: {note}")
-        rows.append(Row("6", f"copier copy, plugin_kind={kind}", "ms", [r["seconds"] * 1e3 for r in runs], note=note))
+        rows.append(
+            Row(
+                "6",
+                f"copier copy, plugin_kind={kind}",
+                "ms",
+                [r["seconds"] * 1e3 for r in runs],
+                note=note,
+            )
+        )
     return rows

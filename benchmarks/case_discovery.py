@@ -5,16 +5,17 @@ entry points) plus five plugin distributions: two platform plugins ("alpha" find
 "beta" returns None), each also shipping a general plugin, and three general-only plugins. Every
 general plugin registers one AROUND hook on a function of an already-imported module.
 
-Both sides import numpy and torch (SGLang's platform layer needs it; a serving process has it anyway)
-before the clock starts. The clock covers the whole start-up path of a process: importing the platform
-and plugin modules, the first ``current_platform`` access (discovery, activation, class loading,
-instantiation) and ``load_plugins()`` (discovery, import and run of the general plugins,
+Both sides import numpy and torch (SGLang's platform layer needs it; a serving process has it
+anyway) before the clock starts. The clock covers the whole start-up path of a process: importing
+the platform and plugin modules, the first ``current_platform`` access (discovery, activation, class
+loading, instantiation) and ``load_plugins()`` (discovery, import and run of the general plugins,
 ``apply_hooks()``). Our runtime imports its platform classes lazily, SGLang's at module import, so
-timing the imports too is the only like-for-like window. SGLang's side is SGLang's own code path from
-the wheel: its ``entry_points()`` scans and ``ep.dist.name`` look-ups, with its real ``sglang.srt.environ``.
+timing the imports too is the only like-for-like window. SGLang's side is SGLang's own code path
+from the wheel: its ``entry_points()`` scans and ``ep.dist.name`` look-ups, with its real
+``sglang.srt.environ``.
 
-Both sides scan the installed distributions in every process: nothing is saved on disk (our runtime keeps its
-one scan in memory, SGLang calls ``entry_points()`` up to three times).
+Both sides scan the installed distributions in every process: nothing is saved on disk (our runtime
+keeps its one scan in memory, SGLang calls ``entry_points()`` up to three times).
 """
 
 import os
@@ -65,26 +66,33 @@ def run(ctx):
 
     rows = []
     counts = [0, 300] if ctx.quick else [0, 300, 1000]
-    # (distributions, whether the five plugins are installed, SGLANG_PLATFORM): the last, with no plugin at all, is
-    # what every SGLang process without plugins pays.
-    runs = [(count, True, env) for count in counts for env in ("alpha", None)] + [(300, False, None)]
+    # (distributions, whether the five plugins are installed, SGLANG_PLATFORM): the last, with no
+    # plugin at all, is what every SGLang process without plugins pays.
+    runs = [(count, True, env) for count in counts for env in ("alpha", None)] + [
+        (300, False, None)
+    ]
     for count, with_plugins, platform_env in runs:
         folder = ensure_fake_dists(count, ctx.log, plugins=with_plugins)
         env = {"SGLANG_PLATFORM": platform_env} if platform_env else {}
-        # Six: the goal rows' medians decide a goal, and this path's runs spread by +-15 % on a shared machine.
+        # Six: the goal rows' medians decide a goal, and this path's runs spread by +-15 % on a
+        # shared machine.
         repeats = ctx.repeats(6, 1)
         results = alternate(
             ctx,
             repeats,
             SIDES,
-            lambda side, folder=folder, env=env: run_child(ctx, "discovery", side, {}, path=[str(folder)], env=env),
+            lambda side, folder=folder, env=env: run_child(
+                ctx, "discovery", side, {}, path=[str(folder)], env=env
+            ),
             warmup_key=f"discovery-{count}",
         )
         ours, sgl = results["ours"], results["sglang"]
         expected = "AlphaPlatform" if with_plugins else "SRTPlatform"
         for side, rs in results.items():
             if rs[0]["platform"] != expected:
-                raise RuntimeError(f"case 2 {side}: selected {rs[0]['platform']}, expected {expected}")
+                raise RuntimeError(
+                    f"case 2 {side}: selected {rs[0]['platform']}, expected {expected}"
+                )
         note = f"hooked: ours {ours[0]['hooked']}, SGLang {sgl[0]['hooked']}"
         label_env = f"SGLANG_PLATFORM={platform_env}" if platform_env else "SGLANG_PLATFORM unset"
         goal = goal_check = ""
@@ -93,9 +101,8 @@ def run(ctx):
         elif not with_plugins:
             goal, goal_check = "<= 0.5x SGLang", "ratio_max:0.5"
         split = (
-            f"; import/select/load ms: ours {_ms(ours, 'import_seconds')}/{_ms(ours, 'select_seconds')}/"
-            f"{_ms(ours, 'load_seconds')}, SGLang {_ms(sgl, 'import_seconds')}/{_ms(sgl, 'select_seconds')}/"
-            f"{_ms(sgl, 'load_seconds')}"
+            "; import/select/load ms: ours "
+            f"{_ms(ours, 'import_seconds')}/{_ms(ours, 'select_seconds')}/{_ms(ours, 'load_seconds')}, SGLang {_ms(sgl, 'import_seconds')}/{_ms(sgl, 'select_seconds')}/{_ms(sgl, 'load_seconds')}"
         )
         ctx.log(f"  2 N={count} {label_env}: {note}{split}")
         rows.append(

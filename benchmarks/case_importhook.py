@@ -5,8 +5,8 @@ one finder at the front of ``sys.meta_path``. Every import of a module not yet i
 consults it first. Two measurements, both with the registry imported:
 
 - direct: the exact step ``importlib._bootstrap._find_spec`` performs per finder and per import
-  (take the import lock context, read ``finder.find_spec``, call it with an unwatched name), timed with
-  ``timeit``; without the hook this step does not happen at all;
+  (take the import lock context, read ``finder.find_spec``, call it with an unwatched name), timed
+  with ``timeit``; without the hook this step does not happen at all;
 - end to end: the time to import K fresh, tiny modules (``benchimp.mK``) with the finder installed
   (a hook registered on a not-yet-imported module) minus the same without any pending target, in
   alternating fresh processes. Importing a module costs tens of microseconds, so this difference
@@ -29,7 +29,9 @@ def measure(side, params):
 
     before = list(sys.meta_path)
     if params["pending"]:
-        HookRegistry.register("benchpending_not_imported.mod.f", lambda *a, **k: None, HookType.BEFORE)
+        HookRegistry.register(
+            "benchpending_not_imported.mod.f", lambda *a, **k: None, HookType.BEFORE
+        )
         HookRegistry.apply_hooks()
     added = [f for f in sys.meta_path if f not in before]
     count = params["modules"]
@@ -55,9 +57,13 @@ def measure(side, params):
         timer = timeit.Timer("step()", globals={"step": step})
         direct_ns = min(timer.repeat(repeat=7, number=number)) / number * 1e9
         # The finder's own ``find_spec`` alone, and an empty call of the same shape for scale.
-        call = timeit.Timer("fs('benchimp.unrelated_module', None, None)", globals={"fs": finder.find_spec})
+        call = timeit.Timer(
+            "fs('benchimp.unrelated_module', None, None)", globals={"fs": finder.find_spec}
+        )
         call_ns = min(call.repeat(repeat=7, number=number)) / number * 1e9
-        empty = timeit.Timer("fs('benchimp.unrelated_module', None, None)", globals={"fs": _empty_find_spec})
+        empty = timeit.Timer(
+            "fs('benchimp.unrelated_module', None, None)", globals={"fs": _empty_find_spec}
+        )
         empty_ns = min(empty.repeat(repeat=7, number=number)) / number * 1e9
     return {
         "per_import_ns": per_import_ns,
@@ -84,7 +90,11 @@ def run(ctx):
 
     def one(pending):
         return run_child(
-            ctx, "importhook", "ours", {"pending": pending, "modules": count, "number": number}, path=[str(folder)]
+            ctx,
+            "importhook",
+            "ours",
+            {"pending": pending, "modules": count, "number": number},
+            path=[str(folder)],
         )
 
     if not ctx.quick:
@@ -98,9 +108,12 @@ def run(ctx):
     if not with_hook[0]["finders_added"]:
         raise RuntimeError("case 5: registering a hook on a missing module installed no finder")
     if without[0]["finders_added"]:
-        raise RuntimeError(f"case 5: a finder was installed with nothing pending: {without[0]['finders_added']}")
+        raise RuntimeError(
+            f"case 5: a finder was installed with nothing pending: {without[0]['finders_added']}"
+        )
     ctx.log(
-        f"  5 finder installed: {with_hook[0]['finders_added']} (front of meta_path: {with_hook[0]['meta_path_front']})"
+        f"  5 finder installed: {with_hook[0]['finders_added']} (front of meta_path: "
+        f"{with_hook[0]['meta_path_front']})"
     )
     base = sorted(r["per_import_ns"] for r in without)[len(without) // 2]
     return [
@@ -112,17 +125,21 @@ def run(ctx):
             goal="< 1 µs",
             goal_check="abs_below:1000",
             note=(
-                f"finder: {with_hook[0]['finders_added'][0]}; the step is importlib's per-finder work "
-                f"(import-lock context, attribute read, call); find_spec call alone "
+                f"finder: {with_hook[0]['finders_added'][0]}; the step is importlib's per-finder "
+                "work (import-lock context, attribute read, call); find_spec call alone "
                 f"{_median(with_hook, 'call_ns'):.0f} ns, an empty Python function with the same "
                 f"signature {_median(with_hook, 'empty_call_ns'):.0f} ns"
             ),
         ),
         Row(
             "5",
-            f"fresh-module import, hook installed minus not (end to end; ~{base / 1000:.0f} µs per import, noisy)",
+            f"fresh-module import, hook installed minus not (end to end; ~{base / 1000:.0f} µs per "
+            "import, noisy)",
             "ns",
-            [w["per_import_ns"] - wo["per_import_ns"] for w, wo in zip(with_hook, without, strict=True)],
+            [
+                w["per_import_ns"] - wo["per_import_ns"]
+                for w, wo in zip(with_hook, without, strict=True)
+            ],
             note=f"{count} imports per process; median per import without the hook {base:.0f} ns",
         ),
     ]

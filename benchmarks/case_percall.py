@@ -3,9 +3,9 @@
 A module ``bench_percall`` (built in memory and put in ``sys.modules``) holds ``f_around``,
 ``f_three`` and a class ``C`` with methods ``m_around`` and ``m_three``; all are ``return x``.
 "around": one AROUND hook (``return original_fn(*args, **kwargs)``). "three": BEFORE (returns None),
-AROUND, AFTER (returns None), registered in that order. Bare calls are timed before ``apply_hooks()``,
-hooked calls after, in the same process, with ``timeit`` (best of ``repeat`` runs of ``number``
-calls). Overhead = hooked - bare, in nanoseconds per call.
+AROUND, AFTER (returns None), registered in that order. Bare calls are timed before
+``apply_hooks()``, hooked calls after, in the same process, with ``timeit`` (best of ``repeat`` runs
+of ``number`` calls). Overhead = hooked - bare, in nanoseconds per call.
 """
 
 import sys
@@ -93,13 +93,20 @@ def run(ctx):
 
     params = {"number": 20000, "repeat": 3} if ctx.quick else {"number": 100000, "repeat": 7}
     results = alternate(
-        ctx, ctx.repeats(5, 1), SIDES, lambda side: run_child(ctx, "percall", side, params), warmup_key="percall"
+        ctx,
+        ctx.repeats(5, 1),
+        SIDES,
+        lambda side: run_child(ctx, "percall", side, params),
+        warmup_key="percall",
     )
     rows = []
     for kind in ("function", "method"):
         for hooks, label in (("around", "AROUND only"), ("three", "BEFORE+AROUND+AFTER")):
             key = f"{kind}/{hooks}"
-            values = {side: [r["hooked_ns"][key] - r["bare_ns"][key] for r in rs] for side, rs in results.items()}
+            values = {
+                side: [r["hooked_ns"][key] - r["bare_ns"][key] for r in rs]
+                for side, rs in results.items()
+            }
             bare = results["ours"][0]["bare_ns"][key]
             goal, check = ("", None)
             if hooks == "three":

@@ -7,9 +7,9 @@ No plugins are installed, so both sides scan the installed distributions and fal
 platform. Variant "torch pre-imported": numpy and torch are imported before the clock starts in both
 processes, which isolates the cost of the platform layer itself from torch's import.
 
-A third side, "stdlib", imports only the standard-library modules that our side's import brought in (read from one
-run of ours, not written by hand): the floor under any platform layer that scans with ``importlib.metadata``, so the
-row says how much of ours is the runtime's own code.
+A third side, "stdlib", imports only the standard-library modules that our side's import brought in
+(read from one run of ours, not written by hand): the floor under any platform layer that scans with
+``importlib.metadata``, so the row says how much of ours is the runtime's own code.
 """
 
 import sys
@@ -40,8 +40,13 @@ def measure(side, params):
         "platform": platform,
         "torch_imported": "torch" in sys.modules,
         "modules_imported": len(new),
-        # What the interpreter brought in besides the platform layer's own packages (for the "stdlib" side).
-        "other_modules": [name for name in new if name.partition(".")[0] not in ("sglang_plugin_runtime", "sglang")],
+        # What the interpreter brought in besides the platform layer's own packages (for the
+        # "stdlib" side).
+        "other_modules": [
+            name
+            for name in new
+            if name.partition(".")[0] not in ("sglang_plugin_runtime", "sglang")
+        ],
     }
 
 
@@ -51,7 +56,10 @@ def run(ctx):
     from _common import Row, alternate, run_child
 
     rows = []
-    variants = [(False, "cold import + first current_platform"), (True, "same, torch+numpy pre-imported")]
+    variants = [
+        (False, "cold import + first current_platform"),
+        (True, "same, torch+numpy pre-imported"),
+    ]
     if ctx.quick:
         variants = variants[:1]
     for preimport, label in variants:
@@ -67,9 +75,10 @@ def run(ctx):
         ours, sgl = results["ours"], results["sglang"]
         floor = statistics.median(r["seconds"] * 1e3 for r in results["stdlib"])
         note = (
-            f"ours -> {ours[0]['platform']} ({ours[0]['modules_imported']} modules, torch imported: "
-            f"{ours[0]['torch_imported']}; the {len(params['modules'])} other modules they bring in, imported "
-            f"alone, take {floor:.2f} ms); SGLang -> {sgl[0]['platform']} ({sgl[0]['modules_imported']} modules)"
+            f"ours -> {ours[0]['platform']} ({ours[0]['modules_imported']} modules, torch "
+            f"imported: {ours[0]['torch_imported']}; the {len(params['modules'])} other modules "
+            f"they bring in, imported alone, take {floor:.2f} ms); SGLang -> {sgl[0]['platform']} "
+            f"({sgl[0]['modules_imported']} modules)"
         )
         ctx.log(f"  1 {label}: {note}")
         rows.append(

@@ -1,17 +1,22 @@
 """What ``check_plugin_consistency()`` costs a torch.distributed job at 3 ranks (gloo, CPU).
 
-    .venv/bin/python benchmarks/consistency.py                 # 60 iterations; writes .cache/bench/consistency.json
-    .venv/bin/python benchmarks/consistency.py --quick         # 5 iterations (smoke run)
-    .venv/bin/python benchmarks/consistency.py --update-docs   # also refresh its section of docs/benchmarks.md
+    # 60 iterations; writes .cache/bench/consistency.json
+    .venv/bin/python benchmarks/consistency.py
+    # 5 iterations (smoke run)
+    .venv/bin/python benchmarks/consistency.py --quick
+    # also refresh its section of docs/benchmarks.md
+    .venv/bin/python benchmarks/consistency.py --update-docs
 
-Two jobs of ``python -m torch.distributed.run --standalone --nproc-per-node 3``, over a fake installation of one
-platform plugin and five general plugins that hook 20 targets: one where the ranks agree, one where rank 2 sees
-another version of one plugin (``SGLANG_PLUGINS_CONSISTENCY=warn``, so the call returns and can be repeated).
-In each rank, after ``load_plugins()``, platform selection and a warm-up barrier, every iteration times each
-variant once, in turn. A collective ends when its slowest member does, so each iteration's figure is the slowest
-rank's time; the table gives the median (min) over iterations. SGLang has nothing to compare with; the
-alternative design (torch's ``all_gather_object`` of the whole fingerprint, which pickles and needs numpy) is
-measured side by side instead, when numpy is importable (the harness's pinned light dependencies).
+Two jobs of ``python -m torch.distributed.run --standalone --nproc-per-node 3``, over a fake
+installation of one platform plugin and five general plugins that hook 20 targets: one where the
+ranks agree, one where rank 2 sees another version of one plugin
+(``SGLANG_PLUGINS_CONSISTENCY=warn``, so the call returns and can be repeated). In each rank, after
+``load_plugins()``, platform selection and a warm-up barrier, every iteration times each variant
+once, in turn. A collective ends when its slowest member does, so each iteration's figure is the
+slowest rank's time; the table gives the median (min) over iterations. SGLang has nothing to compare
+with; the alternative design (torch's ``all_gather_object`` of the whole fingerprint, which pickles
+and needs numpy) is measured side by side instead, when numpy is importable (the harness's pinned
+light dependencies).
 """
 
 from __future__ import annotations
@@ -71,7 +76,9 @@ def _write_site(root: Path, version: str = "1.0") -> None:
         {"sglang.srt.platforms": {"bench": "bench_platform:activate"}},
         {"bench_platform.py": platform},
     )
-    targets = "".join(f"def t{i}(x):\n    return x\n\n" for i in range(PLUGINS * TARGETS_PER_PLUGIN))
+    targets = "".join(
+        f"def t{i}(x):\n    return x\n\n" for i in range(PLUGINS * TARGETS_PER_PLUGIN)
+    )
     write_fake_distribution(root, "bench-targets", "1.0", None, {"bench_targets.py": targets})
     for p in range(PLUGINS):
         lines = [
@@ -81,7 +88,8 @@ def _write_site(root: Path, version: str = "1.0") -> None:
             "def register():",
         ]
         lines += [
-            f"    HookRegistry.register('bench_targets.t{p * TARGETS_PER_PLUGIN + i}', around, HookType.AROUND)"
+            f"    HookRegistry.register('bench_targets.t{p * TARGETS_PER_PLUGIN + i}', around, "
+            "HookType.AROUND)"
             for i in range(TARGETS_PER_PLUGIN)
         ]
         write_fake_distribution(
@@ -129,7 +137,8 @@ def worker(spec: dict) -> None:
         else:
             dist.barrier()
 
-    for variant in variants:  # one untimed round: first-use costs (gloo buffers, imports) are not the call's
+    # one untimed round: first-use costs (gloo buffers, imports) are not the call's
+    for variant in variants:
         run(variant)
     times: dict[str, list[float]] = {v: [] for v in variants}
     for _ in range(spec["iterations"]):
@@ -150,7 +159,13 @@ def worker(spec: dict) -> None:
 
 
 def run_job(
-    python: str, site: Path, out: Path, iterations: int, path_first: dict, mode: str, extra_path: list[str]
+    python: str,
+    site: Path,
+    out: Path,
+    iterations: int,
+    path_first: dict,
+    mode: str,
+    extra_path: list[str],
 ) -> list[dict]:
     out.mkdir(parents=True)
     spec = {"iterations": iterations, "out": str(out), "path_first": path_first}
@@ -171,9 +186,13 @@ def run_job(
         "--worker",
         json.dumps(spec),
     ]
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"job failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
+        raise RuntimeError(
+            f"job failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+        )
     return [json.loads((out / f"rank-{rank}.json").read_text()) for rank in range(RANKS)]
 
 
@@ -184,14 +203,20 @@ def slowest_rank(ranks: list[dict], variant: str) -> list[float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--quick", action="store_true", help="5 iterations")
     parser.add_argument("--iterations", type=int, default=None)
     parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--json", dest="json_path", default=str(CACHE / "consistency.json"))
-    parser.add_argument("--update-docs", action="store_true", help="write the table into docs/benchmarks.md")
-    parser.add_argument("--no-numpy", action="store_true", help="skip the all_gather_object row (no light deps)")
+    parser.add_argument(
+        "--update-docs", action="store_true", help="write the table into docs/benchmarks.md"
+    )
+    parser.add_argument(
+        "--no-numpy", action="store_true", help="skip the all_gather_object row (no light deps)"
+    )
     args = parser.parse_args(argv)
     if args.worker:
         worker(json.loads(args.worker))
@@ -209,22 +234,43 @@ def main(argv: list[str] | None = None) -> int:
 
             extra_path = [str(ensure_light_deps(args.python, log))]
         except Exception as exc:  # no index reachable: measure ours alone
-            log(f"numpy unavailable ({type(exc).__name__}: {exc}); the all_gather_object row is skipped")
+            log(
+                f"numpy unavailable ({type(exc).__name__}: {exc}); the all_gather_object row is "
+                "skipped"
+            )
     with tempfile.TemporaryDirectory(prefix="bench-consistency-") as tmp:
         base, odd = Path(tmp, "site"), Path(tmp, "rank2-site")
         _write_site(base)
         _write_site(odd, version="1.1")
         log(f"job 1: {RANKS} ranks agree, {iterations} iterations")
         agree = run_job(args.python, base, Path(tmp, "agree"), iterations, {}, "error", extra_path)
-        log(f"job 2: rank 2 sees bench-plugin-0 1.1 first on its path (warn mode), {iterations} iterations")
-        differ = run_job(args.python, base, Path(tmp, "differ"), iterations, {"2": [str(odd)]}, "warn", extra_path)
+        log(
+            f"job 2: rank 2 sees bench-plugin-0 1.1 first on its path (warn mode), {iterations} "
+            "iterations"
+        )
+        differ = run_job(
+            args.python,
+            base,
+            Path(tmp, "differ"),
+            iterations,
+            {"2": [str(odd)]},
+            "warn",
+            extra_path,
+        )
     assert all(all(r["consistent"]) for r in agree), "job 1 should agree"
     assert differ[0]["differences"] == ["general plugin 'plugin0'"], differ[0]["differences"]
 
     rows = []
     for variant, what in VARIANTS.items():
         if variant in agree[0]["times_ms"]:
-            rows.append({"variant": variant, "job": "agree", "what": what, "values_ms": slowest_rank(agree, variant)})
+            rows.append(
+                {
+                    "variant": variant,
+                    "job": "agree",
+                    "what": what,
+                    "values_ms": slowest_rank(agree, variant),
+                }
+            )
     values = slowest_rank(differ, "check")
     rows.append(
         {
@@ -261,10 +307,10 @@ def main(argv: list[str] | None = None) -> int:
 def render(payload: dict) -> str:
     info = payload["machine"]
     summary = (
-        f"Run of {payload['generated']}: {payload['ranks']} ranks on one machine ({info['cpu']}, {info['cpus']} "
-        f"CPUs), gloo, Python {info['python']}, torch {info['torch']}; {payload['iterations']} iterations; a "
-        f"fingerprint of {payload['fingerprint_bytes']} bytes of JSON (1 platform, 5 general plugins, "
-        f"{payload['hook_targets']} hooked targets)."
+        f"Run of {payload['generated']}: {payload['ranks']} ranks on one machine ({info['cpu']}, "
+        f"{info['cpus']} CPUs), gloo, Python {info['python']}, torch {info['torch']}; "
+        f"{payload['iterations']} iterations; a fingerprint of {payload['fingerprint_bytes']} "
+        f"bytes of JSON (1 platform, 5 general plugins, {payload['hook_targets']} hooked targets)."
     )
     lines = [
         summary,
@@ -275,7 +321,9 @@ def render(payload: dict) -> str:
     for row in payload["rows"]:
         values = row["values_ms"]
         ranks = "agree" if row["job"] == "agree" else "rank 2 differs"
-        lines.append(f"| {row['what']} | {ranks} | {statistics.median(values):.3f} ({min(values):.3f}) |")
+        lines.append(
+            f"| {row['what']} | {ranks} | {statistics.median(values):.3f} ({min(values):.3f}) |"
+        )
     return "\n".join(lines)
 
 

@@ -34,14 +34,26 @@ CASES = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="tiny sizes and one repeat (CI smoke run)")
-    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated case numbers (default: all)")
-    parser.add_argument("--repeats", type=int, default=None, help="override every case's repeat count")
-    parser.add_argument("--json", dest="json_path", default=None, help="where to write the results JSON")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="tiny sizes and one repeat (CI smoke run)"
+    )
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help="comma-separated case numbers (default: all)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="override every case's repeat count"
+    )
+    parser.add_argument(
+        "--json", dest="json_path", default=None, help="where to write the results JSON"
+    )
     parser.add_argument("--python", default=None, help="interpreter for the measurement processes")
     parser.add_argument(
-        "--update-docs", action="store_true", help="write the table and machine into docs/benchmarks.md (full runs)"
+        "--update-docs",
+        action="store_true",
+        help="write the table and machine into docs/benchmarks.md (full runs)",
     )
     args = parser.parse_args(argv)
 
@@ -69,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
         repeats_override=args.repeats,
     )
     info = machine_info(python)
-    log(f"machine: {info['cpu']}, {info['cpus']} CPUs, Python {info['python']}, torch {info['torch']}")
+    log(
+        f"machine: {info['cpu']}, {info['cpus']} CPUs, Python {info['python']}, torch "
+        f"{info['torch']}"
+    )
 
     rows = []
     failures = {}
@@ -96,19 +111,24 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     print()
     print(
-        f"{'quick' if args.quick else 'full'} run, {total:.0f} s, on {info['cpu']} ({info['cpus']} CPUs), "
-        f"Python {info['python']}, torch {info['torch']}, SGLang {sglang_root.name.split('-', 1)[1]} from its wheel"
+        f"{'quick' if args.quick else 'full'} run, {total:.0f} s, on {info['cpu']} ({info['cpus']} "
+        f"CPUs), Python {info['python']}, torch {info['torch']}, SGLang "
+        f"{sglang_root.name.split('-', 1)[1]} from its wheel"
     )
     for row in rows:
         if row.goal_met is False:
-            print(f"GOAL MISSED: case {row.case} {row.variant}: {row.goal} (ours/SGLang {row.ratio})")
+            print(
+                f"GOAL MISSED: case {row.case} {row.variant}: {row.goal} (ours/SGLang {row.ratio})"
+            )
     for number, error in failures.items():
         print(f"CASE {number} FAILED: {error.splitlines()[0]}")
 
     json_path = (
         Path(args.json_path)
         if args.json_path
-        else (CACHE / "quick.json" if args.quick else REPO / "benchmarks" / "results" / "latest.json")
+        else (
+            CACHE / "quick.json" if args.quick else REPO / "benchmarks" / "results" / "latest.json"
+        )
     )
     json_path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
@@ -137,13 +157,17 @@ START, END = "<!-- bench:results:start -->", "<!-- bench:results:end -->"
 def _update_docs(payload: dict) -> None:
     """Replace the generated section of docs/benchmarks.md with this run's table and machine."""
     info = payload["machine"]
-    notes = [f"- case {row['case']}, {row['variant']}: {row['note']}" for row in payload["rows"] if row.get("note")]
+    notes = [
+        f"- case {row['case']}, {row['variant']}: {row['note']}"
+        for row in payload["rows"]
+        if row.get("note")
+    ]
     section = "\n".join(
         [
             START,
-            f"Run of {payload['generated']} ({payload['mode']} mode, {payload['seconds']:.0f} s in all) on "
-            f"{info['cpu']}, {info['cpus']} CPUs, {info['platform']}, Python {info['python']}, "
-            f"torch {info['torch']}, against {payload['sglang']} from its wheel.",
+            f"Run of {payload['generated']} ({payload['mode']} mode, {payload['seconds']:.0f} s in "
+            f"all) on {info['cpu']}, {info['cpus']} CPUs, {info['platform']}, Python "
+            f"{info['python']}, torch {info['torch']}, against {payload['sglang']} from its wheel.",
             "",
             payload["table"],
             "",

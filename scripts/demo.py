@@ -1,14 +1,16 @@
-"""The main job, end to end: from the Copier template to plugins the runtime discovers, selects and applies.
+"""The main job, end to end: from the Copier template to plugins the runtime discovers, selects and
+applies.
 
     make demo            # or: .venv/bin/python scripts/demo.py
     make demo KEEP=1     # or: .venv/bin/python scripts/demo.py --keep
 
-In a scratch folder it generates one package of each kind with the default answers (Copier's Python API, no
---trust), installs both into this Python environment (pip install -e), runs each package's own tests, builds a
-wheel of each, and shows what the runtime discovered, selected and patched: first on this machine as it is (no
-accelerator), then on a SIMULATED device so the platform plugin activates. Each step prints its time. At the end
-both demo packages are uninstalled again, so the environment is left as it was; --keep (KEEP=1) keeps the
-generated packages and their wheels in the scratch folder and prints where it is.
+In a scratch folder it generates one package of each kind with the default answers (Copier's Python
+API, no --trust), installs both into this Python environment (pip install -e), runs each package's
+own tests, builds a wheel of each, and shows what the runtime discovered, selected and patched:
+first on this machine as it is (no accelerator), then on a SIMULATED device so the platform plugin
+activates. Each step prints its time. At the end both demo packages are uninstalled again, so the
+environment is left as it was; --keep (KEEP=1) keeps the generated packages and their wheels in the
+scratch folder and prints where it is.
 """
 
 from __future__ import annotations
@@ -31,8 +33,16 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 
 # What the defaults of copier.yml produce; checked after rendering.
-PLATFORM = {"dist": "sglang-mydevice-platform", "package": "sglang_mydevice_platform", "entry_point": "mydevice"}
-GENERAL = {"dist": "sglang-example-hooks", "package": "sglang_example_hooks", "entry_point": "example"}
+PLATFORM = {
+    "dist": "sglang-mydevice-platform",
+    "package": "sglang_mydevice_platform",
+    "entry_point": "mydevice",
+}
+GENERAL = {
+    "dist": "sglang-example-hooks",
+    "package": "sglang_example_hooks",
+    "entry_point": "example",
+}
 
 
 class DemoError(RuntimeError):
@@ -58,9 +68,13 @@ def say(text: str = "") -> None:
     print(textwrap.indent(text, "   "), flush=True)
 
 
-def run(args: list[str | Path], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+def run(
+    args: list[str | Path], *, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> str:
     """Run a command; return its stdout, or raise DemoError with everything it printed."""
-    result = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True
+    )
     if result.returncode != 0:
         raise DemoError(
             f"command failed ({result.returncode}): {' '.join(map(str, args))}\n"
@@ -70,7 +84,8 @@ def run(args: list[str | Path], *, cwd: Path | None = None, env: dict[str, str] 
 
 
 def python_json(code: str, **env_vars: str) -> dict:
-    """Run ``code`` in a fresh interpreter (fresh discovery, like a new SGLang process); parse its last line."""
+    """Run ``code`` in a fresh interpreter (fresh discovery, like a new SGLang process); parse its
+    last line."""
     import os
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
@@ -85,7 +100,9 @@ def snapshot_template(scratch: Path) -> Path:
     template.mkdir()
     shutil.copy2(REPO_ROOT / "copier.yml", template / "copier.yml")
     shutil.copytree(
-        REPO_ROOT / "templates", template / "templates", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        REPO_ROOT / "templates",
+        template / "templates",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
     )
     return template
 
@@ -94,11 +111,23 @@ def generate(template: Path, scratch: Path, kind: str, expected: dict[str, str])
     from copier import run_copy
 
     destination = scratch / kind
-    run_copy(str(template), destination, data={"plugin_kind": kind}, defaults=True, unsafe=False, quiet=True)
+    run_copy(
+        str(template),
+        destination,
+        data={"plugin_kind": kind},
+        defaults=True,
+        unsafe=False,
+        quiet=True,
+    )
     if not (destination / expected["package"]).is_dir():
         raise DemoError(f"the {kind} package was not generated where expected: {destination}")
-    files = sorted(p.relative_to(destination).as_posix() for p in destination.rglob("*") if p.is_file())
-    say(f"{kind:8} -> <scratch>/{kind}  ({len(files)} files: {', '.join(f for f in files if '/' not in f)}, ...)")
+    files = sorted(
+        p.relative_to(destination).as_posix() for p in destination.rglob("*") if p.is_file()
+    )
+    say(
+        f"{kind:8} -> <scratch>/{kind}  ({len(files)} files: "
+        f"{', '.join(f for f in files if '/' not in f)}, ...)"
+    )
     return destination
 
 
@@ -116,7 +145,9 @@ def build_wheel(project: Path, outdir: Path) -> tuple[str, list[str]]:
     (wheel,) = outdir.glob("*.whl")
     with zipfile.ZipFile(wheel) as archive:
         (ep_file,) = [n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt")]
-        entry_points = [line for line in archive.read(ep_file).decode().splitlines() if line.strip()]
+        entry_points = [
+            line for line in archive.read(ep_file).decode().splitlines() if line.strip()
+        ]
     return wheel.name, entry_points
 
 
@@ -175,7 +206,9 @@ def show_selection(title: str, data: dict) -> None:
     say(title)
     say(f"  current_platform = {data['platform']}")
     origin = (
-        f"plugin {data['plugin']!r} from {data['distribution']} {data['version']}" if data["plugin"] else "no plugin"
+        f"plugin {data['plugin']!r} from {data['distribution']} {data['version']}"
+        if data["plugin"]
+        else "no plugin"
     )
     say(f"  chosen by rule {data['rule']!r}: {origin}")
     if data.get("reason"):
@@ -194,7 +227,10 @@ def main(argv: list[str] | None = None) -> int:
     installed: list[str] = []
     failed = False
     try:
-        with step("Generate one package of each kind from the Copier template (default answers, no --trust)"):
+        with step(
+            "Generate one package of each kind from the Copier template (default answers, no "
+            "--trust)"
+        ):
             template = snapshot_template(scratch)
             platform_dir = generate(template, scratch, "platform", PLATFORM)
             general_dir = generate(template, scratch, "general", GENERAL)
@@ -217,17 +253,24 @@ def main(argv: list[str] | None = None) -> int:
 
         with step("What the runtime discovers and selects (each in a fresh process)"):
             show_selection(
-                "This machine, as it is (no MyDevice hardware):", python_json(SELECTION_CODE.format(prelude=""))
+                "This machine, as it is (no MyDevice hardware):",
+                python_json(SELECTION_CODE.format(prelude="")),
             )
             say()
             show_selection(
-                "SIMULATED MyDevice (sglang_plugin_runtime.testing.simulated_device; no real hardware):",
-                python_json(SELECTION_CODE.format(prelude=SIMULATED_PRELUDE), SGLANG_PLATFORM=PLATFORM["entry_point"]),
+                "SIMULATED MyDevice (sglang_plugin_runtime.testing.simulated_device; no real "
+                "hardware):",
+                python_json(
+                    SELECTION_CODE.format(prelude=SIMULATED_PRELUDE),
+                    SGLANG_PLATFORM=PLATFORM["entry_point"],
+                ),
             )
 
         with step("The general plugin's hooks, loaded by load_plugins() in a fresh process"):
             code = HOOKS_CODE.format(tests=str(general_dir / "tests"))
-            hooks = python_json(code, SGLANG_PLUGINS=GENERAL["entry_point"], SGLANG_PLUGINS_STRICT="1")
+            hooks = python_json(
+                code, SGLANG_PLUGINS=GENERAL["entry_point"], SGLANG_PLUGINS_STRICT="1"
+            )
             for expression, value in hooks["results"].items():
                 say(f"{expression:50} -> {value!r}")
     except DemoError as exc:
@@ -236,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if installed:
             with step("Clean up: uninstall the demo packages"):
-                subprocess.run([PYTHON, "-m", "pip", "uninstall", "--quiet", "--yes", *installed], check=False)
+                subprocess.run(
+                    [PYTHON, "-m", "pip", "uninstall", "--quiet", "--yes", *installed], check=False
+                )
                 say("uninstalled " + ", ".join(installed))
         if args.keep:
             say(f"\nKept the generated packages and their wheels in {scratch}:")
@@ -250,8 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     print(
-        f"\nDemo passed in {time.monotonic() - started:.0f} s: template -> packages -> tests -> wheels -> "
-        "discovered, selected (simulated device) and hooks applied."
+        f"\nDemo passed in {time.monotonic() - started:.0f} s: template -> packages -> tests -> "
+        "wheels -> discovered, selected (simulated device) and hooks applied."
     )
     return 0
 

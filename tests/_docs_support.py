@@ -1,28 +1,32 @@
-"""The doc-test machinery: find every Python example in README.md and docs/, run each in a fresh process.
+"""The doc-test machinery: find every Python example in README.md and docs/, run each in a fresh
+process.
 
-Used by ``tests/test_docs.py`` (the real docs) and ``tests/test_docs_machinery.py`` (a broken example fails).
-The conventions it implements are the ones docs/contributing.md documents:
+Used by ``tests/test_docs.py`` (the real docs) and ``tests/test_docs_machinery.py`` (a broken
+example fails). The conventions it implements are the ones docs/contributing.md documents:
 
-- A fence whose language is ``python`` or ``py`` is executed, as its own fresh ``python`` process in an empty
-  temporary folder with no ``SGLANG_*`` variables set: exactly what a reader gets by pasting it into a file.
-  A failure names the page and the line (the script is padded so its line numbers are the page's).
-- ``test="skip"`` (with a ``reason="..."``): not run. For fragments and code that needs what a test machine has
-  not (hardware, the network).
-- ``test="pytest"``: the block is a test file: it runs under ``python -m pytest`` (the runtime's pytest plugin and
-  its fixtures are active), and every test in it must pass.
-- ``group="NAME"``: the blocks of one page with the same group run in order, as one script (a tutorial).
+- A fence whose language is ``python`` or ``py`` is executed, as its own fresh ``python`` process in
+  an empty temporary folder with no ``SGLANG_*`` variables set: exactly what a reader gets by
+  pasting it into a file. A failure names the page and the line (the script is padded so its line
+  numbers are the page's).
+- ``test="skip"`` (with a ``reason="..."``): not run. For fragments and code that needs what a test
+  machine has not (hardware, the network).
+- ``test="pytest"``: the block is a test file: it runs under ``python -m pytest`` (the runtime's
+  pytest plugin and its fixtures are active), and every test in it must pass.
+- ``group="NAME"``: the blocks of one page with the same group run in order, as one script (a
+  tutorial).
 - ``site="demo"``: the docs' demo installation (``docs/_hooks/demo_site.py``) is on ``PYTHONPATH``.
-- A block with ``#>`` lines is run with pytest-examples' print check: every ``print()`` in it must be followed by
-  the ``#>`` lines it prints.
-- ``setup="on"``: runs here like any block, and also at build time in the page's working directory, before the
-  page's ``exec="on"`` shell blocks (docs/_hooks/sglang_docs.py).
+- A block with ``#>`` lines is run with pytest-examples' print check: every ``print()`` in it must
+  be followed by the ``#>`` lines it prints.
+- ``setup="on"``: runs here like any block, and also at build time in the page's working directory,
+  before the page's ``exec="on"`` shell blocks (docs/_hooks/sglang_docs.py).
 - ``exec="on"``: run by markdown-exec when the site is built (``make docs``), not here.
 
-It also reads the ```` ```mermaid ```` diagrams of a page (``mermaid_blocks``, for ``tests/test_docs_diagrams.py``)
-and builds the site once per test process (``build_site``, for the tests that read the built pages).
+It also reads the ```` ```mermaid ```` diagrams of a page (``mermaid_blocks``, for
+``tests/test_docs_diagrams.py``) and builds the site once per test process (``build_site``, for the
+tests that read the built pages).
 
-Run as a script (``python tests/_docs_support.py run PAGE SCRIPT [--check-prints]``) it is the child process
-that runs one example.
+Run as a script (``python tests/_docs_support.py run PAGE SCRIPT [--check-prints]``) it is the child
+process that runs one example.
 """
 
 from __future__ import annotations
@@ -44,12 +48,18 @@ TIMEOUT_S = 120
 
 def doc_files(root: Path = REPO_ROOT) -> list[Path]:
     """README.md and every page of docs/ (not the build hooks), sorted."""
-    docs = sorted(p for p in (root / "docs").rglob("*.md") if "_hooks" not in p.relative_to(root / "docs").parts)
+    docs = sorted(
+        p
+        for p in (root / "docs").rglob("*.md")
+        if "_hooks" not in p.relative_to(root / "docs").parts
+    )
     readme = root / "README.md"
     return ([readme] if readme.exists() else []) + docs
 
 
-_MERMAID = re.compile(r"^(?P<indent> *)```mermaid[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+_MERMAID = re.compile(
+    r"^(?P<indent> *)```mermaid[ \t]*\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S
+)
 
 
 def mermaid_blocks(markdown: str) -> list[str]:
@@ -140,7 +150,10 @@ def invalid_settings(paths: Iterable[Path]) -> list[str]:
             settings = example.prefix_settings()
             where = f"{path}:{example.start_line}"
             if settings.get("test") not in (None, "skip", "run", "pytest"):
-                problems.append(f'{where}: test="{settings["test"]}" (use test="skip", test="pytest" or nothing)')
+                problems.append(
+                    f'{where}: test="{settings["test"]}" (use test="skip", test="pytest" or '
+                    "nothing)"
+                )
             if settings.get("setup") not in (None, "on"):
                 problems.append(f'{where}: setup="{settings["setup"]}" (use setup="on" or nothing)')
             if settings.get("site") not in (None, "demo"):
@@ -170,7 +183,8 @@ def _padded_script(test: DocExample) -> str:
     """The example(s) as one script whose line N is line N of the page."""
     lines: list[str] = []
     for example in test.examples:
-        first = example.start_line  # 0-based index of the first code line == 1-based line of the fence
+        # 0-based index of the first code line == 1-based line of the fence
+        first = example.start_line
         while len(lines) < first:
             lines.append("")
         lines.extend(example.source.rstrip("\n").splitlines())
@@ -182,7 +196,8 @@ def child_env(site_dir: Path | None) -> dict[str, str]:
     if site_dir is not None:
         env["PYTHONPATH"] = str(site_dir)
         env["SGLANG_DOCS_DEMO_SITE"] = str(site_dir)
-    # As in a reader's activated venv: this interpreter's scripts (sglang-plugins, pytest) come first.
+    # As in a reader's activated venv: this interpreter's scripts (sglang-plugins, pytest) come
+    # first.
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["COLUMNS"] = "100"
@@ -197,15 +212,18 @@ def _failing_line(output: str, page: str) -> int | None:
 
 def _last_error(output: str) -> str:
     for line in reversed(output.strip().splitlines()):
-        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)?\b.*", line) and not line.startswith(
-            " "
-        ):
+        if re.match(
+            r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)?\b.*", line
+        ) and not line.startswith(" "):
             return line.strip()
     return ""
 
 
-def run_example(test: DocExample, *, demo_site: Path | None = None, workdir: Path | None = None) -> RunResult:
-    """Run ``test`` in a fresh Python process; return whether it passed, and a report naming page and line."""
+def run_example(
+    test: DocExample, *, demo_site: Path | None = None, workdir: Path | None = None
+) -> RunResult:
+    """Run ``test`` in a fresh Python process; return whether it passed, and a report naming page
+    and line."""
     page = str(test.path)
     site_dir = demo_site if test.site == "demo" else None
     if test.site == "demo" and demo_site is None:
@@ -216,18 +234,35 @@ def run_example(test: DocExample, *, demo_site: Path | None = None, workdir: Pat
         script = Path(tmp) / (f"test_{stem}" if test.is_pytest else stem)
         script.write_text(_padded_script(test), encoding="utf-8")
         if test.is_pytest:
-            command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", tmp, str(script)]
+            command = [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--rootdir",
+                tmp,
+                str(script),
+            ]
         else:
             command = [sys.executable, str(Path(__file__).resolve()), "run", page, str(script)]
             if test.checks_prints:
                 command.append("--check-prints")
         try:
             proc = subprocess.run(
-                command, cwd=cwd, env=child_env(site_dir), capture_output=True, text=True, timeout=TIMEOUT_S
+                command,
+                cwd=cwd,
+                env=child_env(site_dir),
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
             )
         except subprocess.TimeoutExpired as exc:
             out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            return RunResult(False, out.replace(str(script), page), None, f"timed out after {TIMEOUT_S} s")
+            return RunResult(
+                False, out.replace(str(script), page), None, f"timed out after {TIMEOUT_S} s"
+            )
         output = (proc.stdout + proc.stderr).replace(str(script), page)
         output = re.sub(rf"(?<![\w/]){re.escape(script.name)}\b", page, output)
         if proc.returncode == 0:
@@ -235,18 +270,19 @@ def run_example(test: DocExample, *, demo_site: Path | None = None, workdir: Pat
         return RunResult(False, output, _failing_line(output, page), _last_error(output))
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The built site: one strict build per test process, shared by the tests that read the pages.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 _BUILT: dict[str, tuple[subprocess.CompletedProcess[str], Path]] = {}
 
 
 def build_site() -> tuple[subprocess.CompletedProcess[str], Path]:
-    """``make docs`` into a temporary folder, once per process: the build's result and the site folder.
+    """``make docs`` into a temporary folder, once per process: the build's result and the site
+    folder.
 
-    Tests that read the built pages share it; mark them ``@pytest.mark.xdist_group("docs-site")`` so that
-    pytest-xdist runs them in one process and the site is built once.
+    Tests that read the built pages share it; mark them ``@pytest.mark.xdist_group("docs-site")`` so
+    that pytest-xdist runs them in one process and the site is built once.
     """
     if "site" not in _BUILT:
         import atexit
@@ -274,10 +310,10 @@ def page_html(site: Path, page: str) -> Path:
     return site / "index.html" if stem == "index" else site / stem / "index.html"
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# The child process: run the padded script as ``__main__`` (so multiprocessing's spawn finds its functions), with
-# pytest-examples' print recorder when the example shows ``#>`` output.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
+# The child process: run the padded script as ``__main__`` (so multiprocessing's spawn finds its
+# functions), with pytest-examples' print recorder when the example shows ``#>`` output.
+# --------------------------------------------------------------------------------------------------
 
 
 def _child(page: str, script: str, check_prints: bool) -> int:
@@ -304,19 +340,23 @@ def _child(page: str, script: str, check_prints: bool) -> int:
     if new_source is None:
         return 0
     print(
-        "The #> lines are not what the example prints (- the page, + the run; @@ numbers are page lines):\n"
-        + code_diff(example, new_source, config),
+        "The #> lines are not what the example prints (- the page, + the run; @@ numbers are page "
+        "lines):\n" + code_diff(example, new_source, config),
         file=sys.stderr,
     )
     first = _first_changed_line(example.source, new_source)
     if first is not None:
         print(f'  File "{page}", line {first}', file=sys.stderr)
-    print("PrintOutputMismatch: the #> output shown is not what the example prints", file=sys.stderr)
+    print(
+        "PrintOutputMismatch: the #> output shown is not what the example prints", file=sys.stderr
+    )
     return 1
 
 
 def _first_changed_line(before: str, after: str) -> int | None:
-    for number, (old, new) in enumerate(zip(before.splitlines(), after.splitlines(), strict=False), start=1):
+    for number, (old, new) in enumerate(
+        zip(before.splitlines(), after.splitlines(), strict=False), start=1
+    ):
         if old.rstrip() != new.rstrip():
             return number
     return None

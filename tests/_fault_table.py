@@ -1,10 +1,12 @@
 """The fault table of docs/reliability.md, built from the tests that prove each row.
 
-A test that pins down what happens when something goes wrong carries ``@pytest.mark.fault(area, case,
-behaviour)``. The table in docs/reliability.md is generated from those markers (read from the test sources with
-``ast``, so no test has to run), and ``tests/test_fault_table.py`` fails when the page and the tests disagree.
+A test that pins down what happens when something goes wrong carries ``@pytest.mark.fault(area,
+case, behaviour)``. The table in docs/reliability.md is generated from those markers (read from the
+test sources with ``ast``, so no test has to run), and ``tests/test_fault_table.py`` fails when the
+page and the tests disagree.
 
-    python tests/_fault_table.py --write    # regenerate the table after adding or changing a marked test
+    # regenerate the table after adding or changing a marked test
+    python tests/_fault_table.py --write
 """
 
 from __future__ import annotations
@@ -45,12 +47,18 @@ def _marker_arguments(decorator: ast.expr) -> tuple[str, ...] | None:
     if not isinstance(decorator, ast.Call):
         return None
     func = decorator.func
-    if not (isinstance(func, ast.Attribute) and func.attr == "fault" and ast.unparse(func.value) == "pytest.mark"):
+    if not (
+        isinstance(func, ast.Attribute)
+        and func.attr == "fault"
+        and ast.unparse(func.value) == "pytest.mark"
+    ):
         return None
     values = []
     for arg in decorator.args:
         if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
-            raise ValueError(f"pytest.mark.fault takes three string literals, got {ast.unparse(arg)}")
+            raise ValueError(
+                f"pytest.mark.fault takes three string literals, got {ast.unparse(arg)}"
+            )
         values.append(arg.value)
     return tuple(values)
 
@@ -73,8 +81,8 @@ def collect(trees: tuple[Path, ...] = TREES) -> list[Fault]:
                     continue
                 if len(arguments) != 3 or arguments[0] not in AREAS:
                     raise ValueError(
-                        f"{path.name}::{node.name}: @pytest.mark.fault(area, case, behaviour) with area one of "
-                        f"{', '.join(AREAS)}; got {arguments}"
+                        f"{path.name}::{node.name}: @pytest.mark.fault(area, case, behaviour) with "
+                        f"area one of {', '.join(AREAS)}; got {arguments}"
                     )
                 test = f"{path.relative_to(TESTS.parent).as_posix()}::{node.name}"
                 faults.append(Fault(arguments[0], arguments[1], arguments[2], test))

@@ -1,4 +1,5 @@
-"""Shared fixtures: a folder of fake installed distributions, and throw-away modules for hook tests."""
+"""Shared fixtures: a folder of fake installed distributions, and throw-away modules for hook
+tests."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from sglang_plugin_runtime.plugins.hook_registry import isolated_registry
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Where torch is not installed (make test-pythons: the CPU build here is for Python 3.11 only), tests that
-    attach a simulated torch device skip, saying why; every other test runs."""
+    """Where torch is not installed (make test-pythons: the CPU build here is for Python 3.11 only),
+    tests that attach a simulated torch device skip, saying why; every other test runs."""
     if importlib.util.find_spec("torch") is not None:
         return
     for item in items:
@@ -26,7 +27,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if function is not None and (
             "simulated_device" in (source := inspect.getsource(function)) or "--simulate" in source
         ):
-            item.add_marker(pytest.mark.skip(reason="needs torch for a simulated device; torch is not installed"))
+            item.add_marker(
+                pytest.mark.skip(
+                    reason="needs torch for a simulated device; torch is not installed"
+                )
+            )
 
 
 @pytest.fixture

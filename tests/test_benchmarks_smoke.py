@@ -1,8 +1,9 @@
 """The benchmark harness runs end to end in quick mode, so it cannot rot (CI runs this).
 
-No timing is asserted here: speed is measured and reported by ``benchmarks/run.py`` (``make bench``),
-never judged by a test. The quick run downloads SGLang's wheel (once, cached under .cache/bench)
-and installs three pinned packages into that cache; it needs PyPI, as the full run does.
+No timing is asserted here: speed is measured and reported by ``benchmarks/run.py`` (``make
+bench``), never judged by a test. The quick run downloads SGLang's wheel (once, cached under
+.cache/bench) and installs three pinned packages into that cache; it needs PyPI, as the full run
+does.
 """
 
 from __future__ import annotations

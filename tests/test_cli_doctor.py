@@ -1,5 +1,5 @@
-"""``sglang-plugins doctor`` in real subprocesses over fake installed distributions: each scenario, its report,
-its exit status, and its ``--json`` output validated against the published schema."""
+"""``sglang-plugins doctor`` in real subprocesses over fake installed distributions: each scenario,
+its report, its exit status, and its ``--json`` output validated against the published schema."""
 
 from __future__ import annotations
 
@@ -17,7 +17,12 @@ from _plugin_site import RUNTIME_SRC, PluginSite, platform_module
 SCHEMA = json.loads((RUNTIME_SRC / "sglang_plugin_runtime" / "cli-schema.json").read_text())
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 PLATFORMS = "sglang.srt.platforms"
-PLUGIN_VARS = ("SGLANG_PLATFORM", "SGLANG_PLUGINS", "SGLANG_PLUGINS_STRICT", "SGLANG_DIFFUSION_PLATFORM_OVERRIDE")
+PLUGIN_VARS = (
+    "SGLANG_PLATFORM",
+    "SGLANG_PLUGINS",
+    "SGLANG_PLUGINS_STRICT",
+    "SGLANG_DIFFUSION_PLATFORM_OVERRIDE",
+)
 
 
 @dataclass
@@ -49,21 +54,28 @@ def cli(site: PluginSite, *args: str, **env: str) -> Cli:
     return Cli(result.returncode, result.stdout, result.stderr)
 
 
-def add_general(site: PluginSite, dist: str, name: str, body: str = "pass", at_import: str = "") -> None:
+def add_general(
+    site: PluginSite, dist: str, name: str, body: str = "pass", at_import: str = ""
+) -> None:
     module = f"{name}_plugin"
     source = (
         "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType\n"
         f"{at_import}\n"
         "def register():\n" + "".join(f"    {line}\n" for line in body.splitlines())
     )
-    site.add(dist, entry_points={"sglang.srt.plugins": {name: f"{module}:register"}}, modules={f"{module}.py": source})
+    site.add(
+        dist,
+        entry_points={"sglang.srt.plugins": {name: f"{module}:register"}},
+        modules={f"{module}.py": source},
+    )
 
 
 def messages(report: dict[str, Any], severity: str = "error") -> str:
     return "\n".join(p["message"] for p in report["problems"] if p["severity"] == severity)
 
 
-# --- healthy and empty ------------------------------------------------------------------------------------------
+# --- healthy and empty
+# ------------------------------------------------------------------------------------------
 
 
 def test_healthy_platform_and_plugin_exit_zero_with_provenance(site: PluginSite) -> None:
@@ -78,9 +90,15 @@ def test_healthy_platform_and_plugin_exit_zero_with_provenance(site: PluginSite)
         "acme_platform.AcmePlatform",
         "single-activated",
     )
-    assert (platform["plugin"], platform["distribution"], platform["version"]) == ("acme", "acme-npu", "1.0")
+    assert (platform["plugin"], platform["distribution"], platform["version"]) == (
+        "acme",
+        "acme-npu",
+        "1.0",
+    )
     assert [(a["plugin"], a["status"]) for a in platform["activations"]] == [("acme", "activated")]
-    assert [(p["plugin"], p["status"]) for p in report["plugins"]["plugins"]] == [("timer", "loaded")]
+    assert [(p["plugin"], p["status"]) for p in report["plugins"]["plugins"]] == [
+        ("timer", "loaded")
+    ]
 
 
 def test_healthy_human_output_names_platform_rule_and_verdict(site: PluginSite) -> None:
@@ -98,12 +116,16 @@ def test_no_plugin_installed_is_healthy_and_reports_the_fallback(site: PluginSit
     report = result.json
     assert result.code == 0
     assert report["platform"]["rule"] == "fallback"
-    assert report["platform"]["platform_class"] == "sglang_plugin_runtime.platforms.interface.SRTPlatform"
+    assert (
+        report["platform"]["platform_class"]
+        == "sglang_plugin_runtime.platforms.interface.SRTPlatform"
+    )
     assert "no platform plugin is installed" in report["platform"]["reason"]
     assert report["platform"]["activations"] == []
 
 
-# --- selection failures -------------------------------------------------------------------------------------
+# --- selection failures
+# -------------------------------------------------------------------------------------
 
 
 def test_two_activated_platforms_fail_and_both_activations_are_listed(site: PluginSite) -> None:
@@ -132,12 +154,21 @@ def test_platform_import_error_is_reported_with_plugin_and_distribution(site: Pl
     assert result.code == 1
     activation = report["platform"]["activations"][0]
     assert activation["status"] == "failed-import"
-    assert "ModuleNotFoundError" in activation["reason"] and "no_such_vendor_module" in activation["reason"]
+    assert (
+        "ModuleNotFoundError" in activation["reason"]
+        and "no_such_vendor_module" in activation["reason"]
+    )
     problem = next(p for p in report["problems"] if p["plugin"] == "broken")
-    assert (problem["severity"], problem["step"], problem["distribution"]) == ("error", "selection", "broken-npu")
+    assert (problem["severity"], problem["step"], problem["distribution"]) == (
+        "error",
+        "selection",
+        "broken-npu",
+    )
 
 
-def test_activate_raising_is_an_error_even_when_another_platform_was_selected(site: PluginSite) -> None:
+def test_activate_raising_is_an_error_even_when_another_platform_was_selected(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     site.add_platform("zeta-gpu", "zeta", "zetagpu", "raise RuntimeError('driver 1.2 is too old')")
     result = cli(site, "doctor", "--json")
@@ -151,7 +182,8 @@ def test_activate_raising_is_an_error_even_when_another_platform_was_selected(si
 @pytest.mark.fault(
     "cli",
     "activate() raises in auto mode (the plugin is skipped)",
-    "doctor shows the message and the plugin's traceback (its own frames only), in the JSON and the text",
+    "doctor shows the message and the plugin's traceback (its own frames only), in the JSON and "
+    "the text",
 )
 def test_activate_raising_in_auto_mode_shows_the_plugins_traceback(site: PluginSite) -> None:
     site.add_platform("zeta-gpu", "zeta", "zetagpu", "raise RuntimeError('driver 1.2 is too old')")
@@ -160,11 +192,14 @@ def test_activate_raising_in_auto_mode_shows_the_plugins_traceback(site: PluginS
     assert "activate() raised RuntimeError: driver 1.2 is too old" in result.out
     assert "Traceback of platform plugin 'zeta'" in result.out and "zeta_platform.py" in result.out
     assert (
-        "sglang_plugin_runtime" not in result.out.split("Traceback of platform plugin")[1].split("Selected platform")[0]
+        "sglang_plugin_runtime"
+        not in result.out.split("Traceback of platform plugin")[1].split("Selected platform")[0]
     )
     assert "PROBLEMS FOUND" in result.out
     trace = cli(site, "doctor", "--json").json["platform"]["activations"][0]["traceback"]
-    assert "zeta_platform.py" in trace and trace.rstrip().endswith("RuntimeError: driver 1.2 is too old")
+    assert "zeta_platform.py" in trace and trace.rstrip().endswith(
+        "RuntimeError: driver 1.2 is too old"
+    )
 
 
 def test_unknown_sglang_platform_fails_listing_the_available_names(site: PluginSite) -> None:
@@ -185,7 +220,8 @@ def test_strict_env_turns_a_skipped_plugin_into_a_failed_selection(site: PluginS
     assert report["platform"]["activations"][0]["status"] == "failed-call"
 
 
-# --- general plugins --------------------------------------------------------------------------------------------
+# --- general plugins
+# --------------------------------------------------------------------------------------------
 
 
 def test_general_plugin_import_error_fails_doctor_and_others_still_load(site: PluginSite) -> None:
@@ -210,7 +246,8 @@ def test_general_plugin_skipped_by_allowlist_is_healthy_and_says_why(site: Plugi
     assert records["two"] == ("skipped-allowlist", "not in SGLANG_PLUGINS")
 
 
-# --- hooks --------------------------------------------------------------------------------------------------
+# --- hooks
+# --------------------------------------------------------------------------------------------------
 
 
 def _hooked(site: PluginSite, target: str) -> None:
@@ -280,7 +317,8 @@ def test_pending_hook_on_a_module_found_passes_the_strict_gate(site: PluginSite)
         ("target_pkg.workr.run", "target_pkg.workr"),
         ("target_pkg.workr:run", "target_pkg.workr"),
         ("target_pkg.sub.workr:Cls.run", "target_pkg.sub.workr"),
-        # below a namespace package (no __init__.py, as sglang.srt.managers): only submodules are names
+        # below a namespace package (no __init__.py, as sglang.srt.managers): only submodules are
+        # names
         ("target_pkg.space.workr.Scheduler.run", "target_pkg.space.workr"),
     ],
 )
@@ -357,7 +395,8 @@ def test_hook_on_a_missing_attribute_fails_when_its_module_is_imported(site: Plu
     assert target["status"] == "failed" and target["error"]
 
 
-# --- simulation -------------------------------------------------------------------------------------------------
+# --- simulation
+# -------------------------------------------------------------------------------------------------
 
 SIMULATED_PLATFORM = """
 import torch
@@ -388,7 +427,11 @@ def test_simulate_activates_a_platform_without_hardware_and_labels_it(site: Plug
     result = cli(site, "doctor", "--json", "--simulate", "simnpu")
     report = result.json
     assert report["simulated"] is True
-    assert report["simulation"] == {"device_type": "simnpu", "device_count": 1, "backend_module": None}
+    assert report["simulation"] == {
+        "device_type": "simnpu",
+        "device_count": 1,
+        "backend_module": None,
+    }
     assert report["platform"]["platform_class"] == "sim_platform.SimPlatform"
     human = cli(site, "doctor", "--simulate", "simnpu").out
     assert "SIMULATED device: torch.simnpu" in human
@@ -407,13 +450,15 @@ def test_plugin_printing_to_stdout_does_not_corrupt_json(site: PluginSite) -> No
     assert "hello from a plugin" in result.err
 
 
-# --- plugin code that misbehaves under doctor ---------------------------------------------------------------------
+# --- plugin code that misbehaves under doctor
+# ---------------------------------------------------------------------
 
 
 @pytest.mark.fault(
     "cli",
     "activate() calls sys.exit(0) under doctor --json",
-    "valid JSON on stdout, exit status 1, a problem naming the plugin and SystemExit (it printed nothing and exited 0)",
+    "valid JSON on stdout, exit status 1, a problem naming the plugin and SystemExit (it printed "
+    "nothing and exited 0)",
 )
 def test_doctor_reports_activate_calling_sys_exit(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(0)")
@@ -453,16 +498,21 @@ def test_native_writes_to_stdout_do_not_corrupt_json(site: PluginSite) -> None:
     result = cli(site, "doctor", "--json")
     assert result.json["healthy"]
     assert (
-        "raw bytes on fd 1" in result.err and "buffered by C stdio" in result.err and "raw bytes on fd 2" in result.err
+        "raw bytes on fd 1" in result.err
+        and "buffered by C stdio" in result.err
+        and "raw bytes on fd 2" in result.err
     )
 
 
 @pytest.mark.fault(
     "cli",
     "activate() raises KeyboardInterrupt itself under doctor --json",
-    "the plugin's failure (not the user's interrupt): valid JSON, exit status 1, the problem names the plugin",
+    "the plugin's failure (not the user's interrupt): valid JSON, exit status 1, the problem names "
+    "the plugin",
 )
-def test_keyboard_interrupt_raised_by_a_plugin_is_its_failure_under_doctor(site: PluginSite) -> None:
+def test_keyboard_interrupt_raised_by_a_plugin_is_its_failure_under_doctor(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "raise KeyboardInterrupt")
     result = cli(site, "doctor", "--json")
     assert result.code == 1
@@ -473,7 +523,8 @@ def test_keyboard_interrupt_raised_by_a_plugin_is_its_failure_under_doctor(site:
 @pytest.mark.fault(
     "cli",
     "the user presses Ctrl-C (SIGINT) while a plugin's activate() runs under doctor",
-    "exit status 130 and 'interrupted' on stderr, as for any command; not reported as the plugin's failure",
+    "exit status 130 and 'interrupted' on stderr, as for any command; not reported as the plugin's "
+    "failure",
 )
 def test_a_real_ctrl_c_during_doctor_is_the_users_interrupt(site: PluginSite) -> None:
     import signal
@@ -491,7 +542,8 @@ def test_a_real_ctrl_c_during_doctor_is_the_users_interrupt(site: PluginSite) ->
         text=True,
         env=env,
         cwd=site.root,
-        # A child of a background job inherits SIGINT ignored; the CLI's own handler is what is tested.
+        # A child of a background job inherits SIGINT ignored; the CLI's own handler is what is
+        # tested.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 60
@@ -517,7 +569,8 @@ def test_invalid_activate_result_is_listed_once(site: PluginSite) -> None:
 @pytest.mark.fault(
     "cli",
     "a platform plugin's activate() returns None",
-    "doctor shows why, from what the plugin logged while it ran (a DEBUG line is enough), without -vv",
+    "doctor shows why, from what the plugin logged while it ran (a DEBUG line is enough), without "
+    "-vv",
 )
 def test_doctor_says_why_a_plugin_is_unavailable(site: PluginSite) -> None:
     body = "import logging; logging.getLogger('acme_platform').debug('no /dev/acme0: driver not loaded'); return None"
@@ -563,24 +616,33 @@ def test_doctor_warns_about_an_allowlist_naming_no_plugin(site: PluginSite) -> N
     "a hooks error naming the module and the target; the report is still printed",
 )
 def test_target_module_calling_sys_exit_under_import_targets_is_reported(site: PluginSite) -> None:
-    site.add("target-dist", modules={"exiting_target.py": "import sys\nsys.exit(2)\ndef work():\n    pass\n"})
+    site.add(
+        "target-dist",
+        modules={"exiting_target.py": "import sys\nsys.exit(2)\ndef work():\n    pass\n"},
+    )
     add_general(
         site,
         "hooks-dist",
         "hooks",
-        body=("HookRegistry.register('exiting_target.work', lambda result: result, HookType.AFTER)"),
+        body=(
+            "HookRegistry.register('exiting_target.work', lambda result: result, HookType.AFTER)"
+        ),
     )
     result = cli(site, "doctor", "--json", "--import-targets")
     assert result.code == 1
-    assert "importing 'exiting_target' for target 'exiting_target.work' failed: SystemExit(2)" in messages(result.json)
+    assert (
+        "importing 'exiting_target' for target 'exiting_target.work' failed: SystemExit(2)"
+        in messages(result.json)
+    )
 
 
 @pytest.mark.fault(
     "cli",
-    "a plugin registers an atexit print (Python and file descriptor 1), or starts a thread that prints after the "
-    "report, under doctor --json",
-    "stdout holds exactly the JSON document: the process ends as soon as it is written, so the late text is "
-    "never printed (it went to stderr after the report, and the thread held the exit for 2 s)",
+    "a plugin registers an atexit print (Python and file descriptor 1), or starts a thread that "
+    "prints after the report, under doctor --json",
+    "stdout holds exactly the JSON document: the process ends as soon as it is written, so the "
+    "late text is never printed (it went to stderr after the report, and the thread held the exit "
+    "for 2 s)",
 )
 def test_plugin_output_after_the_report_never_reaches_stdout(site: PluginSite) -> None:
     late = (
@@ -599,7 +661,8 @@ def test_plugin_output_after_the_report_never_reaches_stdout(site: PluginSite) -
 @pytest.mark.fault(
     "cli",
     "doctor --simulate cuda (or cpu, meta, xpu: a device type torch already has)",
-    "exit 2 naming device types that can be simulated (it was an internal error advising replace_existing=True)",
+    "exit 2 naming device types that can be simulated (it was an internal error advising "
+    "replace_existing=True)",
 )
 @pytest.mark.parametrize("device", ["cuda", "cpu", "meta", "xpu"])
 def test_simulating_a_device_type_of_torch_is_a_usage_error(site: PluginSite, device: str) -> None:
@@ -607,35 +670,51 @@ def test_simulating_a_device_type_of_torch_is_a_usage_error(site: PluginSite, de
     result = cli(site, "doctor", "--simulate", device)
     assert result.code == 2 and result.out == ""
     assert f"--simulate {device}: {device} is one of torch's own device types" in result.err
-    assert "npu" in result.err and "internal error" not in result.err and "replace_existing" not in result.err
+    assert (
+        "npu" in result.err
+        and "internal error" not in result.err
+        and "replace_existing" not in result.err
+    )
 
 
 @pytest.mark.fault(
     "cli",
     "doctor --simulate npu --simulate-backend sglang_plugin_runtime (a module that is installed)",
-    "exit 2: the backend names a module that is not installed here (it was 'internal error: ModuleNotFoundError')",
+    "exit 2: the backend names a module that is not installed here (it was 'internal error: "
+    "ModuleNotFoundError')",
 )
 def test_simulate_backend_naming_an_installed_module_is_a_usage_error(site: PluginSite) -> None:
     pytest.importorskip("torch")
     result = cli(site, "doctor", "--simulate", "npu", "--simulate-backend", "sglang_plugin_runtime")
     assert result.code == 2
-    assert "--simulate-backend sglang_plugin_runtime" in result.err and "not installed here" in result.err
+    assert (
+        "--simulate-backend sglang_plugin_runtime" in result.err
+        and "not installed here" in result.err
+    )
     assert "internal error" not in result.err
 
 
 @pytest.mark.fault(
     "cli",
-    "a plugin's error text holds characters the terminal cannot encode (PYTHONIOENCODING=ascii, a C locale "
-    "without UTF-8 mode)",
-    "text doctor prints the whole report with those characters escaped (it exited 3 with no report)",
+    "a plugin's error text holds characters the terminal cannot encode (PYTHONIOENCODING=ascii, a "
+    "C locale without UTF-8 mode)",
+    "text doctor prints the whole report with those characters escaped (it exited 3 with no "
+    "report)",
 )
 @pytest.mark.parametrize(
     "env",
     [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}],
     ids=["ascii", "c-locale"],
 )
-def test_text_doctor_escapes_what_the_terminal_cannot_encode(site: PluginSite, env: dict[str, str]) -> None:
-    site.add_platform("acme-npu", "acme", "acmenpu", "raise RuntimeError('pilote introuvable: caf\\u00e9 \\u2615')")
+def test_text_doctor_escapes_what_the_terminal_cannot_encode(
+    site: PluginSite, env: dict[str, str]
+) -> None:
+    site.add_platform(
+        "acme-npu",
+        "acme",
+        "acmenpu",
+        "raise RuntimeError('pilote introuvable: caf\\u00e9 \\u2615')",
+    )
     result = cli(site, "doctor", **env)
     assert result.code == 1
     assert "pilote introuvable: caf\\xe9 \\u2615" in result.out
@@ -644,19 +723,25 @@ def test_text_doctor_escapes_what_the_terminal_cannot_encode(site: PluginSite, e
 
 @pytest.mark.fault(
     "cli",
-    "a platform class whose override cannot accept the host's call (a 400-character TypeError at import)",
-    "text doctor says it once, in Problems; the activation row and the traceback point there (it said it 3 times)",
+    "a platform class whose override cannot accept the host's call (a 400-character TypeError at "
+    "import)",
+    "text doctor says it once, in Problems; the activation row and the traceback point there (it "
+    "said it 3 times)",
 )
 def test_doctor_prints_each_problem_once(site: PluginSite) -> None:
     extra = "class Bad(AcmePlatform):\n    def get_device_total_memory(self):\n        return 0\n"
     source = platform_module("AcmePlatform", "acme", "return __name__ + '.Bad'", extra=extra)
     site.add(
-        "acme-npu", entry_points={PLATFORMS: {"acme": "acme_platform:activate"}}, modules={"acme_platform.py": source}
+        "acme-npu",
+        entry_points={PLATFORMS: {"acme": "acme_platform:activate"}},
+        modules={"acme_platform.py": source},
     )
     out = cli(site, "doctor").out
     assert out.count("cannot accept the host's call") == 1
     assert "Traceback of platform plugin 'acme'" in out and "TypeError: (see Problems)" in out
-    assert "acme    acme-npu 1.0  failed" in out and "(see Problems)" in out.split("Traceback of")[0]
+    assert (
+        "acme    acme-npu 1.0  failed" in out and "(see Problems)" in out.split("Traceback of")[0]
+    )
 
 
 STRICT_PLATFORM = """
@@ -683,8 +768,10 @@ def activate():
 
 @pytest.mark.fault(
     "cli",
-    "doctor --strict --simulate on a platform with a misspelled override and a method returning the wrong type",
-    "exit 1: the misspelling and the conformance check's return-type error fail the gate (it said OK, exit 0)",
+    "doctor --strict --simulate on a platform with a misspelled override and a method returning "
+    "the wrong type",
+    "exit 1: the misspelling and the conformance check's return-type error fail the gate (it said "
+    "OK, exit 0)",
 )
 def test_strict_doctor_fails_on_what_the_conformance_check_catches(site: PluginSite) -> None:
     site.add(
@@ -692,7 +779,8 @@ def test_strict_doctor_fails_on_what_the_conformance_check_catches(site: PluginS
         entry_points={PLATFORMS: {"sim": "sim_platform:activate"}},
         modules={"sim_platform.py": STRICT_PLATFORM},
     )
-    assert cli(site, "doctor", "--json", "--simulate", "simnpu").code == 0  # SGLang runs it: warnings only
+    # SGLang runs it: warnings only
+    assert cli(site, "doctor", "--json", "--simulate", "simnpu").code == 0
     result = cli(site, "doctor", "--json", "--strict", "--simulate", "simnpu")
     report = result.json
     assert result.code == 1 and report["platform"]["platform_class"] == "sim_platform.SimPlatform"
@@ -704,48 +792,64 @@ def test_strict_doctor_fails_on_what_the_conformance_check_catches(site: PluginS
 
 @pytest.mark.fault(
     "cli",
-    "doctor --strict on the machine of a platform whose device method raises at SGLang's first call "
-    "(get_device_total_memory), no simulation",
-    "exit 1 naming the method and the error: the plugin's activate() found its device here, so the gate makes "
-    "SGLang's device calls on it (it passed: device calls were made only on a simulated device)",
+    "doctor --strict on the machine of a platform whose device method raises at SGLang's first "
+    "call (get_device_total_memory), no simulation",
+    "exit 1 naming the method and the error: the plugin's activate() found its device here, so the "
+    "gate makes SGLang's device calls on it (it passed: device calls were made only on a simulated "
+    "device)",
 )
-def test_strict_doctor_makes_the_device_calls_on_the_device_activate_found(site: PluginSite) -> None:
+def test_strict_doctor_makes_the_device_calls_on_the_device_activate_found(
+    site: PluginSite,
+) -> None:
     extra = """
         class AcmePlatform(AcmeBase):
             def get_device_total_memory(self, device_id=0):
                 raise RuntimeError("no memory query on this driver")
     """
-    module = platform_module("AcmeBase", "acmenpu", "return __name__ + '.AcmePlatform'", extra=extra)
-    site.add(
-        "acme-npu", entry_points={PLATFORMS: {"acme": "acme_platform:activate"}}, modules={"acme_platform.py": module}
+    module = platform_module(
+        "AcmeBase", "acmenpu", "return __name__ + '.AcmePlatform'", extra=extra
     )
-    assert cli(site, "doctor").code == 0  # SGLang would select it: only the strict gate calls the device
+    site.add(
+        "acme-npu",
+        entry_points={PLATFORMS: {"acme": "acme_platform:activate"}},
+        modules={"acme_platform.py": module},
+    )
+    # SGLang would select it: only the strict gate calls the device
+    assert cli(site, "doctor").code == 0
     result = cli(site, "doctor", "--json", "--strict")
     report = result.json
     assert result.code == 1
     found = [p for p in report["problems"] if "get_device_total_memory" in p["message"]]
-    assert found and all(p["plugin"] == "acme" and "no memory query on this driver" in p["message"] for p in found)
+    assert found and all(
+        p["plugin"] == "acme" and "no memory query on this driver" in p["message"] for p in found
+    )
 
 
 @pytest.mark.fault(
     "cli",
     "a general plugin's register() raises under doctor",
-    "doctor shows the message and the plugin's traceback (its frames and the frames it called), in the JSON and "
-    "the text (it showed one line)",
+    "doctor shows the message and the plugin's traceback (its frames and the frames it called), in "
+    "the JSON and the text (it showed one line)",
 )
 def test_register_raising_shows_the_plugins_traceback(site: PluginSite) -> None:
     add_general(site, "broken-dist", "broken", body="import json\njson.loads('{not json')")
     result = cli(site, "doctor")
     assert result.code == 1 and "plugin 'broken' failed-call" in result.out
     trace = result.out.split("Traceback of general plugin 'broken'")[1].split("\nHooks")[0]
-    assert "broken_plugin.py" in trace and "json/decoder.py" in trace and "JSONDecodeError: (see Problems)" in trace
+    assert (
+        "broken_plugin.py" in trace
+        and "json/decoder.py" in trace
+        and "JSONDecodeError: (see Problems)" in trace
+    )
     record = cli(site, "doctor", "--json").json["plugins"]["plugins"][0]
     assert record["status"] == "failed-call" and "broken_plugin.py" in record["traceback"]
 
 
-# ---- released SGLang's own registry, and the SGLang releases a plugin declares --------------------------------
+# ---- released SGLang's own registry, and the SGLang releases a plugin declares
+# --------------------------------
 
-#: Released SGLang's registry as a plugin sees it (``_hooks``: target -> [(type, hook, source)]), and a version.
+#: Released SGLang's registry as a plugin sees it (``_hooks``: target -> [(type, hook, source)]),
+#: and a version.
 FAKE_SGLANG = {
     "sglang/__init__.py": "",
     "sglang/srt/__init__.py": "",
@@ -774,22 +878,30 @@ def _plugin_on_sglangs_registry(site: PluginSite, *targets: str) -> None:
 
 @pytest.mark.fault(
     "cli",
-    "doctor under released SGLang: a plugin registers with SGLang's own registry, a module misspelled",
+    "doctor under released SGLang: a plugin registers with SGLang's own registry, a module "
+    "misspelled",
     "checked as SGLang's apply_hooks() resolves it: an error naming the module and the target",
 )
 def test_doctor_checks_the_targets_in_released_sglangs_registry(site: PluginSite) -> None:
-    good, bad = "sglang.srt.managers.scheduler.Scheduler.run_batch", "sglang.srt.managers.schedulr.Scheduler.x"
+    good, bad = (
+        "sglang.srt.managers.scheduler.Scheduler.run_batch",
+        "sglang.srt.managers.schedulr.Scheduler.x",
+    )
     _plugin_on_sglangs_registry(site, good, bad)
     result = cli(site, "doctor", "--json", "--strict")
     report = result.json
     assert report["hooks"]["sglang_registry_targets"] == sorted([good, bad])
     assert result.code == 1
     (problem,) = report["problems"]
-    assert problem["target"] == bad and problem["plugin"] == "hooks" and problem["severity"] == "error"
+    assert (
+        problem["target"] == bad and problem["plugin"] == "hooks" and problem["severity"] == "error"
+    )
     assert "module 'sglang.srt.managers.schedulr' cannot be found" in problem["message"]
 
 
-def test_doctor_passes_released_sglangs_registry_when_every_module_is_found(site: PluginSite) -> None:
+def test_doctor_passes_released_sglangs_registry_when_every_module_is_found(
+    site: PluginSite,
+) -> None:
     _plugin_on_sglangs_registry(site, "sglang.srt.managers.scheduler:Scheduler.run_batch")
     result = cli(site, "doctor", "--strict")
     assert result.code == 0, result.out
@@ -800,7 +912,8 @@ def test_doctor_passes_released_sglangs_registry_when_every_module_is_found(site
 
 def test_import_targets_resolves_released_sglangs_targets_as_sglang_does(site: PluginSite) -> None:
     _plugin_on_sglangs_registry(site, "sglang.srt.managers.scheduler.Scheduler.run_batchh")
-    assert cli(site, "doctor", "--strict").code == 0  # the module is found; the attribute is not looked up
+    # the module is found; the attribute is not looked up
+    assert cli(site, "doctor", "--strict").code == 0
     deep = cli(site, "doctor", "--json", "--import-targets")
     assert deep.code == 1
     (problem,) = deep.json["problems"]
@@ -818,12 +931,15 @@ def _declaring(site: PluginSite, supported: str, installed: str | None) -> None:
     )
     metadata = dist_info / "METADATA"
     requirement = f'Requires-Dist: sglang{supported}; extra == "sglang"\nProvides-Extra: sglang\n'
-    metadata.write_text(metadata.read_text().replace("Version: 2.0\n", f"Version: 2.0\n{requirement}"))
+    metadata.write_text(
+        metadata.read_text().replace("Version: 2.0\n", f"Version: 2.0\n{requirement}")
+    )
 
 
 @pytest.mark.fault(
     "cli",
-    "a plugin declares supported SGLang releases (its extra sglang) and another SGLang is installed",
+    "a plugin declares supported SGLang releases (its extra sglang) and another SGLang is "
+    "installed",
     "doctor: a row per plugin and a warning naming the plugin, its range and the installed SGLang",
 )
 def test_doctor_reports_a_plugin_outside_its_supported_sglang_range(site: PluginSite) -> None:
@@ -845,14 +961,20 @@ def test_doctor_reports_a_plugin_outside_its_supported_sglang_range(site: Plugin
     }
     (problem,) = report["problems"]
     assert problem["severity"] == "warning" and problem["step"] == "sglang"
-    assert "'hooks' (hooks-dist 2.0) supports SGLang >=0.5.23,<0.6, but SGLang 0.6.1" in problem["message"]
+    assert (
+        "'hooks' (hooks-dist 2.0) supports SGLang >=0.5.23,<0.6, but SGLang 0.6.1"
+        in problem["message"]
+    )
     assert cli(site, "doctor", "--strict").code == 1
 
 
 @pytest.mark.parametrize(
-    ("installed", "status"), [("0.5.23", "supported"), ("0.5.30rc1", "supported"), (None, "not-checked")]
+    ("installed", "status"),
+    [("0.5.23", "supported"), ("0.5.30rc1", "supported"), (None, "not-checked")],
 )
-def test_doctor_row_for_a_supported_or_absent_sglang(site: PluginSite, installed: str | None, status: str) -> None:
+def test_doctor_row_for_a_supported_or_absent_sglang(
+    site: PluginSite, installed: str | None, status: str
+) -> None:
     _declaring(site, ">=0.5.23,<0.6", installed)
     result = cli(site, "doctor", "--strict")
     assert result.code == 0, result.out
@@ -863,7 +985,8 @@ def test_doctor_row_for_a_supported_or_absent_sglang(site: PluginSite, installed
 
 @pytest.mark.fault(
     "cli",
-    "doctor --simulate where NumPy is not installed (the CPU build of torch warns at import; issue 28)",
+    "doctor --simulate where NumPy is not installed (the CPU build of torch warns at import; issue "
+    "28)",
     "no 'Failed to initialize NumPy' warning heads the report: nothing doctor does needs NumPy",
 )
 def test_simulate_does_not_print_torchs_numpy_warning(site: PluginSite) -> None:

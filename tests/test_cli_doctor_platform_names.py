@@ -1,5 +1,6 @@
-"""``sglang-plugins doctor`` on the selected platform class's public names: a likely misspelling is a warning
-with "did you mean", the vendor's own API and other SGLang versions' names are listed as not called."""
+"""``sglang-plugins doctor`` on the selected platform class's public names: a likely misspelling is
+a warning with "did you mean", the vendor's own API and other SGLang versions' names are listed as
+not called."""
 
 from __future__ import annotations
 
@@ -50,9 +51,14 @@ def test_misspelling_is_a_warning_and_other_names_are_listed_in_json(site: Plugi
     assert result.code == 0, "SGLang runs such a class: a warning, not an error"
     assert report["platform"]["status"] == "selected"
     overrides = {o["attribute"]: o["kind"] for o in report["platform"]["overrides"]}
-    assert overrides == {"synchronise": "misspelled", "vendor_name": "unknown", "support_cuda_graph": "unknown"}
-    assert "AcmePlatform.synchronise: not a name SGLang calls; did you mean 'synchronize'?" in messages(
-        report, "warning"
+    assert overrides == {
+        "synchronise": "misspelled",
+        "vendor_name": "unknown",
+        "support_cuda_graph": "unknown",
+    }
+    assert (
+        "AcmePlatform.synchronise: not a name SGLang calls; did you mean 'synchronize'?"
+        in messages(report, "warning")
     )
 
 
@@ -65,7 +71,10 @@ def test_human_output_lists_names_sglang_does_not_call(site: PluginSite) -> None
     out = cli(_site_with_platform(site), "doctor").out
     section = out.split("Platform class: public names SGLang does not call", 1)[1]
     assert "did you mean 'synchronize'?" in section
-    assert "vendor_name" in section and "the platform's own API; not called by SGLang 0.5.23" in section
+    assert (
+        "vendor_name" in section
+        and "the platform's own API; not called by SGLang 0.5.23" in section
+    )
     assert "support_cuda_graph" in section and "SRTPlatform before 0.5.23" in section
 
 

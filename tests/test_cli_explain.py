@@ -1,4 +1,5 @@
-"""``sglang-plugins explain TARGET``: the hooks on one target in the order they run, with their sources."""
+"""``sglang-plugins explain TARGET``: the hooks on one target in the order they run, with their
+sources."""
 
 from __future__ import annotations
 
@@ -45,7 +46,12 @@ def test_explain_lists_hooks_outermost_first_with_sources(site: PluginSite) -> N
     ]
     assert hooks[0]["source"]["distribution"] == "beta-dist"
     flow = [(step["phase"], step["type"]) for step in report["report"]["call_flow"]]
-    assert flow == [("enter", "around"), ("enter", "before"), ("call", "replace"), ("exit", "after")]
+    assert flow == [
+        ("enter", "around"),
+        ("enter", "before"),
+        ("call", "replace"),
+        ("exit", "after"),
+    ]
 
 
 def test_explain_accepts_the_colon_spelling(site: PluginSite) -> None:

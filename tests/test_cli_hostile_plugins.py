@@ -1,5 +1,6 @@
-"""``sglang-plugins`` against plugin code that tries (or happens) to change what the CLI says or how it ends, and
-against arguments and output channels a start script may hand it. Each test runs the real CLI in a subprocess."""
+"""``sglang-plugins`` against plugin code that tries (or happens) to change what the CLI says or how
+it ends, and against arguments and output channels a start script may hand it. Each test runs the
+real CLI in a subprocess."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from _plugin_site import RUNTIME_SRC, PluginSite
 from test_cli_doctor import PLUGIN_VARS, add_general, cli
 
 
-def run_cli(site: PluginSite, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+def run_cli(
+    site: PluginSite, *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
     """The CLI as its own process (``python -m``), raw bytes out, bounded in time."""
     env = {k: v for k, v in os.environ.items() if k not in PLUGIN_VARS}
     env["PYTHONPATH"] = os.pathsep.join([str(site.root), str(RUNTIME_SRC)])
@@ -22,13 +25,15 @@ def run_cli(site: PluginSite, *args: str, timeout: float = 60) -> subprocess.Com
     return subprocess.run(command, capture_output=True, env=env, cwd=site.root, timeout=timeout)
 
 
-# --- plugin code cannot change how the CLI ends ---------------------------------------------------------------
+# --- plugin code cannot change how the CLI ends
+# ---------------------------------------------------------------
 
 
 @pytest.mark.fault(
     "cli",
     "a plugin's register() leaves a non-daemon thread running",
-    "doctor prints its report and exits with its status at once (it printed the report and never exited)",
+    "doctor prints its report and exits with its status at once (it printed the report and never "
+    "exited)",
 )
 def test_doctor_exits_although_a_plugin_left_a_thread_running(site: PluginSite) -> None:
     body = "import threading, time\nthreading.Thread(target=time.sleep, args=(3600,)).start()"
@@ -42,10 +47,13 @@ def test_doctor_exits_although_a_plugin_left_a_thread_running(site: PluginSite) 
 @pytest.mark.fault(
     "cli",
     "a plugin registers an atexit handler that calls os._exit(0), and doctor finds a problem",
-    "the exit status is the report's (1): plugin code cannot change it (it exited 0 while the JSON said 1)",
+    "the exit status is the report's (1): plugin code cannot change it (it exited 0 while the JSON "
+    "said 1)",
 )
 def test_a_plugins_atexit_handler_cannot_change_doctors_exit_status(site: PluginSite) -> None:
-    add_general(site, "exiting-dist", "exiting", body="import atexit, os\natexit.register(os._exit, 0)")
+    add_general(
+        site, "exiting-dist", "exiting", body="import atexit, os\natexit.register(os._exit, 0)"
+    )
     add_general(site, "broken-dist", "broken", body="raise RuntimeError('broken on purpose')")
     result = run_cli(site, "doctor", "--json")
     assert json.loads(result.stdout)["exit_status"] == 1
@@ -55,8 +63,8 @@ def test_a_plugins_atexit_handler_cannot_change_doctors_exit_status(site: Plugin
 @pytest.mark.fault(
     "cli",
     "a plugin's error message carries ESC and BEL (terminal control characters)",
-    "the text report shows them escaped (\\x1b, \\x07); the JSON keeps the message as it is (they reached the "
-    "terminal raw: a package could clear or hide the report)",
+    "the text report shows them escaped (\\x1b, \\x07); the JSON keeps the message as it is (they "
+    "reached the terminal raw: a package could clear or hide the report)",
 )
 def test_control_characters_from_a_plugin_are_escaped_in_the_text_report(site: PluginSite) -> None:
     add_general(site, "sneaky-dist", "sneaky", body="raise RuntimeError('\\x1b[2J\\x07hidden')")
@@ -67,14 +75,16 @@ def test_control_characters_from_a_plugin_are_escaped_in_the_text_report(site: P
     assert any("\x1b[2J\x07hidden" in p["message"] for p in report["problems"])
 
 
-# --- where the output goes ------------------------------------------------------------------------------------
+# --- where the output goes
+# ------------------------------------------------------------------------------------
 
 
 @pytest.mark.fault(
     "cli",
-    "the reader of sglang-plugins' output goes away (sglang-plugins list | head -1, a closed stdout)",
-    "a quiet exit with status 141 (128 + SIGPIPE), as any Unix tool; no 'bug in sglang-plugins' message (it "
-    "exited 3 calling itself buggy)",
+    "the reader of sglang-plugins' output goes away (sglang-plugins list | head -1, a closed "
+    "stdout)",
+    "a quiet exit with status 141 (128 + SIGPIPE), as any Unix tool; no 'bug in sglang-plugins' "
+    "message (it exited 3 calling itself buggy)",
 )
 def test_a_closed_pipe_ends_the_cli_quietly(site: PluginSite) -> None:
     for index in range(40):
@@ -95,20 +105,25 @@ def test_a_closed_pipe_ends_the_cli_quietly(site: PluginSite) -> None:
     assert "bug" not in error and "Traceback" not in error
 
 
-# --- arguments ------------------------------------------------------------------------------------------------
+# --- arguments
+# ------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.fault(
     "cli",
-    "doctor --simulate npu --simulate-backend vendor_rt.torch_ext (a dotted backend module, as the template suggests)",
-    "accepted: the simulated backend is importable under its dotted name (it was refused, exit 2, as 'installed')",
+    "doctor --simulate npu --simulate-backend vendor_rt.torch_ext (a dotted backend module, as the "
+    "template suggests)",
+    "accepted: the simulated backend is importable under its dotted name (it was refused, exit 2, "
+    "as 'installed')",
 )
 def test_a_dotted_simulated_backend_module_is_accepted(site: PluginSite) -> None:
     pytest.importorskip("torch")
     backend = "__import__('importlib').import_module('vendor_rt.torch_ext')"
     activate = f"return __name__ + '.{{cls}}' if {backend}.npu.device_count() == 1 else None"
     site.add_platform("acme-npu", "acme", "npu", activate)
-    result = cli(site, "doctor", "--json", "--simulate", "npu", "--simulate-backend", "vendor_rt.torch_ext")
+    result = cli(
+        site, "doctor", "--json", "--simulate", "npu", "--simulate-backend", "vendor_rt.torch_ext"
+    )
     report = result.json
     assert result.code == 0, result.err
     assert report["simulation"]["backend_module"] == "vendor_rt.torch_ext"
@@ -117,7 +132,9 @@ def test_a_dotted_simulated_backend_module_is_accepted(site: PluginSite) -> None
 
 def test_a_dotted_simulated_backend_under_an_installed_package_is_refused(site: PluginSite) -> None:
     pytest.importorskip("torch")
-    result = cli(site, "doctor", "--simulate", "npu", "--simulate-backend", "sglang_plugin_runtime.fake")
+    result = cli(
+        site, "doctor", "--simulate", "npu", "--simulate-backend", "sglang_plugin_runtime.fake"
+    )
     assert result.code == 2
     assert "--simulate-backend sglang_plugin_runtime.fake" in result.err
     assert "'sglang_plugin_runtime' is installed here" in result.err
@@ -125,14 +142,18 @@ def test_a_dotted_simulated_backend_under_an_installed_package_is_refused(site: 
 
 @pytest.mark.fault(
     "cli",
-    "doctor --simulate __class__ (or another attribute torch has that is no device type, such as nn)",
-    "exit 2 saying what is wrong with the name (it said '__class__ is one of torch's own device types')",
+    "doctor --simulate __class__ (or another attribute torch has that is no device type, such as "
+    "nn)",
+    "exit 2 saying what is wrong with the name (it said '__class__ is one of torch's own device "
+    "types')",
 )
 @pytest.mark.parametrize(
     ("device", "said"),
     [("__class__", "a device type is a lower-case identifier"), ("nn", "torch.nn already exists")],
 )
-def test_simulate_names_that_are_no_device_type_get_their_own_reason(site: PluginSite, device: str, said: str) -> None:
+def test_simulate_names_that_are_no_device_type_get_their_own_reason(
+    site: PluginSite, device: str, said: str
+) -> None:
     pytest.importorskip("torch")
     result = cli(site, "doctor", "--simulate", device)
     assert result.code == 2 and said in result.err
@@ -161,17 +182,20 @@ def test_compare_with_an_endless_file_is_refused_at_once(site: PluginSite) -> No
     assert result.returncode == 2 and b"not a regular file" in result.stderr
 
 
-# --- what the report says -------------------------------------------------------------------------------------
+# --- what the report says
+# -------------------------------------------------------------------------------------
 
 
 @pytest.mark.fault(
     "cli",
     "a platform plugin's METADATA is Latin-1 (it cannot be decoded): list and doctor",
-    "both report the distribution as malformed, with its path, and doctor exits 1 (they said 'OK, 0 malformed, "
-    "no platform plugin installed' and exited 0)",
+    "both report the distribution as malformed, with its path, and doctor exits 1 (they said 'OK, "
+    "0 malformed, no platform plugin installed' and exited 0)",
 )
 @pytest.mark.parametrize("command", ["list", "doctor"])
-def test_undecodable_metadata_of_a_plugin_is_reported_by_list_and_doctor(site: PluginSite, command: str) -> None:
+def test_undecodable_metadata_of_a_plugin_is_reported_by_list_and_doctor(
+    site: PluginSite, command: str
+) -> None:
     site.add_platform("latin-npu", "latin", "latinnpu")
     metadata = next(site.root.glob("latin_npu-*.dist-info")) / "METADATA"
     metadata.write_bytes(metadata.read_bytes() + "Author: Jos\xe9\n".encode("latin-1"))
@@ -201,7 +225,8 @@ def test_explain_shows_a_hook_the_selected_platform_plugin_registered(site: Plug
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
         modules={
-            "acme_platform.py": hook + "def activate():\n    return 'acme_platform_cls.AcmePlatform'\n",
+            "acme_platform.py": hook
+            + "def activate():\n    return 'acme_platform_cls.AcmePlatform'\n",
             "acme_platform_cls.py": (
                 "from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum\n"
                 "from sglang_plugin_runtime.platforms.interface import SRTPlatform\n"
@@ -237,8 +262,9 @@ class CountedMessage(str):
 @pytest.mark.fault(
     "cli",
     "doctor with 10,000 failing general plugins",
-    "each problem is added and each table cell matched in constant work (problems were de-duplicated against, and "
-    "cells compared with, every problem: quadratic, about 30 s for the text report)",
+    "each problem is added and each table cell matched in constant work (problems were "
+    "de-duplicated against, and cells compared with, every problem: quadratic, about 30 s for the "
+    "text report)",
 )
 def test_problems_and_their_cells_cost_constant_work_each(site: PluginSite) -> None:
     from sglang_plugin_runtime._cli._reports import Problems
@@ -253,11 +279,14 @@ def test_problems_and_their_cells_cost_constant_work_each(site: PluginSite) -> N
     for i in range(count):
         message = CountedMessage(problem["message"].replace("'broken'", f"'broken_{i}'"))
         problems.add("error", "plugins", message, f"broken_{i}", "broken-dist")
-        problems.add("error", "plugins", message, f"broken_{i}", "broken-dist")  # the same fault reached twice
+        # the same fault reached twice
+        problems.add("error", "plugins", message, f"broken_{i}", "broken-dist")
     assert len(problems) == count and CountedMessage.uses <= 2 * count
     records = [{**record, "plugin": f"broken_{i}"} for i in range(count)]
     report = {**one, "problems": problems, "plugins": {**one["plugins"], "plugins": records}}
     CountedMessage.uses = 0
     text = render(report)
     assert text.count("(see Problems)") >= count
-    assert CountedMessage.uses <= 4 * count, f"{CountedMessage.uses} message searches for {count} plugins"
+    assert CountedMessage.uses <= 4 * count, (
+        f"{CountedMessage.uses} message searches for {count} plugins"
+    )

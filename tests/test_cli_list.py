@@ -1,5 +1,5 @@
-"""``sglang-plugins list``: what is installed and what the environment variables would do with it, without
-importing a single plugin."""
+"""``sglang-plugins list``: what is installed and what the environment variables would do with it,
+without importing a single plugin."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ def add_marked_platform(site: PluginSite, dist: str, name: str) -> None:
     site.add(
         dist,
         entry_points={"sglang.srt.platforms": {name: f"{name}_platform:activate"}},
-        modules={f"{name}_platform.py": MARKER.format(name=name) + "def activate():\n    return None\n"},
+        modules={
+            f"{name}_platform.py": MARKER.format(name=name) + "def activate():\n    return None\n"
+        },
     )
 
 
@@ -25,7 +27,9 @@ def rows(report: dict, kind: str) -> dict[str, dict]:
     return {ep["name"]: ep for ep in group["entry_points"]}
 
 
-def test_list_shows_every_entry_point_with_distribution_version_and_target(site: PluginSite) -> None:
+def test_list_shows_every_entry_point_with_distribution_version_and_target(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     add_general(site, "timer-dist", "timer")
     result = cli(site, "list", "--json")
@@ -69,7 +73,9 @@ def test_list_predicts_allowlist_and_unselected_platform_skips(site: PluginSite)
     add_general(site, "one-dist", "one")
     add_general(site, "two-dist", "two")
     site.add_platform("acme-npu", "acme", "acmenpu")
-    report = cli(site, "list", "--json", SGLANG_PLATFORM="acme", SGLANG_PLUGINS="one, zeta_extras").json
+    report = cli(
+        site, "list", "--json", SGLANG_PLATFORM="acme", SGLANG_PLUGINS="one, zeta_extras"
+    ).json
     general = rows(report, "general")
     assert general["one"]["status"] == "to-load"
     assert general["two"]["status"] == "skipped-allowlist"
@@ -88,7 +94,9 @@ def test_list_flags_unknown_sglang_platform(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     result = cli(site, "list", "--json", SGLANG_PLATFORM="nosuch")
     assert result.code == 1
-    assert any("'nosuch'" in p["message"] and "'acme'" in p["message"] for p in result.json["problems"])
+    assert any(
+        "'nosuch'" in p["message"] and "'acme'" in p["message"] for p in result.json["problems"]
+    )
 
 
 def test_list_shows_malformed_distributions_and_the_others(site: PluginSite) -> None:
@@ -109,7 +117,11 @@ def test_list_shows_duplicate_names_with_both_distributions(site: PluginSite) ->
     report = result.json
     assert result.code == 1
     assert report["duplicates"] == [
-        {"group": "sglang.srt.platforms", "name": "acme", "distributions": ["acme-fork", "acme-npu"]}
+        {
+            "group": "sglang.srt.platforms",
+            "name": "acme",
+            "distributions": ["acme-fork", "acme-npu"],
+        }
     ]
     assert {ep["status"] for ep in report["groups"][0]["entry_points"]} == {"failed-duplicate"}
 
@@ -125,10 +137,18 @@ def test_list_human_output_is_an_aligned_table(site: PluginSite) -> None:
 
 
 def test_list_for_the_diffusion_namespace_uses_its_groups_and_variable(site: PluginSite) -> None:
-    site.add("mm-dist", entry_points={"sglang.multimodal_gen.platforms": {"mmdev": "mm_platform:activate"}})
+    site.add(
+        "mm-dist",
+        entry_points={"sglang.multimodal_gen.platforms": {"mmdev": "mm_platform:activate"}},
+    )
     site.add_platform("acme-npu", "acme", "acmenpu")
     report = cli(
-        site, "list", "--json", "--namespace", "multimodal_gen", SGLANG_DIFFUSION_PLATFORM_OVERRIDE="mmdev"
+        site,
+        "list",
+        "--json",
+        "--namespace",
+        "multimodal_gen",
+        SGLANG_DIFFUSION_PLATFORM_OVERRIDE="mmdev",
     ).json
     assert report["namespace"] == "multimodal_gen"
     assert report["groups"][0]["group"] == "sglang.multimodal_gen.platforms"

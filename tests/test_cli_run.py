@@ -1,7 +1,8 @@
-"""``sglang-plugins run``: the in-memory patch, the finder, and what the launcher refuses, without a real SGLang.
+"""``sglang-plugins run``: the in-memory patch, the finder, and what the launcher refuses, without a
+real SGLang.
 
-The real wheel is exercised in tests_sglang/test_launcher.py (``make test-sglang``); here fake distributions stand in
-for SGLang so every refusal and the loading mechanism run in ``make test``.
+The real wheel is exercised in tests_sglang/test_launcher.py (``make test-sglang``); here fake
+distributions stand in for SGLang so every refusal and the loading mechanism run in ``make test``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from _plugin_site import RUNTIME_SRC, PluginSite
 from test_cli_doctor import cli
 
 from sglang_plugin_runtime._launcher._finder import AdoptedSGLangFinder
-from sglang_plugin_runtime._launcher._patch import PatchError, apply, parse, patch_text, supported_versions
+from sglang_plugin_runtime._launcher._patch import (
+    PatchError,
+    apply,
+    parse,
+    patch_text,
+    supported_versions,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +46,8 @@ diff -u a/pkg/mod.py b/pkg/mod.py
 SOURCE = "first = 1\nsecond = 2\nthird = 3\nfourth = 4\nfifth = 5\nsixth = 6\n"
 
 
-# ---- the patch, applied in memory ------------------------------------------------------------------------------
+# ---- the patch, applied in memory
+# ------------------------------------------------------------------------------
 
 
 def test_a_patch_applies_exactly_as_written() -> None:
@@ -49,7 +57,9 @@ def test_a_patch_applies_exactly_as_written() -> None:
 
 
 def test_a_source_that_differs_where_a_hunk_applies_is_refused_naming_the_line() -> None:
-    with pytest.raises(PatchError, match=r"mod\.py, line 2: expected 'second = 2', found 'second = 3'"):
+    with pytest.raises(
+        PatchError, match=r"mod\.py, line 2: expected 'second = 2', found 'second = 3'"
+    ):
         apply(SOURCE.replace("second = 2", "second = 3"), parse(DIFF)["pkg/mod.py"], name="mod.py")
 
 
@@ -68,8 +78,12 @@ def test_the_launcher_carries_the_adoption_patch_as_package_data() -> None:
     assert supported_versions() == ("0.5.23",)
     packaged = patch_text("0.5.23")
     pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert '"_launcher/patches/*.patch"' in pyproject, "the wheel must ship the patches the launcher reads"
-    assert not list((REPO_ROOT / "integrations").rglob("*.patch")), "the adoption patch has one copy, the launcher's"
+    assert '"_launcher/patches/*.patch"' in pyproject, (
+        "the wheel must ship the patches the launcher reads"
+    )
+    assert not list((REPO_ROOT / "integrations").rglob("*.patch")), (
+        "the adoption patch has one copy, the launcher's"
+    )
     assert set(parse(packaged)) == {
         "sglang/__init__.py",
         "sglang/multimodal_gen/runtime/platforms/plugins.py",
@@ -83,11 +97,15 @@ def test_the_launcher_carries_the_adoption_patch_as_package_data() -> None:
 
 
 def test_an_unknown_sglang_version_names_the_supported_ones() -> None:
-    with pytest.raises(LookupError, match=r"no adoption patch for SGLang 0\.4\.0 \(this runtime carries: 0\.5\.23\)"):
+    with pytest.raises(
+        LookupError,
+        match=r"no adoption patch for SGLang 0\.4\.0 \(this runtime carries: 0\.5\.23\)",
+    ):
         patch_text("0.4.0")
 
 
-# ---- the finder, in one interpreter ----------------------------------------------------------------------------
+# ---- the finder, in one interpreter
+# ----------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -125,12 +143,17 @@ def test_the_finder_loads_the_patched_module_and_leaves_the_others_to_disk(
 def test_the_finder_refuses_a_file_that_differs_with_an_import_error_naming_it(
     fake_package: Path, finder: AdoptedSGLangFinder
 ) -> None:
-    (fake_package / "mod.py").write_text(SOURCE.replace("third = 3", "third = 33"), encoding="utf-8")
-    with pytest.raises(ImportError, match=r"cannot adopt pkg\.mod: .*mod\.py, line 3: expected 'third = 3'"):
+    (fake_package / "mod.py").write_text(
+        SOURCE.replace("third = 3", "third = 33"), encoding="utf-8"
+    )
+    with pytest.raises(
+        ImportError, match=r"cannot adopt pkg\.mod: .*mod\.py, line 3: expected 'third = 3'"
+    ):
         import pkg.mod  # type: ignore[import-not-found]  # noqa: F401
 
 
-# ---- the command line ------------------------------------------------------------------------------------------
+# ---- the command line
+# ------------------------------------------------------------------------------------------
 
 
 def test_run_without_a_command_is_a_usage_error(site: PluginSite) -> None:
@@ -155,7 +178,9 @@ def test_run_refuses_an_isolated_python_that_would_ignore_the_shim(site: PluginS
     assert result.code == 2 and "-I ignores PYTHONPATH" in result.err
 
 
-def test_run_passes_an_sglang_that_already_imports_the_runtime_through_unchanged(site: PluginSite) -> None:
+def test_run_passes_an_sglang_that_already_imports_the_runtime_through_unchanged(
+    site: PluginSite,
+) -> None:
     add_adopted_sglang(site)
     code = textwrap.dedent("""
         import os, sys
@@ -170,9 +195,10 @@ def test_run_passes_an_sglang_that_already_imports_the_runtime_through_unchanged
 
 @pytest.mark.fault(
     "cli",
-    "sglang-plugins run -- python with -I or -E after an option that takes a value, or combined with others "
-    "(-X utf8 -I, -W ignore -E, -Ic, -sI)",
-    "refused before anything runs, naming the option, as CPython parses its options (it ran SGLang unadopted)",
+    "sglang-plugins run -- python with -I or -E after an option that takes a value, or combined "
+    "with others (-X utf8 -I, -W ignore -E, -Ic, -sI)",
+    "refused before anything runs, naming the option, as CPython parses its options (it ran SGLang "
+    "unadopted)",
 )
 @pytest.mark.parametrize(
     ("options", "refused"),
@@ -185,16 +211,27 @@ def test_run_passes_an_sglang_that_already_imports_the_runtime_through_unchanged
         (["--check-hash-based-pycs", "never", "-E", "-c", "pass"], "-E"),
     ],
 )
-def test_run_refuses_every_isolated_python(site: PluginSite, options: list[str], refused: str) -> None:
+def test_run_refuses_every_isolated_python(
+    site: PluginSite, options: list[str], refused: str
+) -> None:
     result = cli(site, "run", "--", sys.executable, *options)
     assert result.code == 2
-    assert f"{sys.executable} {refused} ignores PYTHONPATH" in result.err and f"drop {refused}" in result.err
+    assert (
+        f"{sys.executable} {refused} ignores PYTHONPATH" in result.err
+        and f"drop {refused}" in result.err
+    )
 
 
-@pytest.mark.parametrize("options", [["-c", "pass", "-I"], ["-m", "json.tool", "-E"], ["script.py", "-I"]])
+@pytest.mark.parametrize(
+    "options", [["-c", "pass", "-I"], ["-m", "json.tool", "-E"], ["script.py", "-I"]]
+)
 def test_run_leaves_the_commands_own_options_alone(site: PluginSite, options: list[str]) -> None:
     result = cli(site, "run", "--", sys.executable, *options)
-    assert result.code == 2 and "ignores PYTHONPATH" not in result.err and "SGLang is not installed" in result.err
+    assert (
+        result.code == 2
+        and "ignores PYTHONPATH" not in result.err
+        and "SGLang is not installed" in result.err
+    )
 
 
 def test_run_help_after_the_separator_shows_the_usage(site: PluginSite) -> None:
@@ -221,9 +258,10 @@ def add_adopted_sglang(site: PluginSite) -> None:
 
 @pytest.mark.fault(
     "cli",
-    "SIGINT, SIGTERM, SIGHUP or SIGQUIT sent to the pid of sglang-plugins run only (a supervisor, a container stop)",
-    "forwarded to the command; the launcher exits with the command's status (SIGINT was swallowed and the command "
-    "ran on; SIGQUIT killed the launcher alone)",
+    "SIGINT, SIGTERM, SIGHUP or SIGQUIT sent to the pid of sglang-plugins run only (a supervisor, "
+    "a container stop)",
+    "forwarded to the command; the launcher exits with the command's status (SIGINT was swallowed "
+    "and the command ran on; SIGQUIT killed the launcher alone)",
 )
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"])
 def test_run_forwards_the_signals_sent_to_the_launcher(site: PluginSite, name: str) -> None:
@@ -243,8 +281,11 @@ def test_run_forwards_the_signals_sent_to_the_launcher(site: PluginSite, name: s
         text=True,
         env=env,
         cwd=site.root,
-        # A child of a background job inherits SIGINT and SIGQUIT ignored; the launcher's own handling is tested.
-        preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGQUIT)],
+        # A child of a background job inherits SIGINT and SIGQUIT ignored; the launcher's own
+        # handling is tested.
+        preexec_fn=lambda: [
+            signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, signal.SIGQUIT)
+        ],
     )
     try:
         assert launcher.stdout is not None and launcher.stdout.readline().strip() == "ready"

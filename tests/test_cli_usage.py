@@ -62,7 +62,12 @@ def test_console_script_runs_doctor(site: PluginSite) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
     env["PYTHONPATH"] = os.pathsep.join([str(site.root), str(RUNTIME_SRC)])
     result = subprocess.run(
-        [str(script), "doctor", "--json"], capture_output=True, text=True, env=env, cwd=site.root, timeout=120
+        [str(script), "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=site.root,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["platform"]["plugin"] == "acme"

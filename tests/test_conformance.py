@@ -106,7 +106,11 @@ class GoodMM(MMPlatform, WidgetDeviceMixin):
 
     @classmethod
     def get_available_gpu_memory(
-        cls, device_id: int | None = None, distributed: bool = False, empty_cache: bool = True, cpu_group: object = None
+        cls,
+        device_id: int | None = None,
+        distributed: bool = False,
+        empty_cache: bool = True,
+        cpu_group: object = None,
     ) -> float:
         return 1.0
 
@@ -225,7 +229,9 @@ def test_required_method_inheriting_fail_fast_base_is_reported_once() -> None:
         get_default_attention_backend = SRTPlatform.get_default_attention_backend
 
     problems = check_platform_conformance(Plat)
-    assert [(p.attribute, p.kind) for p in problems] == [("get_default_attention_backend", "not_implemented")]
+    assert [(p.attribute, p.kind) for p in problems] == [
+        ("get_default_attention_backend", "not_implemented")
+    ]
 
 
 def test_reserved_required_methods_can_be_excluded() -> None:
@@ -235,7 +241,9 @@ def test_reserved_required_methods_can_be_excluded() -> None:
         device_type = "widget"
 
     required = {
-        p.attribute for p in check_platform_conformance(Plat, include_reserved=False) if p.kind == "not_implemented"
+        p.attribute
+        for p in check_platform_conformance(Plat, include_reserved=False)
+        if p.kind == "not_implemented"
     }
     assert required == {
         "get_device_total_memory",
@@ -249,14 +257,18 @@ def test_mm_all_to_all_communicator_left_to_base_is_not_implemented() -> None:
     class Plat(GoodMM):
         get_all_to_all_communicator_cls = MMPlatform.__dict__["get_all_to_all_communicator_cls"]
 
-    assert _kinds(check_platform_conformance(Plat)) == {("get_all_to_all_communicator_cls", "not_implemented")}
+    assert _kinds(check_platform_conformance(Plat)) == {
+        ("get_all_to_all_communicator_cls", "not_implemented")
+    }
 
 
 def test_mm_without_dispatch_key_is_reported() -> None:
     class Plat(GoodMM):
         dispatch_key = ""
 
-    assert _kinds(check_platform_conformance(Plat)) == {("get_torch_library_dispatch_key", "not_implemented")}
+    assert _kinds(check_platform_conformance(Plat)) == {
+        ("get_torch_library_dispatch_key", "not_implemented")
+    }
 
 
 def test_class_built_with_type_and_checks_bypassed_is_reported() -> None:

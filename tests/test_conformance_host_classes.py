@@ -1,9 +1,11 @@
-"""check_platform_conformance on classes built on SGLang's own platform bases (plugins with host_api=sglang).
+"""check_platform_conformance on classes built on SGLang's own platform bases (plugins with
+host_api=sglang).
 
-The real SGLang is not installed in the dev venv: these unit tests of the mapping (SGLang's contract classes to
-ours, SGLang's value types to ours) use a tiny stand-in package named like SGLang's modules, written into a
-temporary folder. This is the one place a stand-in is acceptable: tests_sglang/test_conformance_agreement.py runs
-the same check on a generated host_api=sglang class in the real SGLang 0.5.23.
+The real SGLang is not installed in the dev venv: these unit tests of the mapping (SGLang's contract
+classes to ours, SGLang's value types to ours) use a tiny stand-in package named like SGLang's
+modules, written into a temporary folder. This is the one place a stand-in is acceptable:
+tests_sglang/test_conformance_agreement.py runs the same check on a generated host_api=sglang class
+in the real SGLang 0.5.23.
 """
 
 from __future__ import annotations
@@ -211,7 +213,8 @@ def _device_mixin(host: types.SimpleNamespace, **extra: Any) -> type:
 
 
 def _platform(host: types.SimpleNamespace, mixin: type | None = None, **namespace: Any) -> type:
-    """``WidgetSRTPlatform(SRTPlatform, WidgetDeviceMixin)`` on the stand-in, as host_api=sglang generates it."""
+    """``WidgetSRTPlatform(SRTPlatform, WidgetDeviceMixin)`` on the stand-in, as host_api=sglang
+    generates it."""
 
     def get_default_attention_backend(self: object) -> str:
         return "torch_native"
@@ -243,7 +246,9 @@ def test_complete_class_on_sglang_bases_has_no_problems_on_a_simulated_device(
         assert check_platform_conformance(_platform(host)) == []
 
 
-def test_in_tree_sglang_enum_is_an_identity_problem_named_for_the_class(host: types.SimpleNamespace) -> None:
+def test_in_tree_sglang_enum_is_an_identity_problem_named_for_the_class(
+    host: types.SimpleNamespace,
+) -> None:
     cls = _platform(host, _enum=host.PlatformEnum.CPU)
     problems = check_platform_conformance(cls)
     assert _kinds(problems) == {("_enum", "identity")}
@@ -255,13 +260,19 @@ def test_in_tree_sglang_enum_is_accepted_when_not_out_of_tree(host: types.Simple
     assert check_platform_conformance(cls, out_of_tree=False) == []
 
 
-def test_device_type_inherited_from_sglangs_device_mixin_is_a_placeholder(host: types.SimpleNamespace) -> None:
+def test_device_type_inherited_from_sglangs_device_mixin_is_a_placeholder(
+    host: types.SimpleNamespace,
+) -> None:
     mixin = _device_mixin(host)
     del mixin.device_type
-    assert _kinds(check_platform_conformance(_platform(host, mixin))) == {("device_type", "identity")}
+    assert _kinds(check_platform_conformance(_platform(host, mixin))) == {
+        ("device_type", "identity")
+    }
 
 
-def test_required_method_left_to_sglangs_base_is_not_implemented(host: types.SimpleNamespace) -> None:
+def test_required_method_left_to_sglangs_base_is_not_implemented(
+    host: types.SimpleNamespace,
+) -> None:
     cls = type("BareSRTPlatform", (host.SRTPlatform, _device_mixin(host)), {})
     problems = check_platform_conformance(cls)
     assert _kinds(problems) == {
@@ -271,7 +282,9 @@ def test_required_method_left_to_sglangs_base_is_not_implemented(host: types.Sim
     assert all(p.message.startswith("BareSRTPlatform.") for p in problems)
 
 
-def test_device_ops_missing_are_not_implemented_on_sglangs_base(host: types.SimpleNamespace) -> None:
+def test_device_ops_missing_are_not_implemented_on_sglangs_base(
+    host: types.SimpleNamespace,
+) -> None:
     mixin = type(
         "EmptyDeviceMixin",
         (host.DeviceMixin,),
@@ -282,7 +295,9 @@ def test_device_ops_missing_are_not_implemented_on_sglangs_base(host: types.Simp
         },
     )
     not_implemented = {
-        a for a, kind in _kinds(check_platform_conformance(_platform(host, mixin))) if kind == "not_implemented"
+        a
+        for a, kind in _kinds(check_platform_conformance(_platform(host, mixin)))
+        if kind == "not_implemented"
     }
     assert not_implemented == {
         "get_device_total_memory",
@@ -298,11 +313,15 @@ def test_device_ops_missing_are_not_implemented_on_sglangs_base(host: types.Simp
     }
 
 
-def test_misspelled_override_is_reported_on_the_vendors_own_mixin(host: types.SimpleNamespace) -> None:
+def test_misspelled_override_is_reported_on_the_vendors_own_mixin(
+    host: types.SimpleNamespace,
+) -> None:
     mixin = _device_mixin(host, get_devcie_name=lambda self, device_id=0: "widget")
     problems = check_platform_conformance(_platform(host, mixin))
     assert _kinds(problems) == {("get_devcie_name", "misspelled")}
-    assert problems[0].message.startswith("WidgetDeviceMixin.get_devcie_name: not a name SGLang calls")
+    assert problems[0].message.startswith(
+        "WidgetDeviceMixin.get_devcie_name: not a name SGLang calls"
+    )
     assert "did you mean 'get_device_name'" in problems[0].message
 
 
@@ -311,12 +330,16 @@ def test_incompatible_signature_is_reported(host: types.SimpleNamespace) -> None
         return "torch_native"
 
     cls = _platform(
-        host, get_default_speculative_draft_attention_backend=get_default_speculative_draft_attention_backend
+        host,
+        get_default_speculative_draft_attention_backend=get_default_speculative_draft_attention_backend,
     )
     problems = check_platform_conformance(cls)
     assert _kinds(problems) == {("get_default_speculative_draft_attention_backend", "signature")}
     assert "cannot accept the host's call" in problems[0].message
-    assert "SGLang declares get_default_speculative_draft_attention_backend(self, algorithm)" in problems[0].message
+    assert (
+        "SGLang declares get_default_speculative_draft_attention_backend(self, algorithm)"
+        in problems[0].message
+    )
 
 
 def test_retired_sglang_hook_is_reported(host: types.SimpleNamespace) -> None:
@@ -332,7 +355,9 @@ def test_sglang_enum_results_are_mapped_by_member_name(host: types.SimpleNamespa
     def get_cpu_architecture(cls: type) -> object:
         return host.CpuArchEnum.ARM
 
-    assert check_platform_conformance(_platform(host, get_cpu_architecture=get_cpu_architecture)) == []
+    assert (
+        check_platform_conformance(_platform(host, get_cpu_architecture=get_cpu_architecture)) == []
+    )
 
 
 def test_a_result_of_the_wrong_type_is_still_reported(host: types.SimpleNamespace) -> None:
@@ -340,7 +365,9 @@ def test_a_result_of_the_wrong_type_is_still_reported(host: types.SimpleNamespac
     def get_cpu_architecture(cls: type) -> object:
         return "arm"
 
-    problems = check_platform_conformance(_platform(host, get_cpu_architecture=get_cpu_architecture))
+    problems = check_platform_conformance(
+        _platform(host, get_cpu_architecture=get_cpu_architecture)
+    )
     assert _kinds(problems) == {("get_cpu_architecture", "return_type")}
     assert problems[0].message.startswith("WidgetSRTPlatform.get_cpu_architecture() returned 'arm'")
 
@@ -350,8 +377,11 @@ def test_sglang_capabilities_are_mapped_by_fields(host: types.SimpleNamespace) -
     assert check_platform_conformance(cls) == []
 
 
-def test_sglang_value_with_a_field_ours_lacks_is_reported_as_is(host: types.SimpleNamespace) -> None:
-    # A newer SGLang's capabilities with a flag our contract does not know: reported, never silently dropped.
+def test_sglang_value_with_a_field_ours_lacks_is_reported_as_is(
+    host: types.SimpleNamespace,
+) -> None:
+    # A newer SGLang's capabilities with a flag our contract does not know: reported, never silently
+    # dropped.
     odd = type(
         "PlatformCapabilities",
         (),
@@ -365,7 +395,9 @@ def test_sglang_value_with_a_field_ours_lacks_is_reported_as_is(host: types.Simp
     assert _kinds(problems) == {("capabilities", "attribute_type")}
 
 
-def test_device_method_raising_on_a_simulated_device_is_reported(host: types.SimpleNamespace) -> None:
+def test_device_method_raising_on_a_simulated_device_is_reported(
+    host: types.SimpleNamespace,
+) -> None:
     def get_device_name(self: object, device_id: int = 0) -> str:
         raise RuntimeError("driver gone")
 
@@ -373,10 +405,15 @@ def test_device_method_raising_on_a_simulated_device_is_reported(host: types.Sim
     with simulated_device("widget"):
         problems = check_platform_conformance(_platform(host, mixin))
     assert _kinds(problems) == {("get_device_name", "raises")}
-    assert problems[0].message == "WidgetSRTPlatform.get_device_name(0) raised RuntimeError: driver gone"
+    assert (
+        problems[0].message
+        == "WidgetSRTPlatform.get_device_name(0) raised RuntimeError: driver gone"
+    )
 
 
-def test_methods_run_on_the_class_itself_so_zero_argument_super_works(host: types.SimpleNamespace) -> None:
+def test_methods_run_on_the_class_itself_so_zero_argument_super_works(
+    host: types.SimpleNamespace,
+) -> None:
     class WidgetSRTPlatform(host.SRTPlatform, _device_mixin(host)):
         def __init__(self) -> None:
             super().__init__()
@@ -405,7 +442,9 @@ def test_checking_never_mutates_the_class_or_its_bases(host: types.SimpleNamespa
 
 def test_assert_names_the_original_class(host: types.SimpleNamespace) -> None:
     cls = _platform(host, _enum=host.PlatformEnum.CPU)
-    with pytest.raises(AssertionError, match=r"^WidgetSRTPlatform does not conform .*\(1 problem\)"):
+    with pytest.raises(
+        AssertionError, match=r"^WidgetSRTPlatform does not conform .*\(1 problem\)"
+    ):
         assert_platform_conformance(cls)
 
 
@@ -431,5 +470,7 @@ def test_judging_a_runtime_class_never_imports_sglang() -> None:
         print(sorted(n for n in sys.modules if n == "sglang" or n.startswith("sglang.")))
         """
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "[]"

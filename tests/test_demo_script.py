@@ -1,7 +1,8 @@
-"""`make demo`: each step prints its time, and `make demo KEEP=1` keeps the generated packages (the README says so).
+"""`make demo`: each step prints its time, and `make demo KEEP=1` keeps the generated packages (the
+README says so).
 
-The demo itself installs into the dev venv, so it is never run from the test suite (it would change the
-environment other tests scan); these tests check how it is wired and what it promises.
+The demo itself installs into the dev venv, so it is never run from the test suite (it would change
+the environment other tests scan); these tests check how it is wired and what it promises.
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def _make_dry_run(*args: str) -> str:
     result = subprocess.run(
-        ["make", "-n", "--no-print-directory", "demo", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+        ["make", "-n", "--no-print-directory", "demo", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return result.stdout
 
@@ -30,7 +35,10 @@ def test_make_demo_without_keep_cleans_up() -> None:
 
 def test_demo_offers_keep() -> None:
     result = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "scripts" / "demo.py"), "--help"], capture_output=True, text=True, check=True
+        [sys.executable, str(REPO_ROOT / "scripts" / "demo.py"), "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "--keep" in result.stdout
 

@@ -130,7 +130,9 @@ def test_base_identity_attributes_match_sglang_defaults() -> None:
 def test_fail_fast_method_names_concrete_class_and_method(method: str, args: tuple) -> None:
     with pytest.raises(NotImplementedError) as excinfo:
         getattr(_OotDevice(), method)(*args)
-    assert str(excinfo.value) == (f"_OotDevice.{method}() is not implemented: override it in your platform class")
+    assert str(excinfo.value) == (
+        f"_OotDevice.{method}() is not implemented: override it in your platform class"
+    )
 
 
 def test_defaults_that_do_not_fail() -> None:
@@ -213,7 +215,9 @@ def test_inference_mode_is_torch_inference_mode() -> None:
 
 
 def test_repr_names_class_device_and_enum() -> None:
-    assert repr(_OotDevice()) == ("_OotDevice(device_name='widget', device_type='widget', enum=PlatformEnum.OOT)")
+    assert repr(_OotDevice()) == (
+        "_OotDevice(device_name='widget', device_type='widget', enum=PlatformEnum.OOT)"
+    )
 
 
 def test_importing_device_mixin_does_not_import_torch() -> None:

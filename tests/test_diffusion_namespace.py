@@ -1,5 +1,6 @@
-"""The diffusion namespace where it follows SGLang 0.5.23's diffusion engine: built-in platform names are reserved,
-and an override naming no plugin is a ``ValueError`` (the differences kept on purpose are in docs/sglang.md)."""
+"""The diffusion namespace where it follows SGLang 0.5.23's diffusion engine: built-in platform
+names are reserved, and an override naming no plugin is a ``ValueError`` (the differences kept on
+purpose are in docs/sglang.md)."""
 
 from __future__ import annotations
 
@@ -75,7 +76,11 @@ def test_other_names_are_selected(site: PluginSite) -> None:
 def test_override_naming_no_plugin_is_a_value_error_and_a_runtime_error(site: PluginSite) -> None:
     add_mm(site, "acme-widget", "widget")
     out = select(site, SGLANG_DIFFUSION_PLATFORM_OVERRIDE="nosuch")
-    assert (out["error"], out["value_error"], out["runtime_error"]) == ("PlatformNotFoundError", True, True)
+    assert (out["error"], out["value_error"], out["runtime_error"]) == (
+        "PlatformNotFoundError",
+        True,
+        True,
+    )
     assert "'widget' (acme-widget" in out["message"]
 
 

@@ -12,7 +12,8 @@ from sglang_plugin_runtime._discovery import (
     scan_distributions,
 )
 
-# Compares our scan with importlib.metadata over the whole sys.path, for every group, in the running interpreter.
+# Compares our scan with importlib.metadata over the whole sys.path, for every group, in the running
+# interpreter.
 COMPARE_WITH_IMPORTLIB = """
 import importlib.metadata as md, json, sys
 from sglang_plugin_runtime._discovery import discover_entry_points, normalize_distribution_name as norm
@@ -30,7 +31,10 @@ def _populate(site: PluginSite) -> None:
     site.add(
         "Acme_NPU.Plugin",
         "1.2.3",
-        {"sglang.srt.platforms": {"acme": "acme:activate"}, "console_scripts": {"acme-tool": "acme.cli:main"}},
+        {
+            "sglang.srt.platforms": {"acme": "acme:activate"},
+            "console_scripts": {"acme-tool": "acme.cli:main"},
+        },
     )
     site.add("zeta", "0.1", {"sglang.srt.plugins": {"zeta_hooks": "zeta.hooks:register"}})
     site.add("no-entry-points", "2.0")
@@ -66,7 +70,11 @@ def test_entry_points_carry_normalised_distribution_name_and_version(site: Plugi
 
 def test_egg_info_version_is_read_from_its_metadata(site: PluginSite) -> None:
     _populate(site)
-    legacy = [ep for ep in scan_distributions([str(site.root)]).group("sglang.srt.plugins") if ep.name == "legacy"]
+    legacy = [
+        ep
+        for ep in scan_distributions([str(site.root)]).group("sglang.srt.plugins")
+        if ep.name == "legacy"
+    ]
     assert [(ep.distribution, ep.version) for ep in legacy] == [("legacy-pkg", "0.9")]
 
 
@@ -114,9 +122,10 @@ def test_duplicate_names_across_distributions_are_reported_with_both(site: Plugi
 )
 @pytest.mark.fault(
     "discovery",
-    "a malformed entry_points.txt (no '=', broken section header, entry outside a section, a value that is not "
-    "module[:attr], an empty name)",
-    "that distribution is skipped with its path in the WARNING and the report; the others are found",
+    "a malformed entry_points.txt (no '=', broken section header, entry outside a section, a value "
+    "that is not module[:attr], an empty name)",
+    "that distribution is skipped with its path in the WARNING and the report; the others are "
+    "found",
 )
 def test_malformed_entry_points_file_is_skipped_with_its_path(site: PluginSite, text: str) -> None:
     bad = site.add("bad", entry_points_text=text)
@@ -157,7 +166,9 @@ def test_zip_entries_on_sys_path_are_read_through_importlib(site: PluginSite, tm
 
     archive = tmp_path / "plugins.zip"
     with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n")
+        zf.writestr(
+            "zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n"
+        )
         zf.writestr("zipped-1.0.dist-info/entry_points.txt", "[g]\nz = zipped_mod:f\n")
     eps = scan_distributions([str(archive)]).group("g")
     assert [(ep.name, ep.distribution, ep.version) for ep in eps] == [("z", "zipped", "1.0")]
@@ -241,14 +252,18 @@ def test_changing_sys_path_triggers_a_rescan(site: PluginSite, tmp_path) -> None
 
 @pytest.mark.fault(
     "discovery",
-    "a versionless *.egg-info (as `setup.py develop` writes) whose PKG-INFO is Latin-1, offering a console "
-    "script and no plugin",
+    "a versionless *.egg-info (as `setup.py develop` writes) whose PKG-INFO is Latin-1, offering a "
+    "console script and no plugin",
     "never read: selection, loading and the other plugins are unaffected",
 )
-def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(site: PluginSite) -> None:
+def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(
+    site: PluginSite,
+) -> None:
     egg = site.root / "oldpkg.egg-info"
     egg.mkdir()
-    (egg / "PKG-INFO").write_bytes(b"Metadata-Version: 1.1\nName: oldpkg\nAuthor: Jos\xe9 Mar\xeda\n\n")
+    (egg / "PKG-INFO").write_bytes(
+        b"Metadata-Version: 1.1\nName: oldpkg\nAuthor: Jos\xe9 Mar\xeda\n\n"
+    )
     (egg / "entry_points.txt").write_text("[console_scripts]\noldtool = oldpkg.cli:main\n")
     _add_a_platform_and_a_general_plugin(site)
     out = site.run_json(
@@ -267,9 +282,13 @@ def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(s
     "a distribution offering a plugin whose METADATA cannot be decoded (Latin-1)",
     "that distribution is skipped with its path in the WARNING and the report; the others load",
 )
-def test_a_plugin_distribution_with_undecodable_metadata_is_skipped_with_its_path(site: PluginSite) -> None:
+def test_a_plugin_distribution_with_undecodable_metadata_is_skipped_with_its_path(
+    site: PluginSite,
+) -> None:
     bad = site.add("bad", entry_points={"g": {"bad": "m:f"}})
-    (bad / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: bad\nVersion: 1.0\nAuthor: Jos\xe9\n\n")
+    (bad / "METADATA").write_bytes(
+        b"Metadata-Version: 2.1\nName: bad\nVersion: 1.0\nAuthor: Jos\xe9\n\n"
+    )
     site.add("good", entry_points={"g": {"ok": "m:f"}})
     result = scan_distributions([str(site.root)])
     assert [ep.name for ep in result.group("g")] == ["ok"]
@@ -282,12 +301,16 @@ def test_a_plugin_distribution_with_undecodable_metadata_is_skipped_with_its_pat
     "an entry_points.txt that is not valid UTF-8 inside a zip file on sys.path",
     "that distribution is reported with the zip's path; the scan goes on",
 )
-def test_an_undecodable_entry_points_file_in_a_zip_is_reported_not_raised(site: PluginSite, tmp_path) -> None:
+def test_an_undecodable_entry_points_file_in_a_zip_is_reported_not_raised(
+    site: PluginSite, tmp_path
+) -> None:
     import zipfile
 
     archive = tmp_path / "plugins.zip"
     with zipfile.ZipFile(archive, "w") as zf:
-        zf.writestr("zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n")
+        zf.writestr(
+            "zipped-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: zipped\nVersion: 1.0\n\n"
+        )
         zf.writestr("zipped-1.0.dist-info/entry_points.txt", b"[g]\nz = zipped_mod:f \xff\n")
     site.add("good", entry_points={"g": {"ok": "m:f"}})
     result = scan_distributions([str(archive), str(site.root)])

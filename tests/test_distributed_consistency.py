@@ -1,7 +1,8 @@
-"""check_plugin_consistency() in real torch.distributed jobs: ``python -m torch.distributed.run`` with 3 ranks on
-gloo, CPU, over fake installed distributions. One rank at a time is made to differ the way a node does in the
-field (another ``SGLANG_PLUGINS``, another version of a plugin first on its path, a device its platform plugin
-does not find), and every rank must reach the same verdict: all return, or all raise naming the odd rank and item.
+"""check_plugin_consistency() in real torch.distributed jobs: ``python -m torch.distributed.run``
+with 3 ranks on gloo, CPU, over fake installed distributions. One rank at a time is made to differ
+the way a node does in the field (another ``SGLANG_PLUGINS``, another version of a plugin first on
+its path, a device its platform plugin does not find), and every rank must reach the same verdict:
+all return, or all raise naming the odd rank and item.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ pytest.importorskip("torch.distributed")
 
 RANKS = 3
 
-# Each rank applies its own differences (environment, a site folder first on sys.path) before it imports the
-# runtime, as a node with another installation would, then does what SGLang's scheduler does: load_plugins(),
-# create the process group, check. Every check's outcome goes to out/rank-N.json.
+# Each rank applies its own differences (environment, a site folder first on sys.path) before it
+# imports the runtime, as a node with another installation would, then does what SGLang's scheduler
+# does: load_plugins(), create the process group, check. Every check's outcome goes to
+# out/rank-N.json.
 WORKER = textwrap.dedent(
     """
     import datetime, json, os, sys
@@ -78,12 +80,14 @@ def register():
 
 
 def populate(site: PluginSite, timer_version: str = "1.0") -> None:
-    """Platform plugin acme (finds its device unless ACME_DEVICE_ABSENT is set), general plugins timer and idle."""
+    """Platform plugin acme (finds its device unless ACME_DEVICE_ABSENT is set), general plugins
+    timer and idle."""
     site.add_platform(
         "acme-npu",
         "acme",
         "acmenpu",
-        "import os\n            return None if os.environ.get('ACME_DEVICE_ABSENT') else __name__ + '.{cls}'",
+        "import os\n            return None if os.environ.get('ACME_DEVICE_ABSENT') else __name__ "
+        "+ '.{cls}'",
     )
     site.add(
         "acme-timer",
@@ -105,7 +109,8 @@ def run_job(
     per_rank: dict[int, dict[str, Any]] | None = None,
     calls: list[dict[str, str]] | None = None,
 ) -> list[list[dict[str, Any]]]:
-    """Run the worker on ``RANKS`` ranks; return each rank's outcomes, one per entry of ``calls``."""
+    """Run the worker on ``RANKS`` ranks; return each rank's outcomes, one per entry of
+    ``calls``."""
     out = tmp_path / "out"
     out.mkdir()
     worker = tmp_path / "worker.py"
@@ -122,18 +127,32 @@ def run_job(
         OMP_NUM_THREADS="1",
         PYTHONWARNINGS="ignore",
     )
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={RANKS}", str(worker)]
-    proc = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False)
-    assert proc.returncode == 0, f"job failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={RANKS}",
+        str(worker),
+    ]
+    proc = subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=180, check=False
+    )
+    assert proc.returncode == 0, (
+        f"job failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    )
     return [json.loads((out / f"rank-{rank}.json").read_text()) for rank in range(RANKS)]
 
 
 def the_same_on_every_rank(outcomes: list[list[dict[str, Any]]], call: int = 0) -> dict[str, Any]:
-    """The outcome of ``call``, checked to be identical on every rank (same verdict, same message)."""
+    """The outcome of ``call``, checked to be identical on every rank (same verdict, same
+    message)."""
     first = outcomes[0][call]
     for rank, rank_outcomes in enumerate(outcomes):
         mine = {k: v for k, v in rank_outcomes[call].items() if k != "digest"}
-        assert mine == {k: v for k, v in first.items() if k != "digest"}, f"rank {rank} decided differently"
+        assert mine == {k: v for k, v in first.items() if k != "digest"}, (
+            f"rank {rank} decided differently"
+        )
     return first
 
 
@@ -151,15 +170,25 @@ def test_ranks_with_the_same_plugins_all_return_with_the_digest_the_cli_prints(
     tmp_path: Path, site: PluginSite
 ) -> None:
     populate(site)
-    outcomes = run_job(tmp_path, site, calls=[{"*": "error"}, {"*": "warn"}, {"*": "warn", "break": "1"}])
+    outcomes = run_job(
+        tmp_path, site, calls=[{"*": "error"}, {"*": "warn"}, {"*": "warn", "break": "1"}]
+    )
     for call in (0, 1):
         outcome = the_same_on_every_rank(outcomes, call)
-        assert outcome["outcome"] == "returned" and outcome["consistent"] and outcome["differences"] == []
+        assert (
+            outcome["outcome"] == "returned"
+            and outcome["consistent"]
+            and outcome["differences"] == []
+        )
     assert [o[0]["mode"] for o in outcomes] == ["error"] * RANKS
     digests = {rank_outcomes[0]["digest"] for rank_outcomes in outcomes}
-    cli = site.run("import sys; from sglang_plugin_runtime._cli import main; sys.exit(main(['fingerprint', '--json']))")
+    cli = site.run(
+        "import sys; from sglang_plugin_runtime._cli import main; sys.exit(main(['fingerprint', "
+        "'--json']))"
+    )
     assert digests == {json.loads(cli.stdout)["digest"]}
-    # A rank whose fingerprint cannot be built still joins the exchange: every rank raises, none waits.
+    # A rank whose fingerprint cannot be built still joins the exchange: every rank raises, none
+    # waits.
     broken = the_same_on_every_rank(outcomes, 2)
     assert broken["outcome"] == "raised"
     assert "building the plugin fingerprint failed on rank 1" in broken["message"]
@@ -193,7 +222,9 @@ def test_without_a_process_group_it_raises_and_with_one_rank_it_returns(site: Pl
     assert single == [True, 1, "error"]
 
 
-@pytest.mark.parametrize(("value", "mode"), [("", "error"), ("warn", "warn"), (" OFF ", "off"), ("loud", "error")])
+@pytest.mark.parametrize(
+    ("value", "mode"), [("", "error"), ("warn", "warn"), (" OFF ", "off"), ("loud", "error")]
+)
 def test_the_mode_comes_from_the_environment_and_an_unknown_value_checks(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, value: str, mode: str
 ) -> None:
@@ -204,7 +235,9 @@ def test_the_mode_comes_from_the_environment_and_an_unknown_value_checks(
     assert ("'loud' is not one of error, warn, off" in caplog.text) == (value == "loud")
 
 
-def test_a_rank_with_another_sglang_plugins_makes_every_rank_raise_naming_it(tmp_path: Path, site: PluginSite) -> None:
+def test_a_rank_with_another_sglang_plugins_makes_every_rank_raise_naming_it(
+    tmp_path: Path, site: PluginSite
+) -> None:
     populate(site)
     outcomes = run_job(
         tmp_path,
@@ -228,7 +261,10 @@ def test_a_rank_with_another_sglang_plugins_makes_every_rank_raise_naming_it(tmp
     ]
     message = raised["message"]
     assert "every rank raises this error" in message
-    assert "general plugin 'timer'" in message and "skipped-allowlist, acme-timer 1.0  on rank 1" in message
+    assert (
+        "general plugin 'timer'" in message
+        and "skipped-allowlist, acme-timer 1.0  on rank 1" in message
+    )
     assert "SGLANG_PLUGINS_CONSISTENCY=warn" in message
     # warn on every rank: every rank returns, the differences reported but not raised.
     warned = the_same_on_every_rank(outcomes, 1)
@@ -237,7 +273,9 @@ def test_a_rank_with_another_sglang_plugins_makes_every_rank_raise_naming_it(tmp
     assert the_same_on_every_rank(outcomes, 2)["outcome"] == "raised"
 
 
-def test_a_rank_seeing_another_plugin_version_first_on_its_path_is_named(tmp_path: Path, site: PluginSite) -> None:
+def test_a_rank_seeing_another_plugin_version_first_on_its_path_is_named(
+    tmp_path: Path, site: PluginSite
+) -> None:
     populate(site)
     newer = PluginSite(tmp_path / "rank2-site")
     newer.root.mkdir()
@@ -258,7 +296,9 @@ def test_a_rank_seeing_another_plugin_version_first_on_its_path_is_named(tmp_pat
     assert "loaded, acme-timer 1.1  on rank 2" in raised["message"]
 
 
-def test_a_rank_whose_platform_plugin_finds_no_device_is_named(tmp_path: Path, site: PluginSite) -> None:
+def test_a_rank_whose_platform_plugin_finds_no_device_is_named(
+    tmp_path: Path, site: PluginSite
+) -> None:
     populate(site)
     outcomes = run_job(tmp_path, site, per_rank={1: {"env": {"ACME_DEVICE_ABSENT": "1"}}})
     raised = the_same_on_every_rank(outcomes)

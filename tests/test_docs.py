@@ -1,6 +1,8 @@
-"""The docs cannot drift: every Python example in README.md and docs/ runs, and the site builds strictly.
+"""The docs cannot drift: every Python example in README.md and docs/ runs, and the site builds
+strictly.
 
-Conventions: docs/contributing.md. Machinery: tests/_docs_support.py; its own test: tests/test_docs_machinery.py.
+Conventions: docs/contributing.md. Machinery: tests/_docs_support.py; its own test:
+tests/test_docs_machinery.py.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ EXAMPLES = collect(FILES)
 
 
 def _load_demo_site_module():
-    spec = importlib.util.spec_from_file_location("sglang_docs_demo_site", DOCS_DIR / "_hooks" / "demo_site.py")
+    spec = importlib.util.spec_from_file_location(
+        "sglang_docs_demo_site", DOCS_DIR / "_hooks" / "demo_site.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -57,11 +61,14 @@ def test_fence_options_are_known() -> None:
     assert not problems, "unknown doc-test options:\n" + "\n".join(problems)
 
 
-_FENCE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```", re.M | re.S)
+_FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```", re.M | re.S
+)
 
 
 def test_shown_command_output_comes_from_running_the_command() -> None:
-    """A ``console`` block that is not executed at build time may show commands, never their output."""
+    """A ``console`` block that is not executed at build time may show commands, never their
+    output."""
     problems = []
     for path in FILES:
         text = path.read_text(encoding="utf-8")
@@ -74,7 +81,8 @@ def test_shown_command_output_comes_from_running_the_command() -> None:
                 stripped = body_line.strip()
                 if stripped and not stripped.startswith(("$ ", "# ")) and stripped != "$":
                     problems.append(
-                        f"{path.relative_to(REPO_ROOT)}:{line + offset}: output in a console block that is not "
+                        f"{path.relative_to(REPO_ROOT)}:{line + offset}: output in a console block "
+                        "that is not "
                         f'exec="on": {stripped!r}'
                     )
                     break
@@ -82,7 +90,8 @@ def test_shown_command_output_comes_from_running_the_command() -> None:
 
 
 def test_readme_links_resolve() -> None:
-    """README.md is read on the forge, outside the site: its relative links must point at files that exist."""
+    """README.md is read on the forge, outside the site: its relative links must point at files that
+    exist."""
     readme = REPO_ROOT / "README.md"
     missing = []
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme.read_text(encoding="utf-8")):
@@ -96,7 +105,8 @@ def test_readme_links_resolve() -> None:
 @pytest.mark.slow
 @pytest.mark.xdist_group("docs-site")
 def test_site_builds_strictly() -> None:
-    """``make docs``: a strict MkDocs build (broken links, missing pages, failing exec blocks all fail it)."""
+    """``make docs``: a strict MkDocs build (broken links, missing pages, failing exec blocks all
+    fail it)."""
     proc, _ = build_site()
     if proc.returncode != 0:
         output = (proc.stdout + proc.stderr).splitlines()
@@ -111,20 +121,31 @@ def _built_site() -> Path:
     return site
 
 
-DIAGRAM_PAGES = [path for path in FILES if path.parent == DOCS_DIR and mermaid_blocks(path.read_text(encoding="utf-8"))]
+DIAGRAM_PAGES = [
+    path
+    for path in FILES
+    if path.parent == DOCS_DIR and mermaid_blocks(path.read_text(encoding="utf-8"))
+]
 
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("docs-site")
 @pytest.mark.parametrize("path", DIAGRAM_PAGES, ids=[p.name for p in DIAGRAM_PAGES])
 def test_each_diagrams_source_reaches_its_built_page(path: Path) -> None:
-    """A ```` ```mermaid ```` fence becomes ``<pre class="mermaid">`` with its source, which the browser draws.
+    """A ```` ```mermaid ```` fence becomes ``<pre class="mermaid">`` with its source, which the
+    browser draws.
 
-    Read from the HTML alone: no browser, no network (tests/test_docs_browser.py checks the drawing).
+    Read from the HTML alone: no browser, no network (tests/test_docs_browser.py checks the
+    drawing).
     """
     built = page_html(_built_site(), path.name).read_text(encoding="utf-8")
-    shown = [html.unescape(m) for m in re.findall(r'<pre class="mermaid"><code>(.*?)</code></pre>', built, re.S)]
-    assert [s.strip() for s in shown] == [s.strip() for s in mermaid_blocks(path.read_text(encoding="utf-8"))]
+    shown = [
+        html.unescape(m)
+        for m in re.findall(r'<pre class="mermaid"><code>(.*?)</code></pre>', built, re.S)
+    ]
+    assert [s.strip() for s in shown] == [
+        s.strip() for s in mermaid_blocks(path.read_text(encoding="utf-8"))
+    ]
 
 
 def test_selection_hooks_and_processes_pages_carry_diagrams() -> None:

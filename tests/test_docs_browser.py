@@ -1,16 +1,17 @@
-"""The built site as a reader sees it, in a real browser: nothing cut off at 1300 px, every diagram drawn.
+"""The built site as a reader sees it, in a real browser: nothing cut off at 1300 px, every diagram
+drawn.
 
-Optional: these tests run where a Chromium is installed (Debian: ``apt-get install chromium``) and are skipped
-elsewhere. They never need the network:
+Optional: these tests run where a Chromium is installed (Debian: ``apt-get install chromium``) and
+are skipped elsewhere. They never need the network:
 
-- the code-block checks use the built pages as they are (the fonts fall back to the local ones, which have the
-  same monospace advance as Roboto Mono);
+- the code-block checks use the built pages as they are (the fonts fall back to the local ones,
+  which have the same monospace advance as Roboto Mono);
 - the site carries the pinned mermaid.js it draws diagrams with (``javascripts/mermaid.min.js``, see
-  ``docs/_hooks/mermaid_js.py``), and Chromium resolves no host name here: every diagram drawn is drawn as a reader
-  with no network sees it.
+  ``docs/_hooks/mermaid_js.py``), and Chromium resolves no host name here: every diagram drawn is
+  drawn as a reader with no network sees it.
 
-With ``SGLANG_DOCS_SCREENSHOTS=DIR`` each checked page, and each diagram on its own, is also saved as a PNG in DIR
-(``make docs-check`` saves them in ``build/docs-check/``), for a person to look at.
+With ``SGLANG_DOCS_SCREENSHOTS=DIR`` each checked page, and each diagram on its own, is also saved
+as a PNG in DIR (``make docs-check`` saves them in ``build/docs-check/``), for a person to look at.
 """
 
 from __future__ import annotations
@@ -47,12 +48,14 @@ def _chromium() -> str | None:
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.xdist_group("docs-site"),
-    pytest.mark.skipif(_chromium() is None, reason="no Chromium installed (apt-get install chromium)"),
+    pytest.mark.skipif(
+        _chromium() is None, reason="no Chromium installed (apt-get install chromium)"
+    ),
 ]
 
-# Runs before the page's own scripts. Material draws each diagram into a closed shadow root; opening it lets the
-# report below see the drawing. The report waits until every diagram is drawn (or the time budget runs out), then
-# writes what it measured into the page, where --dump-dom prints it.
+# Runs before the page's own scripts. Material draws each diagram into a closed shadow root; opening
+# it lets the report below see the drawing. The report waits until every diagram is drawn (or the
+# time budget runs out), then writes what it measured into the page, where --dump-dom prints it.
 _PROBE = """
 <script>
 (() => {
@@ -133,9 +136,14 @@ window.addEventListener("load", () => {
 
 
 def _visible_texts(source: str) -> list[str]:
-    """What a diagram's source says a reader will see: box and arrow labels, participants, notes, messages."""
-    texts = re.findall(r'"([^"]+)"', "\n".join(l for l in source.splitlines() if not l.strip().startswith("%%")))
-    texts += re.findall(r"^\s*(?:participant \w+ as |Note over \w+: |\w+-?->>[+-]?\w+: )(.+)$", source, re.M)
+    """What a diagram's source says a reader will see: box and arrow labels, participants, notes,
+    messages."""
+    texts = re.findall(
+        r'"([^"]+)"', "\n".join(l for l in source.splitlines() if not l.strip().startswith("%%"))
+    )
+    texts += re.findall(
+        r"^\s*(?:participant \w+ as |Note over \w+: |\w+-?->>[+-]?\w+: )(.+)$", source, re.M
+    )
     return texts
 
 
@@ -144,7 +152,8 @@ def _squeezed(text: str) -> str:
 
 
 class Browser:
-    """Headless Chromium over the built site: load a page with extra scripts, read its DOM or screenshot it."""
+    """Headless Chromium over the built site: load a page with extra scripts, read its DOM or
+    screenshot it."""
 
     def __init__(self, executable: str, site: Path) -> None:
         self.executable = executable
@@ -154,10 +163,15 @@ class Browser:
     def _page_with(self, page: str, head: str) -> Path:
         source = page_html(self.site, page)
         probe = source.with_name(f"_check_{os.getpid()}.html")
-        probe.write_text(source.read_text(encoding="utf-8").replace("<head>", "<head>" + head, 1), encoding="utf-8")
+        probe.write_text(
+            source.read_text(encoding="utf-8").replace("<head>", "<head>" + head, 1),
+            encoding="utf-8",
+        )
         return probe
 
-    def _run(self, url: str, *args: str, height: int = 1000, width: int = WIDTH) -> subprocess.CompletedProcess[str]:
+    def _run(
+        self, url: str, *args: str, height: int = 1000, width: int = WIDTH
+    ) -> subprocess.CompletedProcess[str]:
         command = [
             self.executable,
             "--headless",
@@ -166,7 +180,8 @@ class Browser:
             "--hide-scrollbars",
             "--allow-file-access-from-files",
             f"--user-data-dir={self.profile}",
-            # No host name resolves: the page's CDN fonts and scripts fail at once, never wait on a network.
+            # No host name resolves: the page's CDN fonts and scripts fail at once, never wait on a
+            # network.
             "--host-resolver-rules=MAP * ~NOTFOUND",
             "--virtual-time-budget=30000",
             f"--window-size={width},{height}",
@@ -176,7 +191,9 @@ class Browser:
         return subprocess.run(command, capture_output=True, text=True, timeout=180)
 
     def measure(self, page: str, width: int = WIDTH) -> dict:
-        diagrams = page_html(self.site, page).read_text(encoding="utf-8").count('<pre class="mermaid">')
+        diagrams = (
+            page_html(self.site, page).read_text(encoding="utf-8").count('<pre class="mermaid">')
+        )
         probe = self._page_with(page, _PROBE % {"diagrams": diagrams})
         try:
             proc = self._run(probe.as_uri(), "--dump-dom", width=width)
@@ -222,13 +239,17 @@ def screenshots() -> Path | None:
 
 
 @pytest.mark.parametrize("page", CODE_PAGES)
-def test_no_code_block_is_cut_off_at_1300_px(page: str, browser: Browser, screenshots: Path | None) -> None:
+def test_no_code_block_is_cut_off_at_1300_px(
+    page: str, browser: Browser, screenshots: Path | None
+) -> None:
     report = browser.measure(page)
     assert report["blocks"], f"{page}: no code block found"
     cut_off = [b for b in report["blocks"] if b["scroll_width"] > b["client_width"] + 1]
     if screenshots is not None:
         browser.screenshot(page, screenshots / f"{page.removesuffix('.md')}.png", report["height"])
-    assert not cut_off, f"{page}: code blocks wider than their box at {WIDTH} px: " + json.dumps(cut_off, indent=1)
+    assert not cut_off, f"{page}: code blocks wider than their box at {WIDTH} px: " + json.dumps(
+        cut_off, indent=1
+    )
 
 
 @pytest.mark.parametrize("page", TABLE_PAGES)
@@ -244,30 +265,49 @@ def test_sidebar_names_are_shown_whole(page: str, browser: Browser) -> None:
     report = browser.measure(page)
     names = [name["text"] for name in report["nav"]]
     assert "platforms.device_mixin" in names and "plugins.hook_registry" in names, names
-    cut = [name["text"] for name in report["nav"] if name["scroll_width"] > name["client_width"] + 1]
+    cut = [
+        name["text"] for name in report["nav"] if name["scroll_width"] > name["client_width"] + 1
+    ]
     assert not cut, f"{page}: sidebar names cut off at {WIDTH} px: {cut}"
 
 
 @pytest.mark.parametrize("page", DIAGRAM_PAGES)
-def test_every_diagram_is_drawn_readably_with_no_network(page: str, browser: Browser, screenshots: Path | None) -> None:
+def test_every_diagram_is_drawn_readably_with_no_network(
+    page: str, browser: Browser, screenshots: Path | None
+) -> None:
     report = browser.measure(page)
-    expected = page_html(browser.site, page).read_text(encoding="utf-8").count('<pre class="mermaid">')
+    expected = (
+        page_html(browser.site, page).read_text(encoding="utf-8").count('<pre class="mermaid">')
+    )
     diagrams = report["diagrams"]
     if screenshots is not None:
         stem = page.removesuffix(".md")
         browser.screenshot(page, screenshots / f"{stem}.png", report["height"])
         for index in range(len(diagrams)):
-            browser.screenshot(page, screenshots / f"{stem}-diagram-{index + 1}.png", 1600, _ISOLATE % {"index": index})
-    assert len(diagrams) == expected and all(d["drawn"] for d in diagrams), f"{page}: not every diagram was drawn"
+            browser.screenshot(
+                page,
+                screenshots / f"{stem}-diagram-{index + 1}.png",
+                1600,
+                _ISOLATE % {"index": index},
+            )
+    assert len(diagrams) == expected and all(d["drawn"] for d in diagrams), (
+        f"{page}: not every diagram was drawn"
+    )
     sources = mermaid_blocks((DOCS_DIR / page).read_text(encoding="utf-8"))
     for number, (diagram, source) in enumerate(zip(diagrams, sources, strict=True), start=1):
         where = f"{page}, diagram {number}"
         assert "Syntax error" not in diagram["text"], f"{where}: mermaid could not parse it"
-        missing = [text for text in _visible_texts(source) if _squeezed(text) not in _squeezed(diagram["text"])]
+        missing = [
+            text
+            for text in _visible_texts(source)
+            if _squeezed(text) not in _squeezed(diagram["text"])
+        ]
         assert not missing, f"{where}: drawn without {missing}"
         assert diagram["width"] <= diagram["column_width"] + 1, f"{where}: wider than the column"
         scale = diagram["width"] / diagram["natural_width"]
-        assert scale >= MIN_DIAGRAM_SCALE, f"{where}: drawn at {scale:.0%} of its size to fit, too small to read"
+        assert scale >= MIN_DIAGRAM_SCALE, (
+            f"{where}: drawn at {scale:.0%} of its size to fit, too small to read"
+        )
 
 
 @pytest.mark.parametrize("width", [1400, 1920])

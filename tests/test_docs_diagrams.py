@@ -1,16 +1,19 @@
 """The docs' diagrams say what the code does: each is read back and checked against the real thing.
 
-- selection.md: the two decision-tree flowcharts are walked, way by way; each way is a real selection over fake
-  installed plugins in a fresh process, which must end in the rule or error the diagram ends in. Every arrow is
-  taken by some way; the rules are the code's ``RULE_*`` constants and the errors are the ones the prose names.
-- hooks.md: the sequence diagram's hooks are registered on a real ``HookRegistry`` in the order it states; a call
-  must run them in the order of its notes, and ``describe()`` must list them in the order of its participants.
-- processes.md: a real child is started with each start method; what it does again and what it inherits must be
-  what the start-method diagram says, and each step of the per-process diagram is observed in those processes.
+- selection.md: the two decision-tree flowcharts are walked, way by way; each way is a real
+  selection over fake installed plugins in a fresh process, which must end in the rule or error the
+  diagram ends in. Every arrow is taken by some way; the rules are the code's ``RULE_*`` constants
+  and the errors are the ones the prose names.
+- hooks.md: the sequence diagram's hooks are registered on a real ``HookRegistry`` in the order it
+  states; a call must run them in the order of its notes, and ``describe()`` must list them in the
+  order of its participants.
+- processes.md: a real child is started with each start method; what it does again and what it
+  inherits must be what the start-method diagram says, and each step of the per-process diagram is
+  observed in those processes.
 
-The diagrams are Mermaid, kept to the small subset parsed here; a line outside it fails the test, so a diagram
-cannot say something these tests do not read. That the diagrams reach the built pages is checked in
-``tests/test_docs.py``; that a browser draws them, by ``tests/test_docs_browser.py``.
+The diagrams are Mermaid, kept to the small subset parsed here; a line outside it fails the test, so
+a diagram cannot say something these tests do not read. That the diagrams reach the built pages is
+checked in ``tests/test_docs.py``; that a browser draws them, by ``tests/test_docs_browser.py``.
 """
 
 from __future__ import annotations
@@ -33,17 +36,20 @@ from pathlib import Path
 import pytest
 from _docs_support import DOCS_DIR, REPO_ROOT, mermaid_blocks
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Reading Mermaid flowcharts and sequence diagrams (the subset the docs use).
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 _SHAPES = r"\[\[|\(\[|\{\{|\[|\(|\{"
-_NODE = re.compile(rf'^(?P<id>\w+)(?P<open>{_SHAPES})"(?P<label>.*)"(?:\]\]|\]\)|\}}\}}|\]|\)|\}})$')
+_NODE = re.compile(
+    rf'^(?P<id>\w+)(?P<open>{_SHAPES})"(?P<label>.*)"(?:\]\]|\]\)|\}}\}}|\]|\)|\}})$'
+)
 _EDGE = re.compile(r'^(?P<src>\w+) -- "(?P<label>[^"]*)" --> (?P<dst>\w+)$')
 _CHAIN = re.compile(r"^\w+(?: --> \w+)+$")
 _LINK = re.compile(r"^\w+ -\.- \w+$")
 _IGNORED = re.compile(
-    r'^(?:%%.*|flowchart (?:TD|TB|LR)|direction (?:TB|LR)|subgraph \w+ \["[^"]*"\]|end|classDef .*|class [\w,]+ \w+)$'
+    r'^(?:%%.*|flowchart (?:TD|TB|LR)|direction (?:TB|LR)|subgraph \w+ \["[^"]*"\]|end|classDef '
+    r".*|class [\w,]+ \w+)$"
 )
 
 
@@ -62,7 +68,8 @@ class Flowchart:
     edges: list[tuple[str, str, str]] = field(default_factory=list)  # (from, label as read, to)
 
     def add(self, source: str) -> Flowchart:
-        """Read one diagram into this graph; node ids shared by several diagrams are the same node."""
+        """Read one diagram into this graph; node ids shared by several diagrams are the same
+        node."""
         for number, raw in enumerate(source.splitlines(), start=1):
             line = raw.strip()
             if not line or _IGNORED.match(line) or _LINK.match(line):
@@ -75,7 +82,9 @@ class Flowchart:
                 ids = line.split(" --> ")
                 self.edges.extend((a, "", b) for a, b in itertools.pairwise(ids))
             else:
-                raise AssertionError(f"diagram line {number} is outside the Mermaid subset the tests read: {raw!r}")
+                raise AssertionError(
+                    f"diagram line {number} is outside the Mermaid subset the tests read: {raw!r}"
+                )
         return self
 
     def outgoing(self, node: str) -> list[tuple[str, str, str]]:
@@ -87,7 +96,8 @@ class Flowchart:
         return sorted(targets - sources)
 
     def walk(self, start: str, choices: list[str]) -> tuple[str, list[tuple[str, str, str]]]:
-        """Follow ``choices`` (edge labels) from ``start``; an only way out needs no choice. Returns (end, edges)."""
+        """Follow ``choices`` (edge labels) from ``start``; an only way out needs no choice. Returns
+        (end, edges)."""
         node, taken, pending = start, [], list(choices)
         while True:
             out = self.outgoing(node)
@@ -97,9 +107,15 @@ class Flowchart:
             if len(out) == 1:
                 edge = out[0]
             else:
-                assert pending, f"at {node!r} the diagram offers {[e[1] for e in out]}, and the walk has no choice left"
+                assert pending, (
+                    f"at {node!r} the diagram offers {[e[1] for e in out]}, and the walk has no "
+                    "choice left"
+                )
                 matches = [e for e in out if e[1] == pending[0]]
-                assert matches, f"at {node!r} there is no arrow labelled {pending[0]!r}, only {[e[1] for e in out]}"
+                assert matches, (
+                    f"at {node!r} there is no arrow labelled {pending[0]!r}, only "
+                    f"{[e[1] for e in out]}"
+                )
                 edge = matches[0]
                 pending.pop(0)
             taken.append(edge)
@@ -114,7 +130,8 @@ def flowchart(*sources: str) -> Flowchart:
 
 
 def outcome_of(label: str) -> str:
-    """``rule: explicit`` -> ``explicit``; ``PlatformNotFoundError ...`` -> ``PlatformNotFoundError``."""
+    """``rule: explicit`` -> ``explicit``; ``PlatformNotFoundError ...`` ->
+    ``PlatformNotFoundError``."""
     text = text_of(label)
     if m := re.match(r"rule: ([\w-]+)", text):
         return m[1]
@@ -145,7 +162,9 @@ def sequence(source: str) -> Sequence:
         elif m := _NOTE.match(line):
             notes.append(m["id"])
         elif not _MESSAGE.match(line):
-            raise AssertionError(f"diagram line {number} is outside the Mermaid subset the tests read: {raw!r}")
+            raise AssertionError(
+                f"diagram line {number} is outside the Mermaid subset the tests read: {raw!r}"
+            )
     return Sequence(participants, notes)
 
 
@@ -154,27 +173,40 @@ def _page(name: str) -> str:
 
 
 def _run(
-    code: str, site: Path, env: dict[str, str] | None = None, args: tuple[str, ...] = (), timeout: int = 120
+    code: str,
+    site: Path,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
+    timeout: int = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` as a script in a fresh process with ``site`` as its installed plugins and no SGLANG_* set."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_") and k != "PYTHONPATH"}
+    """Run ``code`` as a script in a fresh process with ``site`` as its installed plugins and no
+    SGLANG_* set."""
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith("SGLANG_") and k != "PYTHONPATH"
+    }
     base.update(env or {})
     base["PYTHONPATH"] = str(site)
     script = site.parent / f"script_{uuid.uuid4().hex[:8]}.py"
     script.write_text(textwrap.dedent(code), encoding="utf-8")
     return subprocess.run(
-        [sys.executable, str(script), *args], cwd=site.parent, env=base, capture_output=True, text=True, timeout=timeout
+        [sys.executable, str(script), *args],
+        cwd=site.parent,
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # selection.md: the decision tree.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @functools.cache
 def selection_chart() -> Flowchart:
-    """The two decision-tree diagrams of selection.md, read as one graph (they share the ``unset`` box)."""
+    """The two decision-tree diagrams of selection.md, read as one graph (they share the ``unset``
+    box)."""
     return flowchart(*mermaid_blocks(_page("selection.md")))
 
 
@@ -190,17 +222,27 @@ def test_the_selection_diagrams_name_exactly_the_codes_rules() -> None:
 
     rules = {value for name, value in vars(platforms).items() if name.startswith("RULE_")}
     chart = selection_chart()
-    drawn = {outcome_of(chart.labels[end]) for end in chart.terminals() if "rule:" in chart.labels[end]}
+    drawn = {
+        outcome_of(chart.labels[end]) for end in chart.terminals() if "rule:" in chart.labels[end]
+    }
     assert drawn == rules
 
 
 def test_the_selection_diagrams_name_exactly_the_errors_the_steps_beside_them_name() -> None:
     import sglang_plugin_runtime.errors as errors
 
-    known = {name for name, value in vars(errors).items() if isinstance(value, type) and issubclass(value, Exception)}
+    known = {
+        name
+        for name, value in vars(errors).items()
+        if isinstance(value, type) and issubclass(value, Exception)
+    }
     named_in_prose = set(re.findall(r"\b(\w+Error)\b", _decision_tree_prose())) & known
     chart = selection_chart()
-    drawn = {outcome_of(chart.labels[end]) for end in chart.terminals() if "rule:" not in chart.labels[end]}
+    drawn = {
+        outcome_of(chart.labels[end])
+        for end in chart.terminals()
+        if "rule:" not in chart.labels[end]
+    }
     assert drawn <= known, f"the diagram names errors the runtime does not have: {drawn - known}"
     assert drawn == named_in_prose
 
@@ -227,7 +269,8 @@ _ACTIVATE = {
 
 @dataclass
 class Way:
-    """One way through the decision tree: what is installed, the environment, the choices the diagram takes."""
+    """One way through the decision tree: what is installed, the environment, the choices the
+    diagram takes."""
 
     name: str
     plugins: dict[str, str]  # "dist/plugin" -> one of _ACTIVATE's keys
@@ -243,7 +286,12 @@ WAYS = [
         {"SGLANG_PLATFORM": "acme"},
         ["set", "yes", "no", "returns a value", "yes"],
     ),
-    Way("named plugin not installed", {"acme-npu/acme": "class"}, {"SGLANG_PLATFORM": "nope"}, ["set", "no"]),
+    Way(
+        "named plugin not installed",
+        {"acme-npu/acme": "class"},
+        {"SGLANG_PLATFORM": "nope"},
+        ["set", "no"],
+    ),
     Way(
         "named plugin offered twice",
         {"acme-npu/acme": "class", "acme-fork/acme": "class"},
@@ -275,7 +323,12 @@ WAYS = [
         ["set", "yes", "no", "returns a value", "no"],
     ),
     Way("set by code", {"acme-npu/acme": "class"}, {}, [], start="code"),
-    Way("a name offered twice", {"acme-npu/acme": "class", "acme-fork/acme": "none"}, {}, ["unset", "yes"]),
+    Way(
+        "a name offered twice",
+        {"acme-npu/acme": "class", "acme-fork/acme": "none"},
+        {},
+        ["unset", "yes"],
+    ),
     Way(
         "strict and a plugin raises",
         {"acme-npu/acme": "raises", "bolt-accel/bolt": "class"},
@@ -295,7 +348,12 @@ WAYS = [
         ["unset", "no", "one returns an invalid value"],
     ),
     Way("none activates", {"acme-npu/acme": "none"}, {}, ["unset", "no", "all called", "0"]),
-    Way("one activates", {"acme-npu/acme": "class", "bolt-accel/bolt": "none"}, {}, ["unset", "no", "all called", "1"]),
+    Way(
+        "one activates",
+        {"acme-npu/acme": "class", "bolt-accel/bolt": "none"},
+        {},
+        ["unset", "no", "all called", "1"],
+    ),
     Way(
         "two activate",
         {"acme-npu/acme": "class", "bolt-accel/bolt": "class"},
@@ -343,7 +401,9 @@ def test_every_way_through_the_selection_diagrams_is_tested() -> None:
         end, edges = chart.walk(way.start, way.choices)
         reached.add(end)
         taken.update(edges)
-    assert reached == set(chart.terminals()), f"final boxes no way reaches: {set(chart.terminals()) - reached}"
+    assert reached == set(chart.terminals()), (
+        f"final boxes no way reaches: {set(chart.terminals()) - reached}"
+    )
     assert taken == set(chart.edges), f"arrows no way takes: {set(chart.edges) - taken}"
 
 
@@ -359,9 +419,9 @@ def test_a_real_selection_ends_where_the_selection_diagram_says(way: Way, tmp_pa
     assert result["outcome"] == outcome_of(selection_chart().labels[end]), (way, result)
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # hooks.md: how the hook types nest around a call.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @functools.cache
@@ -370,7 +430,17 @@ def hook_sequence() -> Sequence:
     return sequence(source)
 
 
-_ORDINAL = {"1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5, "6th": 6, "7th": 7, "8th": 8, "9th": 9}
+_ORDINAL = {
+    "1st": 1,
+    "2nd": 2,
+    "3rd": 3,
+    "4th": 4,
+    "5th": 5,
+    "6th": 6,
+    "7th": 7,
+    "8th": 8,
+    "9th": 9,
+}
 
 
 def _drawn_hooks() -> list[tuple[str, str, int]]:
@@ -380,19 +450,24 @@ def _drawn_hooks() -> list[tuple[str, str, int]]:
         m = re.fullmatch(r"(BEFORE|AFTER|AROUND|REPLACE) (\w+) registered (\w+)", label)
         if pid == "caller":
             continue
-        assert m and m[2] == pid, f"participant {pid!r} must read 'TYPE {pid} registered Nth', not {label!r}"
+        assert m and m[2] == pid, (
+            f"participant {pid!r} must read 'TYPE {pid} registered Nth', not {label!r}"
+        )
         hooks.append((m[1], m[2], _ORDINAL[m[3]]))
     return hooks
 
 
 def _drawn_run_order() -> list[str]:
-    """The notes, as the log a call writes: an AROUND's first note is its code before ``original_fn``, then after."""
+    """The notes, as the log a call writes: an AROUND's first note is its code before
+    ``original_fn``, then after."""
     kinds = {name: kind for kind, name, _ in _drawn_hooks()}
     seen: dict[str, int] = {}
     order = []
     for pid in hook_sequence().notes:
         seen[pid] = seen.get(pid, 0) + 1
-        order.append(f"{pid} {'in' if seen[pid] == 1 else 'out'}" if kinds[pid] == "AROUND" else pid)
+        order.append(
+            f"{pid} {'in' if seen[pid] == 1 else 'out'}" if kinds[pid] == "AROUND" else pid
+        )
     return order
 
 
@@ -436,22 +511,30 @@ def target_module():
     del sys.modules[name]
 
 
-def test_a_real_call_runs_the_hooks_in_the_order_of_the_hook_diagrams_notes(hook_registry, target_module) -> None:
+def test_a_real_call_runs_the_hooks_in_the_order_of_the_hook_diagrams_notes(
+    hook_registry, target_module
+) -> None:
     from sglang_plugin_runtime.plugins.hook_registry import HookType
 
     log: list[str] = []
     for kind, name in _registration_order():
-        hook_registry.register(f"{target_module.__name__}.f", _make_hook(kind, name, log), getattr(HookType, kind))
+        hook_registry.register(
+            f"{target_module.__name__}.f", _make_hook(kind, name, log), getattr(HookType, kind)
+        )
     hook_registry.apply_hooks()
     assert target_module.f(7) == 7
     assert log == _drawn_run_order()
 
 
-def test_describe_lists_the_hooks_in_the_order_of_the_hook_diagrams_participants(hook_registry, target_module) -> None:
+def test_describe_lists_the_hooks_in_the_order_of_the_hook_diagrams_participants(
+    hook_registry, target_module
+) -> None:
     from sglang_plugin_runtime.plugins.hook_registry import HookType
 
     for kind, name in _registration_order():
-        hook_registry.register(f"{target_module.__name__}.f", _make_hook(kind, name, []), getattr(HookType, kind))
+        hook_registry.register(
+            f"{target_module.__name__}.f", _make_hook(kind, name, []), getattr(HookType, kind)
+        )
     hook_registry.apply_hooks()
     (report,) = hook_registry.describe(f"{target_module.__name__}.f")
     described = [(h.type.upper(), h.hook.rsplit(".", 1)[-1]) for h in report.hooks]
@@ -463,12 +546,14 @@ def test_the_hook_diagram_states_what_the_composition_prose_states() -> None:
     registrations = re.search(r"For the registrations\s+`([^`]+)`", text)[1]
     assert [tuple(item.split()) for item in registrations.split(", ")] == _registration_order()
     arrows = re.search(r"```\n(b\w+ -> .*)\n```", text)[1]
-    assert [re.sub(r"\((in|out)\)", r" \1", step) for step in arrows.split(" -> ")] == _drawn_run_order()
+    assert [
+        re.sub(r"\((in|out)\)", r" \1", step) for step in arrows.split(" -> ")
+    ] == _drawn_run_order()
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # processes.md: which process discovers, selects, loads and applies, and what a child inherits.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @functools.cache
@@ -495,7 +580,9 @@ def _start_method_claims() -> dict[str, dict[str, str]]:
         for line in lines_of(chart.labels[child]):
             key, _, value = line.partition(": ")
             if key in ASPECTS:
-                assert ("again" in value) != ("inherited" in value), f"{key}: says neither or both: {line!r}"
+                assert ("again" in value) != ("inherited" in value), (
+                    f"{key}: says neither or both: {line!r}"
+                )
                 stated[key] = "again" if "again" in value else "inherited"
         assert set(stated) == set(ASPECTS), f"the {child!r} box must state each of {ASPECTS}"
         for method in label.split(", "):
@@ -593,7 +680,8 @@ if __name__ == "__main__":
 
 @pytest.fixture(scope="module")
 def processes(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One real run: a parent that loads and selects, then a child per start method; what each did, and where."""
+    """One real run: a parent that loads and selects, then a child per start method; what each did,
+    and where."""
     from sglang_plugin_runtime.testing import write_fake_distribution
 
     root = tmp_path_factory.mktemp("processes")
@@ -615,7 +703,10 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> dict:
         modules={"acme_tools.py": modules["acme_tools.py"]},
     )
     write_fake_distribution(
-        site, "procdemo-target", "1.0", modules={"procdemo_target.py": modules["procdemo_target.py"]}
+        site,
+        "procdemo-target",
+        "1.0",
+        modules={"procdemo_target.py": modules["procdemo_target.py"]},
     )
     log = root / "events.log"
     log.touch()
@@ -625,16 +716,22 @@ def processes(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="fork and forkserver are POSIX start methods")
-def test_each_start_method_gives_the_child_what_the_start_method_diagram_says(processes: dict) -> None:
+def test_each_start_method_gives_the_child_what_the_start_method_diagram_says(
+    processes: dict,
+) -> None:
     claims = _start_method_claims()
     assert set(claims) == {"spawn", "forkserver", "fork"}
     children = processes["children"]
-    observed = {method: {aspect: result[aspect] for aspect in ASPECTS} for method, result in children.items()}
+    observed = {
+        method: {aspect: result[aspect] for aspect in ASPECTS}
+        for method, result in children.items()
+    }
     assert observed == claims
 
 
 def test_in_every_process_the_hooks_run_and_no_target_is_imported_early(processes: dict) -> None:
-    """The per-process diagram's last load step: targets already imported now, the others at their first import."""
+    """The per-process diagram's last load step: targets already imported now, the others at their
+    first import."""
     assert "first import" in text_of(layout_chart().labels["apply"])
     for where, result in [("parent", processes["parent"]), *processes["children"].items()]:
         assert result["hooked call"] == 10, where
@@ -642,12 +739,15 @@ def test_in_every_process_the_hooks_run_and_no_target_is_imported_early(processe
 
 
 def test_the_discovery_scan_is_kept_in_the_process_that_made_it(processes: dict) -> None:
-    """The per-process diagram's discover step: one scan, kept in memory (so a later install is not seen)."""
+    """The per-process diagram's discover step: one scan, kept in memory (so a later install is not
+    seen)."""
     assert "kept in memory" in text_of(layout_chart().labels["discover"])
     assert processes["parent"]["sees a plugin installed after its scan"] is False
 
 
-def test_the_per_process_diagram_runs_discover_load_apply_from_load_plugins_and_select_from_first_access() -> None:
+def test_the_per_process_diagram_runs_discover_load_apply_from_load_plugins_and_select_from_first_access() -> (
+    None
+):
     chart = layout_chart()
     end, edges = chart.walk("loadcall", [])
     assert (end, [edge[2] for edge in edges]) == ("apply", ["discover", "load", "apply"])
@@ -657,13 +757,16 @@ def test_the_per_process_diagram_runs_discover_load_apply_from_load_plugins_and_
 
 
 def _sglang_sources() -> Path | None:
-    for candidate in sorted((REPO_ROOT / ".cache").glob("sglang-venv-*/lib/python*/site-packages/sglang")):
+    for candidate in sorted(
+        (REPO_ROOT / ".cache").glob("sglang-venv-*/lib/python*/site-packages/sglang")
+    ):
         return candidate
     return None
 
 
 def _calls(path: Path, function: str, callee: str) -> bool:
-    """Whether ``function`` (``name`` or ``Class.name``) in the module at ``path`` calls something named ``callee``."""
+    """Whether ``function`` (``name`` or ``Class.name``) in the module at ``path`` calls something
+    named ``callee``."""
     scope: ast.AST = ast.parse(path.read_text(encoding="utf-8"))
     *classes, name = function.split(".")
     for cls in classes:
@@ -671,32 +774,43 @@ def _calls(path: Path, function: str, callee: str) -> bool:
     for node in ast.walk(scope):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
             return any(
-                isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", None)) == callee
+                isinstance(call, ast.Call)
+                and getattr(call.func, "id", getattr(call.func, "attr", None)) == callee
                 for call in ast.walk(node)
             )
     raise AssertionError(f"{path} has no function {function}()")
 
 
-@pytest.mark.skipif(_sglang_sources() is None, reason="SGLang 0.5.23's sources are installed by `make test-sglang`")
+@pytest.mark.skipif(
+    _sglang_sources() is None, reason="SGLang 0.5.23's sources are installed by `make test-sglang`"
+)
 def test_the_process_layout_diagram_matches_sglangs_entry_functions() -> None:
     sglang = _sglang_sources()
     assert sglang is not None
     entry_functions = {
         "scheduler": (sglang / "srt/managers/scheduler.py", "run_scheduler_process"),
         "detokenizer": (sglang / "srt/managers/detokenizer_manager.py", "run_detokenizer_process"),
-        "dpcontroller": (sglang / "srt/managers/data_parallel_controller.py", "run_data_parallel_controller_process"),
+        "dpcontroller": (
+            sglang / "srt/managers/data_parallel_controller.py",
+            "run_data_parallel_controller_process",
+        ),
         "server": (sglang / "srt/entrypoints/engine.py", "Engine.__init__"),
     }
     for node, (path, function) in entry_functions.items():
         assert node in layout_chart().labels
-        assert _calls(path, function, "load_plugins"), f"{function}() no longer calls load_plugins()"
+        assert _calls(path, function, "load_plugins"), (
+            f"{function}() no longer calls load_plugins()"
+        )
     assert _calls(sglang / "srt/entrypoints/engine.py", "_set_envs_and_config", "set_start_method")
-    assert {label for _, label, _ in layout_chart().edges if label} <= {"spawn", "spawn, per DP rank"}
+    assert {label for _, label, _ in layout_chart().edges if label} <= {
+        "spawn",
+        "spawn, per DP rank",
+    }
 
 
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # real-server.md: the server's processes and where plugins load, in each world.
-# ---------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @functools.cache
@@ -725,7 +839,9 @@ def test_each_process_of_the_real_server_diagram_loads_plugins_where_it_says() -
         "detokenizer": (sglang / "srt/managers/detokenizer_manager.py", "run_detokenizer_process"),
     }.items():
         assert function in text_of(chart.labels[node])
-        assert _calls(path, function, "load_plugins"), f"{function}() no longer calls load_plugins()"
+        assert _calls(path, function, "load_plugins"), (
+            f"{function}() no longer calls load_plugins()"
+        )
     line = re.search(r"launch_server\.py:(\d+)", text_of(chart.labels["server"]))
     assert line is not None
     source = (sglang / "launch_server.py").read_text(encoding="utf-8").splitlines()

@@ -1,4 +1,5 @@
-"""The doc-test machinery itself: a broken example fails, naming page and line; the conventions hold.
+"""The doc-test machinery itself: a broken example fails, naming page and line; the conventions
+hold.
 
 Every page here is written into a temporary folder, never into docs/.
 """
@@ -147,21 +148,26 @@ def test_multiprocessing_spawn_works_in_an_example(page: Path) -> None:
     assert result.ok, result.output
 
 
-def test_examples_run_without_plugin_environment_variables(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_examples_run_without_plugin_environment_variables(
+    page: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SGLANG_PLATFORM", "leaked")
     assert run_example(by_line(collect([page]), 55)).ok
 
 
 def test_unknown_options_are_reported(tmp_path: Path) -> None:
     path = tmp_path / "bad.md"
-    path.write_text('```python test="skipp"\npass\n```\n\n```py test="skip"\npass\n```\n', encoding="utf-8")
+    path.write_text(
+        '```python test="skipp"\npass\n```\n\n```py test="skip"\npass\n```\n', encoding="utf-8"
+    )
     problems = invalid_settings([path])
     assert len(problems) == 2
     assert 'test="skipp"' in problems[0] and "needs reason" in problems[1]
 
 
 class _PythonName(str):
-    """A ``!!python/name:module.attr`` value of mkdocs.yml (the Mermaid fence's formatter), kept as written."""
+    """A ``!!python/name:module.attr`` value of mkdocs.yml (the Mermaid fence's formatter), kept as
+    written."""
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -172,14 +178,18 @@ class _ConfigDumper(yaml.SafeDumper):
     pass
 
 
-_ConfigLoader.add_multi_constructor("tag:yaml.org,2002:python/name:", lambda loader, suffix, node: _PythonName(suffix))
+_ConfigLoader.add_multi_constructor(
+    "tag:yaml.org,2002:python/name:", lambda loader, suffix, node: _PythonName(suffix)
+)
 _ConfigDumper.add_representer(
-    _PythonName, lambda dumper, value: dumper.represent_scalar(f"tag:yaml.org,2002:python/name:{value}", "")
+    _PythonName,
+    lambda dumper, value: dumper.represent_scalar(f"tag:yaml.org,2002:python/name:{value}", ""),
 )
 
 
 def _mini_site(tmp_path: Path, pages: dict[str, str]) -> Path:
-    """A site with the real mkdocs.yml's settings (validation, hooks, extensions), but only ``pages``."""
+    """A site with the real mkdocs.yml's settings (validation, hooks, extensions), but only
+    ``pages``."""
     config = yaml.load((REPO_ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_ConfigLoader)
     docs = tmp_path / "docs"
     docs.mkdir(parents=True)
@@ -189,7 +199,9 @@ def _mini_site(tmp_path: Path, pages: dict[str, str]) -> Path:
     config["nav"] = list(pages)
     config["hooks"] = [str(REPO_ROOT / hook) for hook in config["hooks"]]
     config["plugins"] = [
-        p for p in config["plugins"] if p != "mkdocstrings" and not (isinstance(p, dict) and "mkdocstrings" in p)
+        p
+        for p in config["plugins"]
+        if p != "mkdocstrings" and not (isinstance(p, dict) and "mkdocstrings" in p)
     ]
     (tmp_path / "mkdocs.yml").write_text(yaml.dump(config, Dumper=_ConfigDumper), encoding="utf-8")
     return tmp_path
@@ -248,7 +260,8 @@ def test_strict_build_fails_on_a_broken_link_and_a_failing_command(tmp_path: Pat
     assert "generated at build time" in html
     assert "get_default_attention_backend() -&gt; str" in html  # the generated contract table
     other = (good / "site" / "other" / "index.html").read_text(encoding="utf-8")
-    assert "zeta-gpu 0.3" in other  # the console block ran where the page's setup block wrote its site
+    # the console block ran where the page's setup block wrote its site
+    assert "zeta-gpu 0.3" in other
     assert "setup=" not in other  # doc-test options never reach the page
 
     broken = _mini_site(

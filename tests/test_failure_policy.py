@@ -1,5 +1,6 @@
-"""The failure policy (SGLang's diffusion loader's, for every namespace): what a plugin's failure stops, what it
-discards, and how it is told; each scenario in a fresh process over fake installed distributions."""
+"""The failure policy (SGLang's diffusion loader's, for every namespace): what a plugin's failure
+stops, what it discards, and how it is told; each scenario in a fresh process over fake installed
+distributions."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from _plugin_site import PluginSite, platform_module
 
 TARGET = {"target_mod.py": "def greet():\n    return 'hello'\n"}
 
-#: A hook the module (or a class's __init__) registers on target_mod.greet, attributed to whoever's code runs.
+#: A hook the module (or a class's __init__) registers on target_mod.greet, attributed to whoever's
+#: code runs.
 UPPER = """
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
 def upper(result):
@@ -51,15 +53,20 @@ def _platform_with_hooking_constructor(site: PluginSite, constructor: str) -> No
     site.add(
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
-        modules={"acme_platform.py": platform_module("AcmePlatform", "acmenpu", body, extra="\n" + extra), **TARGET},
+        modules={
+            "acme_platform.py": platform_module(
+                "AcmePlatform", "acmenpu", body, extra="\n" + extra
+            ),
+            **TARGET,
+        },
     )
 
 
 @pytest.mark.fault(
     "selection",
     "the selected platform class's __init__ registers a hook, then raises",
-    "the hook is attributed to the platform plugin and discarded; selection fails with PluginLoadError naming the "
-    "plugin (was: attributed to no plugin and left applied)",
+    "the hook is attributed to the platform plugin and discarded; selection fails with "
+    "PluginLoadError naming the plugin (was: attributed to no plugin and left applied)",
 )
 def test_a_hook_registered_by_a_failing_platform_constructor_is_discarded(site: PluginSite) -> None:
     _platform_with_hooking_constructor(site, "raise RuntimeError('device lost')")
@@ -69,7 +76,9 @@ def test_a_hook_registered_by_a_failing_platform_constructor_is_discarded(site: 
     assert out["greet"] == "hello" and out["hooks"] == []
 
 
-def test_a_hook_registered_by_the_platform_constructor_belongs_to_the_platform_plugin(site: PluginSite) -> None:
+def test_a_hook_registered_by_the_platform_constructor_belongs_to_the_platform_plugin(
+    site: PluginSite,
+) -> None:
     _platform_with_hooking_constructor(site, "pass")
     out = site.run_json(REPORT)
     assert out["plugin"] == "acme"
@@ -86,8 +95,8 @@ class Unprintable(Exception):
 @pytest.mark.fault(
     "plugins",
     "register() raises an exception whose __str__ itself raises",
-    "that plugin's failure (failed-call) with a description of the exception, the other plugins load; "
-    "load_plugins() returns (was: the error escaped load_plugins())",
+    "that plugin's failure (failed-call) with a description of the exception, the other plugins "
+    "load; load_plugins() returns (was: the error escaped load_plugins())",
 )
 def test_a_register_exception_whose_str_raises_is_that_plugins_failure(site: PluginSite) -> None:
     site.add("target", modules=TARGET)
@@ -103,21 +112,26 @@ def test_a_register_exception_whose_str_raises_is_that_plugins_failure(site: Plu
     )
     out = site.run_json(REPORT)
     status, reason = out["plugins"]["bad"]
-    assert status == "failed-call" and "Unprintable" in reason and "str() raised ValueError" in reason
+    assert (
+        status == "failed-call" and "Unprintable" in reason and "str() raised ValueError" in reason
+    )
     assert out["plugins"]["good"] == ["loaded", ""]
 
 
 @pytest.mark.fault(
     "selection",
     "a platform plugin's activate() raises an exception whose __str__ itself raises, auto mode",
-    "that plugin is skipped with a WARNING describing the exception; the fallback is selected (was: ImportError: "
-    "cannot import name 'current_platform', naming no plugin)",
+    "that plugin is skipped with a WARNING describing the exception; the fallback is selected "
+    "(was: ImportError: cannot import name 'current_platform', naming no plugin)",
 )
 def test_an_activate_exception_whose_str_raises_is_that_plugins_failure(site: PluginSite) -> None:
     site.add(
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
-        modules={"acme_platform.py": UNPRINTABLE + "def activate():\n    raise Unprintable()\n", **TARGET},
+        modules={
+            "acme_platform.py": UNPRINTABLE + "def activate():\n    raise Unprintable()\n",
+            **TARGET,
+        },
     )
     out = site.run_json(REPORT)
     assert out["plugin"] is None
@@ -128,8 +142,8 @@ def test_an_activate_exception_whose_str_raises_is_that_plugins_failure(site: Pl
 @pytest.mark.fault(
     "plugins",
     "register() waits for a helper thread that calls load_plugins() (a join, a future's result)",
-    "no hang: the helper gets ReentrantLoadError naming the plugin, and the plugin fails (failed-call), its hooks "
-    "discarded; the other plugins load",
+    "no hang: the helper gets ReentrantLoadError naming the plugin, and the plugin fails "
+    "(failed-call), its hooks discarded; the other plugins load",
 )
 @pytest.mark.parametrize(
     "wait",
@@ -139,7 +153,9 @@ def test_an_activate_exception_whose_str_raises_is_that_plugins_failure(site: Pl
     ],
     ids=["join", "future"],
 )
-def test_register_waiting_on_a_thread_that_loads_plugins_is_refused_not_deadlocked(site: PluginSite, wait: str) -> None:
+def test_register_waiting_on_a_thread_that_loads_plugins_is_refused_not_deadlocked(
+    site: PluginSite, wait: str
+) -> None:
     site.add("target", modules=TARGET)
     site.add(
         "waiting-dist",
@@ -178,7 +194,9 @@ def test_register_waiting_on_a_thread_that_loads_plugins_is_refused_not_deadlock
     assert out["greet"] == "hello" and out["hooks"] == []
 
 
-def test_load_plugins_from_a_plugins_own_thread_returns_the_load_in_progress(site: PluginSite) -> None:
+def test_load_plugins_from_a_plugins_own_thread_returns_the_load_in_progress(
+    site: PluginSite,
+) -> None:
     site.add(
         "nested-dist",
         entry_points={"sglang.srt.plugins": {"nested": "nested_plugin:register"}},
@@ -205,8 +223,9 @@ GENERAL_OF_PLATFORM = {
 @pytest.mark.fault(
     "plugins",
     "a general plugin shipped by the selected platform's distribution fails (import or register())",
-    "PluginLoadError naming the plugin and saying it belongs to the selected platform's distribution: start-up "
-    "stops (SGLang's diffusion loader's rule; 0.5.23's srt loader logs and goes on)",
+    "PluginLoadError naming the plugin and saying it belongs to the selected platform's "
+    "distribution: start-up stops (SGLang's diffusion loader's rule; 0.5.23's srt loader logs and "
+    "goes on)",
 )
 def test_a_failing_general_plugin_of_the_selected_platform_stops_loading(site: PluginSite) -> None:
     site.add(
@@ -231,7 +250,10 @@ def test_a_failing_general_plugin_of_an_unselected_platform_is_skipped(site: Plu
             "sglang.srt.platforms": {"acme": "acme_platform:activate"},
             "sglang.srt.plugins": {"acme_ops": "acme_ops:register"},
         },
-        modules={**GENERAL_OF_PLATFORM, "acme_platform.py": platform_module("AcmePlatform", "acmenpu", "return None")},
+        modules={
+            **GENERAL_OF_PLATFORM,
+            "acme_platform.py": platform_module("AcmePlatform", "acmenpu", "return None"),
+        },
     )
     out = site.run_json(REPORT)
     assert out["plugin"] is None and out["plugins"]["acme_ops"][0] == "failed-call"
@@ -240,15 +262,23 @@ def test_a_failing_general_plugin_of_an_unselected_platform_is_skipped(site: Plu
 @pytest.mark.fault(
     "plugins",
     "the selected platform's distribution registers a hook on a module that cannot be found",
-    "load_plugins() raises PluginLoadError naming the distribution and the target: its hooks must apply",
+    "load_plugins() raises PluginLoadError naming the distribution and the target: its hooks must "
+    "apply",
 )
 def test_hooks_of_the_selected_platform_that_cannot_apply_stop_loading(site: PluginSite) -> None:
     extra = UPPER + "HookRegistry.register('no_such_vendor_module.f', upper, HookType.AFTER)\n"
     site.add(
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
-        modules={"acme_platform.py": platform_module("AcmePlatform", "acmenpu", extra=extra), **TARGET},
+        modules={
+            "acme_platform.py": platform_module("AcmePlatform", "acmenpu", extra=extra),
+            **TARGET,
+        },
     )
     out = site.run_json(REPORT)
     error, message = out["load_error"]
-    assert error == "PluginLoadError" and "acme-npu" in message and "no_such_vendor_module.f" in message
+    assert (
+        error == "PluginLoadError"
+        and "acme-npu" in message
+        and "no_such_vendor_module.f" in message
+    )

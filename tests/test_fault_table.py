@@ -1,4 +1,5 @@
-"""docs/reliability.md's fault table is generated from the tests marked ``@pytest.mark.fault``: it cannot drift."""
+"""docs/reliability.md's fault table is generated from the tests marked ``@pytest.mark.fault``: it
+cannot drift."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from _fault_table import DOC, collect, current_section, render
 def test_fault_table_in_the_docs_matches_the_marked_tests() -> None:
     expected = render(collect())
     assert current_section(DOC.read_text(encoding="utf-8")) == expected, (
-        "docs/reliability.md is out of date with the @pytest.mark.fault tests: run python tests/_fault_table.py --write"
+        "docs/reliability.md is out of date with the @pytest.mark.fault tests: run python "
+        "tests/_fault_table.py --write"
     )
 
 

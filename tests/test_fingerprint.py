@@ -1,6 +1,8 @@
-"""The plugin fingerprint: what it records of a process's plugins, and that nothing per process or host is in it.
+"""The plugin fingerprint: what it records of a process's plugins, and that nothing per process or
+host is in it.
 
-Each scenario builds the fingerprint in a fresh process over fake installed distributions (``_plugin_site``).
+Each scenario builds the fingerprint in a fresh process over fake installed distributions
+(``_plugin_site``).
 """
 
 from __future__ import annotations
@@ -55,7 +57,9 @@ def fingerprint(site: PluginSite, before: str = "load_plugins()", **env: str) ->
     return site.run_json(FINGERPRINT.format(before=before), env=env)
 
 
-def test_records_the_selected_platform_with_its_provenance_and_every_activation(site: PluginSite) -> None:
+def test_records_the_selected_platform_with_its_provenance_and_every_activation(
+    site: PluginSite,
+) -> None:
     populate(site)
     platform = fingerprint(site)["data"]["platform"]
     assert platform == {
@@ -68,7 +72,12 @@ def test_records_the_selected_platform_with_its_provenance_and_every_activation(
         "error_type": None,
         "activations": [
             {"plugin": "acme", "distribution": "acme-npu", "version": "1.0", "status": "activated"},
-            {"plugin": "bolt", "distribution": "bolt-accel", "version": "1.0", "status": "unavailable"},
+            {
+                "plugin": "bolt",
+                "distribution": "bolt-accel",
+                "version": "1.0",
+                "status": "unavailable",
+            },
         ],
     }
 
@@ -81,7 +90,11 @@ def test_records_a_failed_selection_instead_of_raising(site: PluginSite) -> None
         None,
         "PlatformUnavailableError",
     )
-    assert (platform["plugin"], platform["distribution"], platform["version"]) == ("bolt", "bolt-accel", "1.0")
+    assert (platform["plugin"], platform["distribution"], platform["version"]) == (
+        "bolt",
+        "bolt-accel",
+        "1.0",
+    )
     assert platform["activations"] == [
         {"plugin": "bolt", "distribution": "bolt-accel", "version": "1.0", "status": "unavailable"}
     ]
@@ -98,7 +111,12 @@ def test_records_the_general_plugins_with_status_distribution_and_version(site: 
     plugins = fingerprint(site, SGLANG_PLUGINS="timer,ghost")["data"]["general_plugins"]
     assert plugins == [
         {"plugin": "ghost", "status": "not-installed", "distribution": None, "version": None},
-        {"plugin": "idle", "status": "skipped-allowlist", "distribution": "idle-dist", "version": "0.1"},
+        {
+            "plugin": "idle",
+            "status": "skipped-allowlist",
+            "distribution": "idle-dist",
+            "version": "0.1",
+        },
         {"plugin": "timer", "status": "loaded", "distribution": "acme-timer", "version": "2.3"},
     ]
 
@@ -163,10 +181,9 @@ def test_both_spellings_of_a_target_are_one_target_pending_or_applied(site: Plug
 def test_a_target_that_failed_to_apply_is_marked_failed(site: PluginSite) -> None:
     populate(site)
     before = (
-        "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType\n"
-        "import demo_target\n"
-        "HookRegistry.register('demo_target.no_such_function', lambda r, *a, **k: r, HookType.AFTER)\n"
-        "load_plugins()"
+        "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType\nimport "
+        "demo_target\nHookRegistry.register('demo_target.no_such_function', lambda r, *a, **k: r, "
+        "HookType.AFTER)\nload_plugins()"
     )
     targets = {t["target"]: t["failed"] for t in fingerprint(site, before=before)["data"]["hooks"]}
     assert targets == {"demo_target.no_such_function": True, "demo_target.work": False}
@@ -175,7 +192,9 @@ def test_a_target_that_failed_to_apply_is_marked_failed(site: PluginSite) -> Non
 def test_applied_and_pending_targets_give_the_same_digest(site: PluginSite) -> None:
     populate(site)
     pending = fingerprint(site)
-    applied = fingerprint(site, before="load_plugins()\nimport demo_target\nassert demo_target.work(1) == 4")
+    applied = fingerprint(
+        site, before="load_plugins()\nimport demo_target\nassert demo_target.work(1) == 4"
+    )
     assert applied["digest"] == pending["digest"]
 
 
@@ -195,7 +214,10 @@ def test_runtime_version_and_namespace_are_recorded(site: PluginSite) -> None:
 
 def test_same_plugins_installed_at_different_paths_give_the_same_digest(tmp_path: Path) -> None:
     """Two hosts never share install paths, pids or addresses; the digest must not see them."""
-    first, second = PluginSite(tmp_path / "a" / "site-packages"), PluginSite(tmp_path / "node-b" / "lib" / "site")
+    first, second = (
+        PluginSite(tmp_path / "a" / "site-packages"),
+        PluginSite(tmp_path / "node-b" / "lib" / "site"),
+    )
     for site in (first, second):
         site.root.mkdir(parents=True)
         populate(site)
@@ -301,7 +323,12 @@ def test_a_function_hooked_through_its_reexport_gives_the_same_digest_pending_or
         },
     )
     pending = fingerprint(site)
-    applied = fingerprint(site, before="load_plugins()\nimport demo_api\nassert demo_api.work(1) == 2")
+    applied = fingerprint(
+        site, before="load_plugins()\nimport demo_api\nassert demo_api.work(1) == 2"
+    )
     assert applied["digest"] == pending["digest"]
     hooks = {t["target"]: [h["hook"] for h in t["hooks"]] for t in applied["data"]["hooks"]}
-    assert hooks == {"demo_api.work": ["reexport_plugin.api"], "demo_target.work": ["reexport_plugin.core"]}
+    assert hooks == {
+        "demo_api.work": ["reexport_plugin.api"],
+        "demo_target.work": ["reexport_plugin.core"],
+    }

@@ -1,5 +1,6 @@
-"""``sglang-plugins fingerprint`` in real subprocesses: the digest an operator compares across nodes, its JSON
-(validated against the published schema), and ``--compare`` against another node's file or digest."""
+"""``sglang-plugins fingerprint`` in real subprocesses: the digest an operator compares across
+nodes, its JSON (validated against the published schema), and ``--compare`` against another node's
+file or digest."""
 
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ def test_json_output_validates_and_holds_the_fingerprint_and_its_digest(site: Pl
     assert [t["target"] for t in fingerprint["hooks"]] == ["demo_target.work"]
 
 
-def test_digest_is_the_one_plugin_fingerprint_computes_in_a_process_that_loaded_the_plugins(site: PluginSite) -> None:
+def test_digest_is_the_one_plugin_fingerprint_computes_in_a_process_that_loaded_the_plugins(
+    site: PluginSite,
+) -> None:
     populate(site)
     in_process = site.run_json(
         """
@@ -67,9 +70,14 @@ def test_digest_is_the_one_plugin_fingerprint_computes_in_a_process_that_loaded_
     assert cli(site, "fingerprint", "--json").json["digest"] == in_process
 
 
-def test_two_nodes_with_the_same_plugins_at_different_paths_print_the_same_digest(tmp_path: Path) -> None:
+def test_two_nodes_with_the_same_plugins_at_different_paths_print_the_same_digest(
+    tmp_path: Path,
+) -> None:
     one, other = node(tmp_path, "node-a"), node(tmp_path, "node-b")
-    assert cli(one, "fingerprint", "--json").json["digest"] == cli(other, "fingerprint", "--json").json["digest"]
+    assert (
+        cli(one, "fingerprint", "--json").json["digest"]
+        == cli(other, "fingerprint", "--json").json["digest"]
+    )
 
 
 def test_human_output_shows_digest_platform_plugins_and_hooks(site: PluginSite) -> None:
@@ -127,8 +135,13 @@ def test_compare_with_only_warnings_exits_zero_unless_strict(tmp_path: Path) -> 
     saved.write_text(cli(one, "fingerprint", "--json").out)
     relaxed = cli(one, "fingerprint", "--json", "--compare", str(saved), SGLANG_PLATFORM="acme")
     assert relaxed.code == 0
-    assert [d["item"] for d in relaxed.json["compared_with"]["differences"]] == ["platform selection rule"]
-    assert cli(one, "fingerprint", "--compare", str(saved), "--strict", SGLANG_PLATFORM="acme").code == 1
+    assert [d["item"] for d in relaxed.json["compared_with"]["differences"]] == [
+        "platform selection rule"
+    ]
+    assert (
+        cli(one, "fingerprint", "--compare", str(saved), "--strict", SGLANG_PLATFORM="acme").code
+        == 1
+    )
 
 
 def test_compare_with_a_digest_prefix(tmp_path: Path) -> None:
@@ -162,28 +175,47 @@ def test_namespace_option_fingerprints_the_diffusion_side(site: PluginSite) -> N
     report = cli(site, "fingerprint", "--json", "--namespace", "multimodal_gen").json
     fingerprint = report["fingerprint"]
     assert report["namespace"] == fingerprint["namespace"] == "multimodal_gen"
-    assert fingerprint["platform"]["class"] == "sglang_plugin_runtime.platforms.multimodal.MMPlatform"
+    assert (
+        fingerprint["platform"]["class"] == "sglang_plugin_runtime.platforms.multimodal.MMPlatform"
+    )
     assert fingerprint["platform"]["rule"] == "fallback"
 
 
 DAMAGED = {
     "inner structure damaged": json.dumps(
-        {"format": 1, "platform": {"activations": [1, 2]}, "general_plugins": "timer", "hooks": [{"no": "target"}]}
+        {
+            "format": 1,
+            "platform": {"activations": [1, 2]},
+            "general_plugins": "timer",
+            "hooks": [{"no": "target"}],
+        }
     ),
     "hook chain damaged": json.dumps(
-        {"format": 1, "platform": {}, "general_plugins": None, "hooks": [{"target": "t", "hooks": [["around"]]}]}
+        {
+            "format": 1,
+            "platform": {},
+            "general_plugins": None,
+            "hooks": [{"target": "t", "hooks": [["around"]]}],
+        }
     ),
-    "nested very deep": '{"format": 1, "platform": {}, "hooks": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    "nested very deep": '{"format": 1, "platform": {}, "hooks": '
+    + "[" * 100_000
+    + "]" * 100_000
+    + "}",
 }
 
 
 @pytest.mark.fault(
     "cli",
-    "fingerprint --compare FILE whose JSON is valid but damaged inside (wrong types, missing keys), or nested deep",
-    "exit 2 and 'not a fingerprint' naming the file (it was exit 3, 'this is a bug in sglang-plugins')",
+    "fingerprint --compare FILE whose JSON is valid but damaged inside (wrong types, missing "
+    "keys), or nested deep",
+    "exit 2 and 'not a fingerprint' naming the file (it was exit 3, 'this is a bug in "
+    "sglang-plugins')",
 )
 @pytest.mark.parametrize("content", DAMAGED.values(), ids=DAMAGED.keys())
-def test_compare_with_a_damaged_or_deeply_nested_file_is_a_usage_error(site: PluginSite, content: str) -> None:
+def test_compare_with_a_damaged_or_deeply_nested_file_is_a_usage_error(
+    site: PluginSite, content: str
+) -> None:
     populate(site)
     (site.root / "damaged.json").write_text(content)
     result = cli(site, "fingerprint", "--compare", "damaged.json")

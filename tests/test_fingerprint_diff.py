@@ -1,5 +1,6 @@
-"""Comparing fingerprints: which items differ, error or warning, which ranks and hosts have each value, and a
-report that stays readable at 64 ranks. Pure functions over fingerprint documents, no processes."""
+"""Comparing fingerprints: which items differ, error or warning, which ranks and hosts have each
+value, and a report that stays readable at 64 ranks. Pure functions over fingerprint documents, no
+processes."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from sglang_plugin_runtime._fingerprint import digest_of
 
 
 def fingerprint() -> dict[str, Any]:
-    """A fingerprint as one rank sends it: platform acme, general plugin timer with one hook, idle skipped."""
+    """A fingerprint as one rank sends it: platform acme, general plugin timer with one hook, idle
+    skipped."""
     return {
         "format": 1,
         "runtime_version": "0.1.0",
@@ -34,12 +36,27 @@ def fingerprint() -> dict[str, Any]:
             "rule": "single-activated",
             "error_type": None,
             "activations": [
-                {"plugin": "acme", "distribution": "acme-npu", "version": "1.2.0", "status": "activated"},
-                {"plugin": "bolt", "distribution": "bolt-accel", "version": "0.3.0", "status": "unavailable"},
+                {
+                    "plugin": "acme",
+                    "distribution": "acme-npu",
+                    "version": "1.2.0",
+                    "status": "activated",
+                },
+                {
+                    "plugin": "bolt",
+                    "distribution": "bolt-accel",
+                    "version": "0.3.0",
+                    "status": "unavailable",
+                },
             ],
         },
         "general_plugins": [
-            {"plugin": "idle", "status": "skipped-allowlist", "distribution": "idle-dist", "version": "0.1"},
+            {
+                "plugin": "idle",
+                "status": "skipped-allowlist",
+                "distribution": "idle-dist",
+                "version": "0.1",
+            },
             {"plugin": "timer", "status": "loaded", "distribution": "acme-timer", "version": "1.0"},
         ],
         "hooks": [
@@ -61,7 +78,9 @@ def fingerprint() -> dict[str, Any]:
     }
 
 
-def job(*changed: tuple[int, dict[str, Any]], ranks: int = 3, hosts: dict[int, str] | None = None) -> list[Participant]:
+def job(
+    *changed: tuple[int, dict[str, Any]], ranks: int = 3, hosts: dict[int, str] | None = None
+) -> list[Participant]:
     """``ranks`` participants with :func:`fingerprint`, except the ranks given in ``changed``."""
     overrides = dict(changed)
     return [
@@ -87,31 +106,49 @@ def test_identical_fingerprints_have_no_differences() -> None:
 def test_a_plugin_version_on_one_rank_is_an_error_naming_that_rank() -> None:
     other = edited(lambda d: d["general_plugins"][1].update(version="1.1"))
     (difference,) = compare(job((2, other)))
-    assert (difference.kind, difference.item, difference.severity) == ("plugin", "general plugin 'timer'", ERROR)
-    assert variant(difference) == [("loaded, acme-timer 1.0", (0, 1)), ("loaded, acme-timer 1.1", (2,))]
+    assert (difference.kind, difference.item, difference.severity) == (
+        "plugin",
+        "general plugin 'timer'",
+        ERROR,
+    )
+    assert variant(difference) == [
+        ("loaded, acme-timer 1.0", (0, 1)),
+        ("loaded, acme-timer 1.1", (2,)),
+    ]
 
 
 def test_a_plugin_skipped_on_one_rank_and_loaded_on_others_is_an_error() -> None:
-    other = edited(lambda d: (d["general_plugins"][1].update(status="skipped-allowlist"), d.update(hooks=[])))
+    other = edited(
+        lambda d: (d["general_plugins"][1].update(status="skipped-allowlist"), d.update(hooks=[]))
+    )
     differences = compare(job((1, other)))
     assert [(d.item, d.severity) for d in differences] == [
         ("general plugin 'timer'", ERROR),
         ("hooks on 'sglang.srt.managers.scheduler.Scheduler.run_batch'", ERROR),
     ]
-    assert variant(differences[1]) == [("around acme_timer.timed [timer from acme-timer]", (0, 2)), ("no hooks", (1,))]
+    assert variant(differences[1]) == [
+        ("around acme_timer.timed [timer from acme-timer]", (0, 2)),
+        ("no hooks", (1,)),
+    ]
 
 
 def test_a_plugin_loaded_on_no_rank_that_differs_is_a_warning() -> None:
     other = edited(lambda d: d["general_plugins"][0].update(version="0.2", status="failed-import"))
     (difference,) = compare(job((0, other)))
     assert (difference.item, difference.severity) == ("general plugin 'idle'", WARNING)
-    assert variant(difference) == [("skipped-allowlist, idle-dist 0.1", (1, 2)), ("failed-import, idle-dist 0.2", (0,))]
+    assert variant(difference) == [
+        ("skipped-allowlist, idle-dist 0.1", (1, 2)),
+        ("failed-import, idle-dist 0.2", (0,)),
+    ]
 
 
 def test_a_plugin_missing_on_one_rank_reads_not_installed() -> None:
     other = edited(lambda d: d["general_plugins"].pop(0))
     (difference,) = compare(job((1, other)))
-    assert variant(difference) == [("skipped-allowlist, idle-dist 0.1", (0, 2)), ("not installed", (1,))]
+    assert variant(difference) == [
+        ("skipped-allowlist, idle-dist 0.1", (0, 2)),
+        ("not installed", (1,)),
+    ]
 
 
 def test_a_different_platform_is_an_error_and_its_rule_is_not_listed_twice() -> None:
@@ -170,7 +207,10 @@ def test_an_unselected_platform_plugin_failing_on_one_rank_is_a_warning() -> Non
 def test_a_hook_that_failed_to_apply_on_one_rank_is_an_error() -> None:
     (difference,) = compare(job((1, edited(lambda d: d["hooks"][0].update(failed=True)))))
     assert difference.severity == ERROR
-    assert variant(difference)[1] == ("around acme_timer.timed [timer from acme-timer] (FAILED to apply)", (1,))
+    assert variant(difference)[1] == (
+        "around acme_timer.timed [timer from acme-timer] (FAILED to apply)",
+        (1,),
+    )
 
 
 def test_a_different_hook_order_is_an_error() -> None:
@@ -201,14 +241,22 @@ def test_load_plugins_not_called_on_one_rank_is_an_error() -> None:
     other = edited(lambda d: d.update(general_plugins=None, hooks=[]))
     differences = compare(job((2, other)))
     assert (differences[0].item, differences[0].severity) == ("general plugins", ERROR)
-    assert variant(differences[0]) == [("load_plugins() ran", (0, 1)), ("load_plugins() not called", (2,))]
+    assert variant(differences[0]) == [
+        ("load_plugins() ran", (0, 1)),
+        ("load_plugins() not called", (2,)),
+    ]
 
 
 def test_a_different_runtime_version_is_an_error_listed_first() -> None:
-    other = edited(lambda d: (d.update(runtime_version="0.2.0"), d["general_plugins"][1].update(version="1.1")))
+    other = edited(
+        lambda d: (d.update(runtime_version="0.2.0"), d["general_plugins"][1].update(version="1.1"))
+    )
     differences = compare(job((0, other)))
     assert [d.item for d in differences] == ["runtime version", "general plugin 'timer'"]
-    assert variant(differences[0]) == [("sglang-plugin-runtime 0.1.0", (1, 2)), ("sglang-plugin-runtime 0.2.0", (0,))]
+    assert variant(differences[0]) == [
+        ("sglang-plugin-runtime 0.1.0", (1, 2)),
+        ("sglang-plugin-runtime 0.2.0", (0,)),
+    ]
 
 
 def test_a_field_from_a_newer_runtime_is_an_error_that_names_it() -> None:
@@ -217,14 +265,22 @@ def test_a_field_from_a_newer_runtime_is_an_error_that_names_it() -> None:
 
 
 def test_errors_come_before_warnings() -> None:
-    other = edited(lambda d: (d["platform"].update(rule="explicit"), d["general_plugins"][1].update(version="9")))
+    other = edited(
+        lambda d: (
+            d["platform"].update(rule="explicit"),
+            d["general_plugins"][1].update(version="9"),
+        )
+    )
     assert [d.severity for d in compare(job((1, other)))] == [ERROR, WARNING]
 
 
 def test_the_most_common_value_is_listed_first() -> None:
     odd = edited(lambda d: d["general_plugins"][1].update(version="1.1"))
     (difference,) = compare(job((0, odd), (1, odd), ranks=5))
-    assert variant(difference) == [("loaded, acme-timer 1.0", (2, 3, 4)), ("loaded, acme-timer 1.1", (0, 1))]
+    assert variant(difference) == [
+        ("loaded, acme-timer 1.0", (2, 3, 4)),
+        ("loaded, acme-timer 1.1", (0, 1)),
+    ]
 
 
 def test_ranks_compress_into_spans() -> None:
@@ -251,11 +307,13 @@ def test_one_odd_node_among_64_ranks_reads_as_two_lines() -> None:
     assert lines == [
         "Differences that change what runs (errors):",
         "  general plugin 'timer':",
-        "    loaded, acme-timer 1.0  on ranks 0-7, 16-63 (7 hosts: node-0, node-2, node-3, node-4, ...)",
+        "    loaded, acme-timer 1.0  on ranks 0-7, 16-63 (7 hosts: node-0, node-2, node-3, node-4, "
+        "...)",
         "    loaded, acme-timer 1.1  on ranks 8-15 (host node-1)",
     ]
     assert format_groups(rank_groups(participants)) == [
         "Ranks by fingerprint:",
-        f"  {digest_of(fingerprint())[:12]}  ranks 0-7, 16-63 (7 hosts: node-0, node-2, node-3, node-4, ...)",
+        f"  {digest_of(fingerprint())[:12]}  ranks 0-7, 16-63 (7 hosts: node-0, node-2, node-3, "
+        "node-4, ...)",
         f"  {digest_of(odd)[:12]}  ranks 8-15 (host node-1)",
     ]

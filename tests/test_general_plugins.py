@@ -1,11 +1,13 @@
-"""load_plugins() and load_plugins_by_group(), each scenario in a fresh process over fake installed distributions."""
+"""load_plugins() and load_plugins_by_group(), each scenario in a fresh process over fake installed
+distributions."""
 
 from __future__ import annotations
 
 import pytest
 from _plugin_site import PluginSite
 
-# A module with a function to hook, and a general plugin that counts its register() calls and hooks it.
+# A module with a function to hook, and a general plugin that counts its register() calls and hooks
+# it.
 TARGET_MODULE = """
 CALLS = []
 
@@ -101,7 +103,11 @@ def test_allowlist_loads_only_named_plugins_and_tolerates_whitespace(site: Plugi
 def test_allowlisted_name_that_is_not_installed_is_warned(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
     result = site.run(LOAD, {"SGLANG_PLUGINS": "alpha,missing"})
-    assert "WARNING" in result.stderr and "'missing'" in result.stderr and "not installed" in result.stderr
+    assert (
+        "WARNING" in result.stderr
+        and "'missing'" in result.stderr
+        and "not installed" in result.stderr
+    )
 
 
 def test_allowlist_does_not_filter_platform_plugins(site: PluginSite) -> None:
@@ -118,7 +124,9 @@ def test_allowlist_does_not_filter_platform_plugins(site: PluginSite) -> None:
     assert out == ["acme", ["acme"]]
 
 
-def test_plugins_of_distributions_offering_only_other_platforms_are_not_imported(site: PluginSite) -> None:
+def test_plugins_of_distributions_offering_only_other_platforms_are_not_imported(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     marker = site.root / "zeta-general-imported"
     site.add(
@@ -141,7 +149,10 @@ def test_distribution_offering_the_selected_platform_is_never_skipped(site: Plug
     site.add(
         "multi-vendor",
         entry_points={
-            "sglang.srt.platforms": {"acme": "acme_platform:activate", "zeta": "zeta_platform:activate"},
+            "sglang.srt.platforms": {
+                "acme": "acme_platform:activate",
+                "zeta": "zeta_platform:activate",
+            },
             "sglang.srt.plugins": {"vendor_hooks": "vendor_plugin:register"},
         },
         modules={"vendor_plugin.py": general_plugin("vendor")},
@@ -167,8 +178,8 @@ def test_plugin_source_is_current_during_import_and_during_register(site: Plugin
 @pytest.mark.fault(
     "plugins",
     "a general plugin's module raises at import",
-    "failed-import with the exception, an ERROR with its traceback naming its distribution (as SGLang logs it); "
-    "the others load",
+    "failed-import with the exception, an ERROR with its traceback naming its distribution (as "
+    "SGLang logs it); the others load",
 )
 def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
@@ -182,7 +193,9 @@ def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) 
     out = __import__("json").loads(result.stdout.splitlines()[-1])
     assert out["alpha"][0] == out["gamma"][0] == "loaded"
     assert out["broken"][0] == "failed-import" and "boom at import" in out["broken"][1]
-    assert "ERROR" in result.stderr and "broken-dist" in result.stderr and "Traceback" in result.stderr
+    assert (
+        "ERROR" in result.stderr and "broken-dist" in result.stderr and "Traceback" in result.stderr
+    )
 
 
 @pytest.mark.fault(
@@ -190,9 +203,13 @@ def test_plugin_that_fails_to_import_leaves_the_others_loaded(site: PluginSite) 
     "register() registers a hook, then raises",
     "failed-call; the hook it registered is discarded, never applied; the others load",
 )
-def test_plugin_whose_register_raises_leaves_the_others_loaded_and_its_hooks_discarded(site: PluginSite) -> None:
+def test_plugin_whose_register_raises_leaves_the_others_loaded_and_its_hooks_discarded(
+    site: PluginSite,
+) -> None:
     site.add("target", modules={"target_mod.py": TARGET_MODULE})
-    add_general(site, "alpha-dist", "alpha", in_register=AROUND_HOOK + "    raise ValueError('half-way')\n")
+    add_general(
+        site, "alpha-dist", "alpha", in_register=AROUND_HOOK + "    raise ValueError('half-way')\n"
+    )
     add_general(site, "beta-dist", "beta")
     out = site.run_json(
         """
@@ -219,7 +236,11 @@ def test_strict_mode_raises_on_a_failing_plugin(site: PluginSite) -> None:
     )
     result = site.run(LOAD, {"SGLANG_PLUGINS_STRICT": "1"})
     assert result.returncode != 0
-    assert "PluginLoadError" in result.stderr and "'broken'" in result.stderr and "broken-dist" in result.stderr
+    assert (
+        "PluginLoadError" in result.stderr
+        and "'broken'" in result.stderr
+        and "broken-dist" in result.stderr
+    )
 
 
 @pytest.mark.fault(
@@ -243,7 +264,8 @@ def test_same_plugin_name_from_two_distributions_fails_naming_both(site: PluginS
 def test_load_plugins_is_idempotent_within_a_process(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
     site.run(
-        "from sglang_plugin_runtime.plugins import load_plugins\nload_plugins(); load_plugins(); load_plugins()",
+        "from sglang_plugin_runtime.plugins import load_plugins\nload_plugins(); load_plugins(); "
+        "load_plugins()",
         check=True,
     )
     assert registered_count(site, "alpha") == 1
@@ -290,7 +312,9 @@ def test_load_plugins_by_group_returns_callables_with_their_distribution(site: P
     assert out == {"alpha": ["register", "alpha-dist"]}
 
 
-def test_load_plugins_by_group_skips_excluded_distributions_without_importing(site: PluginSite) -> None:
+def test_load_plugins_by_group_skips_excluded_distributions_without_importing(
+    site: PluginSite,
+) -> None:
     add_general(site, "alpha-dist", "alpha")
     out = site.run_json(
         """
@@ -340,7 +364,8 @@ def test_children_end_with_hooks_applied_exactly_once(site: PluginSite, method: 
         """
     )
     assert out == [1002, 1002, 0]
-    # The fork child inherits the loaded state; spawn and forkserver children load afresh, once each.
+    # The fork child inherits the loaded state; spawn and forkserver children load afresh, once
+    # each.
     assert registered_count(site, "alpha") == (1 if method == "fork" else 2)
 
 
@@ -351,18 +376,25 @@ def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
         entry_points={"sglang.srt.plugins": {"broken": "broken_plugin:register"}},
         modules={"broken_plugin.py": "raise RuntimeError('boom')\n"},
     )
-    out = site.run("from sglang_plugin_runtime.plugins import load_plugins\nprint(load_plugins())", check=True)
+    out = site.run(
+        "from sglang_plugin_runtime.plugins import load_plugins\nprint(load_plugins())", check=True
+    )
     # Records follow what happened: imports first (where broken failed), then the register() calls.
-    assert out.stdout.strip() == "LoadReport(srt sglang.srt.plugins: broken: failed-import, alpha: loaded)"
+    assert (
+        out.stdout.strip()
+        == "LoadReport(srt sglang.srt.plugins: broken: failed-import, alpha: loaded)"
+    )
 
 
-# --- plugin code that misbehaves ---------------------------------------------------------------------------------
+# --- plugin code that misbehaves
+# ---------------------------------------------------------------------------------
 
 
 @pytest.mark.fault(
     "plugins",
     "a general plugin's module calls sys.exit(0) while it is imported",
-    "failed-import naming the plugin and SystemExit; the other plugins load and load_plugins() returns",
+    "failed-import naming the plugin and SystemExit; the other plugins load and load_plugins() "
+    "returns",
 )
 def test_general_plugin_calling_sys_exit_at_import_is_an_import_failure(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha")
@@ -380,7 +412,8 @@ def test_general_plugin_calling_sys_exit_at_import_is_an_import_failure(site: Pl
 @pytest.mark.fault(
     "plugins",
     "register() calls sys.exit(1)",
-    "failed-call, its hooks discarded, the others loaded; strict mode raises PluginLoadError chained to it",
+    "failed-call, its hooks discarded, the others loaded; strict mode raises PluginLoadError "
+    "chained to it",
 )
 def test_register_calling_sys_exit_is_a_register_failure(site: PluginSite) -> None:
     add_general(site, "alpha-dist", "alpha", in_register="    import sys; sys.exit(1)\n")
@@ -389,7 +422,9 @@ def test_register_calling_sys_exit_is_a_register_failure(site: PluginSite) -> No
     assert out["alpha"][0] == "failed-call" and "SystemExit(1)" in out["alpha"][1]
     assert out["beta"][0] == "loaded"
     strict = site.run(LOAD, {"SGLANG_PLUGINS_STRICT": "1"})
-    assert strict.returncode != 0 and "PluginLoadError" in strict.stderr and "'alpha'" in strict.stderr
+    assert (
+        strict.returncode != 0 and "PluginLoadError" in strict.stderr and "'alpha'" in strict.stderr
+    )
 
 
 @pytest.mark.fault(
@@ -443,7 +478,10 @@ def test_allowlist_naming_no_plugin_is_warned(site: PluginSite) -> None:
     result = site.run(LOAD, {"SGLANG_PLUGINS": ","})
     out = __import__("json").loads(result.stdout.splitlines()[-1])
     assert out["alpha"][0] == "skipped-allowlist"
-    assert "SGLANG_PLUGINS=',' names no plugin" in result.stderr and "Unset SGLANG_PLUGINS" in result.stderr
+    assert (
+        "SGLANG_PLUGINS=',' names no plugin" in result.stderr
+        and "Unset SGLANG_PLUGINS" in result.stderr
+    )
 
 
 @pytest.mark.fault(
@@ -496,12 +534,16 @@ def test_a_host_namespaces_own_strict_variable_makes_hook_failures_raise(site: P
 
 @pytest.mark.parametrize(
     ("definition", "kind"),
-    [("def register():\n    yield\n", "a generator"), ("async def register():\n    pass\n", "an async")],
+    [
+        ("def register():\n    yield\n", "a generator"),
+        ("async def register():\n    pass\n", "an async"),
+    ],
 )
 @pytest.mark.fault(
     "plugins",
     "register() written as a generator function or as `async def` (its body would never run)",
-    "failed-call naming the plugin and saying to make it a plain function; no 'never awaited' warning",
+    "failed-call naming the plugin and saying to make it a plain function; no 'never awaited' "
+    "warning",
 )
 def test_register_that_is_a_generator_or_async_function_fails_naming_the_plugin(
     site: PluginSite, definition: str, kind: str
@@ -560,10 +602,14 @@ def register():
 
 @pytest.mark.fault(
     "plugins",
-    "the process forks while another thread is inside load_plugins() (one plugin's register() done, one running)",
-    "the child's load_plugins() runs only the unfinished plugins again: each hook is registered and runs once",
+    "the process forks while another thread is inside load_plugins() (one plugin's register() "
+    "done, one running)",
+    "the child's load_plugins() runs only the unfinished plugins again: each hook is registered "
+    "and runs once",
 )
-def test_fork_while_another_thread_loads_runs_each_hook_once_in_the_child(site: PluginSite, tmp_path) -> None:
+def test_fork_while_another_thread_loads_runs_each_hook_once_in_the_child(
+    site: PluginSite, tmp_path
+) -> None:
     site.add("target", modules={"target_mod.py": TARGET_MODULE})
     add_general(site, "alpha-dist", "alpha", in_register=COUNTING_HOOK)
     site.add(

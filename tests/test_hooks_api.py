@@ -155,7 +155,9 @@ def test_sglangs_private_hooks_attribute_lists_each_target_as_registered(make_mo
 
     HookRegistry.register(f"{mod}:f", before, HookType.BEFORE, source=source)
     HookRegistry.register(f"{mod}.f", len, HookType.AFTER)
-    assert dict(HookRegistry._hooks) == {f"{mod}:f": [(HookType.BEFORE, before, source), (HookType.AFTER, len, None)]}
+    assert dict(HookRegistry._hooks) == {
+        f"{mod}:f": [(HookType.BEFORE, before, source), (HookType.AFTER, len, None)]
+    }
     assert HookRegistry._hooks["no.such:target"] == []  # SGLang's is a defaultdict
     with pytest.raises(TypeError):
         HookRegistry._hooks["x.y"] = []

@@ -55,8 +55,12 @@ def test_composition_order_matches_sglang_nesting(make_module):
 def test_last_registered_replace_wins_and_warns_naming_both_sources(make_module, caplog):
     name = make_module("m", "def f():\n    return 'orig'\n")
     mod = importlib.import_module(name)
-    HookRegistry.register(f"{name}.f", lambda: "first", HookType.REPLACE, source=HookSource("p1", "d1"))
-    HookRegistry.register(f"{name}.f", lambda: "second", HookType.REPLACE, source=HookSource("p2", "d2"))
+    HookRegistry.register(
+        f"{name}.f", lambda: "first", HookType.REPLACE, source=HookSource("p1", "d1")
+    )
+    HookRegistry.register(
+        f"{name}.f", lambda: "second", HookType.REPLACE, source=HookSource("p2", "d2")
+    )
     HookRegistry.apply_hooks()
     assert mod.f() == "second"
     warning = next(r.getMessage() for r in caplog.records if "Multiple REPLACE" in r.getMessage())
@@ -219,7 +223,8 @@ def test_many_hooks_make_one_wrapper_around_the_original(make_module):
 
 @pytest.mark.fault(
     "hooks",
-    "80 BEFORE hooks registered one by one after apply_hooks() (or 300 in one apply), each returning new arguments",
+    "80 BEFORE hooks registered one by one after apply_hooks() (or 300 in one apply), each "
+    "returning new arguments",
     "the generated code grows linearly with the number of hooks: 0.1 s for 80 (was: with its "
     "square, 15 s and 400 MB for 80, 14 s and 2.5 GB for 300)",
 )

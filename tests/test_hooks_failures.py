@@ -36,7 +36,11 @@ def test_missing_attribute_fails_the_target_naming_target_hook_and_source(make_m
     report = HookRegistry.describe(f"{name}.missing")[0]
     assert report.status == "failed" and "missing" in report.error
     logged = " ".join(r.getMessage() for r in caplog.records if r.levelname == "ERROR")
-    assert f"{name}.missing" in logged and "my_hook" in logged and "plugin=plug, dist=plug-dist" in logged
+    assert (
+        f"{name}.missing" in logged
+        and "my_hook" in logged
+        and "plugin=plug, dist=plug-dist" in logged
+    )
 
 
 @pytest.mark.fault(
@@ -58,8 +62,8 @@ def test_strict_apply_raises_listing_every_failure(make_module):
 @pytest.mark.fault(
     "hooks",
     "HookRegistry.apply_hooks() called with no argument while SGLANG_PLUGINS_STRICT=1 is set",
-    "not strict: strictness is passed, never read from a variable by the registry (load_plugins() passes its "
-    "namespace's own variable)",
+    "not strict: strictness is passed, never read from a variable by the registry (load_plugins() "
+    "passes its namespace's own variable)",
 )
 def test_apply_hooks_is_strict_only_when_asked(make_module, monkeypatch):
     monkeypatch.setenv("SGLANG_PLUGINS_STRICT", "1")
@@ -101,7 +105,8 @@ def test_target_in_a_module_that_is_not_installed_stays_pending_with_a_reason(ma
 
 @pytest.mark.fault(
     "hooks",
-    "strict mode, a hook on a package that is not installed here (sglang.* in a plugin's own tests)",
+    "strict mode, a hook on a package that is not installed here (sglang.* in a plugin's own "
+    "tests)",
     "the target stays pending with the reason: the package may be installed where the hooks run "
     "(it failed: doctor --strict failed a correct plugin's own environment without SGLang)",
 )
@@ -116,8 +121,8 @@ def test_strict_mode_keeps_a_target_of_a_package_not_installed_pending(make_modu
 @pytest.mark.fault(
     "hooks",
     "a hook on a misspelled submodule of an imported package (sglang.srt.managers.schedular)",
-    "a WARNING names the target, the module that cannot be found and the hook's plugin; the target stays "
-    "pending (was: pending in silence, while SGLang 0.5.23 logs an error)",
+    "a WARNING names the target, the module that cannot be found and the hook's plugin; the target "
+    "stays pending (was: pending in silence, while SGLang 0.5.23 logs an error)",
 )
 def test_a_misspelled_submodule_of_an_imported_package_is_named_in_a_warning(make_module, caplog):
     target = "json.decodr.JSONDecoder.decode"  # json is imported, json.decodr does not exist
@@ -126,7 +131,9 @@ def test_a_misspelled_submodule_of_an_imported_package_is_named_in_a_warning(mak
         HookRegistry.apply_hooks()
     report = HookRegistry.describe(target)[0]
     assert report.status == "pending" and "'json.decodr' cannot be found" in report.error
-    assert any("json.decodr" in r.getMessage() and "<lambda>" in r.getMessage() for r in caplog.records)
+    assert any(
+        "json.decodr" in r.getMessage() and "<lambda>" in r.getMessage() for r in caplog.records
+    )
 
 
 def test_strict_mode_fails_a_target_in_a_misspelled_submodule(make_module):
@@ -232,8 +239,8 @@ def test_method_replace_over_a_class_replace_is_reported(make_module):
 @pytest.mark.fault(
     "hooks",
     "a BEFORE hook returns 5 instead of None or (args, kwargs)",
-    "TypeError naming the hook, the target and what a BEFORE hook must return (was: 'cannot unpack non-iterable "
-    "int object')",
+    "TypeError naming the hook, the target and what a BEFORE hook must return (was: 'cannot unpack "
+    "non-iterable int object')",
 )
 def test_before_hook_returning_a_non_pair_is_an_error_naming_the_hook(make_module):
     name = make_module("m", "def f(x):\n    return x\n")
@@ -291,7 +298,12 @@ def test_same_hook_registered_twice_is_warned(make_module, caplog):
     HookRegistry.apply_hooks()
     assert module.f(1) == [1, "after", "after"]
     warning = " ".join(r.getMessage() for r in caplog.records if r.levelname == "WARNING")
-    assert "once" in warning and "a second time" in warning and "plugin=p" in warning and "plugin=q" in warning
+    assert (
+        "once" in warning
+        and "a second time" in warning
+        and "plugin=p" in warning
+        and "plugin=q" in warning
+    )
 
 
 @pytest.mark.fault(
@@ -330,7 +342,8 @@ def g():
 @pytest.mark.fault(
     "hooks",
     "apply_hooks(strict=True) once, then a failing target applied by a plain apply_hooks()",
-    "the plain apply logs the failure and does not raise: strictness belongs to one call (was: strict for good)",
+    "the plain apply logs the failure and does not raise: strictness belongs to one call (was: "
+    "strict for good)",
 )
 def test_a_strict_apply_does_not_make_later_applies_strict(make_module, monkeypatch):
     monkeypatch.delenv("SGLANG_PLUGINS_STRICT", raising=False)
@@ -345,8 +358,10 @@ def test_a_strict_apply_does_not_make_later_applies_strict(make_module, monkeypa
 
 @pytest.mark.fault(
     "hooks",
-    "a target left pending by a strict apply fails when its module is imported, after strictness was turned off",
-    "the import raises HookApplyError: a pending target keeps the strictness of the apply that took it",
+    "a target left pending by a strict apply fails when its module is imported, after strictness "
+    "was turned off",
+    "the import raises HookApplyError: a pending target keeps the strictness of the apply that "
+    "took it",
 )
 def test_a_pending_target_keeps_the_strictness_of_its_apply(make_module):
     strict_name = make_module("strict_later", "def f():\n    return 1\n")
@@ -367,10 +382,14 @@ def test_a_pending_target_keeps_the_strictness_of_its_apply(make_module):
 
 @pytest.mark.fault(
     "hooks",
-    "a plugin registers a failing hook after a strict apply_hooks() ran (late, from a thread or a later import)",
-    "logged and kept as failed at once, never raised into the registering code; the next strict apply raises it",
+    "a plugin registers a failing hook after a strict apply_hooks() ran (late, from a thread or a "
+    "later import)",
+    "logged and kept as failed at once, never raised into the registering code; the next strict "
+    "apply raises it",
 )
-def test_a_late_hook_is_applied_at_once_and_its_failure_raised_by_the_next_strict_apply(make_module):
+def test_a_late_hook_is_applied_at_once_and_its_failure_raised_by_the_next_strict_apply(
+    make_module,
+):
     name = make_module("m", "def f():\n    return 1\n")
     importlib.import_module(name)
     HookRegistry.apply_hooks(strict=True)
@@ -385,11 +404,11 @@ def test_a_late_hook_is_applied_at_once_and_its_failure_raised_by_the_next_stric
         HookRegistry.apply_hooks(strict=True)
 
 
-
 @pytest.mark.parametrize("returned", ["((x,), [1])", "(5, {})", "((x,), 'keywords')"])
 @pytest.mark.fault(
     "hooks",
-    "a BEFORE hook returns a pair of the wrong shape (keywords not a mapping, arguments not a sequence)",
+    "a BEFORE hook returns a pair of the wrong shape (keywords not a mapping, arguments not a "
+    "sequence)",
     "TypeError naming the hook, its plugin and the shape it must return (was: 'argument after ** "
     "must be a mapping', naming no hook)",
 )

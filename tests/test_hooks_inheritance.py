@@ -1,4 +1,5 @@
-"""Hooks on a base class and on a subclass that inherits the method: the subclass runs both, whatever the order."""
+"""Hooks on a base class and on a subclass that inherits the method: the subclass runs both,
+whatever the order."""
 
 from __future__ import annotations
 
@@ -84,8 +85,12 @@ def test_base_hooked_after_the_subclass_still_runs_for_the_subclass(classes):
     "Sub().make() stops running the discarded hook (no stale copy of Base's old wrapper)",
 )
 def test_discarding_the_base_hook_removes_it_from_the_subclass_too(classes):
-    HookRegistry.register(f"{classes.__name__}.Base.make", tag("base"), HookType.AFTER, source=HookSource("b", None))
-    HookRegistry.register(f"{classes.__name__}.Sub.make", tag("sub"), HookType.AFTER, source=HookSource("s", None))
+    HookRegistry.register(
+        f"{classes.__name__}.Base.make", tag("base"), HookType.AFTER, source=HookSource("b", None)
+    )
+    HookRegistry.register(
+        f"{classes.__name__}.Sub.make", tag("sub"), HookType.AFTER, source=HookSource("s", None)
+    )
     HookRegistry.apply_hooks()
     HookRegistry.discard_source(HookSource("b", None))
     assert classes.Sub().make(1) == [1, "sub"]

@@ -1,7 +1,7 @@
 """``HookRegistry.is_hook_applied(target, hook, hook_type=None)``, as SGLang main defines it.
 
-True only once that very hook (and type, when given) is installed on the target; false after ``reset()`` and for
-a failed target until a retry succeeds; either spelling of the target works.
+True only once that very hook (and type, when given) is installed on the target; false after
+``reset()`` and for a failed target until a retry succeeds; either spelling of the target works.
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ def test_identity_and_type_must_match(make_module) -> None:
 
 
 def test_either_target_spelling_works(make_module) -> None:
-    mod = importlib.import_module(make_module("m", "class C:\n    def m(self, value):\n        return value\n"))
+    mod = importlib.import_module(
+        make_module("m", "class C:\n    def m(self, value):\n        return value\n")
+    )
     HookRegistry.register(f"{mod.__name__}:C.m", add_one, HookType.AFTER)
     HookRegistry.apply_hooks()
     assert HookRegistry.is_hook_applied(f"{mod.__name__}.C.m", add_one)
@@ -86,7 +88,8 @@ def test_failed_target_is_false_until_a_retry_succeeds(make_module, caplog) -> N
 
 
 def test_a_hook_registered_after_apply_is_applied_at_once(make_module) -> None:
-    """SGLang main drops a late hook (and answers False); the runtime rebuilds the target and answers True."""
+    """SGLang main drops a late hook (and answers False); the runtime rebuilds the target and
+    answers True."""
     mod = importlib.import_module(make_module("m", "def f(value):\n    return value * 2\n"))
     target = f"{mod.__name__}.f"
 

@@ -45,7 +45,9 @@ def test_instance_method_hook_receives_self(make_module):
     name = make_module("m", CLASSES)
     mod = importlib.import_module(name)
     seen = []
-    HookRegistry.register(f"{name}.Base.method", lambda self, x: seen.append(type(self).__name__), HookType.BEFORE)
+    HookRegistry.register(
+        f"{name}.Base.method", lambda self, x: seen.append(type(self).__name__), HookType.BEFORE
+    )
     HookRegistry.apply_hooks()
     assert mod.Base().method(1) == ("method", "Base", 1)
     assert seen == ["Base"]
@@ -253,7 +255,11 @@ def test_non_replace_hook_on_a_class_target_fails_with_type_error_text(make_modu
     HookRegistry.register(f"{name}.Base", lambda r, *a: r)
     HookRegistry.apply_hooks()
     report = HookRegistry.describe(f"{name}.Base")[0]
-    assert report.status == "failed" and report.error.startswith("TypeError") and "is a class" in report.error
+    assert (
+        report.status == "failed"
+        and report.error.startswith("TypeError")
+        and "is a class" in report.error
+    )
 
 
 def test_wrapper_keeps_name_qualname_doc_module_and_signature(make_module):
@@ -263,7 +269,12 @@ def test_wrapper_keeps_name_qualname_doc_module_and_signature(make_module):
     HookRegistry.register(f"{name}.f", lambda r, *a, **k: None)
     HookRegistry.apply_hooks()
     assert mod.f is not original and mod.f.__wrapped__ is original
-    assert (mod.f.__name__, mod.f.__qualname__, mod.f.__doc__, mod.f.__module__) == ("f", "f", "The doc.", name)
+    assert (mod.f.__name__, mod.f.__qualname__, mod.f.__doc__, mod.f.__module__) == (
+        "f",
+        "f",
+        "The doc.",
+        name,
+    )
     assert inspect.signature(mod.f) == inspect.signature(original)
 
 
@@ -297,8 +308,8 @@ def test_both_spellings_of_one_target_share_one_wrapper(make_module):
 @pytest.mark.fault(
     "hooks",
     "a hook on builtins.len, a builtin the wrapper itself would call",
-    "applied: len() runs the hook, the wrapper never looks builtins up when called (was: RecursionError and len "
-    "broken for the process); reset() restores the builtin",
+    "applied: len() runs the hook, the wrapper never looks builtins up when called (was: "
+    "RecursionError and len broken for the process); reset() restores the builtin",
 )
 def test_a_hook_on_a_builtin_the_wrapper_uses_is_applied_and_reset_restores_it():
     # In a child process: a broken len() would take the whole test session down with it.
@@ -334,7 +345,8 @@ def test_a_hook_on_a_builtin_the_wrapper_uses_is_applied_and_reset_restores_it()
 @pytest.mark.fault(
     "hooks",
     "one module under two names in sys.modules (os.path and posixpath), a hook through each name",
-    "both hooks run, in one wrapper on the one attribute (was: only the last, while describe() said both applied)",
+    "both hooks run, in one wrapper on the one attribute (was: only the last, while describe() "
+    "said both applied)",
 )
 def test_hooks_through_two_names_of_one_module_both_run(make_module, applies):
     name = make_module("m", "def f(x):\n    return [x]\n")
@@ -358,8 +370,8 @@ def test_hooks_through_two_names_of_one_module_both_run(make_module, applies):
 @pytest.mark.fault(
     "hooks",
     "a class REPLACE on m.C registered after a hook on m.C.meth was applied",
-    "the same result as in one apply: the method hook runs on the replacement class, the original class is left "
-    "untouched (was: the method hook silently lost while describe() said applied)",
+    "the same result as in one apply: the method hook runs on the replacement class, the original "
+    "class is left untouched (was: the method hook silently lost while describe() said applied)",
 )
 def test_class_replace_after_a_method_hook_gives_the_same_result_as_one_apply(make_module, applies):
     name = make_module("m", CLASSES)
@@ -383,13 +395,18 @@ def test_class_replace_after_a_method_hook_gives_the_same_result_as_one_apply(ma
     assert original.__dict__["method"] is raw
     assert HookRegistry.is_hook_applied(f"{name}.Base.method", hooked)
     HookRegistry.reset()
-    assert mod.Base is original and original.__dict__["method"] is raw and "method" not in Replacement.__dict__
+    assert (
+        mod.Base is original
+        and original.__dict__["method"] is raw
+        and "method" not in Replacement.__dict__
+    )
 
 
 @pytest.mark.fault(
     "hooks",
     "the plugin whose class REPLACE on m.C carried a hook on m.C.meth is discarded",
-    "the method hook moves back to the original class, as if the class REPLACE had never been registered",
+    "the method hook moves back to the original class, as if the class REPLACE had never been "
+    "registered",
 )
 def test_discarding_a_class_replace_moves_the_method_hook_back_to_the_original_class(make_module):
     name = make_module("m", CLASSES)
@@ -400,7 +417,9 @@ def test_discarding_a_class_replace_moves_the_method_hook_back_to_the_original_c
         pass
 
     HookRegistry.register(f"{name}.Base.method", lambda r, self, x: (*r, "hooked"))
-    HookRegistry.register(f"{name}.Base", Replacement, HookType.REPLACE, source=HookSource("swap", None))
+    HookRegistry.register(
+        f"{name}.Base", Replacement, HookType.REPLACE, source=HookSource("swap", None)
+    )
     HookRegistry.apply_hooks()
     HookRegistry.discard_source(HookSource("swap", None))
     assert mod.Base is original and "method" not in Replacement.__dict__

@@ -138,7 +138,8 @@ def test_dotted_target_in_a_submodule_not_yet_imported_waits_for_it(make_module)
 @pytest.mark.fault(
     "hooks",
     "a hook on a module that importlib.util.LazyLoader has put in sys.modules without executing it",
-    "resolution never executes it: the target stays pending until the module has run, then the next apply patches it",
+    "resolution never executes it: the target stays pending until the module has run, then the "
+    "next apply patches it",
 )
 def test_a_lazily_loaded_target_module_is_not_executed_by_apply_hooks(tmp_path):
     name = f"lazy_{uuid.uuid4().hex[:8]}"

@@ -1,4 +1,5 @@
-"""The hook registry's modules: imports point one way, and a serving process never loads the report code."""
+"""The hook registry's modules: imports point one way, and a serving process never loads the report
+code."""
 
 from __future__ import annotations
 
@@ -11,18 +12,23 @@ import sglang_plugin_runtime.plugins as plugins_package
 
 PLUGINS = Path(plugins_package.__file__).parent
 MODULES = {"hook_registry": PLUGINS / "hook_registry.py"} | {
-    f"_hooks.{path.stem}": path for path in sorted((PLUGINS / "_hooks").glob("*.py")) if path.stem != "__init__"
+    f"_hooks.{path.stem}": path
+    for path in sorted((PLUGINS / "_hooks").glob("*.py"))
+    if path.stem != "__init__"
 }
 
 
 def imported_by(name: str) -> set[str]:
-    """The registry modules ``name`` imports anywhere in its source (in functions and under TYPE_CHECKING too)."""
+    """The registry modules ``name`` imports anywhere in its source (in functions and under
+    TYPE_CHECKING too)."""
     package = name.rpartition(".")[0].split(".") if "." in name else []
     found = set()
     for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
         if not isinstance(node, ast.ImportFrom) or not node.level:
             continue
-        base = package[: len(package) - node.level + 1] + (node.module.split(".") if node.module else [])
+        base = package[: len(package) - node.level + 1] + (
+            node.module.split(".") if node.module else []
+        )
         for alias in node.names:
             for candidate in (".".join(base), ".".join([*base, alias.name])):
                 if candidate in MODULES and candidate != name:
@@ -32,7 +38,9 @@ def imported_by(name: str) -> set[str]:
 
 def test_no_two_registry_modules_import_each_other():
     graph = {name: imported_by(name) for name in MODULES}
-    assert graph["hook_registry"], "the dependency scan found nothing: it no longer reads the imports"
+    assert graph["hook_registry"], (
+        "the dependency scan found nothing: it no longer reads the imports"
+    )
     cycles = sorted((a, b) for a in graph for b in graph[a] if a in graph[b])
     assert cycles == []
 

@@ -124,5 +124,7 @@ def test_hooks_apply_in_a_fresh_spawned_interpreter(tmp_path):
         "import spawned_target\n"
         "print(spawned_target.f())\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "2"

@@ -102,7 +102,8 @@ def test_a_copy_made_by_a_later_import_is_rebound_on_rebuild(make_module):
 
 
 def lazy_module(folder, name: str, source: str):
-    """``name`` in sys.modules through ``importlib.util.LazyLoader``: its code runs on first attribute access."""
+    """``name`` in sys.modules through ``importlib.util.LazyLoader``: its code runs on first
+    attribute access."""
     path = folder / f"{name}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -115,10 +116,10 @@ def lazy_module(folder, name: str, source: str):
 
 @pytest.mark.fault(
     "hooks",
-    "a module deferred by importlib.util.LazyLoader sits in sys.modules (its code would fail) during the "
-    "stale-reference walk",
-    "the walk never executes it: the apply succeeds and the module stays deferred (was: the walk ran it and its "
-    "ImportError escaped load_plugins())",
+    "a module deferred by importlib.util.LazyLoader sits in sys.modules (its code would fail) "
+    "during the stale-reference walk",
+    "the walk never executes it: the apply succeeds and the module stays deferred (was: the walk "
+    "ran it and its ImportError escaped load_plugins())",
 )
 def test_the_walk_never_executes_a_lazily_loaded_module(make_module, tmp_path):
     name = make_module("m", "def f():\n    return 1\n")
@@ -129,7 +130,8 @@ def test_the_walk_never_executes_a_lazily_loaded_module(make_module, tmp_path):
         HookRegistry.register(f"{name}.f", lambda r: r + 1)
         HookRegistry.apply_hooks()
         assert module.f() == 2
-        assert type(lazy) is not types.ModuleType  # still deferred: LazyLoader's class until first access
+        # still deferred: LazyLoader's class until first access
+        assert type(lazy) is not types.ModuleType
     finally:
         del sys.modules[lazy_name]
 

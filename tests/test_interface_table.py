@@ -1,6 +1,8 @@
-"""The interface table: data (one JSON row per line), consistent with the runtime's contract classes, and shipped.
+"""The interface table: data (one JSON row per line), consistent with the runtime's contract
+classes, and shipped.
 
-``tests_sglang/test_interface_table.py`` writes the rows from the real SGLang 0.5.23 wheel and checks them against it.
+``tests_sglang/test_interface_table.py`` writes the rows from the real SGLang 0.5.23 wheel and
+checks them against it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ CONTRACTS = {"srt": SRTPlatform, "diffusion": MMPlatform}
 
 
 def rows(host: str | None = None) -> list[dict]:
-    return [row for row in _contract.interface_rows() if "host" in row and host in (None, row["host"])]
+    return [
+        row for row in _contract.interface_rows() if "host" in row and host in (None, row["host"])
+    ]
 
 
 def other_version_names() -> dict[str, str]:
@@ -52,9 +56,14 @@ def test_every_srt_contract_member_has_a_row() -> None:
 
 @pytest.mark.parametrize("host", ["srt", "diffusion"])
 def test_the_runtimes_own_contract_accepts_every_call_its_host_makes(host: str) -> None:
-    """The base classes themselves pass the check: each recorded call binds to the contract's definition."""
+    """The base classes themselves pass the check: each recorded call binds to the contract's
+    definition."""
     cls = CONTRACTS[host]
-    assert [p for p in find_override_problems(type("Probe", (cls,), dict(vars_of_contract(cls)))) if p.is_error] == []
+    assert [
+        p
+        for p in find_override_problems(type("Probe", (cls,), dict(vars_of_contract(cls))))
+        if p.is_error
+    ] == []
 
 
 def vars_of_contract(cls: type) -> dict[str, object]:
@@ -66,7 +75,11 @@ def vars_of_contract(cls: type) -> dict[str, object]:
 
 def test_retired_hooks_name_their_replacement_and_who_serves_them() -> None:
     retired = [row for row in rows("srt") if "replacement" in row]
-    assert [r["name"] for r in retired] == ["get_mha_kv_pool_cls", "get_mla_kv_pool_cls", "get_dsa_kv_pool_cls"]
+    assert [r["name"] for r in retired] == [
+        "get_mha_kv_pool_cls",
+        "get_mla_kv_pool_cls",
+        "get_dsa_kv_pool_cls",
+    ]
     for row in retired:
         assert row["replacement"].startswith("get_kv_pool_cls(self, *, kind)")
         assert row["served_by"] == ["0.5.23"] and row["versions"] == []
@@ -92,11 +105,16 @@ def test_every_call_names_where_it_is_made() -> None:
     for row in rows():
         for call in row.get("calls", ()):
             assert call["site"].startswith(("sglang/", "sglang_plugin_runtime.")), row
-            assert _contract.render_call(call, row["name"]).startswith(("platform.", "PlatformClass.")), row
+            assert _contract.render_call(call, row["name"]).startswith(
+                ("platform.", "PlatformClass.")
+            ), row
 
 
 def test_the_contract_names_its_hosts_as_the_table_does() -> None:
-    assert (_contract.hosts_of(SRTPlatform), _contract.hosts_of(MMPlatform)) == (("srt",), ("diffusion",))
+    assert (_contract.hosts_of(SRTPlatform), _contract.hosts_of(MMPlatform)) == (
+        ("srt",),
+        ("diffusion",),
+    )
     assert {row["host"] for row in rows()} == set(CONTRACTS)
 
 
@@ -125,32 +143,52 @@ def test_defining_a_platform_class_reads_the_interface_table(site) -> None:
 
 @pytest.mark.slow
 def test_the_wheel_ships_the_table_and_an_installed_wheel_reads_it(tmp_path: Path) -> None:
-    """``python -m build`` puts the data file in the wheel; a class defined over a plain (non-editable) install of
-    that wheel is checked against it."""
+    """``python -m build`` puts the data file in the wheel; a class defined over a plain
+    (non-editable) install of that wheel is checked against it."""
     source = tmp_path / "source"
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, source / name)
-    shutil.copytree(REPO / "runtime", source / "runtime", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    # The dev venv has setuptools (which builds wheels itself) but not the separate `wheel` package pyproject lists.
+    shutil.copytree(
+        REPO / "runtime",
+        source / "runtime",
+        ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+    )
+    # The dev venv has setuptools (which builds wheels itself) but not the separate `wheel` package
+    # pyproject lists.
     build = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--skip-dependency-check"]
-    subprocess.run([*build, "--outdir", str(tmp_path / "dist"), str(source)], check=True, capture_output=True)
+    subprocess.run(
+        [*build, "--outdir", str(tmp_path / "dist"), str(source)], check=True, capture_output=True
+    )
     (wheel,) = (tmp_path / "dist").glob("*.whl")
-    assert "sglang_plugin_runtime/platforms/interface_table.jsonl" in zipfile.ZipFile(wheel).namelist()
+    assert (
+        "sglang_plugin_runtime/platforms/interface_table.jsonl" in zipfile.ZipFile(wheel).namelist()
+    )
     target = tmp_path / "installed"
-    install = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)]
+    install = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--target",
+        str(target),
+        str(wheel),
+    ]
     subprocess.run(install, check=True, capture_output=True, text=True)
     code = (
-        "import sglang_plugin_runtime\n"
-        "from sglang_plugin_runtime.platforms.interface import SRTPlatform\n"
-        "try:\n"
-        "    class Plat(SRTPlatform):\n"
-        "        def is_pin_memory_available(self): ...\n"
-        "except TypeError as exc:\n"
-        "    print(sglang_plugin_runtime.__file__, 'called from sglang/srt/utils/common.py' in str(exc))\n"
+        "import sglang_plugin_runtime\nfrom sglang_plugin_runtime.platforms.interface import "
+        "SRTPlatform\ntry:\n    class Plat(SRTPlatform):\n        def "
+        "is_pin_memory_available(self): ...\nexcept TypeError as exc:\n    "
+        "print(sglang_plugin_runtime.__file__, 'called from sglang/srt/utils/common.py' in "
+        "str(exc))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], env={"PYTHONPATH": str(target)}, capture_output=True, text=True
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(target)},
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
     location, refused = result.stdout.split()

@@ -28,7 +28,11 @@ def test_mm_platform_is_a_device_mixin() -> None:
 
 
 def test_mm_class_attribute_defaults() -> None:
-    assert (MMPlatform.device, MMPlatform.dispatch_key, MMPlatform.simple_compile_backend) == (None, "", "inductor")
+    assert (MMPlatform.device, MMPlatform.dispatch_key, MMPlatform.simple_compile_backend) == (
+        None,
+        "",
+        "inductor",
+    )
 
 
 @pytest.mark.parametrize(
@@ -94,18 +98,25 @@ def test_torch_library_dispatch_key_is_dispatch_key_out_of_tree() -> None:
 def test_torch_library_dispatch_key_in_tree_defaults() -> None:
     npu = MMPlatform()
     npu._enum = PlatformEnum.NPU
-    assert (npu.get_torch_library_dispatch_key(), MMPlatform().get_torch_library_dispatch_key()) == (
+    assert (
+        npu.get_torch_library_dispatch_key(),
+        MMPlatform().get_torch_library_dispatch_key(),
+    ) == (
         "PrivateUse1",
         "CUDA",
     )
 
 
 def test_device_communicator_defaults_to_the_hosts_base_class() -> None:
-    assert _Oot.get_device_communicator_cls().endswith("base_device_communicator.DeviceCommunicatorBase")
+    assert _Oot.get_device_communicator_cls().endswith(
+        "base_device_communicator.DeviceCommunicatorBase"
+    )
 
 
 def test_all_to_all_communicator_fails_fast_out_of_tree() -> None:
-    with pytest.raises(NotImplementedError, match=r"_Oot\.get_all_to_all_communicator_cls\(\) is not implemented"):
+    with pytest.raises(
+        NotImplementedError, match=r"_Oot\.get_all_to_all_communicator_cls\(\) is not implemented"
+    ):
         _Oot.get_all_to_all_communicator_cls()
 
 
@@ -119,17 +130,25 @@ def test_all_to_all_communicator_follows_device_communicator() -> None:
 
 
 def test_local_torch_device_fails_fast() -> None:
-    with pytest.raises(NotImplementedError, match=r"_Oot\.get_local_torch_device\(\) is not implemented"):
+    with pytest.raises(
+        NotImplementedError, match=r"_Oot\.get_local_torch_device\(\) is not implemented"
+    ):
         _Oot.get_local_torch_device()
 
 
 def test_available_gpu_memory_fails_fast() -> None:
-    with pytest.raises(NotImplementedError, match=r"_Oot\.get_available_gpu_memory\(\) is not implemented"):
+    with pytest.raises(
+        NotImplementedError, match=r"_Oot\.get_available_gpu_memory\(\) is not implemented"
+    ):
         _Oot.get_available_gpu_memory()
 
 
-@pytest.mark.parametrize(("capability", "expected"), [((8, 0), True), ((9, 0), False), (86, True), (90, False)])
-def test_has_device_capability_accepts_tuple_or_packed_int(capability: object, expected: bool) -> None:
+@pytest.mark.parametrize(
+    ("capability", "expected"), [((8, 0), True), ((9, 0), False), (86, True), (90, False)]
+)
+def test_has_device_capability_accepts_tuple_or_packed_int(
+    capability: object, expected: bool
+) -> None:
     assert _WithCapability().has_device_capability(capability) is expected
 
 
@@ -144,7 +163,9 @@ def test_has_device_capability_is_false_without_capability() -> None:
 def test_get_attn_backend_resolves_the_named_class() -> None:
     class Plat(_Oot):
         @classmethod
-        def get_attn_backend_cls_str(cls, selected_backend: object, head_size: int, dtype: object) -> str:
+        def get_attn_backend_cls_str(
+            cls, selected_backend: object, head_size: int, dtype: object
+        ) -> str:
             return "collections.OrderedDict"
 
     import collections

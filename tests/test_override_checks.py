@@ -1,9 +1,11 @@
-"""Definition-time checks: refuse only what the host's real calls cannot use; warn about likely misspellings.
+"""Definition-time checks: refuse only what the host's real calls cannot use; warn about likely
+misspellings.
 
-Every platform class SGLang would run is accepted: a vendor's own public API, names of other SGLang versions,
-retired hooks the host still serves, renamed parameters the host passes positionally, a vendor device mixin with
-extra methods. A ``TypeError`` is kept for an override that cannot accept a call the host makes
-(the interface table records each one); a public name one or two keystrokes from a contract name gets a WARNING.
+Every platform class SGLang would run is accepted: a vendor's own public API, names of other SGLang
+versions, retired hooks the host still serves, renamed parameters the host passes positionally, a
+vendor device mixin with extra methods. A ``TypeError`` is kept for an override that cannot accept a
+call the host makes (the interface table records each one); a public name one or two keystrokes from
+a contract name gets a WARNING.
 """
 
 from __future__ import annotations
@@ -29,13 +31,20 @@ def _define(body: dict, *bases: type, **kwargs: object) -> type:
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == CONTRACT_LOGGER and r.levelno == logging.WARNING]
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == CONTRACT_LOGGER and r.levelno == logging.WARNING
+    ]
 
 
-# ---- accepted: what SGLang runs -------------------------------------------------------------------------------
+# ---- accepted: what SGLang runs
+# -------------------------------------------------------------------------------
 
 
-def test_vendor_public_methods_and_properties_are_accepted_silently(caplog: pytest.LogCaptureFixture) -> None:
+def test_vendor_public_methods_and_properties_are_accepted_silently(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with caplog.at_level(logging.DEBUG, logger=CONTRACT_LOGGER):
 
         class Plat(SRTPlatform):
@@ -52,7 +61,11 @@ def test_vendor_public_methods_and_properties_are_accepted_silently(caplog: pyte
     assert Plat().vendor_name == "acme"
     assert _warnings(caplog) == []
     kinds = {(p.attribute, p.kind) for p in find_override_problems(Plat)}
-    assert kinds == {("frobnicate", "unknown"), ("vendor_name", "unknown"), ("get_device_count", "unknown")}
+    assert kinds == {
+        ("frobnicate", "unknown"),
+        ("vendor_name", "unknown"),
+        ("get_device_count", "unknown"),
+    }
 
 
 def test_names_of_other_sglang_versions_are_accepted(caplog: pytest.LogCaptureFixture) -> None:
@@ -79,7 +92,10 @@ def test_names_of_other_sglang_versions_are_accepted(caplog: pytest.LogCaptureFi
 
 def test_a_member_of_the_other_host_is_accepted_on_a_platform() -> None:
     class Plat(SRTPlatform):
-        def is_hpu(self) -> bool:  # the diffusion platform's; one edit from is_cpu, yet no misspelling
+        # the diffusion platform's; one edit from is_cpu, yet no misspelling
+        def is_hpu(
+            self,
+        ) -> bool:
             return False
 
     class MMPlat(MMPlatform):
@@ -87,13 +103,19 @@ def test_a_member_of_the_other_host_is_accepted_on_a_platform() -> None:
             return None
 
     problems = find_override_problems(Plat) + find_override_problems(MMPlat)
-    assert [(p.attribute, p.kind) for p in problems] == [("is_hpu", "unknown"), ("get_kv_pool_cls", "unknown")]
+    assert [(p.attribute, p.kind) for p in problems] == [
+        ("is_hpu", "unknown"),
+        ("get_kv_pool_cls", "unknown"),
+    ]
     assert "a name of MMPlatform; not called here" in problems[0].message
 
 
 def test_vendor_device_mixin_with_extra_public_methods_is_accepted() -> None:
     class MyDeviceMixin(DeviceMixin):
-        def get_default_attention_backend(self) -> str:  # SRT's name on a device mixin: no host calls a mixin
+        # SRT's name on a device mixin: no host calls a mixin
+        def get_default_attention_backend(
+            self,
+        ) -> str:
             return "x"
 
         def vendor_only(self) -> int:
@@ -118,7 +140,10 @@ def test_parameters_the_host_passes_by_keyword_may_be_reordered() -> None:
         def get_speculative_graph_runner_cls(self, phase: str, algorithm: str) -> tuple[str, str]:  # type: ignore[override]
             return algorithm, phase
 
-    assert Plat().get_speculative_graph_runner_cls(algorithm="EAGLE", phase="draft_decode") == ("EAGLE", "draft_decode")
+    assert Plat().get_speculative_graph_runner_cls(algorithm="EAGLE", phase="draft_decode") == (
+        "EAGLE",
+        "draft_decode",
+    )
 
 
 def test_members_the_host_never_calls_accept_any_shape() -> None:
@@ -126,7 +151,8 @@ def test_members_the_host_never_calls_accept_any_shape() -> None:
         def get_device_name(self, device_id: int) -> str:  # SGLang's LLM host never calls it
             return "x"
 
-        def seed_everything(self, seed: int | None = None) -> None:  # an instance method where SGLang has a classmethod
+        # an instance method where SGLang has a classmethod
+        def seed_everything(self, seed: int | None = None) -> None:
             pass
 
         def verify_quantization(self, quant: str, strict: bool) -> None:
@@ -221,7 +247,9 @@ def test_mm_platform_accepts_its_own_members() -> None:
         dispatch_key = "PrivateUse1"
 
         @classmethod
-        def get_attn_backend_cls_str(cls, selected_backend: object, head_size: int, dtype: object) -> str:
+        def get_attn_backend_cls_str(
+            cls, selected_backend: object, head_size: int, dtype: object
+        ) -> str:
             return "pkg.Backend"
 
     assert Plat.get_attn_backend_cls_str(None, 64, None) == "pkg.Backend"
@@ -250,7 +278,8 @@ def test_signature_check_ignores_annotations_and_default_values() -> None:
     assert inspect.signature(Plat.get_device_total_memory).parameters["device_id"].default == 5
 
 
-# ---- retired hooks: accepted and served as SGLang serves them -------------------------------------------------
+# ---- retired hooks: accepted and served as SGLang serves them
+# -------------------------------------------------
 
 
 def test_retired_kv_pool_hook_is_served_by_get_kv_pool_cls_with_a_deprecation_warning() -> None:
@@ -265,7 +294,9 @@ def test_retired_kv_pool_hook_is_served_by_get_kv_pool_cls_with_a_deprecation_wa
     (warning,) = caught
     assert warning.category is DeprecationWarning
     assert "Plat.get_mla_kv_pool_cls() is a retired SGLang hook" in str(warning.message)
-    assert "get_kv_pool_cls(self, *, kind)" in str(warning.message) and "kind='mla'" in str(warning.message)
+    assert "get_kv_pool_cls(self, *, kind)" in str(warning.message) and "kind='mla'" in str(
+        warning.message
+    )
 
 
 def test_retired_hook_warns_once_per_class() -> None:
@@ -288,17 +319,22 @@ def test_retired_hook_is_reported_with_its_replacement() -> None:
 
 
 def test_retired_hook_that_cannot_take_the_served_call_is_refused() -> None:
-    with pytest.raises(TypeError, match=r"Plat\.get_mha_kv_pool_cls: .*cannot accept the host's call"):
+    with pytest.raises(
+        TypeError, match=r"Plat\.get_mha_kv_pool_cls: .*cannot accept the host's call"
+    ):
 
         class Plat(SRTPlatform):
             def get_mha_kv_pool_cls(self, layer: int) -> type:
                 return object
 
 
-# ---- likely misspellings: a warning with a suggestion ---------------------------------------------------------
+# ---- likely misspellings: a warning with a suggestion
+# ---------------------------------------------------------
 
 
-def test_misspelled_override_is_a_warning_with_a_suggestion(caplog: pytest.LogCaptureFixture) -> None:
+def test_misspelled_override_is_a_warning_with_a_suggestion(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with caplog.at_level(logging.WARNING, logger=CONTRACT_LOGGER):
 
         class Plat(SRTPlatform):
@@ -306,7 +342,9 @@ def test_misspelled_override_is_a_warning_with_a_suggestion(caplog: pytest.LogCa
                 return "x"
 
     (message,) = _warnings(caplog)
-    assert message.startswith("Plat.get_devce_name: not a name SGLang calls; did you mean 'get_device_name'?")
+    assert message.startswith(
+        "Plat.get_devce_name: not a name SGLang calls; did you mean 'get_device_name'?"
+    )
     assert Plat().get_devce_name() == "x"
 
 
@@ -335,7 +373,9 @@ def test_misspelling_in_a_vendor_mixin_is_warned_once(caplog: pytest.LogCaptureF
     assert [m.split(":")[0] for m in _warnings(caplog)] == ["MyDeviceMixin.synchronise"]
 
 
-def test_misspelling_in_a_plain_mixin_is_warned_when_a_platform_uses_it(caplog: pytest.LogCaptureFixture) -> None:
+def test_misspelling_in_a_plain_mixin_is_warned_when_a_platform_uses_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     class Helpers:
         def get_default_atention_backend(self) -> str:
             return "x"
@@ -361,12 +401,15 @@ def test_misspelling_in_a_plain_mixin_is_warned_when_a_platform_uses_it(caplog: 
         ("set_device_id", None),
     ],
 )
-def test_near_miss_is_one_or_two_edits_from_a_contract_name(name: str, expected: str | None) -> None:
+def test_near_miss_is_one_or_two_edits_from_a_contract_name(
+    name: str, expected: str | None
+) -> None:
     found = _contract.misspelling(name, _contract.contract_members(SRTPlatform))
     assert (found and found.split("did you mean ")[1].split("?")[0].strip("'")) == expected
 
 
-# ---- refused: the host's call would fail ----------------------------------------------------------------------
+# ---- refused: the host's call would fail
+# ----------------------------------------------------------------------
 
 
 def test_override_without_the_argument_the_host_passes_is_refused() -> None:
@@ -409,7 +452,9 @@ def test_dropped_default_is_refused_when_the_host_calls_without_the_argument() -
 
 
 def test_missing_parameter_is_refused() -> None:
-    with pytest.raises(TypeError, match=r"supports_speculative_algorithm\(\) cannot accept the host's call"):
+    with pytest.raises(
+        TypeError, match=r"supports_speculative_algorithm\(\) cannot accept the host's call"
+    ):
 
         class Plat(SRTPlatform):
             def supports_speculative_algorithm(self) -> bool:
@@ -450,7 +495,8 @@ def test_new_required_keyword_only_parameter_is_refused() -> None:
 
 def test_property_where_the_host_calls_a_method_is_refused() -> None:
     with pytest.raises(
-        TypeError, match=r"the host calls it \(platform\.get_dispatch_key_name\(\)\); this defines a property"
+        TypeError,
+        match=r"the host calls it \(platform\.get_dispatch_key_name\(\)\); this defines a property",
     ):
 
         class Plat(SRTPlatform):
@@ -522,7 +568,8 @@ def test_wrapped_override_is_checked_through_its_wrapped_function() -> None:
                 return True
 
 
-# ---- reporting and escape hatch -------------------------------------------------------------------------------
+# ---- reporting and escape hatch
+# -------------------------------------------------------------------------------
 
 
 def test_check_overrides_false_bypasses_the_check() -> None:
@@ -535,7 +582,9 @@ def test_check_overrides_false_bypasses_the_check() -> None:
 
 def test_find_override_problems_reports_without_raising() -> None:
     Plat = _define(
-        {"get_devce_name": lambda self: "x", "get_kv_pool_cls": lambda self: None}, SRTPlatform, check_overrides=False
+        {"get_devce_name": lambda self: "x", "get_kv_pool_cls": lambda self: None},
+        SRTPlatform,
+        check_overrides=False,
     )
     problems = find_override_problems(Plat)
     assert [(p.attribute, p.kind, p.is_error) for p in problems] == [

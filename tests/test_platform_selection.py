@@ -1,4 +1,5 @@
-"""The platform decision tree, branch by branch, each in a fresh process over fake installed distributions."""
+"""The platform decision tree, branch by branch, each in a fresh process over fake installed
+distributions."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def select(site: PluginSite, **env: str) -> dict[str, Any]:
     return out
 
 
-# --- SGLANG_PLATFORM unset -------------------------------------------------------------------------------------
+# --- SGLANG_PLATFORM unset
+# -------------------------------------------------------------------------------------
 
 
 def test_no_plugin_installed_falls_back_to_base_srt_platform(site: PluginSite) -> None:
@@ -58,7 +60,9 @@ def test_single_activated_plugin_is_selected_with_provenance(site: PluginSite) -
     assert out["activations"][0]["seconds"] >= 0
 
 
-def test_plugin_returning_none_leads_to_fallback_and_is_recorded_unavailable(site: PluginSite) -> None:
+def test_plugin_returning_none_leads_to_fallback_and_is_recorded_unavailable(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "return None")
     out = select(site)
     assert out["rule"] == "fallback"
@@ -69,7 +73,8 @@ def test_plugin_returning_none_leads_to_fallback_and_is_recorded_unavailable(sit
 @pytest.mark.fault(
     "selection",
     "two platform plugins activate, SGLANG_PLATFORM unset",
-    "AmbiguousPlatformError naming both plugins and distributions and telling to set SGLANG_PLATFORM",
+    "AmbiguousPlatformError naming both plugins and distributions and telling to set "
+    "SGLANG_PLATFORM",
 )
 def test_two_activated_plugins_raise_naming_both_and_the_env_var(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
@@ -83,7 +88,8 @@ def test_two_activated_plugins_raise_naming_both_and_the_env_var(site: PluginSit
 @pytest.mark.fault(
     "selection",
     "a platform plugin's module fails to import, auto mode",
-    "WARNING naming the plugin, its distribution and the exception; skipped; recorded in the selection's problems",
+    "WARNING naming the plugin, its distribution and the exception; skipped; recorded in the "
+    "selection's problems",
 )
 def test_plugin_whose_module_fails_to_import_is_warned_and_skipped(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
@@ -94,7 +100,11 @@ def test_plugin_whose_module_fails_to_import_is_warned_and_skipped(site: PluginS
     )
     out = select(site)
     assert out["plugin"] == "acme"
-    assert "WARNING" in out["stderr"] and "'broken'" in out["stderr"] and "broken-dist" in out["stderr"]
+    assert (
+        "WARNING" in out["stderr"]
+        and "'broken'" in out["stderr"]
+        and "broken-dist" in out["stderr"]
+    )
     assert "libbroken.so not found" in out["stderr"]
     assert len(out["problems"]) == 1 and "libbroken.so" in out["problems"][0]
     assert [a["status"] for a in out["activations"]] == ["activated", "failed-import"]
@@ -135,16 +145,21 @@ def test_strict_mode_turns_an_import_failure_into_an_error(site: PluginSite) -> 
     assert out["error"] == "PluginLoadError" and out["cause"] == "ModuleNotFoundError"
 
 
-# --- SGLANG_PLATFORM set ---------------------------------------------------------------------------------------
+# --- SGLANG_PLATFORM set
+# ---------------------------------------------------------------------------------------
 
 
-def test_explicit_platform_is_selected_and_no_other_plugin_module_is_imported(site: PluginSite) -> None:
+def test_explicit_platform_is_selected_and_no_other_plugin_module_is_imported(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     marker = site.root / "zeta-was-imported"
     site.add(
         "zeta-mlu",
         entry_points={"sglang.srt.platforms": {"zeta": "zeta_platform:activate"}},
-        modules={"zeta_platform.py": f"open({str(marker)!r}, 'w').close()\ndef activate():\n    return None\n"},
+        modules={
+            "zeta_platform.py": f"open({str(marker)!r}, 'w').close()\ndef activate():\n    return None\n"
+        },
     )
     out = select(site, SGLANG_PLATFORM="acme")
     assert (out["rule"], out["plugin"]) == ("explicit", "acme")
@@ -162,7 +177,9 @@ def test_explicit_platform_name_tolerates_surrounding_whitespace(site: PluginSit
     "SGLANG_PLATFORM names no installed plugin",
     "PlatformNotFoundError listing the available names and how to install a plugin",
 )
-def test_unknown_explicit_platform_lists_available_names_and_how_to_install(site: PluginSite) -> None:
+def test_unknown_explicit_platform_lists_available_names_and_how_to_install(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     out = select(site, SGLANG_PLATFORM="nvidia")
     assert out["error"] == "PlatformNotFoundError" and out["is_runtime_error"]
@@ -193,25 +210,36 @@ def test_explicit_platform_returning_none_is_a_hardware_unavailable_error(site: 
     "the plugin SGLANG_PLATFORM names raises in activate()",
     "PluginLoadError naming plugin and distribution, chained to the original exception",
 )
-def test_explicit_platform_whose_activate_raises_propagates_chained_with_plugin_and_dist(site: PluginSite) -> None:
+def test_explicit_platform_whose_activate_raises_propagates_chained_with_plugin_and_dist(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "raise OSError('no /dev/acme0')")
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "PluginLoadError" and out["cause"] == "OSError"
-    assert "'acme'" in out["message"] and "acme-npu 1.0" in out["message"] and "no /dev/acme0" in out["message"]
+    assert (
+        "'acme'" in out["message"]
+        and "acme-npu 1.0" in out["message"]
+        and "no /dev/acme0" in out["message"]
+    )
 
 
-def test_explicit_platform_whose_module_fails_to_import_propagates_chained(site: PluginSite) -> None:
+def test_explicit_platform_whose_module_fails_to_import_propagates_chained(
+    site: PluginSite,
+) -> None:
     site.add(
         "acme-npu",
         entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
-        modules={"acme_platform.py": "raise ImportError('libacme.so: cannot open shared object file')\n"},
+        modules={
+            "acme_platform.py": "raise ImportError('libacme.so: cannot open shared object file')\n"
+        },
     )
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "PluginLoadError" and out["cause"] == "ImportError"
     assert "libacme.so" in out["message"]
 
 
-# --- what activate() returns -----------------------------------------------------------------------------------
+# --- what activate() returns
+# -----------------------------------------------------------------------------------
 
 BAD_RESULTS = {
     "non_str": ("return 42", "returned 42"),
@@ -224,12 +252,16 @@ BAD_RESULTS = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RESULTS))
-def test_bad_activate_result_is_an_error_naming_the_plugin_when_selected(site: PluginSite, case: str) -> None:
+def test_bad_activate_result_is_an_error_naming_the_plugin_when_selected(
+    site: PluginSite, case: str
+) -> None:
     body, expected = BAD_RESULTS[case]
     site.add_platform("acme-npu", "acme", "acmenpu", body)
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "InvalidPlatformError" and out["is_runtime_error"]
-    assert expected in out["message"] and "'acme'" in out["message"] and "acme-npu" in out["message"]
+    assert (
+        expected in out["message"] and "'acme'" in out["message"] and "acme-npu" in out["message"]
+    )
 
 
 @pytest.mark.parametrize("case", sorted(BAD_RESULTS))
@@ -290,7 +322,9 @@ def test_class_that_is_no_platform_names_the_base_it_must_subclass(site: PluginS
     site.add_platform("acme-npu", "acme", "acmenpu", "return 'collections:OrderedDict'")
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "InvalidPlatformError"
-    assert "not a subclass of sglang_plugin_runtime.platforms.interface.SRTPlatform" in out["message"]
+    assert (
+        "not a subclass of sglang_plugin_runtime.platforms.interface.SRTPlatform" in out["message"]
+    )
 
 
 def test_colon_form_of_the_class_name_is_accepted(site: PluginSite) -> None:
@@ -298,7 +332,8 @@ def test_colon_form_of_the_class_name_is_accepted(site: PluginSite) -> None:
     assert select(site)["platform_class"] == "acme_platform.AcmePlatform"
 
 
-# --- distributions ---------------------------------------------------------------------------------------------
+# --- distributions
+# ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.fault(
@@ -306,7 +341,9 @@ def test_colon_form_of_the_class_name_is_accepted(site: PluginSite) -> None:
     "one platform name offered by two distributions",
     "DuplicatePluginError naming both distributions",
 )
-def test_same_platform_name_from_two_distributions_is_an_error_naming_both(site: PluginSite) -> None:
+def test_same_platform_name_from_two_distributions_is_an_error_naming_both(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     site.add(
         "acme-fork",
@@ -325,15 +362,20 @@ def test_same_platform_name_from_two_distributions_is_an_error_naming_both(site:
     "a malformed distribution sits beside a good platform plugin",
     "the good plugin is selected; the malformed one is reported",
 )
-def test_malformed_distribution_is_reported_and_does_not_hide_a_good_plugin(site: PluginSite) -> None:
+def test_malformed_distribution_is_reported_and_does_not_hide_a_good_plugin(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
-    bad = site.add("garbled", entry_points_text="[sglang.srt.platforms]\nthis line has no equals sign\n")
+    bad = site.add(
+        "garbled", entry_points_text="[sglang.srt.platforms]\nthis line has no equals sign\n"
+    )
     out = select(site)
     assert out["plugin"] == "acme"
     assert str(bad) in out["stderr"] and "malformed" in out["stderr"]
 
 
-# --- the singleton ---------------------------------------------------------------------------------------------
+# --- the singleton
+# ---------------------------------------------------------------------------------------------
 
 
 def test_current_platform_is_an_instance_of_the_selected_class(site: PluginSite) -> None:
@@ -349,10 +391,13 @@ def test_current_platform_is_an_instance_of_the_selected_class(site: PluginSite)
 
 
 def add_slow_counting_platform(site: PluginSite, seconds: float) -> None:
-    """Platform plugin ``acme``: its ``activate()`` takes ``seconds``, counting its calls in ``acme_platform.CALLS``."""
+    """Platform plugin ``acme``: its ``activate()`` takes ``seconds``, counting its calls in
+    ``acme_platform.CALLS``."""
     body = f"import time; time.sleep({seconds}); CALLS.append(1); return __name__ + '.{{cls}}'"
     site.add_platform("acme-npu", "acme", "acmenpu", body)
-    (site.root / "acme_platform.py").write_text("CALLS = []\n" + (site.root / "acme_platform.py").read_text())
+    (site.root / "acme_platform.py").write_text(
+        "CALLS = []\n" + (site.root / "acme_platform.py").read_text()
+    )
 
 
 @pytest.mark.fault(
@@ -378,10 +423,14 @@ def test_current_platform_is_resolved_once_across_threads(site: PluginSite) -> N
 
 @pytest.mark.fault(
     "processes",
-    "the selection runs in a helper thread, and threads that arrive while activate() runs wait longer than a poll",
-    "they wait for it: one activate(), no false re-entry error (every helper thread starts in threading's code)",
+    "the selection runs in a helper thread, and threads that arrive while activate() runs wait "
+    "longer than a poll",
+    "they wait for it: one activate(), no false re-entry error (every helper thread starts in "
+    "threading's code)",
 )
-def test_threads_waiting_on_a_selection_made_in_a_helper_thread_get_its_platform(site: PluginSite) -> None:
+def test_threads_waiting_on_a_selection_made_in_a_helper_thread_get_its_platform(
+    site: PluginSite,
+) -> None:
     add_slow_counting_platform(site, seconds=0.3)
     out = site.run_json(
         """
@@ -466,7 +515,9 @@ def test_multimodal_namespace_selects_with_its_own_group_and_env_var(site: Plugi
     assert out == ["acme_mm.AcmeMMPlatform", "explicit", "fallback"]
 
 
-def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(site: PluginSite) -> None:
+def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(
+    site: PluginSite,
+) -> None:
     site.add(
         "acme-npu",
         entry_points={"myhost.platforms": {"acme": "acme_host:activate"}},
@@ -506,38 +557,52 @@ def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(s
     assert out == ["acme_host.AcmeHostPlatform", "explicit", "AcmeHostPlatform", "fallback"]
 
 
-# --- plugin code that misbehaves ---------------------------------------------------------------------------------
+# --- plugin code that misbehaves
+# ---------------------------------------------------------------------------------
 
 
 @pytest.mark.fault(
     "selection",
     "activate() calls sys.exit(0), SGLANG_PLATFORM unset",
-    "a failure like any other: WARNING naming the plugin, its distribution and SystemExit; skipped; fallback",
+    "a failure like any other: WARNING naming the plugin, its distribution and SystemExit; "
+    "skipped; fallback",
 )
-def test_activate_calling_sys_exit_is_a_skipped_plugin_failure_in_auto_mode(site: PluginSite) -> None:
+def test_activate_calling_sys_exit_is_a_skipped_plugin_failure_in_auto_mode(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(0)")
     out = select(site)
     assert out["rule"] == "fallback"
-    assert "SystemExit(0)" in out["stderr"] and "'acme'" in out["stderr"] and "acme-npu" in out["stderr"]
+    assert (
+        "SystemExit(0)" in out["stderr"]
+        and "'acme'" in out["stderr"]
+        and "acme-npu" in out["stderr"]
+    )
     assert "sys.exit()" in out["problems"][0]
 
 
 @pytest.mark.fault(
     "selection",
     "activate() calls sys.exit(3) for the platform SGLANG_PLATFORM names",
-    "PluginLoadError naming the plugin and distribution, chained to the SystemExit; the process goes on",
+    "PluginLoadError naming the plugin and distribution, chained to the SystemExit; the process "
+    "goes on",
 )
 def test_activate_calling_sys_exit_is_an_attributed_error_when_selected(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(3)")
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "PluginLoadError" and out["cause"] == "SystemExit"
-    assert "'acme'" in out["message"] and "acme-npu" in out["message"] and "SystemExit(3)" in out["message"]
+    assert (
+        "'acme'" in out["message"]
+        and "acme-npu" in out["message"]
+        and "SystemExit(3)" in out["message"]
+    )
 
 
 @pytest.mark.fault(
     "selection",
     "a platform plugin's module calls sys.exit() while it is imported",
-    "import failure of that plugin: WARNING naming it, skipped (an error with SGLANG_PLUGINS_STRICT=1)",
+    "import failure of that plugin: WARNING naming it, skipped (an error with "
+    "SGLANG_PLUGINS_STRICT=1)",
 )
 def test_platform_module_calling_sys_exit_at_import_is_an_import_failure(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
@@ -556,16 +621,22 @@ def test_platform_module_calling_sys_exit_at_import_is_an_import_failure(site: P
 @pytest.mark.fault(
     "selection",
     "activate() reads current_platform, SGLANG_PLATFORM unset",
-    "one ReentrantSelectionError naming the plugin and saying what to do instead; no nested selections, no "
-    "'falling back' line",
+    "one ReentrantSelectionError naming the plugin and saying what to do instead; no nested "
+    "selections, no 'falling back' line",
 )
-def test_activate_reading_current_platform_is_one_clear_error_in_auto_mode(site: PluginSite) -> None:
-    body = "from sglang_plugin_runtime.platforms import current_platform; return __name__ + '.{cls}'"
+def test_activate_reading_current_platform_is_one_clear_error_in_auto_mode(
+    site: PluginSite,
+) -> None:
+    body = (
+        "from sglang_plugin_runtime.platforms import current_platform; return __name__ + '.{cls}'"
+    )
     site.add_platform("acme-npu", "acme", "acmenpu", body)
     out = select(site)
     assert out["error"] == "ReentrantSelectionError" and out["is_runtime_error"]
     assert (
-        "'acme'" in out["message"] and "acme-npu" in out["message"] and "probe the hardware directly" in out["message"]
+        "'acme'" in out["message"]
+        and "acme-npu" in out["message"]
+        and "probe the hardware directly" in out["message"]
     )
     assert len(out["message"]) < 1000
     assert "RecursionError" not in out["stderr"] and "alling back" not in out["stderr"]
@@ -576,8 +647,12 @@ def test_activate_reading_current_platform_is_one_clear_error_in_auto_mode(site:
     "activate() reads current_platform, its plugin named by SGLANG_PLATFORM",
     "the same single error, under 1,000 characters (it was about 20,000)",
 )
-def test_activate_reading_current_platform_is_one_short_error_when_selected(site: PluginSite) -> None:
-    body = "from sglang_plugin_runtime.platforms import current_platform; return __name__ + '.{cls}'"
+def test_activate_reading_current_platform_is_one_short_error_when_selected(
+    site: PluginSite,
+) -> None:
+    body = (
+        "from sglang_plugin_runtime.platforms import current_platform; return __name__ + '.{cls}'"
+    )
     site.add_platform("acme-npu", "acme", "acmenpu", body)
     out = select(site, SGLANG_PLATFORM="acme")
     assert out["error"] == "ReentrantSelectionError"
@@ -587,7 +662,8 @@ def test_activate_reading_current_platform_is_one_short_error_when_selected(site
 @pytest.mark.fault(
     "selection",
     "activate() reads current_platform inside try/except and returns its class anyway",
-    "still the re-entry error: an answer computed from a selection that cannot exist yet is not used",
+    "still the re-entry error: an answer computed from a selection that cannot exist yet is not "
+    "used",
 )
 def test_activate_that_swallows_the_reentry_error_is_still_refused(site: PluginSite) -> None:
     body = (
@@ -631,7 +707,8 @@ def test_platform_constructor_reading_current_platform_is_a_clear_error(site: Pl
 @pytest.mark.fault(
     "selection",
     "an entry point that names a string, not a function",
-    "'the entry point names str ..., not a function' with the fix, instead of \"'str' object is not callable\"",
+    "'the entry point names str ..., not a function' with the fix, instead of \"'str' object is "
+    'not callable"',
 )
 def test_entry_point_naming_a_non_callable_says_what_it_names(site: PluginSite) -> None:
     site.add(
@@ -651,7 +728,9 @@ def test_entry_point_naming_a_non_callable_says_what_it_names(site: PluginSite) 
     "SGLANG_PLATFORM spelled with other case or separators (acme-npu, ACME_NPU)",
     "PlatformNotFoundError saying: did you mean SGLANG_PLATFORM='acme_npu'?",
 )
-def test_platform_name_with_other_case_or_separators_suggests_the_installed_name(site: PluginSite, asked: str) -> None:
+def test_platform_name_with_other_case_or_separators_suggests_the_installed_name(
+    site: PluginSite, asked: str
+) -> None:
     site.add_platform("acme-npu-platform", "acme_npu", "acmenpu")
     out = select(site, SGLANG_PLATFORM=asked)
     assert out["error"] == "PlatformNotFoundError"
@@ -673,7 +752,8 @@ def test_platform_name_given_as_the_distribution_suggests_its_entry_point(site: 
 @pytest.mark.fault(
     "selection",
     "activate() raises KeyboardInterrupt itself, in a host process",
-    "it propagates as KeyboardInterrupt (a library cannot tell it from Ctrl-C), noting which plugin was running",
+    "it propagates as KeyboardInterrupt (a library cannot tell it from Ctrl-C), noting which "
+    "plugin was running",
 )
 def test_keyboard_interrupt_in_activate_propagates_with_the_plugin_named(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "raise KeyboardInterrupt")
@@ -691,11 +771,14 @@ def test_keyboard_interrupt_in_activate_propagates_with_the_plugin_named(site: P
 
 @pytest.mark.fault(
     "selection",
-    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module fails to import (a missing dependency)",
-    "InvalidPlatformError carrying the real import error (No module named 'vendor_runtime'), not 'module has no "
-    "attribute platform'",
+    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module fails to import (a "
+    "missing dependency)",
+    "InvalidPlatformError carrying the real import error (No module named 'vendor_runtime'), not "
+    "'module has no attribute platform'",
 )
-def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(site: PluginSite) -> None:
+def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(
+    site: PluginSite,
+) -> None:
     site.add(
         "vendor-npu",
         entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
@@ -706,10 +789,14 @@ def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(si
     )
     out = select(site, SGLANG_PLATFORM="vendor")
     assert out["error"] == "InvalidPlatformError"
-    assert "No module named 'vendor_runtime'" in out["message"] and "has no attribute" not in out["message"]
+    assert (
+        "No module named 'vendor_runtime'" in out["message"]
+        and "has no attribute" not in out["message"]
+    )
 
 
-# --- a host's own fallback (SGLang's in-tree chain) --------------------------------------------------------------
+# --- a host's own fallback (SGLang's in-tree chain)
+# --------------------------------------------------------------
 
 HOST_FALLBACK = """
 import json
@@ -734,12 +821,16 @@ def test_a_host_fallback_is_called_only_when_no_plugin_activates(site: PluginSit
     assert site.run_json(HOST_FALLBACK) == ["HostCpuPlatform", "fallback", ["detect"]]
 
 
-def test_an_activated_plugin_wins_over_the_host_fallback_which_is_never_called(site: PluginSite) -> None:
+def test_an_activated_plugin_wins_over_the_host_fallback_which_is_never_called(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu")
     assert site.run_json(HOST_FALLBACK) == ["AcmePlatform", "single-activated", []]
 
 
-def test_set_fallback_platform_after_a_fallback_selection_warns_and_applies_after_reset(site: PluginSite) -> None:
+def test_set_fallback_platform_after_a_fallback_selection_warns_and_applies_after_reset(
+    site: PluginSite,
+) -> None:
     result = site.run(
         """
         import json
@@ -768,7 +859,9 @@ def test_set_fallback_platform_after_a_fallback_selection_warns_and_applies_afte
     assert "came after the platform was resolved to the fallback" in result.stderr
 
 
-def test_a_namespace_that_names_its_own_fallback_keeps_it_over_the_host_fallback(site: PluginSite) -> None:
+def test_a_namespace_that_names_its_own_fallback_keeps_it_over_the_host_fallback(
+    site: PluginSite,
+) -> None:
     out = site.run_json(
         """
         import json
@@ -805,7 +898,8 @@ HOST_PACKAGE = {
     "fakehost/__init__.py": "",
     "fakehost/platforms/__init__.py": "",
     "fakehost/platforms/interface.py": (
-        "from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum\nclass HostPlatform:\n    _enum = None\n"
+        "from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum\nclass "
+        "HostPlatform:\n    _enum = None\n"
     ),
 }
 
@@ -832,9 +926,10 @@ def test_a_plugin_built_on_the_installed_hosts_own_base_is_selected(site: Plugin
 
 @pytest.mark.fault(
     "selection",
-    "the installed host's platform module fails while selection imports it first (released SGLang refuses, at "
-    "import, a plugin built on this runtime's classes)",
-    "selection goes on without it: what the failed import added to sys.modules is removed, the plugin is selected",
+    "the installed host's platform module fails while selection imports it first (released SGLang "
+    "refuses, at import, a plugin built on this runtime's classes)",
+    "selection goes on without it: what the failed import added to sys.modules is removed, the "
+    "plugin is selected",
 )
 def test_a_host_that_fails_to_import_is_rolled_back_and_selection_goes_on(site: PluginSite) -> None:
     broken_host = dict(HOST_PACKAGE)
@@ -852,7 +947,8 @@ def test_a_host_that_fails_to_import_is_rolled_back_and_selection_goes_on(site: 
     assert out == {"class": "vendor_platform.VendorPlatform", "host_modules": []}
 
 
-# --- plugin code that misbehaves while its platform class is checked or built ----------------------------------
+# --- plugin code that misbehaves while its platform class is checked or built
+# ----------------------------------
 
 VALIDATED_MODULE_EXITS = {
     "vendor_pkg/__init__.py": "def activate():\n    return 'vendor_pkg.platform.VendorPlatform'\n",
@@ -862,10 +958,13 @@ VALIDATED_MODULE_EXITS = {
 
 @pytest.mark.fault(
     "selection",
-    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module calls sys.exit(0) while it is imported",
+    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module calls sys.exit(0) while "
+    "it is imported",
     "InvalidPlatformError naming the plugin and the SystemExit; the host process goes on",
 )
-def test_class_module_calling_sys_exit_is_the_plugins_failure_not_the_hosts_exit(site: PluginSite) -> None:
+def test_class_module_calling_sys_exit_is_the_plugins_failure_not_the_hosts_exit(
+    site: PluginSite,
+) -> None:
     site.add(
         "vendor-npu",
         entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
@@ -879,16 +978,23 @@ def test_class_module_calling_sys_exit_is_the_plugins_failure_not_the_hosts_exit
 @pytest.mark.parametrize("body", ["import sys\nsys.exit(0)\n", "raise KeyboardInterrupt\n"])
 @pytest.mark.fault(
     "cli",
-    "under doctor --json, the module of the class activate() names calls sys.exit(0) or raises KeyboardInterrupt "
-    "itself",
+    "under doctor --json, the module of the class activate() names calls sys.exit(0) or raises "
+    "KeyboardInterrupt itself",
     "that plugin's failure in valid JSON, non-zero exit (not a silent exit 0, not Ctrl-C's 130)",
 )
 def test_doctor_reports_a_class_module_that_exits_or_interrupts_as_the_plugins_failure(
     site: PluginSite, body: str
 ) -> None:
     modules = dict(VALIDATED_MODULE_EXITS, **{"vendor_pkg/platform.py": body})
-    site.add("vendor-npu", entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}}, modules=modules)
-    result = site.run("import sys\nfrom sglang_plugin_runtime._cli import main\nsys.exit(main(['doctor', '--json']))")
+    site.add(
+        "vendor-npu",
+        entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
+        modules=modules,
+    )
+    result = site.run(
+        "import sys\nfrom sglang_plugin_runtime._cli import main\nsys.exit(main(['doctor', "
+        "'--json']))"
+    )
     report = json.loads(result.stdout)
     assert result.returncode not in (0, 130), result.stderr
     assert report["platform"]["plugin"] == "vendor" or "'vendor'" in json.dumps(report["problems"])
@@ -896,13 +1002,16 @@ def test_doctor_reports_a_class_module_that_exits_or_interrupts_as_the_plugins_f
 
 @pytest.mark.fault(
     "selection",
-    "activate() reads current_platform from a helper thread and waits for it (a join, a future's result)",
-    "no hang: the helper thread gets a ReentrantSelectionError and the selection fails naming the plugin",
+    "activate() reads current_platform from a helper thread and waits for it (a join, a future's "
+    "result)",
+    "no hang: the helper thread gets a ReentrantSelectionError and the selection fails naming the "
+    "plugin",
 )
 @pytest.mark.parametrize(
     "wait",
     [
-        "helper = threading.Thread(target=peek); helper.start(); helper.join(10); assert not helper.is_alive()",
+        "helper = threading.Thread(target=peek); helper.start(); helper.join(10); assert not "
+        "helper.is_alive()",
         "concurrent.futures.ThreadPoolExecutor(1).submit(peek).result(10)",
     ],
     ids=["join", "future"],
@@ -941,7 +1050,9 @@ def test_activate_reading_current_platform_from_a_helper_thread_is_refused_not_d
     "the platform class's metaclass raises when device_name is read (a property on the metaclass)",
     "InvalidPlatformError naming the plugin and the exception, not a raw traceback",
 )
-def test_platform_class_whose_metaclass_raises_is_attributed_to_its_plugin(site: PluginSite) -> None:
+def test_platform_class_whose_metaclass_raises_is_attributed_to_its_plugin(
+    site: PluginSite,
+) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "return __name__ + '.Broken'")
     (site.root / "acme_platform.py").write_text(
         (site.root / "acme_platform.py").read_text()
@@ -981,8 +1092,10 @@ print(json.dumps({"greet": target_mod.greet(), "activations": [a.status for a in
 
 @pytest.mark.fault(
     "selection",
-    "a platform plugin's module registers a hook when imported, then its activate() raises (plugin skipped)",
-    "the failed plugin's hook is discarded; hooks a platform plugin's module registers are attributed to it",
+    "a platform plugin's module registers a hook when imported, then its activate() raises (plugin "
+    "skipped)",
+    "the failed plugin's hook is discarded; hooks a platform plugin's module registers are "
+    "attributed to it",
 )
 def test_hooks_registered_by_a_failed_platform_plugin_are_discarded(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": "def greet():\n    return 'hello'\n"})
@@ -998,9 +1111,10 @@ def test_hooks_registered_by_a_failed_platform_plugin_are_discarded(site: Plugin
 
 @pytest.mark.fault(
     "selection",
-    "a platform plugin that is not selected (its activate() returned None) registered a hook when imported",
-    "the hook is discarded, never applied: an unselected platform patches nothing (SGLang 0.5.23 applies it; its "
-    "diffusion loader does not)",
+    "a platform plugin that is not selected (its activate() returned None) registered a hook when "
+    "imported",
+    "the hook is discarded, never applied: an unselected platform patches nothing (SGLang 0.5.23 "
+    "applies it; its diffusion loader does not)",
 )
 def test_hooks_of_a_platform_plugin_that_is_not_selected_are_discarded(site: PluginSite) -> None:
     site.add("target", modules={"target_mod.py": "def greet():\n    return 'hello'\n"})
@@ -1027,24 +1141,30 @@ def test_a_very_long_platform_name_is_cut_in_the_error(site: PluginSite) -> None
 @pytest.mark.fault(
     "selection",
     "a platform entry point listed twice in one distribution's entry_points.txt",
-    "DuplicatePluginError naming that file and the repeated line, not 'offered by twice-dev and twice-dev'",
+    "DuplicatePluginError naming that file and the repeated line, not 'offered by twice-dev and "
+    "twice-dev'",
 )
-def test_an_entry_point_listed_twice_in_one_file_names_the_file_and_the_line(site: PluginSite) -> None:
+def test_an_entry_point_listed_twice_in_one_file_names_the_file_and_the_line(
+    site: PluginSite,
+) -> None:
     dist = site.add(
         "twice-dev",
         entry_points_text="[sglang.srt.platforms]\ntwice = twice_mod:activate\ntwice = twice_mod:activate\n",
     )
     out = select(site)
     assert out["error"] == "DuplicatePluginError"
-    assert str(dist / "entry_points.txt") in out["message"] and "'twice = twice_mod:activate'" in out["message"]
+    assert (
+        str(dist / "entry_points.txt") in out["message"]
+        and "'twice = twice_mod:activate'" in out["message"]
+    )
     assert "twice-dev 1.0 and twice-dev 1.0" not in out["message"]
 
 
 @pytest.mark.fault(
     "selection",
     "a different PluginNamespace object that reuses a registered name (srt) is passed to the API",
-    "ValueError saying a different namespace of that name is registered; it never shares the registered one's "
-    "platform or load (was: given SRT's state)",
+    "ValueError saying a different namespace of that name is registered; it never shares the "
+    "registered one's platform or load (was: given SRT's state)",
 )
 def test_a_namespace_object_that_borrows_a_registered_name_is_refused(site: PluginSite) -> None:
     out = site.run_json(
@@ -1063,4 +1183,6 @@ def test_a_namespace_object_that_borrows_a_registered_name_is_refused(site: Plug
         print(json.dumps(seen))
         """
     )
-    assert len(out) == 2 and all("a different plugin namespace named 'srt'" in message for message in out)
+    assert len(out) == 2 and all(
+        "a different plugin namespace named 'srt'" in message for message in out
+    )

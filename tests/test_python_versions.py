@@ -1,9 +1,9 @@
 """The version-sensitive parts of the runtime, exercised under every supported Python (3.10-3.13).
 
-The runtime is standard-library only, so each interpreter runs it straight from ``runtime/`` (no install). The
-discovery scan is compared with ``importlib.metadata`` in tests/test_discovery.py; here the rest: platform
-selection, plugin loading, and the hook wrappers (whose generated code and coroutine detection depend on the
-interpreter).
+The runtime is standard-library only, so each interpreter runs it straight from ``runtime/`` (no
+install). The discovery scan is compared with ``importlib.metadata`` in tests/test_discovery.py;
+here the rest: platform selection, plugin loading, and the hook wrappers (whose generated code and
+coroutine detection depend on the interpreter).
 """
 
 from __future__ import annotations

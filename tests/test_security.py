@@ -1,9 +1,10 @@
-"""Nothing on disk other than the installed distributions decides which plugin code a process imports.
+"""Nothing on disk other than the installed distributions decides which plugin code a process
+imports.
 
-The runtime once kept a saved discovery scan in the user's cache folder; a forged file there could name any
-module as a plugin. These tests pin down that no file outside the installed distributions is even read: every
-file a process opens while it discovers, selects and loads plugins is inside a ``sys.path`` entry, and nothing is
-opened for writing.
+The runtime once kept a saved discovery scan in the user's cache folder; a forged file there could
+name any module as a plugin. These tests pin down that no file outside the installed distributions
+is even read: every file a process opens while it discovers, selects and loads plugins is inside a
+``sys.path`` entry, and nothing is opened for writing.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ print(json.dumps({
 
 
 def forged_cache(folder) -> None:
-    """What the removed saved scan looked like, naming an attacker's module as a platform and a general plugin,
-    plus a FIFO and a file that never ends: none of it may be read, let alone hang the process."""
+    """What the removed saved scan looked like, naming an attacker's module as a platform and a
+    general plugin, plus a FIFO and a file that never ends: none of it may be read, let alone hang
+    the process."""
     folder.mkdir(parents=True, exist_ok=True)
     groups = {
         "sglang.srt.platforms": ("acme", "attacker:activate", "acme-npu", "1.0", str(folder)),
@@ -92,8 +94,8 @@ def attacked_site(site: PluginSite, tmp_path):
 
 @pytest.mark.fault(
     "security",
-    "a forged saved-scan file (in ~/.cache, $XDG_CACHE_HOME or $SGLANG_PLUGIN_CACHE_DIR) names an attacker's module "
-    "as a plugin; a FIFO and /dev/zero sit beside it",
+    "a forged saved-scan file (in ~/.cache, $XDG_CACHE_HOME or $SGLANG_PLUGIN_CACHE_DIR) names an "
+    "attacker's module as a plugin; a FIFO and /dev/zero sit beside it",
     "ignored: no such file is read; the installed plugins are selected and loaded; nothing hangs",
 )
 def test_forged_cache_files_do_not_change_which_plugins_run(attacked_site) -> None:
@@ -107,9 +109,10 @@ def test_forged_cache_files_do_not_change_which_plugins_run(attacked_site) -> No
 
 @pytest.mark.fault(
     "security",
-    "which files a process reads while it discovers, selects and loads plugins (audited with sys.addaudithook)",
-    "only files inside sys.path entries (distribution metadata, the modules imported); nothing is opened for "
-    "writing; the cache folders are never touched",
+    "which files a process reads while it discovers, selects and loads plugins (audited with "
+    "sys.addaudithook)",
+    "only files inside sys.path entries (distribution metadata, the modules imported); nothing is "
+    "opened for writing; the cache folders are never touched",
 )
 def test_only_files_inside_sys_path_are_read_and_none_is_written(attacked_site) -> None:
     site, env, tmp_path = attacked_site
@@ -121,8 +124,12 @@ def test_only_files_inside_sys_path_are_read_and_none_is_written(attacked_site) 
     assert any(kind == "open" and "entry_points.txt" in path for kind, path, _m, _f in events)
     for kind, path, mode, flags in events:
         real = os.path.realpath(path)
-        assert real.startswith(roots) or real.rstrip(os.sep) + os.sep in roots, f"{kind} outside sys.path: {path}"
+        assert real.startswith(roots) or real.rstrip(os.sep) + os.sep in roots, (
+            f"{kind} outside sys.path: {path}"
+        )
         assert str(tmp_path / "home") not in real and str(tmp_path / "xdg") not in real
         if kind == "open":
             assert not set(mode) & set("wax+"), f"opened for writing: {path} ({mode})"
-            assert not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT), f"opened for writing: {path} ({flags})"
+            assert not flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT), (
+                f"opened for writing: {path} ({flags})"
+            )

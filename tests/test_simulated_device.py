@@ -69,10 +69,17 @@ def test_registers_and_removes_backend_module() -> None:
 
 
 def test_reports_configured_count_name_memory_and_capability() -> None:
-    with simulated_device("npu", device_count=2, name="Ascend 910B", total_memory=64 * _GIB, capability=(2, 1)):
+    with simulated_device(
+        "npu", device_count=2, name="Ascend 910B", total_memory=64 * _GIB, capability=(2, 1)
+    ):
         props = torch.npu.get_device_properties(1)
         assert torch.npu.is_available() and torch.npu.device_count() == 2
-        assert (props.name, props.total_memory, props.major, props.minor) == ("Ascend 910B", 64 * _GIB, 2, 1)
+        assert (props.name, props.total_memory, props.major, props.minor) == (
+            "Ascend 910B",
+            64 * _GIB,
+            2,
+            1,
+        )
         assert torch.npu.get_device_name(0) == "Ascend 910B"
         assert torch.npu.get_device_capability() == (2, 1)
 
@@ -89,7 +96,10 @@ def test_set_device_changes_current_device() -> None:
 
 
 def test_set_device_rejects_out_of_range_ordinal() -> None:
-    with simulated_device("npu", device_count=1), pytest.raises(RuntimeError, match="invalid device ordinal 2"):
+    with (
+        simulated_device("npu", device_count=1),
+        pytest.raises(RuntimeError, match="invalid device ordinal 2"),
+    ):
         torch.npu.set_device(2)
 
 
@@ -151,7 +161,9 @@ def test_get_device_module_cache_does_not_outlive_a_simulation() -> None:
         print("ok")
         """
     )
-    result = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True
+    )
     assert result.stdout.strip() == "ok", result.stderr
 
 
@@ -205,7 +217,9 @@ def test_privateuse1_makes_torch_device_parse_in_a_fresh_process() -> None:
         print("ok")
         """
     )
-    result = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
 
@@ -242,4 +256,7 @@ def test_missing_torch_is_a_clear_runtime_error() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     # The CPU build: from PyPI, `pip install torch` pulls the multi-GB CUDA build.
-    assert "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in result.stdout, result.stderr
+    assert (
+        "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+        in result.stdout
+    ), result.stderr

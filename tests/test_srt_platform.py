@@ -51,7 +51,9 @@ def test_capabilities_compare_and_hash_by_value() -> None:
 
 
 def test_capabilities_replace_changes_named_flags() -> None:
-    assert PlatformCapabilities().replace(supports_fp8=True) == PlatformCapabilities(supports_fp8=True)
+    assert PlatformCapabilities().replace(supports_fp8=True) == PlatformCapabilities(
+        supports_fp8=True
+    )
 
 
 def test_capabilities_survive_pickling() -> None:
@@ -97,12 +99,16 @@ def test_srt_default(method: str, args: tuple, kwargs: dict, expected: object) -
 
 
 def test_default_attention_backend_fails_fast() -> None:
-    with pytest.raises(NotImplementedError, match=r"_Oot\.get_default_attention_backend\(\) is not implemented"):
+    with pytest.raises(
+        NotImplementedError, match=r"_Oot\.get_default_attention_backend\(\) is not implemented"
+    ):
         _Oot().get_default_attention_backend()
 
 
 def test_default_speculative_draft_backend_fails_fast() -> None:
-    with pytest.raises(NotImplementedError, match=r"_Oot\.get_default_speculative_draft_attention_backend"):
+    with pytest.raises(
+        NotImplementedError, match=r"_Oot\.get_default_speculative_draft_attention_backend"
+    ):
         _Oot().get_default_speculative_draft_attention_backend("EAGLE")
 
 
@@ -123,7 +129,8 @@ def test_group_coordinator_device_defaults_to_cpu() -> None:
 
 def test_require_out_of_tree_impl_raises_for_oot_naming_hook() -> None:
     with pytest.raises(
-        NotImplementedError, match=r"_Oot \(device 'widget'\) provides no graph runner: override get_graph_runner_cls"
+        NotImplementedError,
+        match=r"_Oot \(device 'widget'\) provides no graph runner: override get_graph_runner_cls",
     ):
         require_out_of_tree_impl(_Oot(), hook="get_graph_runner_cls", subsystem="graph runner")
 
@@ -173,8 +180,6 @@ def test_describe_contract_lists_device_mixin_members_first() -> None:
 
 
 def test_importing_interface_does_not_import_torch() -> None:
-    code = (
-        "import sys, sglang_plugin_runtime.platforms.interface; assert 'torch' not in sys.modules, 'torch was imported'"
-    )
+    code = "import sys, sglang_plugin_runtime.platforms.interface; assert 'torch' not in sys.modules, 'torch was imported'"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

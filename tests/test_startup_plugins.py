@@ -1,5 +1,6 @@
-"""Startup plugins (entry-point group ``sglang.srt.startup_plugins``): run first, before the general plugins and
-before the host's own imports, with the same attribution and failure policy; each scenario in a fresh process."""
+"""Startup plugins (entry-point group ``sglang.srt.startup_plugins``): run first, before the general
+plugins and before the host's own imports, with the same attribution and failure policy; each
+scenario in a fresh process."""
 
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ def test_startup_plugins_run_before_the_general_plugins(site: PluginSite) -> Non
     assert out == [["startup", "general"], [["shim", "loaded"]], [["ops", "loaded"]]]
 
 
-def test_a_startup_hook_waits_for_its_module_and_applies_when_it_is_imported(site: PluginSite) -> None:
+def test_a_startup_hook_waits_for_its_module_and_applies_when_it_is_imported(
+    site: PluginSite,
+) -> None:
     _site(site)
     out = site.run_json(
         """
@@ -71,7 +74,9 @@ def test_a_startup_hook_waits_for_its_module_and_applies_when_it_is_imported(sit
     assert out == [False, "HELLO", "applied", "shim"]
 
 
-def test_load_plugins_after_load_startup_plugins_runs_each_startup_plugin_once(site: PluginSite) -> None:
+def test_load_plugins_after_load_startup_plugins_runs_each_startup_plugin_once(
+    site: PluginSite,
+) -> None:
     _site(site)
     out = site.run_json(
         """
@@ -89,7 +94,8 @@ def test_load_plugins_after_load_startup_plugins_runs_each_startup_plugin_once(s
 @pytest.mark.fault(
     "plugins",
     "a startup plugin's function raises after registering a hook",
-    "failed-call, its hook discarded, the general plugins still load; with SGLANG_PLUGINS_STRICT=1 PluginLoadError",
+    "failed-call, its hook discarded, the general plugins still load; with SGLANG_PLUGINS_STRICT=1 "
+    "PluginLoadError",
 )
 def test_a_failing_startup_plugin_is_skipped_and_its_hooks_discarded(site: PluginSite) -> None:
     _site(site, SHIM + "    raise RuntimeError('shim broke')\n")
@@ -120,7 +126,9 @@ def test_the_allowlist_and_sglang_platform_filter_startup_plugins_too(site: Plug
             "sglang.srt.platforms": {"other": "other_platform:activate"},
             "sglang.srt.startup_plugins": {"other_shim": "other_platform:register"},
         },
-        modules={"other_platform.py": "def activate():\n    return None\ndef register():\n    pass\n"},
+        modules={
+            "other_platform.py": "def activate():\n    return None\ndef register():\n    pass\n"
+        },
     )
     code = """
         import json

@@ -1,5 +1,6 @@
-"""The testing kit's pytest fixtures, exercised through pytester in inner pytest runs: each fixture works, and
-nothing it does (env vars, sys.path, modules, patches, platform, simulated device) leaks into the next test."""
+"""The testing kit's pytest fixtures, exercised through pytester in inner pytest runs: each fixture
+works, and nothing it does (env vars, sys.path, modules, patches, platform, simulated device) leaks
+into the next test."""
 
 from __future__ import annotations
 
@@ -26,7 +27,9 @@ def test_fixtures_are_available_without_any_conftest(pytester: pytest.Pytester) 
     result.assert_outcomes(passed=1)
 
 
-def test_plugin_env_clears_and_restores_variables(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plugin_env_clears_and_restores_variables(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SGLANG_PLATFORM", "outer")
     monkeypatch.setenv("SGLANG_PLUGINS", "outer-a,outer-b")
     result = run(
@@ -51,7 +54,9 @@ def test_plugin_env_clears_and_restores_variables(pytester: pytest.Pytester, mon
     result.assert_outcomes(passed=2)
 
 
-def test_plugin_env_restores_other_variables_the_test_set_through_it(pytester: pytest.Pytester) -> None:
+def test_plugin_env_restores_other_variables_the_test_set_through_it(
+    pytester: pytest.Pytester,
+) -> None:
     result = run(
         pytester,
         """
@@ -170,7 +175,9 @@ def test_hooks_registered_by_fake_plugins_are_undone(pytester: pytest.Pytester) 
     result.assert_outcomes(passed=2)
 
 
-def test_platform_override_sets_and_restores_the_current_platform(pytester: pytest.Pytester) -> None:
+def test_platform_override_sets_and_restores_the_current_platform(
+    pytester: pytest.Pytester,
+) -> None:
     result = run(
         pytester,
         """
@@ -201,7 +208,9 @@ def test_platform_override_sets_and_restores_the_current_platform(pytester: pyte
     result.assert_outcomes(passed=3)
 
 
-def test_platform_override_select_runs_the_real_selection_on_fake_distributions(pytester: pytest.Pytester) -> None:
+def test_platform_override_select_runs_the_real_selection_on_fake_distributions(
+    pytester: pytest.Pytester,
+) -> None:
     result = run(
         pytester,
         """
@@ -228,7 +237,9 @@ def test_platform_override_select_runs_the_real_selection_on_fake_distributions(
     result.assert_outcomes(passed=1)
 
 
-def test_simulated_device_fixture_installs_and_removes_the_module(pytester: pytest.Pytester) -> None:
+def test_simulated_device_fixture_installs_and_removes_the_module(
+    pytester: pytest.Pytester,
+) -> None:
     pytest.importorskip("torch")
     result = run(
         pytester,
@@ -254,5 +265,7 @@ def test_importing_the_kit_does_not_import_pytest_or_torch() -> None:
 
     code = "import sys, sglang_plugin_runtime.testing; print('pytest' in sys.modules, 'torch' in sys.modules)"
     env = {k: v for k, v in os.environ.items()}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout
     assert out.split() == ["False", "False"]

@@ -1,7 +1,9 @@
-"""The testing kit's stand-in modules: a hook aimed at SGLang's own code, tested where SGLang is not installed.
+"""The testing kit's stand-in modules: a hook aimed at SGLang's own code, tested where SGLang is not
+installed.
 
-``stand_in_module`` (the fixture) and ``StandInModules`` (the class, for use outside pytest) make a dotted module
-path importable for one test and leave ``sys.modules`` and every module imported before exactly as they were.
+``stand_in_module`` (the fixture) and ``StandInModules`` (the class, for use outside pytest) make a
+dotted module path importable for one test and leave ``sys.modules`` and every module imported
+before exactly as they were.
 """
 
 from __future__ import annotations
@@ -99,7 +101,9 @@ def test_adding_before_start_is_refused() -> None:
         StandInModules()(SCHEDULER)
 
 
-def test_the_fixture_lets_a_hook_on_sglang_code_apply_strictly_and_leaves_nothing(pytester: pytest.Pytester) -> None:
+def test_the_fixture_lets_a_hook_on_sglang_code_apply_strictly_and_leaves_nothing(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(
         """
         import sys

@@ -1,7 +1,8 @@
-"""Keep a generated section of docs/sglang.md equal to what a test observed (the compatibility matrix's mechanism).
+"""Keep a generated section of docs/sglang.md equal to what a test observed (the compatibility
+matrix's mechanism).
 
-A section sits between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->``. When the observed text differs, the file is
-rewritten and the test fails once, so the change is reviewed and committed.
+A section sits between ``<!-- NAME:start -->`` and ``<!-- NAME:end -->``. When the observed text
+differs, the file is rewritten and the test fails once, so the change is reviewed and committed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def sync_section(name: str, body: str, generator: str, doc: Path = DOC) -> None:
     if generated != text:
         doc.write_text(generated, encoding="utf-8")
         pytest.fail(
-            f"{doc.relative_to(REPO_ROOT)} ({name}) was out of date with what this run observed; it has "
-            "been rewritten: review and commit it",
+            f"{doc.relative_to(REPO_ROOT)} ({name}) was out of date with what this run observed; "
+            "it has been rewritten: review and commit it",
             pytrace=False,
         )

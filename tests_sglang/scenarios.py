@@ -1,7 +1,8 @@
 """Scenario subprocesses of an SGLang venv, and the template rendered and pip-installed for them.
 
-Shared by the launcher tests (plain venv) and the adopted tier. Each scenario is a fresh interpreter of this venv with
-exactly the scenario's folders on ``PYTHONPATH``; ``report(obj)`` inside it sends one JSON result back.
+Shared by the launcher tests (plain venv) and the adopted tier. Each scenario is a fresh interpreter
+of this venv with exactly the scenario's folders on ``PYTHONPATH``; ``report(obj)`` inside it sends
+one JSON result back.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def run_python(
     timeout: float = 240,
     launcher: bool = False,
 ) -> Outcome:
-    """Run ``code`` in a fresh interpreter of this venv; ``report(obj)`` in the code sends back a JSON result.
+    """Run ``code`` in a fresh interpreter of this venv; ``report(obj)`` in the code sends back a
+    JSON result.
 
     ``launcher=True`` runs it as ``sglang-plugins run -- python -c CODE``.
     """
@@ -84,14 +86,15 @@ def run_python(
             result = json.loads(line[len(RESULT_MARK) :])
     if result is None:
         raise ScenarioError(
-            f"scenario subprocess reported nothing (exit {completed.returncode})\n"
-            f"--- stdout ---\n{completed.stdout[-4000:]}\n--- stderr ---\n{completed.stderr[-6000:]}"
+            f"scenario subprocess reported nothing (exit {completed.returncode})\n--- stdout "
+            f"---\n{completed.stdout[-4000:]}\n--- stderr ---\n{completed.stderr[-6000:]}"
         )
     return Outcome(result, completed.returncode, completed.stdout, completed.stderr)
 
 
 def pip_install_target(sources: Path | Iterable[Path], target: Path) -> Path:
-    """One real ``pip install --target`` of the project(s) ``sources`` (no dependencies, no build isolation)."""
+    """One real ``pip install --target`` of the project(s) ``sources`` (no dependencies, no build
+    isolation)."""
     if isinstance(sources, Path):
         sources = [sources]
     completed = subprocess.run(
@@ -113,7 +116,9 @@ def pip_install_target(sources: Path | Iterable[Path], target: Path) -> Path:
         check=False,
     )
     if completed.returncode != 0:
-        raise AssertionError(f"pip install into {target} failed:\n{completed.stdout}\n{completed.stderr}")
+        raise AssertionError(
+            f"pip install into {target} failed:\n{completed.stdout}\n{completed.stderr}"
+        )
     return target
 
 
@@ -121,14 +126,23 @@ def render(template: Path, destination: Path, data: dict[str, Any]) -> Path:
     """The template rendered with ``data`` (the other answers take their defaults)."""
     from copier import run_copy
 
-    run_copy(str(template), destination, data=data, defaults=True, unsafe=False, quiet=True, overwrite=True)
+    run_copy(
+        str(template),
+        destination,
+        data=data,
+        defaults=True,
+        unsafe=False,
+        quiet=True,
+        overwrite=True,
+    )
     return destination
 
 
 def generated_stand_ins(project: Path) -> str:
-    """Scenario code putting a generated general package's stand-ins (its ``tests/sglang_stand_ins.py``) in place of
-    the SGLang modules its hooks target, as its own tests do (this venv lacks what some of those modules import);
-    it defines ``resolve_target`` and ``target_owner``."""
+    """Scenario code putting a generated general package's stand-ins (its
+    ``tests/sglang_stand_ins.py``) in place of the SGLang modules its hooks target, as its own tests
+    do (this venv lacks what some of those modules import); it defines ``resolve_target`` and
+    ``target_owner``."""
     return textwrap.dedent(
         f"""
         import sys

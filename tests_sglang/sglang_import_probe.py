@@ -1,8 +1,9 @@
-"""Does ``import sglang`` work here? While the runtime refuses an in-tree platform class of SGLang (issue 12), an
-adopted SGLang cannot be imported: tests that need it are marked xfail naming the classes and reasons.
+"""Does ``import sglang`` work here? While the runtime refuses an in-tree platform class of SGLang
+(issue 12), an adopted SGLang cannot be imported: tests that need it are marked xfail naming the
+classes and reasons.
 
-``IMPORT_PROBE`` runs in a scenario subprocess (it calls the scenario's ``report()``), in the adopted venv or under
-``sglang-plugins run``.
+``IMPORT_PROBE`` runs in a scenario subprocess (it calls the scenario's ``report()``), in the
+adopted venv or under ``sglang-plugins run``.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ report({"imports": False, "first": first, "refused": refused})
 
 @dataclass(frozen=True)
 class ImportProbe:
-    """Whether ``import sglang`` works in this venv, and if not, which in-tree classes the runtime refuses."""
+    """Whether ``import sglang`` works in this venv, and if not, which in-tree classes the runtime
+    refuses."""
 
     imports: bool
     first: str = ""
@@ -50,10 +52,15 @@ class ImportProbe:
         return not self.imports and "does not fit the platform contract" in self.first
 
     def xfail_reason(self) -> str:
-        """One line: which overrides of which in-tree classes the runtime refuses, and the consequence."""
-        refused = [m.split(" is incompatible", 1)[0] for messages in self.refused.values() for m in messages]
+        """One line: which overrides of which in-tree classes the runtime refuses, and the
+        consequence."""
+        refused = [
+            m.split(" is incompatible", 1)[0]
+            for messages in self.refused.values()
+            for m in messages
+        ]
         what = "; ".join(refused) or self.first.splitlines()[0]
         return (
-            f"issue 12: the runtime's class-definition check refuses SGLang 0.5.23's in-tree {what}, so "
-            f"`import sglang` fails once SGLang imports the runtime"
+            "issue 12: the runtime's class-definition check refuses SGLang 0.5.23's in-tree "
+            f"{what}, so `import sglang` fails once SGLang imports the runtime"
         )

@@ -1,9 +1,10 @@
 """The adoption patch against the released wheel, in the plain venv (which it must never touch).
 
-The adoption patch (runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch: its one copy, package data
-the launcher reads) is the upstream pull request: it applies to the wheel's files exactly (no fuzz, no offset), the
-plain venv still holds the wheel's files byte for byte (RECORD hashes), SGLang's own diffusion
-plugin tests pass there (the baseline the adopted tier compares with), and its size is in docs/sglang.md.
+The adoption patch (runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch: its one
+copy, package data the launcher reads) is the upstream pull request: it applies to the wheel's files
+exactly (no fuzz, no offset), the plain venv still holds the wheel's files byte for byte (RECORD
+hashes), SGLang's own diffusion plugin tests pass there (the baseline the adopted tier compares
+with), and its size is in docs/sglang.md.
 """
 
 from __future__ import annotations
@@ -24,7 +25,14 @@ from generated_docs import sync_section
 from wheel_unit_tests import DIFFUSION_TESTS, run_wheel_tests, sglang_package_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PATCH = REPO_ROOT / "runtime" / "sglang_plugin_runtime" / "_launcher" / "patches" / "sglang-0.5.23.patch"
+PATCH = (
+    REPO_ROOT
+    / "runtime"
+    / "sglang_plugin_runtime"
+    / "_launcher"
+    / "patches"
+    / "sglang-0.5.23.patch"
+)
 
 
 @dataclass(frozen=True)
@@ -66,7 +74,9 @@ def test_the_patch_names_only_files_of_the_sglang_package() -> None:
 def test_the_plain_venv_holds_the_wheels_files_unmodified() -> None:
     """RECORD's hashes: building the adopted venv never touched this one."""
     dist = metadata.distribution("sglang")
-    record = {row[0]: row[1] for row in csv.reader((dist.read_text("RECORD") or "").splitlines()) if row}
+    record = {
+        row[0]: row[1] for row in csv.reader((dist.read_text("RECORD") or "").splitlines()) if row
+    }
     for change in patch_files():
         algorithm, _, expected = record[change.path].partition("=")
         digest = hashlib.new(algorithm, (site_packages() / change.path).read_bytes()).digest()
@@ -114,18 +124,29 @@ def test_the_doc_states_the_size_of_the_change() -> None:
     sync_section("adoption-size", "\n".join(lines), "tests_sglang/test_adoption_patch.py")
 
 
-def test_make_patch_reproduces_the_committed_patch_from_the_released_and_patched_files(tmp_path: Path) -> None:
-    """integrations/sglang/README.md's recipe round-trips: released files + patch -> make_patch.py -> same patch."""
+def test_make_patch_reproduces_the_committed_patch_from_the_released_and_patched_files(
+    tmp_path: Path,
+) -> None:
+    """integrations/sglang/README.md's recipe round-trips: released files + patch -> make_patch.py
+    -> same patch."""
     before, after = tmp_path / "a", tmp_path / "b"
     for change in patch_files():
         for root in (before, after):
             (root / change.path).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(site_packages() / change.path, root / change.path)
     subprocess.run(
-        ["patch", "--strip=1", "--batch", "--fuzz=0", f"--input={PATCH}"], cwd=after, check=True, capture_output=True
+        ["patch", "--strip=1", "--batch", "--fuzz=0", f"--input={PATCH}"],
+        cwd=after,
+        check=True,
+        capture_output=True,
     )
     made = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "integrations" / "sglang" / "make_patch.py"), str(before), str(after)],
+        [
+            sys.executable,
+            str(REPO_ROOT / "integrations" / "sglang" / "make_patch.py"),
+            str(before),
+            str(after),
+        ],
         capture_output=True,
         text=True,
         check=True,

@@ -1,12 +1,14 @@
 """One behavioural suite, two implementations: SGLang 0.5.23's hook registry and loaders, and ours.
 
-Every scenario runs against both (``impl`` is ``sglang`` or ``ours``) and states what each must do. Where they
-differ, the difference is deliberate, documented and tested here: the expected outcome of each side is asserted.
-The observed outcomes become the compatibility matrix in docs/sglang.md (between the matrix markers): the last
-test renders it, rewrites the doc when it changed, and fails so that the new doc gets committed.
+Every scenario runs against both (``impl`` is ``sglang`` or ``ours``) and states what each must do.
+Where they differ, the difference is deliberate, documented and tested here: the expected outcome of
+each side is asserted. The observed outcomes become the compatibility matrix in docs/sglang.md
+(between the matrix markers): the last test renders it, rewrites the doc when it changed, and fails
+so that the new doc gets committed.
 
-Hook scenarios run in this process on throwaway target modules (SGLang's ``reset()`` leaves its patches behind,
-so no scenario ever touches a shared module). Loader and platform scenarios run in a fresh subprocess each.
+Hook scenarios run in this process on throwaway target modules (SGLang's ``reset()`` leaves its
+patches behind, so no scenario ever touches a shared module). Loader and platform scenarios run in a
+fresh subprocess each.
 """
 
 from __future__ import annotations
@@ -63,23 +65,28 @@ SCENARIOS: list[Scenario] = []
 RESULTS: dict[tuple[str, str], str] = {}
 
 
-def scenario(title: str, *, sglang: str, ours: str | None = None, why: str = "", group: str = "hooks"):
+def scenario(
+    title: str, *, sglang: str, ours: str | None = None, why: str = "", group: str = "hooks"
+):
     def decorator(run: Callable[..., str]) -> Callable[..., str]:
-        SCENARIOS.append(Scenario(run.__name__, title, run, sglang, sglang if ours is None else ours, why, group))
+        SCENARIOS.append(
+            Scenario(run.__name__, title, run, sglang, sglang if ours is None else ours, why, group)
+        )
         return run
 
     return decorator
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # In-process hook scenarios: throwaway modules, the implementation's registry
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 _counter = itertools.count()
 
 
 class Env:
-    """What a hook scenario gets: the implementation's registry module and a maker of fresh target modules."""
+    """What a hook scenario gets: the implementation's registry module and a maker of fresh target
+    modules."""
 
     def __init__(self, impl: str, root: Path) -> None:
         self.impl = impl
@@ -89,9 +96,12 @@ class Env:
         self.root = root
 
     def module(self, source: str, *, imported: bool = True, name: str | None = None) -> Any:
-        """Write a fresh module (``{self}`` in the source is its own name); import it unless asked not to."""
+        """Write a fresh module (``{self}`` in the source is its own name); import it unless asked
+        not to."""
         name = name or f"compat_{self.impl}_{next(_counter)}"
-        (self.root / f"{name}.py").write_text(textwrap.dedent(source.replace("{self}", name)), encoding="utf-8")
+        (self.root / f"{name}.py").write_text(
+            textwrap.dedent(source.replace("{self}", name)), encoding="utf-8"
+        )
         importlib.invalidate_caches()
         return importlib.import_module(name) if imported else name
 
@@ -190,7 +200,10 @@ def two_replace(e: Env) -> str:
     return f"{'last wins' if m.f(0) == 'second' else 'first wins'}; {'warned' if w else 'silent'}"
 
 
-@scenario("Class REPLACE keeps type identity, `from x import Cls` copies follow", sglang="replaced; copy follows")
+@scenario(
+    "Class REPLACE keeps type identity, `from x import Cls` copies follow",
+    sglang="replaced; copy follows",
+)
 def class_replace(e: Env) -> str:
     m = e.module("class Sampler:\n    def sample(self):\n        return 'greedy'\n")
     user = e.module(f"from {m.__name__} import Sampler\n")
@@ -215,7 +228,9 @@ def class_hook_type(e: Env) -> str:
     return "accepted"
 
 
-@scenario("classmethod and staticmethod hooked on their own class", sglang="C.c() -> C!; C.s() -> s!")
+@scenario(
+    "classmethod and staticmethod hooked on their own class", sglang="C.c() -> C!; C.s() -> s!"
+)
 def class_and_static(e: Env) -> str:
     m = e.module("""
         class C:
@@ -243,8 +258,11 @@ def _call(fn: Callable[[], Any]) -> str:
     "Inherited classmethod hooked through a subclass",
     sglang="Sub.m() -> Sub!; Sub().m() -> TypeError; SubSub.m() -> Sub!; Base.m() -> Base",
     ours="Sub.m() -> Sub!; Sub().m() -> Sub!; SubSub.m() -> SubSub!; Base.m() -> Base",
-    why="SGLang wraps the bound method and stores a plain function on the subclass: instance calls break "
-    "and sub-subclasses get the wrong `cls`. Ours rebuilds a classmethod on the subclass.",
+    why=(
+        "SGLang wraps the bound method and stores a plain function on the subclass: instance calls "
+        "break and sub-subclasses get the wrong `cls`. Ours rebuilds a classmethod on the "
+        "subclass."
+    ),
 )
 def inherited_classmethod(e: Env) -> str:
     m = e.module("""
@@ -269,7 +287,10 @@ def inherited_classmethod(e: Env) -> str:
     "property hooked with AFTER",
     sglang="C().p -> method (the property is gone)",
     ours="C().p -> 2",
-    why="SGLang wraps the property object in a function; ours wraps the getter and keeps a property.",
+    why=(
+        "SGLang wraps the property object in a function; ours wraps the getter and keeps a "
+        "property."
+    ),
 )
 def property_hook(e: Env) -> str:
     m = e.module("class C:\n    @property\n    def p(self):\n        return 1\n")
@@ -283,8 +304,11 @@ def property_hook(e: Env) -> str:
     "async def target with an AFTER hook",
     sglang="coroutine function: False; AFTER sees coroutine; await -> 1",
     ours="coroutine function: True; AFTER sees int; await -> 2",
-    why="SGLang's wrapper is synchronous: the hook gets an un-awaited coroutine and cannot change the "
-    "result, and `inspect.iscoroutinefunction` turns False (frameworks then call it wrongly).",
+    why=(
+        "SGLang's wrapper is synchronous: the hook gets an un-awaited coroutine and cannot change "
+        "the result, and `inspect.iscoroutinefunction` turns False (frameworks then call it "
+        "wrongly)."
+    ),
 )
 def async_after(e: Env) -> str:
     m = e.module("async def f(x):\n    return x\n")
@@ -313,8 +337,11 @@ def stale_copy(e: Env) -> str:
     "A hook module's own alias `from x import f as _orig`",
     sglang="alias rebound to the wrapper",
     ours="alias left alone",
-    why="SGLang rebinds every global that is the original, whatever its name, so a REPLACE that calls "
-    "`_orig` recurses into itself. Ours rebinds only names equal to the target's own name.",
+    why=(
+        "SGLang rebinds every global that is the original, whatever its name, so a REPLACE that "
+        "calls `_orig` recurses into itself. Ours rebinds only names equal to the target's own "
+        "name."
+    ),
 )
 def renamed_alias(e: Env) -> str:
     m = e.module(FUNC)
@@ -329,8 +356,10 @@ def renamed_alias(e: Env) -> str:
     "reset() after apply_hooks()",
     sglang="patch stays (registry cleared only)",
     ours="original restored (identity)",
-    why="SGLang's reset() forgets hooks but leaves every patch in place; ours undoes each setattr and "
-    "rebinding exactly.",
+    why=(
+        "SGLang's reset() forgets hooks but leaves every patch in place; ours undoes each setattr "
+        "and rebinding exactly."
+    ),
 )
 def reset_undoes(e: Env) -> str:
     m = e.module(FUNC)
@@ -347,8 +376,10 @@ def reset_undoes(e: Env) -> str:
     "Hook registered after apply_hooks() already patched the target",
     sglang="late hook never runs",
     ours="late hook runs",
-    why="SGLang skips targets it already patched, so the late hook is silently dropped; ours rebuilds "
-    "the target's wrapper.",
+    why=(
+        "SGLang skips targets it already patched, so the late hook is silently dropped; ours "
+        "rebuilds the target's wrapper."
+    ),
 )
 def late_registration(e: Env) -> str:
     m = e.module(FUNC)
@@ -364,8 +395,10 @@ def late_registration(e: Env) -> str:
     "Target whose module is not imported yet",
     sglang="apply_hooks() imports it; hook fires",
     ours="patched on first import; hook fires",
-    why="SGLang imports every target module inside apply_hooks() (slow, and import order changes); ours "
-    "waits for the module's first import.",
+    why=(
+        "SGLang imports every target module inside apply_hooks() (slow, and import order changes); "
+        "ours waits for the module's first import."
+    ),
 )
 def lazy_target(e: Env) -> str:
     name = e.module(FUNC, imported=False)
@@ -388,7 +421,9 @@ def colon_target(e: Env) -> str:
     return "fires" if m.C().m() == 2 else "does not fire"
 
 
-@scenario("An exception from the original reaches the caller unchanged", sglang="same exception object")
+@scenario(
+    "An exception from the original reaches the caller unchanged", sglang="same exception object"
+)
 def exception_passthrough(e: Env) -> str:
     m = e.module("ERR = ValueError('boom')\ndef f():\n    raise ERR\n")
     e.Registry.register(f"{m.__name__}.f", lambda orig, *a, **k: orig(*a, **k), e.T.AROUND)
@@ -443,12 +478,14 @@ def decorator(e: Env) -> str:
     return f"{'unchanged' if returned is hook else 'changed'}; {'fires' if m.f(0) == 'hooked' else 'silent'}"
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Loader and platform scenarios: a fresh subprocess each, fake distributions on sys.path
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
-def _dist(root: Path, impl: str, name: str, eps: dict[str, dict[str, str]], modules: dict[str, str]) -> None:
+def _dist(
+    root: Path, impl: str, name: str, eps: dict[str, dict[str, str]], modules: dict[str, str]
+) -> None:
     filled = {path: textwrap.dedent(src).format(**IMPLS[impl]) for path, src in modules.items()}
     write_fake_distribution(root, name, entry_points=eps, modules=filled)
 
@@ -465,7 +502,9 @@ def register():
 """
 
 
-def _load(impl: str, root: Path, env: dict[str, str] | None = None, extra: str = "") -> dict[str, Any]:
+def _load(
+    impl: str, root: Path, env: dict[str, str] | None = None, extra: str = ""
+) -> dict[str, Any]:
     code = f"""
     import logging, sys
     records = []
@@ -491,7 +530,13 @@ def _load(impl: str, root: Path, env: dict[str, str] | None = None, extra: str =
 )
 def allowlist(e: str, root: Path) -> str:
     for name in ("a", "b"):
-        _dist(root, e, f"plug-{name}", {GENERAL: {name: f"plug_{name}:register"}}, {f"plug_{name}.py": PLUGIN_SRC})
+        _dist(
+            root,
+            e,
+            f"plug-{name}",
+            {GENERAL: {name: f"plug_{name}:register"}},
+            {f"plug_{name}.py": PLUGIN_SRC},
+        )
     out = _load(e, root, env={"SGLANG_PLUGINS": " a , "})
     return "only plug_a loaded" if out["imported"] == ["plug_a"] else f"loaded {out['imported']}"
 
@@ -510,11 +555,25 @@ def allowlist_missing(e: str, root: Path) -> str:
 
 
 @scenario(
-    "A plugin that fails to import does not block the others", group="loaders", sglang="others loaded; failure logged"
+    "A plugin that fails to import does not block the others",
+    group="loaders",
+    sglang="others loaded; failure logged",
 )
 def failing_plugin(e: str, root: Path) -> str:
-    _dist(root, e, "plug-bad", {GENERAL: {"bad": "plug_bad:register"}}, {"plug_bad.py": "raise ImportError('nope')\n"})
-    _dist(root, e, "plug-good", {GENERAL: {"good": "plug_good:register"}}, {"plug_good.py": PLUGIN_SRC})
+    _dist(
+        root,
+        e,
+        "plug-bad",
+        {GENERAL: {"bad": "plug_bad:register"}},
+        {"plug_bad.py": "raise ImportError('nope')\n"},
+    )
+    _dist(
+        root,
+        e,
+        "plug-good",
+        {GENERAL: {"good": "plug_good:register"}},
+        {"plug_good.py": PLUGIN_SRC},
+    )
     out = _load(e, root, extra="out['good'] = bool(sys.modules['plug_good'].CALLED)")
     logged = any("bad" in w for w in out["warnings"])
     return f"{'others loaded' if out['good'] else 'others blocked'}; failure {'logged' if logged else 'silent'}"
@@ -525,7 +584,10 @@ def failing_plugin(e: str, root: Path) -> str:
     group="loaders",
     sglang="source: None",
     ours="source: deco (plug-deco)",
-    why="SGLang sets the plugin source only while register() runs, not while its module is imported.",
+    why=(
+        "SGLang sets the plugin source only while register() runs, not while its module is "
+        "imported."
+    ),
 )
 def import_time_source(e: str, root: Path) -> str:
     src = """
@@ -567,7 +629,11 @@ def platform_filter(e: str, root: Path) -> str:
         {"plug_mine.py": PLUGIN_SRC + PLATFORM_SRC + "def activate():\n    return 'plug_mine.P'\n"},
     )
     out = _load(e, root, env={"SGLANG_PLATFORM": "mine"})
-    return "skipped, never imported" if out["imported"] == ["plug_mine"] else f"imported {out['imported']}"
+    return (
+        "skipped, never imported"
+        if out["imported"] == ["plug_mine"]
+        else f"imported {out['imported']}"
+    )
 
 
 @scenario(
@@ -579,10 +645,20 @@ def platform_filter(e: str, root: Path) -> str:
 )
 def duplicate_names(e: str, root: Path) -> str:
     for name in ("one", "two"):
-        _dist(root, e, f"plug-{name}", {GENERAL: {"dup": f"plug_{name}:register"}}, {f"plug_{name}.py": PLUGIN_SRC})
+        _dist(
+            root,
+            e,
+            f"plug-{name}",
+            {GENERAL: {"dup": f"plug_{name}:register"}},
+            {f"plug_{name}.py": PLUGIN_SRC},
+        )
     out = _load(e, root)
     text = " ".join(out["warnings"])
-    return "error names both distributions" if "plug-one" in text and "plug-two" in text else "one silently wins"
+    return (
+        "error names both distributions"
+        if "plug-one" in text and "plug-two" in text
+        else "one silently wins"
+    )
 
 
 ORDER_SRC = """
@@ -597,8 +673,11 @@ def register():
     group="loaders",
     sglang="discovery order: b, a",
     ours="(distribution, entry-point name) order: a, b",
-    why="Which plugin's hooks nest outermost must not depend on where a distribution was installed or on the order "
-    "a file system lists a folder: every process and every node runs the same order.",
+    why=(
+        "Which plugin's hooks nest outermost must not depend on where a distribution was installed "
+        "or on the order a file system lists a folder: every process and every node runs the same "
+        "order."
+    ),
 )
 def plugin_order(e: str, root: Path) -> str:
     first = root / "first"
@@ -612,7 +691,10 @@ def plugin_order(e: str, root: Path) -> str:
     report([name.removeprefix("plug_") for name in builtins.ORDER])
     """
     order = ", ".join(run_python(code, paths=[first, root]).result)
-    return {"b, a": "discovery order: b, a", "a, b": "(distribution, entry-point name) order: a, b"}.get(order, order)
+    return {
+        "b, a": "discovery order: b, a",
+        "a, b": "(distribution, entry-point name) order: a, b",
+    }.get(order, order)
 
 
 @scenario(
@@ -620,7 +702,10 @@ def plugin_order(e: str, root: Path) -> str:
     group="loaders",
     sglang="failure logged; its hook applied",
     ours="failure logged; its hook discarded",
-    why="A plugin that failed is not half-installed: `doctor` reports it failed, and none of its hooks runs.",
+    why=(
+        "A plugin that failed is not half-installed: `doctor` reports it failed, and none of its "
+        "hooks runs."
+    ),
 )
 def register_raises_after_a_hook(e: str, root: Path) -> str:
     src = """
@@ -631,7 +716,9 @@ def register_raises_after_a_hook(e: str, root: Path) -> str:
     """
     modules = {"plug_half.py": src, "half_target.py": "def work():\n    return 'original'\n"}
     _dist(root, e, "plug-half", {GENERAL: {"half": "plug_half:register"}}, modules)
-    out = _load(e, root, extra="import half_target\n    out['hooked'] = half_target.work() == 'hooked'")
+    out = _load(
+        e, root, extra="import half_target\n    out['hooked'] = half_target.work() == 'hooked'"
+    )
     logged = "logged" if any("half" in w for w in out["warnings"]) else "silent"
     return f"failure {logged}; its hook {'applied' if out['hooked'] else 'discarded'}"
 
@@ -651,8 +738,20 @@ def register():
     sglang="others loaded; failure logged",
 )
 def register_raises_unprintable(e: str, root: Path) -> str:
-    _dist(root, e, "plug-bad", {GENERAL: {"bad": "plug_bad:register"}}, {"plug_bad.py": UNPRINTABLE_SRC})
-    _dist(root, e, "plug-good", {GENERAL: {"good": "plug_good:register"}}, {"plug_good.py": PLUGIN_SRC})
+    _dist(
+        root,
+        e,
+        "plug-bad",
+        {GENERAL: {"bad": "plug_bad:register"}},
+        {"plug_bad.py": UNPRINTABLE_SRC},
+    )
+    _dist(
+        root,
+        e,
+        "plug-good",
+        {GENERAL: {"good": "plug_good:register"}},
+        {"plug_good.py": PLUGIN_SRC},
+    )
     out = _load(e, root, extra="out['good'] = bool(sys.modules['plug_good'].CALLED)")
     logged = any("bad" in w for w in out["warnings"])
     return f"{'others loaded' if out['good'] else 'others blocked'}; failure {'logged' if logged else 'silent'}"
@@ -680,16 +779,28 @@ def register():
     group="loaders",
     sglang="the helper's call returns at once, loading unfinished",
     ours="the helper gets ReentrantLoadError; the plugin fails",
-    why="A helper that goes on as if plugins were loaded runs before their hooks apply; ours says so, naming the "
-    "plugin, and nothing hangs in either.",
+    why=(
+        "A helper that goes on as if plugins were loaded runs before their hooks apply; ours says "
+        "so, naming the plugin, and nothing hangs in either."
+    ),
 )
 def register_waits_for_load_plugins(e: str, root: Path) -> str:
-    _dist(root, e, "plug-wait", {GENERAL: {"wait": "plug_wait:register"}}, {"plug_wait.py": WAITING_SRC})
+    _dist(
+        root,
+        e,
+        "plug-wait",
+        {GENERAL: {"wait": "plug_wait:register"}},
+        {"plug_wait.py": WAITING_SRC},
+    )
     out = _load(e, root, extra="out['seen'] = sys.modules['plug_wait'].SEEN")
     seen = out["seen"]
     if seen == ["returned"]:
         return "the helper's call returns at once, loading unfinished"
-    return "the helper gets ReentrantLoadError; the plugin fails" if seen == ["ReentrantLoadError"] else str(seen)
+    return (
+        "the helper gets ReentrantLoadError; the plugin fails"
+        if seen == ["ReentrantLoadError"]
+        else str(seen)
+    )
 
 
 @scenario(
@@ -697,8 +808,11 @@ def register_waits_for_load_plugins(e: str, root: Path) -> str:
     group="loaders",
     sglang="failure logged, start-up goes on",
     ours="error: startup stops",
-    why="The selected platform's own plugins carry its hardware contract, so their failure stops start-up, as in "
-    "SGLang's diffusion loader; a failing plugin of any other distribution is still logged and skipped.",
+    why=(
+        "The selected platform's own plugins carry its hardware contract, so their failure stops "
+        "start-up, as in SGLang's diffusion loader; a failing plugin of any other distribution is "
+        "still logged and skipped."
+    ),
 )
 def selected_platforms_plugin_fails(e: str, root: Path) -> str:
     source = PLATFORM_SRC + "def activate():\n    return 'plug_mine.P'\n"
@@ -735,9 +849,11 @@ def register():
     group="loaders",
     sglang="never run",
     ours="run first, before the general plugins",
-    why="An early phase for patches that must precede SGLang's own imports (an open SGLang proposal names the "
-    "group): under the launcher and the adopted SGLang it runs when the `sglang` package is imported, so a vendor "
-    "needs no `.pth` file or `sitecustomize`.",
+    why=(
+        "An early phase for patches that must precede SGLang's own imports (an open SGLang "
+        "proposal names the group): under the launcher and the adopted SGLang it runs when the "
+        "`sglang` package is imported, so a vendor needs no `.pth` file or `sitecustomize`."
+    ),
 )
 def startup_plugins(e: str, root: Path) -> str:
     _dist(
@@ -747,7 +863,13 @@ def startup_plugins(e: str, root: Path) -> str:
         {"sglang.srt.startup_plugins": {"early": "plug_early:register"}},
         {"plug_early.py": STARTUP_SRC},
     )
-    _dist(root, e, "plug-late", {GENERAL: {"late": "plug_late:register"}}, {"plug_late.py": STARTUP_SRC})
+    _dist(
+        root,
+        e,
+        "plug-late",
+        {GENERAL: {"late": "plug_late:register"}},
+        {"plug_late.py": STARTUP_SRC},
+    )
     code = f"""
     import builtins
     from {IMPLS[e]["plugins"]} import load_plugins
@@ -775,7 +897,8 @@ class P(SRTPlatform):
 
 
 def _select(impl: str, root: Path, env: dict[str, str] | None = None) -> str:
-    """The selected class path, or ``Builtin: message`` with the nearest built-in exception class raised."""
+    """The selected class path, or ``Builtin: message`` with the nearest built-in exception class
+    raised."""
     code = f"""
     import builtins, logging
     records = []
@@ -800,7 +923,11 @@ def _base(impl: str) -> str:
     return f"{IMPLS[impl]['interface']}.SRTPlatform"
 
 
-@scenario("Platform activate() raises in auto mode", group="platforms", sglang="logged, base platform used")
+@scenario(
+    "Platform activate() raises in auto mode",
+    group="platforms",
+    sglang="logged, base platform used",
+)
 def activate_raises(e: str, root: Path) -> str:
     _dist(
         root,
@@ -827,13 +954,18 @@ def not_a_platform(e: str, root: Path) -> str:
         {"plat_odd.py": "class P:\n    pass\ndef activate():\n    return 'plat_odd.P'\n"},
     )
     out = _select(e, root)
-    # SGLang raises TypeError; ours InvalidPlatformError (a RuntimeError and a TypeError) naming the plugin.
+    # SGLang raises TypeError; ours InvalidPlatformError (a RuntimeError and a TypeError) naming the
+    # plugin.
     if out.startswith(("TypeError", "RuntimeError")):
         return "error: startup stops"
     return out
 
 
-@scenario("Two platforms activate, SGLANG_PLATFORM unset", group="platforms", sglang="RuntimeError naming both")
+@scenario(
+    "Two platforms activate, SGLANG_PLATFORM unset",
+    group="platforms",
+    sglang="RuntimeError naming both",
+)
 def two_platforms(e: str, root: Path) -> str:
     for name in ("x", "y"):
         _dist(
@@ -844,7 +976,11 @@ def two_platforms(e: str, root: Path) -> str:
             {f"plat_{name}.py": PLATFORM_SRC + f"def activate():\n    return 'plat_{name}.P'\n"},
         )
     out = _select(e, root)
-    return "RuntimeError naming both" if out.startswith("RuntimeError") and "x" in out and "y" in out else out
+    return (
+        "RuntimeError naming both"
+        if out.startswith("RuntimeError") and "x" in out and "y" in out
+        else out
+    )
 
 
 @scenario(
@@ -903,12 +1039,15 @@ TARGET_SRC = {"plat_target.py": "def work():\n    return 'original'\n"}
 
 
 @scenario(
-    "A platform plugin whose activate() returns None registered a hook when its module was imported",
+    "A platform plugin whose activate() returns None registered a hook when its module was "
+    "imported",
     group="platforms",
     sglang="its hook applied",
     ours="its hook discarded",
-    why="A platform that is not selected patches nothing (an NPU plugin must not patch a CUDA machine), as in "
-    "SGLang's diffusion loader.",
+    why=(
+        "A platform that is not selected patches nothing (an NPU plugin must not patch a CUDA "
+        "machine), as in SGLang's diffusion loader."
+    ),
 )
 def unselected_platform_hooks(e: str, root: Path) -> str:
     _dist(
@@ -926,8 +1065,10 @@ def unselected_platform_hooks(e: str, root: Path) -> str:
     group="platforms",
     sglang="error: startup stops; its hook applied",
     ours="error: startup stops; its hook discarded",
-    why="The constructor is the selected plugin's code: a hook it registers is attributed to it and goes "
-    "with its failure (a host that carries on after the error does not run it).",
+    why=(
+        "The constructor is the selected plugin's code: a hook it registers is attributed to it "
+        "and goes with its failure (a host that carries on after the error does not run it)."
+    ),
 )
 def constructor_hooks(e: str, root: Path) -> str:
     _dist(
@@ -940,9 +1081,10 @@ def constructor_hooks(e: str, root: Path) -> str:
     return run_python(PLATFORM_HOOKS.format(**IMPLS[e]), paths=[root]).result
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Diffusion namespace: SGLang 0.5.23's sglang.multimodal_gen against the runtime's "multimodal_gen" namespace
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
+# Diffusion namespace: SGLang 0.5.23's sglang.multimodal_gen against the runtime's "multimodal_gen"
+# namespace
+# --------------------------------------------------------------------------------------------------
 
 MM = "sglang.multimodal_gen.platforms"
 MM_GENERAL = "sglang.multimodal_gen.plugins"
@@ -967,14 +1109,17 @@ class P(MMPlatform):
 MM_SELECT = {
     "sglang": "from sglang.multimodal_gen.runtime.platforms import current_platform as p",
     "ours": (
-        "from sglang_plugin_runtime.platforms import get_current_platform\np = get_current_platform('multimodal_gen')"
+        "from sglang_plugin_runtime.platforms import get_current_platform\np = "
+        "get_current_platform('multimodal_gen')"
     ),
 }
-#: How each implementation's diffusion plugins register a hook, and how to ask SRT's registry about a target.
+#: How each implementation's diffusion plugins register a hook, and how to ask SRT's registry about
+#: a target.
 MM_HOOKS = {
     "sglang": (
         "from sglang.multimodal_gen.runtime.platforms.plugins import HookRegistry, HookType",
-        "from sglang.srt.plugins.hook_registry import HookRegistry as S\nseen = 'json.dumps' in S._hooks",
+        "from sglang.srt.plugins.hook_registry import HookRegistry as S\nseen = 'json.dumps' in "
+        "S._hooks",
     ),
     "ours": (
         "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType",
@@ -989,7 +1134,12 @@ MM_LOAD = {
 
 
 def _mm_platform(
-    impl: str, root: Path, dist: str, name: str, activate: str = "return '{module}.P'", general: str | None = None
+    impl: str,
+    root: Path,
+    dist: str,
+    name: str,
+    activate: str = "return '{module}.P'",
+    general: str | None = None,
 ) -> None:
     module = dist.replace("-", "_")
     source = MM_PLATFORM_SRC[impl] + f"def activate():\n    {activate.format(module=module)}\n"
@@ -1001,7 +1151,8 @@ def _mm_platform(
 
 
 def _select_mm(impl: str, root: Path, env: dict[str, str] | None = None, extra: str = "") -> str:
-    """The selected diffusion class, or ``Builtin: message`` (``ValueError`` first: 0.5.23 raises it)."""
+    """The selected diffusion class, or ``Builtin: message`` (``ValueError`` first: 0.5.23 raises
+    it)."""
     code = f"""
     import builtins, logging
     records = []
@@ -1031,9 +1182,12 @@ def _select_mm(impl: str, root: Path, env: dict[str, str] | None = None, extra: 
     group="diffusion",
     sglang="error: startup stops",
     ours="logged, base platform used",
-    why="One rule for every namespace: a WARNING naming the plugin and its distribution, `doctor` fails on "
-    "it, and `SGLANG_PLUGINS_STRICT=1` stops start-up as SGLang's diffusion engine does. The runtime's "
-    "fallback is the base `MMPlatform`, whose required methods refuse work, not another device.",
+    why=(
+        "One rule for every namespace: a WARNING naming the plugin and its distribution, `doctor` "
+        "fails on it, and `SGLANG_PLUGINS_STRICT=1` stops start-up as SGLang's diffusion engine "
+        "does. The runtime's fallback is the base `MMPlatform`, whose required methods refuse "
+        "work, not another device."
+    ),
 )
 def mm_activate_raises(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-bad", "bad", activate="raise OSError('driver missing')")
@@ -1053,7 +1207,11 @@ def mm_activate_raises(e: str, root: Path) -> str:
 def mm_activate_raises_strict(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-bad", "bad", activate="raise OSError('driver missing')")
     out = _select_mm(e, root, env={"SGLANG_PLUGINS_STRICT": "1"})
-    return "error: startup stops" if out.startswith(("OSError", "RuntimeError")) and "driver missing" in out else out
+    return (
+        "error: startup stops"
+        if out.startswith(("OSError", "RuntimeError")) and "driver missing" in out
+        else out
+    )
 
 
 @scenario(
@@ -1086,16 +1244,22 @@ def mm_override_not_found(e: str, root: Path) -> str:
     group="diffusion",
     sglang="built-in CpuPlatform selected",
     ours="ValueError: no plugin of that name",
-    why="The runtime ships no diffusion platforms, only the plugin machinery: a host that adopts it keeps "
-    "resolving its own built-in names first, as SGLang does today. The names stay reserved, so no "
-    "plugin can shadow a built-in.",
+    why=(
+        "The runtime ships no diffusion platforms, only the plugin machinery: a host that adopts "
+        "it keeps resolving its own built-in names first, as SGLang does today. The names stay "
+        "reserved, so no plugin can shadow a built-in."
+    ),
 )
 def mm_override_builtin(e: str, root: Path) -> str:
     _mm_platform(e, root, "mm-fake", "fake")
     out = _select_mm(e, root, env={"SGLANG_DIFFUSION_PLATFORM_OVERRIDE": "cpu"})
     if out.endswith(".CpuPlatform"):
         return "built-in CpuPlatform selected"
-    return "ValueError: no plugin of that name" if out.startswith("ValueError") and "'cpu'" in out else out
+    return (
+        "ValueError: no plugin of that name"
+        if out.startswith("ValueError") and "'cpu'" in out
+        else out
+    )
 
 
 MM_FAILING_GENERAL = """
@@ -1128,7 +1292,8 @@ def mm_selected_general_fails(e: str, root: Path) -> str:
 
 
 @scenario(
-    "Diffusion: a general plugin of the selected platform's distribution fails, `SGLANG_PLUGINS_STRICT=1`",
+    "Diffusion: a general plugin of the selected platform's distribution fails, "
+    "`SGLANG_PLUGINS_STRICT=1`",
     group="diffusion",
     sglang="error: startup stops",
 )
@@ -1166,7 +1331,9 @@ def register():
     "keeps its plugin and distribution, so `doctor` and `explain` tell them apart.",
 )
 def mm_one_registry(e: str, root: Path) -> str:
-    _mm_platform(e, root, "mm-fake", "fake", general=MM_HOOK_GENERAL.format(registry=MM_HOOKS[e][0]))
+    _mm_platform(
+        e, root, "mm-fake", "fake", general=MM_HOOK_GENERAL.format(registry=MM_HOOKS[e][0])
+    )
     out = _select_mm(
         e,
         root,
@@ -1180,9 +1347,9 @@ def mm_one_registry(e: str, root: Path) -> str:
     return out
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The tests
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 PROCESS_CASES = [
     pytest.param(s, impl, id=f"{s.id}-{impl}", marks=pytest.mark.subprocess)
@@ -1235,8 +1402,8 @@ def render_matrix() -> str:
         lines.append("")
     same = sum(RESULTS[(s.id, "sglang")] == RESULTS[(s.id, "ours")] for s in SCENARIOS)
     lines.append(
-        f"{len(SCENARIOS)} scenarios: {same} behave the same, {len(SCENARIOS) - same} differ on purpose "
-        "(each difference is asserted on both sides)."
+        f"{len(SCENARIOS)} scenarios: {same} behave the same, {len(SCENARIOS) - same} differ on "
+        "purpose (each difference is asserted on both sides)."
     )
     return "\n".join(lines)
 
@@ -1245,5 +1412,7 @@ def test_the_doc_carries_the_generated_matrix() -> None:
     """Runs last: docs/sglang.md between the markers is exactly the matrix this run observed."""
     missing = [(s.id, impl) for s in SCENARIOS for impl in IMPLS if (s.id, impl) not in RESULTS]
     if missing:
-        pytest.skip(f"not every scenario ran in this session ({len(missing)} missing); the matrix needs all")
+        pytest.skip(
+            f"not every scenario ran in this session ({len(missing)} missing); the matrix needs all"
+        )
     sync_section("matrix", render_matrix(), "tests_sglang/test_compat_matrix.py")

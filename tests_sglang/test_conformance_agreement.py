@@ -1,10 +1,11 @@
 """Our conformance check and the real SGLang 0.5.23 agree about platform classes.
 
-SGLang has no conformance check of its own; its verdict is what it does with a class: ``_load_platform_class``
-accepts it or not, ``is_out_of_tree()``, and which of its methods still raise ``NotImplementedError`` when called.
-"SGLang's verdict" below asks exactly that of the real classes. Our verdict is ``check_platform_conformance``
-on the same class generated for the runtime host, and on the SGLang-host class itself (the check accepts classes
-built on SGLang's own bases, as a vendor's generated tests call it).
+SGLang has no conformance check of its own; its verdict is what it does with a class:
+``_load_platform_class`` accepts it or not, ``is_out_of_tree()``, and which of its methods still
+raise ``NotImplementedError`` when called. "SGLang's verdict" below asks exactly that of the real
+classes. Our verdict is ``check_platform_conformance`` on the same class generated for the runtime
+host, and on the SGLang-host class itself (the check accepts classes built on SGLang's own bases, as
+a vendor's generated tests call it).
 """
 
 from __future__ import annotations
@@ -91,9 +92,11 @@ def our_verdict(cls: type) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def on_path(platform_plugin: GeneratedPackage, runtime_platform_plugin: GeneratedPackage) -> Iterator[None]:
-    # `import sglang` resolves SGLang's current_platform (sglang.srt.utils.common imports it): let it do so
-    # before our plugins are on sys.path, so this process keeps SGLang's base platform.
+def on_path(
+    platform_plugin: GeneratedPackage, runtime_platform_plugin: GeneratedPackage
+) -> Iterator[None]:
+    # `import sglang` resolves SGLang's current_platform (sglang.srt.utils.common imports it): let
+    # it do so before our plugins are on sys.path, so this process keeps SGLang's base platform.
     from sglang.srt.platforms import current_platform  # noqa: F401
 
     sys.path[:0] = [str(platform_plugin.site), str(runtime_platform_plugin.site)]
@@ -103,14 +106,18 @@ def on_path(platform_plugin: GeneratedPackage, runtime_platform_plugin: Generate
 
 
 def _classes(variant: str) -> tuple[type, type]:
-    """(SGLang-host class, runtime-host class) of the generated platform, or of a broken variant of it."""
+    """(SGLang-host class, runtime-host class) of the generated platform, or of a broken variant of
+    it."""
     sglang_cls = importlib.import_module("sglang_simdev_platform.platform").SimdevSRTPlatform
     ours_cls = importlib.import_module("sglang_simdev_rt.platform").SimdevSRTPlatform
     if variant == "generated":
         return sglang_cls, ours_cls
     pair = []
     for cls in (sglang_cls, ours_cls):
-        srt_base, mixin = cls.__mro__[1], next(b for b in cls.__bases__ if b.__name__ == "SimdevDeviceMixin")
+        srt_base, mixin = (
+            cls.__mro__[1],
+            next(b for b in cls.__bases__ if b.__name__ == "SimdevDeviceMixin"),
+        )
         if variant == "no_attention_backend":  # the vendor forgot the SRT overrides
             namespace: dict[str, Any] = {}
             bases: tuple[type, ...] = (srt_base, mixin)
@@ -136,7 +143,10 @@ def _classes(variant: str) -> tuple[type, type]:
 
 VERDICTS = [
     ("generated", set()),
-    ("no_attention_backend", {"get_default_attention_backend", "get_default_speculative_draft_attention_backend"}),
+    (
+        "no_attention_backend",
+        {"get_default_attention_backend", "get_default_speculative_draft_attention_backend"},
+    ),
     (
         "no_device_ops",
         {
@@ -166,7 +176,9 @@ def test_our_check_agrees_with_sglang(variant: str, expected: set[str]) -> None:
 
 @pytest.mark.usefixtures("on_path")
 @pytest.mark.parametrize(("variant", "expected"), VERDICTS)
-def test_our_check_on_the_sglang_host_class_itself_agrees_with_sglang(variant: str, expected: set[str]) -> None:
+def test_our_check_on_the_sglang_host_class_itself_agrees_with_sglang(
+    variant: str, expected: set[str]
+) -> None:
     sglang_cls, _ = _classes(variant)
     assert sglang_verdict(sglang_cls) == expected
     assert our_verdict(sglang_cls) == expected
@@ -188,7 +200,8 @@ def test_checking_the_generated_sglang_host_class_leaves_it_unchanged() -> None:
 
 
 def test_the_contracts_require_the_same_methods() -> None:
-    """The methods SGLang's base leaves raising NotImplementedError are exactly our contract's required ones."""
+    """The methods SGLang's base leaves raising NotImplementedError are exactly our contract's
+    required ones."""
     from sglang.srt.platforms.interface import SRTPlatform as SGLangSRTPlatform
 
     from sglang_plugin_runtime.platforms import _contract
@@ -224,7 +237,8 @@ def sglang_verdict_base(cls: type) -> set[str]:
 
 
 def test_a_platform_written_to_sglang_signatures_passes_our_override_check() -> None:
-    """Every override spelled exactly as SGLang 0.5.23 declares it is accepted by our definition-time check."""
+    """Every override spelled exactly as SGLang 0.5.23 declares it is accepted by our
+    definition-time check."""
     from sglang.srt.platforms.interface import SRTPlatform as SGLangSRTPlatform
 
     from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
@@ -252,6 +266,8 @@ def test_a_platform_written_to_sglang_signatures_passes_our_override_check() -> 
     exec("\n".join(lines), namespace)
     ported = namespace["Ported"]
     problems = [
-        p for p in check_platform_conformance(ported) if p.kind in ("unknown", "retired", "signature", "binding")
+        p
+        for p in check_platform_conformance(ported)
+        if p.kind in ("unknown", "retired", "signature", "binding")
     ]
     assert problems == []

@@ -1,9 +1,10 @@
 """Packages generated with every default work, unchanged, on the released SGLang 0.5.23.
 
-Only ``plugin_kind`` is answered. Installed next to SGLang, such a package builds on SGLang's own classes (its
-``host.py`` finds ``sglang`` installed), so SGLang's real ``current_platform`` selects the platform on a simulated
-device, and SGLang's real ``load_plugins()`` applies the general plugin's hooks. Each scenario is a fresh
-subprocess of the SGLang venv with exactly the generated package on ``sys.path``.
+Only ``plugin_kind`` is answered. Installed next to SGLang, such a package builds on SGLang's own
+classes (its ``host.py`` finds ``sglang`` installed), so SGLang's real ``current_platform`` selects
+the platform on a simulated device, and SGLang's real ``load_plugins()`` applies the general
+plugin's hooks. Each scenario is a fresh subprocess of the SGLang venv with exactly the generated
+package on ``sys.path``.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ def default_general(template_dir: Path, tmp_path_factory: pytest.TempPathFactory
     return _default("general", template_dir, tmp_path_factory)
 
 
-def test_sglang_selects_the_default_platform_on_a_simulated_device(default_platform: Default) -> None:
+def test_sglang_selects_the_default_platform_on_a_simulated_device(
+    default_platform: Default,
+) -> None:
     out = run_python(SIMULATE + PROBE, paths=[default_platform.site])
     assert out["ok"], out.result
     assert out["class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform"
@@ -71,12 +74,16 @@ def test_sglang_selects_the_default_platform_on_a_simulated_device(default_platf
 
 
 def test_sglang_platform_names_the_default_platform(default_platform: Default) -> None:
-    out = run_python(SIMULATE + PROBE, paths=[default_platform.site], env={"SGLANG_PLATFORM": "mydevice"})
+    out = run_python(
+        SIMULATE + PROBE, paths=[default_platform.site], env={"SGLANG_PLATFORM": "mydevice"}
+    )
     assert out["ok"], out.result
     assert out["class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform"
 
 
-def test_without_the_device_sglang_falls_back_and_refuses_it_by_name(default_platform: Default) -> None:
+def test_without_the_device_sglang_falls_back_and_refuses_it_by_name(
+    default_platform: Default,
+) -> None:
     out = run_python(PROBE, paths=[default_platform.site])
     assert out["ok"] and out["class"] == "sglang.srt.platforms.interface.SRTPlatform", out.result
     named = run_python(PROBE, paths=[default_platform.site], env={"SGLANG_PLATFORM": "mydevice"})
@@ -108,14 +115,18 @@ report({
 
 
 def test_sglangs_load_plugins_fires_every_default_hook(default_general: Default) -> None:
-    out = run_python(generated_stand_ins(default_general.project) + LOAD, paths=[default_general.site])
+    out = run_python(
+        generated_stand_ins(default_general.project) + LOAD, paths=[default_general.site]
+    )
     assert out["host"] == "sglang.srt"  # registered with SGLang's own HookRegistry
     assert out["normalize"] == "hello"  # BEFORE
     assert out["count"] == 3  # AFTER
     assert out["batch"] == 2 and out["timings"] == 1  # AROUND, by @plugin_hook
-    assert out["replaced"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"  # class REPLACE
+    # class REPLACE
+    assert out["replaced"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"
     assert out["targets"] == 4
-    assert out["sources"] == [["example", "sglang-example-hooks"]]  # SGLang attributes them to the plugin
+    # SGLang attributes them to the plugin
+    assert out["sources"] == [["example", "sglang-example-hooks"]]
 
 
 RUNTIME_PROBE = """
@@ -125,14 +136,21 @@ report({"class": selection.class_path, "rule": selection.rule, "plugin": selecti
 """
 
 
-def test_the_runtime_selects_the_default_platform_built_on_sglangs_classes(default_platform: Default) -> None:
-    # The class subclasses released SGLang's SRTPlatform (not the runtime's): SGLang runs it, so the runtime does.
-    out = run_python(SIMULATE + RUNTIME_PROBE, paths=[default_platform.site], env={"SGLANG_PLATFORM": "mydevice"})
+def test_the_runtime_selects_the_default_platform_built_on_sglangs_classes(
+    default_platform: Default,
+) -> None:
+    # The class subclasses released SGLang's SRTPlatform (not the runtime's): SGLang runs it, so the
+    # runtime does.
+    out = run_python(
+        SIMULATE + RUNTIME_PROBE, paths=[default_platform.site], env={"SGLANG_PLATFORM": "mydevice"}
+    )
     assert out["class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform", out.result
     assert (out["rule"], out["plugin"]) == ("explicit", "mydevice")
 
 
-def test_doctor_simulate_reports_the_default_platform_where_sglang_is_installed(default_platform: Default) -> None:
+def test_doctor_simulate_reports_the_default_platform_where_sglang_is_installed(
+    default_platform: Default,
+) -> None:
     import json
     import subprocess
     import sys
@@ -159,16 +177,21 @@ def test_doctor_simulate_reports_the_default_platform_where_sglang_is_installed(
     )
     report = json.loads(completed.stdout)
     assert report["platform"]["status"] == "selected", report["platform"]
-    assert report["platform"]["platform_class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform"
+    assert (
+        report["platform"]["platform_class"]
+        == "sglang_mydevice_platform.platform.MydeviceSRTPlatform"
+    )
     assert not [p for p in report["problems"] if p["severity"] == "error"], report["problems"]
 
 
-# ---- a customer's machine: the wheel from an index without the runtime, on released SGLang ------------------
+# ---- a customer's machine: the wheel from an index without the runtime, on released SGLang
+# ------------------
 
 
 def _wheel_from_an_index_without_the_runtime(project: Path, tmp: pytest.TempPathFactory) -> Path:
-    """Build the wheel, then ``pip install --no-index --find-links`` it from a folder holding it alone (this venv
-    has SGLang and what it needs): any requirement the folder cannot meet fails the install."""
+    """Build the wheel, then ``pip install --no-index --find-links`` it from a folder holding it
+    alone (this venv has SGLang and what it needs): any requirement the folder cannot meet fails the
+    install."""
     import subprocess
     import sys
 
@@ -176,7 +199,16 @@ def _wheel_from_an_index_without_the_runtime(project: Path, tmp: pytest.TempPath
 
     index = tmp.mktemp("find-links")
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(index), str(project)],
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(index),
+            str(project),
+        ],
         check=True,
         capture_output=True,
         env=clean_env(),
@@ -208,10 +240,15 @@ def _wheel_from_an_index_without_the_runtime(project: Path, tmp: pytest.TempPath
 def _distribution(project: Path) -> str:
     import yaml
 
-    return str(yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))["distribution_name"])
+    return str(
+        yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))[
+            "distribution_name"
+        ]
+    )
 
 
-#: The runtime's serving path is unimportable from here on: what runs is released SGLang and the plugin alone.
+#: The runtime's serving path is unimportable from here on: what runs is released SGLang and the
+#: plugin alone.
 WITHOUT_THE_RUNTIME = """
 import sys
 for _name in ("sglang_plugin_runtime.platforms", "sglang_plugin_runtime.plugins"):
@@ -222,14 +259,21 @@ for _name in ("sglang_plugin_runtime.platforms", "sglang_plugin_runtime.plugins"
 def test_the_default_wheels_install_without_the_runtime_and_run_on_released_sglang(
     default_platform: Default, default_general: Default, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    platform_site = _wheel_from_an_index_without_the_runtime(default_platform.project, tmp_path_factory)
-    general_site = _wheel_from_an_index_without_the_runtime(default_general.project, tmp_path_factory)
+    platform_site = _wheel_from_an_index_without_the_runtime(
+        default_platform.project, tmp_path_factory
+    )
+    general_site = _wheel_from_an_index_without_the_runtime(
+        default_general.project, tmp_path_factory
+    )
     selected = run_python(
         SIMULATE + WITHOUT_THE_RUNTIME + PROBE,
         paths=[platform_site],
         env={"SGLANG_PLATFORM": "mydevice", "SGLANG_PLUGINS_STRICT": "1"},
     )
-    assert selected["ok"] and selected["class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform", selected
+    assert (
+        selected["ok"]
+        and selected["class"] == "sglang_mydevice_platform.platform.MydeviceSRTPlatform"
+    ), selected
     assert selected["host"] == "sglang.srt"
     loaded = run_python(
         generated_stand_ins(default_general.project) + WITHOUT_THE_RUNTIME + LOAD,
@@ -239,7 +283,8 @@ def test_the_default_wheels_install_without_the_runtime_and_run_on_released_sgla
     assert loaded["count"] == 3 and loaded["replaced"] == "KeepBaseModelEvictionPolicy"
 
 
-# ---- the gate where released SGLang is installed ------------------------------------------------------------
+# ---- the gate where released SGLang is installed
+# ------------------------------------------------------------
 
 
 def _doctor(site: Path, *args: str) -> tuple[int, dict]:
@@ -260,12 +305,18 @@ def _doctor(site: Path, *args: str) -> tuple[int, dict]:
     return completed.returncode, json.loads(completed.stdout)
 
 
-@pytest.mark.parametrize("examples", [[], ["before"], ["after"], ["around_timer"], ["replace_class"]])
+@pytest.mark.parametrize(
+    "examples", [[], ["before"], ["after"], ["around_timer"], ["replace_class"]]
+)
 def test_doctor_strict_passes_a_correct_general_plugin_on_released_sglang(
     template_dir: Path, tmp_path_factory: pytest.TempPathFactory, examples: list[str]
 ) -> None:
-    project = render(template_dir, tmp_path_factory.mktemp("gate"), plugin_kind="general", example_hooks=examples)
-    code, report = _doctor(pip_install_target(project, tmp_path_factory.mktemp("gate-site")), "--strict")
+    project = render(
+        template_dir, tmp_path_factory.mktemp("gate"), plugin_kind="general", example_hooks=examples
+    )
+    code, report = _doctor(
+        pip_install_target(project, tmp_path_factory.mktemp("gate-site")), "--strict"
+    )
     assert code == 0, report["problems"]
     assert len(report["hooks"]["sglang_registry_targets"]) == len(examples)
     assert report["sglang"]["plugins"][0]["status"] == "supported"
@@ -276,8 +327,12 @@ def test_doctor_strict_names_a_misspelled_module_on_released_sglang(
 ) -> None:
     project = render(template_dir, tmp_path_factory.mktemp("gate"), plugin_kind="general")
     hooks = project / "sglang_example_hooks" / "hooks.py"
-    hooks.write_text(hooks.read_text(encoding="utf-8").replace("managers.scheduler:", "managers.schedular:"))
-    code, report = _doctor(pip_install_target(project, tmp_path_factory.mktemp("gate-site")), "--strict")
+    hooks.write_text(
+        hooks.read_text(encoding="utf-8").replace("managers.scheduler:", "managers.schedular:")
+    )
+    code, report = _doctor(
+        pip_install_target(project, tmp_path_factory.mktemp("gate-site")), "--strict"
+    )
     assert code == 1
     (problem,) = report["problems"]
     assert problem["target"] == "sglang.srt.managers.schedular:Scheduler.run_batch"
@@ -287,12 +342,20 @@ def test_doctor_strict_names_a_misspelled_module_on_released_sglang(
 def test_a_package_for_another_sglang_warns_once_on_released_sglang(
     template_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    project = render(template_dir, tmp_path_factory.mktemp("range"), plugin_kind="general", sglang_versions=">=0.6")
+    project = render(
+        template_dir,
+        tmp_path_factory.mktemp("range"),
+        plugin_kind="general",
+        sglang_versions=">=0.6",
+    )
     site = pip_install_target(project, tmp_path_factory.mktemp("range-site"))
     code = "from sglang.srt.plugins import load_plugins\nload_plugins()\nload_plugins()\nreport(True)\n"
     out = run_python(code, paths=[site])
     warnings = [line for line in out.stderr.splitlines() if "supports SGLang" in line]
     assert len(warnings) == 1, out.stderr
-    assert "plugin 'example' (sglang-example-hooks 0.1.0) supports SGLang >=0.6, but SGLang 0.5.23" in warnings[0]
+    assert (
+        "plugin 'example' (sglang-example-hooks 0.1.0) supports SGLang >=0.6, but SGLang 0.5.23"
+        in warnings[0]
+    )
     doctor_code, report = _doctor(site, "--strict")
     assert doctor_code == 1 and report["sglang"]["plugins"][0]["status"] == "unsupported"

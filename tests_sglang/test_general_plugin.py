@@ -1,9 +1,10 @@
 """A generated SGLang-host general plugin, loaded by the real ``sglang.srt.plugins.load_plugins()``.
 
-The package is generated with its example hooks (BEFORE, AFTER, AROUND timer by decorator, class REPLACE; on SGLang
-targets, stand-ins in place as in its own tests), then edited as a vendor would: one more module points hooks at
-real SGLang code (a function ~30 SGLang modules copied with ``from x import f``, and a method of ``SRTPlatform``).
-It is pip-installed, and a fresh subprocess of the SGLang venv calls SGLang's ``load_plugins()``.
+The package is generated with its example hooks (BEFORE, AFTER, AROUND timer by decorator, class
+REPLACE; on SGLang targets, stand-ins in place as in its own tests), then edited as a vendor would:
+one more module points hooks at real SGLang code (a function ~30 SGLang modules copied with ``from x
+import f``, and a method of ``SRTPlatform``). It is pip-installed, and a fresh subprocess of the
+SGLang venv calls SGLang's ``load_plugins()``.
 """
 
 from __future__ import annotations
@@ -52,7 +53,9 @@ def _add_sglang_targets(project: Path) -> None:
     anchor = "    register_hooks()\n"
     assert anchor in text, "the general template's register() changed; update this test"
     text = text.replace(
-        anchor, anchor + "    from .sglang_targets import register_sglang_hooks\n\n    register_sglang_hooks()\n"
+        anchor,
+        anchor
+        + "    from .sglang_targets import register_sglang_hooks\n\n    register_sglang_hooks()\n",
     )
     init.write_text(text, encoding="utf-8")
 
@@ -94,7 +97,9 @@ LOAD = textwrap.dedent(
 
 
 def test_sglang_load_plugins_applies_the_generated_hooks(general_plugin: GeneratedPackage) -> None:
-    out = run_python(generated_stand_ins(general_plugin.project) + LOAD, paths=[general_plugin.site])
+    out = run_python(
+        generated_stand_ins(general_plugin.project) + LOAD, paths=[general_plugin.site]
+    )
     assert out["normalize"] == "hello"  # BEFORE
     assert out["count"] == 3  # AFTER
     assert out["batch"] == 2 and out["timings"] == 1  # AROUND timer, registered with @plugin_hook
@@ -122,9 +127,12 @@ def test_sglang_plugins_allowlist_can_switch_it_off(general_plugin: GeneratedPac
     assert out["imported"] is False
 
 
-def test_doctor_checks_released_sglangs_registry_as_its_apply_hooks_will(general_plugin: GeneratedPackage) -> None:
-    # A plugin written for released SGLang registers with SGLang's own HookRegistry: doctor checks each of its
-    # targets as SGLang's apply_hooks() will resolve it (each module found, without importing it).
+def test_doctor_checks_released_sglangs_registry_as_its_apply_hooks_will(
+    general_plugin: GeneratedPackage,
+) -> None:
+    # A plugin written for released SGLang registers with SGLang's own HookRegistry: doctor checks
+    # each of its targets as SGLang's apply_hooks() will resolve it (each module found, without
+    # importing it).
     outcome = run_python(
         """
         import io, json, contextlib
@@ -137,14 +145,29 @@ def test_doctor_checks_released_sglangs_registry_as_its_apply_hooks_will(general
         paths=[general_plugin.site],
     )
     assert outcome["code"] == 0, outcome["doctor"]["problems"]
-    assert "sglang.srt.runtime_context.get_platform" in outcome["doctor"]["hooks"]["sglang_registry_targets"]
+    assert (
+        "sglang.srt.runtime_context.get_platform"
+        in outcome["doctor"]["hooks"]["sglang_registry_targets"]
+    )
 
 
-def test_doctor_under_the_launcher_shows_the_hooks_sglang_plugins_register(general_plugin: GeneratedPackage) -> None:
-    """With the runtime as SGLang's plugin layer (the launcher), the same plugin's hooks are the runtime's."""
+def test_doctor_under_the_launcher_shows_the_hooks_sglang_plugins_register(
+    general_plugin: GeneratedPackage,
+) -> None:
+    """With the runtime as SGLang's plugin layer (the launcher), the same plugin's hooks are the
+    runtime's."""
     script = Path(sys.executable).with_name("sglang-plugins")
     completed = subprocess.run(
-        [sys.executable, "-m", "sglang_plugin_runtime", "run", "--", str(script), "doctor", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "sglang_plugin_runtime",
+            "run",
+            "--",
+            str(script),
+            "doctor",
+            "--json",
+        ],
         env=clean_env([general_plugin.site]),
         capture_output=True,
         text=True,
@@ -154,6 +177,8 @@ def test_doctor_under_the_launcher_shows_the_hooks_sglang_plugins_register(gener
     report = json.loads(completed.stdout)
     targets = {t["target"]: t for t in report["hooks"]["targets"]}
     assert "sglang.srt.runtime_context.get_platform" in targets, completed.stderr
-    assert {h["source"]["plugin"] for h in targets["sglang.srt.runtime_context.get_platform"]["hooks"]} == {"probe"}
+    assert {
+        h["source"]["plugin"] for h in targets["sglang.srt.runtime_context.get_platform"]["hooks"]
+    } == {"probe"}
     assert report["hooks"]["sglang_registry_targets"] == []
     assert "runs with sglang_plugin_runtime" in completed.stderr

@@ -1,14 +1,15 @@
 """A generated package's own test suite passes in the real SGLang venv: with every default, and with
 ``host_api=sglang``.
 
-For each plugin kind the template is rendered the way a vendor does it -- only ``plugin_kind`` (and ``host_api=sglang``
-for the pinned variant) answered, every other question at its default -- from the working-tree snapshot of the
-template the other tests use. The package is installed with a real ``pip install`` into its own folder (the
-venv itself stays untouched, so no other test sees it; the folder is thrown away with the session's temporary
-files), the requirements of its ``test`` extra must already be satisfied by the venv (pip resolves nothing, so it
-can never pull an unpinned torch), and its own ``pytest`` suite runs in a fresh subprocess of the venv, against
-the installed copy. A negative control shows the suite really judges the platform class: with a misspelled
-public override added to the device mixin, its own conformance tests fail, and only they do.
+For each plugin kind the template is rendered the way a vendor does it -- only ``plugin_kind`` (and
+``host_api=sglang`` for the pinned variant) answered, every other question at its default -- from
+the working-tree snapshot of the template the other tests use. The package is installed with a real
+``pip install`` into its own folder (the venv itself stays untouched, so no other test sees it; the
+folder is thrown away with the session's temporary files), the requirements of its ``test`` extra
+must already be satisfied by the venv (pip resolves nothing, so it can never pull an unpinned
+torch), and its own ``pytest`` suite runs in a fresh subprocess of the venv, against the installed
+copy. A negative control shows the suite really judges the platform class: with a misspelled public
+override added to the device mixin, its own conformance tests fail, and only they do.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class Installed:
 class SuiteRun:
     returncode: int
     output: str
-    outcomes: dict[str, str] = field(default_factory=dict)  # test id -> passed | failed | error | skipped
+    # test id -> passed | failed | error | skipped
+    outcomes: dict[str, str] = field(default_factory=dict)
     messages: dict[str, str] = field(default_factory=dict)  # test id -> failure text
 
     def with_outcome(self, outcome: str) -> list[str]:
@@ -64,14 +66,21 @@ def _render_and_install(
     edit: Callable[[Path, str], None] | None = None,
     **answers: Any,
 ) -> Installed:
-    project = render(template, tmp.mktemp(f"suite-{kind}"), plugin_kind=kind, **HOST_API_ANSWERS[host_api], **answers)
+    project = render(
+        template,
+        tmp.mktemp(f"suite-{kind}"),
+        plugin_kind=kind,
+        **HOST_API_ANSWERS[host_api],
+        **answers,
+    )
     recorded = (project / ".copier-answers.yml").read_text(encoding="utf-8")
     assert f"host_api: {'auto' if host_api == 'default' else host_api}" in recorded, recorded
     package = DEFAULT_PACKAGES[kind]
     assert (project / package / "__init__.py").is_file(), sorted(p.name for p in project.iterdir())
     if edit is not None:
         edit(project, package)
-    # `pip install <project>[test]`, with --no-deps: the extra's requirements are checked below, never resolved.
+    # `pip install <project>[test]`, with --no-deps: the extra's requirements are checked below,
+    # never resolved.
     site = pip_install_target(Path(f"{project}[test]"), tmp.mktemp(f"suite-site-{kind}"))
     return Installed(project, site, package)
 
@@ -95,12 +104,23 @@ def _unsatisfied_requirements(installed: Installed) -> list[str]:
 
 
 def _run_own_suite(installed: Installed, tmp: pytest.TempPathFactory) -> SuiteRun:
-    """``pytest`` in the generated project, in a fresh interpreter of this venv, importing the installed copy."""
+    """``pytest`` in the generated project, in a fresh interpreter of this venv, importing the
+    installed copy."""
     report = tmp.mktemp("suite-report") / "junit.xml"
     env = {k: v for k, v in clean_env([installed.site]).items() if not k.startswith("PYTEST_")}
     completed = subprocess.run(
-        # -P: the project folder (cwd) is not put on sys.path, so the tests import what pip installed.
-        [sys.executable, "-P", "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--junitxml={report}"],
+        # -P: the project folder (cwd) is not put on sys.path, so the tests import what pip
+        # installed.
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--junitxml={report}",
+        ],
         cwd=installed.project,
         env=env,
         capture_output=True,
@@ -110,7 +130,10 @@ def _run_own_suite(installed: Installed, tmp: pytest.TempPathFactory) -> SuiteRu
     )
     run = SuiteRun(completed.returncode, completed.stdout[-6000:] + completed.stderr[-4000:])
     if not report.is_file():
-        pytest.fail(f"the generated suite wrote no report (exit {completed.returncode})\n{run.output}", pytrace=False)
+        pytest.fail(
+            f"the generated suite wrote no report (exit {completed.returncode})\n{run.output}",
+            pytrace=False,
+        )
     for case in ET.parse(report).getroot().iter("testcase"):
         test = f"{case.get('classname')}::{case.get('name')}"
         outcome, message = "passed", ""
@@ -148,7 +171,9 @@ def _misspell_an_override(project: Path, package: str) -> None:
     device = project / package / "device.py"
     text = device.read_text(encoding="utf-8")
     anchor = "    # ---- memory ---"
-    assert anchor in text and MISSPELLED not in text, "the platform template's device.py changed; update this test"
+    assert anchor in text and MISSPELLED not in text, (
+        "the platform template's device.py changed; update this test"
+    )
     override = (
         f"    def {MISSPELLED}(self, device_id: int = 0) -> str:  # meant get_device_name\n"
         "        return 'misspelled'\n\n"
@@ -160,12 +185,14 @@ def _misspell_an_override(project: Path, package: str) -> None:
 def test_generated_platform_suite_fails_on_a_misspelled_override(
     host_api: str, template_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    installed = _render_and_install(template_dir, tmp_path_factory, "platform", host_api, edit=_misspell_an_override)
+    installed = _render_and_install(
+        template_dir, tmp_path_factory, "platform", host_api, edit=_misspell_an_override
+    )
     run = _run_own_suite(installed, tmp_path_factory)
     assert run.returncode != 0, run.output
     failed = run.with_outcome("failed")
-    # Exactly the conformance tests fail (plain and on a simulated device), each naming the misspelled override;
-    # the behavioural tests still pass (get_device_name itself is untouched).
+    # Exactly the conformance tests fail (plain and on a simulated device), each naming the
+    # misspelled override; the behavioural tests still pass (get_device_name itself is untouched).
     assert len(failed) == 2 and all("conformance" in t for t in failed), run.outcomes
     for test in failed:
         assert MISSPELLED in run.messages[test], run.messages[test]
@@ -176,9 +203,12 @@ def test_generated_platform_suite_fails_on_a_misspelled_override(
 def test_default_platform_with_diffusion_passes_and_says_why_its_diffusion_class_is_absent(
     template_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    # SGLang 0.5.23's diffusion engine accepts only its own Platform; the package's device mixin builds on SGLang's
-    # DeviceMixin here, so its diffusion module refuses to import, and the tests of that class say why they skip.
-    installed = _render_and_install(template_dir, tmp_path_factory, "platform", with_mm_platform=True)
+    # SGLang 0.5.23's diffusion engine accepts only its own Platform; the package's device mixin
+    # builds on SGLang's DeviceMixin here, so its diffusion module refuses to import, and the tests
+    # of that class say why they skip.
+    installed = _render_and_install(
+        template_dir, tmp_path_factory, "platform", with_mm_platform=True
+    )
     run = _run_own_suite(installed, tmp_path_factory)
     assert run.returncode == 0, run.output
     skipped = run.with_outcome("skipped")

@@ -1,12 +1,14 @@
-"""Our ``HookRegistry`` applied to real SGLang code, in this process, and ``reset()`` putting every object back.
+"""Our ``HookRegistry`` applied to real SGLang code, in this process, and ``reset()`` putting every
+object back.
 
 Targets:
-- ``sglang.srt.runtime_context.get_platform``: a module-level function that about thirty SGLang modules hold a
-  ``from ... import get_platform`` copy of once ``sglang.srt.server_args`` is imported (2,600 modules);
-- ``SRTPlatform.get_compile_backend``: a method of SGLang's ``SRTPlatform``, seen by its subclasses and by SGLang's
-  own ``current_platform``;
-- ``SRTPlatform.get_cpu_architecture``: a classmethod SGLang's ``SRTPlatform`` inherits from its ``DeviceMixin``,
-  hooked through the subclass (the base class must not change).
+- ``sglang.srt.runtime_context.get_platform``: a module-level function that about thirty SGLang
+  modules hold a ``from ... import get_platform`` copy of once ``sglang.srt.server_args`` is
+  imported (2,600 modules);
+- ``SRTPlatform.get_compile_backend``: a method of SGLang's ``SRTPlatform``, seen by its subclasses
+  and by SGLang's own ``current_platform``;
+- ``SRTPlatform.get_cpu_architecture``: a classmethod SGLang's ``SRTPlatform`` inherits from its
+  ``DeviceMixin``, hooked through the subclass (the base class must not change).
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def test_a_function_copied_into_many_modules_is_patched_everywhere_and_restored(
     assert patched is not original and patched.__wrapped__ is original
     assert holders(patched, "get_platform") == copies  # every stale copy rebound
     assert holders(original, "get_platform") == []
-    assert sys.modules["sglang.srt.utils.common"].get_platform() is original()  # through a stale copy
+    # through a stale copy
+    assert sys.modules["sglang.srt.utils.common"].get_platform() is original()
     assert calls == ["after"]
 
     registry.reset()
@@ -84,7 +87,9 @@ def test_a_method_of_sglang_srtplatform_is_hooked_for_every_platform_and_restore
     def tag(original_fn, self, *args, **kwargs):
         return "hooked:" + original_fn(self, *args, **kwargs)
 
-    registry.register("sglang.srt.platforms.interface.SRTPlatform.get_compile_backend", tag, HookType.AROUND)
+    registry.register(
+        "sglang.srt.platforms.interface.SRTPlatform.get_compile_backend", tag, HookType.AROUND
+    )
     registry.apply_hooks()
     assert SRTPlatform().get_compile_backend() == "hooked:inductor"
     assert CpuSRTPlatform().get_compile_backend(mode="x") == "hooked:inductor"
@@ -107,7 +112,9 @@ def test_an_inherited_classmethod_is_hooked_through_the_subclass_only(
     def force_arm(result, cls, *args, **kwargs):
         return CpuArchEnum.ARM
 
-    registry.register("sglang.srt.platforms.interface.SRTPlatform.get_cpu_architecture", force_arm, HookType.AFTER)
+    registry.register(
+        "sglang.srt.platforms.interface.SRTPlatform.get_cpu_architecture", force_arm, HookType.AFTER
+    )
     registry.apply_hooks()
     assert SRTPlatform.get_cpu_architecture() is CpuArchEnum.ARM
     assert SRTPlatform().get_cpu_architecture() is CpuArchEnum.ARM

@@ -1,20 +1,24 @@
-"""The runtime's interface table says what the real SGLang 0.5.23 wheel declares and calls, no more, no less.
+"""The runtime's interface table says what the real SGLang 0.5.23 wheel declares and calls, no more,
+no less.
 
-The table is data, ``runtime/sglang_plugin_runtime/platforms/interface_table.jsonl`` (one JSON row per line), and this
-module produces it: signatures are read from SGLang's three platform classes with ``inspect``; calls are found by
-parsing every module of the installed ``sglang`` package (tests and the in-tree platform implementations left out)
-for calls on a receiver whose name mentions ``platform`` (``current_platform.x(...)``, ``platform.x(...)``, ...).
-What no scan can see is kept from the file as it is: the rows of SGLang main (``versions: ["main"]``, read from the
-public repository: ``python/sglang/srt/platforms/device_mixin.py`` at commit ``0099dee6``, ``builtin.py`` at
-``4ac06988``; main's call sites were not all readable, so its calls are taken to be 0.5.23's), calls marked
-``read`` (data the host reads) or ``indirect`` (a bound method handed to a helper, a retired hook served by its
-replacement) and the runtime's own calls (site ``sglang_plugin_runtime...``), each row's ``probe`` (how the
-conformance check may call it), and the names of other SGLang versions (rows with an ``origin``).
+The table is data, ``runtime/sglang_plugin_runtime/platforms/interface_table.jsonl`` (one JSON row
+per line), and this module produces it: signatures are read from SGLang's three platform classes
+with ``inspect``; calls are found by parsing every module of the installed ``sglang`` package (tests
+and the in-tree platform implementations left out) for calls on a receiver whose name mentions
+``platform`` (``current_platform.x(...)``, ``platform.x(...)``, ...). What no scan can see is kept
+from the file as it is: the rows of SGLang main (``versions: ["main"]``, read from the public
+repository: ``python/sglang/srt/platforms/device_mixin.py`` at commit ``0099dee6``, ``builtin.py``
+at ``4ac06988``; main's call sites were not all readable, so its calls are taken to be 0.5.23's),
+calls marked ``read`` (data the host reads) or ``indirect`` (a bound method handed to a helper, a
+retired hook served by its replacement) and the runtime's own calls (site
+``sglang_plugin_runtime...``), each row's ``probe`` (how the conformance check may call it), and the
+names of other SGLang versions (rows with an ``origin``).
 
-Check mode (the default, ``make test-sglang``) fails when the file differs from what the wheel gives. Write mode
-rewrites the file from the wheel; review the diff and commit it:
+Check mode (the default, ``make test-sglang``) fails when the file differs from what the wheel
+gives. Write mode rewrites the file from the wheel; review the diff and commit it:
 
-    WRITE_INTERFACE_TABLE=1 SGLANG_TIER=plain bash scripts/test-sglang.sh tests_sglang/test_interface_table.py
+    WRITE_INTERFACE_TABLE=1 SGLANG_TIER=plain \\
+        bash scripts/test-sglang.sh tests_sglang/test_interface_table.py
 """
 
 from __future__ import annotations
@@ -73,7 +77,8 @@ def _sglang_root() -> Path:
 
 
 def _shape(raw: object) -> tuple[str, str]:
-    """(kind, parameters without annotations) of a class-``__dict__`` entry, as the table writes them."""
+    """(kind, parameters without annotations) of a class-``__dict__`` entry, as the table writes
+    them."""
     if isinstance(raw, (classmethod, staticmethod)):
         kind, function = type(raw).__name__, raw.__func__
     elif isinstance(raw, (property, functools.cached_property)):
@@ -97,14 +102,18 @@ def _declared(cls: type) -> dict[str, tuple[str, str]]:
 
 
 def _host_of(relative: str) -> str:
-    return "diffusion" if relative.startswith(("multimodal_gen/", "kernels/ops/diffusion/")) else "srt"
+    return (
+        "diffusion" if relative.startswith(("multimodal_gen/", "kernels/ops/diffusion/")) else "srt"
+    )
 
 
 @functools.cache
 def _scanned_calls() -> dict[tuple[str, str], dict[Form, list[str]]]:
-    """(host, name) -> call form (positional count, keyword names) -> the package files that make it, for every name
-    of a row or of SGLang's platform classes."""
-    names = {row["name"] for row in _file_rows()} | {n for cls in _sglang_classes().values() for n in _declared(cls)}
+    """(host, name) -> call form (positional count, keyword names) -> the package files that make
+    it, for every name of a row or of SGLang's platform classes."""
+    names = {row["name"] for row in _file_rows()} | {
+        n for cls in _sglang_classes().values() for n in _declared(cls)
+    }
     found: dict[tuple[str, str], dict[Form, list[str]]] = defaultdict(lambda: defaultdict(list))
     root = _sglang_root()
     for path in sorted(root.rglob("*.py")):
@@ -117,11 +126,17 @@ def _scanned_calls() -> dict[tuple[str, str], dict[Form, list[str]]]:
         except (SyntaxError, UnicodeDecodeError):
             continue
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names):
+            if not (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in names
+            ):
                 continue
             if "platform" not in ast.unparse(node.func.value).lower():
                 continue
-            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords
+            ):
                 continue
             form = (len(node.args), tuple(sorted(k.arg for k in node.keywords if k.arg)))
             files = found[(_host_of(relative), node.func.attr)][form]
@@ -131,7 +146,8 @@ def _scanned_calls() -> dict[tuple[str, str], dict[Form, list[str]]]:
 
 
 def _is_scanned(call: dict[str, Any]) -> bool:
-    """Whether the source scan can see ``call`` (a literal ``platform.name(...)`` in SGLang's package)."""
+    """Whether the source scan can see ``call`` (a literal ``platform.name(...)`` in SGLang's
+    package)."""
     return not (call.get("read") or call.get("indirect") or call["site"].startswith(RUNTIME_SITE))
 
 
@@ -141,13 +157,16 @@ def _form(call: dict[str, Any]) -> Form:
 
 def _canonical(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with its keys in the file's order, empty optional fields left out."""
-    calls = [{k: c[k] for k in CALL_KEYS if c.get(k)} | {"site": c["site"]} for c in row.get("calls", ())]
+    calls = [
+        {k: c[k] for k in CALL_KEYS if c.get(k)} | {"site": c["site"]} for c in row.get("calls", ())
+    ]
     row = row | {"calls": calls}
     return {k: row[k] for k in ROW_KEYS if k in row and (row[k] or k in ("signature", "versions"))}
 
 
 def derived_rows() -> list[dict[str, Any]]:
-    """The table as the installed SGLang wheel gives it, with what no scan can see kept from the file."""
+    """The table as the installed SGLang wheel gives it, with what no scan can see kept from the
+    file."""
     from sglang.srt.platforms import interface
 
     current = _file_rows()
@@ -177,14 +196,25 @@ def derived_rows() -> list[dict[str, Any]]:
         for form in sorted(found):
             site = sites.get(form) if sites.get(form) in found[form] else found[form][0]
             calls.append({"args": form[0], "kwargs": list(form[1]), "site": site})
-        rows.append(row | {"calls": calls + [c for c in row.get("calls", ()) if not _is_scanned(c)]})
-    # A name the wheel declares and no row has: a new row after its class's last one (no probe until one is chosen).
+        rows.append(
+            row | {"calls": calls + [c for c in row.get("calls", ()) if not _is_scanned(c)]}
+        )
+    # A name the wheel declares and no row has: a new row after its class's last one (no probe until
+    # one is chosen).
     for owner, names in declared.items():
         last = max(i for i, row in enumerate(rows) if row.get("owner") == owner)
         for offset, (name, (kind, signature)) in enumerate(sorted(names.items()), 1):
             found = scanned.get((OWNERS[owner], name), {})
-            calls = [{"args": f[0], "kwargs": list(f[1]), "site": found[f][0]} for f in sorted(found)]
-            row = {"name": name, "owner": owner, "host": OWNERS[owner], "kind": kind, "signature": signature}
+            calls = [
+                {"args": f[0], "kwargs": list(f[1]), "site": found[f][0]} for f in sorted(found)
+            ]
+            row = {
+                "name": name,
+                "owner": owner,
+                "host": OWNERS[owner],
+                "kind": kind,
+                "signature": signature,
+            }
             rows.insert(last + offset, row | {"versions": [RELEASED, "main"], "calls": calls})
     return [_canonical(row) for row in rows]
 
@@ -194,9 +224,9 @@ def test_the_data_file_is_what_the_wheel_gives() -> None:
     if os.environ.get("WRITE_INTERFACE_TABLE") == "1":
         DATA.write_text(text, encoding="utf-8")
     assert DATA.read_text(encoding="utf-8") == text, (
-        f"{DATA.relative_to(REPO_ROOT)} differs from what SGLang {RELEASED} declares and calls; rewrite it with "
-        "`WRITE_INTERFACE_TABLE=1 SGLANG_TIER=plain bash scripts/test-sglang.sh tests_sglang/test_interface_table.py`"
-        " and review the diff"
+        f"{DATA.relative_to(REPO_ROOT)} differs from what SGLang {RELEASED} declares and calls; "
+        "rewrite it with `WRITE_INTERFACE_TABLE=1 SGLANG_TIER=plain bash scripts/test-sglang.sh "
+        "tests_sglang/test_interface_table.py` and review the diff"
     )
 
 
@@ -208,7 +238,9 @@ def _rows() -> list[dict[str, Any]]:
 def test_rows_are_exactly_the_names_and_signatures_sglang_declares(owner: str) -> None:
     declared = _declared(_sglang_classes()[owner])
     rows = {
-        r["name"]: (r["kind"], r["signature"]) for r in _rows() if r["owner"] == owner and RELEASED in r["versions"]
+        r["name"]: (r["kind"], r["signature"])
+        for r in _rows()
+        if r["owner"] == owner and RELEASED in r["versions"]
     }
     assert rows == declared
 
@@ -233,8 +265,12 @@ def test_recorded_calls_are_exactly_the_calls_in_sglangs_sources() -> None:
     scanned = {key: forms for key, forms in _scanned_calls().items() if key[1] in names}
     recorded: dict[tuple[str, str], set[Form]] = defaultdict(set)
     for row in _rows():
-        recorded[(row["host"], row["name"])] |= {_form(c) for c in row.get("calls", ()) if _is_scanned(c)}
-    assert {k: v for k, v in recorded.items() if v} == {k: set(forms) for k, forms in scanned.items()}
+        recorded[(row["host"], row["name"])] |= {
+            _form(c) for c in row.get("calls", ()) if _is_scanned(c)
+        }
+    assert {k: v for k, v in recorded.items() if v} == {
+        k: set(forms) for k, forms in scanned.items()
+    }
 
 
 def test_every_recorded_site_is_a_file_of_the_package_that_names_the_member() -> None:
@@ -251,8 +287,8 @@ def test_every_recorded_site_is_a_file_of_the_package_that_names_the_member() ->
 
 
 def test_the_indirect_calls_happen_as_recorded() -> None:
-    """The two indirect SRT calls: apply_server_args_defaults handed to a resolver that calls it with one
-    argument, and get_cpu_architecture called with none by the cpu_arch property."""
+    """The two indirect SRT calls: apply_server_args_defaults handed to a resolver that calls it
+    with one argument, and get_cpu_architecture called with none by the cpu_arch property."""
     import sglang.srt.arg_groups.platform_hook as platform_hook
     from sglang.srt.arg_groups import overrides
 

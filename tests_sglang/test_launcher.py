@@ -1,9 +1,11 @@
-"""``sglang-plugins run``: the released SGLang, unmodified on disk, with the runtime as its plugin layer.
+"""``sglang-plugins run``: the released SGLang, unmodified on disk, with the runtime as its plugin
+layer.
 
-Runs in the plain venv (the released wheel; test_adoption_patch.py proves its files stay the wheel's). A package
-generated for the runtime host, which released SGLang refuses on its own, is selected and its hooks fire when the
-command runs under the launcher, in the command's process and in children started by spawn, fork and forkserver.
-The same code without the launcher still sees the released SGLang: the effect ends with the process tree.
+Runs in the plain venv (the released wheel; test_adoption_patch.py proves its files stay the
+wheel's). A package generated for the runtime host, which released SGLang refuses on its own, is
+selected and its hooks fire when the command runs under the launcher, in the command's process and
+in children started by spawn, fork and forkserver. The same code without the launcher still sees the
+released SGLang: the effect ends with the process tree.
 """
 
 from __future__ import annotations
@@ -58,10 +60,12 @@ GENERAL = {
 
 @pytest.fixture(scope="module")
 def launched_site(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A platform and a general package built on the runtime's classes even where SGLang is installed (a default
-    package pinned to them), which released SGLang refuses and the launcher runs."""
+    """A platform and a general package built on the runtime's classes even where SGLang is
+    installed (a default package pinned to them), which released SGLang refuses and the launcher
+    runs."""
     projects = [
-        render(template_dir, tmp_path_factory.mktemp(f"launched-{a['plugin_kind']}"), a) for a in (PLATFORM, GENERAL)
+        render(template_dir, tmp_path_factory.mktemp(f"launched-{a['plugin_kind']}"), a)
+        for a in (PLATFORM, GENERAL)
     ]
     for project, answers in zip(projects, (PLATFORM, GENERAL), strict=True):
         pin_to_runtime_classes(project, answers["package_name"])
@@ -73,10 +77,13 @@ _PROBE: list[ImportProbe] = []
 
 @pytest.fixture
 def sglang_imports_under_the_launcher() -> None:
-    """xfail (naming the classes) while the runtime refuses SGLang's in-tree platform classes (issue 12)."""
+    """xfail (naming the classes) while the runtime refuses SGLang's in-tree platform classes (issue
+    12)."""
     if not _PROBE:
         out = run_python(IMPORT_PROBE, launcher=True, timeout=300)
-        _PROBE.append(ImportProbe(out["imports"], out.result.get("first", ""), out.result.get("refused", {})))
+        _PROBE.append(
+            ImportProbe(out["imports"], out.result.get("first", ""), out.result.get("refused", {}))
+        )
     if _PROBE[0].refused_by_contract:
         pytest.xfail(_PROBE[0].xfail_reason())
 
@@ -130,7 +137,8 @@ def test_without_the_launcher_the_same_venv_runs_the_released_sglang(launched_si
         paths=[launched_site],
     )
     error, raised_in = out.result
-    # Released SGLang's own selection refuses the runtime-host platform: nothing of the launcher is left here.
+    # Released SGLang's own selection refuses the runtime-host platform: nothing of the launcher is
+    # left here.
     assert "Expected an SRTPlatform subclass" in error and "LaunchedSRTPlatform" in error
     assert raised_in.endswith("sglang/srt/platforms/__init__.py")
     assert "sglang-plugins run" not in out.stderr
@@ -168,7 +176,9 @@ def observe(call_load_plugins):
 
 
 @pytest.mark.usefixtures("sglang_imports_under_the_launcher")
-def test_spawned_forked_and_forkserver_children_run_the_runtime_too(launched_site: Path, tmp_path: Path) -> None:
+def test_spawned_forked_and_forkserver_children_run_the_runtime_too(
+    launched_site: Path, tmp_path: Path
+) -> None:
     (tmp_path / "launched_child.py").write_text(textwrap.dedent(CHILD), encoding="utf-8")
     out = run_python(
         """
@@ -186,12 +196,17 @@ def test_spawned_forked_and_forkserver_children_run_the_runtime_too(launched_sit
         launcher=True,
     )
     expected = [True, "LaunchedSRTPlatform", 11]
-    assert out.result == {"parent": expected, "fork": expected, "spawn": expected, "forkserver": expected}
+    assert out.result == {
+        "parent": expected,
+        "fork": expected,
+        "spawn": expected,
+        "forkserver": expected,
+    }
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # What the launcher refuses, and what it passes through
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def launch(*command: str, paths: list[Path] | None = None) -> subprocess.CompletedProcess[str]:
@@ -207,7 +222,9 @@ def launch(*command: str, paths: list[Path] | None = None) -> subprocess.Complet
 
 def test_the_commands_exit_status_is_returned_and_the_shim_is_removed() -> None:
     completed = launch(
-        sys.executable, "-c", "import os, sys; print(os.environ['SGLANG_PLUGINS_RUN_SHIM']); sys.exit(7)"
+        sys.executable,
+        "-c",
+        "import os, sys; print(os.environ['SGLANG_PLUGINS_RUN_SHIM']); sys.exit(7)",
     )
     assert completed.returncode == 7, completed.stderr
     shim = Path(completed.stdout.strip())
@@ -221,15 +238,20 @@ def test_an_isolated_python_is_refused_because_it_would_run_sglang_unadopted() -
 
 
 @pytest.mark.parametrize("options", [["-X", "utf8", "-I"], ["-W", "ignore", "-E"], ["-sI"]])
-def test_an_isolated_python_after_other_options_is_refused_and_nothing_runs(options: list[str]) -> None:
+def test_an_isolated_python_after_other_options_is_refused_and_nothing_runs(
+    options: list[str],
+) -> None:
     completed = launch(sys.executable, *options, "-c", "import sglang; print('ran')")
     assert completed.returncode == 2 and completed.stdout == ""
-    assert "ignores PYTHONPATH" in completed.stderr and "runs with sglang_plugin_runtime" not in completed.stderr
+    assert (
+        "ignores PYTHONPATH" in completed.stderr
+        and "runs with sglang_plugin_runtime" not in completed.stderr
+    )
 
 
 def test_adoption_is_claimed_only_by_a_process_that_adopts() -> None:
-    """A process of the command that imports SGLang without the shim (an isolated python it starts) is not adopted,
-    and nothing claims it is."""
+    """A process of the command that imports SGLang without the shim (an isolated python it starts)
+    is not adopted, and nothing claims it is."""
     inner = "import subprocess, sys; subprocess.run([sys.executable, '-I', '-c', 'import sglang'], check=True)"
     completed = launch(sys.executable, "-c", inner)
     assert completed.returncode == 0, completed.stderr
@@ -253,7 +275,9 @@ def test_a_modified_sglang_is_refused_naming_the_file_and_line(tmp_path: Path) -
     assert "sglang/srt/plugins/__init__.py, line 13: expected 'import logging'" in completed.stderr
 
 
-def test_an_sglang_release_without_a_patch_is_refused_naming_the_supported_ones(tmp_path: Path) -> None:
+def test_an_sglang_release_without_a_patch_is_refused_naming_the_supported_ones(
+    tmp_path: Path,
+) -> None:
     write_fake_distribution(tmp_path, "sglang", "0.4.0", modules={"sglang/__init__.py": ""})
     completed = launch(sys.executable, "-c", "pass", paths=[tmp_path])
     assert completed.returncode == 2
@@ -273,9 +297,16 @@ def test_a_missing_command_is_a_usage_error() -> None:
 
 
 def test_the_launcher_reports_what_it_adopted() -> None:
-    completed = launch(sys.executable, "-c", "import json, os, sglang; print(json.dumps(os.environ['PYTHONPATH']))")
+    completed = launch(
+        sys.executable, "-c", "import json, os, sglang; print(json.dumps(os.environ['PYTHONPATH']))"
+    )
     assert completed.returncode == 0, completed.stderr
-    assert json.loads(completed.stdout).split(":")[0].rsplit("/", 1)[-1].startswith("sglang-plugins-run-")
+    assert (
+        json.loads(completed.stdout)
+        .split(":")[0]
+        .rsplit("/", 1)[-1]
+        .startswith("sglang-plugins-run-")
+    )
     assert "(8 modules adopted in memory; nothing installed is changed)" in completed.stderr
 
 
@@ -438,7 +469,8 @@ def test_a_changed_checkout_of_sglang_is_refused_naming_the_line(tmp_path: Path)
     assert f"{checked}, line 13: expected 'import logging'" in completed.stderr
 
 
-#: A startup plugin that records what SGLang had imported when it ran, and hooks a module SGLang imports later.
+#: A startup plugin that records what SGLang had imported when it ran, and hooks a module SGLang
+#: imports later.
 EARLY_SHIM = """
 import sys
 SEEN = {}
@@ -465,7 +497,9 @@ def test_startup_plugins_run_before_sglangs_own_imports_under_the_launcher(tmp_p
         modules={"early_shim.py": EARLY_SHIM},
     )
     out = run_python(STARTUP_OBSERVED, paths=[tmp_path], launcher=True)
-    assert out.result == {"torch": False, "srt_utils": False, "ran": True, "hooked": True}, out.stderr
+    assert out.result == {"torch": False, "srt_utils": False, "ran": True, "hooked": True}, (
+        out.stderr
+    )
 
 
 def test_released_sglang_runs_no_startup_plugins(tmp_path: Path) -> None:

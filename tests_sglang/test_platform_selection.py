@@ -1,8 +1,10 @@
-"""A generated SGLang-host platform plugin, selected (or refused) by the real ``sglang.srt.platforms.current_platform``.
+"""A generated SGLang-host platform plugin, selected (or refused) by the real
+``sglang.srt.platforms.current_platform``.
 
-Every scenario is a fresh subprocess of the SGLang venv with exactly the scenario's distributions on ``sys.path``.
-The ``simdev`` device does not exist anywhere: where a scenario needs it present, the testing kit's simulated device
-registers ``torch.simdev`` and the ``torch_simdev`` backend module before SGLang looks.
+Every scenario is a fresh subprocess of the SGLang venv with exactly the scenario's distributions on
+``sys.path``. The ``simdev`` device does not exist anywhere: where a scenario needs it present, the
+testing kit's simulated device registers ``torch.simdev`` and the ``torch_simdev`` backend module
+before SGLang looks.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ else:
 
 @pytest.fixture(scope="module")
 def broken_other(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Another platform distribution whose module fails on import: never imported when SGLANG_PLATFORM names ours."""
+    """Another platform distribution whose module fails on import: never imported when
+    SGLANG_PLATFORM names ours."""
     root = tmp_path_factory.mktemp("broken-other")
     write_fake_distribution(
         root,
@@ -57,7 +60,9 @@ def broken_other(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_auto_selects_the_generated_platform_when_its_device_is_present(platform_plugin: GeneratedPackage) -> None:
+def test_auto_selects_the_generated_platform_when_its_device_is_present(
+    platform_plugin: GeneratedPackage,
+) -> None:
     out = run_python(SIMULATE + PROBE, paths=[platform_plugin.site])
     assert out["ok"], out.result
     assert out["class"] == "sglang_simdev_platform.platform.SimdevSRTPlatform"
@@ -72,20 +77,28 @@ def test_auto_selects_the_generated_platform_when_its_device_is_present(platform
 def test_sglang_platform_selects_it_and_never_imports_the_others(
     platform_plugin: GeneratedPackage, broken_other: Path
 ) -> None:
-    out = run_python(SIMULATE + PROBE, paths=[platform_plugin.site, broken_other], env={"SGLANG_PLATFORM": "simdev"})
+    out = run_python(
+        SIMULATE + PROBE,
+        paths=[platform_plugin.site, broken_other],
+        env={"SGLANG_PLATFORM": "simdev"},
+    )
     assert out["ok"], out.result
     assert out["class"] == "sglang_simdev_platform.platform.SimdevSRTPlatform"
     assert "broken_other" not in out["imported"]
 
 
-def test_auto_without_the_device_falls_back_to_sglang_base_platform(platform_plugin: GeneratedPackage) -> None:
+def test_auto_without_the_device_falls_back_to_sglang_base_platform(
+    platform_plugin: GeneratedPackage,
+) -> None:
     out = run_python(PROBE, paths=[platform_plugin.site])
     assert out["ok"], out.result
-    # activate() returned None; no CUDA here and SGLANG_USE_CPU_ENGINE unset: SGLang's base SRTPlatform.
+    # activate() returned None; no CUDA here and SGLANG_USE_CPU_ENGINE unset: SGLang's base
+    # SRTPlatform.
     assert out["class"] == "sglang.srt.platforms.interface.SRTPlatform"
     assert not out["out_of_tree"]
     assert "sglang_simdev_platform" in out["imported"]  # auto mode imports every plugin
-    assert "sglang_simdev_platform.platform" not in out["imported"]  # ... but not the platform class module
+    # ... but not the platform class module
+    assert "sglang_simdev_platform.platform" not in out["imported"]
 
 
 def test_sglang_platform_without_the_device_is_an_error(platform_plugin: GeneratedPackage) -> None:
@@ -95,8 +108,12 @@ def test_sglang_platform_without_the_device_is_an_error(platform_plugin: Generat
     assert "'simdev'" in out["message"] and "activate() returned None" in out["message"]
 
 
-def test_unknown_sglang_platform_names_the_available_ones(platform_plugin: GeneratedPackage) -> None:
-    out = run_python(SIMULATE + PROBE, paths=[platform_plugin.site], env={"SGLANG_PLATFORM": "nosuch"})
+def test_unknown_sglang_platform_names_the_available_ones(
+    platform_plugin: GeneratedPackage,
+) -> None:
+    out = run_python(
+        SIMULATE + PROBE, paths=[platform_plugin.site], env={"SGLANG_PLATFORM": "nosuch"}
+    )
     assert not out["ok"]
     assert out["error"] == "RuntimeError"
     assert "'nosuch' not found" in out["message"] and "'simdev'" in out["message"]
@@ -113,9 +130,12 @@ def test_two_active_platforms_need_sglang_platform(
     assert "'simdev'" in out["message"] and "'simdev_rt'" in out["message"]
 
 
-def test_a_runtime_host_platform_is_refused_by_released_sglang(runtime_platform_plugin: GeneratedPackage) -> None:
-    """Why packages build on SGLang's classes where it is installed: SGLang 0.5.23 accepts only subclasses of its own
-    ``SRTPlatform``, so a package built on the runtime's (the retired host_api=runtime) is refused."""
+def test_a_runtime_host_platform_is_refused_by_released_sglang(
+    runtime_platform_plugin: GeneratedPackage,
+) -> None:
+    """Why packages build on SGLang's classes where it is installed: SGLang 0.5.23 accepts only
+    subclasses of its own ``SRTPlatform``, so a package built on the runtime's (the retired
+    host_api=runtime) is refused."""
     out = run_python(SIMULATE + PROBE, paths=[runtime_platform_plugin.site])
     assert not out["ok"]
     assert out["error"] == "TypeError"
@@ -160,7 +180,10 @@ class CountingPlatform(SRTPlatform):
     ("base", "enum"),
     [
         ("sglang.srt.platforms.interface", "sglang.srt.platforms.device_mixin"),
-        ("sglang_plugin_runtime.platforms.interface", "sglang_plugin_runtime.platforms.device_mixin"),
+        (
+            "sglang_plugin_runtime.platforms.interface",
+            "sglang_plugin_runtime.platforms.device_mixin",
+        ),
     ],
     ids=["built-on-sglang", "built-on-the-runtime"],
 )
@@ -171,7 +194,9 @@ def test_activate_runs_once_per_process_when_the_runtime_selects_beside_released
         tmp_path,
         "counting-platform",
         entry_points={"sglang.srt.platforms": {"counting": "counting_platform:activate"}},
-        modules={"counting_platform.py": COUNTING_PLATFORM.format(base_module=base, enum_module=enum)},
+        modules={
+            "counting_platform.py": COUNTING_PLATFORM.format(base_module=base, enum_module=enum)
+        },
     )
     out = run_python(
         """
@@ -185,7 +210,9 @@ def test_activate_runs_once_per_process_when_the_runtime_selects_beside_released
     assert (tmp_path / "activate.calls").read_text() == "x"
 
 
-def test_keyboard_interrupt_in_activate_names_the_plugin_beside_released_sglang(tmp_path: Path) -> None:
+def test_keyboard_interrupt_in_activate_names_the_plugin_beside_released_sglang(
+    tmp_path: Path,
+) -> None:
     write_fake_distribution(
         tmp_path,
         "acme-npu",

@@ -1,11 +1,13 @@
-"""Plugins shaped like the ones in the wild: the runtime selects each exactly when SGLang 0.5.23 does.
+"""Plugins shaped like the ones in the wild: the runtime selects each exactly when SGLang 0.5.23
+does.
 
-Real out-of-tree platforms (a Tenstorrent plugin, FlagOS's multi-vendor plugin, the quick start in SGLang's docs)
-define extra public methods, retired hooks, renamed parameters and vendor properties. Each shape below is our own
-plugin written that way, installed as a distribution and selected with ``SGLANG_PLATFORM`` by SGLang 0.5.23 and by
-the runtime, each in a fresh process. Then the host's own calls of every member the plugin defines are made, in the
-form the interface table records (``test_interface_table.py`` proves those are SGLang's real calls). The verdict
-(``runs``, or ``fails: <member>``) must be the same for both; the table of outcomes becomes the "plugins in the
+Real out-of-tree platforms (a Tenstorrent plugin, FlagOS's multi-vendor plugin, the quick start in
+SGLang's docs) define extra public methods, retired hooks, renamed parameters and vendor properties.
+Each shape below is our own plugin written that way, installed as a distribution and selected with
+``SGLANG_PLATFORM`` by SGLang 0.5.23 and by the runtime, each in a fresh process. Then the host's
+own calls of every member the plugin defines are made, in the form the interface table records
+(``test_interface_table.py`` proves those are SGLang's real calls). The verdict (``runs``, or
+``fails: <member>``) must be the same for both; the table of outcomes becomes the "plugins in the
 wild" section of docs/sglang.md, written the way the compatibility matrix is.
 """
 
@@ -228,14 +230,18 @@ RESULTS: dict[tuple[str, str], dict] = {}
 
 
 def _observe(shape: Shape, impl: str, root: Path) -> dict:
-    source = PLUGIN.format(mixin=shape.mixin.rstrip(), platform=shape.platform.rstrip(), **IMPLS[impl])
+    source = PLUGIN.format(
+        mixin=shape.mixin.rstrip(), platform=shape.platform.rstrip(), **IMPLS[impl]
+    )
     write_fake_distribution(
         root,
         "wild-platform",
         entry_points={"sglang.srt.platforms": {"wild": "wild_platform:activate"}},
         modules={"wild_platform.py": source},
     )
-    return run_python(RUN.format(**IMPLS[impl]), paths=[root], env={"SGLANG_PLATFORM": "wild"}).result
+    return run_python(
+        RUN.format(**IMPLS[impl]), paths=[root], env={"SGLANG_PLATFORM": "wild"}
+    ).result
 
 
 def verdict(out: dict) -> str:
@@ -273,7 +279,9 @@ def _describe(impl: str, out: dict) -> str:
 @pytest.mark.subprocess
 @pytest.mark.parametrize("impl", list(IMPLS))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: s.id)
-def test_the_same_verdict_on_sglang_and_the_runtime(shape: Shape, impl: str, tmp_path: Path) -> None:
+def test_the_same_verdict_on_sglang_and_the_runtime(
+    shape: Shape, impl: str, tmp_path: Path
+) -> None:
     out = _observe(shape, impl, tmp_path)
     RESULTS[(shape.id, impl)] = out
     assert verdict(out) == shape.verdict, out
@@ -289,8 +297,12 @@ def test_retired_hooks_are_served_the_same_way() -> None:
     for impl in IMPLS:
         out = _result("retired_hooks", impl)
         assert out["served"] == {"mha": "dict", "mla": "list"}
-        assert any("get_mha_kv_pool_cls" in w and "get_kv_pool_cls" in w for w in out["warnings"]), impl
-    assert any(w.startswith("DeprecationWarning") for w in _result("retired_hooks", "ours")["warnings"])
+        assert any(
+            "get_mha_kv_pool_cls" in w and "get_kv_pool_cls" in w for w in out["warnings"]
+        ), impl
+    assert any(
+        w.startswith("DeprecationWarning") for w in _result("retired_hooks", "ours")["warnings"]
+    )
 
 
 def test_a_misspelling_is_never_silent_on_the_runtime() -> None:
@@ -301,7 +313,9 @@ def test_a_misspelling_is_never_silent_on_the_runtime() -> None:
     assert sglang["kit"] == ours["kit"] == ["misspelled get_devce_name"]
 
 
-def test_the_kit_passes_every_shape_sglang_runs_except_misspellings_and_reliance_on_retired_hooks() -> None:
+def test_the_kit_passes_every_shape_sglang_runs_except_misspellings_and_reliance_on_retired_hooks() -> (
+    None
+):
     for shape in SHAPES:
         if shape.verdict != "runs":
             continue
@@ -316,26 +330,31 @@ def test_the_kit_passes_every_shape_sglang_runs_except_misspellings_and_reliance
 
 def render_table() -> str:
     lines = [
-        "| plugin shape | SGLang 0.5.23 | sglang_plugin_runtime | verdict | the testing kit's conformance check |",
+        "| plugin shape | SGLang 0.5.23 | sglang_plugin_runtime | verdict | the testing kit's "
+        "conformance check |",
         "|---|---|---|---|---|",
     ]
     for shape in SHAPES:
         theirs, ours = RESULTS[(shape.id, "sglang")], RESULTS[(shape.id, "ours")]
         same = "same" if verdict(theirs) == verdict(ours) else "DIFFERENT"
-        # The kit judges the plugin's class on either host's bases; a class the runtime refused, on SGLang's.
+        # The kit judges the plugin's class on either host's bases; a class the runtime refused, on
+        # SGLang's.
         kit = (ours if ours["selected"] else theirs)["kit"]
         cells = [
             shape.title,
             _describe("sglang", theirs),
             _describe("ours", ours),
             f"{same}: {verdict(ours).replace('fails: ', 'fails on ')}",
-            "passes" if not kit else "fails: " + ", ".join(f"`{k.split()[1]}` ({k.split()[0]})" for k in kit),
+            "passes"
+            if not kit
+            else "fails: " + ", ".join(f"`{k.split()[1]}` ({k.split()[0]})" for k in kit),
         ]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines.append("")
     lines.append(
-        f"{len(SHAPES)} shapes: every verdict is the same on both. The runtime refuses a class only when a "
-        "call SGLang makes cannot work, and says so when the class is defined instead of at the first call."
+        f"{len(SHAPES)} shapes: every verdict is the same on both. The runtime refuses a class "
+        "only when a call SGLang makes cannot work, and says so when the class is defined instead "
+        "of at the first call."
     )
     return "\n".join(lines)
 
@@ -344,5 +363,7 @@ def test_the_doc_carries_the_generated_table() -> None:
     """Runs last: docs/sglang.md between the markers is exactly the table this run observed."""
     missing = [(s.id, impl) for s in SHAPES for impl in IMPLS if (s.id, impl) not in RESULTS]
     if missing:
-        pytest.skip(f"not every shape ran in this session ({len(missing)} missing); the table needs all")
+        pytest.skip(
+            f"not every shape ran in this session ({len(missing)} missing); the table needs all"
+        )
     sync_section("wild", render_table(), "tests_sglang/test_plugins_in_the_wild.py")

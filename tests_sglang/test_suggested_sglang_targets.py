@@ -1,10 +1,12 @@
-"""Every SGLang target of the general template's example hooks fits its hook, checked against SGLang 0.5.23.
+"""Every SGLang target of the general template's example hooks fits its hook, checked against SGLang
+0.5.23.
 
-``hooks.py`` aims each example hook at SGLang's own code (``*_TARGET``; the class REPLACE example subclasses the
-class in ``eviction.py``), and the README repeats them in its table. Here each target is looked up in the installed
-SGLang 0.5.23 sources (parsed, since most of these modules import more of SGLang's serving stack than this venv
-carries) and judged against what its example hook assumes. Then SGLang's own ``load_plugins()`` loads the package
-as generated: every hook lands on its SGLang target, and the ones whose module this venv can import fire.
+``hooks.py`` aims each example hook at SGLang's own code (``*_TARGET``; the class REPLACE example
+subclasses the class in ``eviction.py``), and the README repeats them in its table. Here each target
+is looked up in the installed SGLang 0.5.23 sources (parsed, since most of these modules import more
+of SGLang's serving stack than this venv carries) and judged against what its example hook assumes.
+Then SGLang's own ``load_plugins()`` loads the package as generated: every hook lands on its SGLang
+target, and the ones whose module this venv can import fire.
 """
 
 from __future__ import annotations
@@ -38,11 +40,14 @@ def _suggestions(project: Path) -> dict[str, str]:
     """``*_TARGET`` name -> the SGLang target it names."""
     found = {m.group("name"): m.group("target") for m in TARGET.finditer(_hooks_py(project))}
     eviction = (project / PACKAGE / "eviction.py").read_text(encoding="utf-8")
-    assert f"from {found['EVICTION_TARGET'].rpartition('.')[0]} import LRUEvictionPolicy" in eviction
+    assert (
+        f"from {found['EVICTION_TARGET'].rpartition('.')[0]} import LRUEvictionPolicy" in eviction
+    )
     return found
 
 
-# ---- SGLang 0.5.23's sources, parsed ---------------------------------------------------------------------
+# ---- SGLang 0.5.23's sources, parsed
+# ---------------------------------------------------------------------
 
 
 @dataclass
@@ -61,7 +66,8 @@ def _sglang_source(module: str) -> ast.Module:
 
 
 def _resolve(target: str) -> Definition:
-    """The definition a target string names: ``pkg.mod.func``, ``pkg.mod.Class.method`` or ``pkg.mod:Class.method``."""
+    """The definition a target string names: ``pkg.mod.func``, ``pkg.mod.Class.method`` or
+    ``pkg.mod:Class.method``."""
     if ":" in target:
         module, _, qualname = target.partition(":")
         parts = qualname.split(".")
@@ -79,7 +85,8 @@ def _resolve(target: str) -> Definition:
             (
                 n
                 for n in body
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and n.name == name
             ),
             None,
         )
@@ -93,25 +100,33 @@ def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
     return [*node.args.posonlyargs, *node.args.args]
 
 
-# ---- each suggestion has its example hook's shape ----------------------------------------------------------
+# ---- each suggestion has its example hook's shape
+# ----------------------------------------------------------
 
 
 def test_every_example_hook_has_a_suggestion_and_the_readme_repeats_them(project: Path) -> None:
     suggestions = _suggestions(project)
-    assert set(suggestions) == {"NORMALIZE_TARGET", "COUNT_TARGET", "TIMER_TARGET", "EVICTION_TARGET"}
+    assert set(suggestions) == {
+        "NORMALIZE_TARGET",
+        "COUNT_TARGET",
+        "TIMER_TARGET",
+        "EVICTION_TARGET",
+    }
     readme = (project / "README.md").read_text(encoding="utf-8")
     for target in suggestions.values():
         assert f"`{target}`" in readme, target
 
 
 def test_before_suggestion_takes_the_prompt_text_first(project: Path) -> None:
-    # strip_prompt(prompt, *args, **kwargs) rewrites the first positional argument: a plain function (a method
-    # would hand it `self`) whose first parameter is the text.
+    # strip_prompt(prompt, *args, **kwargs) rewrites the first positional argument: a plain function
+    # (a method would hand it `self`) whose first parameter is the text.
     definition = _resolve(_suggestions(project)["NORMALIZE_TARGET"])
     node = definition.node
     assert isinstance(node, ast.FunctionDef) and not definition.in_class
     first = _positional(node)[0]
-    assert first.annotation is not None and ast.unparse(first.annotation) == "str", ast.unparse(node.args)
+    assert first.annotation is not None and ast.unparse(first.annotation) == "str", ast.unparse(
+        node.args
+    )
 
 
 def test_after_suggestion_returns_a_token_count(project: Path) -> None:
@@ -122,7 +137,8 @@ def test_after_suggestion_returns_a_token_count(project: Path) -> None:
 
 
 def test_around_suggestion_is_a_synchronous_method(project: Path) -> None:
-    # The timer measures original(*args, **kwargs) as it returns: an async target would time only the coroutine.
+    # The timer measures original(*args, **kwargs) as it returns: an async target would time only
+    # the coroutine.
     definition = _resolve(_suggestions(project)["TIMER_TARGET"])
     assert isinstance(definition.node, ast.FunctionDef) and definition.in_class
 
@@ -131,11 +147,14 @@ def test_replace_suggestion_is_a_class_with_the_overridden_method(project: Path)
     # KeepBaseModelEvictionPolicy subclasses it and overrides select_victim(self, candidates).
     node = _resolve(_suggestions(project)["EVICTION_TARGET"]).node
     assert isinstance(node, ast.ClassDef)
-    (method,) = [n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "select_victim"]
+    (method,) = [
+        n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "select_victim"
+    ]
     assert [a.arg for a in _positional(method)] == ["self", "candidates"]
 
 
-# ---- as generated: the hooks land on SGLang ------------------------------------------------------------
+# ---- as generated: the hooks land on SGLang
+# ------------------------------------------------------------
 
 
 LOAD = """
@@ -174,12 +193,17 @@ def test_the_generated_hooks_land_on_sglang(project: Path, tmp_path: Path) -> No
     assert "Failed to execute general plugin" not in out.stderr, out.stderr  # register() ran
     suggestions = _suggestions(project)
     assert out["targets"] == sorted(suggestions.values())
-    # SGLang's apply_hooks() imports each target's module: two of them need parts of SGLang's serving stack this
-    # venv leaves out (third-party packages), so only those fail to apply, and say so.
+    # SGLang's apply_hooks() imports each target's module: two of them need parts of SGLang's
+    # serving stack this venv leaves out (third-party packages), so only those fail to apply, and
+    # say so.
     for target, missing in out["unimportable"].items():
         assert not missing.startswith("sglang"), (target, missing)
         assert f"Failed to apply hooks to {target}" in out.stderr
-    assert set(out["unimportable"]) == {suggestions["NORMALIZE_TARGET"], suggestions["TIMER_TARGET"]}
-    assert out["policy"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"  # REPLACE fired
+    assert set(out["unimportable"]) == {
+        suggestions["NORMALIZE_TARGET"],
+        suggestions["TIMER_TARGET"],
+    }
+    # REPLACE fired
+    assert out["policy"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"
     before, after = out["image_tokens"]
     assert after == before + 1  # AFTER fired

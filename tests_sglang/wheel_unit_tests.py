@@ -1,8 +1,10 @@
-"""Run unit tests shipped inside the installed ``sglang`` wheel, in this venv, and report each test's outcome.
+"""Run unit tests shipped inside the installed ``sglang`` wheel, in this venv, and report each
+test's outcome.
 
-The wheel's ``sglang/multimodal_gen/test/unit/conftest.py`` imports the diffusion serving stack (``addict`` and
-more), which the pinned venvs leave out; the two plugin test modules need none of it, so they run with
-``--noconftest``, from the wheel's own files, under an empty ini file so nothing of this repository steers them.
+The wheel's ``sglang/multimodal_gen/test/unit/conftest.py`` imports the diffusion serving stack
+(``addict`` and more), which the pinned venvs leave out; the two plugin test modules need none of
+it, so they run with ``--noconftest``, from the wheel's own files, under an empty ini file so
+nothing of this repository steers them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-#: The diffusion plugin and platform-detection tests of SGLang 0.5.23, relative to the sglang package.
+#: The diffusion plugin and platform-detection tests of SGLang 0.5.23, relative to the sglang
+#: package.
 DIFFUSION_TESTS = (
     "multimodal_gen/test/unit/test_diffusion_plugins.py",
     "multimodal_gen/test/unit/test_platform_detection.py",
@@ -31,12 +34,15 @@ class Outcome:
 
 def sglang_package_dir() -> Path:
     spec = importlib.util.find_spec("sglang")
-    assert spec is not None and spec.submodule_search_locations, "sglang is not installed in this venv"
+    assert spec is not None and spec.submodule_search_locations, (
+        "sglang is not installed in this venv"
+    )
     return Path(next(iter(spec.submodule_search_locations)))
 
 
 def run_wheel_tests(relative_paths: tuple[str, ...], workdir: Path) -> dict[str, Outcome]:
-    """Run each of the wheel's test files with pytest in a subprocess; ``{"file::Class::test": Outcome}``."""
+    """Run each of the wheel's test files with pytest in a subprocess; ``{"file::Class::test":
+    Outcome}``."""
     root = sglang_package_dir()
     (workdir / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SGLANG_", "PYTHON"))}
@@ -74,7 +80,9 @@ def run_wheel_tests(relative_paths: tuple[str, ...], workdir: Path) -> dict[str,
                 f"{completed.stdout[-4000:]}\n{completed.stderr[-4000:]}"
             )
         for case in ET.parse(report).getroot().iter("testcase"):
-            test = "::".join([path.name, case.get("classname", "").rsplit(".", 1)[-1], case.get("name", "")])
+            test = "::".join(
+                [path.name, case.get("classname", "").rsplit(".", 1)[-1], case.get("name", "")]
+            )
             status, message = "passed", ""
             for kind, name in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
                 element = case.find(kind)

@@ -1,19 +1,23 @@
-"""The platform contract's tables, generated from the code and written into the Markdown files themselves.
+"""The platform contract's tables, generated from the code and written into the Markdown files
+themselves.
 
-A page holds each table between two markers, so it reads right as a file (GitHub's view) and on the site:
+A page holds each table between two markers, so it reads right as a file (GitHub's view) and on the
+site:
 
     <!-- contract-table:start sglang_plugin_runtime.platforms.interface:SRTPlatform own -->
-    ... generated: one row per contract member (``describe_contract``), with what the base does by default ...
+    ... generated: one row per contract member (``describe_contract``),
+    ... with what the base does by default ...
     <!-- contract-table:end -->
 
     <!-- interface-table:start -->
-    ... generated: the interface table (platforms/interface_table.jsonl), one table per SGLang class ...
+    ... generated: the interface table (platforms/interface_table.jsonl),
+    ... one table per SGLang class ...
     <!-- interface-table:end -->
 
-``own`` keeps only the members the class declares itself. ``python docs/_hooks/contract_tables.py`` rewrites the
-tables of every page (``--check``: exit 1 naming the pages that differ, changing nothing);
-``tests/test_contract_page.py`` fails when a page differs from the code. The site build (``sglang_docs.py``) fills
-the same markers from the code, so the site never shows a stale table.
+``own`` keeps only the members the class declares itself. ``python docs/_hooks/contract_tables.py``
+rewrites the tables of every page (``--check``: exit 1 naming the pages that differ, changing
+nothing); ``tests/test_contract_page.py`` fails when a page differs from the code. The site build
+(``sglang_docs.py``) fills the same markers from the code, so the site never shows a stale table.
 """
 
 from __future__ import annotations
@@ -33,10 +37,12 @@ DOCS = Path(__file__).resolve().parents[1]
 COMMAND = "python docs/_hooks/contract_tables.py"
 
 _REGION = re.compile(
-    r"^<!-- (?P<kind>contract-table|interface-table):start(?P<args>[^>]*?)\s*-->\n.*?^<!-- (?P=kind):end -->$",
+    r"^<!-- (?P<kind>contract-table|interface-table):start(?P<args>[^>]*?)\s*-->\n.*?^<!-- "
+    r"(?P=kind):end -->$",
     re.M | re.S,
 )
-#: SGLang's platform classes, as the interface table's ``owner`` names them, with their import paths.
+#: SGLang's platform classes, as the interface table's ``owner`` names them, with their import
+#: paths.
 _OWNER_TITLES = {
     "DeviceMixin": "`sglang.srt.platforms.device_mixin.DeviceMixin`",
     "SRTPlatform": "`sglang.srt.platforms.interface.SRTPlatform`",
@@ -45,19 +51,24 @@ _OWNER_TITLES = {
 
 
 def _cell(text: str) -> str:
-    """Prose for a table cell: one line, its pipes escaped (a code span in it must hold none: see ``_code``)."""
+    """Prose for a table cell: one line, its pipes escaped (a code span in it must hold none: see
+    ``_code``)."""
     text = text.replace("\n", " ")
     if "|" in "".join(re.findall(r"`+[^`]*`+", text)):
-        raise ValueError(f"a code span in a table cell holds a '|', which splits the cell on GitHub: {text!r}")
+        raise ValueError(
+            f"a code span in a table cell holds a '|', which splits the cell on GitHub: {text!r}"
+        )
     return text.replace("|", "\\|")
 
 
 def _code(text: str) -> str:
-    """Inline code for a table cell, written as HTML so that it reads the same on the site and in GitHub's view.
+    """Inline code for a table cell, written as HTML so that it reads the same on the site and in
+    GitHub's view.
 
-    GitHub splits a table cell at a ``|`` even inside backticks, and Python-Markdown prints an escaped one with its
-    backslash; an entity is a pipe to both. ``<``, ``*`` are entities too (no tag, no emphasis). On the site code in
-    a table never wraps (extra.css), except where ``<wbr>`` allows it: after a comma or an opening parenthesis.
+    GitHub splits a table cell at a ``|`` even inside backticks, and Python-Markdown prints an
+    escaped one with its backslash; an entity is a pipe to both. ``<``, ``*`` are entities too (no
+    tag, no emphasis). On the site code in a table never wraps (extra.css), except where ``<wbr>``
+    allows it: after a comma or an opening parenthesis.
     """
     escaped = html.escape(text, quote=False).replace("|", "&#124;").replace("*", "&#42;")
     breakable = re.sub(r"\((?!\))", "(<wbr>", escaped.replace(", ", ", <wbr>"))
@@ -72,18 +83,25 @@ def _code(text: str) -> str:
 def default_behaviour(member: Any) -> str:
     """What the contract's own definition of ``member`` (a ``ContractMethod``) does, in a few words.
 
-    A required member raises ``NotImplementedError``; an attribute is its value in the class body; a method says it
-    in its docstring (a sentence starting "Default:"), or its body says it: nothing but a docstring is a no-op, one
-    ``return X`` (after imports) returns ``X``. Anything longer must say it in its docstring.
+    A required member raises ``NotImplementedError``; an attribute is its value in the class body; a
+    method says it in its docstring (a sentence starting "Default:"), or its body says it: nothing
+    but a docstring is a no-op, one ``return X`` (after imports) returns ``X``. Anything longer must
+    say it in its docstring.
     """
     if member.required:
         return "raises `NotImplementedError`: override it"
     if member.kind == "attribute":
         source = textwrap.dedent(inspect.getsource(member.declared_in))
         (klass,) = ast.parse(source).body
-        values = [n.value for n in klass.body if isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == member.name]
+        values = [
+            n.value
+            for n in klass.body
+            if isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == member.name
+        ]
         return _code(ast.unparse(values[0])) if values and values[0] is not None else "unset"
-    said = re.search(r"^Default: (.+?)(?:\n\n|\Z)", inspect.getdoc(member.function) or "", re.M | re.S)
+    said = re.search(
+        r"^Default: (.+?)(?:\n\n|\Z)", inspect.getdoc(member.function) or "", re.M | re.S
+    )
     if said:
         return " ".join(said.group(1).split())
     (function,) = ast.parse(textwrap.dedent(inspect.getsource(member.function))).body
@@ -94,7 +112,9 @@ def default_behaviour(member: Any) -> str:
         return "does nothing"
     if len(body) == 1 and isinstance(body[0], ast.Return) and body[0].value is not None:
         return f"returns {_code(ast.unparse(body[0].value))}"
-    raise ValueError(f"{member.qualname}: say what it does by default in its docstring ('Default: ...')")
+    raise ValueError(
+        f"{member.qualname}: say what it does by default in its docstring ('Default: ...')"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -103,11 +123,20 @@ def default_behaviour(member: Any) -> str:
 
 
 def contract_table(cls: type, *, own_only: bool = False) -> str:
-    """The Markdown table of ``cls``'s platform contract, one row per member, in declaration order."""
+    """The Markdown table of ``cls``'s platform contract, one row per member, in declaration
+    order."""
     from sglang_plugin_runtime.platforms import describe_contract
 
     # A table of one class's own members leaves out "declared in": it is that class on every row.
-    headers = ["member", "what it is for", "by default", "kind", "a host calls it", "must override", "declared in"]
+    headers = [
+        "member",
+        "what it is for",
+        "by default",
+        "kind",
+        "a host calls it",
+        "must override",
+        "declared in",
+    ]
     headers = [h for h in headers if not (own_only and h == "declared in")]
     rows = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for member in describe_contract(cls):
@@ -127,7 +156,8 @@ def contract_table(cls: type, *, own_only: bool = False) -> str:
 
 
 def interface_tables() -> str:
-    """The interface table as Markdown: the supported versions, one table per SGLang class, other versions' names."""
+    """The interface table as Markdown: the supported versions, one table per SGLang class, other
+    versions' names."""
     from sglang_plugin_runtime.platforms._contract import interface_rows, render_call
     from sglang_plugin_runtime.platforms._describe import host_versions
 
@@ -144,27 +174,36 @@ def interface_tables() -> str:
         for row in (r for r in rows if r.get("owner") == owner):
             shape = f"{'@classmethod ' if row['kind'] == 'classmethod' else ''}{row['signature']}"
             shape = _code(shape) if row["signature"] else row["kind"]
-            calls = [f"{_code(render_call(c, row['name']))} ({_cell(c['site'])})" for c in row.get("calls", ())]
+            calls = [
+                f"{_code(render_call(c, row['name']))} ({_cell(c['site'])})"
+                for c in row.get("calls", ())
+            ]
             if row.get("replacement"):
                 status = (
-                    f"retired; served by {', '.join(row['served_by'])} and the runtime (DeprecationWarning): "
-                    f"override {_code(row['replacement'])}"
+                    f"retired; served by {', '.join(row['served_by'])} and the runtime "
+                    f"(DeprecationWarning): override {_code(row['replacement'])}"
                 )
             else:
                 first = row["versions"][0]
                 status = ", ".join(row["versions"]) if first == versions[0] else f"since {first}"
-            lines.append(f"| {_code(row['name'])} | {shape} | {'<br>'.join(calls) or 'not called'} | {status} |")
+            lines.append(
+                f"| {_code(row['name'])} | {shape} | {'<br>'.join(calls) or 'not called'} | "
+                f"{status} |"
+            )
         lines.append("")
     lines += [
         "### Names of other SGLang versions",
         "",
-        "Defined by a platform class of an SGLang outside the supported range; no supported version calls "
-        "them. A plugin that defines one is accepted silently, and `sglang-plugins doctor` lists it.",
+        "Defined by a platform class of an SGLang outside the supported range; no supported "
+        "version calls them. A plugin that defines one is accepted silently, and `sglang-plugins "
+        "doctor` lists it.",
         "",
         "| name | where it comes from |",
         "|---|---|",
     ]
-    lines += [f"| {_code(row['name'])} | {_cell(row['origin'])} |" for row in rows if "origin" in row]
+    lines += [
+        f"| {_code(row['name'])} | {_cell(row['origin'])} |" for row in rows if "origin" in row
+    ]
     return "\n".join(lines)
 
 
@@ -197,7 +236,11 @@ def pages() -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page differs from the code")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a page differs from the code",
+    )
     check = parser.parse_args(argv).check
     stale = []
     for page in pages():

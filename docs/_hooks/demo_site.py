@@ -1,15 +1,17 @@
 """The demo installation the docs' CLI output is produced against.
 
-A folder of fake installed distributions (``*.dist-info`` + modules, exactly what ``pip install`` leaves behind),
-written with the testing kit's ``write_fake_distribution``. The docs build (``docs/_hooks/sglang_docs.py``) puts it
-on ``PYTHONPATH`` for every ``exec="on"`` shell block, and ``tests/test_docs.py`` does the same for Python examples
-fenced with ``site="demo"``. Docs pages describe what is in it (docs/contributing.md); change both together.
+A folder of fake installed distributions (``*.dist-info`` + modules, exactly what ``pip install``
+leaves behind), written with the testing kit's ``write_fake_distribution``. The docs build
+(``docs/_hooks/sglang_docs.py``) puts it on ``PYTHONPATH`` for every ``exec="on"`` shell block, and
+``tests/test_docs.py`` does the same for Python examples fenced with ``site="demo"``. Docs pages
+describe what is in it (docs/contributing.md); change both together.
 
 What is installed:
 
-- ``acme-npu`` 1.2.0: platform plugin ``acme`` whose ``activate()`` finds its (simulated) hardware and returns
-  ``acme_npu.platform:AcmeSRTPlatform``; it also ships general plugin ``acme_npu_ops``.
-- ``bolt-accel`` 0.3.0: platform plugin ``bolt`` whose ``activate()`` returns ``None`` (no Bolt card here).
+- ``acme-npu`` 1.2.0: platform plugin ``acme`` whose ``activate()`` finds its (simulated) hardware
+  and returns ``acme_npu.platform:AcmeSRTPlatform``; it also ships general plugin ``acme_npu_ops``.
+- ``bolt-accel`` 0.3.0: platform plugin ``bolt`` whose ``activate()`` returns ``None`` (no Bolt card
+  here).
 - ``acme-tools`` 1.0.0: general plugin ``acme_timing`` that registers an AROUND hook on
   ``demo_engine.Engine.step`` (``demo_engine`` is a stand-in for the host's module).
 """
@@ -131,9 +133,9 @@ PLUGIN_GROUPS = (
 def foreign_plugins() -> list[str]:
     """Plugin entry points installed in this Python environment itself (not in the demo site).
 
-    The docs show what the demo installation does; a plugin left in the dev venv (``scripts/demo.py --keep``, a
-    manual ``pip install -e``) would change every output and example, so the build and the doc tests refuse to run
-    over one and say which.
+    The docs show what the demo installation does; a plugin left in the dev venv (``scripts/demo.py
+    --keep``, a manual ``pip install -e``) would change every output and example, so the build and
+    the doc tests refuse to run over one and say which.
     """
     from importlib.metadata import entry_points
 
@@ -147,7 +149,10 @@ def foreign_plugins() -> list[str]:
 
 def unclean_environment_message(found: list[str]) -> str:
     return (
-        "The docs are built and tested against the demo installation only, but this Python environment has plugins "
-        "installed itself:\n  - " + "\n  - ".join(found) + "\nUninstall them (`.venv/bin/python -m pip uninstall "
-        "<distribution>`; `scripts/demo.py` does so unless run with --keep), then build or test again."
+        "The docs are built and tested against the demo installation only, but this Python "
+        "environment has plugins installed itself:\n  - "
+        + "\n  - ".join(found)
+        + "\nUninstall them (`.venv/bin/python -m pip uninstall "
+        "<distribution>`; `scripts/demo.py` does so unless run with --keep), then build or test "
+        "again."
     )

@@ -1,11 +1,13 @@
 """The pinned mermaid.js the built site carries, so that its diagrams draw with no network.
 
-Material for MkDocs draws ```` ```mermaid ```` blocks with mermaid.js, which it loads from a CDN unless the page
-already has it. The docs hook (``sglang_docs.py``) ships this pinned copy with the site instead: fetched once with
-npm (``npm pack mermaid@VERSION``, from the npm registry) into ``.cache/mermaid/``, and checked against its SHA-256
-every time it is used. ``$SGLANG_DOCS_MERMAID_JS`` names another copy (an offline machine's); it is checked the same.
+Material for MkDocs draws ```` ```mermaid ```` blocks with mermaid.js, which it loads from a CDN
+unless the page already has it. The docs hook (``sglang_docs.py``) ships this pinned copy with the
+site instead: fetched once with npm (``npm pack mermaid@VERSION``, from the npm registry) into
+``.cache/mermaid/``, and checked against its SHA-256 every time it is used.
+``$SGLANG_DOCS_MERMAID_JS`` names another copy (an offline machine's); it is checked the same.
 
-Run as a script (``python docs/_hooks/mermaid_js.py``), it fetches and checks the copy and prints its path.
+Run as a script (``python docs/_hooks/mermaid_js.py``), it fetches and checks the copy and prints
+its path.
 """
 
 from __future__ import annotations
@@ -35,17 +37,24 @@ def _digest(path: Path) -> str:
 
 
 def _fetch(destination: Path) -> None:
-    """``npm pack mermaid@VERSION`` and unpack ``mermaid.min.js`` to ``destination`` (atomically)."""
+    """``npm pack mermaid@VERSION`` and unpack ``mermaid.min.js`` to ``destination``
+    (atomically)."""
     npm = shutil.which("npm")
     if npm is None:
         raise MermaidUnavailable(f"npm is not installed, so mermaid@{VERSION} cannot be fetched")
     with tempfile.TemporaryDirectory(prefix="sglang-docs-mermaid-") as scratch:
         packed = subprocess.run(
-            [npm, "pack", "--silent", f"mermaid@{VERSION}"], cwd=scratch, capture_output=True, text=True, timeout=300
+            [npm, "pack", "--silent", f"mermaid@{VERSION}"],
+            cwd=scratch,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
         tarballs = list(Path(scratch).glob("mermaid-*.tgz"))
         if packed.returncode != 0 or not tarballs:
-            raise MermaidUnavailable(f"npm pack mermaid@{VERSION} failed: {(packed.stderr or packed.stdout).strip()}")
+            raise MermaidUnavailable(
+                f"npm pack mermaid@{VERSION} failed: {(packed.stderr or packed.stdout).strip()}"
+            )
         with tarfile.open(tarballs[0]) as archive:
             member = archive.extractfile(MEMBER)
             if member is None:
@@ -57,7 +66,8 @@ def _fetch(destination: Path) -> None:
 
 
 def pinned_mermaid_js(*, fetch: bool = True) -> Path:
-    """The path of mermaid.js ``VERSION``, checked against ``SHA256``; fetched into the cache when missing."""
+    """The path of mermaid.js ``VERSION``, checked against ``SHA256``; fetched into the cache when
+    missing."""
     configured = os.environ.get("SGLANG_DOCS_MERMAID_JS")
     path = Path(configured) if configured else CACHED
     if not path.is_file():

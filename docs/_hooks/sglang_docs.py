@@ -1,19 +1,21 @@
 """MkDocs hooks of the SGLang plugin kit's docs (listed under ``hooks:`` in mkdocs.yml).
 
-- ``on_config``: writes the demo installation (``demo_site.py``) into a temporary ``site-packages`` folder and
-  sets the environment every ``exec="on"`` block runs in: that folder on ``PYTHONPATH``, the venv's ``bin`` first on
-  ``PATH`` (so ``sglang-plugins`` is the one of this checkout), no ``SGLANG_*`` variables, a fixed width, no colour.
-  So the CLI output on the site is produced by running the command, at every build.
-- ``on_page_markdown``: gives each page with ``exec="on"`` blocks a fresh working directory, runs the page's
-  ``setup="on"`` Python blocks there (in order, as scripts), and runs its shell blocks there, so a page can create a
-  playground (``write_fake_distribution("site", ...)``) and then show ``$ PYTHONPATH=site sglang-plugins list``.
-  It also fills the generated contract tables (``<!-- contract-table:start ... -->``, ``<!-- interface-table:start
-  -->``; ``contract_tables.py``) from the code, so the site never shows a stale one, and strips the doc-test options
-  (``test="..."``, ``group="..."``, ``site="..."``) from code fences so they never reach the page.
-- ``on_config`` / ``on_files``: the site carries the pinned mermaid.js (``mermaid_js.py``: fetched once with npm,
-  checked by SHA-256) as ``javascripts/mermaid.min.js``, loaded on every page, so Material draws the diagrams with
-  it instead of fetching one from a CDN: the built site works with no network. Without it the build warns (and
-  ``--strict`` fails), saying why.
+- ``on_config``: writes the demo installation (``demo_site.py``) into a temporary ``site-packages``
+  folder and sets the environment every ``exec="on"`` block runs in: that folder on ``PYTHONPATH``,
+  the venv's ``bin`` first on ``PATH`` (so ``sglang-plugins`` is the one of this checkout), no
+  ``SGLANG_*`` variables, a fixed width, no colour. So the CLI output on the site is produced by
+  running the command, at every build.
+- ``on_page_markdown``: gives each page with ``exec="on"`` blocks a fresh working directory, runs
+  the page's ``setup="on"`` Python blocks there (in order, as scripts), and runs its shell blocks
+  there, so a page can create a playground (``write_fake_distribution("site", ...)``) and then show
+  ``$ PYTHONPATH=site sglang-plugins list``. It also fills the generated contract tables (``<!--
+  contract-table:start ... -->``, ``<!-- interface-table:start -->``; ``contract_tables.py``) from
+  the code, so the site never shows a stale one, and strips the doc-test options (``test="..."``,
+  ``group="..."``, ``site="..."``) from code fences so they never reach the page.
+- ``on_config`` / ``on_files``: the site carries the pinned mermaid.js (``mermaid_js.py``: fetched
+  once with npm, checked by SHA-256) as ``javascripts/mermaid.min.js``, loaded on every page, so
+  Material draws the diagrams with it instead of fetching one from a CDN: the built site works with
+  no network. Without it the build warns (and ``--strict`` fails), saying why.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ _state: dict[str, Any] = {}
 _DOC_TEST_OPTION = re.compile(r'\s+(?:test|group|site|reason|setup)="[^"]*"')
 # A whole fenced block: indent, fence, info string, body.
 _FENCE = re.compile(
-    r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$", re.M | re.S
+    r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence)[ "
+    r"\t]*$",
+    re.M | re.S,
 )
 _EXEC_ON = re.compile(r'\bexec="(?:1|on|true|yes)"')
 _SHELL_LANGUAGES = {"console", "bash", "sh"}
@@ -62,7 +66,9 @@ def on_config(config: Any) -> Any:
     for name in [k for k in os.environ if k.startswith("SGLANG_")]:
         del os.environ[name]
     os.environ["PYTHONPATH"] = str(site)
-    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    os.environ["PATH"] = os.pathsep.join(
+        [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+    )
     os.environ["SGLANG_DOCS_DEMO_SITE"] = str(site)
     os.environ["COLUMNS"] = "100"
     os.environ["NO_COLOR"] = "1"
@@ -74,9 +80,9 @@ def on_config(config: Any) -> Any:
         import logging
 
         logging.getLogger("mkdocs.hooks.sglang_docs").warning(
-            "the site would load mermaid.js from a CDN, so its diagrams would not draw offline: %s. Build where npm "
-            "reaches its registry once (the copy is kept in .cache/mermaid/), or set SGLANG_DOCS_MERMAID_JS to a copy "
-            "of mermaid.js %s",
+            "the site would load mermaid.js from a CDN, so its diagrams would not draw offline: "
+            "%s. Build where npm reaches its registry once (the copy is kept in .cache/mermaid/), "
+            "or set SGLANG_DOCS_MERMAID_JS to a copy of mermaid.js %s",
             exc,
             MERMAID_VERSION,
         )
@@ -124,7 +130,9 @@ def _run_setup_blocks(markdown: str, page: Any, workdir: Path) -> None:
         script = workdir / f"_setup_{number}.py"
         script.write_text(textwrap.dedent(match.group("body")), encoding="utf-8")
         line = markdown[: match.start()].count("\n") + 1
-        proc = subprocess.run([sys.executable, script.name], cwd=workdir, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, script.name], cwd=workdir, capture_output=True, text=True, timeout=300
+        )
         script.unlink()
         if proc.returncode != 0:
             log.warning(
@@ -137,9 +145,11 @@ def _run_setup_blocks(markdown: str, page: Any, workdir: Path) -> None:
 
 
 def _rewrite_fences(markdown: str, workdir: Path | None) -> str:
-    """Strip the doc-test options from each fence's info string; point exec'd shell blocks at ``workdir``.
+    """Strip the doc-test options from each fence's info string; point exec'd shell blocks at
+    ``workdir``.
 
-    Only real fences are touched: a fence shown inside a longer one (```` ````markdown ````) is body text.
+    Only real fences are touched: a fence shown inside a longer one (```` ````markdown ````) is body
+    text.
     """
 
     def rewrite(match: re.Match[str]) -> str:

@@ -1,7 +1,9 @@
-"""Write the adoption patch from two copies of SGLang's files: ``python make_patch.py BEFORE AFTER > x.patch``.
+"""Write the adoption patch from two copies of SGLang's files: ``python make_patch.py BEFORE AFTER >
+x.patch``.
 
-BEFORE holds the released files, AFTER the edited ones, both with their ``sglang/...`` paths. The output is a unified
-diff with three lines of context and no timestamps (Python's difflib), as ``patch -p1`` and the launcher read it.
+BEFORE holds the released files, AFTER the edited ones, both with their ``sglang/...`` paths. The
+output is a unified diff with three lines of context and no timestamps (Python's difflib), as
+``patch -p1`` and the launcher read it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Helpers of the adopted-SGLang tier (imported by its conftest and tests; no fixtures here).
 
-The tier runs inside the venv that ``scripts/test-sglang.sh`` builds from the real ``sglang==0.5.23`` wheel with
-the adoption patch (``runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch``) applied. Every
-scenario is a fresh subprocess of that venv, with exactly the scenario's distributions on ``PYTHONPATH``.
+The tier runs inside the venv that ``scripts/test-sglang.sh`` builds from the real
+``sglang==0.5.23`` wheel with the adoption patch
+(``runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch``) applied. Every scenario is
+a fresh subprocess of that venv, with exactly the scenario's distributions on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from sglang_import_probe import IMPORT_PROBE, ImportProbe
 __all__ = ["Outcome", "ScenarioError", "clean_env", "pip_install_target", "render", "run_python"]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-PATCH = REPO_ROOT / "runtime" / "sglang_plugin_runtime" / "_launcher" / "patches" / "sglang-0.5.23.patch"
+PATCH = (
+    REPO_ROOT
+    / "runtime"
+    / "sglang_plugin_runtime"
+    / "_launcher"
+    / "patches"
+    / "sglang-0.5.23.patch"
+)
 
 #: The SGLang modules the patch turns into re-exports, each with the runtime module it re-exports.
 REEXPORTS = {
@@ -31,9 +39,9 @@ REEXPORTS = {
 }
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Is this SGLang adopted, and does it import?
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def probe_import() -> ImportProbe:
@@ -46,14 +54,20 @@ def sglang_is_adopted() -> bool:
     import importlib.util
 
     spec = importlib.util.find_spec("sglang")
-    assert spec is not None and spec.submodule_search_locations, "sglang is not installed in this venv"
-    hook_registry = Path(next(iter(spec.submodule_search_locations))) / "srt" / "plugins" / "hook_registry.py"
-    return "from sglang_plugin_runtime.plugins.hook_registry import" in hook_registry.read_text(encoding="utf-8")
+    assert spec is not None and spec.submodule_search_locations, (
+        "sglang is not installed in this venv"
+    )
+    hook_registry = (
+        Path(next(iter(spec.submodule_search_locations))) / "srt" / "plugins" / "hook_registry.py"
+    )
+    return "from sglang_plugin_runtime.plugins.hook_registry import" in hook_registry.read_text(
+        encoding="utf-8"
+    )
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Every answer combination of the template
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 def _questions(template: Path) -> dict[str, Any]:
@@ -87,7 +101,9 @@ class Combination:
                 return "+".join(value) if value else "none"
             return str(value).lower()
 
-        return f"{self.kind}-" + "-".join(f"{k}={show(v)}" for k, v in self.answers if k != "plugin_kind")
+        return f"{self.kind}-" + "-".join(
+            f"{k}={show(v)}" for k, v in self.answers if k != "plugin_kind"
+        )
 
     @property
     def package(self) -> str:
@@ -110,13 +126,18 @@ class Combination:
             "entry_point_name": self.entry_point,
         }
         if self.kind == "platform":
-            names.update(device_name=self.device, device_type=self.device, backend_module=f"torch_{self.device}")
+            names.update(
+                device_name=self.device,
+                device_type=self.device,
+                backend_module=f"torch_{self.device}",
+            )
         return {**dict(self.answers), **names}
 
 
 @dataclass(frozen=True)
 class Installed:
-    """Every distinct generated package, installed together into one folder (put ``site`` on PYTHONPATH)."""
+    """Every distinct generated package, installed together into one folder (put ``site`` on
+    PYTHONPATH)."""
 
     site: Path
     combinations: tuple[Combination, ...]
@@ -126,7 +147,8 @@ class Installed:
 
 
 def _subsets(values: list[str]) -> list[list[str]]:
-    """Every option alone, all together and none: each branch of the template, and all of them at once."""
+    """Every option alone, all together and none: each branch of the template, and all of them at
+    once."""
     return [[], *([v] for v in values), list(values)]
 
 
@@ -147,8 +169,13 @@ def base_combinations(template: Path) -> Iterator[dict[str, Any]]:
 
 
 def bool_questions(template: Path) -> list[str]:
-    """The template's yes/no questions (like ``with_mm_platform``); a render's answers file says which apply."""
-    return [name for name, q in _questions(template).items() if q.get("type") == "bool" and q.get("when") is not False]
+    """The template's yes/no questions (like ``with_mm_platform``); a render's answers file says
+    which apply."""
+    return [
+        name
+        for name, q in _questions(template).items()
+        if q.get("type") == "bool" and q.get("when") is not False
+    ]
 
 
 def recorded_answers(project: Path) -> dict[str, Any]:
@@ -158,7 +185,8 @@ def recorded_answers(project: Path) -> dict[str, Any]:
 
 
 def tree_digest(project: Path, names: dict[str, str]) -> str:
-    """A digest of the rendered files with this combination's own names blanked: equal digests, same package."""
+    """A digest of the rendered files with this combination's own names blanked: equal digests, same
+    package."""
     digest = hashlib.sha256()
     for path in sorted(p for p in project.rglob("*") if p.is_file()):
         relative = path.relative_to(project).as_posix()
@@ -173,7 +201,8 @@ def tree_digest(project: Path, names: dict[str, str]) -> str:
 
 
 def distinct(candidates: Iterable[tuple[Combination, str]]) -> list[Combination]:
-    """Keep the first combination of each digest (answers that render the same package are one case)."""
+    """Keep the first combination of each digest (answers that render the same package are one
+    case)."""
     seen: set[str] = set()
     kept = []
     for combination, digest in candidates:
@@ -184,4 +213,7 @@ def distinct(candidates: Iterable[tuple[Combination, str]]) -> list[Combination]
 
 
 def product_of_bools(names: list[str]) -> list[dict[str, bool]]:
-    return [dict(zip(names, values, strict=True)) for values in itertools.product([False, True], repeat=len(names))]
+    return [
+        dict(zip(names, values, strict=True))
+        for values in itertools.product([False, True], repeat=len(names))
+    ]

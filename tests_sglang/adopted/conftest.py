@@ -1,8 +1,10 @@
-"""Fixtures of the adopted-SGLang tier: every answer combination of the template, rendered and pip-installed.
+"""Fixtures of the adopted-SGLang tier: every answer combination of the template, rendered and
+pip-installed.
 
-Runs only in the adopted venv (``SGLANG_TIER=adopted bash scripts/test-sglang.sh``). While the runtime refuses one
-of SGLang's in-tree platform classes at class definition (issue 12), ``import sglang`` fails there, so each test
-that imports SGLang is marked xfail with the exact classes and reasons; tests marked ``no_sglang_import`` run anyway.
+Runs only in the adopted venv (``SGLANG_TIER=adopted bash scripts/test-sglang.sh``). While the
+runtime refuses one of SGLang's in-tree platform classes at class definition (issue 12), ``import
+sglang`` fails there, so each test that imports SGLang is marked xfail with the exact classes and
+reasons; tests marked ``no_sglang_import`` run anyway.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ HERE = Path(__file__).resolve().parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "no_sglang_import: the test never imports sglang (runs even if it cannot)")
+    config.addinivalue_line(
+        "markers", "no_sglang_import: the test never imports sglang (runs even if it cannot)"
+    )
 
 
 _PROBE: list[ImportProbe] = []
@@ -57,7 +61,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     if not probe.refused_by_contract:
         return  # any other import failure is a real failure: let the tests show it
-    # Not run: each would only fail at `import sglang` (the probe just showed it, in a subprocess of this venv).
+    # Not run: each would only fail at `import sglang` (the probe just showed it, in a subprocess of
+    # this venv).
     marker = pytest.mark.xfail(reason=probe.xfail_reason(), run=False)
     for item in mine:
         if item.get_closest_marker("no_sglang_import") is None:
@@ -66,8 +71,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def installed(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    """Render each answer combination (plugin_kind x host_api x example options x yes/no questions that apply),
-    drop combinations that render the same package, and pip-install the rest in one call."""
+    """Render each answer combination (plugin_kind x host_api x example options x yes/no questions
+    that apply), drop combinations that render the same package, and pip-install the rest in one
+    call."""
     bools = bool_questions(template_dir)
     candidates = []
     index = 0
@@ -79,7 +85,9 @@ def installed(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             combination = Combination(base["plugin_kind"], index, tuple({**base, **extra}.items()))
             index += 1
             data = combination.data()
-            project = render(template_dir, tmp_path_factory.mktemp(f"gen-{combination.package}"), data)
+            project = render(
+                template_dir, tmp_path_factory.mktemp(f"gen-{combination.package}"), data
+            )
             names = {k: str(v) for k, v in data.items() if k.endswith(("_name", "_type", "module"))}
             candidates.append((combination, project, tree_digest(project, names)))
     kept = distinct((c, d) for c, _, d in candidates)

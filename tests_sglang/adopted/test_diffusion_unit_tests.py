@@ -1,9 +1,10 @@
 """SGLang 0.5.23's own diffusion plugin tests, shipped in the wheel, run against the adopted SGLang.
 
-All 32 pass on the released wheel (tests_sglang/test_adoption_patch.py runs them there). Against the adopted SGLang
-each failure is classified below: a test that reads a private name the adoption removed (the behaviour it checks
-still holds, and a public-API twin in this file proves it), or a real difference (asserted here as the new
-behaviour). The classification is asserted, so it cannot drift, and it is the table in docs/sglang.md.
+All 32 pass on the released wheel (tests_sglang/test_adoption_patch.py runs them there). Against the
+adopted SGLang each failure is classified below: a test that reads a private name the adoption
+removed (the behaviour it checks still holds, and a public-API twin in this file proves it), or a
+real difference (asserted here as the new behaviour). The classification is asserted, so it cannot
+drift, and it is the table in docs/sglang.md.
 """
 
 from __future__ import annotations
@@ -42,13 +43,15 @@ CLASSIFICATION = {
     _PLUGINS + "test_failing_optional_callback_discards_its_registered_hooks": Classified(
         PRIVATE,
         _HOOKS,
-        "registers its cleanup on `HookRegistry._hooks`; the discarding itself is `HookRegistry.discard_source()`",
+        "registers its cleanup on `HookRegistry._hooks`; the discarding itself is "
+        "`HookRegistry.discard_source()`",
         "test_a_failing_diffusion_callback_discards_the_hooks_it_registered",
     ),
     _PLUGINS + "test_failing_optional_import_discards_its_registered_hooks": Classified(
         PRIVATE,
         _HOOKS,
-        "registers its cleanup on `HookRegistry._hooks`; the discarding itself is `HookRegistry.discard_source()`",
+        "registers its cleanup on `HookRegistry._hooks`; the discarding itself is "
+        "`HookRegistry.discard_source()`",
         "test_a_failing_diffusion_plugin_import_discards_the_hooks_it_registered",
     ),
     _PLUGINS + "test_an_unapplied_hook_from_the_selected_platform_aborts_startup": Classified(
@@ -62,8 +65,8 @@ CLASSIFICATION = {
     _PLUGINS + "test_plugin_hook_uses_the_diffusion_registry": Classified(
         REAL,
         _HOOKS,
-        "one registry per process: diffusion hooks and SRT hooks share the runtime's "
-        "registry, each attributed to its plugin and distribution. In SGLang 0.5.23 only `sglang serve` "
+        "one registry per process: diffusion hooks and SRT hooks share the runtime's registry, "
+        "each attributed to its plugin and distribution. In SGLang 0.5.23 only `sglang serve` "
         "loads both kinds in one process, and there both are applied before serving, as before",
         "test_diffusion_hooks_live_in_the_one_registry_attributed_to_their_plugin",
     ),
@@ -75,7 +78,9 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
     return run_wheel_tests(DIFFUSION_TESTS, tmp_path_factory.mktemp("wheel-diffusion-tests"))
 
 
-def test_the_wheels_diffusion_tests_fail_exactly_as_classified(outcomes: dict[str, Outcome]) -> None:
+def test_the_wheels_diffusion_tests_fail_exactly_as_classified(
+    outcomes: dict[str, Outcome],
+) -> None:
     assert len(outcomes) == 32, sorted(outcomes)
     failed = {test: o for test, o in outcomes.items() if o.status != "passed"}
     assert sorted(failed) == sorted(CLASSIFICATION), {t: o.message[:300] for t, o in failed.items()}
@@ -92,23 +97,31 @@ def test_the_doc_carries_the_classification(outcomes: dict[str, Outcome]) -> Non
     failed = {t for t, o in outcomes.items() if o.status != "passed"}
     if failed != set(CLASSIFICATION):
         pytest.skip("the classification does not match this run (see the test above)")
-    lines = ["| test (SGLang 0.5.23's own) | released wheel | adopted | why | proven by |", "|---|---|---|---|---|"]
+    lines = [
+        "| test (SGLang 0.5.23's own) | released wheel | adopted | why | proven by |",
+        "|---|---|---|---|---|",
+    ]
     for test, c in CLASSIFICATION.items():
         file, _, name = test.partition("::")
-        lines.append(f"| `{file}` `{name.split('::')[-1]}` | passes | fails: {c.kind} | {c.why} | `{c.twin}` |")
+        lines.append(
+            f"| `{file}` `{name.split('::')[-1]}` | passes | fails: {c.kind} | {c.why} | "
+            f"`{c.twin}` |"
+        )
     private = sum(c.kind == PRIVATE for c in CLASSIFICATION.values())
     lines += [
         "",
-        f"{len(outcomes)} tests: {len(outcomes) - len(failed)} pass unchanged on the adopted SGLang, "
-        f"{private} fail only because they read a private name the adoption removed, "
+        f"{len(outcomes)} tests: {len(outcomes) - len(failed)} pass unchanged on the adopted "
+        f"SGLang, {private} fail only because they read a private name the adoption removed, "
         f"{len(failed) - private} shows a real difference.",
     ]
-    sync_section("diffusion-tests", "\n".join(lines), "tests_sglang/adopted/test_diffusion_unit_tests.py")
+    sync_section(
+        "diffusion-tests", "\n".join(lines), "tests_sglang/adopted/test_diffusion_unit_tests.py"
+    )
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The twins: the same behaviours, through names the adoption keeps
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 COMMON = """
 from types import SimpleNamespace
@@ -199,7 +212,8 @@ report(result)
 """
     )
     assert (
-        out["vendor-pkg"] == "Selected platform package 'vendor-pkg' could not apply hooks on: twin_missing_module.fn"
+        out["vendor-pkg"]
+        == "Selected platform package 'vendor-pkg' could not apply hooks on: twin_missing_module.fn"
     )
     assert (out["applied-pkg"], out["pending-pkg"], out["other-pkg"]) == ("ok", "ok", "ok")
 

@@ -1,7 +1,8 @@
-"""The adopted SGLang keeps its own platforms: the runtime selects plugins, SGLang's in-tree chain is the fallback.
+"""The adopted SGLang keeps its own platforms: the runtime selects plugins, SGLang's in-tree chain
+is the fallback.
 
-Each scenario is a fresh process of the adopted venv; a generated platform plugin is installed where it matters,
-its device absent unless simulated.
+Each scenario is a fresh process of the adopted venv; a generated platform plugin is installed where
+it matters, its device absent unless simulated.
 """
 
 from __future__ import annotations
@@ -42,7 +43,9 @@ def test_sglang_use_cpu_engine_gives_sglangs_cpu_platform() -> None:
     assert (out["class"], out["rule"]) == ("sglang.srt.platforms.cpu.CpuSRTPlatform", "fallback")
 
 
-def test_installed_plugins_without_their_device_fall_back_to_sglangs_chain(installed: Installed) -> None:
+def test_installed_plugins_without_their_device_fall_back_to_sglangs_chain(
+    installed: Installed,
+) -> None:
     out = probe(installed, SGLANG_USE_CPU_ENGINE="1")
     assert (out["class"], out["rule"]) == ("sglang.srt.platforms.cpu.CpuSRTPlatform", "fallback")
     assert out["activations"] and set(out["activations"]) == {"unavailable"}
@@ -61,14 +64,21 @@ def test_a_plugin_whose_device_is_present_wins_over_the_cpu_engine(installed: In
     assert out["class"].startswith(f"{combination.package}.platform.")
 
 
-def test_sglang_platform_naming_a_plugin_without_its_device_is_a_runtime_error(installed: Installed) -> None:
+def test_sglang_platform_naming_a_plugin_without_its_device_is_a_runtime_error(
+    installed: Installed,
+) -> None:
     combination = installed.of_kind("platform")[0]
     out = probe(installed, SGLANG_PLATFORM=combination.entry_point)
     assert out["error"] == "PlatformUnavailableError" and out["is_runtime_error"]
-    assert "activate() returned None" in out["message"] and repr(combination.entry_point) in out["message"]
+    assert (
+        "activate() returned None" in out["message"]
+        and repr(combination.entry_point) in out["message"]
+    )
 
 
-def test_an_unknown_sglang_platform_is_a_runtime_error_listing_the_installed_ones(installed: Installed) -> None:
+def test_an_unknown_sglang_platform_is_a_runtime_error_listing_the_installed_ones(
+    installed: Installed,
+) -> None:
     out = probe(installed, SGLANG_PLATFORM="nosuch")
     assert out["error"] == "PlatformNotFoundError" and out["is_runtime_error"]
     assert "'nosuch'" in out["message"]
@@ -76,7 +86,8 @@ def test_an_unknown_sglang_platform_is_a_runtime_error_listing_the_installed_one
 
 
 def test_sglangs_distributed_backend_lookup_reads_the_selected_platform() -> None:
-    """``parallel_state.get_default_distributed_backend`` goes through ``sglang.srt.platforms.current_platform``."""
+    """``parallel_state.get_default_distributed_backend`` goes through
+    ``sglang.srt.platforms.current_platform``."""
     out = run_python(
         """
         from sglang.srt.distributed.parallel_state import get_default_distributed_backend

@@ -1,9 +1,11 @@
-"""Generated plugins of every answer combination, run by the adopted SGLang through SGLang's own import paths.
+"""Generated plugins of every answer combination, run by the adopted SGLang through SGLang's own
+import paths.
 
-Platform packages are selected by ``sglang.srt.platforms.current_platform`` (on a simulated device), automatically
-and with ``SGLANG_PLATFORM``; general packages are loaded by ``sglang.srt.plugins.load_plugins()`` and every example
-hook they ship fires. All packages of every combination are installed together, so each scenario also proves that
-the others stay out of the way. Each scenario is a fresh process of the adopted venv.
+Platform packages are selected by ``sglang.srt.platforms.current_platform`` (on a simulated device),
+automatically and with ``SGLANG_PLATFORM``; general packages are loaded by
+``sglang.srt.plugins.load_plugins()`` and every example hook they ship fires. All packages of every
+combination are installed together, so each scenario also proves that the others stay out of the
+way. Each scenario is a fresh process of the adopted venv.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from adopted_kit import Combination, Installed, Outcome, clean_env, run_python
 pytestmark = pytest.mark.subprocess
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # Platform plugins
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 SELECT_PLATFORM = """
 from sglang_plugin_runtime.testing import simulated_device
@@ -72,7 +74,9 @@ def selection_problems(out: Outcome, combination: Combination, rule: str) -> lis
     ]
 
 
-def test_the_combinations_cover_every_kind_host_and_example_option(template_dir: Path, installed: Installed) -> None:
+def test_the_combinations_cover_every_kind_host_and_example_option(
+    template_dir: Path, installed: Installed
+) -> None:
     seen: dict[str, set[str]] = {}
     for combination in installed.combinations:
         for key, value in combination.answers:
@@ -83,11 +87,15 @@ def test_the_combinations_cover_every_kind_host_and_example_option(template_dir:
         if key in questions:
             choices = questions[key]["choices"]
             values = set(map(str, choices.values() if isinstance(choices, dict) else choices))
-            assert seen.get(key) == values, f"{key}: rendered {seen.get(key)}, the template offers {values}"
+            assert seen.get(key) == values, (
+                f"{key}: rendered {seen.get(key)}, the template offers {values}"
+            )
     assert installed.of_kind("platform") and installed.of_kind("general")
 
 
-def test_auto_selects_each_generated_platform_when_its_device_is_present(installed: Installed) -> None:
+def test_auto_selects_each_generated_platform_when_its_device_is_present(
+    installed: Installed,
+) -> None:
     problems = [
         p
         for c in installed.of_kind("platform")
@@ -100,17 +108,20 @@ def test_sglang_platform_selects_each_generated_platform(installed: Installed) -
     problems = [
         p
         for c in installed.of_kind("platform")
-        for p in selection_problems(select(installed, c, SGLANG_PLATFORM=c.entry_point), c, "explicit")
+        for p in selection_problems(
+            select(installed, c, SGLANG_PLATFORM=c.entry_point), c, "explicit"
+        )
     ]
     assert problems == []
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # General plugins
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
-#: Stand-ins for the SGLang code the example hooks target (this venv lacks what some of those modules import),
-#: put in place before SGLang's load_plugins() applies the hooks, as the generated tests do.
+#: Stand-ins for the SGLang code the example hooks target (this venv lacks what some of those
+#: modules import), put in place before SGLang's load_plugins() applies the hooks, as the generated
+#: tests do.
 LOAD_GENERAL = """
 import importlib
 from sglang_plugin_runtime.testing import StandInModules, resolve_target, target_owner
@@ -167,10 +178,13 @@ HOOK_EFFECTS: dict[str, list[tuple[str, Any]]] = {
 
 @pytest.fixture(scope="module")
 def loaded(installed: Installed) -> dict[str, Any]:
-    """Each general package loaded alone (``SGLANG_PLUGINS``): they all hook the same SGLang targets."""
+    """Each general package loaded alone (``SGLANG_PLUGINS``): they all hook the same SGLang
+    targets."""
     return {
         c.package: run_python(
-            f"PACKAGE = {c.package!r}\n" + LOAD_GENERAL, paths=[installed.site], env={"SGLANG_PLUGINS": c.entry_point}
+            f"PACKAGE = {c.package!r}\n" + LOAD_GENERAL,
+            paths=[installed.site],
+            env={"SGLANG_PLUGINS": c.entry_point},
         ).result
         for c in installed.of_kind("general")
     }
@@ -191,20 +205,24 @@ def test_each_generated_general_plugins_hooks_fire_under_sglangs_load_plugins(
         ]
         # Every target the plugin hooked is applied and attributed to the plugin's entry point.
         if len(out["targets"]) != len(options) or any(
-            status != "applied" or plugins != [combination.entry_point] for _, status, plugins in out["targets"]
+            status != "applied" or plugins != [combination.entry_point]
+            for _, status, plugins in out["targets"]
         ):
             problems.append(f"{combination.label}: hooked targets {out['targets']}")
     assert problems == []
 
 
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # The runtime's tool sees what SGLang runs
-# ---------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
-def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it_imports(installed: Installed) -> None:
-    """With SGLang adopted there is one registry: hooks registered through ``sglang.srt.plugins.hook_registry``
-    (host_api=sglang) are the runtime's, so ``sglang-plugins doctor`` shows and checks them all."""
+def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it_imports(
+    installed: Installed,
+) -> None:
+    """With SGLang adopted there is one registry: hooks registered through
+    ``sglang.srt.plugins.hook_registry`` (host_api=sglang) are the runtime's, so ``sglang-plugins
+    doctor`` shows and checks them all."""
     platform = installed.of_kind("platform")[0]
     completed = subprocess.run(
         [
@@ -226,8 +244,9 @@ def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it
     )
     assert completed.stdout, completed.stderr[-4000:]
     report = json.loads(completed.stdout)
-    # Every package hooks the same SGLang targets (several class REPLACEs on one: warnings), whose modules this venv
-    # cannot all import (--import-targets would say so): each is found, so it waits for its import (information).
+    # Every package hooks the same SGLang targets (several class REPLACEs on one: warnings), whose
+    # modules this venv cannot all import (--import-targets would say so): each is found, so it
+    # waits for its import (information).
     assert completed.returncode == 0, report["problems"]
     assert [p for p in report["problems"] if p["severity"] == "error"] == []
     assert report["platform"]["plugin"] == platform.entry_point
@@ -240,4 +259,6 @@ def test_doctor_reports_every_generated_plugin_and_hook_whichever_module_path_it
         for hook in target["hooks"]:
             hooked.setdefault(hook["source"]["plugin"], set()).add(target["target"])
     expected = {c.entry_point: len(dict(c.answers).get("example_hooks", [])) for c in generals}
-    assert {plugin: len(targets) for plugin, targets in hooked.items()} == {k: v for k, v in expected.items() if v}
+    assert {plugin: len(targets) for plugin, targets in hooked.items()} == {
+        k: v for k, v in expected.items() if v
+    }

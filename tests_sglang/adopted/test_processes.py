@@ -1,8 +1,9 @@
 """SGLang's process model under the adopted SGLang: children started by spawn, fork and forkserver.
 
-SGLang calls ``load_plugins()`` in each of its processes (server, scheduler, detokenizer). A forked child inherits
-the parent's selected platform and applied hooks; a spawned or forkserver child selects and loads again. Either way
-each child sees the generated platform through ``sglang.srt.platforms`` and the general plugin's hooks fire.
+SGLang calls ``load_plugins()`` in each of its processes (server, scheduler, detokenizer). A forked
+child inherits the parent's selected platform and applied hooks; a spawned or forkserver child
+selects and loads again. Either way each child sees the generated platform through
+``sglang.srt.platforms`` and the general plugin's hooks fire.
 """
 
 from __future__ import annotations
@@ -65,7 +66,15 @@ def test_spawned_forked_and_forkserver_children_see_the_platform_and_the_hooks(
         }})
         """,
         paths=[installed.site, tmp_path],
-        env={"SGLANG_PLUGINS": general.entry_point},  # every general package hooks the same SGLang targets
+        # every general package hooks the same SGLang targets
+        env={"SGLANG_PLUGINS": general.entry_point},
     )
-    expected = [f"{platform.device.title()}SRTPlatform", 11, "KeepBaseModelEvictionPolicy"]  # 10, plus one
-    assert out.result == {name: expected for name in ("parent", "fork", "fork+load_plugins", "spawn", "forkserver")}
+    # 10, plus one
+    expected = [
+        f"{platform.device.title()}SRTPlatform",
+        11,
+        "KeepBaseModelEvictionPolicy",
+    ]
+    assert out.result == {
+        name: expected for name in ("parent", "fork", "fork+load_plugins", "spawn", "forkserver")
+    }

@@ -1,7 +1,9 @@
-"""After the patch, SGLang's plugin and platform-interface modules are the runtime's, and nothing SGLang imports broke.
+"""After the patch, SGLang's plugin and platform-interface modules are the runtime's, and nothing
+SGLang imports broke.
 
-The second half reads every ``from sglang.srt.plugins... import`` and ``from sglang.srt.platforms... import`` in the
-installed wheel (its own code and its shipped tests) and performs each one, name by name, in a fresh process.
+The second half reads every ``from sglang.srt.plugins... import`` and ``from sglang.srt.platforms...
+import`` in the installed wheel (its own code and its shipped tests) and performs each one, name by
+name, in a fresh process.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ def _sglang_root() -> Path:
 
 
 def imports_in_the_wheel() -> dict[str, set[str]]:
-    """``{module: {names}}`` for every from-import of ``sglang.srt.plugins*`` / ``sglang.srt.platforms*``."""
+    """``{module: {names}}`` for every from-import of ``sglang.srt.plugins*`` /
+    ``sglang.srt.platforms*``."""
     found: dict[str, set[str]] = {}
     for path in _sglang_root().rglob("*.py"):
         try:
@@ -62,7 +65,9 @@ def test_every_reexported_name_is_the_runtimes_own_object() -> None:
     assert set(out.result) == set(REEXPORTS)
     for module, found in out.result.items():
         assert found["names"], f"{module} re-exports nothing from the runtime"
-        assert found["different"] == [], f"{module}: not the runtime's objects: {found['different']}"
+        assert found["different"] == [], (
+            f"{module}: not the runtime's objects: {found['different']}"
+        )
 
 
 def test_the_key_names_are_reexported() -> None:
@@ -98,7 +103,9 @@ def test_the_key_names_are_reexported() -> None:
 
 def test_every_from_import_of_the_plugin_and_platform_modules_in_the_wheel_still_works() -> None:
     wanted = {module: sorted(names) for module, names in imports_in_the_wheel().items()}
-    assert "sglang.srt.plugins.hook_registry" in wanted and "sglang.srt.platforms.interface" in wanted
+    assert (
+        "sglang.srt.plugins.hook_registry" in wanted and "sglang.srt.platforms.interface" in wanted
+    )
     out = run_python(
         f"""
         import importlib

@@ -1,5 +1,6 @@
-"""The adopted SGLang runs startup plugins (``sglang.srt.startup_plugins``) when its package is imported, before its
-own imports: a vendor's early patches need no ``.pth`` file or ``sitecustomize``."""
+"""The adopted SGLang runs startup plugins (``sglang.srt.startup_plugins``) when its package is
+imported, before its own imports: a vendor's early patches need no ``.pth`` file or
+``sitecustomize``."""
 
 from __future__ import annotations
 
@@ -36,4 +37,6 @@ def test_startup_plugins_run_before_sglangs_own_imports(tmp_path: Path) -> None:
         """,
         paths=[tmp_path],
     )
-    assert out.result == {"torch": False, "srt_utils": False, "ran": True, "hooked": True}, out.stderr
+    assert out.result == {"torch": False, "srt_utils": False, "ran": True, "hooked": True}, (
+        out.stderr
+    )
