@@ -1,9 +1,9 @@
 """SGLang 0.5.23's own diffusion plugin tests, shipped in the wheel, run against the adopted SGLang.
 
 All 32 pass on the released wheel (tests_sglang/test_adoption_patch.py runs them there). Against the
-adopted SGLang each failure is classified below: a test that reads a private name the adoption
-removed (the behaviour it checks still holds, and a public-API twin in this file proves it), or a
-real difference (asserted here as the new behaviour). The classification is asserted, so it cannot
+adopted SGLang each failure is classified below: a test that edits a private name the adoption
+made a read-only snapshot (the behaviour it checks still holds, and a public-API twin in this file
+proves it), or a real difference (asserted here as the new behaviour). The classification is asserted, so it cannot
 drift, and it is the table in docs/sglang.md.
 """
 
@@ -18,7 +18,7 @@ from wheel_unit_tests import DIFFUSION_TESTS, Outcome, run_wheel_tests
 
 pytestmark = pytest.mark.subprocess
 
-PRIVATE = "reads a private name"
+PRIVATE = "writes a private name"
 REAL = "real difference"
 
 
@@ -30,14 +30,16 @@ class Classified:
     twin: str  # the test below that checks the same behaviour through public names
 
 
-_HOOKS = "type object 'HookRegistry' has no attribute '_hooks'"
+# Each registers its cleanup as ``HookRegistry._hooks.pop``: the runtime's ``_hooks`` is SGLang's
+# shape as a read-only snapshot (real plugins read it), so a test that edits it stops there.
+_HOOKS = "'mappingproxy' object has no attribute 'pop'"
 _PLUGINS = "test_diffusion_plugins.py::TestDiffusionPlugins::"
 CLASSIFICATION = {
     _PLUGINS + "test_hooks_registered_while_importing_a_plugin_keep_their_source": Classified(
         PRIVATE,
         _HOOKS,
-        "reads the source out of the registry's private per-target lists; the runtime "
-        "keeps it and `HookRegistry.describe()` reports it",
+        "cleans up by editing `HookRegistry._hooks` (a read-only snapshot in the runtime); "
+        "the source it then reads is there, and `HookRegistry.describe()` reports it",
         "test_a_hook_registered_while_a_diffusion_plugin_is_imported_keeps_its_source",
     ),
     _PLUGINS + "test_failing_optional_callback_discards_its_registered_hooks": Classified(
@@ -57,7 +59,8 @@ CLASSIFICATION = {
     _PLUGINS + "test_an_unapplied_hook_from_the_selected_platform_aborts_startup": Classified(
         PRIVATE,
         _HOOKS,
-        "writes a hook straight into `HookRegistry._hooks` and `_patched`; the check "
+        "cleans up by editing `HookRegistry._hooks`, and writes a hook straight into it and "
+        "`_patched`; the check "
         "now reads `HookRegistry.describe()` (a target whose module is not imported yet is not "
         "a failure: it is patched on import)",
         "test_an_unappliable_hook_of_the_selected_platform_still_aborts_startup",
@@ -111,7 +114,7 @@ def test_the_doc_carries_the_classification(outcomes: dict[str, Outcome]) -> Non
     lines += [
         "",
         f"{len(outcomes)} tests: {len(outcomes) - len(failed)} pass unchanged on the adopted "
-        f"SGLang, {private} fail only because they read a private name the adoption removed, "
+        f"SGLang, {private} fail only because they edit a private name the runtime keeps read-only, "
         f"{len(failed) - private} shows a real difference.",
     ]
     sync_section(
