@@ -16,7 +16,8 @@
 #
 # The venv recipe is shared with scripts/test-serve.sh (scripts/cached-venvs.sh).
 # Environment: PYTHON (default python3.11), SGLANG_VENV_DIR (default <repo>/.cache), SGLANG_VENV_REBUILD=1,
-# SGLANG_TIER=plain|adopted|both (default both).
+# SGLANG_TIER=plain|adopted|both (default both), SGLANG_TEST_WORKERS (pytest-xdist workers,
+# default 2).
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,7 +30,7 @@ RECIPE_VERSION=1 # bump when the way the venv is built changes
 # shellcheck source=scripts/cached-venvs.sh
 source "$REPO_ROOT/scripts/cached-venvs.sh"
 
-clean_caller_environment SGLANG_VENV_DIR SGLANG_VENV_REBUILD SGLANG_TIER
+clean_caller_environment SGLANG_VENV_DIR SGLANG_VENV_REBUILD SGLANG_TIER SGLANG_TEST_WORKERS
 
 TIER="${SGLANG_TIER:-both}"
 case "$TIER" in
@@ -82,11 +83,18 @@ for tier in "${tiers[@]}"; do
         target="$ADOPTED_VENV"
     fi
     install_runtime "$target" "$snapshot"
+    # The test tier's own tool (not SGLang's set, which generated packages share): pytest-xdist at the
+    # dev venv's pin, with its one dependency.
+    xdist="$(grep -E '^pytest-xdist==' "$REPO_ROOT/requirements-dev.txt")"
+    pip_quiet "$target" install --quiet --no-deps "$xdist" execnet==2.1.2
     echo "test-sglang: runtime installed in the $tier venv ($((SECONDS - start)) s so far)"
 done
 flock -u 9
 
 cd "$REPO_ROOT"
+# Each test file runs in one of two workers (pytest-xdist; the tests are mostly Python subprocesses
+# importing SGLang and torch, so two cores halve the time). SGLANG_TEST_WORKERS=0 runs them in one.
+parallel=(-n "${SGLANG_TEST_WORKERS:-2}" --dist loadfile)
 status=0
 for tier in "${tiers[@]}"; do
     began=$SECONDS
@@ -94,11 +102,13 @@ for tier in "${tiers[@]}"; do
     if [[ "$tier" == plain ]]; then
         # No arguments: the ini file's testpaths (tests_sglang), less the adopted tier. Arguments go to pytest.
         "$VENV/bin/python" -m pytest -c tests_sglang/pytest.ini --rootdir "$REPO_ROOT" \
-            --ignore=tests_sglang/adopted "$@"
+            "${parallel[@]}" --ignore=tests_sglang/adopted "$@"
     elif [[ $# -eq 0 ]]; then
-        "$ADOPTED_VENV/bin/python" -m pytest -c tests_sglang/pytest.ini --rootdir "$REPO_ROOT" tests_sglang/adopted
+        "$ADOPTED_VENV/bin/python" -m pytest -c tests_sglang/pytest.ini --rootdir "$REPO_ROOT" \
+            "${parallel[@]}" tests_sglang/adopted
     else
-        "$ADOPTED_VENV/bin/python" -m pytest -c tests_sglang/pytest.ini --rootdir "$REPO_ROOT" "$@"
+        "$ADOPTED_VENV/bin/python" -m pytest -c tests_sglang/pytest.ini --rootdir "$REPO_ROOT" \
+            "${parallel[@]}" "$@"
     fi
     tier_status=$?
     set -e
