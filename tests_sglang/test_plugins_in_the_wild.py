@@ -313,9 +313,7 @@ def test_a_misspelling_is_never_silent_on_the_runtime() -> None:
     assert sglang["kit"] == ours["kit"] == ["misspelled get_devce_name"]
 
 
-def test_the_kit_passes_every_shape_sglang_runs_except_misspellings_and_reliance_on_retired_hooks() -> (
-    None
-):
+def test_the_kit_passes_every_shape_sglang_runs_but_misspellings_and_retired_hooks() -> None:
     for shape in SHAPES:
         if shape.verdict != "runs":
             continue
