@@ -167,7 +167,8 @@ def test_a_failing_diffusion_callback_discards_the_hooks_it_registered() -> None
 def register_then_fail():
     plugins.plugin_hook("twin_module.partial_callback_target")(lambda result: result)
     raise RuntimeError("boom")
-with patch.object(plugins, "_discover", return_value={"broken": (register_then_fail, "optional-pkg")}), \\
+with patch.object(plugins, "_discover",
+                  return_value={"broken": (register_then_fail, "optional-pkg")}), \\
         patch.object(plugins, "get_selected_platform_dist", return_value="vendor-pkg"):
     plugins._register_plugins_once()
 report(sources("twin_module.partial_callback_target"))
@@ -197,9 +198,11 @@ def test_an_unappliable_hook_of_the_selected_platform_still_aborts_startup() -> 
 import sys
 assert "colorsys" not in sys.modules
 keep = lambda result, *a, **k: result
-HookRegistry.register("twin_missing_module.fn", keep, HookType.AFTER, source=HookSource("v", "vendor-pkg"))
+HookRegistry.register("twin_missing_module.fn", keep, HookType.AFTER,
+                      source=HookSource("v", "vendor-pkg"))
 HookRegistry.register("json.dumps", keep, HookType.AFTER, source=HookSource("w", "applied-pkg"))
-HookRegistry.register("colorsys.rgb_to_hsv", keep, HookType.AFTER, source=HookSource("p", "pending-pkg"))
+HookRegistry.register("colorsys.rgb_to_hsv", keep, HookType.AFTER,
+                      source=HookSource("p", "pending-pkg"))
 HookRegistry.apply_hooks()
 result = {}
 for dist in ("vendor-pkg", "applied-pkg", "pending-pkg", "other-pkg"):
@@ -229,7 +232,8 @@ try:
 finally:
     _current_plugin_source.reset(token)
 report([plugins.HookRegistry is SrtHookRegistry,
-        [[h.plugin, h.distribution] for r in SrtHookRegistry.describe("twin_module.target") for h in r.hooks]])
+        [[h.plugin, h.distribution]
+         for r in SrtHookRegistry.describe("twin_module.target") for h in r.hooks]])
 """
     )
     assert out.result == [True, [["vendor", "vendor-pkg"]]]
