@@ -200,7 +200,10 @@ def fmt_value(value: float, unit: str) -> str:
 
 def render_table(rows: list[Row]) -> str:
     """A Markdown table: median (min) per side, ours/SGLang ratio, speed-up, goal."""
-    header = "| # | case | unit | ours median (min) | SGLang median (min) | ours/SGLang | speed-up | goal | met |"
+    header = (
+        "| # | case | unit | ours median (min) | SGLang median (min) "
+        "| ours/SGLang | speed-up | goal | met |"
+    )
     lines = [header, "|---|---|---|---:|---:|---:|---:|---|---|"]
     for row in rows:
         ours = (

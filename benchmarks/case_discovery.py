@@ -102,7 +102,9 @@ def run(ctx):
             goal, goal_check = "<= 0.5x SGLang", "ratio_max:0.5"
         split = (
             "; import/select/load ms: ours "
-            f"{_ms(ours, 'import_seconds')}/{_ms(ours, 'select_seconds')}/{_ms(ours, 'load_seconds')}, SGLang {_ms(sgl, 'import_seconds')}/{_ms(sgl, 'select_seconds')}/{_ms(sgl, 'load_seconds')}"
+            f"{_ms(ours, 'import_seconds')}/{_ms(ours, 'select_seconds')}/"
+            f"{_ms(ours, 'load_seconds')}, SGLang "
+            f"{_ms(sgl, 'import_seconds')}/{_ms(sgl, 'select_seconds')}/{_ms(sgl, 'load_seconds')}"
         )
         ctx.log(f"  2 N={count} {label_env}: {note}{split}")
         rows.append(

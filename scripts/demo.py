@@ -164,19 +164,22 @@ SELECTION_CODE = """
         "plugin": selection.plugin,
         "distribution": selection.distribution,
         "version": selection.version,
-        "activations": [[a.plugin, a.distribution, a.status, a.result] for a in selection.activations],
+        "activations": [[a.plugin, a.distribution, a.status, a.result]
+                        for a in selection.activations],
     }}))
 """
 
 SIMULATED_PRELUDE = """
     from sglang_plugin_runtime.testing import simulated_device
-    simulated = simulated_device("mydevice", backend_module="torch_mydevice", name="Simulated MyDevice").start()
+    simulated = simulated_device("mydevice", backend_module="torch_mydevice",
+                                 name="Simulated MyDevice").start()
     """
 
 HOOKS_CODE = f"""
     import json, sys
-    # The package's hooks target SGLang's own code: as in its own tests, stand-ins shaped like that code take the
-    # place of SGLang's modules (sglang_stand_ins.py; the testing kit's StandInModules), since SGLang is not here.
+    # The package's hooks target SGLang's own code: as in its own tests, stand-ins shaped like
+    # that code take the place of SGLang's modules (sglang_stand_ins.py; the testing kit's
+    # StandInModules), since SGLang is not here.
     sys.path.insert(0, {{tests!r}})
     from sglang_plugin_runtime.testing import StandInModules, resolve_target, target_owner
     from sglang_stand_ins import put_stand_ins
@@ -188,16 +191,20 @@ HOOKS_CODE = f"""
     policy.mark_used(None)
     policy.mark_used("adapter-a")
     results = {{{{
-        "generate_completion_prompt('  hi  ')  (BEFORE)": resolve_target(hooks.NORMALIZE_TARGET)("  hi  "),
+        "generate_completion_prompt('  hi  ')  (BEFORE)":
+            resolve_target(hooks.NORMALIZE_TARGET)("  hi  "),
         "num_image_tokens('a b')  (AFTER)": resolve_target(hooks.COUNT_TARGET)("a b"),
         "LRUEvictionPolicy is now (class REPLACE)": resolve_target(hooks.EVICTION_TARGET).__name__,
-        "policy.select_victim({{{{None, 'adapter-a'}}}})": policy.select_victim({{{{None, "adapter-a"}}}}),
-        "Scheduler().run_batch(['a', 'b'])  (AROUND)": target_owner(hooks.TIMER_TARGET)().run_batch(["a", "b"]),
+        "policy.select_victim({{{{None, 'adapter-a'}}}})":
+            policy.select_victim({{{{None, "adapter-a"}}}}),
+        "Scheduler().run_batch(['a', 'b'])  (AROUND)":
+            target_owner(hooks.TIMER_TARGET)().run_batch(["a", "b"]),
         "timer: calls counted": hooks.TIMINGS[hooks.TIMER_TARGET].calls,
     }}}}
     from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
     HookRegistry.reset()
-    results["after HookRegistry.reset(): num_image_tokens('a b')"] = resolve_target(hooks.COUNT_TARGET)("a b")
+    results["after HookRegistry.reset(): num_image_tokens('a b')"] = (
+        resolve_target(hooks.COUNT_TARGET)("a b"))
     print(json.dumps({{{{"report": repr(report)[:300], "results": results}}}}))
 """
 

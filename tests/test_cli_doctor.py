@@ -573,7 +573,11 @@ def test_invalid_activate_result_is_listed_once(site: PluginSite) -> None:
     "-vv",
 )
 def test_doctor_says_why_a_plugin_is_unavailable(site: PluginSite) -> None:
-    body = "import logging; logging.getLogger('acme_platform').debug('no /dev/acme0: driver not loaded'); return None"
+    body = (
+        "import logging; "
+        "logging.getLogger('acme_platform').debug('no /dev/acme0: driver not loaded'); "
+        "return None"
+    )
     site.add_platform("acme-npu", "acme", "acmenpu", body)
     result = cli(site, "doctor")
     assert "None: DEBUG acme_platform: no /dev/acme0: driver not loaded" in result.out
@@ -864,7 +868,9 @@ FAKE_SGLANG = {
         "        cls._hooks[target].append((hook_type, hook, HookSource('hooks', 'hooks-dist')))\n"
     ),
     "sglang/srt/managers/__init__.py": "",
-    "sglang/srt/managers/scheduler.py": "class Scheduler:\n    def run_batch(self):\n        pass\n",
+    "sglang/srt/managers/scheduler.py": (
+        "class Scheduler:\n    def run_batch(self):\n        pass\n"
+    ),
 }
 
 

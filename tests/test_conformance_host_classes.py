@@ -224,7 +224,9 @@ def _platform(host: types.SimpleNamespace, mixin: type | None = None, **namespac
 
     body = {
         "get_default_attention_backend": get_default_attention_backend,
-        "get_default_speculative_draft_attention_backend": get_default_speculative_draft_attention_backend,
+        "get_default_speculative_draft_attention_backend": (
+            get_default_speculative_draft_attention_backend
+        ),
         **namespace,
     }
     return type("WidgetSRTPlatform", (host.SRTPlatform, mixin or _device_mixin(host)), body)

@@ -16,7 +16,8 @@ from sglang_plugin_runtime._discovery import (
 # interpreter.
 COMPARE_WITH_IMPORTLIB = """
 import importlib.metadata as md, json, sys
-from sglang_plugin_runtime._discovery import discover_entry_points, normalize_distribution_name as norm
+from sglang_plugin_runtime._discovery import (
+    discover_entry_points, normalize_distribution_name as norm)
 ours = {(ep.group, ep.name, ep.value, ep.distribution, ep.version)
         for eps in discover_entry_points().entry_points.values() for ep in eps}
 groups = {ep.group for dist in md.distributions() for ep in dist.entry_points}
@@ -271,7 +272,8 @@ def test_a_latin1_egg_info_without_plugins_does_not_break_selection_or_loading(
         import json
         from sglang_plugin_runtime.platforms import current_platform
         from sglang_plugin_runtime.plugins import load_plugins
-        print(json.dumps([current_platform.device_name, [(r.plugin, r.status) for r in load_plugins().outcomes]]))
+        print(json.dumps([current_platform.device_name,
+                          [(r.plugin, r.status) for r in load_plugins().outcomes]]))
         """
     )
     assert out == ["acmenpu", [["zeta", "loaded"]]]

@@ -49,7 +49,8 @@ WORKER = textwrap.dedent(
     working = consistency.plugin_fingerprint
     for modes in spec["calls"]:
         os.environ["SGLANG_PLUGINS_CONSISTENCY"] = modes.get(rank, modes["*"])
-        if modes.get("break") == rank:  # a bug in the runtime on this rank only, injected for this call
+        # a bug in the runtime on this rank only, injected for this call
+        if modes.get("break") == rank:
             consistency.plugin_fingerprint = lambda namespace: 1 / 0
         else:
             consistency.plugin_fingerprint = working
@@ -59,7 +60,8 @@ WORKER = textwrap.dedent(
             outcomes.append({"outcome": "raised", "message": str(exc),
                              "differences": [d.to_dict() for d in exc.differences]})
         else:
-            outcomes.append({"outcome": "returned", "consistent": result.consistent, "mode": result.mode,
+            outcomes.append({"outcome": "returned", "consistent": result.consistent,
+                             "mode": result.mode,
                              "digest": result.fingerprint.digest,
                              "differences": [d.to_dict() for d in result.differences]})
     with open(os.path.join(spec["out"], f"rank-{rank}.json"), "w") as handle:

@@ -60,7 +60,9 @@ _PROBE = """
 <script>
 (() => {
   const attach = Element.prototype.attachShadow;
-  Element.prototype.attachShadow = function (options) { return attach.call(this, {...options, mode: "open"}); };
+  Element.prototype.attachShadow = function (options) {
+    return attach.call(this, {...options, mode: "open"});
+  };
   const expected = %(diagrams)d;
   function visibleText(svg) {
     const copy = svg.cloneNode(true);
@@ -88,14 +90,19 @@ _PROBE = """
     const identifiers = [...document.querySelectorAll(".md-content td code")]
       .filter(code => !/\\s/.test(code.textContent))
       .map(code => ({text: code.textContent, lines: code.getClientRects().length}));
-    const tables = [...document.querySelectorAll(".md-content .md-typeset__scrollwrap")].map(wrap => ({
+    const wraps = [...document.querySelectorAll(".md-content .md-typeset__scrollwrap")];
+    const tables = wraps.map(wrap => ({
       first_cell: (wrap.querySelector("th, td") || wrap).textContent.trim().slice(0, 60),
       scroll_width: wrap.scrollWidth,
       client_width: wrap.clientWidth,
     }));
     const nav = [...document.querySelectorAll(".md-sidebar--primary .md-nav__link .md-ellipsis")]
       .filter(name => name.getClientRects().length > 0)
-      .map(name => ({text: name.textContent.trim(), scroll_width: name.scrollWidth, client_width: name.clientWidth}));
+      .map(name => ({
+        text: name.textContent.trim(),
+        scroll_width: name.scrollWidth,
+        client_width: name.clientWidth,
+      }));
     const out = document.createElement("pre");
     out.id = "docs-check-report";
     const height = document.documentElement.scrollHeight;
@@ -105,7 +112,11 @@ _PROBE = """
   function wait(tries) {
     const drawn = [...document.querySelectorAll("div.mermaid")]
       .filter(box => box.shadowRoot && box.shadowRoot.querySelector("svg"));
-    if (drawn.length >= expected || tries <= 0) { report(); } else { setTimeout(() => wait(tries - 1), 100); }
+    if (drawn.length >= expected || tries <= 0) {
+      report();
+    } else {
+      setTimeout(() => wait(tries - 1), 100);
+    }
   }
   window.addEventListener("load", () => setTimeout(() => wait(expected ? 150 : 0), 200));
 })();

@@ -364,7 +364,8 @@ WAYS = [
 
 _SELECT = """
 import json, sys
-from sglang_plugin_runtime.platforms import SRTPlatform, current_platform_selection, set_current_platform
+from sglang_plugin_runtime.platforms import (
+    SRTPlatform, current_platform_selection, set_current_platform)
 
 if sys.argv[1:] == ["code"]:
     set_current_platform(SRTPlatform)
@@ -629,7 +630,8 @@ def here(event):
 def sees_late_plugin():
     from sglang_plugin_runtime.plugins import load_plugins_by_group
 
-    importlib.invalidate_caches()  # Python's import caches only; the runtime's scan is not touched by this
+    # Python's import caches only; the runtime's scan is not touched by this
+    importlib.invalidate_caches()
     return "late" in load_plugins_by_group("sglang.srt.plugins")
 
 
@@ -663,7 +665,8 @@ if __name__ == "__main__":
     parent = steps()
     from sglang_plugin_runtime.testing import write_fake_distribution
 
-    write_fake_distribution(SITE, "late-tools", "1.0", {"sglang.srt.plugins": {"late": "late_tools:register"}},
+    write_fake_distribution(SITE, "late-tools", "1.0",
+                            {"sglang.srt.plugins": {"late": "late_tools:register"}},
                             modules={"late_tools.py": "def register():\\n    pass\\n"})
     parent["sees a plugin installed after its scan"] = sees_late_plugin()
     children = {}
@@ -745,9 +748,7 @@ def test_the_discovery_scan_is_kept_in_the_process_that_made_it(processes: dict)
     assert processes["parent"]["sees a plugin installed after its scan"] is False
 
 
-def test_the_per_process_diagram_runs_discover_load_apply_from_load_plugins_and_select_from_first_access() -> (
-    None
-):
+def test_per_process_diagram_runs_discover_load_apply_in_load_plugins_select_on_first_use() -> None:
     chart = layout_chart()
     end, edges = chart.walk("loadcall", [])
     assert (end, [edge[2] for edge in edges]) == ("apply", ["discover", "load", "apply"])

@@ -245,7 +245,9 @@ def test_strict_build_fails_on_a_broken_link_and_a_failing_command(tmp_path: Pat
             ```python setup="on"
             from sglang_plugin_runtime.testing import write_fake_distribution
 
-            write_fake_distribution("site", "zeta-gpu", "0.3", {"sglang.srt.platforms": {"zeta": "zeta:activate"}})
+            write_fake_distribution(
+                "site", "zeta-gpu", "0.3", {"sglang.srt.platforms": {"zeta": "zeta:activate"}}
+            )
             ```
 
             ```console exec="on" source="console" result="text"

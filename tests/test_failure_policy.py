@@ -24,7 +24,8 @@ from sglang_plugin_runtime.plugins import load_plugins
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
 try:
     selection = current_platform_selection()
-    out = {"plugin": selection.plugin, "activations": [[a.status, a.reason] for a in selection.activations]}
+    out = {"plugin": selection.plugin,
+           "activations": [[a.status, a.reason] for a in selection.activations]}
 except Exception as exc:
     out = {"error": type(exc).__name__, "message": str(exc), "plugin": getattr(exc, "plugin", None),
            "outcomes": [o.status for o in getattr(exc, "outcomes", ())]}

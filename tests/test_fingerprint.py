@@ -29,7 +29,8 @@ def scale(result, factor, *args, **kwargs):
 def register():
     HookRegistry.register("demo_target.work", timed, HookType.AROUND)
     # A partial's name is its repr, which holds a memory address: different in every process.
-    HookRegistry.register("demo_target.work", functools.partial(scale, 2), HookType.AFTER, priority=5)
+    HookRegistry.register("demo_target.work", functools.partial(scale, 2), HookType.AFTER,
+                          priority=5)
 """
 
 FINGERPRINT = """

@@ -20,7 +20,8 @@ def work(x):
 def general_plugin(name: str, *, at_import: str = "", in_register: str = "") -> str:
     return f"""
 import os
-from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType, _current_plugin_source
+from sglang_plugin_runtime.plugins.hook_registry import (
+    HookRegistry, HookType, _current_plugin_source)
 IMPORT_SOURCE = _current_plugin_source.get()
 REGISTER_SOURCES = []
 {at_import}
@@ -117,7 +118,8 @@ def test_allowlist_does_not_filter_platform_plugins(site: PluginSite) -> None:
         import json
         from sglang_plugin_runtime.platforms import current_platform_selection
         from sglang_plugin_runtime.plugins import load_plugins_by_group
-        print(json.dumps([current_platform_selection().plugin, sorted(load_plugins_by_group("sglang.srt.platforms"))]))
+        print(json.dumps([current_platform_selection().plugin,
+                          sorted(load_plugins_by_group("sglang.srt.platforms"))]))
         """,
         {"SGLANG_PLUGINS": "something-else"},
     )
@@ -169,7 +171,8 @@ def test_plugin_source_is_current_during_import_and_during_register(site: Plugin
         from sglang_plugin_runtime.plugins import load_plugins
         load_plugins()
         import alpha_plugin
-        print(json.dumps([list(alpha_plugin.IMPORT_SOURCE), [list(s) for s in alpha_plugin.REGISTER_SOURCES]]))
+        print(json.dumps([list(alpha_plugin.IMPORT_SOURCE),
+                          [list(s) for s in alpha_plugin.REGISTER_SOURCES]]))
         """
     )
     assert out == [["alpha", "alpha-dist"], [["alpha", "alpha-dist"]]]
@@ -460,7 +463,8 @@ def register():
         except RuntimeError as exc:
             first = type(exc).__name__
         report = load_plugins()
-        print(json.dumps([first, {r.plugin: r.status for r in report.outcomes}, target_mod.work(1)]))
+        print(json.dumps([first, {r.plugin: r.status for r in report.outcomes},
+                          target_mod.work(1)]))
         """,
         {"SGLANG_PLUGINS_STRICT": "1"},
     )
@@ -520,7 +524,8 @@ def test_a_host_namespaces_own_strict_variable_makes_hook_failures_raise(site: P
         ns = register_namespace(PluginNamespace(
             name="myhost", platform_group="myhost.platforms", plugin_group="myhost.plugins",
             base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
-            platform_env="MYHOST_PLATFORM", plugins_env="MYHOST_PLUGINS", strict_env="MYHOST_STRICT",
+            platform_env="MYHOST_PLATFORM", plugins_env="MYHOST_PLUGINS",
+            strict_env="MYHOST_STRICT",
         ))
         try:
             load_plugins(ns)

@@ -158,7 +158,9 @@ def test_explicit_platform_is_selected_and_no_other_plugin_module_is_imported(
         "zeta-mlu",
         entry_points={"sglang.srt.platforms": {"zeta": "zeta_platform:activate"}},
         modules={
-            "zeta_platform.py": f"open({str(marker)!r}, 'w').close()\ndef activate():\n    return None\n"
+            "zeta_platform.py": (
+                f"open({str(marker)!r}, 'w').close()\ndef activate():\n    return None\n"
+            )
         },
     )
     out = select(site, SGLANG_PLATFORM="acme")
@@ -412,7 +414,8 @@ def test_current_platform_is_resolved_once_across_threads(site: PluginSite) -> N
         import json, threading
         import sglang_plugin_runtime.platforms as platforms
         seen = []
-        threads = [threading.Thread(target=lambda: seen.append(id(platforms.current_platform))) for _ in range(8)]
+        threads = [threading.Thread(target=lambda: seen.append(id(platforms.current_platform)))
+                   for _ in range(8)]
         [t.start() for t in threads]; [t.join() for t in threads]
         import acme_platform
         print(json.dumps([len(set(seen)), len(acme_platform.CALLS)]))
@@ -463,7 +466,8 @@ def test_override_and_reset_replace_and_forget_the_current_platform(site: Plugin
         from sglang_plugin_runtime.platforms.interface import SRTPlatform
         first = type(platforms.current_platform).__name__
         platforms.set_current_platform(SRTPlatform)
-        overridden = (type(platforms.current_platform).__name__, platforms.current_platform_selection().rule)
+        overridden = (type(platforms.current_platform).__name__,
+                      platforms.current_platform_selection().rule)
         platforms.reset_current_platform()
         print(json.dumps([first, overridden, type(platforms.current_platform).__name__]))
         """
@@ -546,7 +550,8 @@ def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(
         )
         host = register_namespace(PluginNamespace(
             name="myhost", platform_group="myhost.platforms", plugin_group="myhost.plugins",
-            base_class="acme_host:HostBase", fallback_class="acme_host:HostBase", platform_env="MYHOST_PLATFORM",
+            base_class="acme_host:HostBase", fallback_class="acme_host:HostBase",
+            platform_env="MYHOST_PLATFORM",
         ))
         chosen = current_platform_selection("myhost")
         print(json.dumps([chosen.class_path, chosen.rule, type(get_current_platform(host)).__name__,
@@ -783,7 +788,9 @@ def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(
         "vendor-npu",
         entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
         modules={
-            "vendor_pkg/__init__.py": "def activate():\n    return 'vendor_pkg.platform.VendorPlatform'\n",
+            "vendor_pkg/__init__.py": (
+                "def activate():\n    return 'vendor_pkg.platform.VendorPlatform'\n"
+            ),
             "vendor_pkg/platform.py": "import vendor_runtime\n",
         },
     )
@@ -800,7 +807,8 @@ def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(
 
 HOST_FALLBACK = """
 import json
-from sglang_plugin_runtime.platforms import SRTPlatform, current_platform_selection, set_fallback_platform
+from sglang_plugin_runtime.platforms import (
+    SRTPlatform, current_platform_selection, set_fallback_platform)
 
 calls = []
 
@@ -846,7 +854,8 @@ def test_set_fallback_platform_after_a_fallback_selection_warns_and_applies_afte
         after = current_platform_selection().platform_class.__name__
         set_fallback_platform(None)
         reset_current_platform()
-        print(json.dumps([before, kept, after, current_platform_selection().platform_class.__name__]))
+        print(json.dumps([before, kept, after,
+                          current_platform_selection().platform_class.__name__]))
         """,
         check=True,
     )
@@ -865,12 +874,14 @@ def test_a_namespace_that_names_its_own_fallback_keeps_it_over_the_host_fallback
     out = site.run_json(
         """
         import json
-        from sglang_plugin_runtime.platforms import PluginNamespace, SRTPlatform, select_platform, set_fallback_platform
+        from sglang_plugin_runtime.platforms import (
+            PluginNamespace, SRTPlatform, select_platform, set_fallback_platform)
         class Own(SRTPlatform):
             pass
         class Host(SRTPlatform):
             pass
-        ns = PluginNamespace(name="own", platform_group="sglang.srt.platforms", plugin_group="sglang.srt.plugins",
+        ns = PluginNamespace(name="own", platform_group="sglang.srt.platforms",
+                             plugin_group="sglang.srt.plugins",
                              base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
                              fallback_class=lambda: Own)
         set_fallback_platform(Host, ns)
@@ -882,7 +893,8 @@ def test_a_namespace_that_names_its_own_fallback_keeps_it_over_the_host_fallback
 
 HOST_NAMESPACE = """
 import json, sys
-from sglang_plugin_runtime.platforms import PluginNamespace, current_platform_selection, register_namespace
+from sglang_plugin_runtime.platforms import (
+    PluginNamespace, current_platform_selection, register_namespace)
 ns = register_namespace(PluginNamespace(
     name="hosted", platform_group="hosted.platforms", plugin_group="hosted.plugins",
     base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform",
@@ -1085,8 +1097,10 @@ from sglang_plugin_runtime.plugins import load_plugins
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
 selection = current_platform_selection()
 load_plugins()
-print(json.dumps({"greet": target_mod.greet(), "activations": [a.status for a in selection.activations],
-                  "hooks": [[h.plugin, h.distribution] for t in HookRegistry.describe() for h in t.hooks]}))
+print(json.dumps({"greet": target_mod.greet(),
+                  "activations": [a.status for a in selection.activations],
+                  "hooks": [[h.plugin, h.distribution]
+                            for t in HookRegistry.describe() for h in t.hooks]}))
 """
 
 
@@ -1149,7 +1163,9 @@ def test_an_entry_point_listed_twice_in_one_file_names_the_file_and_the_line(
 ) -> None:
     dist = site.add(
         "twice-dev",
-        entry_points_text="[sglang.srt.platforms]\ntwice = twice_mod:activate\ntwice = twice_mod:activate\n",
+        entry_points_text=(
+            "[sglang.srt.platforms]\ntwice = twice_mod:activate\ntwice = twice_mod:activate\n"
+        ),
     )
     out = select(site)
     assert out["error"] == "DuplicatePluginError"
@@ -1172,7 +1188,8 @@ def test_a_namespace_object_that_borrows_a_registered_name_is_refused(site: Plug
         import json
         from sglang_plugin_runtime.platforms import PluginNamespace, get_current_platform
         from sglang_plugin_runtime.plugins import load_plugins
-        impostor = PluginNamespace(name="srt", platform_group="x.platforms", plugin_group="x.plugins",
+        impostor = PluginNamespace(name="srt", platform_group="x.platforms",
+                                   plugin_group="x.plugins",
                                    base_class="sglang_plugin_runtime.platforms.interface:SRTPlatform")
         seen = []
         for call in (get_current_platform, load_plugins):

@@ -24,7 +24,8 @@ HookRegistry.register("targets.func", lambda orig, *a, **k: orig(*a, **k) * 10, 
 HookRegistry.register("targets.afunc", lambda r, *a, **k: r + 1, HookType.AFTER)
 HookRegistry.register("targets.Sub.make", lambda r, *a, **k: r + "!", HookType.AFTER)
 HookRegistry.register("targets.Base.value", lambda r, *a, **k: r * 2, HookType.AFTER)
-HookRegistry.register("targets.gen", lambda orig, *a, **k: (x * 3 for x in orig(*a, **k)), HookType.AROUND)
+HookRegistry.register("targets.gen", lambda orig, *a, **k: (x * 3 for x in orig(*a, **k)),
+                      HookType.AROUND)
 HookRegistry.register("targets.lazy_mod.later", lambda r, *a, **k: r + 100, HookType.AFTER)
 HookRegistry.apply_hooks()
 lazy_imported_early = "targets.lazy_mod" in sys.modules
@@ -49,7 +50,8 @@ out = {
 }
 HookRegistry.reset()
 alias_globals = targets.alias_user.__globals__
-out["reset_restores_identity"] = targets.func is original_func and alias_globals["func"] is original_func
+out["reset_restores_identity"] = (targets.func is original_func
+                                  and alias_globals["func"] is original_func)
 out["base_untouched"] = "make" not in vars(targets.Sub)
 print(json.dumps(out))
 """
@@ -143,7 +145,8 @@ def test_selection_and_loading_work_on_each_python(site: PluginSite, version: st
         load_plugins()
         import counter_plugin
         statuses = [r.status for r in report.outcomes]
-        print(json.dumps([selection.plugin, selection.distribution, statuses, len(counter_plugin.CALLS)]))
+        print(json.dumps([selection.plugin, selection.distribution, statuses,
+                          len(counter_plugin.CALLS)]))
         """,
         python=_python(version),
     )

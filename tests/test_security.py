@@ -28,13 +28,15 @@ AUDITED_START = """
 import json, os, sys
 events = []
 
-def audit(event, args):  # relative paths are resolved here, against this process's working directory
+# relative paths are resolved here, against this process's working directory
+def audit(event, args):
     if event == "open":
         path, mode, flags = args
         if isinstance(path, (str, bytes)):
             events.append(("open", os.path.abspath(os.fsdecode(path)), str(mode), flags))
     elif event in ("os.listdir", "os.scandir"):
-        events.append((event, os.path.abspath(os.fsdecode(args[0]) if args[0] is not None else "."), "", 0))
+        events.append((event, os.path.abspath(os.fsdecode(args[0]) if args[0] is not None else "."),
+                       "", 0))
 
 sys.addaudithook(audit)
 from sglang_plugin_runtime.platforms import current_platform_selection

@@ -180,6 +180,9 @@ def test_describe_contract_lists_device_mixin_members_first() -> None:
 
 
 def test_importing_interface_does_not_import_torch() -> None:
-    code = "import sys, sglang_plugin_runtime.platforms.interface; assert 'torch' not in sys.modules, 'torch was imported'"
+    code = (
+        "import sys, sglang_plugin_runtime.platforms.interface; "
+        "assert 'torch' not in sys.modules, 'torch was imported'"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

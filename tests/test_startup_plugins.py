@@ -45,7 +45,8 @@ def test_startup_plugins_run_before_the_general_plugins(site: PluginSite) -> Non
     out = site.run_json(
         """
         import json, shim
-        from sglang_plugin_runtime.plugins import STARTUP_PLUGINS_GROUP, load_plugins, plugin_load_report
+        from sglang_plugin_runtime.plugins import (
+            STARTUP_PLUGINS_GROUP, load_plugins, plugin_load_report)
         general = load_plugins()
         startup = plugin_load_report(group=STARTUP_PLUGINS_GROUP)
         print(json.dumps([shim.ORDER, [[o.plugin, o.status] for o in startup.outcomes],
@@ -101,7 +102,8 @@ def test_a_failing_startup_plugin_is_skipped_and_its_hooks_discarded(site: Plugi
     _site(site, SHIM + "    raise RuntimeError('shim broke')\n")
     code = """
         import json, shim
-        from sglang_plugin_runtime.plugins import STARTUP_PLUGINS_GROUP, load_plugins, plugin_load_report
+        from sglang_plugin_runtime.plugins import (
+            STARTUP_PLUGINS_GROUP, load_plugins, plugin_load_report)
         try:
             load_plugins()
         except Exception as exc:

@@ -20,7 +20,8 @@ def test_fixtures_are_available_without_any_conftest(pytester: pytest.Pytester) 
     result = run(
         pytester,
         """
-        def test_all(plugin_env, fake_distributions, hook_registry, platform_override, simulated_device):
+        def test_all(plugin_env, fake_distributions, hook_registry, platform_override,
+                     simulated_device):
             pass
     """,
     )
@@ -42,7 +43,8 @@ def test_plugin_env_clears_and_restores_variables(
             plugin_env.platform("acme")
             plugin_env.plugins("one", "two")
             plugin_env.strict()
-            assert (os.environ["SGLANG_PLATFORM"], os.environ["SGLANG_PLUGINS"]) == ("acme", "one,two")
+            assert (os.environ["SGLANG_PLATFORM"], os.environ["SGLANG_PLUGINS"]) == (
+                "acme", "one,two")
             assert os.environ["SGLANG_PLUGINS_STRICT"] == "1"
 
         def test_restored_afterwards():
@@ -82,10 +84,12 @@ def test_fake_distributions_are_discovered_and_loaded(pytester: pytest.Pytester)
             fake_distributions(
                 "acme-tools",
                 entry_points={"sglang.srt.plugins": {"acme": "acme_tools:register"}},
-                modules={"acme_tools/__init__.py": "CALLS = []\\ndef register():\\n    CALLS.append(1)\\n"},
+                modules={"acme_tools/__init__.py":
+                         "CALLS = []\\ndef register():\\n    CALLS.append(1)\\n"},
             )
             report = load_plugins()
-            assert [(r.plugin, r.status, r.distribution) for r in report.outcomes] == [("acme", "loaded", "acme-tools")]
+            assert [(r.plugin, r.status, r.distribution) for r in report.outcomes] == [
+                ("acme", "loaded", "acme-tools")]
             import acme_tools
             assert acme_tools.CALLS == [1]
     """,
@@ -104,7 +108,8 @@ def test_fake_distributions_leave_no_path_modules_or_load_state(pytester: pytest
         STATE = {}
 
         def test_first(fake_distributions):
-            fake_distributions("one-dist", entry_points={"sglang.srt.plugins": {"one": "one_mod:register"}},
+            fake_distributions("one-dist",
+                               entry_points={"sglang.srt.plugins": {"one": "one_mod:register"}},
                                modules={"one_mod.py": "def register():\\n    pass\\n"})
             assert [r.plugin for r in load_plugins().outcomes] == ["one"]
             STATE["root"] = str(fake_distributions.root)
@@ -113,7 +118,8 @@ def test_fake_distributions_leave_no_path_modules_or_load_state(pytester: pytest
             assert STATE["root"] not in sys.path
             assert "one_mod" not in sys.modules
             assert discover_entry_points().group("sglang.srt.plugins") == ()
-            fake_distributions("two-dist", entry_points={"sglang.srt.plugins": {"two": "two_mod:register"}},
+            fake_distributions("two-dist",
+                               entry_points={"sglang.srt.plugins": {"two": "two_mod:register"}},
                                modules={"two_mod.py": "def register():\\n    pass\\n"})
             assert [r.plugin for r in load_plugins().outcomes] == ["two"]
     """,
@@ -159,11 +165,13 @@ def test_hooks_registered_by_fake_plugins_are_undone(pytester: pytest.Pytester) 
         PLUGIN = '''
         from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
         def register():
-            HookRegistry.register("target_mod.work", lambda original, x: original(x) + 1, HookType.AROUND)
+            HookRegistry.register("target_mod.work", lambda original, x: original(x) + 1,
+                                  HookType.AROUND)
         '''
 
         def test_plugin_hooks(fake_distributions):
-            fake_distributions("hooker", entry_points={"sglang.srt.plugins": {"hooker": "hooker:register"}},
+            fake_distributions("hooker",
+                               entry_points={"sglang.srt.plugins": {"hooker": "hooker:register"}},
                                modules={"hooker.py": PLUGIN})
             load_plugins()
             assert target_mod.work(1) == 2
@@ -226,11 +234,14 @@ def test_platform_override_select_runs_the_real_selection_on_fake_distributions(
         '''
 
         def test_select(fake_distributions, platform_override, plugin_env):
-            fake_distributions("acme-npu", entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+            fake_distributions("acme-npu",
+                               entry_points={"sglang.srt.platforms":
+                                             {"acme": "acme_platform:activate"}},
                                modules={"acme_platform.py": PLATFORM})
             plugin_env.platform("acme")
             selection = platform_override.select()
-            assert (selection.plugin, selection.rule, selection.distribution) == ("acme", "explicit", "acme-npu")
+            assert (selection.plugin, selection.rule, selection.distribution) == (
+                "acme", "explicit", "acme-npu")
             assert type(platform_override.current()).__name__ == "AcmePlatform"
     """,
     )
@@ -263,7 +274,10 @@ def test_importing_the_kit_does_not_import_pytest_or_torch() -> None:
     import subprocess
     import sys
 
-    code = "import sys, sglang_plugin_runtime.testing; print('pytest' in sys.modules, 'torch' in sys.modules)"
+    code = (
+        "import sys, sglang_plugin_runtime.testing; "
+        "print('pytest' in sys.modules, 'torch' in sys.modules)"
+    )
     env = {k: v for k, v in os.environ.items()}
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True

@@ -19,7 +19,8 @@ except TypeError as exc:
 else:
     report({"imports": True})
     sys.exit(0)
-# Diagnostic only: every in-tree class the runtime refuses, not just the first (private names, so guarded).
+# Diagnostic only: every in-tree class the runtime refuses, not just the first (private names, so
+# guarded).
 refused = {}
 try:
     from sglang_plugin_runtime.platforms import _contract

@@ -215,7 +215,10 @@ def class_replace(e: Env) -> str:
     e.Registry.register(f"{m.__name__}.Sampler", Better, e.T.REPLACE)
     e.apply()
     ok = m.Sampler is Better and m.Sampler().sample() == "better"
-    return f"{'replaced' if ok else 'not replaced'}; {'copy follows' if user.Sampler is Better else 'copy stale'}"
+    return (
+        f"{'replaced' if ok else 'not replaced'}; "
+        f"{'copy follows' if user.Sampler is Better else 'copy stale'}"
+    )
 
 
 @scenario("A non-REPLACE hook with a class is refused at register()", sglang="TypeError")
@@ -321,7 +324,10 @@ def async_after(e: Env) -> str:
     e.Registry.register(f"{m.__name__}.f", hook, e.T.AFTER)
     e.apply()
     value = asyncio.run(m.f(1))
-    return f"coroutine function: {inspect.iscoroutinefunction(m.f)}; AFTER sees {seen[0]}; await -> {value}"
+    return (
+        f"coroutine function: {inspect.iscoroutinefunction(m.f)}; "
+        f"AFTER sees {seen[0]}; await -> {value}"
+    )
 
 
 @scenario("Stale `from x import f` copy in another module", sglang="copy fires")
@@ -475,7 +481,10 @@ def decorator(e: Env) -> str:
 
     returned = e.hooks.plugin_hook(f"{m.__name__}.f", type=e.T.AFTER)(hook)
     e.apply()
-    return f"{'unchanged' if returned is hook else 'changed'}; {'fires' if m.f(0) == 'hooked' else 'silent'}"
+    return (
+        f"{'unchanged' if returned is hook else 'changed'}; "
+        f"{'fires' if m.f(0) == 'hooked' else 'silent'}"
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -576,7 +585,10 @@ def failing_plugin(e: str, root: Path) -> str:
     )
     out = _load(e, root, extra="out['good'] = bool(sys.modules['plug_good'].CALLED)")
     logged = any("bad" in w for w in out["warnings"])
-    return f"{'others loaded' if out['good'] else 'others blocked'}; failure {'logged' if logged else 'silent'}"
+    return (
+        f"{'others loaded' if out['good'] else 'others blocked'}; "
+        f"failure {'logged' if logged else 'silent'}"
+    )
 
 
 @scenario(
@@ -600,9 +612,15 @@ def import_time_source(e: str, root: Path) -> str:
     """
     _dist(root, e, "plug-deco", {GENERAL: {"deco": "plug_deco:register"}}, {"plug_deco.py": src})
     if e == "sglang":
-        extra = "out['source'] = [list(s) if s else None for h in HookRegistry._hooks.values() for _t, _h, s in h]"
+        extra = (
+            "out['source'] = [list(s) if s else None "
+            "for h in HookRegistry._hooks.values() for _t, _h, s in h]"
+        )
     else:
-        extra = "out['source'] = [[x.plugin, x.distribution] for t in HookRegistry.describe() for x in t.hooks]"
+        extra = (
+            "out['source'] = [[x.plugin, x.distribution] "
+            "for t in HookRegistry.describe() for x in t.hooks]"
+        )
     out = _load(e, root, extra=extra)
     source = out["source"][0]
     return "source: None" if source is None else f"source: {source[0]} ({source[1]})"
@@ -754,7 +772,10 @@ def register_raises_unprintable(e: str, root: Path) -> str:
     )
     out = _load(e, root, extra="out['good'] = bool(sys.modules['plug_good'].CALLED)")
     logged = any("bad" in w for w in out["warnings"])
-    return f"{'others loaded' if out['good'] else 'others blocked'}; failure {'logged' if logged else 'silent'}"
+    return (
+        f"{'others loaded' if out['good'] else 'others blocked'}; "
+        f"failure {'logged' if logged else 'silent'}"
+    )
 
 
 WAITING_SRC = """
@@ -1030,7 +1051,8 @@ PLATFORM_HOOKS = """
         load_plugins()
         import plat_target
         hooked = plat_target.work() == "hooked"
-        out = ("" if out == "selected" else out + "; ") + ("its hook applied" if hooked else "its hook discarded")
+        out = (("" if out == "selected" else out + "; ")
+               + ("its hook applied" if hooked else "its hook discarded"))
     except Exception:
         pass
     report(out)
@@ -1128,8 +1150,12 @@ MM_HOOKS = {
     ),
 }
 MM_LOAD = {
-    "sglang": "from sglang.multimodal_gen.runtime.platforms.plugins import load_plugins\nload_plugins()",
-    "ours": "from sglang_plugin_runtime.plugins import load_plugins\nload_plugins('multimodal_gen')",
+    "sglang": (
+        "from sglang.multimodal_gen.runtime.platforms.plugins import load_plugins\nload_plugins()"
+    ),
+    "ours": (
+        "from sglang_plugin_runtime.plugins import load_plugins\nload_plugins('multimodal_gen')"
+    ),
 }
 
 
@@ -1282,10 +1308,12 @@ def mm_selected_general_fails(e: str, root: Path) -> str:
         extra=f"""
     try:
         {MM_LOAD[e].replace(chr(10), chr(10) + "        ")}
-        out = "WARNING; start-up continues" if any("hook setup failed" in r.getMessage() or "fake_hooks" in
-                                                     r.getMessage() for r in records) else "silent"
+        out = "WARNING; start-up continues" if any(
+            "hook setup failed" in r.getMessage() or "fake_hooks" in r.getMessage()
+            for r in records) else "silent"
     except Exception as exc:
-        out = "error: startup stops" if "hook setup failed" in str(exc) else f"{{type(exc).__name__}}: {{exc}}"
+        out = ("error: startup stops" if "hook setup failed" in str(exc)
+               else f"{{type(exc).__name__}}: {{exc}}")
     """,
     )
     return out
@@ -1309,7 +1337,8 @@ def mm_selected_general_fails_strict(e: str, root: Path) -> str:
         {MM_LOAD[e].replace(chr(10), chr(10) + "        ")}
         out = "start-up continues"
     except Exception as exc:
-        out = "error: startup stops" if "hook setup failed" in str(exc) else f"{{type(exc).__name__}}: {{exc}}"
+        out = ("error: startup stops" if "hook setup failed" in str(exc)
+               else f"{{type(exc).__name__}}: {{exc}}")
     """,
     )
 

@@ -32,7 +32,8 @@ except Exception as exc:  # what SGLang raised, for the test to judge
 else:
     from sglang.srt.platforms.interface import SRTPlatform
     from sglang_mydevice_platform.host import HOST_PACKAGE
-    info = {"ok": True, "class": f"{type(p).__module__}.{type(p).__qualname__}", "host": HOST_PACKAGE,
+    info = {"ok": True, "class": f"{type(p).__module__}.{type(p).__qualname__}",
+            "host": HOST_PACKAGE,
             "is_sglang_platform": isinstance(p, SRTPlatform), "out_of_tree": p.is_out_of_tree()}
     if p.device_type == "mydevice":
         info["total_memory"] = p.get_device_total_memory(0)
@@ -108,7 +109,8 @@ report({
     "timings": hooks.TIMINGS[hooks.TIMER_TARGET].calls,
     "replaced": type(policy).__name__,
     "victim": policy.select_victim({None, "adapter-a"}),
-    "sources": sorted({tuple(src) for hooks_ in HookRegistry._hooks.values() for _t, _h, src in hooks_}),
+    "sources": sorted({tuple(src)
+                       for hooks_ in HookRegistry._hooks.values() for _t, _h, src in hooks_}),
     "targets": len(HookRegistry._hooks),
 })
 """
@@ -349,7 +351,10 @@ def test_a_package_for_another_sglang_warns_once_on_released_sglang(
         sglang_versions=">=0.6",
     )
     site = pip_install_target(project, tmp_path_factory.mktemp("range-site"))
-    code = "from sglang.srt.plugins import load_plugins\nload_plugins()\nload_plugins()\nreport(True)\n"
+    code = (
+        "from sglang.srt.plugins import load_plugins\n"
+        "load_plugins()\nload_plugins()\nreport(True)\n"
+    )
     out = run_python(code, paths=[site])
     warnings = [line for line in out.stderr.splitlines() if "supports SGLang" in line]
     assert len(warnings) == 1, out.stderr

@@ -68,7 +68,8 @@ def general_plugin(generate) -> GeneratedPackage:
 LOAD = textwrap.dedent(
     """
     import sys
-    import sglang.srt.server_args  # the modules holding `from sglang.srt.runtime_context import get_platform`
+    # the modules holding `from sglang.srt.runtime_context import get_platform`
+    import sglang.srt.server_args
     from sglang.srt.plugins import load_plugins
     from sglang.srt.plugins.hook_registry import HookRegistry, HookSource
     from sglang.srt.platforms.interface import SRTPlatform
@@ -83,12 +84,14 @@ LOAD = textwrap.dedent(
         "count": resolve_target(hooks.COUNT_TARGET)("two tokens"),
         "batch": target_owner(hooks.TIMER_TARGET)().run_batch(["a", "b"]),
         "timings": hooks.TIMINGS[hooks.TIMER_TARGET].calls,
-        "policy_replaced": resolve_target(hooks.EVICTION_TARGET).__name__ == "KeepBaseModelEvictionPolicy",
+        "policy_replaced":
+            resolve_target(hooks.EVICTION_TARGET).__name__ == "KeepBaseModelEvictionPolicy",
         "compile_backend": SRTPlatform().get_compile_backend(),
         "cpu_compile_backend": CpuSRTPlatform().get_compile_backend(),
         "stale_copy": sys.modules["sglang.srt.utils.common"].get_platform() is not None,
         "calls": sglang_targets.CALLS,
-        "sources": sorted({tuple(src) for hooks_ in HookRegistry._hooks.values() for _t, _h, src in hooks_}),
+        "sources": sorted({tuple(src)
+                           for hooks_ in HookRegistry._hooks.values() for _t, _h, src in hooks_}),
         "registered": sorted(HookRegistry._hooks),
     }
     report(result)
@@ -120,7 +123,8 @@ def test_sglang_plugins_allowlist_can_switch_it_off(general_plugin: GeneratedPac
     from sglang.srt.plugins.hook_registry import HookRegistry
     load_plugins()
     import sys
-    report({"registered": sorted(HookRegistry._hooks), "imported": "sglang_probe_hooks" in sys.modules})
+    report({"registered": sorted(HookRegistry._hooks),
+            "imported": "sglang_probe_hooks" in sys.modules})
     """
     out = run_python(code, paths=[general_plugin.site], env={"SGLANG_PLUGINS": "someone_else"})
     assert out["registered"] == []

@@ -171,7 +171,8 @@ def observe(call_load_plugins):
         from sglang.srt.plugins import load_plugins
         load_plugins()
     images = importlib.import_module("sglang.srt.multimodal.deepseek_v41_image_processing")
-    return [theirs.HookRegistry is ours.HookRegistry, type(current_platform).__name__, images.num_image_tokens(2, 3)]
+    return [theirs.HookRegistry is ours.HookRegistry, type(current_platform).__name__,
+            images.num_image_tokens(2, 3)]
 """
 
 
@@ -189,7 +190,8 @@ def test_spawned_forked_and_forkserver_children_run_the_runtime_too(
             with mp.get_context(method).Pool(1) as pool:
                 return pool.apply(launched_child.observe, (call_load_plugins,))
 
-        report({"parent": launched_child.observe(True), "fork": run("fork", False), "spawn": run("spawn", True),
+        report({"parent": launched_child.observe(True), "fork": run("fork", False),
+                "spawn": run("spawn", True),
                 "forkserver": run("forkserver", True)})
         """,
         paths=[launched_site, tmp_path],
@@ -252,7 +254,10 @@ def test_an_isolated_python_after_other_options_is_refused_and_nothing_runs(
 def test_adoption_is_claimed_only_by_a_process_that_adopts() -> None:
     """A process of the command that imports SGLang without the shim (an isolated python it starts)
     is not adopted, and nothing claims it is."""
-    inner = "import subprocess, sys; subprocess.run([sys.executable, '-I', '-c', 'import sglang'], check=True)"
+    inner = (
+        "import subprocess, sys; "
+        "subprocess.run([sys.executable, '-I', '-c', 'import sglang'], check=True)"
+    )
     completed = launch(sys.executable, "-c", inner)
     assert completed.returncode == 0, completed.stderr
     assert "runs with sglang_plugin_runtime" not in completed.stderr
@@ -479,7 +484,8 @@ def upper(result):
 def register():
     from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
     SEEN.update(torch="torch" in sys.modules, srt_utils="sglang.srt.utils" in sys.modules, ran=True)
-    HookRegistry.register("sglang.srt.utils.common.get_bool_env_var", lambda result, *a, **k: True, HookType.AFTER)
+    HookRegistry.register("sglang.srt.utils.common.get_bool_env_var",
+                          lambda result, *a, **k: True, HookType.AFTER)
 """
 
 STARTUP_OBSERVED = """

@@ -30,13 +30,15 @@ try:
     from sglang.srt.platforms import current_platform as p
 except Exception as exc:  # what SGLang raised, for the test to judge
     report({"ok": False, "error": type(exc).__name__, "message": str(exc),
-            "imported": sorted(m for m in sys.modules if m.startswith(("sglang_simdev", "broken_other")))})
+            "imported": sorted(m for m in sys.modules
+                               if m.startswith(("sglang_simdev", "broken_other")))})
 else:
     from sglang.srt.platforms.interface import SRTPlatform
     info = {"ok": True, "class": f"{type(p).__module__}.{type(p).__qualname__}",
             "is_sglang_platform": isinstance(p, SRTPlatform), "out_of_tree": p.is_out_of_tree(),
             "device_name": p.device_name, "device_type": p.device_type,
-            "imported": sorted(m for m in sys.modules if m.startswith(("sglang_simdev", "broken_other")))}
+            "imported": sorted(m for m in sys.modules
+                               if m.startswith(("sglang_simdev", "broken_other")))}
     if p.device_type == "simdev":
         info["total_memory"] = p.get_device_total_memory(0)
         info["backend"] = p.get_torch_distributed_backend_str()

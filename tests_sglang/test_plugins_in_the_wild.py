@@ -178,7 +178,8 @@ class H(logging.Handler):
     def emit(self, record):
         messages.append(record.getMessage())
 logging.getLogger().addHandler(H(logging.WARNING))
-warnings.showwarning = lambda message, category, *a, **k: messages.append(f"{{category.__name__}}: {{message}}")
+warnings.showwarning = lambda message, category, *a, **k: messages.append(
+    f"{{category.__name__}}: {{message}}")
 out = {{"selected": None, "error": None, "calls": {{}}, "served": {{}}, "kit": []}}
 try:
     from {platforms} import current_platform as platform
@@ -190,12 +191,13 @@ except Exception as exc:
 else:
     from sglang_plugin_runtime.platforms._contract import interface_row
     from sglang_plugin_runtime.testing import check_platform_conformance
-    values = {{"device_id": 0, "device": None, "local_rank": 0, "algorithm": "EAGLE", "backend": "triton",
-               "phase": "draft_decode", "kind": "mha", "mode": None, "quantization": "fp8", "server_args": None,
-               "model": None}}
+    values = {{"device_id": 0, "device": None, "local_rank": 0, "algorithm": "EAGLE",
+               "backend": "triton", "phase": "draft_decode", "kind": "mha", "mode": None,
+               "quantization": "fp8", "server_args": None, "model": None}}
     cls = type(platform)
     out["selected"] = cls.__name__
-    own = [n for k in cls.__mro__ if k.__module__ == "wild_platform" for n in vars(k) if not n.startswith("_")]
+    own = [n for k in cls.__mro__ if k.__module__ == "wild_platform"
+           for n in vars(k) if not n.startswith("_")]
     for name in dict.fromkeys(own):
         row = interface_row(name, "srt")
         if row is None:
@@ -205,14 +207,16 @@ else:
             served = platform.get_kv_pool_cls(kind=kind)
             out["served"][kind] = getattr(served, "__name__", repr(served))
             continue
-        params = [p.strip().split("=")[0].strip("*") for p in row["signature"].strip("()").split(",")][1:]
+        params = [p.strip().split("=")[0].strip("*")
+                  for p in row["signature"].strip("()").split(",")][1:]
         for call in row.get("calls", ()):
             try:
                 if call.get("read"):
                     getattr(platform, name)
                 else:
                     args = [values[p] for p in params[: call.get("args", 0)]]
-                    result = getattr(platform, name)(*args, **{{k: values[k] for k in call.get("kwargs", ())}})
+                    result = getattr(platform, name)(
+                        *args, **{{k: values[k] for k in call.get("kwargs", ())}})
                     if hasattr(result, "__enter__"):
                         with result:
                             pass
@@ -257,7 +261,10 @@ def verdict(out: dict) -> str:
 def _describe(impl: str, out: dict) -> str:
     """The outcome, as the docs table shows it."""
     if out["error"] is not None:
-        return f"refused when the class is defined: {out['error'].split(':')[0]} naming the call SGLang makes"
+        return (
+            f"refused when the class is defined: {out['error'].split(':')[0]} "
+            "naming the call SGLang makes"
+        )
     parts = [f"selected ({out['selected']})"]
     failed = {n: s for n, s in out["calls"].items() if s != "ok"}
     if failed:
@@ -313,9 +320,7 @@ def test_a_misspelling_is_never_silent_on_the_runtime() -> None:
     assert sglang["kit"] == ours["kit"] == ["misspelled get_devce_name"]
 
 
-def test_the_kit_passes_every_shape_sglang_runs_except_misspellings_and_reliance_on_retired_hooks() -> (
-    None
-):
+def test_the_kit_passes_every_shape_sglang_runs_but_misspellings_and_retired_hooks() -> None:
     for shape in SHAPES:
         if shape.verdict != "runs":
             continue

@@ -169,7 +169,8 @@ from sglang.srt.lora.eviction_policy import get_eviction_policy
 import importlib
 unimportable = {}
 for target in HookRegistry._hooks:
-    module = target.partition(":")[0] if ":" in target else target.rsplit(".", 1)[0]  # all are module-level
+    # all are module-level
+    module = target.partition(":")[0] if ":" in target else target.rsplit(".", 1)[0]
     try:
         importlib.import_module(module)
     except ModuleNotFoundError as exc:

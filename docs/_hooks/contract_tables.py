@@ -46,7 +46,9 @@ _REGION = re.compile(
 _OWNER_TITLES = {
     "DeviceMixin": "`sglang.srt.platforms.device_mixin.DeviceMixin`",
     "SRTPlatform": "`sglang.srt.platforms.interface.SRTPlatform`",
-    "diffusion Platform": "`sglang.multimodal_gen.runtime.platforms.interface.Platform` (the diffusion engine)",
+    "diffusion Platform": (
+        "`sglang.multimodal_gen.runtime.platforms.interface.Platform` (the diffusion engine)"
+    ),
 }
 
 

@@ -26,7 +26,8 @@ ACME_INIT = '''
 
 def activate():
     """Return the platform class when an Acme NPU is present, else None."""
-    # A real plugin probes cheaply here (a device node, a driver library); the demo's card is always present.
+    # A real plugin probes cheaply here (a device node, a driver library); the demo's card is
+    # always present.
     return "acme_npu.platform:AcmeSRTPlatform"
 
 

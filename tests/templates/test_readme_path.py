@@ -1,17 +1,20 @@
-"""The generated README, followed literally, from a clean machine: every step passes, for both kinds.
+"""The generated README, followed literally, from a clean machine: every step passes, for both
+kinds.
 
-Each kind is generated with its default answers, and general packages also with other example sets (none; BEFORE
-and the class REPLACE), from the kit's tagged git clone (``kit_repository``), so the README's runtime step installs
-the runtime from that clone, as it would from the kit's repository. The shell steps
-of the README's section "From a clean machine to a tested, built package" are extracted in order and run as they
-are written, in one ``bash -e`` session at the project's root, with Python 3.11 first on ``PATH`` and nothing
-installed: the README's own first step makes the virtual environment (Python 3.11's ``venv``, with the pip it
-bundles: 23.2 for 3.11.7), and every later step runs in it.
+Each kind is generated with its default answers, and general packages also with other example sets
+(none; BEFORE and the class REPLACE), from the kit's tagged git clone (``kit_repository``), so the
+README's runtime step installs the runtime from that clone, as it would from the kit's repository.
+The shell steps of the README's section "From a clean machine to a tested, built package" are
+extracted in order and run as they are written, in one ``bash -e`` session at the project's root,
+with Python 3.11 first on ``PATH`` and nothing installed: the README's own first step makes the
+virtual environment (Python 3.11's ``venv``, with the pip it bundles: 23.2 for 3.11.7), and every
+later step runs in it.
 
-This machine reaches no index but its local one (pip's configuration: a find-links folder and local indexes);
-``--index-url https://download.pytorch.org/whl/cpu`` is tried as written, fails to resolve, and pip takes torch's
-CPU wheel from the find-links folder, as it would from that index. ``PIP_RETRIES=1`` and ``PIP_NO_COMPILE=1`` are
-settings of this machine (``RUNNER_PIP_ENV``), not of the README.
+This machine reaches no index but its local one (pip's configuration: a find-links folder and local
+indexes); ``--index-url https://download.pytorch.org/whl/cpu`` is tried as written, fails to
+resolve, and pip takes torch's CPU wheel from the find-links folder, as it would from that index.
+``PIP_RETRIES=1`` and ``PIP_NO_COMPILE=1`` are settings of this machine (``RUNNER_PIP_ENV``), not of
+the README.
 """
 
 from __future__ import annotations
@@ -38,12 +41,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "platform": {"plugin_kind": "platform"},
     "general": {"plugin_kind": "general"},
     "general-no-examples": {"plugin_kind": "general", "example_hooks": []},
-    "general-before-and-replace": {"plugin_kind": "general", "example_hooks": ["before", "replace_class"]},
+    "general-before-and-replace": {
+        "plugin_kind": "general",
+        "example_hooks": ["before", "replace_class"],
+    },
 }
 
 
 def _python311() -> Path | None:
-    """A Python 3.11 as a clean machine has it: pyenv's build with its bundled pip, else ``python3.11``."""
+    """A Python 3.11 as a clean machine has it: pyenv's build with its bundled pip, else
+    ``python3.11``."""
     pyenv = sorted(Path("/root/.pyenv/versions").glob("3.11.*/bin/python3.11"))
     found = pyenv[-1] if pyenv else shutil.which("python3.11")
     return Path(found) if found else None
@@ -53,7 +60,8 @@ PYTHON311 = _python311()
 
 
 def readme_steps(readme: str) -> list[str]:
-    """The shell commands of the README's path section, in order (comments dropped, ``\\`` lines joined)."""
+    """The shell commands of the README's path section, in order (comments dropped, ``\\`` lines
+    joined)."""
     start = readme.index(SECTION)
     end = readme.find("\n## ", start + len(SECTION))
     section = readme[start : end if end != -1 else len(readme)]
@@ -93,7 +101,11 @@ def _follow_readme(project: Path, env: dict[str, str]) -> tuple[list[str], list[
     script = "exec 2>&1\n" + "".join(f"echo {STEP_MARK}\n{command}\n" for command in steps)
     result = subprocess.run(
         ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", script],
-        cwd=project, env=env, capture_output=True, text=True, check=False,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     outputs = result.stdout.split(f"{STEP_MARK}\n")[1:]
     return steps, outputs, result.returncode
@@ -108,20 +120,36 @@ def _readme_run(request: pytest.FixtureRequest, variant: str) -> ReadmeRun:
     def build(folder: Path) -> dict[str, Any]:
         import yaml
 
-        project = render_template(Path(kit["path"]), folder / "project", vcs_ref=kit["current"], **VARIANTS[variant])
-        env = clean_env(PATH=f"{PYTHON311.parent}{os.pathsep}{os.environ.get('PATH', '')}", **RUNNER_PIP_ENV)
+        project = render_template(
+            Path(kit["path"]), folder / "project", vcs_ref=kit["current"], **VARIANTS[variant]
+        )
+        env = clean_env(
+            PATH=f"{PYTHON311.parent}{os.pathsep}{os.environ.get('PATH', '')}", **RUNNER_PIP_ENV
+        )
         env.pop("PIP_DISABLE_PIP_VERSION_CHECK", None)  # a clean machine has no such setting
         steps, outputs, returncode = _follow_readme(project, env)
         answers = yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))
-        return {"project": str(project), "steps": steps, "outputs": outputs, "returncode": returncode,
-                "answers": answers}
+        return {
+            "project": str(project),
+            "steps": steps,
+            "outputs": outputs,
+            "returncode": returncode,
+            "answers": answers,
+        }
 
     result = build_once(f"readme-path-{variant}", build)
-    return ReadmeRun(Path(result["project"]), result["steps"], result["outputs"], result["returncode"],
-                     result["answers"])
+    return ReadmeRun(
+        Path(result["project"]),
+        result["steps"],
+        result["outputs"],
+        result["returncode"],
+        result["answers"],
+    )
 
 
-@pytest.fixture(params=[pytest.param(v, marks=pytest.mark.xdist_group(f"readme-path-{v}")) for v in VARIANTS])
+@pytest.fixture(
+    params=[pytest.param(v, marks=pytest.mark.xdist_group(f"readme-path-{v}")) for v in VARIANTS]
+)
 def readme_run(request: pytest.FixtureRequest) -> ReadmeRun:
     return _readme_run(request, request.param)
 
@@ -129,24 +157,35 @@ def readme_run(request: pytest.FixtureRequest) -> ReadmeRun:
 def test_every_step_of_the_readme_passes_from_a_clean_machine(readme_run: ReadmeRun) -> None:
     if readme_run.failed_step is not None:
         pytest.fail(
-            f"README step {readme_run.failed_step!r} failed (exit {readme_run.returncode}) in {readme_run.project}:\n"
-            f"{readme_run.outputs[-1][-6000:]}",
+            f"README step {readme_run.failed_step!r} failed (exit {readme_run.returncode}) in "
+            f"{readme_run.project}:\n{readme_run.outputs[-1][-6000:]}",
             pytrace=False,
         )
     assert len(readme_run.outputs) == len(readme_run.steps)
 
 
-def test_the_path_is_complete_in_order(readme_run: ReadmeRun, kit_repository: dict[str, str]) -> None:
-    commit = git(Path(kit_repository["path"]), "rev-parse", f"{kit_repository['current']}^{{commit}}").strip()
-    expected = ["python3 -m venv .venv", ". .venv/bin/activate", "python -m pip install --upgrade pip"]
+def test_the_path_is_complete_in_order(
+    readme_run: ReadmeRun, kit_repository: dict[str, str]
+) -> None:
+    commit = git(
+        Path(kit_repository["path"]), "rev-parse", f"{kit_repository['current']}^{{commit}}"
+    ).strip()
+    expected = [
+        "python3 -m venv .venv",
+        ". .venv/bin/activate",
+        "python -m pip install --upgrade pip",
+    ]
     if readme_run.answers["plugin_kind"] == "platform":
-        expected.append("pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
+        expected.append(
+            "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+        )
     expected += [
         f'pip install "sglang-plugin-runtime @ {readme_run.answers["runtime_source"]}@{commit}"',
         'pip install -e ".[test]"',
         "pytest",
         "sglang-plugins doctor --strict --simulate mydevice --simulate-backend torch_mydevice"
-        if readme_run.answers["plugin_kind"] == "platform" else "sglang-plugins doctor --strict",
+        if readme_run.answers["plugin_kind"] == "platform"
+        else "sglang-plugins doctor --strict",
         "python -m build",
     ]
     assert readme_run.steps == expected
@@ -155,9 +194,14 @@ def test_the_path_is_complete_in_order(readme_run: ReadmeRun, kit_repository: di
 def test_the_readme_starts_on_the_pip_python_3_11_bundles(readme_run: ReadmeRun) -> None:
     assert PYTHON311 is not None
     bundled = subprocess.run(
-        [PYTHON311, "-c", "import ensurepip; print(ensurepip.version())"], capture_output=True, text=True, check=True
+        [PYTHON311, "-c", "import ensurepip; print(ensurepip.version())"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
-    assert f"Successfully uninstalled pip-{bundled}" in readme_run.output_of("python -m pip install --upgrade pip")
+    assert f"Successfully uninstalled pip-{bundled}" in readme_run.output_of(
+        "python -m pip install --upgrade pip"
+    )
 
 
 def test_the_editable_install_is_quiet(readme_run: ReadmeRun) -> None:
@@ -173,7 +217,8 @@ def test_the_tests_pass_without_warnings(readme_run: ReadmeRun) -> None:
 def test_the_doctor_gate_passes(readme_run: ReadmeRun) -> None:
     doctor = next(s for s in readme_run.steps if s.startswith("sglang-plugins doctor --strict"))
     assert "exit status 0" in readme_run.output_of(doctor)
-    assert "NumPy" not in readme_run.output_of(doctor)  # the CPU build of torch's warning headed --simulate runs
+    # the CPU build of torch's warning headed --simulate runs
+    assert "NumPy" not in readme_run.output_of(doctor)
 
 
 def test_the_build_leaves_an_sdist_and_a_wheel(readme_run: ReadmeRun) -> None:

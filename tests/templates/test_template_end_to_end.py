@@ -1,17 +1,19 @@
-"""End to end, as a vendor's CI runs it: generated packages pass their own workflow on a clean machine.
+"""End to end, as a vendor's CI runs it: generated packages pass their own workflow on a clean
+machine.
 
-Each case renders the template from a tagged git clone of this repository (``kit_repository``), the way a vendor
-generates it, then runs the ``run`` steps of the generated ``.github/workflows/ci.yml`` -- read from that file -- in
-a fresh venv standing in for ``actions/setup-python``, in a copy of the project standing in for ``actions/checkout``:
-install, test, ``sglang-plugins list``, build. Two situations:
+Each case renders the template from a tagged git clone of this repository (``kit_repository``), the
+way a vendor generates it, then runs the ``run`` steps of the generated ``.github/workflows/ci.yml``
+-- read from that file -- in a fresh venv standing in for ``actions/setup-python``, in a copy of the
+project standing in for ``actions/checkout``: install, test, ``sglang-plugins list``, build. Two
+situations:
 
-- today: the runtime is on no index; the workflow installs it from the kit's repository (``runtime_source``,
-  derived from where the package was generated, pinned to the template's tag);
-- after publication: ``runtime_source`` is empty and the runtime wheel the release workflow built is served by a
-  local package index; ``pip install -e ".[test]"`` resolves it from there.
+- today: the runtime is on no index; the workflow installs it from the kit's repository
+  (``runtime_source``, derived from where the package was generated, pinned to the template's tag);
+- after publication: ``runtime_source`` is empty and the runtime wheel the release workflow built is
+  served by a local package index; ``pip install -e ".[test]"`` resolves it from there.
 
-Defaults and realistic answers, each kind in each situation. One venv per case for the whole run (shared by the
-xdist workers through ``build_once``); the other tests below reuse them.
+Defaults and realistic answers, each kind in each situation. One venv per case for the whole run
+(shared by the xdist workers through ``build_once``); the other tests below reuse them.
 """
 
 from __future__ import annotations
@@ -72,12 +74,19 @@ class CIRun:
 
 
 def _pip_extra_index(index_url: str) -> str:
-    """``index_url`` in front of this machine's own extra indexes (an environment variable replaces them)."""
+    """``index_url`` in front of this machine's own extra indexes (an environment variable replaces
+    them)."""
     configured = subprocess.run(
         [sys.executable, "-m", "pip", "config", "get", "global.extra-index-url"],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    return " ".join([index_url, *configured.stdout.split()]) if configured.returncode == 0 else index_url
+    return (
+        " ".join([index_url, *configured.stdout.split()])
+        if configured.returncode == 0
+        else index_url
+    )
 
 
 def _ci_run(request: pytest.FixtureRequest, name: str) -> CIRun:
@@ -90,7 +99,9 @@ def _ci_run(request: pytest.FixtureRequest, name: str) -> CIRun:
         import yaml
 
         data = dict(answers, **({"runtime_source": ""} if published else {}))
-        project = render_template(Path(kit["path"]), folder / "generated", vcs_ref=kit["current"], **data)
+        project = render_template(
+            Path(kit["path"]), folder / "generated", vcs_ref=kit["current"], **data
+        )
         checkout = folder / "checkout"  # actions/checkout: the project's files, fresh
         shutil.copytree(project, checkout)
         runner = VirtualEnv(folder / "setup-python")  # actions/setup-python: a clean Python
@@ -99,28 +110,44 @@ def _ci_run(request: pytest.FixtureRequest, name: str) -> CIRun:
         env = dict(RUNNER_PIP_ENV)
         if released is not None:
             wheel = next(p for p in released["dist"] if p.endswith(".whl"))
-            env["PIP_EXTRA_INDEX_URL"] = _pip_extra_index(simple_index(folder / "index", Path(wheel)))
+            env["PIP_EXTRA_INDEX_URL"] = _pip_extra_index(
+                simple_index(folder / "index", Path(wheel))
+            )
         outputs = {}
         for step in workflow_run_steps(workflow, "test", {"matrix.python-version": PYTHON}):
             result = run_workflow_step(step, venv=runner, cwd=checkout, env=env)
             outputs[step.name] = result.stdout + result.stderr
         recorded = yaml.safe_load((checkout / ".copier-answers.yml").read_text(encoding="utf-8"))
-        return {"venv": str(runner.path), "checkout": str(checkout), "answers": recorded, "outputs": outputs}
+        return {
+            "venv": str(runner.path),
+            "checkout": str(checkout),
+            "answers": recorded,
+            "outputs": outputs,
+        }
 
     result = build_once(f"ci-{name}", build)
-    return CIRun(VirtualEnv.existing(Path(result["venv"])), Path(result["checkout"]), result["answers"], published,
-                 result["outputs"])
+    return CIRun(
+        VirtualEnv.existing(Path(result["venv"])),
+        Path(result["checkout"]),
+        result["answers"],
+        published,
+        result["outputs"],
+    )
 
 
-#: The xdist group of each situation: its cases' tests run on one worker, which builds their venvs (the release
-#: workflow's build, which the published cases need, runs in the same group), so no worker waits on another's build.
+#: The xdist group of each situation: its cases' tests run on one worker, which builds their venvs
+#: (the release workflow's build, which the published cases need, runs in the same group), so no
+#: worker waits on another's build.
 TODAY_GROUP = pytest.mark.xdist_group("templates-ci-today")
 PUBLISHED_GROUP = pytest.mark.xdist_group("templates-ci-published")
 
 
 def _cases(published: bool | None = None) -> list[Any]:
-    return [pytest.param(name, marks=PUBLISHED_GROUP if pub else TODAY_GROUP)
-            for name, (_, pub) in sorted(CASES.items()) if published is None or pub == published]
+    return [
+        pytest.param(name, marks=PUBLISHED_GROUP if pub else TODAY_GROUP)
+        for name, (_, pub) in sorted(CASES.items())
+        if published is None or pub == published
+    ]
 
 
 EVERY_CASE = pytest.mark.parametrize("ci_run", _cases(), indirect=True)
@@ -141,7 +168,6 @@ def platform_defaults(request: pytest.FixtureRequest) -> CIRun:
 @pytest.fixture
 def general_realistic(request: pytest.FixtureRequest) -> CIRun:
     return _ci_run(request, "general-realistic-today")
-
 
 
 def _installed_runtime(run: CIRun) -> dict[str, Any]:
@@ -170,19 +196,28 @@ def _wheel_entry_points(wheel: Path) -> str:
         return archive.read(name).decode("utf-8")
 
 
-# ---- every case: the workflow's own steps ------------------------------------------------------------------
+# ---- every case: the workflow's own steps
 
 
 @EVERY_CASE
 def test_generated_workflow_passes_on_a_clean_machine(ci_run: CIRun) -> None:
-    assert list(ci_run.outputs) == ["Install", "Test", "Check what the runtime discovers", "Gate", "Build"]
+    assert list(ci_run.outputs) == [
+        "Install",
+        "Test",
+        "Check what the runtime discovers",
+        "Gate",
+        "Build",
+    ]
     summary = ci_run.outputs["Test"].strip().splitlines()[-1]
-    assert " passed" in summary and "failed" not in summary and "error" not in summary, ci_run.outputs["Test"]
+    assert " passed" in summary and "failed" not in summary and "error" not in summary, (
+        ci_run.outputs["Test"]
+    )
 
 
 @EVERY_CASE
 def test_own_tests_run_without_warnings_or_skips(ci_run: CIRun) -> None:
-    # docs/getting-started.md says so: the NumPy warning of the CPU torch build is filtered in pyproject.toml.
+    # docs/getting-started.md says so: the NumPy warning of the CPU torch build is filtered in
+    # pyproject.toml.
     summary = ci_run.outputs["Test"].strip().splitlines()[-1]
     assert "warning" not in summary and "skipped" not in summary, summary
 
@@ -197,12 +232,18 @@ def test_today_the_runtime_comes_from_the_kit_repository_at_the_template_commit(
     ci_run: CIRun, kit_repository: dict[str, str]
 ) -> None:
     direct_url = json.loads(_installed_runtime(ci_run)["direct_url"])
-    # Derived from where the package was generated: the kit's git repository, at the commit of the tag it was
-    # generated from (the commit, so that a tag placed later changes nothing).
+    # Derived from where the package was generated: the kit's git repository, at the commit of the
+    # tag it was generated from (the commit, so that a tag placed later changes nothing).
     assert ci_run.answers["runtime_source"] == "git+" + direct_url["url"]
     assert direct_url["url"].startswith("file://") and direct_url["vcs_info"]["vcs"] == "git"
-    tagged = git(Path(kit_repository["path"]), "rev-parse", f"{ci_run.answers['_commit']}^{{commit}}").strip()
-    assert direct_url["vcs_info"]["requested_revision"] == tagged == direct_url["vcs_info"]["commit_id"]
+    tagged = git(
+        Path(kit_repository["path"]), "rev-parse", f"{ci_run.answers['_commit']}^{{commit}}"
+    ).strip()
+    assert (
+        direct_url["vcs_info"]["requested_revision"]
+        == tagged
+        == direct_url["vcs_info"]["commit_id"]
+    )
 
 
 @PUBLISHED_CASES
@@ -215,7 +256,9 @@ def test_after_publication_the_runtime_comes_from_the_index(
     assert installed["direct_url"] is None  # resolved from an index, not installed from a URL
     wheel = next(Path(p) for p in released_runtime["dist"] if p.endswith(".whl"))
     with zipfile.ZipFile(wheel) as archive:
-        assert installed["init"] == archive.read("sglang_plugin_runtime/__init__.py").decode("utf-8")
+        assert installed["init"] == archive.read("sglang_plugin_runtime/__init__.py").decode(
+            "utf-8"
+        )
 
 
 @EVERY_CASE
@@ -224,8 +267,14 @@ def test_workflow_build_gives_a_wheel_with_the_entry_points_and_no_caches(ci_run
     names = _wheel_names(wheel)
     package, entry_point = ci_run.package, ci_run.answers["entry_point_name"]
     assert f"{package}/py.typed" in names
-    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or n.startswith("tests/")]
-    group = "sglang.srt.platforms" if ci_run.answers["plugin_kind"] == "platform" else "sglang.srt.plugins"
+    assert not [
+        n for n in names if "__pycache__" in n or n.endswith(".pyc") or n.startswith("tests/")
+    ]
+    group = (
+        "sglang.srt.platforms"
+        if ci_run.answers["plugin_kind"] == "platform"
+        else "sglang.srt.plugins"
+    )
     function = "activate" if group == "sglang.srt.platforms" else "register"
     assert f"[{group}]\n{entry_point} = {package}:{function}" in _wheel_entry_points(wheel)
     (sdist,) = (ci_run.checkout / "dist").glob("*.tar.gz")
@@ -239,7 +288,7 @@ def test_wheel_ships_the_license_the_answers_name(ci_run: CIRun) -> None:
     assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
 
 
-# ---- platform, default answers --------------------------------------------------------------------------
+# ---- platform, default answers
 
 
 @TODAY_GROUP
@@ -251,7 +300,9 @@ def test_platform_wheel_has_its_modules(platform_defaults: CIRun) -> None:
 
 
 @TODAY_GROUP
-def test_runtime_discovers_the_platform_and_falls_back_without_hardware(platform_defaults: CIRun) -> None:
+def test_runtime_discovers_the_platform_and_falls_back_without_hardware(
+    platform_defaults: CIRun,
+) -> None:
     code = (
         "import json\n"
         "from sglang_plugin_runtime.platforms import current_platform, current_platform_selection\n"
@@ -269,8 +320,10 @@ def test_runtime_discovers_the_platform_and_falls_back_without_hardware(platform
 @TODAY_GROUP
 def test_runtime_refuses_the_named_platform_without_hardware(platform_defaults: CIRun) -> None:
     result = platform_defaults.venv.run(
-        "-c", "from sglang_plugin_runtime.platforms import current_platform; print(current_platform)",
-        check=False, SGLANG_PLATFORM="mydevice",
+        "-c",
+        "from sglang_plugin_runtime.platforms import current_platform; print(current_platform)",
+        check=False,
+        SGLANG_PLATFORM="mydevice",
     )
     assert result.returncode != 0
     assert "mydevice" in result.stderr
@@ -291,11 +344,17 @@ def test_activate_logs_under_the_package_name_once(platform_defaults: CIRun) -> 
 
 @TODAY_GROUP
 def test_the_package_builds_on_the_runtime_where_sglang_is_absent(platform_defaults: CIRun) -> None:
-    code = "from sglang_mydevice_platform.host import HOST_PACKAGE, SGLANG_INSTALLED; print(HOST_PACKAGE, SGLANG_INSTALLED)"
-    assert platform_defaults.venv.run("-c", code).stdout.split() == ["sglang_plugin_runtime", "False"]
+    code = (
+        "from sglang_mydevice_platform.host import HOST_PACKAGE, SGLANG_INSTALLED; "
+        "print(HOST_PACKAGE, SGLANG_INSTALLED)"
+    )
+    assert platform_defaults.venv.run("-c", code).stdout.split() == [
+        "sglang_plugin_runtime",
+        "False",
+    ]
 
 
-# ---- general, realistic answers -------------------------------------------------------------------------
+# ---- general, realistic answers
 
 
 @TODAY_GROUP
@@ -308,9 +367,12 @@ def test_installed_metadata_keeps_an_unusual_description(general_realistic: CIRu
 
 
 @TODAY_GROUP
-def test_runtime_loads_the_general_plugin_whose_hooks_wait_for_sglang(general_realistic: CIRun) -> None:
-    # The hooks target SGLang's own code; with the runtime alone they wait for it (and the class REPLACE, which
-    # subclasses SGLang's class, is not registered). doctor --strict passed in the workflow's Gate step.
+def test_runtime_loads_the_general_plugin_whose_hooks_wait_for_sglang(
+    general_realistic: CIRun,
+) -> None:
+    # The hooks target SGLang's own code; with the runtime alone they wait for it (and the class
+    # REPLACE, which subclasses SGLang's class, is not registered). doctor --strict passed in the
+    # workflow's Gate step.
     code = (
         "import json\nfrom sglang_plugin_runtime.plugins import load_plugins\n"
         "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry\n"
@@ -322,28 +384,35 @@ def test_runtime_loads_the_general_plugin_whose_hooks_wait_for_sglang(general_re
         ["sglang.srt.multimodal.deepseek_v41_image_processing.num_image_tokens", "pending"],
         ["sglang.srt.parser.code_completion_parser.generate_completion_prompt", "pending"],
     ]
-    assert "Gate" in general_realistic.outputs and "exit status 0" in general_realistic.outputs["Gate"]
+    assert (
+        "Gate" in general_realistic.outputs and "exit status 0" in general_realistic.outputs["Gate"]
+    )
 
 
 def _sglang_installed_as(run: CIRun, version: str, folder: Path) -> Path:
-    """A folder to put on ``PYTHONPATH`` in which ``sglang`` ``version`` is installed (its metadata only)."""
+    """A folder to put on ``PYTHONPATH`` in which ``sglang`` ``version`` is installed (its metadata
+    only)."""
     dist_info = folder / f"sglang-{version}.dist-info"
     dist_info.mkdir(parents=True)
-    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n\n")
+    (dist_info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n\n"
+    )
     return folder
 
 
 LOAD_AND_LOG = (
-    "import logging\nlogging.basicConfig(level=logging.WARNING, format='%(levelname)s %(name)s: %(message)s')\n"
-    "from sglang_plugin_runtime.plugins import load_plugins\n"
-    "report = load_plugins()\nload_plugins()\n"
-    "print([(r.plugin, r.status) for r in report.outcomes])\n"
+    "import logging\nlogging.basicConfig(level=logging.WARNING, format='%(levelname)s %(name)s: "
+    "%(message)s')\nfrom sglang_plugin_runtime.plugins import load_plugins\nreport = "
+    "load_plugins()\nload_plugins()\nprint([(r.plugin, r.status) for r in report.outcomes])\n"
 )
 
 
-@pytest.mark.fault("templates", "a generated package under an SGLang outside the releases it declares",
-                   "one WARNING when the plugin loads, naming the plugin, its range and the installed SGLang; "
-                   "with SGLANG_PLUGINS_STRICT=1 the plugin fails with that message")
+@pytest.mark.fault(
+    "templates",
+    "a generated package under an SGLang outside the releases it declares",
+    "one WARNING when the plugin loads, naming the plugin, its range and the installed SGLang; "
+    "with SGLANG_PLUGINS_STRICT=1 the plugin fails with that message",
+)
 @TODAY_GROUP
 def test_a_package_outside_its_supported_sglang_warns_once_and_fails_in_strict_mode(
     general_realistic: CIRun, tmp_path: Path
@@ -351,21 +420,29 @@ def test_a_package_outside_its_supported_sglang_warns_once_and_fails_in_strict_m
     site = _sglang_installed_as(general_realistic, "0.6.1", tmp_path / "site")
     relaxed = general_realistic.venv.run("-c", LOAD_AND_LOG, PYTHONPATH=str(site))
     warnings = [line for line in relaxed.stderr.splitlines() if "supports SGLang" in line]
-    package, plugin, dist = (general_realistic.answers[k] for k in ("package_name", "entry_point_name",
-                                                                       "distribution_name"))
+    package, plugin, dist = (
+        general_realistic.answers[k]
+        for k in ("package_name", "entry_point_name", "distribution_name")
+    )
     assert warnings == [
-        f"WARNING {package}.supported: plugin '{plugin}' ({dist} 0.1.0) supports SGLang <0.6,>=0.5.23, but SGLang "
-        f"0.6.1 is installed; install a supported SGLang or a version of {dist} made for SGLang 0.6.1"
+        f"WARNING {package}.supported: plugin '{plugin}' ({dist} 0.1.0) supports SGLang "
+        "<0.6,>=0.5.23, but SGLang 0.6.1 is installed; install a supported SGLang or a version of "
+        f"{dist} made for SGLang 0.6.1"
     ], relaxed.stderr
     assert "'loaded'" in relaxed.stdout
-    strict = general_realistic.venv.run("-c", LOAD_AND_LOG, PYTHONPATH=str(site), SGLANG_PLUGINS_STRICT="1",
-                                        check=False)
+    strict = general_realistic.venv.run(
+        "-c", LOAD_AND_LOG, PYTHONPATH=str(site), SGLANG_PLUGINS_STRICT="1", check=False
+    )
     assert strict.returncode != 0
-    assert "UnsupportedSGLangError" in strict.stderr and "SGLang 0.6.1 is installed" in strict.stderr
+    assert (
+        "UnsupportedSGLangError" in strict.stderr and "SGLang 0.6.1 is installed" in strict.stderr
+    )
 
 
 @TODAY_GROUP
-def test_a_package_within_its_supported_sglang_says_nothing(general_realistic: CIRun, tmp_path: Path) -> None:
+def test_a_package_within_its_supported_sglang_says_nothing(
+    general_realistic: CIRun, tmp_path: Path
+) -> None:
     site = _sglang_installed_as(general_realistic, "0.5.23", tmp_path / "site")
     result = general_realistic.venv.run("-c", LOAD_AND_LOG, PYTHONPATH=str(site))
     assert "supports SGLang" not in result.stderr and "'loaded'" in result.stdout

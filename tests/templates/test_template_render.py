@@ -1,8 +1,9 @@
-"""Rendering the template: every kind, with defaults and with unusual answers, gives a clean, valid project.
+"""Rendering the template: every kind, with defaults and with unusual answers, gives a clean, valid
+project.
 
-Each case is rendered once (cached per session) and checked by one test per property: the TOML and YAML parse
-and say what was answered, every Python file compiles and passes ruff, no Jinja or cache files are left, and
-every file ends cleanly.
+Each case is rendered once (cached per session) and checked by one test per property: the TOML and
+YAML parse and say what was answered, every Python file compiles and passes ruff, no Jinja or cache
+files are left, and every file ends cleanly.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from template_support import (
     render_template,
 )
 
-UNUSUAL_TEXT = 'Runs "SGLang" on C:\\npu\\ — Zoë’s 🚀 backend <fast> & {braces} {{ not jinja }} \'quoted\''
+UNUSUAL_TEXT = (
+    "Runs \"SGLang\" on C:\\npu\\ — Zoë’s 🚀 backend <fast> & {braces} {{ not jinja }} 'quoted'"
+)
 
 CASES: dict[str, dict[str, Any]] = {
     "platform-defaults": {"plugin_kind": "platform"},
@@ -95,8 +98,16 @@ CASES: dict[str, dict[str, Any]] = {
         "description": UNUSUAL_TEXT,
     },
     "general-sglang-host": {"plugin_kind": "general", "host_api": "sglang"},
-    "general-sglang-host-one-hook": {"plugin_kind": "general", "host_api": "sglang", "example_hooks": ["around_timer"]},
-    "platform-with-diffusion": {"plugin_kind": "platform", "with_mm_platform": True, "license": "BSD-3-Clause"},
+    "general-sglang-host-one-hook": {
+        "plugin_kind": "general",
+        "host_api": "sglang",
+        "example_hooks": ["around_timer"],
+    },
+    "platform-with-diffusion": {
+        "plugin_kind": "platform",
+        "with_mm_platform": True,
+        "license": "BSD-3-Clause",
+    },
     "platform-realistic": PLATFORM_REALISTIC,
     "general-realistic": GENERAL_REALISTIC,
     "general-runtime-from-the-index": {"plugin_kind": "general", "runtime_source": ""},
@@ -135,7 +146,7 @@ def test_copier_yml_needs_no_trust_and_excludes_caches() -> None:
 
 
 def test_pyproject_parses_and_carries_the_answers(case: tuple[dict[str, Any], Path]) -> None:
-    answers, project = case
+    _, project = case
     data = _pyproject(project)
     recorded = _answers(project)
     assert data["project"]["name"] == recorded["distribution_name"]
@@ -143,8 +154,11 @@ def test_pyproject_parses_and_carries_the_answers(case: tuple[dict[str, Any], Pa
     assert data["project"]["authors"][0]["name"] == recorded["author_name"]
     assert data["project"]["requires-python"] == f">={recorded['python_min']}"
     assert data["project"]["dependencies"] == HOST_REQUIREMENTS[recorded["host_api"]]
-    assert data["project"]["dynamic"] == ["version"]  # the package's __version__ is the one place it is written
-    assert data["tool"]["setuptools"]["dynamic"]["version"] == {"attr": f"{recorded['package_name']}.__version__"}
+    # the package's __version__ is the one place it is written
+    assert data["project"]["dynamic"] == ["version"]
+    assert data["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": f"{recorded['package_name']}.__version__"
+    }
     assert data["build-system"]["build-backend"] == "setuptools.build_meta"
 
 
@@ -168,14 +182,18 @@ def test_entry_points_name_the_plugin_function(case: tuple[dict[str, Any], Path]
         with_mm = recorded.get("with_mm_platform", False)  # not asked with host_api=sglang
         assert mm == ({name: f"{package}:activate_mm"} if with_mm else None)
         startup = entry_points.get("sglang.srt.startup_plugins")
-        assert startup == ({name: f"{package}.startup:register"} if recorded["with_startup_plugin"] else None)
+        assert startup == (
+            {name: f"{package}.startup:register"} if recorded["with_startup_plugin"] else None
+        )
     else:
         assert entry_points == {"sglang.srt.plugins": {name: f"{package}:register"}}
 
 
-def test_the_runtime_is_required_only_where_it_is_imported(case: tuple[dict[str, Any], Path]) -> None:
-    # Serving with SGLang never imports the runtime: it is an extra (tests; hosts without SGLang), never a
-    # requirement, so a customer's index needs no name it does not have.
+def test_the_runtime_is_required_only_where_it_is_imported(
+    case: tuple[dict[str, Any], Path],
+) -> None:
+    # Serving with SGLang never imports the runtime: it is an extra (tests; hosts without SGLang),
+    # never a requirement, so a customer's index needs no name it does not have.
     _, project = case
     recorded = _answers(project)
     extras = _pyproject(project)["project"]["optional-dependencies"]
@@ -183,7 +201,9 @@ def test_the_runtime_is_required_only_where_it_is_imported(case: tuple[dict[str,
     if recorded["host_api"] == "sglang":
         assert set(extras) == {"test"}
     else:
-        assert extras["runtime"] == [RUNTIME_REQUIREMENT] and extras["sglang"] == [SGLANG_REQUIREMENT]
+        assert extras["runtime"] == [RUNTIME_REQUIREMENT] and extras["sglang"] == [
+            SGLANG_REQUIREMENT
+        ]
 
 
 def _imports(path: Path) -> list[str]:
@@ -191,21 +211,28 @@ def _imports(path: Path) -> list[str]:
 
 
 def _is_host_api(module: str) -> bool:
-    return module in {"sglang", "sglang_plugin_runtime"} or module.startswith(("sglang.", "sglang_plugin_runtime."))
+    return module in {"sglang", "sglang_plugin_runtime"} or module.startswith(
+        ("sglang.", "sglang_plugin_runtime.")
+    )
 
 
 def test_only_host_py_imports_sglang_or_the_runtime(case: tuple[dict[str, Any], Path]) -> None:
     _, project = case
-    # The class REPLACE example subclasses the SGLang class it replaces: that import is its target's, not the host's.
+    # The class REPLACE example subclasses the SGLang class it replaces: that import is its
+    # target's, not the host's.
     package = project / _answers(project)["package_name"]
     for path in sorted(package.rglob("*.py")):
         if path.name == "eviction.py":
-            assert [m for m in _imports(path) if _is_host_api(m)] == ["sglang.srt.lora.eviction_policy"]
+            assert [m for m in _imports(path) if _is_host_api(m)] == [
+                "sglang.srt.lora.eviction_policy"
+            ]
         elif path.name != "host.py":
             assert not [m for m in _imports(path) if _is_host_api(m)], path
 
 
-def test_host_py_binds_to_what_is_installed_unless_pinned_to_sglang(case: tuple[dict[str, Any], Path]) -> None:
+def test_host_py_binds_to_what_is_installed_unless_pinned_to_sglang(
+    case: tuple[dict[str, Any], Path],
+) -> None:
     _, project = case
     recorded = _answers(project)
     host = project / recorded["package_name"] / "host.py"
@@ -220,7 +247,8 @@ def test_host_py_binds_to_what_is_installed_unless_pinned_to_sglang(case: tuple[
 
 @pytest.mark.parametrize("name", ["platform-defaults", "platform-sglang-host"])
 def test_platform_tests_check_conformance_directly(render: Render, name: str) -> None:
-    # The kit judges classes built on SGLang's own bases too: no copy of the class is built in the test.
+    # The kit judges classes built on SGLang's own bases too: no copy of the class is built in the
+    # test.
     project = _RENDERED.get(name) or render(**CASES[name])
     text = (project / "tests" / "test_platform.py").read_text(encoding="utf-8")
     assert "from sglang_plugin_runtime.testing import assert_platform_conformance\n" in text
@@ -235,8 +263,15 @@ def test_answers_file_records_questions_but_not_derived_values(
     recorded = _answers(project)
     for key, value in answers.items():
         assert recorded[key] == value
-    assert not {"class_prefix", "runtime_requirement", "torch_backend_key", "runtime_ref", "runtime_pip_requirement",
-                "runtime_source_is_local", "contract_docs_url"} & set(recorded)
+    assert not {
+        "class_prefix",
+        "runtime_requirement",
+        "torch_backend_key",
+        "runtime_ref",
+        "runtime_pip_requirement",
+        "runtime_source_is_local",
+        "contract_docs_url",
+    } & set(recorded)
     assert "_src_path" in recorded
 
 
@@ -265,11 +300,18 @@ def test_no_unrendered_jinja_remains(case: tuple[dict[str, Any], Path]) -> None:
 def test_no_cache_or_template_files_are_copied(case: tuple[dict[str, Any], Path]) -> None:
     _, project = case
     for path in project.rglob("*"):
-        assert path.name != "__pycache__" and path.suffix not in {".pyc", ".pyo", ".jinja", ".rej"}, path
+        assert path.name != "__pycache__" and path.suffix not in {
+            ".pyc",
+            ".pyo",
+            ".jinja",
+            ".rej",
+        }, path
     assert not (project / "templates").exists() and not (project / "copier.yml").exists()
 
 
-def test_files_end_with_one_newline_and_no_trailing_spaces(case: tuple[dict[str, Any], Path]) -> None:
+def test_files_end_with_one_newline_and_no_trailing_spaces(
+    case: tuple[dict[str, Any], Path],
+) -> None:
     _, project = case
     for path in _files(project):
         text = path.read_text(encoding="utf-8")
@@ -290,7 +332,9 @@ def test_generated_code_passes_ruff(case: tuple[dict[str, Any], Path]) -> None:
     if ruff is None:
         pytest.skip("ruff is not installed in this environment (requirements-dev.txt pins it)")
     _, project = case
-    result = subprocess.run([ruff, "check", "--no-cache", "."], cwd=project, capture_output=True, text=True)
+    result = subprocess.run(
+        [ruff, "check", "--no-cache", "."], cwd=project, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -302,7 +346,9 @@ def test_default_projects_are_ruff_formatted(render: Render) -> None:
         project = _RENDERED.get(f"{kind}-defaults") or render(plugin_kind=kind)
         result = subprocess.run(
             [ruff, "format", "--no-cache", "--check", "--diff", "."],
-            cwd=project, capture_output=True, text=True,
+            cwd=project,
+            capture_output=True,
+            text=True,
         )
         assert result.returncode == 0, result.stdout + result.stderr
 
@@ -314,15 +360,18 @@ def test_platform_without_mm_has_no_diffusion_class(render: Render) -> None:
     package = project / _answers(project)["package_name"]
     assert "MMPlatform" not in (package / "platform.py").read_text(encoding="utf-8")
     assert "activate_mm" not in (package / "__init__.py").read_text(encoding="utf-8")
-    assert not (package / "diffusion.py").exists() and not (project / "tests" / "test_diffusion.py").exists()
+    assert (
+        not (package / "diffusion.py").exists()
+        and not (project / "tests" / "test_diffusion.py").exists()
+    )
 
 
 def test_platform_with_diffusion_keeps_it_in_its_own_module(render: Render) -> None:
     project = _RENDERED.get("platform-with-diffusion") or render(**CASES["platform-with-diffusion"])
     package = project / _answers(project)["package_name"]
-    assert "class MydeviceMMPlatform(MMPlatform, MydeviceDeviceMixin):" in (package / "diffusion.py").read_text(
-        encoding="utf-8"
-    )
+    assert "class MydeviceMMPlatform(MMPlatform, MydeviceDeviceMixin):" in (
+        package / "diffusion.py"
+    ).read_text(encoding="utf-8")
     assert "MMPlatform" not in (package / "platform.py").read_text(encoding="utf-8")
     assert 'MM_PLATFORM_CLASS = "sglang_mydevice_platform.diffusion.MydeviceMMPlatform"' in (
         package / "__init__.py"
@@ -356,7 +405,9 @@ def test_general_package_ships_only_the_chosen_example_hooks(render: Render, hoo
         "around_timer": "Scheduler",
         "replace_class": "LRUEvictionPolicy",
     }
-    project = _RENDERED.get(f"general-only-{hook}") or render(plugin_kind="general", example_hooks=[hook])
+    project = _RENDERED.get(f"general-only-{hook}") or render(
+        plugin_kind="general", example_hooks=[hook]
+    )
     hooks_py = (project / "sglang_example_hooks" / "hooks.py").read_text(encoding="utf-8")
     for other, marker in markers.items():
         assert (marker in hooks_py) == (other == hook), (other, marker)
@@ -368,27 +419,34 @@ def test_general_package_ships_only_the_chosen_example_hooks(render: Render, hoo
 
 @pytest.mark.parametrize("name", sorted(n for n in CASES if n.startswith("general")))
 def test_stand_ins_live_only_under_tests(render: Render, name: str) -> None:
-    # The wheel holds the package alone: nothing in it stands in for SGLang (the examples target SGLang itself).
+    # The wheel holds the package alone: nothing in it stands in for SGLang (the examples target
+    # SGLang itself).
     project = _RENDERED.get(name) or render(**CASES[name])
     package = project / _answers(project)["package_name"]
     assert not (package / "example_target.py").exists()
     for path in package.rglob("*.py"):
-        assert not re.search(r"import .*stand_in|stand_in.* import", path.read_text(encoding="utf-8")), path
+        assert not re.search(
+            r"import .*stand_in|stand_in.* import", path.read_text(encoding="utf-8")
+        ), path
     has_examples = bool(_answers(project)["example_hooks"])
     assert (project / "tests" / "sglang_stand_ins.py").exists() == has_examples
-    assert not (project / "tests" / "isolated_hooks.py").exists() and not (project / "tests" / "stand_ins.py").exists()
+    assert (
+        not (project / "tests" / "isolated_hooks.py").exists()
+        and not (project / "tests" / "stand_ins.py").exists()
+    )
 
 
 def test_class_prefix_is_derived_from_the_device_name(render: Render) -> None:
     project = _RENDERED.get("platform-dotted-dashed-hpu-no-mm") or render(
         **CASES["platform-dotted-dashed-hpu-no-mm"]
     )
-    platform_py = (project / _answers(project)["package_name"] / "platform.py").read_text(encoding="utf-8")
+    platform_py = (project / _answers(project)["package_name"] / "platform.py").read_text(
+        encoding="utf-8"
+    )
     assert "class Gaudi2XSRTPlatform(SRTPlatform, Gaudi2XDeviceMixin):" in platform_py
 
 
-
-# ---- every generated file carries the answers --------------------------------------------------------------
+# ---- every generated file carries the answers
 
 
 def test_description_and_author_are_derived_from_the_answers(render: Render) -> None:
@@ -402,8 +460,12 @@ def test_description_and_author_are_derived_from_the_answers(render: Render) -> 
     assert general["author_name"] == "SGLang Example Hooks authors"
 
 
-def test_derived_author_drops_what_the_metadata_cannot_carry(template_dir: Path, tmp_path: Path) -> None:
-    project = render_template(template_dir, tmp_path / "out", project_name="Acme, Inc. <NPU> Team @ Home")
+def test_derived_author_drops_what_the_metadata_cannot_carry(
+    template_dir: Path, tmp_path: Path
+) -> None:
+    project = render_template(
+        template_dir, tmp_path / "out", project_name="Acme, Inc. <NPU> Team @ Home"
+    )
     assert _answers(project)["author_name"] == "Acme Inc. NPU Team Home authors"
 
 
@@ -416,7 +478,11 @@ def test_realistic_answers_leave_no_default_placeholder(render: Render, name: st
             assert placeholder.lower() not in text, (path, placeholder)
 
 
-LICENSE_FIRST_LINES = {"Apache-2.0": "Apache License", "MIT": "MIT License", "BSD-3-Clause": "BSD 3-Clause License"}
+LICENSE_FIRST_LINES = {
+    "Apache-2.0": "Apache License",
+    "MIT": "MIT License",
+    "BSD-3-Clause": "BSD 3-Clause License",
+}
 
 
 def test_license_file_matches_the_license_answer(case: tuple[dict[str, Any], Path]) -> None:
@@ -434,7 +500,8 @@ def test_license_file_matches_the_license_answer(case: tuple[dict[str, Any], Pat
     assert _pyproject(project)["project"]["license-files"] == ["LICENSE"]
     assert f"License: {recorded['license']}, see [LICENSE](LICENSE)" in readme
     if recorded["license"] == "Apache-2.0":
-        assert text == (REPO_ROOT / "LICENSE").read_text(encoding="utf-8")  # the full text, verbatim
+        # the full text, verbatim
+        assert text == (REPO_ROOT / "LICENSE").read_text(encoding="utf-8")
     else:
         assert f"Copyright (c) {recorded['author_name']}\n" in text
 
@@ -444,13 +511,22 @@ def test_general_package_has_no_platform_leftovers(case: tuple[dict[str, Any], P
     if _answers(project)["plugin_kind"] != "general":
         return
     pyproject = (project / "pyproject.toml").read_text(encoding="utf-8")
-    assert "torch" not in pyproject and "NumPy" not in pyproject and "filterwarnings" not in pyproject
-    test_job = yaml.safe_load((project / ".github/workflows/ci.yml").read_text(encoding="utf-8"))["jobs"]["test"]
-    for name, text in (("README.md", (project / "README.md").read_text(encoding="utf-8")), ("job test", str(test_job))):
-        assert "vendor's torch" not in text and "pytorch.org" not in text and "NumPy" not in text, name
+    assert (
+        "torch" not in pyproject and "NumPy" not in pyproject and "filterwarnings" not in pyproject
+    )
+    test_job = yaml.safe_load((project / ".github/workflows/ci.yml").read_text(encoding="utf-8"))[
+        "jobs"
+    ]["test"]
+    for name, text in (
+        ("README.md", (project / "README.md").read_text(encoding="utf-8")),
+        ("job test", str(test_job)),
+    ):
+        assert "vendor's torch" not in text and "pytorch.org" not in text and "NumPy" not in text, (
+            name
+        )
 
 
-# ---- generated text: regression tests of the defects vendors noticed ---------------------------------------
+# ---- generated text: regression tests of the defects vendors noticed
 
 
 def _markdown_outside_code(text: str) -> list[tuple[int, str]]:
@@ -475,31 +551,45 @@ def test_readme_headings_follow_one_blank_line(case: tuple[dict[str, Any], Path]
     assert "\n\n\n" not in text
 
 
-def test_readme_code_blocks_put_comments_on_their_own_lines(case: tuple[dict[str, Any], Path]) -> None:
+def test_readme_code_blocks_put_comments_on_their_own_lines(
+    case: tuple[dict[str, Any], Path],
+) -> None:
     # A comment after a command cannot stay aligned once names of any length are filled in.
     _, project = case
     text = (project / "README.md").read_text(encoding="utf-8")
-    code = [line for line in text.splitlines() if line not in dict(_markdown_outside_code(text)).values()]
+    code = [
+        line
+        for line in text.splitlines()
+        if line not in dict(_markdown_outside_code(text)).values()
+    ]
     for line in code:
         if not line.startswith(("#", "```")):
             assert re.search(r"\s#\s", line) is None, line
 
 
 @pytest.mark.parametrize("device_name", ["acme_npu", "npu", "x", "Gaudi-2.x", "mydevice"])
-def test_the_device_name_never_follows_an_article(template_dir: Path, tmp_path: Path, device_name: str) -> None:
-    # Whether "a" or "an" fits depends on how a name is spoken, which the template cannot know: no text puts one.
-    project = render_template(template_dir, tmp_path / "out", device_name=device_name, with_mm_platform=True)
+def test_the_device_name_never_follows_an_article(
+    template_dir: Path, tmp_path: Path, device_name: str
+) -> None:
+    # Whether "a" or "an" fits depends on how a name is spoken, which the template cannot know: no
+    # text puts one.
+    project = render_template(
+        template_dir, tmp_path / "out", device_name=device_name, with_mm_platform=True
+    )
     for path in _files(project):
         text = path.read_text(encoding="utf-8")
         assert not re.search(rf"\b(a|an|A|An) {re.escape(device_name)}\b", text), path
 
 
 def test_log_messages_do_not_repeat_the_logger_name(case: tuple[dict[str, Any], Path]) -> None:
-    # Records carry logging.getLogger(__name__)'s name already; passing __name__ again doubled it in every line.
+    # Records carry logging.getLogger(__name__)'s name already; passing __name__ again doubled it in
+    # every line.
     _, project = case
     for path in _files(project):
         if path.suffix == ".py":
-            assert not re.search(r"logger\.\w+\((?:[^()]|\([^()]*\))*__name__", path.read_text(encoding="utf-8")), path
+            assert not re.search(
+                r"logger\.\w+\((?:[^()]|\([^()]*\))*__name__", path.read_text(encoding="utf-8")
+            ), path
 
 
 def test_getting_started_does_not_promise_a_warning_the_pyproject_filters() -> None:
@@ -507,7 +597,7 @@ def test_getting_started_does_not_promise_a_warning_the_pyproject_filters() -> N
     assert "1 warning" not in text
 
 
-# ---- the platform README: what to override, and the contract ---------------------------------------------
+# ---- the platform README: what to override, and the contract
 
 OVERRIDES_PROBE = """
 import importlib, importlib.util, json, sys
@@ -515,10 +605,12 @@ sys.path.insert(0, sys.argv[1])
 from sglang_plugin_runtime.platforms import describe_contract
 package = sys.argv[2]
 classes = [c for c in (getattr(importlib.import_module(package + "." + m), n, None)
-           for m, n in (("device", sys.argv[3] + "DeviceMixin"), ("platform", sys.argv[3] + "SRTPlatform"),
+           for m, n in (("device", sys.argv[3] + "DeviceMixin"),
+                        ("platform", sys.argv[3] + "SRTPlatform"),
                         ("diffusion", sys.argv[3] + "MMPlatform"))
            if importlib.util.find_spec(package + "." + m)) if c is not None]
-defined = sorted({n for c in classes for n in vars(c) if not n.startswith("_")} - {"device_name", "device_type"})
+defined = sorted({n for c in classes for n in vars(c) if not n.startswith("_")}
+                 - {"device_name", "device_type"})
 contract = {}
 for c in classes[1:]:
     for m in describe_contract(c):
@@ -528,17 +620,24 @@ print(json.dumps({"defined": defined, "contract": contract}))
 
 
 @pytest.mark.parametrize("name", ["platform-defaults", "platform-with-diffusion"])
-def test_platform_readme_lists_each_override_with_its_contract_status(render: Render, name: str) -> None:
+def test_platform_readme_lists_each_override_with_its_contract_status(
+    render: Render, name: str
+) -> None:
     project = _RENDERED.get(name) or render(**CASES[name])
     recorded = _answers(project)
     prefix = "Mydevice"
     probe = subprocess.run(
         [sys.executable, "-c", OVERRIDES_PROBE, str(project), recorded["package_name"], prefix],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     found = json.loads(probe.stdout)
     readme = (project / "README.md").read_text(encoding="utf-8")
-    rows = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(r"(?m)^\| `(\w+)` \| (today|reserved) \| (.*) \|$", readme)}
+    rows = {
+        m.group(1): (m.group(2), m.group(3))
+        for m in re.finditer(r"(?m)^\| `(\w+)` \| (today|reserved) \| (.*) \|$", readme)
+    }
     assert sorted(rows) == found["defined"]  # exactly what the classes override
     for method, (called, why) in rows.items():
         entry = found["contract"][method]
@@ -552,7 +651,9 @@ def test_platform_readme_links_the_contract_on_the_kits_repository(
     kit_repository: dict[str, str], tmp_path: Path
 ) -> None:
     project = render_template(
-        Path(kit_repository["path"]), tmp_path / "out", vcs_ref=kit_repository["current"],
+        Path(kit_repository["path"]),
+        tmp_path / "out",
+        vcs_ref=kit_repository["current"],
         runtime_source="git+https://github.com/acme/sglang-plugin-kit.git",
     )
     readme = (project / "README.md").read_text(encoding="utf-8")
@@ -562,12 +663,14 @@ def test_platform_readme_links_the_contract_on_the_kits_repository(
     assert (REPO_ROOT / "docs" / "platform-contract.md").is_file()
 
 
-# ---- where the package gets the runtime --------------------------------------------------------------------
+# ---- where the package gets the runtime
 
 
 def _tagged_commit(kit_repository: dict[str, str]) -> str:
     """The commit the kit's current tag points at."""
-    return git(Path(kit_repository["path"]), "rev-parse", f"{kit_repository['current']}^{{commit}}").strip()
+    return git(
+        Path(kit_repository["path"]), "rev-parse", f"{kit_repository['current']}^{{commit}}"
+    ).strip()
 
 
 def _ci_install(project: Path) -> str:
@@ -577,7 +680,10 @@ def _ci_install(project: Path) -> str:
 def test_runtime_source_defaults_to_the_template_folder(render: Render, template_dir: Path) -> None:
     project = _RENDERED.get("platform-defaults") or render(**CASES["platform-defaults"])
     assert _answers(project)["runtime_source"] == template_dir.resolve().as_uri()
-    assert f'python -m pip install "sglang-plugin-runtime @ {template_dir.resolve().as_uri()}"' in _ci_install(project)
+    assert (
+        f'python -m pip install "sglang-plugin-runtime @ {template_dir.resolve().as_uri()}"'
+        in _ci_install(project)
+    )
     assert f'pip install "sglang-plugin-runtime @ {template_dir.resolve().as_uri()}"' in (
         project / "README.md"
     ).read_text(encoding="utf-8")
@@ -586,39 +692,59 @@ def test_runtime_source_defaults_to_the_template_folder(render: Render, template
 def test_runtime_source_from_a_git_template_is_pinned_to_its_commit(
     kit_repository: dict[str, str], tmp_path: Path
 ) -> None:
-    # The commit, not the tag: a tag placed on that commit later must not change what this version renders.
-    project = render_template(Path(kit_repository["path"]), tmp_path / "out", vcs_ref=kit_repository["current"])
+    # The commit, not the tag: a tag placed on that commit later must not change what this version
+    # renders.
+    project = render_template(
+        Path(kit_repository["path"]), tmp_path / "out", vcs_ref=kit_repository["current"]
+    )
     source = _answers(project)["runtime_source"]
     assert source == "git+" + Path(kit_repository["path"]).resolve().as_uri()
-    assert f'"sglang-plugin-runtime @ {source}@{_tagged_commit(kit_repository)}"' in _ci_install(project)
+    assert f'"sglang-plugin-runtime @ {source}@{_tagged_commit(kit_repository)}"' in _ci_install(
+        project
+    )
 
 
 @pytest.mark.parametrize(
     ("source", "requirement"),
     [
-        ("git+https://github.com/acme/kit.git@main", "sglang-plugin-runtime @ git+https://github.com/acme/kit.git@main"),
-        ("https://example.com/sglang_plugin_runtime-0.1.0-py3-none-any.whl",
-         "sglang-plugin-runtime @ https://example.com/sglang_plugin_runtime-0.1.0-py3-none-any.whl"),
+        (
+            "git+https://github.com/acme/kit.git@main",
+            "sglang-plugin-runtime @ git+https://github.com/acme/kit.git@main",
+        ),
+        (
+            "https://example.com/sglang_plugin_runtime-0.1.0-py3-none-any.whl",
+            "sglang-plugin-runtime @ "
+            "https://example.com/sglang_plugin_runtime-0.1.0-py3-none-any.whl",
+        ),
     ],
 )
 def test_runtime_source_keeps_a_ref_or_file_the_vendor_names(
     template_dir: Path, tmp_path: Path, source: str, requirement: str
 ) -> None:
-    project = render_template(template_dir, tmp_path / "out", plugin_kind="general", runtime_source=source)
+    project = render_template(
+        template_dir, tmp_path / "out", plugin_kind="general", runtime_source=source
+    )
     assert f'"{requirement}"' in _ci_install(project)
 
 
 def test_empty_runtime_source_takes_the_runtime_from_the_index(render: Render) -> None:
-    project = _RENDERED.get("general-runtime-from-the-index") or render(**CASES["general-runtime-from-the-index"])
+    project = _RENDERED.get("general-runtime-from-the-index") or render(
+        **CASES["general-runtime-from-the-index"]
+    )
     assert "sglang-plugin-runtime @" not in _ci_install(project)
     assert "sglang-plugin-runtime @" not in (project / "README.md").read_text(encoding="utf-8")
     assert _pyproject(project)["project"]["dependencies"] == HOST_REQUIREMENTS["auto"]
 
 
-def test_platform_readme_links_the_contract_of_a_local_kit_by_url(template_dir: Path, tmp_path: Path) -> None:
-    # A path in prose is no link (issue 28): a local checkout's contract page is a file:// URL that opens.
+def test_platform_readme_links_the_contract_of_a_local_kit_by_url(
+    template_dir: Path, tmp_path: Path
+) -> None:
+    # A path in prose is no link (issue 28): a local checkout's contract page is a file:// URL that
+    # opens.
     from urllib.parse import urlparse
 
-    readme = (render_template(template_dir, tmp_path / "out") / "README.md").read_text(encoding="utf-8")
+    readme = (render_template(template_dir, tmp_path / "out") / "README.md").read_text(
+        encoding="utf-8"
+    )
     (url,) = re.findall(r"file://\S+/docs/platform-contract\.md", readme)
     assert Path(urlparse(url).path) == template_dir.resolve() / "docs" / "platform-contract.md"

@@ -16,7 +16,8 @@ USER_LINE = "Notes from the vendor: keep this line across template updates."
 
 @pytest.fixture
 def updated_project(tmp_path: Path) -> Path:
-    """Generate from tag v1 with custom answers, edit the project, tag v2 of the template, update."""
+    """Generate from tag v1 with custom answers, edit the project, tag v2 of the template,
+    update."""
     from copier import run_update
 
     template = copy_template(tmp_path / "template")
@@ -38,7 +39,9 @@ def updated_project(tmp_path: Path) -> Path:
     git(project, "commit", "--quiet", "-am", "vendor edit")
 
     gitignore = template / "templates" / "_shared" / "gitignore.jinja"
-    gitignore.write_text(gitignore.read_text(encoding="utf-8") + "\n" + NEW_IGNORE_LINE, encoding="utf-8")
+    gitignore.write_text(
+        gitignore.read_text(encoding="utf-8") + "\n" + NEW_IGNORE_LINE, encoding="utf-8"
+    )
     git(template, "commit", "--quiet", "-am", "template v2: ignore profiler traces")
     git(template, "tag", "v2")
 
@@ -59,7 +62,9 @@ def test_update_keeps_the_answers_and_records_the_new_tag(updated_project: Path)
     assert answers["_commit"] == "v2"
     assert answers["description"] == 'Keeps "my" answers \\ ✓'
     assert answers["device_name"] == "acme"
-    assert "class AcmeSRTPlatform" in next(updated_project.glob("*/platform.py")).read_text(encoding="utf-8")
+    assert "class AcmeSRTPlatform" in next(updated_project.glob("*/platform.py")).read_text(
+        encoding="utf-8"
+    )
 
 
 def test_update_leaves_no_conflicts(updated_project: Path) -> None:
@@ -71,14 +76,15 @@ def test_update_leaves_no_conflicts(updated_project: Path) -> None:
         assert "<<<<<<<" not in text and ">>>>>>>" not in text, path
 
 
-# ---- generated from an untagged commit, which a release tag lands on afterwards --------------------------------
+# ---- generated from an untagged commit, which a release tag lands on afterwards
 
 CI_NOTE = "# v2 of the template: the runner's Python is set up by actions/setup-python."
 
 
 @pytest.fixture
 def updated_after_tag(tmp_path: Path) -> tuple[Path, Path]:
-    """Generate from an untagged commit, tag that commit (the release), make and tag v2, update to it.
+    """Generate from an untagged commit, tag that commit (the release), make and tag v2, update to
+    it.
 
     Returns the updated project and a fresh generation from v2 with the same answers."""
     from copier import run_update
@@ -90,10 +96,18 @@ def updated_after_tag(tmp_path: Path) -> tuple[Path, Path]:
     git(template, "tag", "v0.9.0")
     readme = template / "templates" / "_shared" / "readme_update.md.jinja"
     readme.write_text(readme.read_text(encoding="utf-8") + "\n", encoding="utf-8")
-    git(template, "commit", "--quiet", "-am", "the release candidate (untagged when the vendor generates)")
+    git(
+        template,
+        "commit",
+        "--quiet",
+        "-am",
+        "the release candidate (untagged when the vendor generates)",
+    )
 
     project = render_template(template, tmp_path / "project", vcs_ref="HEAD", plugin_kind="general")
-    commit = yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))["_commit"]
+    commit = yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))[
+        "_commit"
+    ]
     assert commit.startswith("v0.9.0-1-g"), commit  # one commit past the last tag: untagged
     git(project, "init", "--quiet", "--initial-branch=main")
     git(project, "add", "-A")
@@ -105,7 +119,9 @@ def updated_after_tag(tmp_path: Path) -> tuple[Path, Path]:
     text = text.replace("      - name: Install\n", f"      {CI_NOTE}\n      - name: Install\n", 1)
     ci.write_text(text, encoding="utf-8")
     gitignore = template / "templates" / "_shared" / "gitignore.jinja"
-    gitignore.write_text(gitignore.read_text(encoding="utf-8") + "\n" + NEW_IGNORE_LINE, encoding="utf-8")
+    gitignore.write_text(
+        gitignore.read_text(encoding="utf-8") + "\n" + NEW_IGNORE_LINE, encoding="utf-8"
+    )
     git(template, "commit", "--quiet", "-am", "template v1.1.0")
     git(template, "tag", "v1.1.0")
 
@@ -114,14 +130,19 @@ def updated_after_tag(tmp_path: Path) -> tuple[Path, Path]:
     return project, fresh
 
 
-@pytest.mark.fault("templates", "copier update after a release tag landed on the commit a project was generated from",
-                   "no conflict: the runtime pin names the commit, whatever tags point at it")
+@pytest.mark.fault(
+    "templates",
+    "copier update after a release tag landed on the commit a project was generated from",
+    "no conflict: the runtime pin names the commit, whatever tags point at it",
+)
 def test_update_after_a_tag_landed_on_the_generating_commit_leaves_no_conflict(
     updated_after_tag: tuple[Path, Path],
 ) -> None:
     project, fresh = updated_after_tag
     status = git(project, "status", "--porcelain")
-    assert not [line for line in status.splitlines() if line[:2] in {"UU", "AA", "DU", "UD", "AU", "UA"}], status
+    assert not [
+        line for line in status.splitlines() if line[:2] in {"UU", "AA", "DU", "UD", "AU", "UA"}
+    ], status
     for path in project.rglob("*"):
         if ".git" in path.parts or not path.is_file():
             continue
@@ -130,19 +151,24 @@ def test_update_after_a_tag_landed_on_the_generating_commit_leaves_no_conflict(
         if relative.as_posix() == ".copier-answers.yml":
             continue
         # Untouched by the vendor: exactly what v1.1.0 generates.
-        assert path.read_text(encoding="utf-8") == (fresh / relative).read_text(encoding="utf-8"), relative
+        assert path.read_text(encoding="utf-8") == (fresh / relative).read_text(encoding="utf-8"), (
+            relative
+        )
     assert CI_NOTE in (project / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
 
 
-# ---- an update that conflicts with the vendor's edit ------------------------------------------------------------
+# ---- an update that conflicts with the vendor's edit
 
 VENDOR_GITIGNORE = "# the vendor's own ignore list\n*.log\n"
 
 
-@pytest.mark.fault("templates", "copier update where the template and the vendor changed the same lines (issue 28: "
-                   "it printed only 'Updating to template version' and exited 0)",
-                   "Copier's closing message says conflict markers may be in files and how to find them: "
-                   "git diff --check exits 2, naming each file and line")
+@pytest.mark.fault(
+    "templates",
+    "copier update where the template and the vendor changed the same lines (issue 28: "
+    "it printed only 'Updating to template version' and exited 0)",
+    "Copier's closing message says conflict markers may be in files and how to find them: "
+    "git diff --check exits 2, naming each file and line",
+)
 def test_a_conflicting_update_says_how_to_find_the_conflict_markers(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -167,11 +193,19 @@ def test_a_conflicting_update_says_how_to_find_the_conflict_markers(tmp_path: Pa
 
     updated = subprocess.run(
         [sys.executable, "-m", "copier", "update", "--defaults", "--vcs-ref", "v2"],
-        cwd=project, env=clean_env(), capture_output=True, text=True, check=False,
+        cwd=project,
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     said = updated.stdout + updated.stderr
     assert updated.returncode == 0, said  # Copier itself does not fail on a conflict
     assert "<<<<<<< before updating" in (project / ".gitignore").read_text(encoding="utf-8")
     assert "find them with:" in said and "git diff --check" in said, said
-    check = subprocess.run(["git", "diff", "--check"], cwd=project, capture_output=True, text=True, check=False)
-    assert check.returncode == 2 and ".gitignore" in check.stdout and "conflict marker" in check.stdout
+    check = subprocess.run(
+        ["git", "diff", "--check"], cwd=project, capture_output=True, text=True, check=False
+    )
+    assert (
+        check.returncode == 2 and ".gitignore" in check.stdout and "conflict marker" in check.stdout
+    )

@@ -1,11 +1,13 @@
-"""A vendor's project generated from an older tag of the template updates cleanly to the current one.
+"""A vendor's project generated from an older tag of the template updates cleanly to the current
+one.
 
-The older tag is the template before packages bound to SGLang where it is installed (``host_api=runtime`` by
-default, the diffusion class inside ``platform.py``, a placeholder description); the current tag is this working
-tree (``kit_repository``: a clone of this repository with both tags). The vendor generates from the older tag,
-commits, edits the project the way vendors do (a README note, a private helper, a tool section, a test of their
-own), commits, and runs ``copier update --defaults`` (to the newest tag). The update must merge without a
-conflict, keep every vendor edit, move the retired ``host_api=runtime`` answer to the new default, and leave
+The older tag is the template before packages bound to SGLang where it is installed
+(``host_api=runtime`` by default, the diffusion class inside ``platform.py``, a placeholder
+description); the current tag is this working tree (``kit_repository``: a clone of this repository
+with both tags). The vendor generates from the older tag, commits, edits the project the way vendors
+do (a README note, a private helper, a tool section, a test of their own), commits, and runs
+``copier update --defaults`` (to the newest tag). The update must merge without a conflict, keep
+every vendor edit, move the retired ``host_api=runtime`` answer to the new default, and leave
 exactly what a fresh generation with the same answers gives, plus the vendor's edits.
 """
 
@@ -22,17 +24,27 @@ from template_support import git, render_template
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("templates-update-from-older-tag")]
 
 README_NOTE = "\nNotes from the vendor: keep this paragraph across template updates.\n"
-TOOL_SECTION = "\n[tool.acme]\nfirmware = \"2.1\"\n"
-VENDOR_TEST = "def test_vendor_owned_file_survives_updates() -> None:\n    assert True is not False\n"
+TOOL_SECTION = '\n[tool.acme]\nfirmware = "2.1"\n'
+VENDOR_TEST = (
+    "def test_vendor_owned_file_survives_updates() -> None:\n    assert True is not False\n"
+)
 
-PLATFORM_ANSWERS = {"plugin_kind": "platform", "device_name": "acme", "description": 'Keeps "my" answers \\ ✓'}
+PLATFORM_ANSWERS = {
+    "plugin_kind": "platform",
+    "device_name": "acme",
+    "description": 'Keeps "my" answers \\ ✓',
+}
 DEVICE_HELPER = (
     "\n    @classmethod\n"
     "    def _firmware_version(cls) -> str:\n"
     '        """The vendor\'s own helper (private, so the contract check leaves it alone)."""\n'
     '        return "2.1"\n'
 )
-GENERAL_ANSWERS = {"plugin_kind": "general", "distribution_name": "acme-hooks", "example_hooks": ["around_timer"]}
+GENERAL_ANSWERS = {
+    "plugin_kind": "general",
+    "distribution_name": "acme-hooks",
+    "example_hooks": ["around_timer"],
+}
 VENDOR_HOOK = (
     "\n\ndef vendor_hook(result, *args, **kwargs):\n"
     '    """The vendor\'s own AFTER hook, next to the examples."""\n'
@@ -43,7 +55,8 @@ REGISTER_HOOKS = "\n\ndef register_hooks() -> None:"
 
 @dataclass(frozen=True)
 class Edit:
-    """Text the vendor put in a file: before the first ``anchor``, at the end without one (or as a new file)."""
+    """Text the vendor put in a file: before the first ``anchor``, at the end without one (or as a
+    new file)."""
 
     text: str
     anchor: str | None = None
@@ -69,35 +82,50 @@ def _answers(project: Path) -> dict[str, Any]:
     return yaml.safe_load((project / ".copier-answers.yml").read_text(encoding="utf-8"))
 
 
-def _update(kit: dict[str, str], tmp_path: Path, answers: dict[str, Any], edits: dict[str, Edit]) -> Update:
+def _update(
+    kit: dict[str, str], tmp_path: Path, answers: dict[str, Any], edits: dict[str, Edit]
+) -> Update:
     from copier import run_update
 
-    project = render_template(Path(kit["path"]), tmp_path / "project", vcs_ref=kit["older"], **answers)
+    project = render_template(
+        Path(kit["path"]), tmp_path / "project", vcs_ref=kit["older"], **answers
+    )
     before = _answers(project)
     git(project, "init", "--quiet", "--initial-branch=main")
     git(project, "add", "-A")
     git(project, "commit", "--quiet", "-m", f"generated from {kit['older']}")
     for relative, edit in edits.items():
         path = project / relative
-        path.write_text(edit.apply(path.read_text(encoding="utf-8") if path.exists() else ""), encoding="utf-8")
+        path.write_text(
+            edit.apply(path.read_text(encoding="utf-8") if path.exists() else ""), encoding="utf-8"
+        )
     git(project, "add", "-A")
     git(project, "commit", "--quiet", "-m", "vendor edits")
 
-    run_update(project, defaults=True, overwrite=True, unsafe=False, quiet=True)  # to the newest tag
+    # to the newest tag
+    run_update(project, defaults=True, overwrite=True, unsafe=False, quiet=True)
 
     after = _answers(project)
     recorded = {k: v for k, v in after.items() if not k.startswith("_")}
-    fresh = render_template(Path(kit["path"]), tmp_path / "fresh", vcs_ref=kit["current"], **recorded)
+    fresh = render_template(
+        Path(kit["path"]), tmp_path / "fresh", vcs_ref=kit["current"], **recorded
+    )
     status = git(project, "status", "--porcelain")
     return Update(project, fresh, before, after, edits, status)
 
 
 def _files(root: Path) -> set[str]:
-    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts}
+    return {
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if p.is_file() and ".git" not in p.parts
+    }
 
 
 @pytest.fixture(scope="module")
-def platform_update(kit_repository: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Update:
+def platform_update(
+    kit_repository: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Update:
     edits = {
         "README.md": Edit(README_NOTE),
         "pyproject.toml": Edit(TOOL_SECTION),
@@ -105,17 +133,23 @@ def platform_update(kit_repository: dict[str, str], tmp_path_factory: pytest.Tem
         "sglang_mydevice_platform/device.py": Edit(DEVICE_HELPER),
         "tests/test_vendor.py": Edit(VENDOR_TEST),
     }
-    return _update(kit_repository, tmp_path_factory.mktemp("update-platform"), PLATFORM_ANSWERS, edits)
+    return _update(
+        kit_repository, tmp_path_factory.mktemp("update-platform"), PLATFORM_ANSWERS, edits
+    )
 
 
 @pytest.fixture(scope="module")
-def general_update(kit_repository: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Update:
+def general_update(
+    kit_repository: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Update:
     edits = {
         "README.md": Edit(README_NOTE),
         "acme_hooks/hooks.py": Edit(VENDOR_HOOK, anchor=REGISTER_HOOKS),
         "tests/test_vendor.py": Edit(VENDOR_TEST),
     }
-    return _update(kit_repository, tmp_path_factory.mktemp("update-general"), GENERAL_ANSWERS, edits)
+    return _update(
+        kit_repository, tmp_path_factory.mktemp("update-general"), GENERAL_ANSWERS, edits
+    )
 
 
 @pytest.fixture(params=["platform", "general"])
@@ -133,7 +167,11 @@ def test_update_goes_to_the_newest_tag(update: Update, kit_repository: dict[str,
 
 
 def test_update_merges_without_conflicts(update: Update) -> None:
-    unmerged = [line for line in update.status.splitlines() if line[:2] in {"UU", "AA", "DU", "UD", "AU", "UA"}]
+    unmerged = [
+        line
+        for line in update.status.splitlines()
+        if line[:2] in {"UU", "AA", "DU", "UD", "AU", "UA"}
+    ]
     assert unmerged == []
     for relative in _files(update.project):
         assert not relative.endswith(".rej"), relative
@@ -160,20 +198,24 @@ def test_retired_host_api_runtime_moves_to_the_new_default(update: Update) -> No
     ).read_text(encoding="utf-8")
 
 
-def test_platform_update_moves_the_diffusion_class_into_its_own_module(platform_update: Update) -> None:
+def test_platform_update_moves_the_diffusion_class_into_its_own_module(
+    platform_update: Update,
+) -> None:
     assert platform_update.answers_after["with_mm_platform"] is True  # the older default, kept
     package = platform_update.project / "sglang_mydevice_platform"
     assert "MMPlatform" not in (package / "platform.py").read_text(encoding="utf-8")
-    assert "class AcmeMMPlatform(MMPlatform, AcmeDeviceMixin):" in (package / "diffusion.py").read_text(
-        encoding="utf-8"
-    )
+    assert "class AcmeMMPlatform(MMPlatform, AcmeDeviceMixin):" in (
+        package / "diffusion.py"
+    ).read_text(encoding="utf-8")
 
 
 def test_updated_project_is_a_fresh_generation_plus_the_vendor_edits(update: Update) -> None:
     new_files = {relative for relative in update.edits if not (update.fresh / relative).exists()}
     assert _files(update.project) == _files(update.fresh) | new_files
     for relative in new_files:
-        assert (update.project / relative).read_text(encoding="utf-8") == update.edits[relative].text
+        assert (update.project / relative).read_text(encoding="utf-8") == update.edits[
+            relative
+        ].text
     for relative in sorted(_files(update.fresh)):
         expected = (update.fresh / relative).read_text(encoding="utf-8")
         if relative in update.edits:

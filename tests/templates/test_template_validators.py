@@ -52,22 +52,55 @@ BAD_ANSWERS: list[tuple[str, dict[str, Any], str]] = [
     ("backend_module", {"backend_module": "torch"}, "Always importable"),
     ("backend_module", {"backend_module": "torch-npu"}, "Not an importable module name"),
     ("backend_module", {"backend_module": "a..b"}, "Not an importable module name"),
-    ("backend_module", {"package_name": "acme", "backend_module": "acme.backend"}, "not this plugin"),
-    ("distributed_backend", {"distributed_backend": "HCCL"}, "Not a valid torch.distributed backend"),
+    (
+        "backend_module",
+        {"package_name": "acme", "backend_module": "acme.backend"},
+        "not this plugin",
+    ),
+    (
+        "distributed_backend",
+        {"distributed_backend": "HCCL"},
+        "Not a valid torch.distributed backend",
+    ),
     ("python_min", {"python_min": "3.9"}, "Invalid choice"),
     ("license", {"license": "WTFPL"}, "Invalid choice"),
     ("plugin_kind", {"plugin_kind": "kernel"}, "Invalid choice"),
-    # host_api=runtime is retired: a package built on the runtime's classes works on no released SGLang.
+    # host_api=runtime is retired: a package built on the runtime's classes works on no released
+    # SGLang.
     ("host_api", {"host_api": "runtime"}, "Invalid choice"),
-    ("runtime_source", {"runtime_source": "pip install sglang-plugin-runtime"}, "Not a URL pip installs from"),
-    ("runtime_source", {"runtime_source": "/home/me/sglang-plugin-kit"}, "Not a URL pip installs from"),
-    ("runtime_source", {"runtime_source": 'git+https://example.com/kit".git'}, "Not a URL pip installs from"),
+    (
+        "runtime_source",
+        {"runtime_source": "pip install sglang-plugin-runtime"},
+        "Not a URL pip installs from",
+    ),
+    (
+        "runtime_source",
+        {"runtime_source": "/home/me/sglang-plugin-kit"},
+        "Not a URL pip installs from",
+    ),
+    (
+        "runtime_source",
+        {"runtime_source": 'git+https://example.com/kit".git'},
+        "Not a URL pip installs from",
+    ),
     ("sglang_versions", {"sglang_versions": "0.5.23"}, "Not a version range the plugin can check"),
-    ("sglang_versions", {"sglang_versions": ">= 0.5.23"}, "Not a version range the plugin can check"),
-    ("sglang_versions", {"sglang_versions": ">=0.5.23rc1"}, "Not a version range the plugin can check"),
+    (
+        "sglang_versions",
+        {"sglang_versions": ">= 0.5.23"},
+        "Not a version range the plugin can check",
+    ),
+    (
+        "sglang_versions",
+        {"sglang_versions": ">=0.5.23rc1"},
+        "Not a version range the plugin can check",
+    ),
     ("sglang_versions", {"sglang_versions": ">=0.5.*"}, "Not a version range the plugin can check"),
     ("sglang_versions", {"sglang_versions": "~=1"}, "Not a version range the plugin can check"),
-    ("sglang_versions", {"sglang_versions": ">=0.5;import os"}, "Not a version range the plugin can check"),
+    (
+        "sglang_versions",
+        {"sglang_versions": ">=0.5;import os"},
+        "Not a version range the plugin can check",
+    ),
 ]
 
 
@@ -100,7 +133,8 @@ FITS_ONE_LINE = 76
 )
 @pytest.mark.parametrize(
     ("question", "answers"),
-    [(q, a) for q, a, message in BAD_ANSWERS if message != "Invalid choice"],  # Copier's own, --data only
+    # Copier's own, --data only
+    [(q, a) for q, a, message in BAD_ANSWERS if message != "Invalid choice"],
     ids=[f"{q}={next(iter(a.values()))!r}" for q, a, m in BAD_ANSWERS if m != "Invalid choice"],
 )
 def test_each_validator_message_fits_one_line_of_a_terminal(
@@ -121,10 +155,17 @@ def test_each_choice_fits_one_line_of_a_terminal() -> None:
             assert len(str(title)) <= FITS_ONE_LINE - 4, (name, title)  # 4: the list's pointer
 
 
-@pytest.mark.fault("templates", "a package named like a standard-library module (json, types, re, ...)",
-                   "refused at generation, saying Python would import its own module and never the plugin")
-@pytest.mark.parametrize("name", ["json", "types", "re", "enum", "collections", "logging", "platform", "site"])
-def test_a_standard_library_name_is_refused_with_the_reason(template_dir: Path, tmp_path: Path, name: str) -> None:
+@pytest.mark.fault(
+    "templates",
+    "a package named like a standard-library module (json, types, re, ...)",
+    "refused at generation, saying Python would import its own module and never the plugin",
+)
+@pytest.mark.parametrize(
+    "name", ["json", "types", "re", "enum", "collections", "logging", "platform", "site"]
+)
+def test_a_standard_library_name_is_refused_with_the_reason(
+    template_dir: Path, tmp_path: Path, name: str
+) -> None:
     with pytest.raises(ValueError, match="package_name") as excinfo:
         render_template(template_dir, tmp_path / "out", plugin_kind="general", package_name=name)
     assert "A standard-library module: Python would import its own" in str(excinfo.value)
@@ -133,7 +174,9 @@ def test_a_standard_library_name_is_refused_with_the_reason(template_dir: Path, 
 
 def test_general_example_hooks_refuse_an_unknown_choice(template_dir: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="example_hooks"):
-        render_template(template_dir, tmp_path / "out", plugin_kind="general", example_hooks=["sideways"])
+        render_template(
+            template_dir, tmp_path / "out", plugin_kind="general", example_hooks=["sideways"]
+        )
 
 
 def test_hpu_is_accepted_as_a_device_type_for_gaudi_style_stacks(
@@ -145,21 +188,35 @@ def test_hpu_is_accepted_as_a_device_type_for_gaudi_style_stacks(
     assert 'device_type = "hpu"' in next(project.glob("*/device.py")).read_text(encoding="utf-8")
 
 
-# ---- the names the validators refuse are data; each list is checked against its source -------------------------
+# ---- the names the validators refuse are data; each list is checked against its source
 
 
 def _data(name: str) -> set[str]:
-    return set(yaml.safe_load((REPO_ROOT / "copier.yml").read_text(encoding="utf-8"))[name]["default"].split())
+    return set(
+        yaml.safe_load((REPO_ROOT / "copier.yml").read_text(encoding="utf-8"))[name][
+            "default"
+        ].split()
+    )
 
 
 def test_standard_library_list_is_every_python_s_stdlib_module_names() -> None:
-    # The union over the Pythons the packages support; each one found here is asked (this one always).
-    pythons = sorted({sys.executable, *map(str, Path("/root/.pyenv/versions").glob("3.1[0-3].*/bin/python3.1?"))})
+    # The union over the Pythons the packages support; each one found here is asked (this one
+    # always).
+    pythons = sorted(
+        {sys.executable, *map(str, Path("/root/.pyenv/versions").glob("3.1[0-3].*/bin/python3.1?"))}
+    )
     found: set[str] = set()
     for python in pythons:
-        names = subprocess.run([python, "-c", "import sys; print(*sys.stdlib_module_names)"],
-                               capture_output=True, text=True, check=True).stdout.split()
-        assert set(names) <= _data("python_stdlib_modules"), (python, set(names) - _data("python_stdlib_modules"))
+        names = subprocess.run(
+            [python, "-c", "import sys; print(*sys.stdlib_module_names)"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert set(names) <= _data("python_stdlib_modules"), (
+            python,
+            set(names) - _data("python_stdlib_modules"),
+        )
         found |= set(names)
     if len(pythons) > 4:  # 3.10 to 3.13 all here: nothing else is listed
         assert _data("python_stdlib_modules") == found
@@ -175,26 +232,40 @@ def test_diffusion_reserved_names_are_the_runtime_s() -> None:
     assert _data("diffusion_reserved_entry_points") == set(MULTIMODAL.reserved_platform_names)
 
 
-@pytest.mark.fault("templates", "a diffusion entry point named like one of the engine's built-in platforms (npu, cuda)",
-                   "the diffusion entry point gets another name, which the engine accepts")
+@pytest.mark.fault(
+    "templates",
+    "a diffusion entry point named like one of the engine's built-in platforms (npu, cuda)",
+    "the diffusion entry point gets another name, which the engine accepts",
+)
 @pytest.mark.parametrize("name", ["npu", "CUDA", "musa"])
 def test_a_reserved_name_gives_the_diffusion_entry_point_another_name(
     template_dir: Path, tmp_path: Path, name: str
 ) -> None:
     from sglang_plugin_runtime._namespace import MULTIMODAL
 
-    project = render_template(template_dir, tmp_path / "out", entry_point_name=name, with_mm_platform=True)
-    groups = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+    project = render_template(
+        template_dir, tmp_path / "out", entry_point_name=name, with_mm_platform=True
+    )
+    groups = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "entry-points"
+    ]
     (srt,) = groups["sglang.srt.platforms"]
     (diffusion,) = groups["sglang.multimodal_gen.platforms"]
     assert srt == name and diffusion == f"{name}-plugin"
     assert diffusion.lower() not in MULTIMODAL.reserved_platform_names
-    assert f"`SGLANG_DIFFUSION_PLATFORM_OVERRIDE` | `SGLANG_PLATFORM` for SGLang's diffusion engine (`{diffusion}`" in (
-        project / "README.md"
-    ).read_text(encoding="utf-8")
+    assert (
+        "`SGLANG_DIFFUSION_PLATFORM_OVERRIDE` | `SGLANG_PLATFORM` for SGLang's diffusion engine "
+        f"(`{diffusion}`" in (project / "README.md").read_text(encoding="utf-8")
+    )
 
 
-def test_an_unreserved_name_is_the_diffusion_entry_point_too(template_dir: Path, tmp_path: Path) -> None:
-    project = render_template(template_dir, tmp_path / "out", entry_point_name="acme_npu", with_mm_platform=True)
-    groups = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))["project"]["entry-points"]
+def test_an_unreserved_name_is_the_diffusion_entry_point_too(
+    template_dir: Path, tmp_path: Path
+) -> None:
+    project = render_template(
+        template_dir, tmp_path / "out", entry_point_name="acme_npu", with_mm_platform=True
+    )
+    groups = tomllib.loads((project / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "entry-points"
+    ]
     assert list(groups["sglang.multimodal_gen.platforms"]) == ["acme_npu"]

@@ -3,8 +3,8 @@
 All 32 pass on the released wheel (tests_sglang/test_adoption_patch.py runs them there). Against the
 adopted SGLang each failure is classified below: a test that edits a private name the adoption
 made a read-only snapshot (the behaviour it checks still holds, and a public-API twin in this file
-proves it), or a real difference (asserted here as the new behaviour). The classification is asserted, so it cannot
-drift, and it is the table in docs/sglang.md.
+proves it), or a real difference (asserted here as the new behaviour). The classification is
+asserted, so it cannot drift, and it is the table in docs/sglang.md.
 """
 
 from __future__ import annotations
@@ -114,8 +114,8 @@ def test_the_doc_carries_the_classification(outcomes: dict[str, Outcome]) -> Non
     lines += [
         "",
         f"{len(outcomes)} tests: {len(outcomes) - len(failed)} pass unchanged on the adopted "
-        f"SGLang, {private} fail only because they edit a private name the runtime keeps read-only, "
-        f"{len(failed) - private} shows a real difference.",
+        f"SGLang, {private} fail only because they edit a private name the runtime keeps "
+        f"read-only, {len(failed) - private} shows a real difference.",
     ]
     sync_section(
         "diffusion-tests", "\n".join(lines), "tests_sglang/adopted/test_diffusion_unit_tests.py"
@@ -170,7 +170,8 @@ def test_a_failing_diffusion_callback_discards_the_hooks_it_registered() -> None
 def register_then_fail():
     plugins.plugin_hook("twin_module.partial_callback_target")(lambda result: result)
     raise RuntimeError("boom")
-with patch.object(plugins, "_discover", return_value={"broken": (register_then_fail, "optional-pkg")}), \\
+with patch.object(plugins, "_discover",
+                  return_value={"broken": (register_then_fail, "optional-pkg")}), \\
         patch.object(plugins, "get_selected_platform_dist", return_value="vendor-pkg"):
     plugins._register_plugins_once()
 report(sources("twin_module.partial_callback_target"))
@@ -200,9 +201,11 @@ def test_an_unappliable_hook_of_the_selected_platform_still_aborts_startup() -> 
 import sys
 assert "colorsys" not in sys.modules
 keep = lambda result, *a, **k: result
-HookRegistry.register("twin_missing_module.fn", keep, HookType.AFTER, source=HookSource("v", "vendor-pkg"))
+HookRegistry.register("twin_missing_module.fn", keep, HookType.AFTER,
+                      source=HookSource("v", "vendor-pkg"))
 HookRegistry.register("json.dumps", keep, HookType.AFTER, source=HookSource("w", "applied-pkg"))
-HookRegistry.register("colorsys.rgb_to_hsv", keep, HookType.AFTER, source=HookSource("p", "pending-pkg"))
+HookRegistry.register("colorsys.rgb_to_hsv", keep, HookType.AFTER,
+                      source=HookSource("p", "pending-pkg"))
 HookRegistry.apply_hooks()
 result = {}
 for dist in ("vendor-pkg", "applied-pkg", "pending-pkg", "other-pkg"):
@@ -232,7 +235,8 @@ try:
 finally:
     _current_plugin_source.reset(token)
 report([plugins.HookRegistry is SrtHookRegistry,
-        [[h.plugin, h.distribution] for r in SrtHookRegistry.describe("twin_module.target") for h in r.hooks]])
+        [[h.plugin, h.distribution]
+         for r in SrtHookRegistry.describe("twin_module.target") for h in r.hooks]])
 """
     )
     assert out.result == [True, [["vendor", "vendor-pkg"]]]

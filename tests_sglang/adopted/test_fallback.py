@@ -17,11 +17,13 @@ import sglang_plugin_runtime.platforms as runtime
 try:
     from sglang.srt.platforms import current_platform as p     # SGLang's own import path
 except Exception as exc:
-    report({"error": type(exc).__name__, "is_runtime_error": isinstance(exc, RuntimeError), "message": str(exc)})
+    report({"error": type(exc).__name__, "is_runtime_error": isinstance(exc, RuntimeError),
+            "message": str(exc)})
 else:
     selection = runtime.current_platform_selection()
     report({"class": f"{type(p).__module__}.{type(p).__qualname__}", "rule": selection.rule,
-            "same_object": p is runtime.current_platform, "activations": [a.status for a in selection.activations]})
+            "same_object": p is runtime.current_platform,
+            "activations": [a.status for a in selection.activations]})
 """
 
 

@@ -133,15 +133,18 @@ class LRUEvictionPolicy:
         self.access_order.pop(uid, None)
         self.access_order[uid] = None
     def select_victim(self, candidates):
-        return next((uid for uid in self.access_order if uid in candidates), sorted(candidates, key=str)[0])
+        return next((uid for uid in self.access_order if uid in candidates),
+                    sorted(candidates, key=str)[0])
 
 class Scheduler:
     def run_batch(self, batch):
         return len(batch)
 
 stand_in = StandInModules().start()
-stand_in("sglang.srt.parser.code_completion_parser", generate_completion_prompt=lambda prompt: prompt)
-stand_in("sglang.srt.multimodal.deepseek_v41_image_processing", num_image_tokens=lambda text: len(text.split()))
+stand_in("sglang.srt.parser.code_completion_parser",
+         generate_completion_prompt=lambda prompt: prompt)
+stand_in("sglang.srt.multimodal.deepseek_v41_image_processing",
+         num_image_tokens=lambda text: len(text.split()))
 stand_in("sglang.srt.managers.scheduler", Scheduler=Scheduler)
 stand_in("sglang.srt.lora.eviction_policy", LRUEvictionPolicy=LRUEvictionPolicy)
 from sglang.srt.plugins import load_plugins                    # SGLang's own import path

@@ -31,7 +31,8 @@ def observe(device, package, call_load_plugins):
         load_plugins()
     images = importlib.import_module("sglang.srt.multimodal.deepseek_v41_image_processing")
     eviction = importlib.import_module("sglang.srt.lora.eviction_policy")
-    return [type(current_platform).__name__, images.num_image_tokens(2, 3), eviction.LRUEvictionPolicy.__name__]
+    return [type(current_platform).__name__, images.num_image_tokens(2, 3),
+            eviction.LRUEvictionPolicy.__name__]
 """
 
 

@@ -58,7 +58,9 @@ def test_every_reexported_name_is_the_runtimes_own_object() -> None:
         for theirs, ours in pairs.items():
             a, b = importlib.import_module(theirs), importlib.import_module(ours)
             names = [n for n in getattr(a, "__all__", []) if hasattr(b, n)]
-            result[theirs] = {{"names": names, "different": [n for n in names if getattr(a, n) is not getattr(b, n)]}}
+            result[theirs] = {{"names": names,
+                               "different": [n for n in names
+                                             if getattr(a, n) is not getattr(b, n)]}}
         report(result)
         """
     )
@@ -82,7 +84,8 @@ def test_the_key_names_are_reexported() -> None:
         )
         from sglang.srt.platforms.interface import SRTPlatform, PlatformCapabilities
         from sglang.srt.platforms.device_mixin import DeviceMixin, PlatformEnum
-        import sglang_plugin_runtime.plugins as rp, sglang_plugin_runtime.plugins.hook_registry as rh
+        import sglang_plugin_runtime.plugins as rp
+        import sglang_plugin_runtime.plugins.hook_registry as rh
         import sglang_plugin_runtime.platforms as rpl
         report({
             "load_plugins": load_plugins is rp.load_plugins,
@@ -126,8 +129,9 @@ def test_sglangs_in_tree_platforms_are_runtime_platforms_with_their_own_identity
         """
         from sglang_plugin_runtime.platforms import SRTPlatform, PlatformEnum
         import sglang.srt.platforms as p
-        classes = {c.__name__: c for c in (p.CpuSRTPlatform, p.CudaSRTPlatform, p.NPUSRTPlatform, p.RocmSRTPlatform,
-                   p.XpuSRTPlatform, p.MusaSRTPlatform, p.MpsSRTPlatform, p.SailSRTPlatform)}
+        classes = {c.__name__: c for c in (p.CpuSRTPlatform, p.CudaSRTPlatform, p.NPUSRTPlatform,
+                                           p.RocmSRTPlatform, p.XpuSRTPlatform, p.MusaSRTPlatform,
+                                           p.MpsSRTPlatform, p.SailSRTPlatform)}
         report({name: [issubclass(c, SRTPlatform), c._enum.name, c.device_name, c.device_type]
                 for name, c in classes.items()})
         """

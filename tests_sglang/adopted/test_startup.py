@@ -16,7 +16,8 @@ SEEN = {}
 def register():
     from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
     SEEN.update(torch="torch" in sys.modules, srt_utils="sglang.srt.utils" in sys.modules, ran=True)
-    HookRegistry.register("sglang.srt.utils.common.get_bool_env_var", lambda result, *a, **k: True, HookType.AFTER)
+    HookRegistry.register("sglang.srt.utils.common.get_bool_env_var",
+                          lambda result, *a, **k: True, HookType.AFTER)
 """
 
 
