@@ -509,48 +509,52 @@ def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(s
 # --- plugin code that misbehaves ---------------------------------------------------------------------------------
 
 
-@pytest.mark.fault(
-    "selection",
-    "activate() calls sys.exit(0), SGLANG_PLATFORM unset",
-    "a failure like any other: WARNING naming the plugin, its distribution and SystemExit; skipped; fallback",
-)
-def test_activate_calling_sys_exit_is_a_skipped_plugin_failure_in_auto_mode(site: PluginSite) -> None:
-    site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(0)")
-    out = select(site)
-    assert out["rule"] == "fallback"
-    assert "SystemExit(0)" in out["stderr"] and "'acme'" in out["stderr"] and "acme-npu" in out["stderr"]
-    assert "sys.exit()" in out["problems"][0]
+def stopped_by_exit(site: PluginSite, status: int, plugin: str, dist: str, **env: str) -> str:
+    """Run a selection that a plugin's sys.exit() stops; its one ERROR line, naming the plugin."""
+    result = site.run(SELECT, env)
+    assert result.returncode == status and result.stdout == "", result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and f"{plugin!r}" in errors[0] and f"{dist} 1.0" in errors[0]
+    assert "start-up stops" in errors[0]
+    return errors[0]
 
 
 @pytest.mark.fault(
     "selection",
-    "activate() calls sys.exit(3) for the platform SGLANG_PLATFORM names",
-    "PluginLoadError naming the plugin and distribution, chained to the SystemExit; the process goes on",
+    "activate() calls sys.exit(2), SGLANG_PLATFORM unset (a host process)",
+    "start-up stops, as in SGLang: one ERROR naming the plugin and its distribution, then the "
+    "SystemExit (exit status 2); no fallback",
 )
-def test_activate_calling_sys_exit_is_an_attributed_error_when_selected(site: PluginSite) -> None:
+def test_activate_calling_sys_exit_stops_start_up_in_auto_mode(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(2)")
+    error = stopped_by_exit(site, 2, "acme", "acme-npu")
+    assert "activate() of plugin 'acme'" in error and "sys.exit(2)" in error
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() calls sys.exit(3) for the platform SGLANG_PLATFORM names (a host process)",
+    "start-up stops with exit status 3 after one ERROR naming the plugin and its distribution",
+)
+def test_activate_calling_sys_exit_stops_start_up_when_selected(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(3)")
-    out = select(site, SGLANG_PLATFORM="acme")
-    assert out["error"] == "PluginLoadError" and out["cause"] == "SystemExit"
-    assert "'acme'" in out["message"] and "acme-npu" in out["message"] and "SystemExit(3)" in out["message"]
+    assert "sys.exit(3)" in stopped_by_exit(site, 3, "acme", "acme-npu", SGLANG_PLATFORM="acme")
 
 
 @pytest.mark.fault(
     "selection",
-    "a platform plugin's module calls sys.exit() while it is imported",
-    "import failure of that plugin: WARNING naming it, skipped (an error with SGLANG_PLUGINS_STRICT=1)",
+    "a platform plugin's module calls sys.exit('no device') while it is imported (a host process)",
+    "start-up stops (exit status 1, Python prints 'no device') after one ERROR naming the plugin "
+    "and its distribution; the other platform plugins are not activated",
 )
-def test_platform_module_calling_sys_exit_at_import_is_an_import_failure(site: PluginSite) -> None:
-    site.add_platform("acme-npu", "acme", "acmenpu")
+def test_platform_module_calling_sys_exit_at_import_stops_start_up(site: PluginSite) -> None:
     site.add(
         "exiting-dist",
         entry_points={"sglang.srt.platforms": {"exiting": "exiting_platform:activate"}},
         modules={"exiting_platform.py": "import sys\nsys.exit('no device')\n"},
     )
-    out = select(site)
-    assert out["plugin"] == "acme"
-    assert "import failed: SystemExit('no device')" in out["problems"][0]
-    strict = select(site, SGLANG_PLUGINS_STRICT="1")
-    assert strict["error"] == "PluginLoadError" and strict["cause"] == "SystemExit"
+    error = stopped_by_exit(site, 1, "exiting", "exiting-dist")
+    assert "the import of plugin 'exiting'" in error
 
 
 @pytest.mark.fault(
@@ -862,18 +866,19 @@ VALIDATED_MODULE_EXITS = {
 
 @pytest.mark.fault(
     "selection",
-    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module calls sys.exit(0) while it is imported",
-    "InvalidPlatformError naming the plugin and the SystemExit; the host process goes on",
+    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module calls sys.exit(5) while "
+    "it is imported (a host process)",
+    "start-up stops with exit status 5 after one ERROR naming the plugin and its distribution, as "
+    "when its activate() itself exits",
 )
-def test_class_module_calling_sys_exit_is_the_plugins_failure_not_the_hosts_exit(site: PluginSite) -> None:
+def test_class_module_calling_sys_exit_stops_start_up(site: PluginSite) -> None:
+    modules = dict(VALIDATED_MODULE_EXITS, **{"vendor_pkg/platform.py": "import sys\nsys.exit(5)\n"})
     site.add(
         "vendor-npu",
         entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
-        modules=VALIDATED_MODULE_EXITS,
+        modules=modules,
     )
-    out = select(site)
-    assert out["error"] == "InvalidPlatformError"
-    assert "'vendor'" in out["message"] and "SystemExit(0)" in out["message"]
+    assert "its platform class of plugin 'vendor'" in stopped_by_exit(site, 5, "vendor", "vendor-npu")
 
 
 @pytest.mark.parametrize("body", ["import sys\nsys.exit(0)\n", "raise KeyboardInterrupt\n"])

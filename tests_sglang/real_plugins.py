@@ -795,7 +795,6 @@ def qsa_fail_closed(world: str, paths: list[Path]) -> str:
 #: Why a runtime expectation is not met yet: the work that meets it (the test is a strict xfail
 #: until then).
 ISSUE_29 = "issue 29 policy"
-SYSTEM_EXIT = "issue 29 policy: a plugin's SystemExit honoured (decided in issue 30)"
 
 
 @dataclass(frozen=True)
@@ -916,7 +915,6 @@ BEHAVIOURS = [
         "the same way with its own `BaseException`); the runtime first names the plugin and its "
         "distribution, which SGLang's bare message does not. `doctor` still reports it as that "
         "plugin's failure.",
-        pending=SYSTEM_EXIT,
     ),
     Behaviour(
         "orbitkv_hooks",

@@ -46,6 +46,7 @@ from .._plugin_code import (
     Status,
     describe_failure,
     discard_hooks,
+    honoured_exit,
     is_plugin_failure,
     run_plugin_code,
     safe_text,
@@ -220,7 +221,8 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
             raise _invalid(ep, f"{returned}, which is {shown}, not a subclass of {names}.")
         problems = out_of_tree_identity_problems(cls)
     except BaseException as exc:  # its module failed (or exited), its metaclass raised, ...
-        if isinstance(exc, errors.InvalidPlatformError) or not is_plugin_failure(exc):
+        invalid = isinstance(exc, errors.InvalidPlatformError)
+        if invalid or not is_plugin_failure(exc) or honoured_exit(exc):
             raise
         why = describe_failure(exc)
         raise _invalid(ep, f"{returned}, which cannot be imported or checked: {why}") from exc
