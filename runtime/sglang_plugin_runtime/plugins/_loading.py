@@ -352,6 +352,21 @@ def load_plugins_by_group(
     return {ep.name: (function, ep.distribution) for ep, function in imported}
 
 
+def saved_load_state() -> Callable[[], None]:
+    """Every namespace's load state now, and the function that brings it back: the testing kit's
+    fixtures leave a session's loads as they found them (a test's load neither stays nor erases
+    the session's)."""
+    saved = {name: (dict(s.reports), dict(s.done), s.interrupted) for name, s in _STATES.items()}
+
+    def restore() -> None:
+        for name, state in _STATES.items():
+            reports, done, interrupted = saved.get(name, ({}, {}, None))
+            with state.gate.lock:
+                state.reports, state.done, state.interrupted = dict(reports), dict(done), interrupted
+
+    return restore
+
+
 def reset_load_state(namespace: PluginNamespace | None = None) -> None:
     """Forget that plugins were loaded (tests); ``HookRegistry.reset()`` resets the hooks."""
     for state in _STATES.values() if namespace is None else [load_state(namespace)]:

@@ -62,12 +62,18 @@ def plugin_env() -> Iterator[PluginEnv]:
 @pytest.fixture
 def hook_registry() -> Iterator[Any]:
     """An empty hook registry for this test; every patch it applied is undone and the previous
-    registry state comes back afterwards. Yields the registry to call ``register()`` /
-    ``apply_hooks()`` on."""
+    registry state comes back afterwards, with the ``load_plugins()`` state (a load the test ran
+    is not remembered: the session's first load, later, registers the installed plugins' hooks).
+    Yields the registry to call ``register()`` / ``apply_hooks()`` on."""
+    from ..plugins._loading import saved_load_state
     from ..plugins.hook_registry import isolated_registry
 
-    with isolated_registry() as registry:
-        yield registry
+    restore = saved_load_state()
+    try:
+        with isolated_registry() as registry:
+            yield registry
+    finally:
+        restore()
 
 
 @pytest.fixture
