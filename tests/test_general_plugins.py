@@ -613,3 +613,22 @@ def test_a_hook_registered_after_a_load_without_plugins_applies_at_once(site: Pl
         """
     )
     assert out == [False, 3]
+
+
+@pytest.mark.parametrize("listed", ["timer", "TIMER", "timer-dist"])
+@pytest.mark.fault(
+    "plugins",
+    "SGLANG_PLUGINS=timer when the entry point is Timer (or names its distribution, timer-dist)",
+    "not-installed, with a WARNING saying: did you mean SGLANG_PLUGINS='alpha,Timer'? (the platforms' "
+    "suggestion; it said only 'listed but not installed')",
+)
+def test_allowlisted_name_of_other_case_or_a_distribution_suggests_the_entry_point(
+    site: PluginSite, listed: str
+) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    add_general(site, "timer-dist", "Timer")
+    result = site.run(LOAD, {"SGLANG_PLUGINS": f"alpha, {listed}"}, check=True)
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["alpha"][0] == "loaded" and out[listed][0] == "not-installed"
+    assert "did you mean SGLANG_PLUGINS='alpha,Timer'?" in out[listed][1]
+    assert f"Plugin '{listed}'" in result.stderr and "SGLANG_PLUGINS='alpha,Timer'" in result.stderr

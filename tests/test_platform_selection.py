@@ -664,6 +664,37 @@ def test_platform_name_with_other_case_or_separators_suggests_the_installed_name
 
 @pytest.mark.fault(
     "selection",
+    "SGLANG_PLATFORM names an installed general plugin (group sglang.srt.plugins)",
+    "PlatformNotFoundError saying it is installed, naming its distribution, as a general plugin, not a "
+    "platform plugin (it said: install the plugin's package)",
+)
+def test_platform_name_of_a_general_plugin_says_it_is_a_general_plugin(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    site.add("timer-dist", entry_points={"sglang.srt.plugins": {"timer": "timer_mod:register"}})
+    out = select(site, SGLANG_PLATFORM="timer")
+    assert out["error"] == "PlatformNotFoundError" and out["imported"] == []
+    assert "'timer' is installed (timer-dist 1.0) as a general plugin" in out["message"]
+    assert "group 'sglang.srt.plugins'), not a platform plugin" in out["message"]
+    assert "Install the plugin's package" not in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "SGLANG_PLATFORM=x while a distribution's METADATA cannot be decoded (Latin-1)",
+    "PlatformNotFoundError naming the skipped distribution's folder and why it was skipped (it said "
+    "'none installed' and named nothing)",
+)
+def test_unknown_platform_names_the_distribution_discovery_skipped(site: PluginSite) -> None:
+    bad = site.add("vendor-npu", entry_points={"sglang.srt.platforms": {"x": "x_mod:activate"}})
+    (bad / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: vendor-npu\nVersion: 1.0\nAuthor: Jos\xe9\n\n")
+    out = select(site, SGLANG_PLATFORM="x")
+    assert out["error"] == "PlatformNotFoundError"
+    assert "available: none installed" in out["message"] and str(bad) in out["message"]
+    assert "metadata unreadable" in out["message"] and "UnicodeDecodeError" in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
     "SGLANG_PLATFORM names the distribution instead of its entry point",
     "PlatformNotFoundError suggesting the distribution's platform entry point",
 )

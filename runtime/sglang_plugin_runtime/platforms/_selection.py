@@ -150,11 +150,9 @@ def plan_platforms(
     ]
     error: errors.PluginError | None = None
     if selected is not None and not chosen:
-        from ._unknown_name import (
-            unknown_platform_message,
-        )  # a misconfiguration: only this needs it
+        from ._unknown_name import unknown_platform_message  # a misconfiguration: only it needs it
 
-        message = unknown_platform_message(namespace, installed, selected)
+        message = unknown_platform_message(namespace, discovery, selected)
         error = errors.PlatformNotFoundError(message, plugin=selected[:80])
     elif duplicate := next((p for p in chosen if p.status is Status.FAILED_DUPLICATE), None):
         message = f"Platform plugin name {duplicate.name!r} in group {group!r}: {duplicate.reason}."

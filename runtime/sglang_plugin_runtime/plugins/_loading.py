@@ -131,10 +131,14 @@ def plan_entry_points(
     # filters has it.
     filtered = {namespace.startup_group, namespace.plugin_group}
     groups = filtered if group in filtered else {group}
-    installed = {ep.name for g in groups if g for ep in discovery.group(g)}
-    missing = [] if group == namespace.startup_group else sorted((allowed or set()) - installed)
-    not_installed = f"listed in {env} but not installed"
-    plan = [PlannedPlugin(name, Status.NOT_INSTALLED, not_installed, None) for name in missing]
+    installed = [ep for g in groups if g for ep in discovery.group(g)]
+    missing = set() if group == namespace.startup_group else allowed or set()
+    missing -= {ep.name for ep in installed}
+    if missing:
+        from ..platforms._unknown_name import not_installed_reason  # a misconfiguration only
+
+        reasons = {name: not_installed_reason(namespace, installed, name) for name in missing}
+    plan = [PlannedPlugin(n, Status.NOT_INSTALLED, reasons[n], None) for n in sorted(missing)]
     for ep in discovery.group(group):
         status, reason = Status.TO_LOAD, ""
         if allowed is not None and ep.name not in allowed:
