@@ -127,6 +127,7 @@ def plan_entry_points(
     allowed = namespace.allowed_plugins() if apply_allowlist else None
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
     duplicates, env = discovery.duplicates(group), namespace.plugins_env
+    env_platform = namespace.platform_env
     # A listed name is "not installed" (said once, with the general plugins) when no group it
     # filters has it.
     filtered = {namespace.startup_group, namespace.plugin_group}
@@ -144,8 +145,10 @@ def plan_entry_points(
         if allowed is not None and ep.name not in allowed:
             status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
         elif ep.distribution in excluded:
-            selected = f"{namespace.platform_env}={namespace.selected_platform()!r}"
-            reason = f"its distribution offers only platforms other than {selected}"
+            selected = namespace.selected_platform()
+            reason = f"its distribution offers only platforms other than {env_platform}={selected!r}"
+            if not any(p.name == selected for p in discovery.group(namespace.platform_group)):
+                reason = "not loaded: the platform selection failed (see its error)"
             status = Status.SKIPPED_PLATFORM
         elif ep.name in duplicates:
             reason = f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}"
