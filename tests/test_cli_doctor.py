@@ -573,6 +573,28 @@ def test_doctor_says_general_plugins_wait_for_a_failed_platform_selection(site: 
     assert text.count("'ACME'") == 2 and "Problems (1)" in text  # the environment, the one error
 
 
+@pytest.mark.parametrize("name", ["cuda", "CPU", "musa"])
+@pytest.mark.fault(
+    "cli",
+    "SGLANG_DIFFUSION_PLATFORM_OVERRIDE=cuda (a built-in of SGLang's diffusion engine: cpu, cuda, rocm, "
+    "xpu, mps, npu, musa, any case) under doctor -n multimodal_gen",
+    "no error, exit 0: the reason says the host selects its built-in platform itself and no platform "
+    "plugin is imported (it advised installing a plugin and exited 1)",
+)
+def test_doctor_accepts_a_diffusion_built_in_platform_name(site: PluginSite, name: str) -> None:
+    site.add(
+        "vendor-dit",
+        entry_points={"sglang.multimodal_gen.platforms": {"vendor": "vendor_dit:activate"}},
+        modules={"vendor_dit.py": "raise RuntimeError('must not be imported')\n"},
+    )
+    result = cli(site, "doctor", "-n", "multimodal_gen", "--json", SGLANG_DIFFUSION_PLATFORM_OVERRIDE=name)
+    report = result.json
+    assert result.code == 0 and report["problems"] == [], report["problems"]
+    reason = report["platform"]["reason"]
+    assert f"SGLANG_DIFFUSION_PLATFORM_OVERRIDE={name!r} names a built-in platform of the host" in reason
+    assert "no platform plugin is imported" in reason
+
+
 @pytest.mark.fault(
     "cli",
     "SGLANG_PLUGINS=',' under doctor",

@@ -134,6 +134,7 @@ def plan_platforms(
     env, selected = namespace.platform_env, namespace.selected_platform()
     group = namespace.platform_group
     installed, duplicates = discovery.group(group), discovery.duplicates(group)
+    builtin = selected is not None and selected.lower() in namespace.reserved_platform_names
     plan = []
     for ep in installed:
         status, reason = Status.TO_LOAD, f"{env} unset: imported and its activate() called"
@@ -149,7 +150,7 @@ def plan_platforms(
         p.entry_point for p in chosen if p.name.lower() in namespace.reserved_platform_names
     ]
     error: errors.PluginError | None = None
-    if selected is not None and not chosen:
+    if selected is not None and not chosen and not builtin:
         from ._unknown_name import unknown_platform_message  # a misconfiguration: only it needs it
 
         message = unknown_platform_message(namespace, discovery, selected)
@@ -319,8 +320,11 @@ def _select(
         why = f"no platform plugin is installed in group {namespace.platform_group!r}"
         if candidates:
             why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
+        if selected:  # a name of the host's own platforms (the only way here with one)
+            why = f"{env}={selected!r} names a built-in platform of the host, which selects it "
+            why += "itself; no platform plugin is imported"
         (logger.warning if problems else logger.info)("Using fallback %s: %s.", cls.__name__, why)
-        rule, reason = RULE_FALLBACK, f"{env} unset; {why}"
+        rule, reason = RULE_FALLBACK, why if selected else f"{env} unset; {why}"
     else:
         cls, rule = activated[0][1], RULE_EXPLICIT
         reason = f"{env}={selected!r}; only that plugin was imported and activated"

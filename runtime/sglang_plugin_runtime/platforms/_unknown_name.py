@@ -24,7 +24,8 @@ def unknown_platform_message(
     env, group = namespace.platform_env, namespace.platform_group
     candidates = discovery.group(group)
     available = ", ".join(f"{ep.name!r} ({ep.label})" for ep in candidates) or "none installed"
-    shown = repr(selected) if len(selected) <= 80 else f"{selected[:60]!r}... ({len(selected)} chars)"
+    cut = f"{selected[:60]!r}... ({len(selected)} characters)"
+    shown = repr(selected) if len(selected) <= 80 else cut
     message = f"{env}={shown} does not match any platform plugin in group {group!r} "
     message += f"(available: {available})."
     if discovery.malformed:

@@ -147,7 +147,9 @@ def plan_entry_points(
         elif ep.distribution in excluded:
             selected = namespace.selected_platform()
             reason = f"its distribution offers only platforms other than {env_platform}={selected!r}"
-            if not any(p.name == selected for p in discovery.group(namespace.platform_group)):
+            known = {p.name for p in discovery.group(namespace.platform_group)}
+            builtin = (selected or "").lower() in namespace.reserved_platform_names
+            if selected not in known and not builtin:
                 reason = "not loaded: the platform selection failed (see its error)"
             status = Status.SKIPPED_PLATFORM
         elif ep.name in duplicates:
