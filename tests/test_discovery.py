@@ -320,6 +320,11 @@ def test_a_deleted_working_directory_on_sys_path_is_skipped(site: PluginSite, tm
     assert out == "acmenpu"
 
 
+DOCTOR_JSON = """
+import sys
+from sglang_plugin_runtime._cli import main
+sys.exit(main(["doctor", "--json"]))
+"""
 STALE_COPY_SCAN = """
 import json, logging
 logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
@@ -357,9 +362,7 @@ def test_two_metadata_folders_of_one_project_in_one_folder_are_reported(
     assert [path for path, _ in malformed] == [str(folders["1.9"])]
     warning = next(line for line in result.stderr.splitlines() if line.startswith("WARNING"))
     assert str(folders["1.9"]) in warning and f"{folders['1.10']} is used" in warning
-    doctor = site.run(
-        "import sys\nfrom sglang_plugin_runtime._cli import main\nsys.exit(main(['doctor', '--json']))"
-    )
+    doctor = site.run(DOCTOR_JSON)
     report = json.loads(doctor.stdout)
     assert doctor.returncode == 1
     assert [p["step"] for p in report["problems"]] == ["discovery"]

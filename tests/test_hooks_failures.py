@@ -385,7 +385,6 @@ def test_a_late_hook_is_applied_at_once_and_its_failure_raised_by_the_next_stric
         HookRegistry.apply_hooks(strict=True)
 
 
-
 @pytest.mark.parametrize("returned", ["((x,), [1])", "(5, {})", "((x,), 'keywords')"])
 @pytest.mark.fault(
     "hooks",

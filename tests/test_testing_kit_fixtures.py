@@ -297,11 +297,11 @@ ORDERED_TESTS = {
         "                       modules={'other.py': 'def r():\\n    pass\\n'})\n"
         "    assert 'other' in [o.plugin for o in load_plugins().outcomes]\n"
     ),
-    "isolated": (
-        "def test_isolated_{n}(hook_registry):\n"
-        "    load_plugins()\n"
-        "    assert target_mod.work(1) == 1001\n"
-    ),
+    "isolated": """
+def test_isolated_{n}(hook_registry):
+    load_plugins()
+    assert target_mod.work(1) == 1001
+""",
 }
 
 

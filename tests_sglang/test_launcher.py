@@ -267,8 +267,7 @@ def test_run_of_a_command_that_never_imports_sglang_blames_no_isolated_python(tm
 
 @pytest.mark.fault(
     "cli",
-    "sglang-plugins run: a startup plugin fails inside the adopted `import sglang` "
-    "(SGLANG_PLUGINS_STRICT=1)",
+    "sglang-plugins run: a startup plugin fails in the adopted import (SGLANG_PLUGINS_STRICT=1)",
     "the command's error names the plugin; the launcher's note says SGLang's import failed, not "
     "that an isolated python -I/-E ran it",
 )

@@ -124,8 +124,8 @@ _marked = False
 
 
 def honoured_exit(exc: BaseException | None) -> bool:
-    """Whether ``exc``, raised by plugin code, is a ``SystemExit`` that stops this process (a host's,
-    not the CLI's)."""
+    """Whether ``exc``, raised by plugin code, is a ``SystemExit`` that stops this process (a
+    host's, not the CLI's)."""
     return isinstance(exc, SystemExit) and not _marked
 
 

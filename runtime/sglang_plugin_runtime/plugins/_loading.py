@@ -127,13 +127,17 @@ def plan_entry_points(
     allowed = namespace.allowed_plugins() if apply_allowlist else None
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
     duplicates, env = discovery.duplicates(group), namespace.plugins_env
-    env_platform = namespace.platform_env
+    selected = namespace.selected_platform()
+    other_than = f"other than {namespace.platform_env}={selected!r}"
+    # It names no platform, plugin or built-in: the selection's error says so, once.
+    failed = selected is not None and selected.lower() not in namespace.reserved_platform_names
+    failed = failed and all(p.name != selected for p in discovery.group(namespace.platform_group))
     # A listed name is "not installed" (said once, with the general plugins) when no group it
     # filters has it.
     filtered = {namespace.startup_group, namespace.plugin_group}
     groups = filtered if group in filtered else {group}
     installed = [ep for g in groups if g for ep in discovery.group(g)]
-    missing = set() if group == namespace.startup_group else allowed or set()
+    missing: set[str] = set() if group == namespace.startup_group else set(allowed or ())
     missing -= {ep.name for ep in installed}
     if missing:
         from ..platforms._unknown_name import not_installed_reason  # a misconfiguration only
@@ -145,11 +149,8 @@ def plan_entry_points(
         if allowed is not None and ep.name not in allowed:
             status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
         elif ep.distribution in excluded:
-            selected = namespace.selected_platform()
-            reason = f"its distribution offers only platforms other than {env_platform}={selected!r}"
-            known = {p.name for p in discovery.group(namespace.platform_group)}
-            builtin = (selected or "").lower() in namespace.reserved_platform_names
-            if selected not in known and not builtin:
+            reason = f"its distribution offers only platforms {other_than}"
+            if failed:
                 reason = "not loaded: the platform selection failed (see its error)"
             status = Status.SKIPPED_PLATFORM
         elif ep.name in duplicates:
@@ -371,7 +372,8 @@ def saved_load_state() -> Callable[[], None]:
         for name, state in _STATES.items():
             reports, done, interrupted = saved.get(name, ({}, {}, None))
             with state.gate.lock:
-                state.reports, state.done, state.interrupted = dict(reports), dict(done), interrupted
+                state.reports, state.done = dict(reports), dict(done)
+                state.interrupted = interrupted
 
     return restore
 
