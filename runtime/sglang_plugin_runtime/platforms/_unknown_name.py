@@ -30,7 +30,7 @@ def unknown_platform_message(
     message += f"(available: {available})."
     if discovery.malformed:
         skipped = "; ".join(f"{bad.path} ({bad.reason})" for bad in discovery.malformed)
-        message += f" Skipped, metadata unreadable (it may be the one; reinstall it): {skipped}."
+        message += f" Skipped by discovery (it may be the one; fix or reinstall it): {skipped}."
     if suggestions := name_suggestions(candidates, selected):
         names = " or ".join(repr(name) for name in suggestions)
         return (
