@@ -264,26 +264,32 @@ def test_importing_the_kit_does_not_import_pytest_or_torch() -> None:
 # --- a session's installed plugins, whatever order the kit's fixtures run in ---------------------------------
 
 INSTALLED_PLUGIN = """
-from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType, plugin_hook
 REGISTERED = []
+
+@plugin_hook("target_mod.work", HookType.AFTER)
+def plus_ten(result, x):  # registered as the module is imported
+    return result + 10
+
 def register():
     REGISTERED.append(1)
     HookRegistry.register("target_mod.work", lambda original, x: original(x) + 1000, HookType.AROUND)
 """
 
 ORDERED_TESTS_HEADER = """
-import installed_timer, target_mod
+import sys, target_mod
 from sglang_plugin_runtime.plugins import load_plugins
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
 
 LOADS = []
 
 def session_load():
-    before = len(installed_timer.REGISTERED)
+    before = len(getattr(sys.modules.get("installed_timer"), "REGISTERED", []))
     report = load_plugins()
+    installed_timer = sys.modules["installed_timer"]
     assert [(o.plugin, o.status) for o in report.outcomes] == [("timer", "loaded")]
-    assert target_mod.work(1) == 1001  # the installed plugin's hook, applied, runs once
-    assert [h.plugin for t in HookRegistry.describe() for h in t.hooks] == ["timer"]
+    assert target_mod.work(1) == 1011  # the installed plugin's two hooks, applied, each run once
+    assert [h.plugin for t in HookRegistry.describe() for h in t.hooks] == ["timer", "timer"]
     if LOADS:  # loaded once per session: register() does not run again
         assert len(installed_timer.REGISTERED) == before
     LOADS.append(1)
@@ -300,7 +306,7 @@ ORDERED_TESTS = {
     "isolated": """
 def test_isolated_{n}(hook_registry):
     load_plugins()
-    assert target_mod.work(1) == 1001
+    assert target_mod.work(1) == 1011
 """,
 }
 
