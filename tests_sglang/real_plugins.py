@@ -792,11 +792,6 @@ def qsa_fail_closed(world: str, paths: list[Path]) -> str:
 # The table: what each side must do, and why the runtime differs where it does
 # --------------------------------------------------------------------------------------------------
 
-#: Why a runtime expectation is not met yet: the work that meets it (the test is a strict xfail
-#: until then).
-ISSUE_29 = "issue 29 policy"
-
-
 @dataclass(frozen=True)
 class Behaviour:
     id: str
@@ -868,7 +863,6 @@ BEHAVIOURS = [
         runtime="start-up stops naming kunlun_hooks",
         why="The selected platform's own distribution failing stops start-up (the policy of "
         "SGLang's diffusion loader, issue 29): the device would otherwise serve half-patched.",
-        pending=ISSUE_29,
     ),
     Behaviour(
         "kunlun_sitecustomize",
