@@ -792,6 +792,7 @@ def qsa_fail_closed(world: str, paths: list[Path]) -> str:
 # The table: what each side must do, and why the runtime differs where it does
 # --------------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Behaviour:
     id: str
