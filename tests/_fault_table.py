@@ -29,6 +29,7 @@ AREAS = {
     "hooks": "Hooks",
     "processes": "Processes and threads",
     "cli": "sglang-plugins (doctor, list, explain)",
+    "testing": "The testing kit (pytest fixtures)",
     "templates": "Generating a plugin package (the Copier template)",
 }
 

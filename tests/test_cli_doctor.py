@@ -605,6 +605,66 @@ def test_doctor_and_list_suggest_the_platform_name(site: PluginSite) -> None:
 
 @pytest.mark.fault(
     "cli",
+    "SGLANG_PLATFORM=ACME misspelled under doctor, the platform's distribution shipping a general "
+    "plugin",
+    "one error (the platform name, with its suggestion); the general plugin's row says it was not "
+    "loaded because the platform selection failed (it read as a second problem: ...other than "
+    "SGLANG_PLATFORM='ACME')",
+)
+def test_doctor_says_general_plugins_wait_for_a_failed_platform_selection(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={
+            "sglang.srt.platforms": {"acme": "acme_platform:activate"},
+            "sglang.srt.plugins": {"acme_hooks": "acme_platform:register"},
+        },
+        modules={
+            "acme_platform.py": platform_module("AcmePlatform", "acmenpu")
+            + "def register():\n    pass\n"
+        },
+    )
+    add_general(site, "timer-dist", "timer")
+    report = cli(site, "doctor", "--json", SGLANG_PLATFORM="ACME").json
+    assert [p["step"] for p in report["problems"]] == ["selection"]
+    assert "Did you mean SGLANG_PLATFORM='acme'?" in messages(report)
+    rows = {row["plugin"]: row for row in report["plugins"]["plugins"]}
+    assert rows["timer"]["status"] == "loaded"
+    assert (
+        rows["acme_hooks"]["reason"] == "not loaded: the platform selection failed (see its error)"
+    )
+    text = cli(site, "doctor", SGLANG_PLATFORM="ACME").out
+    assert text.count("'ACME'") == 2 and "Problems (1)" in text  # the environment, the one error
+
+
+@pytest.mark.parametrize("name", ["cuda", "CPU", "musa"])
+@pytest.mark.fault(
+    "cli",
+    "SGLANG_DIFFUSION_PLATFORM_OVERRIDE=cuda (a built-in of SGLang's diffusion engine: cpu, cuda, "
+    "rocm, xpu, mps, npu, musa, any case) under doctor -n multimodal_gen",
+    "no error, exit 0: the reason says the host selects its built-in platform itself and no "
+    "platform plugin is imported (it advised installing a plugin and exited 1)",
+)
+def test_doctor_accepts_a_diffusion_built_in_platform_name(site: PluginSite, name: str) -> None:
+    site.add(
+        "vendor-dit",
+        entry_points={"sglang.multimodal_gen.platforms": {"vendor": "vendor_dit:activate"}},
+        modules={"vendor_dit.py": "raise RuntimeError('must not be imported')\n"},
+    )
+    result = cli(
+        site, "doctor", "-n", "multimodal_gen", "--json", SGLANG_DIFFUSION_PLATFORM_OVERRIDE=name
+    )
+    report = result.json
+    assert result.code == 0 and report["problems"] == [], report["problems"]
+    reason = report["platform"]["reason"]
+    assert (
+        f"SGLANG_DIFFUSION_PLATFORM_OVERRIDE={name!r} names a built-in platform of the host"
+        in reason
+    )
+    assert "no platform plugin is imported" in reason
+
+
+@pytest.mark.fault(
+    "cli",
     "SGLANG_PLUGINS=',' under doctor",
     "a warning problem: it names no plugin, so none loads; how to fix it",
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from _plugin_site import PluginSite, find_python
 
@@ -341,3 +343,52 @@ def test_a_deleted_working_directory_on_sys_path_is_skipped(site: PluginSite, tm
         """
     )
     assert out == "acmenpu"
+
+
+DOCTOR_JSON = """
+import sys
+from sglang_plugin_runtime._cli import main
+sys.exit(main(["doctor", "--json"]))
+"""
+STALE_COPY_SCAN = """
+import json, logging
+logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+from sglang_plugin_runtime._discovery import discover_entry_points
+found = discover_entry_points()
+[ep] = found.group("sglang.srt.plugins")
+print(json.dumps([ep.version, ep.value, [list(bad) for bad in found.malformed]]))
+"""
+
+
+@pytest.mark.parametrize("versions", [("1.9", "1.10"), ("1.10", "1.9")])
+@pytest.mark.fault(
+    "discovery",
+    "two metadata folders of one project in one sys.path folder (timer_dist-1.9.dist-info and "
+    "timer_dist-1.10.dist-info, as a failed upgrade leaves them)",
+    "the highest version by folder name is used, whatever the directory order; a WARNING names "
+    "both folders and which is used, and doctor reports it as a problem (which one won depended on "
+    "the directory order, silently)",
+)
+def test_two_metadata_folders_of_one_project_in_one_folder_are_reported(
+    site: PluginSite, versions: tuple[str, str]
+) -> None:
+    folders = {}
+    for version in versions:
+        module = f"timer_{version.replace('.', '_')}"
+        folders[version] = site.add(
+            "timer-dist",
+            version,
+            entry_points={"sglang.srt.plugins": {"timer": f"{module}:register"}},
+            modules={f"{module}.py": "def register():\n    pass\n"},
+        )
+    result = site.run(STALE_COPY_SCAN, check=True)
+    version, value, malformed = json.loads(result.stdout)
+    assert (version, value) == ("1.10", "timer_1_10:register")
+    assert [path for path, _ in malformed] == [str(folders["1.9"])]
+    warning = next(line for line in result.stderr.splitlines() if line.startswith("WARNING"))
+    assert str(folders["1.9"]) in warning and f"{folders['1.10']} is used" in warning
+    doctor = site.run(DOCTOR_JSON)
+    report = json.loads(doctor.stdout)
+    assert doctor.returncode == 1
+    assert [p["step"] for p in report["problems"]] == ["discovery"]
+    assert str(folders["1.9"]) in report["problems"][0]["message"]

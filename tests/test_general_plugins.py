@@ -3,6 +3,8 @@ distributions."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from _plugin_site import PluginSite
 
@@ -393,41 +395,59 @@ def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
 # ---------------------------------------------------------------------------------
 
 
+# A host that sees the SystemExit a plugin raised: what stopped and which hooks were left
+# registered.
+LOAD_UNTIL_EXIT = """
+import json, logging
+logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+from sglang_plugin_runtime.plugins import load_plugins
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
+try:
+    load_plugins()
+except SystemExit as exc:
+    hooks = [h.plugin for t in HookRegistry.describe() for h in t.hooks]
+    print(json.dumps({"code": exc.code, "hooks": hooks}))
+    raise
+"""
+
+
 @pytest.mark.fault(
     "plugins",
-    "a general plugin's module calls sys.exit(0) while it is imported",
-    "failed-import naming the plugin and SystemExit; the other plugins load and load_plugins() "
-    "returns",
+    "a general plugin's module calls sys.exit(4) while it is imported (a host process)",
+    "start-up stops, as in SGLang: one ERROR naming the plugin and its distribution, then the "
+    "SystemExit (exit status 4); the plugins after it are not loaded",
 )
-def test_general_plugin_calling_sys_exit_at_import_is_an_import_failure(site: PluginSite) -> None:
-    add_general(site, "alpha-dist", "alpha")
+def test_general_plugin_calling_sys_exit_at_import_stops_start_up(site: PluginSite) -> None:
     site.add(
         "exit-dist",
         entry_points={"sglang.srt.plugins": {"quitter": "quitter_plugin:register"}},
-        modules={"quitter_plugin.py": "import sys\nsys.exit(0)\n"},
+        modules={"quitter_plugin.py": "import sys\nsys.exit(4)\n"},
     )
-    add_general(site, "gamma-dist", "gamma")
-    out = site.run_json(LOAD)
-    assert out["alpha"][0] == out["gamma"][0] == "loaded"
-    assert out["quitter"][0] == "failed-import" and "SystemExit(0)" in out["quitter"][1]
+    add_general(site, "zeta-dist", "zeta")
+    result = site.run(LOAD)
+    assert result.returncode == 4 and result.stdout == ""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and "'quitter'" in errors[0] and "exit-dist 1.0" in errors[0]
+    assert "sys.exit(4)" in errors[0] and "start-up stops" in errors[0]
+    assert registered_count(site, "zeta") == 0
 
 
 @pytest.mark.fault(
     "plugins",
-    "register() calls sys.exit(1)",
-    "failed-call, its hooks discarded, the others loaded; strict mode raises PluginLoadError "
-    "chained to it",
+    "register() registers a hook, then calls sys.exit(1) (a host process)",
+    "start-up stops with exit status 1 after one ERROR naming the plugin and its distribution; "
+    "the hook it registered is discarded first (as SGLang stops; the SystemExit is not swallowed)",
 )
-def test_register_calling_sys_exit_is_a_register_failure(site: PluginSite) -> None:
-    add_general(site, "alpha-dist", "alpha", in_register="    import sys; sys.exit(1)\n")
-    add_general(site, "beta-dist", "beta")
-    out = site.run_json(LOAD)
-    assert out["alpha"][0] == "failed-call" and "SystemExit(1)" in out["alpha"][1]
-    assert out["beta"][0] == "loaded"
-    strict = site.run(LOAD, {"SGLANG_PLUGINS_STRICT": "1"})
-    assert (
-        strict.returncode != 0 and "PluginLoadError" in strict.stderr and "'alpha'" in strict.stderr
-    )
+def test_register_calling_sys_exit_stops_start_up_without_its_hooks(site: PluginSite) -> None:
+    site.add("target", modules={"target_mod.py": TARGET_MODULE})
+    exits = AROUND_HOOK + "    import sys; sys.exit(1)\n"
+    add_general(site, "alpha-dist", "alpha", in_register=exits)
+    result = site.run(LOAD_UNTIL_EXIT)
+    assert result.returncode == 1
+    assert json.loads(result.stdout) == {"code": 1, "hooks": []}
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and "'alpha'" in errors[0] and "alpha-dist 1.0" in errors[0]
+    assert "register() of plugin" in errors[0] and "called sys.exit(1)" in errors[0]
 
 
 @pytest.mark.fault(
@@ -641,3 +661,22 @@ def test_a_hook_registered_after_a_load_without_plugins_applies_at_once(site: Pl
         """
     )
     assert out == [False, 3]
+
+
+@pytest.mark.parametrize("listed", ["timer", "TIMER", "timer-dist"])
+@pytest.mark.fault(
+    "plugins",
+    "SGLANG_PLUGINS=timer when the entry point is Timer (or names its distribution, timer-dist)",
+    "not-installed, with a WARNING saying: did you mean SGLANG_PLUGINS='alpha,Timer'? (the "
+    "platforms' suggestion; it said only 'listed but not installed')",
+)
+def test_allowlisted_name_of_other_case_or_a_distribution_suggests_the_entry_point(
+    site: PluginSite, listed: str
+) -> None:
+    add_general(site, "alpha-dist", "alpha")
+    add_general(site, "timer-dist", "Timer")
+    result = site.run(LOAD, {"SGLANG_PLUGINS": f"alpha, {listed}"}, check=True)
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["alpha"][0] == "loaded" and out[listed][0] == "not-installed"
+    assert "did you mean SGLANG_PLUGINS='alpha,Timer'?" in out[listed][1]
+    assert f"Plugin '{listed}'" in result.stderr and "SGLANG_PLUGINS='alpha,Timer'" in result.stderr

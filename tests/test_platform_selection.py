@@ -566,61 +566,52 @@ def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(
 # ---------------------------------------------------------------------------------
 
 
-@pytest.mark.fault(
-    "selection",
-    "activate() calls sys.exit(0), SGLANG_PLATFORM unset",
-    "a failure like any other: WARNING naming the plugin, its distribution and SystemExit; "
-    "skipped; fallback",
-)
-def test_activate_calling_sys_exit_is_a_skipped_plugin_failure_in_auto_mode(
-    site: PluginSite,
-) -> None:
-    site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(0)")
-    out = select(site)
-    assert out["rule"] == "fallback"
-    assert (
-        "SystemExit(0)" in out["stderr"]
-        and "'acme'" in out["stderr"]
-        and "acme-npu" in out["stderr"]
-    )
-    assert "sys.exit()" in out["problems"][0]
+def stopped_by_exit(site: PluginSite, status: int, plugin: str, dist: str, **env: str) -> str:
+    """Run a selection that a plugin's sys.exit() stops; its one ERROR line, naming the plugin."""
+    result = site.run(SELECT, env)
+    assert result.returncode == status and result.stdout == "", result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and f"{plugin!r}" in errors[0] and f"{dist} 1.0" in errors[0]
+    assert "start-up stops" in errors[0]
+    return errors[0]
 
 
 @pytest.mark.fault(
     "selection",
-    "activate() calls sys.exit(3) for the platform SGLANG_PLATFORM names",
-    "PluginLoadError naming the plugin and distribution, chained to the SystemExit; the process "
-    "goes on",
+    "activate() calls sys.exit(2), SGLANG_PLATFORM unset (a host process)",
+    "start-up stops, as in SGLang: one ERROR naming the plugin and its distribution, then the "
+    "SystemExit (exit status 2); no fallback",
 )
-def test_activate_calling_sys_exit_is_an_attributed_error_when_selected(site: PluginSite) -> None:
+def test_activate_calling_sys_exit_stops_start_up_in_auto_mode(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(2)")
+    error = stopped_by_exit(site, 2, "acme", "acme-npu")
+    assert "activate() of plugin 'acme'" in error and "sys.exit(2)" in error
+
+
+@pytest.mark.fault(
+    "selection",
+    "activate() calls sys.exit(3) for the platform SGLANG_PLATFORM names (a host process)",
+    "start-up stops with exit status 3 after one ERROR naming the plugin and its distribution",
+)
+def test_activate_calling_sys_exit_stops_start_up_when_selected(site: PluginSite) -> None:
     site.add_platform("acme-npu", "acme", "acmenpu", "import sys; sys.exit(3)")
-    out = select(site, SGLANG_PLATFORM="acme")
-    assert out["error"] == "PluginLoadError" and out["cause"] == "SystemExit"
-    assert (
-        "'acme'" in out["message"]
-        and "acme-npu" in out["message"]
-        and "SystemExit(3)" in out["message"]
-    )
+    assert "sys.exit(3)" in stopped_by_exit(site, 3, "acme", "acme-npu", SGLANG_PLATFORM="acme")
 
 
 @pytest.mark.fault(
     "selection",
-    "a platform plugin's module calls sys.exit() while it is imported",
-    "import failure of that plugin: WARNING naming it, skipped (an error with "
-    "SGLANG_PLUGINS_STRICT=1)",
+    "a platform plugin's module calls sys.exit('no device') while it is imported (a host process)",
+    "start-up stops (exit status 1, Python prints 'no device') after one ERROR naming the plugin "
+    "and its distribution; the other platform plugins are not activated",
 )
-def test_platform_module_calling_sys_exit_at_import_is_an_import_failure(site: PluginSite) -> None:
-    site.add_platform("acme-npu", "acme", "acmenpu")
+def test_platform_module_calling_sys_exit_at_import_stops_start_up(site: PluginSite) -> None:
     site.add(
         "exiting-dist",
         entry_points={"sglang.srt.platforms": {"exiting": "exiting_platform:activate"}},
         modules={"exiting_platform.py": "import sys\nsys.exit('no device')\n"},
     )
-    out = select(site)
-    assert out["plugin"] == "acme"
-    assert "import failed: SystemExit('no device')" in out["problems"][0]
-    strict = select(site, SGLANG_PLUGINS_STRICT="1")
-    assert strict["error"] == "PluginLoadError" and strict["cause"] == "SystemExit"
+    error = stopped_by_exit(site, 1, "exiting", "exiting-dist")
+    assert "the import of plugin 'exiting'" in error
 
 
 @pytest.mark.fault(
@@ -740,6 +731,39 @@ def test_platform_name_with_other_case_or_separators_suggests_the_installed_name
     out = select(site, SGLANG_PLATFORM=asked)
     assert out["error"] == "PlatformNotFoundError"
     assert "Did you mean SGLANG_PLATFORM='acme_npu'?" in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "SGLANG_PLATFORM names an installed general plugin (group sglang.srt.plugins)",
+    "PlatformNotFoundError saying it is installed, naming its distribution, as a general plugin, "
+    "not a platform plugin (it said: install the plugin's package)",
+)
+def test_platform_name_of_a_general_plugin_says_it_is_a_general_plugin(site: PluginSite) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    site.add("timer-dist", entry_points={"sglang.srt.plugins": {"timer": "timer_mod:register"}})
+    out = select(site, SGLANG_PLATFORM="timer")
+    assert out["error"] == "PlatformNotFoundError" and out["imported"] == []
+    assert "'timer' is installed (timer-dist 1.0) as a general plugin" in out["message"]
+    assert "group 'sglang.srt.plugins'), not a platform plugin" in out["message"]
+    assert "Install the plugin's package" not in out["message"]
+
+
+@pytest.mark.fault(
+    "selection",
+    "SGLANG_PLATFORM=x while a distribution's METADATA cannot be decoded (Latin-1)",
+    "PlatformNotFoundError naming the skipped distribution's folder and why it was skipped (it "
+    "said 'none installed' and named nothing)",
+)
+def test_unknown_platform_names_the_distribution_discovery_skipped(site: PluginSite) -> None:
+    bad = site.add("vendor-npu", entry_points={"sglang.srt.platforms": {"x": "x_mod:activate"}})
+    (bad / "METADATA").write_bytes(
+        b"Metadata-Version: 2.1\nName: vendor-npu\nVersion: 1.0\nAuthor: Jos\xe9\n\n"
+    )
+    out = select(site, SGLANG_PLATFORM="x")
+    assert out["error"] == "PlatformNotFoundError"
+    assert "available: none installed" in out["message"] and str(bad) in out["message"]
+    assert "Skipped by discovery" in out["message"] and "UnicodeDecodeError" in out["message"]
 
 
 @pytest.mark.fault(
@@ -970,21 +994,23 @@ VALIDATED_MODULE_EXITS = {
 
 @pytest.mark.fault(
     "selection",
-    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module calls sys.exit(0) while "
-    "it is imported",
-    "InvalidPlatformError naming the plugin and the SystemExit; the host process goes on",
+    "activate() names 'vendor_pkg.platform.VendorPlatform' and that module calls sys.exit(5) while "
+    "it is imported (a host process)",
+    "start-up stops with exit status 5 after one ERROR naming the plugin and its distribution, as "
+    "when its activate() itself exits",
 )
-def test_class_module_calling_sys_exit_is_the_plugins_failure_not_the_hosts_exit(
-    site: PluginSite,
-) -> None:
+def test_class_module_calling_sys_exit_stops_start_up(site: PluginSite) -> None:
+    modules = dict(
+        VALIDATED_MODULE_EXITS, **{"vendor_pkg/platform.py": "import sys\nsys.exit(5)\n"}
+    )
     site.add(
         "vendor-npu",
         entry_points={"sglang.srt.platforms": {"vendor": "vendor_pkg:activate"}},
-        modules=VALIDATED_MODULE_EXITS,
+        modules=modules,
     )
-    out = select(site)
-    assert out["error"] == "InvalidPlatformError"
-    assert "'vendor'" in out["message"] and "SystemExit(0)" in out["message"]
+    assert "its platform class of plugin 'vendor'" in stopped_by_exit(
+        site, 5, "vendor", "vendor-npu"
+    )
 
 
 @pytest.mark.parametrize("body", ["import sys\nsys.exit(0)\n", "raise KeyboardInterrupt\n"])

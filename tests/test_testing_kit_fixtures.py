@@ -5,8 +5,11 @@ into the next test."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+
+from sglang_plugin_runtime.testing import write_fake_distribution
 
 pytest_plugins = ["pytester"]
 
@@ -283,3 +286,101 @@ def test_importing_the_kit_does_not_import_pytest_or_torch() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     ).stdout
     assert out.split() == ["False", "False"]
+
+
+# ---- a session's installed plugins, whatever order the kit's fixtures run in
+
+INSTALLED_PLUGIN = """
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType, plugin_hook
+REGISTERED = []
+
+@plugin_hook("target_mod.work", HookType.AFTER)
+def plus_ten(result, x):  # registered as the module is imported
+    return result + 10
+
+def register():
+    REGISTERED.append(1)
+    HookRegistry.register(
+        "target_mod.work", lambda original, x: original(x) + 1000, HookType.AROUND
+    )
+"""
+
+ORDERED_TESTS_HEADER = """
+import sys, target_mod
+from sglang_plugin_runtime.plugins import load_plugins
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
+
+LOADS = []
+
+def session_load():
+    before = len(getattr(sys.modules.get("installed_timer"), "REGISTERED", []))
+    report = load_plugins()
+    installed_timer = sys.modules["installed_timer"]
+    assert [(o.plugin, o.status) for o in report.outcomes] == [("timer", "loaded")]
+    assert target_mod.work(1) == 1011  # the installed plugin's two hooks, applied, each run once
+    assert [h.plugin for t in HookRegistry.describe() for h in t.hooks] == ["timer", "timer"]
+    if LOADS:  # loaded once per session: register() does not run again
+        assert len(installed_timer.REGISTERED) == before
+    LOADS.append(1)
+"""
+
+ORDERED_TESTS = {
+    "load": "def test_load_{n}():\n    session_load()\n",
+    "fake": (
+        "def test_fake_{n}(fake_distributions):\n    fake_distributions('other-dist', "
+        "entry_points={'sglang.srt.plugins': {'other': 'other:r'}},\n                       "
+        "modules={'other.py': 'def r():\\n    pass\\n'})\n    assert 'other' in [o.plugin for o in "
+        "load_plugins().outcomes]\n"
+    ),
+    "isolated": """
+def test_isolated_{n}(hook_registry):
+    load_plugins()
+    assert target_mod.work(1) == 1011
+""",
+}
+
+
+def run_in_order(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, order: list[str]
+) -> None:
+    """Run, in one inner session, the tests ``order`` names, with a general plugin installed (on
+    ``PYTHONPATH``, not written by the kit); every test must pass."""
+    site = Path(pytester.path) / "installed"
+    write_fake_distribution(
+        site,
+        "timer-dist",
+        entry_points={"sglang.srt.plugins": {"timer": "installed_timer:register"}},
+        modules={"installed_timer.py": INSTALLED_PLUGIN},
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    pytester.makepyfile(target_mod="def work(x):\n    return x\n")
+    tests = [ORDERED_TESTS[kind].replace("{n}", str(n)) for n, kind in enumerate(order)]
+    result = run(pytester, ORDERED_TESTS_HEADER + "\n\n".join(tests), "-p", "no:randomly")
+    result.assert_outcomes(passed=len(order))
+
+
+@pytest.mark.parametrize("order", [["load", "fake", "load"], ["fake", "load", "fake", "load"]])
+@pytest.mark.fault(
+    "testing",
+    "a test using fake_distributions runs load_plugins(), after or before the session's own load",
+    "the fixture brings back the load state it found: the session's next load_plugins() does not "
+    "run the installed plugins' register() again, and their hooks run once (they ran twice)",
+)
+def test_fake_distributions_restore_the_sessions_load_state(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, order: list[str]
+) -> None:
+    run_in_order(pytester, monkeypatch, order)
+
+
+@pytest.mark.parametrize("order", [["isolated", "load"], ["load", "isolated", "load"]])
+@pytest.mark.fault(
+    "testing",
+    "a session's first load_plugins() runs inside the hook_registry fixture",
+    "the fixture brings back the load state it found: the next load_plugins() registers the "
+    "installed plugins' hooks in the session's registry, the same result in any test order (they "
+    "were gone for the rest of the session)",
+)
+def test_hook_registry_restores_the_sessions_load_state(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, order: list[str]
+) -> None:
+    run_in_order(pytester, monkeypatch, order)

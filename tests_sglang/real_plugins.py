@@ -792,11 +792,6 @@ def qsa_fail_closed(world: str, paths: list[Path]) -> str:
 # The table: what each side must do, and why the runtime differs where it does
 # --------------------------------------------------------------------------------------------------
 
-#: Why a runtime expectation is not met yet: the work that meets it (the test is a strict xfail
-#: until then).
-ISSUE_29 = "issue 29 policy"
-SYSTEM_EXIT = "issue 29 policy: a plugin's SystemExit honoured (decided in issue 30)"
-
 
 @dataclass(frozen=True)
 class Behaviour:
@@ -869,7 +864,6 @@ BEHAVIOURS = [
         runtime="start-up stops naming kunlun_hooks",
         why="The selected platform's own distribution failing stops start-up (the policy of "
         "SGLang's diffusion loader, issue 29): the device would otherwise serve half-patched.",
-        pending=ISSUE_29,
     ),
     Behaviour(
         "kunlun_sitecustomize",
@@ -916,7 +910,6 @@ BEHAVIOURS = [
         "the same way with its own `BaseException`); the runtime first names the plugin and its "
         "distribution, which SGLang's bare message does not. `doctor` still reports it as that "
         "plugin's failure.",
-        pending=SYSTEM_EXIT,
     ),
     Behaviour(
         "orbitkv_hooks",

@@ -261,7 +261,61 @@ def test_adoption_is_claimed_only_by_a_process_that_adopts() -> None:
     completed = launch(sys.executable, "-c", inner)
     assert completed.returncode == 0, completed.stderr
     assert "runs with sglang_plugin_runtime" not in completed.stderr
-    assert "no process of the command adopted SGLang" in completed.stderr
+    assert "no process of the command imported SGLang through the launcher" in completed.stderr
+
+
+def launch_env(*command: str, paths: list[Path], **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sglang_plugin_runtime", "run", "--", *command],
+        env=clean_env(paths, **env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.fault(
+    "cli",
+    "sglang-plugins run -- python -c 'print(1)': a command that never imports SGLang",
+    "exit 0; one note that no process imported SGLang through the launcher, blaming nothing (it "
+    "blamed 'an isolated python -I/-E'); -I/-E is named only when the command line shows it",
+)
+def test_run_of_a_command_that_never_imports_sglang_blames_no_isolated_python(
+    tmp_path: Path,
+) -> None:
+    plain = launch_env(sys.executable, "-c", "print(1)", paths=[])
+    assert plain.returncode == 0 and plain.stdout == "1\n", plain.stderr
+    assert "no process of the command imported SGLang through the launcher" in plain.stderr
+    assert "-I" not in plain.stderr and "-E" not in plain.stderr
+    inner = f"{sys.executable} -I -c 'import sglang'"
+    shown = launch_env("sh", "-c", inner, paths=[])
+    assert shown.returncode == 0, shown.stderr
+    assert "its -I ignores PYTHONPATH, so SGLang is imported without the launcher" in shown.stderr
+
+
+@pytest.mark.fault(
+    "cli",
+    "sglang-plugins run: a startup plugin fails in the adopted import (SGLANG_PLUGINS_STRICT=1)",
+    "the command's error names the plugin; the launcher's note says SGLang's import failed, not "
+    "that an isolated python -I/-E ran it",
+)
+def test_run_blames_the_plugin_not_an_isolated_python_when_the_adopted_import_fails(
+    tmp_path: Path,
+) -> None:
+    write_fake_distribution(
+        tmp_path,
+        "broken-shim",
+        entry_points={"sglang.srt.startup_plugins": {"broken_shim": "broken_shim:register"}},
+        modules={"broken_shim.py": "def register():\n    raise RuntimeError('shim broke')\n"},
+    )
+    failed = launch_env(
+        sys.executable, "-c", "import sglang", paths=[tmp_path], SGLANG_PLUGINS_STRICT="1"
+    )
+    assert failed.returncode == 1
+    assert "'broken_shim'" in failed.stderr and "shim broke" in failed.stderr
+    assert "SGLang was not adopted: its import failed in the command" in failed.stderr
+    assert "-I" not in failed.stderr
 
 
 def test_a_modified_sglang_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:

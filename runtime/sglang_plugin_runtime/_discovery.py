@@ -198,6 +198,12 @@ def _absolute(path: str) -> str:
         return path
 
 
+def _folder_version(dist: "Distribution") -> list[int | str]:
+    """A sort key of a distribution's folder name that orders the numbers in it as numbers."""
+    parts = re.split(r"(\d+)", os.path.basename(str(getattr(dist, "_path", ""))))
+    return [int(part) if i % 2 else part for i, part in enumerate(parts)]
+
+
 def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
     """Scan ``path`` (default ``sys.path``) once, no caching; prefer
     :func:`discover_entry_points`."""
@@ -207,8 +213,8 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
     offers: dict[str, list[Offer]] = {}
     malformed: list[MalformedDistribution] = []
     for entry in list(sys.path if path is None else path):
-        try:
-            found = list(distributions(path=[entry]))
+        try:  # newest first by folder name (-1.10 after -1.9): of two of one project, it is used
+            found = sorted(distributions(path=[entry]), key=_folder_version, reverse=True)
         # a sys.path entry importlib.metadata cannot walk hides nothing else
         except Exception as exc:
             malformed.append(
@@ -217,6 +223,7 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
                 )
             )
             continue
+        here: dict[str, str] = {}
         for dist in found:
             where = _absolute(str(getattr(dist, "_path", None) or entry))
             try:
@@ -225,10 +232,15 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
                 name = normalize_distribution_name(
                     getattr(dist, "_normalized_name", None) or dist.metadata["Name"]
                 )
+                if name in here:  # a stale copy an upgrade left (importlib.metadata: either)
+                    used = f"{here[name]} is used (the highest version by folder name)"
+                    reason = f"a second metadata folder of {name} in one folder: {used}; remove one"
+                    malformed.append(MalformedDistribution(where, reason))
                 if name in seen:
                     # the first distribution of a name on the path wins, as in importlib.metadata
                     continue
                 seen.add(name)
+                here[name] = where
                 text = dist.read_text("entry_points.txt")
                 parsed = list(parse_entry_points_text(text)) if text else []
             except Exception as exc:

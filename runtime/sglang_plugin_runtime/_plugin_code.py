@@ -3,9 +3,12 @@
 Plugin code runs inside the host's start-up: an entry point's import, ``activate()``,
 ``register()``, a startup function, a platform class's constructor. :func:`run_plugin_code` is the
 only way the runtime runs it. It times the call, names the plugin as the source of every hook the
-code registers, turns whatever the code raises into that plugin's failure (``sys.exit()`` included),
-discards the hooks of a plugin that failed, and applies the failure policy: stop start-up, or log
-and skip.
+code registers, turns whatever the code raises into that plugin's failure, discards the hooks of a
+plugin that failed, and applies the failure policy: stop start-up, or log and skip.
+
+A plugin's ``sys.exit()`` stops a host's start-up, as in SGLang (a plugin may mean it: orbitkv
+does), after an ERROR naming the plugin; under the ``sglang-plugins`` CLI (``_marked``) it is that
+plugin's failure, reported like any other.
 
 A ``KeyboardInterrupt`` is how a user stops a slow start-up, so it propagates, with a note naming
 the plugin that was running. Only where the host marks the interrupts that come from a signal (the
@@ -120,6 +123,12 @@ class InterruptFromSignal(KeyboardInterrupt):
 _marked = False
 
 
+def honoured_exit(exc: BaseException | None) -> bool:
+    """Whether ``exc``, raised by plugin code, is a ``SystemExit`` that stops this process (a
+    host's, not the CLI's)."""
+    return isinstance(exc, SystemExit) and not _marked
+
+
 def is_plugin_failure(exc: BaseException) -> bool:
     """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate)."""
     if isinstance(exc, (Exception, SystemExit)):
@@ -165,11 +174,8 @@ def safe_text(value: object, convert: Callable[[object], str] = str) -> str:
 def describe_failure(exc: BaseException) -> str:
     """``Type: message``, with advice where the exception type itself is the mistake."""
     if isinstance(exc, SystemExit):
-        return (
-            f"SystemExit({safe_text(exc.code, repr)}): plugin code called sys.exit(); a plugin "
-            f"must "
-            f"raise an exception (or, in activate(), return None) instead of ending the process"
-        )
+        code = safe_text(exc.code, repr)
+        return f"SystemExit({code}): plugin code called sys.exit() (it stops a host's start-up)"
     if isinstance(exc, KeyboardInterrupt):
         return (
             "KeyboardInterrupt raised by the plugin's own code (not a Ctrl-C): it must not raise it"
@@ -339,6 +345,11 @@ def run_plugin_code(
         plugin_source.reset(token)
         if gate is not None:
             gate.running = None
+    if honoured_exit(call.error):
+        discard_hooks(ep)
+        code = safe_text(call.error.code, repr)  # type: ignore[union-attr]
+        logger.error("%s called sys.exit(%s): start-up stops, as the plugin asks", where, code)
+        raise call.error  # type: ignore[misc]
     error = running.reentered or call.error
     reason = describe_failure(error) if error else check(value) if check else None
     if reason is None:

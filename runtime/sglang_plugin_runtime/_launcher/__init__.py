@@ -24,7 +24,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ._finder import ADOPTED_MARKER, SHIM_ENV, VERSION_ENV, find_sglang
+from ._finder import ADOPTED_MARKER, ENTERED_MARKER, SHIM_ENV, VERSION_ENV, find_sglang
 from ._patch import PatchError, apply, parse, patch_text
 
 __all__ = ["LaunchError", "execute", "plan"]
@@ -149,6 +149,18 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
     return env, shim_dir
 
 
+def _not_adopted(command: list[str], shim_dir: Path) -> str:
+    """Why no process of ``command`` adopted SGLang, blaming only what the run shows."""
+    if (shim_dir / ENTERED_MARKER).exists():
+        return "SGLang was not adopted: its import failed in the command (the error above says why)"
+    words = " ".join(command).split()
+    isolated = next(filter(None, (isolating_option(words[i:]) for i in range(len(words)))), None)
+    said = "no process of the command imported SGLang through the launcher"
+    if isolated is None:
+        return said
+    return f"{said}: its {isolated} ignores PYTHONPATH, so SGLang is imported without the launcher"
+
+
 def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> int:
     """Run ``command`` as :func:`plan` prepared it; its exit status (128 + N when it died of signal
     N). The shim is always removed."""
@@ -177,11 +189,7 @@ def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> i
             ):
                 child.send_signal(info.si_signo)
         if shim_dir is not None and not (shim_dir / ADOPTED_MARKER).exists():
-            note = (
-                "no process of the command adopted SGLang (an isolated python -I/-E imports it "
-                "without the launcher)"
-            )
-            print(f"sglang-plugins run: {note}", file=sys.stderr)
+            print(f"sglang-plugins run: {_not_adopted(command, shim_dir)}", file=sys.stderr)
         return 128 - child.returncode if child.returncode < 0 else child.returncode
     finally:
         if previous is not None:

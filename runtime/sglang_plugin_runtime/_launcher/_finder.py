@@ -14,6 +14,7 @@ it for a command that does not get here, such as an isolated ``python -I``).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -31,6 +32,8 @@ VERSION_ENV = "SGLANG_PLUGINS_RUN_SGLANG_VERSION"
 SHIM_ENV = "SGLANG_PLUGINS_RUN_SHIM"
 #: Created in the shim folder by the first interpreter of the tree that adopts SGLang.
 ADOPTED_MARKER = "adopted"
+#: Created in the shim folder by every interpreter that imports SGLang through the shim.
+ENTERED_MARKER = "entered"
 
 
 class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
@@ -118,11 +121,13 @@ def enter_from_shim(shim_module: ModuleType) -> None:
         raise ImportError(
             f"sglang-plugins run: {VERSION_ENV} is not set; this shim only works under the launcher"
         )
+    shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
+    with contextlib.suppress(OSError):  # the launcher's report: SGLang was imported here
+        open(os.path.join(shim_dir, ENTERED_MARKER), "a").close()
     finder = next((f for f in sys.meta_path if isinstance(f, AdoptedSGLangFinder)), None)
     if finder is None:  # once per interpreter: first on sys.meta_path
         finder = AdoptedSGLangFinder(parse(patch_text(version)))
         sys.meta_path.insert(0, finder)
-    shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
     spec = find_sglang(shim_dir)
     if spec is None or spec.loader is None or spec.origin is None:
         raise ImportError(

@@ -46,6 +46,7 @@ from .._plugin_code import (
     Status,
     describe_failure,
     discard_hooks,
+    honoured_exit,
     is_plugin_failure,
     run_plugin_code,
     safe_text,
@@ -133,6 +134,7 @@ def plan_platforms(
     env, selected = namespace.platform_env, namespace.selected_platform()
     group = namespace.platform_group
     installed, duplicates = discovery.group(group), discovery.duplicates(group)
+    builtin = selected is not None and selected.lower() in namespace.reserved_platform_names
     plan = []
     for ep in installed:
         status, reason = Status.TO_LOAD, f"{env} unset: imported and its activate() called"
@@ -148,12 +150,10 @@ def plan_platforms(
         p.entry_point for p in chosen if p.name.lower() in namespace.reserved_platform_names
     ]
     error: errors.PluginError | None = None
-    if selected is not None and not chosen:
-        from ._unknown_name import (
-            unknown_platform_message,
-        )  # a misconfiguration: only this needs it
+    if selected is not None and not chosen and not builtin:
+        from ._unknown_name import unknown_platform_message  # a misconfiguration: only it needs it
 
-        message = unknown_platform_message(namespace, installed, selected)
+        message = unknown_platform_message(namespace, discovery, selected)
         error = errors.PlatformNotFoundError(message, plugin=selected[:80])
     elif duplicate := next((p for p in chosen if p.status is Status.FAILED_DUPLICATE), None):
         message = f"Platform plugin name {duplicate.name!r} in group {group!r}: {duplicate.reason}."
@@ -220,7 +220,8 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
             raise _invalid(ep, f"{returned}, which is {shown}, not a subclass of {names}.")
         problems = out_of_tree_identity_problems(cls)
     except BaseException as exc:  # its module failed (or exited), its metaclass raised, ...
-        if isinstance(exc, errors.InvalidPlatformError) or not is_plugin_failure(exc):
+        invalid = isinstance(exc, errors.InvalidPlatformError)
+        if invalid or not is_plugin_failure(exc) or honoured_exit(exc):
             raise
         why = describe_failure(exc)
         raise _invalid(ep, f"{returned}, which cannot be imported or checked: {why}") from exc
@@ -319,8 +320,11 @@ def _select(
         why = f"no platform plugin is installed in group {namespace.platform_group!r}"
         if candidates:
             why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
+        if selected:  # a name of the host's own platforms (the only way here with one)
+            why = f"{env}={selected!r} names a built-in platform of the host, which selects it "
+            why += "itself; no platform plugin is imported"
         (logger.warning if problems else logger.info)("Using fallback %s: %s.", cls.__name__, why)
-        rule, reason = RULE_FALLBACK, f"{env} unset; {why}"
+        rule, reason = RULE_FALLBACK, why if selected else f"{env} unset; {why}"
     else:
         cls, rule = activated[0][1], RULE_EXPLICIT
         reason = f"{env}={selected!r}; only that plugin was imported and activated"

@@ -1,6 +1,6 @@
-"""What to tell a user whose ``SGLANG_PLATFORM`` names no installed platform plugin: what is
-installed, and the name they probably meant (other case or separators, the distribution's name
-instead of the entry point's, a near miss).
+"""What to tell a user whose ``SGLANG_PLATFORM`` names no installed platform plugin, or whose
+``SGLANG_PLUGINS`` lists a name no plugin has: what is installed, and the name they probably meant
+(other case or separators, the distribution's name instead of the entry point's, a near miss).
 
 Loaded only when that happens (and by ``sglang-plugins list``): a correctly configured process never
 needs it.
@@ -9,42 +9,62 @@ needs it.
 from __future__ import annotations
 
 import difflib
+import os
+from collections.abc import Sequence
 
-from .._discovery import PluginEntryPoint, normalize_distribution_name
+from .._discovery import DiscoveryResult, PluginEntryPoint, normalize_distribution_name
 from .._namespace import PluginNamespace
 
 
 def unknown_platform_message(
-    namespace: PluginNamespace, candidates: tuple[PluginEntryPoint, ...], selected: str
+    namespace: PluginNamespace, discovery: DiscoveryResult, selected: str
 ) -> str:
     """Why ``selected`` names no installed platform plugin, with the likely intended name when there
-    is one."""
+    is one, a general plugin of that name, and the distributions discovery had to skip."""
+    env, group = namespace.platform_env, namespace.platform_group
+    candidates = discovery.group(group)
     available = ", ".join(f"{ep.name!r} ({ep.label})" for ep in candidates) or "none installed"
-    shown = (
-        repr(selected)
-        if len(selected) <= 80
-        else f"{selected[:60]!r}... ({len(selected)} characters)"
-    )
-    message = (
-        f"{namespace.platform_env}={shown} does not match any platform plugin in group "
-        f"{namespace.platform_group!r} (available: {available})."
-    )
-    suggestions = platform_name_suggestions(candidates, selected)
-    if suggestions:
+    cut = f"{selected[:60]!r}... ({len(selected)} characters)"
+    shown = repr(selected) if len(selected) <= 80 else cut
+    message = f"{env}={shown} does not match any platform plugin in group {group!r} "
+    message += f"(available: {available})."
+    if discovery.malformed:
+        skipped = "; ".join(f"{bad.path} ({bad.reason})" for bad in discovery.malformed)
+        message += f" Skipped by discovery (it may be the one; fix or reinstall it): {skipped}."
+    if suggestions := name_suggestions(candidates, selected):
         names = " or ".join(repr(name) for name in suggestions)
         return (
-            f"{message} Did you mean {namespace.platform_env}={names}? Platform names are matched "
-            f"exactly (they are entry-point names, not distribution names)."
+            f"{message} Did you mean {env}={names}? Platform names are matched exactly (they "
+            f"are entry-point names, not distribution names)."
+        )
+    general = [g for g in (namespace.plugin_group, namespace.startup_group) if g]
+    if ep := next((ep for g in general for ep in discovery.group(g) if ep.name == selected), None):
+        return (
+            f"{message} {selected!r} is installed ({ep.label}) as a general plugin (group "
+            f"{ep.group!r}), not a platform plugin: general plugins are loaded (filtered by "
+            f"{namespace.plugins_env}), never selected. Name a platform plugin, or unset {env}."
         )
     return (
         f"{message} Install the plugin's package (pip install <package>, or pip install -e <path> "
-        f"for a checkout) "
-        f"so it registers its entry point, or unset {namespace.platform_env} to pick automatically."
+        f"for a checkout) so it registers its entry point, or unset {env} to pick automatically."
     )
 
 
-def platform_name_suggestions(candidates: tuple[PluginEntryPoint, ...], selected: str) -> list[str]:
-    """Installed platform names that ``selected`` probably meant: other case or separators, the
+def not_installed_reason(
+    namespace: PluginNamespace, installed: Sequence[PluginEntryPoint], name: str
+) -> str:
+    """Why ``name``, listed in ``SGLANG_PLUGINS``, loads nothing; the value meant, when likely."""
+    env = namespace.plugins_env
+    reason = f"listed in {env} but not installed"
+    if suggestions := name_suggestions(installed, name):
+        parts = [part.strip() for part in os.environ.get(env, "").split(",") if part.strip()]
+        value = ",".join(suggestions[0] if part == name else part for part in parts)
+        reason += f"; did you mean {env}={value!r}? (entry-point names, matched exactly)"
+    return reason
+
+
+def name_suggestions(candidates: Sequence[PluginEntryPoint], selected: str) -> list[str]:
+    """Installed plugin names that ``selected`` probably meant: other case or separators, the
     distribution's name instead of the entry point's, or a near miss."""
 
     def folded(name: str) -> str:

@@ -127,21 +127,31 @@ def plan_entry_points(
     allowed = namespace.allowed_plugins() if apply_allowlist else None
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
     duplicates, env = discovery.duplicates(group), namespace.plugins_env
+    selected = namespace.selected_platform()
+    other_than = f"other than {namespace.platform_env}={selected!r}"
+    # It names no platform, plugin or built-in: the selection's error says so, once.
+    failed = selected is not None and selected.lower() not in namespace.reserved_platform_names
+    failed = failed and all(p.name != selected for p in discovery.group(namespace.platform_group))
     # A listed name is "not installed" (said once, with the general plugins) when no group it
     # filters has it.
     filtered = {namespace.startup_group, namespace.plugin_group}
     groups = filtered if group in filtered else {group}
-    installed = {ep.name for g in groups if g for ep in discovery.group(g)}
-    missing = [] if group == namespace.startup_group else sorted((allowed or set()) - installed)
-    not_installed = f"listed in {env} but not installed"
-    plan = [PlannedPlugin(name, Status.NOT_INSTALLED, not_installed, None) for name in missing]
+    installed = [ep for g in groups if g for ep in discovery.group(g)]
+    missing: set[str] = set() if group == namespace.startup_group else set(allowed or ())
+    missing -= {ep.name for ep in installed}
+    if missing:
+        from ..platforms._unknown_name import not_installed_reason  # a misconfiguration only
+
+        reasons = {name: not_installed_reason(namespace, installed, name) for name in missing}
+    plan = [PlannedPlugin(n, Status.NOT_INSTALLED, reasons[n], None) for n in sorted(missing)]
     for ep in discovery.group(group):
         status, reason = Status.TO_LOAD, ""
         if allowed is not None and ep.name not in allowed:
             status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
         elif ep.distribution in excluded:
-            selected = f"{namespace.platform_env}={namespace.selected_platform()!r}"
-            reason = f"its distribution offers only platforms other than {selected}"
+            reason = f"its distribution offers only platforms {other_than}"
+            if failed:
+                reason = "not loaded: the platform selection failed (see its error)"
             status = Status.SKIPPED_PLATFORM
         elif ep.name in duplicates:
             reason = f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}"
@@ -350,6 +360,22 @@ def load_plugins_by_group(
     )
     imported, _ = import_plugins(plan, Policy(namespace.strict(), namespace.strict_env), group)
     return {ep.name: (function, ep.distribution) for ep, function in imported}
+
+
+def saved_load_state() -> Callable[[], None]:
+    """Every namespace's load state now, and the function that brings it back: the testing kit's
+    fixtures leave a session's loads as they found them (a test's load neither stays nor erases
+    the session's)."""
+    saved = {name: (dict(s.reports), dict(s.done), s.interrupted) for name, s in _STATES.items()}
+
+    def restore() -> None:
+        for name, state in _STATES.items():
+            reports, done, interrupted = saved.get(name, ({}, {}, None))
+            with state.gate.lock:
+                state.reports, state.done = dict(reports), dict(done)
+                state.interrupted = interrupted
+
+    return restore
 
 
 def reset_load_state(namespace: PluginNamespace | None = None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,9 @@ class FakeDistributions:
     install``-ed.
 
     Call the object to add one distribution. :meth:`stop` removes ``root`` from ``sys.path``,
-    forgets every module imported from it, and drops the runtime's cached discovery, load state and
-    any platform selected from it, so nothing leaks into the next test.
+    forgets every module imported from it, drops the runtime's cached discovery and any platform
+    selected from it, and brings back the load state :meth:`start` found, so nothing leaks into the
+    next test (and the installed plugins are not loaded again).
     """
 
     def __init__(self, root: str | Path) -> None:
@@ -25,9 +27,13 @@ class FakeDistributions:
         self.root.mkdir(parents=True, exist_ok=True)
         self._entry = str(self.root)
         self._started = False
+        self._restore_loads: Callable[[], None] | None = None
 
     def start(self) -> FakeDistributions:
         if not self._started:
+            from ..plugins._loading import saved_load_state
+
+            self._restore_loads = saved_load_state()
             sys.path.insert(0, self._entry)
             self._started = True
             self.refresh()
@@ -91,3 +97,5 @@ class FakeDistributions:
                 _selection.reset_current_platform(namespace)
         self._started = False
         self.refresh()
+        if self._restore_loads is not None:
+            self._restore_loads()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,12 +63,34 @@ def plugin_env() -> Iterator[PluginEnv]:
 @pytest.fixture
 def hook_registry() -> Iterator[Any]:
     """An empty hook registry for this test; every patch it applied is undone and the previous
-    registry state comes back afterwards. Yields the registry to call ``register()`` /
-    ``apply_hooks()`` on."""
+    registry state comes back afterwards, with the ``load_plugins()`` state (a load the test ran
+    is not remembered: the session's first load, later, registers the installed plugins' hooks,
+    also those their modules register as they are imported). Yields the registry to call
+    ``register()`` / ``apply_hooks()`` on."""
+    from ..plugins._loading import saved_load_state
     from ..plugins.hook_registry import isolated_registry
 
-    with isolated_registry() as registry:
-        yield registry
+    restore, before = saved_load_state(), set(sys.modules)
+    try:
+        with isolated_registry() as registry:
+            yield registry
+    finally:
+        restore()
+        _forget_plugin_modules(set(sys.modules) - before)
+
+
+def _forget_plugin_modules(imported: set[str]) -> None:
+    """Forget the modules of installed general and startup plugins among ``imported``: the next
+    load imports them again, so the hooks they register at import land in the session's registry."""
+    from .._discovery import discover_entry_points
+    from .._namespace import known_namespaces
+
+    found = discover_entry_points()
+    groups = [g for ns in known_namespaces() for g in (ns.plugin_group, ns.startup_group) if g]
+    packages = {ep.module.split(".")[0] for g in groups for ep in found.group(g)}
+    for name in imported:
+        if name.split(".")[0] in packages:
+            sys.modules.pop(name, None)
 
 
 @pytest.fixture
