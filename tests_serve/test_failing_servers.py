@@ -1,16 +1,21 @@
 """Servers that must fail, started on their own in each world, failing fast: what the log says.
 
-A platform class that cannot serve SGLang's calls, and a module a hook targets that cannot be
-imported. What each world promises for each failure is on docs/real-server.md.
+A platform class that cannot serve SGLang's calls, a module a hook targets that cannot be
+imported, and a failing plugin of the selected platform's own distribution (which released SGLang
+serves with). What each world promises for each failure is on docs/real-server.md.
 """
 
 from __future__ import annotations
 
+import re
+import time
 from pathlib import Path
 
 import pytest
 from conftest import WORLDS, Plugins, failed_server_log, python_of
-from matrix import record
+from matrix import ROWS, record
+
+from sglang_plugin_runtime.testing._sglang_server import running_sglang_server
 
 pytestmark = pytest.mark.serve
 
@@ -60,3 +65,46 @@ def test_a_scheduler_module_that_cannot_be_imported_is_named_with_its_real_impor
     first = "misleading `AttributeError` first, then " if MISLEADING in text else ""
     only = "" if first else " only"
     record("import", world_name, f"{first}the real `ImportError`{only}; exits")
+
+
+#: What the runtime raises when the selected platform's own distribution fails (SGLang's diffusion
+#: loader's rule), and what SGLang 0.5.23 logs instead.
+REQUIRED_FAILED = (
+    "Plugin 'serve_required_general' (distribution serve-required-platform 0.1.0) failed: "
+    "serve_required_platform:register_general() raised RuntimeError: serve-required-platform: "
+    "its general plugin failed on purpose (the selected platform's distribution: the process "
+    "cannot run without it)"
+)
+RELEASED_REQUIRED_FAILED = "Failed to execute general plugin: serve_required_general"
+
+
+@pytest.mark.parametrize("world_name", list(WORLDS))
+def test_a_failing_plugin_of_the_selected_platforms_distribution_stops_start_up(
+    world_name: str, plugins: Plugins, logs_dir: Path
+) -> None:
+    """Where the runtime loads plugins the server exits non-zero at once, in the process that
+    loads them first (before any scheduler); released SGLang logs the failure and serves."""
+    options = dict(
+        python=python_of(world_name),
+        paths=[plugins.required_platform],
+        launcher=WORLDS[world_name][1],
+        env={"SGLANG_PLATFORM": "serve_required"},
+        log=logs_dir / f"{world_name}-required-platform.log",
+        timeout=180,
+    )
+    if world_name == "released":
+        with running_sglang_server(**options) as server:  # type: ignore[arg-type]
+            assert RELEASED_REQUIRED_FAILED in server.log_text()
+            assert server.generate("Hello", max_new_tokens=2)["status"] == 200
+        record("required", world_name, ROWS["required"].released)
+        return
+    began = time.monotonic()
+    text = failed_server_log(**options)
+    seconds = time.monotonic() - began
+    status = re.search(r"\) exited with status (-?\d+);", text)
+    assert status is not None and int(status[1]) > 0, text[-3000:]
+    assert REQUIRED_FAILED in text, text[-3000:]
+    # raised by load_plugins() in launch_server's main, before the server arguments are parsed
+    assert "sglang/launch_server.py" in text and "'attention_backend'" not in text, text[-3000:]
+    print(f"{world_name}: exited with status {status[1]} after {seconds:.0f} s")
+    record("required", world_name, ROWS["required"].runtime)
