@@ -56,6 +56,7 @@ BROKEN_REGISTER_LINE = "serve-broken-register: its hook fired"
 UNSELECTED_IMPORTED_LINE = "serve-unselected-platform: imported"
 UNSELECTED_HOOK_LINE = "serve-unselected-platform: its import-time hook fired"
 STARTUP_LINE = "serve-startup-plugin: ran"
+LEVEL_LINE = "serve-startup-plugin: the runtime logged"
 #: SGLang's own modules the startup plugin must run before.
 STARTUP_WITNESSES = ("sglang.srt.server_args", "sglang.srt.managers.scheduler")
 
@@ -159,7 +160,18 @@ def register() -> None:
 
     seen = " ".join(f"{{name}}={{name in sys.modules}}" for name in {STARTUP_WITNESSES!r})
     print(f"{STARTUP_LINE} (pid {{os.getpid()}}) {{seen}}", file=sys.stderr, flush=True)
+    # SGLang's log format has no level: this echoes the level of the runtime's own warnings.
+    logging.getLogger("sglang_plugin_runtime").addHandler(_EchoLevels(logging.WARNING))
     _generated_register()
+
+
+class _EchoLevels(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        import os
+        import sys
+
+        line = f"{LEVEL_LINE} {{record.levelname}} (pid {{os.getpid()}}): {{record.getMessage()}}"
+        print(line.splitlines()[0], file=sys.stderr, flush=True)
 '''
 
 #: A general plugin in the selected platform's own distribution, broken on purpose.
