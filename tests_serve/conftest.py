@@ -181,10 +181,10 @@ def register_general() -> None:
     """Entry point of group ``sglang.srt.plugins`` of the platform's own distribution."""
     raise RuntimeError("serve-required-platform: its general plugin failed on purpose")
 '''
-REQUIRED_ENTRY_POINT = '''
+REQUIRED_ENTRY_POINT = """
 [project.entry-points."sglang.srt.plugins"]
 serve_required_general = "serve_required_platform:register_general"
-'''
+"""
 
 RANK_CHECK_HOOK = f'''
 

@@ -1,8 +1,8 @@
 """Servers that must fail, started on their own in each world, failing fast: what the log says.
 
 A platform class that cannot serve SGLang's calls, a module a hook targets that cannot be
-imported, and a failing plugin of the selected platform's own distribution (which released SGLang
-serves with). What each world promises for each failure is on docs/real-server.md.
+imported, and a failing plugin of the selected platform's own distribution (released SGLang
+goes on starting). What each world promises for each failure is on docs/real-server.md.
 """
 
 from __future__ import annotations
