@@ -83,7 +83,7 @@ ROWS = {
     "required": Row(
         "A general plugin of the selected platform's own distribution (`SGLANG_PLATFORM`) whose "
         "`register()` raises",
-        "`Failed to execute general plugin: NAME` in each process; start-up goes on",
+        "`Failed to execute general plugin: NAME`; start-up goes on",
         "exits non-zero before the scheduler starts, naming the plugin and its distribution",
         "The selected platform's own plugins carry its hardware contract, as in SGLang's "
         "diffusion loader: serving without them would be serving on a half-installed platform.",
