@@ -348,7 +348,8 @@ from {package} import DEVICE_TYPE, PLATFORM_CLASS
 module, name = PLATFORM_CLASS.rsplit(".", 1)
 platform = getattr(importlib.import_module(module), name)()
 device = platform.get_device(None)
-print(json.dumps([DEVICE_TYPE, device.split(":")[0], platform.get_device(0), platform.get_device(1)]))
+answers = [device.split(":")[0], platform.get_device(0), platform.get_device(1)]
+print(json.dumps([DEVICE_TYPE, *answers]))
 """
 
 
