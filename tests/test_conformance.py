@@ -36,10 +36,8 @@ class WidgetDeviceMixin(DeviceMixin):
 
         return float(torch.widget.max_memory_allocated(device))
 
-    def get_device(self, device_id: int = 0) -> object:
-        import torch
-
-        return torch.device("cpu")  # torch cannot parse "widget" without a PrivateUse1 rename
+    def get_device(self, device_id: int | None = None) -> str:
+        return "widget" if device_id is None else f"widget:{device_id}"
 
     def set_device(self, device: object) -> None:
         import torch
@@ -163,6 +161,23 @@ def test_device_method_with_wrong_return_type_on_simulated_device_is_reported() 
 
     with simulated_device("widget"):
         assert _kinds(check_platform_conformance(Plat)) == {("get_available_memory", "return_type")}
+
+
+def test_a_get_device_returning_a_torch_device_is_reported_sglang_splits_a_string() -> None:
+    """SGLang 0.5.23 without ``--device`` calls ``get_device(None)`` (srt/utils/common.py) and
+    splits the answer on ":" (srt/arg_groups/serving_hook.py): a torch.device stops its server."""
+
+    class Plat(GoodSRT):
+        def get_device(self, device_id: int = 0) -> object:
+            import torch
+
+            return torch.device("cpu", device_id)
+
+    with simulated_device("widget"):
+        problems = check_platform_conformance(Plat)
+    assert _kinds(problems) == {("get_device", "return_type")}
+    assert "returned device(type='cpu', index=0)" in problems[0].message
+    assert "the contract declares str" in problems[0].message
 
 
 def test_broken_class_reports_every_problem() -> None:

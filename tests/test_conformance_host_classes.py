@@ -171,10 +171,8 @@ def _device_mixin(host: types.SimpleNamespace, **extra: Any) -> type:
 
             return float(torch.widget.max_memory_allocated(device))
 
-        def get_device(self, device_id: int = 0) -> object:
-            import torch
-
-            return torch.device("cpu")  # torch cannot parse "widget" without a PrivateUse1 rename
+        def get_device(self, device_id: int | None = None) -> str:
+            return "widget" if device_id is None else f"widget:{device_id}"
 
         def set_device(self, device: object) -> None:
             import torch

@@ -50,6 +50,15 @@ SCHEDULER_LINE = "Scheduler initialized!"
 SCHEDULER_TARGET = "sglang.srt.managers.scheduler.Scheduler.__init__"
 MISSPELLED_TARGET = "sglang.srt.managers.schedular.Scheduler.__init__"
 RANK_CHECK_TARGET = "sglang.srt.distributed.bootstrap.init_parallel_runtime"
+#: What the failure-policy and startup-phase plugins print (to stderr: some run before SGLang
+#: configures logging).
+BROKEN_REGISTER_LINE = "serve-broken-register: its hook fired"
+UNSELECTED_IMPORTED_LINE = "serve-unselected-platform: imported"
+UNSELECTED_HOOK_LINE = "serve-unselected-platform: its import-time hook fired"
+STARTUP_LINE = "serve-startup-plugin: ran"
+LEVEL_LINE = "serve-startup-plugin: the runtime logged"
+#: SGLang's own modules the startup plugin must run before.
+STARTUP_WITNESSES = ("sglang.srt.server_args", "sglang.srt.managers.scheduler")
 
 
 def python_of(world: str) -> str:
@@ -97,12 +106,85 @@ def register_hooks() -> None:
     )
 '''
 
-BROKEN_REGISTER = '''
+BROKEN_REGISTER = f'''
 
 def register() -> None:
-    """Entry point of group ``sglang.srt.plugins``: broken on purpose by the real-server tier."""
+    """Entry point of group ``sglang.srt.plugins``: broken on purpose by the real-server tier, after
+    it registered an AROUND hook on the Scheduler (a failed plugin's hooks must not run)."""
+    import os
+    import sys
+
+    from .host import HookRegistry, HookType
+
+    def announce(original, *args, **kwargs):
+        line = f"{BROKEN_REGISTER_LINE} (pid {{os.getpid()}})"
+        print(line, file=sys.stderr, flush=True)
+        return original(*args, **kwargs)
+
+    HookRegistry.register("{SCHEDULER_TARGET}", announce, HookType.AROUND)
     raise RuntimeError("serve-broken-register: register() failed on purpose")
 '''
+
+#: An installed platform plugin that is not selected here (its backend module is absent, so its
+#: activate() returns None) registers a Scheduler hook when its module is imported, as vendor
+#: platform plugins do.
+UNSELECTED_IMPORT_HOOK = f'''
+
+# Added by the real-server tier: a hook registered on import; this platform is never selected here.
+import os as _os
+
+from sglang.srt.plugins.hook_registry import HookRegistry as _Hooks, HookType as _HookType
+
+print(f"{UNSELECTED_IMPORTED_LINE} (pid {{_os.getpid()}})", file=sys.stderr, flush=True)
+
+
+def _announce(original, *args, **kwargs):
+    print(f"{UNSELECTED_HOOK_LINE} (pid {{_os.getpid()}})", file=sys.stderr, flush=True)
+    return original(*args, **kwargs)
+
+
+_Hooks.register("{SCHEDULER_TARGET}", _announce, _HookType.AROUND)
+'''
+
+#: The generated startup plugin of the CPU platform, and a line saying in which process it ran and
+#: whether SGLang's own modules were imported before it.
+STARTUP_PROBE = f'''
+
+_generated_register = register
+
+
+def register() -> None:
+    """The generated startup plugin, and where it ran: which of SGLang's modules came before it."""
+    import os
+    import sys
+
+    seen = " ".join(f"{{name}}={{name in sys.modules}}" for name in {STARTUP_WITNESSES!r})
+    print(f"{STARTUP_LINE} (pid {{os.getpid()}}) {{seen}}", file=sys.stderr, flush=True)
+    # SGLang's log format has no level: this echoes the level of the runtime's own warnings.
+    logging.getLogger("sglang_plugin_runtime").addHandler(_EchoLevels(logging.WARNING))
+    _generated_register()
+
+
+class _EchoLevels(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        import os
+        import sys
+
+        line = f"{LEVEL_LINE} {{record.levelname}} (pid {{os.getpid()}}): {{record.getMessage()}}"
+        print(line.splitlines()[0], file=sys.stderr, flush=True)
+'''
+
+#: A general plugin in the selected platform's own distribution, broken on purpose.
+REQUIRED_GENERAL = '''
+
+def register_general() -> None:
+    """Entry point of group ``sglang.srt.plugins`` of the platform's own distribution."""
+    raise RuntimeError("serve-required-platform: its general plugin failed on purpose")
+'''
+REQUIRED_ENTRY_POINT = """
+[project.entry-points."sglang.srt.plugins"]
+serve_required_general = "serve_required_platform:register_general"
+"""
 
 RANK_CHECK_HOOK = f'''
 
@@ -235,6 +317,8 @@ class Plugins:
     misspelled: Path
     broken_platform: Path
     rank_check: Path
+    unselected_platform: Path
+    required_platform: Path
 
 
 def _general(name: str) -> dict[str, str]:
@@ -287,6 +371,13 @@ def plugins(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Plu
                 package / "__init__.py",
                 (".platform.ServecpuSRTPlatform", ".platform.ServeCpuSRTPlatform"),
             )
+        if (package / "startup.py").exists():
+            _edit(package / "startup.py", append=STARTUP_PROBE)
+
+    def required(package: Path) -> None:
+        platform(package, methods=True)
+        _edit(package / "__init__.py", append=REQUIRED_GENERAL)
+        _edit(package.parent / "pyproject.toml", append=REQUIRED_ENTRY_POINT)
 
     return Plugins(
         hooks=make(_general("serve-hooks"), lambda p: _edit(p / "hooks.py", append=SCHEDULER_HOOK)),
@@ -295,6 +386,7 @@ def plugins(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Plu
                 PLATFORM_ANSWERS,
                 distribution_name="serve-cpu-platform",
                 package_name="serve_cpu_platform",
+                with_startup_plugin=True,
             ),
             lambda p: platform(p, methods=True),
         ),
@@ -318,6 +410,25 @@ def plugins(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Plu
         rank_check=make(
             _general("serve-rank-check"), lambda p: _edit(p / "hooks.py", append=RANK_CHECK_HOOK)
         ),
+        unselected_platform=make(
+            dict(
+                PLATFORM_ANSWERS,
+                device_name="serveabsent",
+                backend_module="serve_absent_backend",
+                distribution_name="serve-unselected-platform",
+                package_name="serve_unselected_platform",
+            ),
+            lambda p: _edit(p / "__init__.py", append=UNSELECTED_IMPORT_HOOK),
+        ),
+        required_platform=make(
+            dict(
+                PLATFORM_ANSWERS,
+                distribution_name="serve-required-platform",
+                package_name="serve_required_platform",
+                entry_point_name="serve_required",
+            ),
+            required,
+        ),
     )
 
 
@@ -340,13 +451,21 @@ def world(request: pytest.FixtureRequest) -> str:
 def served(world: str, plugins: Plugins, logs_dir: Path) -> Iterator[SGLangServer]:
     """One server per world, shared by every check of the module that reads it (ended with the
     module, so no other server shares the machine with it): the generated hooks plugin, the
-    CPU platform plugin and two failing general plugins installed; no --device and no
-    --attention-backend, so SGLang asks the platform."""
+    CPU platform plugin (with its startup plugin), a platform plugin that is not selected and two
+    failing general plugins installed; no --device and no --attention-backend, so SGLang asks the
+    platform."""
     with running_sglang_server(
         python=python_of(world),
-        paths=[plugins.hooks, plugins.platform, plugins.broken_register, plugins.misspelled],
+        paths=[
+            plugins.hooks,
+            plugins.platform,
+            plugins.unselected_platform,
+            plugins.broken_register,
+            plugins.misspelled,
+        ],
         launcher=WORLDS[world][1],
         attention_backend=None,
+        device=None,
         log=logs_dir / f"{world}.log",
     ) as server:
         yield server

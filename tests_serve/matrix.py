@@ -40,7 +40,7 @@ ROWS = {
     "register": Row(
         "A general plugin whose `register()` raises",
         "`Failed to execute general plugin: NAME`, traceback; serves",
-        "`General plugin 'NAME' (distribution DIST VERSION) failed: ...`, traceback; serves",
+        "`Plugin 'NAME' (distribution DIST VERSION) failed: ...`, traceback; serves",
         "The runtime's one failure policy: the plugin, its distribution and version, the error.",
     ),
     "misspelled": Row(
@@ -56,6 +56,37 @@ ROWS = {
         "the real `ImportError` only; exits",
         "SGLang imports the target at apply time and hides the ImportError behind an "
         "AttributeError (hook_registry.py:191); the runtime waits for the module's own import.",
+    ),
+    "register_hook": Row(
+        "A general plugin whose `register()` registers an AROUND hook on `Scheduler.__init__`, "
+        "then raises",
+        "its hook fires in `sglang::scheduler`",
+        "its hook never fires; serves",
+        "The failure policy of SGLang's diffusion loader: a failed plugin is not half-installed.",
+    ),
+    "unselected": Row(
+        "A platform plugin installed but not selected (`activate()` returns None) that registers "
+        "a hook on `Scheduler.__init__` when imported",
+        "imported in `sglang::scheduler`; its hook fires there",
+        "imported in `sglang::scheduler`; its hook never fires",
+        "A platform that is not selected patches nothing (an NPU plugin must not patch a CUDA "
+        "machine), as in SGLang's diffusion loader.",
+    ),
+    "startup": Row(
+        "A startup plugin (group `sglang.srt.startup_plugins`, generated with "
+        "`with_startup_plugin`), no `.pth` file, no `sitecustomize`",
+        "never run",
+        "runs in every server process before `sglang.srt.server_args` is imported",
+        "The early phase an open SGLang proposal names: it runs when the `sglang` package is "
+        "imported, so a vendor needs no `.pth` file or `sitecustomize`.",
+    ),
+    "required": Row(
+        "A general plugin of the selected platform's own distribution (`SGLANG_PLATFORM`) whose "
+        "`register()` raises",
+        "`Failed to execute general plugin: NAME`; start-up goes on",
+        "exits non-zero before the scheduler starts, naming the plugin and its distribution",
+        "The selected platform's own plugins carry its hardware contract, as in SGLang's "
+        "diffusion loader: serving without them would be serving on a half-installed platform.",
     ),
     "broken_platform": Row(
         "A platform class that cannot serve SGLang's calls",

@@ -12,9 +12,17 @@ import re
 
 import pytest
 from conftest import (
+    BROKEN_REGISTER_LINE,
+    LEVEL_LINE,
     MISSPELLED_TARGET,
     REPO_ROOT,
     SCHEDULER_LINE,
+    STARTUP_LINE,
+    STARTUP_WITNESSES,
+    UNSELECTED_HOOK_LINE,
+    UNSELECTED_IMPORTED_LINE,
+    WORLDS,
+    Plugins,
     log_lines,
     sglang_processes,
 )
@@ -77,6 +85,15 @@ def test_sglang_calls_the_platforms_methods(served: SGLangServer) -> None:
     assert called >= CALLED, sorted(called)
 
 
+def test_without_device_sglang_takes_the_generated_platforms_device_string(
+    served: SGLangServer,
+) -> None:
+    """No ``--device``: SGLang asks ``current_platform.get_device(None)``
+    (srt/utils/common.py:1122) and splits the answer (srt/arg_groups/serving_hook.py:648-658)."""
+    assert "--device" not in served.command
+    assert "'device': 'cpu'" in served.log_text()
+
+
 def test_a_cpu_platforms_attention_backend_is_not_asked_sglang_picks_it_first(
     served: SGLangServer, world: str
 ) -> None:
@@ -96,7 +113,7 @@ def test_a_cpu_platforms_attention_backend_is_not_asked_sglang_picks_it_first(
 
 #: What each world writes when ``register()`` raises: SGLang 0.5.23's loader, or the runtime's.
 RUNTIME_REGISTER_FAILED = (
-    "General plugin 'serve_broken_register' (distribution serve-broken-register 0.1.0) "
+    "Plugin 'serve_broken_register' (distribution serve-broken-register 0.1.0) "
     "failed: serve_broken_register:register() raised RuntimeError"
 )
 REGISTER_FAILED = {
@@ -132,13 +149,78 @@ def test_a_misspelled_hook_target_is_reported_naming_the_target(
 ) -> None:
     text = served.log_text()
     if MISSPELLED["released"] in text:
-        assert "AttributeError: module 'sglang.srt.managers' has no attribute 'schedular'" in text
-        assert "serve_misspelled_target" not in text
+        error = "AttributeError: module 'sglang.srt.managers' has no attribute 'schedular'"
+        report = text.split(MISSPELLED["released"], 1)[1].split(error, 1)[0]
+        assert "serve_misspelled_target" not in report, report
         record("misspelled", world, ROWS["misspelled"].released)
     else:
         line = next(line for line in text.splitlines() if RUNTIME_MISSPELLED in line)
         assert "[plugin=serve_misspelled_target, dist=serve-misspelled-target]" in line, line
         record("misspelled", world, ROWS["misspelled"].runtime)
+
+
+def _pids(served: SGLangServer, line: str) -> set[int]:
+    """The processes that printed ``line (pid N)``."""
+    return {int(m[1]) for m in log_lines(served, re.escape(line) + r" \(pid (\d+)\)")}
+
+
+def _scheduler(served: SGLangServer) -> int:
+    (pid,) = [p for p, n in sglang_processes(served).items() if n.startswith("sglang::scheduler")]
+    return pid
+
+
+def test_a_failed_plugins_hook_is_discarded_where_the_runtime_loads_it(
+    served: SGLangServer, world: str
+) -> None:
+    """``serve-broken-register`` registers an AROUND hook on ``Scheduler.__init__``, then raises:
+    the server serves (its requests are checked above), and the hook runs only where SGLang
+    0.5.23 loads the plugin."""
+    fired = _pids(served, BROKEN_REGISTER_LINE)
+    assert fired <= {_scheduler(served)}, fired
+    if fired:
+        record("register_hook", world, "its hook fires in `sglang::scheduler`")
+        return
+    # at ERROR (SGLang's log format shows no level: the startup plugin echoes it), once per process
+    # that loads plugins: the server, its scheduler and its detokenizer
+    logged = log_lines(served, re.escape(LEVEL_LINE) + r" (\w+) \(pid (\d+)\): (.*)")
+    failed = {int(m[2]): m[1] for m in logged if RUNTIME_REGISTER_FAILED in m[3]}
+    assert set(sglang_processes(served)) <= set(failed), (failed, sglang_processes(served))
+    assert set(failed.values()) == {"ERROR"}, failed
+    record("register_hook", world, "its hook never fires; serves")
+
+
+def test_an_unselected_platform_plugins_import_time_hook(served: SGLangServer, world: str) -> None:
+    """``serve-unselected-platform`` (backend absent: ``activate()`` returns None) registers a
+    Scheduler hook when its module is imported; it is imported in the scheduler too."""
+    scheduler = _scheduler(served)
+    assert scheduler in _pids(served, UNSELECTED_IMPORTED_LINE), served.log_text()[-3000:]
+    fired = _pids(served, UNSELECTED_HOOK_LINE)
+    assert fired <= {scheduler}, fired
+    hook = "its hook fires there" if fired else "its hook never fires"
+    record("unselected", world, f"imported in `sglang::scheduler`; {hook}")
+
+
+def test_a_startup_plugin_runs_first_in_every_server_process_without_pth_or_sitecustomize(
+    served: SGLangServer, world: str, plugins: Plugins
+) -> None:
+    """The CPU platform's generated startup plugin prints, in each process it runs in, whether
+    SGLang's ``server_args`` and ``scheduler`` modules were imported before it."""
+    venv_site = next((WORLDS[world][0] / "lib").glob("python3*/site-packages"))
+    for folder in (plugins.platform, venv_site):
+        assert not list(folder.glob("sitecustomize.py")) + list(folder.glob("usercustomize.py"))
+        for pth in folder.glob("*.pth"):
+            text = pth.read_text(encoding="utf-8", errors="replace")
+            assert "serve_cpu_platform" not in text and "sglang_plugin_runtime" not in text, pth
+    pattern = re.escape(STARTUP_LINE) + r" \(pid (\d+)\) (.*)"
+    runs = {int(m[1]): m[2] for m in log_lines(served, pattern)}
+    if not runs:
+        record("startup", world, "never run")
+        return
+    assert set(sglang_processes(served)) <= set(runs), (runs, sglang_processes(served))
+    before = " ".join(f"{name}=False" for name in STARTUP_WITNESSES)
+    assert set(runs.values()) == {before}, runs
+    outcome = "runs in every server process before `sglang.srt.server_args` is imported"
+    record("startup", world, outcome)
 
 
 def test_the_servers_processes_are_the_boxes_of_the_docs_diagram(served: SGLangServer) -> None:

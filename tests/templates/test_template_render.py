@@ -386,6 +386,34 @@ def test_a_startup_plugin_is_generated_only_when_asked(render: Render) -> None:
     assert (realistic / "tests" / "test_startup.py").is_file()
 
 
+#: SGLang 0.5.23's two uses of ``current_platform.get_device``: without ``--device``,
+#: ``get_device(device_id)`` with ``device_id`` None (srt/utils/common.py:1122), whose answer
+#: serving_hook.py:648-658 splits on ":"; and ``get_device(<index>)`` for the weights
+#: (srt/model_loader/weight_utils.py:1248).
+SGLANG_GET_DEVICE_CALLS = """
+import importlib, json
+from {package} import DEVICE_TYPE, PLATFORM_CLASS
+
+module, name = PLATFORM_CLASS.rsplit(".", 1)
+platform = getattr(importlib.import_module(module), name)()
+device = platform.get_device(None)
+answers = [device.split(":")[0], platform.get_device(0), platform.get_device(1)]
+print(json.dumps([DEVICE_TYPE, *answers]))
+"""
+
+
+@pytest.mark.parametrize("name", ["platform-defaults", "platform-one-letter-names"])
+def test_the_generated_get_device_survives_sglangs_calls(render: Render, name: str) -> None:
+    project = _RENDERED.get(name) or render(**CASES[name])
+    code = SGLANG_GET_DEVICE_CALLS.format(package=_answers(project)["package_name"])
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, capture_output=True, text=True, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    device_type, *answers = json.loads(completed.stdout)
+    assert answers == [device_type, f"{device_type}:0", f"{device_type}:1"]
+
+
 def test_diffusion_platform_is_off_by_default(render: Render) -> None:
     project = _RENDERED.get("platform-defaults") or render(**CASES["platform-defaults"])
     assert _answers(project)["with_mm_platform"] is False

@@ -209,8 +209,11 @@ class DeviceMixin:
     # ---- reserved device management --------------------------------------------------
 
     @reserved(required=True)
-    def get_device(self, device_id: int = 0) -> torch.device:
-        """The ``torch.device`` for a device index."""
+    def get_device(self, device_id: int = 0) -> str:
+        """The device string for a device index (``"npu:1"``; the bare type when ``device_id`` is
+        None): SGLang 0.5.23 asks it when ``--device`` is not given (``srt/utils/common.py``) and
+        splits the answer on ``":"`` (``srt/arg_groups/serving_hook.py``), so a ``torch.device``
+        stops its server."""
         raise not_implemented(self, "get_device")
 
     @reserved(required=True)
