@@ -261,6 +261,7 @@ def test_reserved_required_methods_can_be_excluded() -> None:
         if p.kind == "not_implemented"
     }
     assert required == {
+        "get_device",
         "get_device_total_memory",
         "get_current_memory_usage",
         "get_default_attention_backend",

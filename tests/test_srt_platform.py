@@ -169,7 +169,7 @@ def test_describe_contract_records_status_kind_signature_and_declaring_class() -
         DeviceMixin,
     )
     assert member.render() == "get_device_total_memory(device_id: int = 0) -> int"
-    assert members["get_device"].status == "reserved"
+    assert members["set_device"].status == "reserved"
     assert members["seed_everything"].kind == "classmethod"
     assert members["capabilities"].kind == "attribute"
 

@@ -206,15 +206,15 @@ class DeviceMixin:
         """
         yield device_id
 
-    # ---- reserved device management --------------------------------------------------
-
-    @reserved(required=True)
+    @active(required=True)
     def get_device(self, device_id: int = 0) -> str:
         """The device string for a device index (``"npu:1"``; the bare type when ``device_id`` is
         None): SGLang 0.5.23 asks it when ``--device`` is not given (``srt/utils/common.py``) and
         splits the answer on ``":"`` (``srt/arg_groups/serving_hook.py``), so a ``torch.device``
         stops its server."""
         raise not_implemented(self, "get_device")
+
+    # ---- reserved device management --------------------------------------------------
 
     @reserved(required=True)
     def set_device(self, device: torch.device) -> None:
