@@ -280,35 +280,14 @@ def server_env(
 
 
 @contextmanager
-def running_sglang_server(
-    *,
-    python: str = sys.executable,
-    model: Path | None = None,
-    paths: Sequence[Path | str] = (),
-    env: Mapping[str, str] | None = None,
-    launcher: bool = False,
-    attention_backend: str | None = "torch_native",
-    device: str | None = "cpu",
-    extra_args: Sequence[str] = (),
-    log: Path | None = None,
-    timeout: float = 240,
-) -> Iterator[SGLangServer]:
+def running_sglang_server(*, timeout: float = 240, **options: Any) -> Iterator[SGLangServer]:
     """A real server for the ``with`` block, ended (its whole process group) when the block ends.
 
-    ``paths`` go first on the server's ``PYTHONPATH`` (a ``pip install --target`` folder of
-    plugins); ``env`` is added to its environment. Raises :class:`SGLangServerError` (with the log)
-    when the server exits or does not answer within ``timeout`` seconds."""
-    server = start_sglang_server(
-        python=python,
-        model=model,
-        paths=paths,
-        env=env,
-        launcher=launcher,
-        attention_backend=attention_backend,
-        device=device,
-        extra_args=extra_args,
-        log=log,
-    )
+    ``options`` are :func:`start_sglang_server`'s (``python``, ``model``, ``paths``, ``env``,
+    ``launcher``, ``attention_backend``, ``device``, ``extra_args``, ``log``). Raises
+    :class:`SGLangServerError` (with the log) when the server exits or does not answer within
+    ``timeout`` seconds."""
+    server = start_sglang_server(**options)
     try:
         wait_until_ready(server, timeout)
         yield server
@@ -328,7 +307,11 @@ def start_sglang_server(
     extra_args: Sequence[str] = (),
     log: Path | None = None,
 ) -> SGLangServer:
-    """Start the server in its own process group; return at once (see :func:`wait_until_ready`)."""
+    """Start the server in its own process group; return at once (see :func:`wait_until_ready`).
+
+    ``paths`` go first on the server's ``PYTHONPATH`` (a ``pip install --target`` folder of
+    plugins); ``env`` is added to its environment; ``launcher`` starts it under
+    ``sglang-plugins run``."""
     model = model or tiny_model(python)
     port = free_port()
     tag = uuid.uuid4().hex
