@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scenarios import pip_install_target, render
+from scenarios import copy_of_the_template, pip_install_target, render
 
 from sglang_plugin_runtime.testing._sglang_server import (
     SGLangServer,
@@ -32,7 +31,6 @@ from sglang_plugin_runtime.testing._sglang_server import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".pytest_cache")
 VENV = Path(os.environ.get("SGLANG_SERVE_VENV") or sys.prefix)
 ADOPTED_VENV = Path(os.environ.get("SGLANG_SERVE_ADOPTED_VENV") or sys.prefix)
 
@@ -343,10 +341,7 @@ PLATFORM_ANSWERS = {
 
 @pytest.fixture(scope="session")
 def template_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    destination = tmp_path_factory.mktemp("template")
-    shutil.copy2(REPO_ROOT / "copier.yml", destination / "copier.yml")
-    shutil.copytree(REPO_ROOT / "templates", destination / "templates", ignore=IGNORE)
-    return destination
+    return copy_of_the_template(tmp_path_factory.mktemp("template"))
 
 
 @pytest.fixture(scope="session")

@@ -11,21 +11,17 @@ puts on ``PYTHONPATH``.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from scenarios import pip_install_target
+from scenarios import copy_of_the_template, pip_install_target
 from scenarios import render as render_with
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
-IGNORE = shutil.ignore_patterns(
-    "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache"
-)
 
 #: The answers of the platform plugin under test (a device no machine has, so it is always
 #: simulated).
@@ -139,10 +135,7 @@ class GeneratedPackage:
 
 @pytest.fixture(scope="session")
 def template_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    destination = tmp_path_factory.mktemp("template")
-    shutil.copy2(REPO_ROOT / "copier.yml", destination / "copier.yml")
-    shutil.copytree(REPO_ROOT / "templates", destination / "templates", ignore=IGNORE)
-    return destination
+    return copy_of_the_template(tmp_path_factory.mktemp("template"))
 
 
 @pytest.fixture(scope="session")

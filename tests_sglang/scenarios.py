@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -152,3 +153,17 @@ def generated_stand_ins(project: Path) -> str:
         put_stand_ins(StandInModules().start())
         """
     )
+
+
+_TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
+_CACHES = shutil.ignore_patterns(
+    "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache"
+)
+
+
+def copy_of_the_template(destination: Path) -> Path:
+    """``copier.yml`` and ``templates/`` of this checkout copied into ``destination`` (without
+    caches): the template as it stands, uncommitted edits included."""
+    shutil.copy2(_TEMPLATE_ROOT / "copier.yml", destination / "copier.yml")
+    shutil.copytree(_TEMPLATE_ROOT / "templates", destination / "templates", ignore=_CACHES)
+    return destination

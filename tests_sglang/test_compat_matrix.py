@@ -858,13 +858,6 @@ def selected_platforms_plugin_fails(e: str, root: Path) -> str:
     return run_python(code, paths=[root]).result
 
 
-STARTUP_SRC = """
-import builtins
-def register():
-    builtins.__dict__.setdefault("ORDER", []).append(__name__)
-"""
-
-
 @scenario(
     "A startup plugin (entry-point group `sglang.srt.startup_plugins`)",
     group="loaders",
@@ -882,14 +875,14 @@ def startup_plugins(e: str, root: Path) -> str:
         e,
         "plug-early",
         {"sglang.srt.startup_plugins": {"early": "plug_early:register"}},
-        {"plug_early.py": STARTUP_SRC},
+        {"plug_early.py": ORDER_SRC},
     )
     _dist(
         root,
         e,
         "plug-late",
         {GENERAL: {"late": "plug_late:register"}},
-        {"plug_late.py": STARTUP_SRC},
+        {"plug_late.py": ORDER_SRC},
     )
     code = f"""
     import builtins
