@@ -74,8 +74,7 @@ def messages(report: dict[str, Any], severity: str = "error") -> str:
     return "\n".join(p["message"] for p in report["problems"] if p["severity"] == severity)
 
 
-# --- healthy and empty
-# ------------------------------------------------------------------------------------------
+# --- healthy and empty ----------------------------------------------------------------------------
 
 
 def test_healthy_platform_and_plugin_exit_zero_with_provenance(site: PluginSite) -> None:
@@ -124,8 +123,7 @@ def test_no_plugin_installed_is_healthy_and_reports_the_fallback(site: PluginSit
     assert report["platform"]["activations"] == []
 
 
-# --- selection failures
-# -------------------------------------------------------------------------------------
+# --- selection failures ---------------------------------------------------------------------------
 
 
 def test_two_activated_platforms_fail_and_both_activations_are_listed(site: PluginSite) -> None:
@@ -220,8 +218,7 @@ def test_strict_env_turns_a_skipped_plugin_into_a_failed_selection(site: PluginS
     assert report["platform"]["activations"][0]["status"] == "failed-call"
 
 
-# --- general plugins
-# --------------------------------------------------------------------------------------------
+# --- general plugins ------------------------------------------------------------------------------
 
 
 def test_general_plugin_import_error_fails_doctor_and_others_still_load(site: PluginSite) -> None:
@@ -246,8 +243,7 @@ def test_general_plugin_skipped_by_allowlist_is_healthy_and_says_why(site: Plugi
     assert records["two"] == ("skipped-allowlist", "not in SGLANG_PLUGINS")
 
 
-# --- hooks
-# --------------------------------------------------------------------------------------------------
+# --- hooks ----------------------------------------------------------------------------------------
 
 
 def _hooked(site: PluginSite, target: str) -> None:
@@ -395,8 +391,7 @@ def test_hook_on_a_missing_attribute_fails_when_its_module_is_imported(site: Plu
     assert target["status"] == "failed" and target["error"]
 
 
-# --- simulation
-# -------------------------------------------------------------------------------------------------
+# --- simulation -----------------------------------------------------------------------------------
 
 SIMULATED_PLATFORM = """
 import torch
@@ -450,8 +445,7 @@ def test_plugin_printing_to_stdout_does_not_corrupt_json(site: PluginSite) -> No
     assert "hello from a plugin" in result.err
 
 
-# --- plugin code that misbehaves under doctor
-# ---------------------------------------------------------------------
+# --- plugin code that misbehaves under doctor -----------------------------------------------------
 
 
 @pytest.mark.fault(
@@ -909,8 +903,7 @@ def test_register_raising_shows_the_plugins_traceback(site: PluginSite) -> None:
     assert record["status"] == "failed-call" and "broken_plugin.py" in record["traceback"]
 
 
-# ---- released SGLang's own registry, and the SGLang releases a plugin declares
-# --------------------------------
+# ---- released SGLang's own registry, and the SGLang releases a plugin declares -------------------
 
 #: Released SGLang's registry as a plugin sees it (``_hooks``: target -> [(type, hook, source)]),
 #: and a version.

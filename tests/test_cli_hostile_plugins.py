@@ -25,8 +25,7 @@ def run_cli(
     return subprocess.run(command, capture_output=True, env=env, cwd=site.root, timeout=timeout)
 
 
-# --- plugin code cannot change how the CLI ends
-# ---------------------------------------------------------------
+# --- plugin code cannot change how the CLI ends ---------------------------------------------------
 
 
 @pytest.mark.fault(
@@ -75,8 +74,7 @@ def test_control_characters_from_a_plugin_are_escaped_in_the_text_report(site: P
     assert any("\x1b[2J\x07hidden" in p["message"] for p in report["problems"])
 
 
-# --- where the output goes
-# ------------------------------------------------------------------------------------
+# --- where the output goes ------------------------------------------------------------------------
 
 
 @pytest.mark.fault(
@@ -105,8 +103,7 @@ def test_a_closed_pipe_ends_the_cli_quietly(site: PluginSite) -> None:
     assert "bug" not in error and "Traceback" not in error
 
 
-# --- arguments
-# ------------------------------------------------------------------------------------------------
+# --- arguments ------------------------------------------------------------------------------------
 
 
 @pytest.mark.fault(
@@ -182,8 +179,7 @@ def test_compare_with_an_endless_file_is_refused_at_once(site: PluginSite) -> No
     assert result.returncode == 2 and b"not a regular file" in result.stderr
 
 
-# --- what the report says
-# -------------------------------------------------------------------------------------
+# --- what the report says -------------------------------------------------------------------------
 
 
 @pytest.mark.fault(

@@ -46,8 +46,7 @@ diff -u a/pkg/mod.py b/pkg/mod.py
 SOURCE = "first = 1\nsecond = 2\nthird = 3\nfourth = 4\nfifth = 5\nsixth = 6\n"
 
 
-# ---- the patch, applied in memory
-# ------------------------------------------------------------------------------
+# ---- the patch, applied in memory ----------------------------------------------------------------
 
 
 def test_a_patch_applies_exactly_as_written() -> None:
@@ -104,8 +103,7 @@ def test_an_unknown_sglang_version_names_the_supported_ones() -> None:
         patch_text("0.4.0")
 
 
-# ---- the finder, in one interpreter
-# ----------------------------------------------------------------------------
+# ---- the finder, in one interpreter --------------------------------------------------------------
 
 
 @pytest.fixture
@@ -152,8 +150,7 @@ def test_the_finder_refuses_a_file_that_differs_with_an_import_error_naming_it(
         import pkg.mod  # type: ignore[import-not-found]  # noqa: F401
 
 
-# ---- the command line
-# ------------------------------------------------------------------------------------------
+# ---- the command line ----------------------------------------------------------------------------
 
 
 def test_run_without_a_command_is_a_usage_error(site: PluginSite) -> None:

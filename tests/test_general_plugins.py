@@ -391,8 +391,7 @@ def test_load_report_reads_well_when_printed(site: PluginSite) -> None:
     )
 
 
-# --- plugin code that misbehaves
-# ---------------------------------------------------------------------------------
+# --- plugin code that misbehaves ------------------------------------------------------------------
 
 
 # A host that sees the SystemExit a plugin raised: what stopped and which hooks were left

@@ -38,8 +38,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
-# ---- accepted: what SGLang runs
-# -------------------------------------------------------------------------------
+# ---- accepted: what SGLang runs ------------------------------------------------------------------
 
 
 def test_vendor_public_methods_and_properties_are_accepted_silently(
@@ -278,8 +277,7 @@ def test_signature_check_ignores_annotations_and_default_values() -> None:
     assert inspect.signature(Plat.get_device_total_memory).parameters["device_id"].default == 5
 
 
-# ---- retired hooks: accepted and served as SGLang serves them
-# -------------------------------------------------
+# ---- retired hooks: accepted and served as SGLang serves them ------------------------------------
 
 
 def test_retired_kv_pool_hook_is_served_by_get_kv_pool_cls_with_a_deprecation_warning() -> None:
@@ -328,8 +326,7 @@ def test_retired_hook_that_cannot_take_the_served_call_is_refused() -> None:
                 return object
 
 
-# ---- likely misspellings: a warning with a suggestion
-# ---------------------------------------------------------
+# ---- likely misspellings: a warning with a suggestion --------------------------------------------
 
 
 def test_misspelled_override_is_a_warning_with_a_suggestion(
@@ -408,8 +405,7 @@ def test_near_miss_is_one_or_two_edits_from_a_contract_name(
     assert (found and found.split("did you mean ")[1].split("?")[0].strip("'")) == expected
 
 
-# ---- refused: the host's call would fail
-# ----------------------------------------------------------------------
+# ---- refused: the host's call would fail ---------------------------------------------------------
 
 
 def test_override_without_the_argument_the_host_passes_is_refused() -> None:
@@ -568,8 +564,7 @@ def test_wrapped_override_is_checked_through_its_wrapped_function() -> None:
                 return True
 
 
-# ---- reporting and escape hatch
-# -------------------------------------------------------------------------------
+# ---- reporting and escape hatch ------------------------------------------------------------------
 
 
 def test_check_overrides_false_bypasses_the_check() -> None:

@@ -35,8 +35,7 @@ def select(site: PluginSite, **env: str) -> dict[str, Any]:
     return out
 
 
-# --- SGLANG_PLATFORM unset
-# -------------------------------------------------------------------------------------
+# --- SGLANG_PLATFORM unset ------------------------------------------------------------------------
 
 
 def test_no_plugin_installed_falls_back_to_base_srt_platform(site: PluginSite) -> None:
@@ -145,8 +144,7 @@ def test_strict_mode_turns_an_import_failure_into_an_error(site: PluginSite) -> 
     assert out["error"] == "PluginLoadError" and out["cause"] == "ModuleNotFoundError"
 
 
-# --- SGLANG_PLATFORM set
-# ---------------------------------------------------------------------------------------
+# --- SGLANG_PLATFORM set --------------------------------------------------------------------------
 
 
 def test_explicit_platform_is_selected_and_no_other_plugin_module_is_imported(
@@ -240,8 +238,7 @@ def test_explicit_platform_whose_module_fails_to_import_propagates_chained(
     assert "libacme.so" in out["message"]
 
 
-# --- what activate() returns
-# -----------------------------------------------------------------------------------
+# --- what activate() returns ----------------------------------------------------------------------
 
 BAD_RESULTS = {
     "non_str": ("return 42", "returned 42"),
@@ -334,8 +331,7 @@ def test_colon_form_of_the_class_name_is_accepted(site: PluginSite) -> None:
     assert select(site)["platform_class"] == "acme_platform.AcmePlatform"
 
 
-# --- distributions
-# ---------------------------------------------------------------------------------------------
+# --- distributions --------------------------------------------------------------------------------
 
 
 @pytest.mark.fault(
@@ -376,8 +372,7 @@ def test_malformed_distribution_is_reported_and_does_not_hide_a_good_plugin(
     assert str(bad) in out["stderr"] and "malformed" in out["stderr"]
 
 
-# --- the singleton
-# ---------------------------------------------------------------------------------------------
+# --- the singleton --------------------------------------------------------------------------------
 
 
 def test_current_platform_is_an_instance_of_the_selected_class(site: PluginSite) -> None:
@@ -562,8 +557,7 @@ def test_a_host_declares_its_own_namespace_with_its_own_group_env_and_fallback(
     assert out == ["acme_host.AcmeHostPlatform", "explicit", "AcmeHostPlatform", "fallback"]
 
 
-# --- plugin code that misbehaves
-# ---------------------------------------------------------------------------------
+# --- plugin code that misbehaves ------------------------------------------------------------------
 
 
 def stopped_by_exit(site: PluginSite, status: int, plugin: str, dist: str, **env: str) -> str:
@@ -826,8 +820,7 @@ def test_class_in_a_module_with_a_missing_dependency_reports_the_import_error(
     )
 
 
-# --- a host's own fallback (SGLang's in-tree chain)
-# --------------------------------------------------------------
+# --- a host's own fallback (SGLang's in-tree chain) -----------------------------------------------
 
 HOST_FALLBACK = """
 import json
@@ -983,8 +976,7 @@ def test_a_host_that_fails_to_import_is_rolled_back_and_selection_goes_on(site: 
     assert out == {"class": "vendor_platform.VendorPlatform", "host_modules": []}
 
 
-# --- plugin code that misbehaves while its platform class is checked or built
-# ----------------------------------
+# --- plugin code that misbehaves while its platform class is checked or built ---------------------
 
 VALIDATED_MODULE_EXITS = {
     "vendor_pkg/__init__.py": "def activate():\n    return 'vendor_pkg.platform.VendorPlatform'\n",

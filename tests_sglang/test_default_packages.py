@@ -186,8 +186,7 @@ def test_doctor_simulate_reports_the_default_platform_where_sglang_is_installed(
     assert not [p for p in report["problems"] if p["severity"] == "error"], report["problems"]
 
 
-# ---- a customer's machine: the wheel from an index without the runtime, on released SGLang
-# ------------------
+# ---- a customer's machine: the wheel from an index without the runtime, on released SGLang -------
 
 
 def _wheel_from_an_index_without_the_runtime(project: Path, tmp: pytest.TempPathFactory) -> Path:
@@ -285,8 +284,7 @@ def test_the_default_wheels_install_without_the_runtime_and_run_on_released_sgla
     assert loaded["count"] == 3 and loaded["replaced"] == "KeepBaseModelEvictionPolicy"
 
 
-# ---- the gate where released SGLang is installed
-# ------------------------------------------------------------
+# ---- the gate where released SGLang is installed -------------------------------------------------
 
 
 def _doctor(site: Path, *args: str) -> tuple[int, dict]:

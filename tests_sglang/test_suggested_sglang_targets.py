@@ -46,8 +46,7 @@ def _suggestions(project: Path) -> dict[str, str]:
     return found
 
 
-# ---- SGLang 0.5.23's sources, parsed
-# ---------------------------------------------------------------------
+# ---- SGLang 0.5.23's sources, parsed -------------------------------------------------------------
 
 
 @dataclass
@@ -100,8 +99,7 @@ def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
     return [*node.args.posonlyargs, *node.args.args]
 
 
-# ---- each suggestion has its example hook's shape
-# ----------------------------------------------------------
+# ---- each suggestion has its example hook's shape ------------------------------------------------
 
 
 def test_every_example_hook_has_a_suggestion_and_the_readme_repeats_them(project: Path) -> None:
@@ -153,8 +151,7 @@ def test_replace_suggestion_is_a_class_with_the_overridden_method(project: Path)
     assert [a.arg for a in _positional(method)] == ["self", "candidates"]
 
 
-# ---- as generated: the hooks land on SGLang
-# ------------------------------------------------------------
+# ---- as generated: the hooks land on SGLang ------------------------------------------------------
 
 
 LOAD = """

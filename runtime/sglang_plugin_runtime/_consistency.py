@@ -252,8 +252,7 @@ def _render_hook(hook: Mapping[str, Any]) -> str:
     return f"{hook.get('type')} {hook.get('hook')} [{source}{extra}{overridden}]"
 
 
-# ---- formatting
-# ----------------------------------------------------------------------------------------------
+# ---- formatting ----------------------------------------------------------------------------------
 
 
 def compress_ranks(ranks: Iterable[int]) -> str:

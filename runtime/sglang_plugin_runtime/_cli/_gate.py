@@ -109,8 +109,7 @@ def host_not_installed(target: str) -> bool:
     return top == HOST_PACKAGE and top not in sys.modules and _find_spec(top, None) is None
 
 
-# ---- the SGLang releases a plugin declares
-# -------------------------------------------------------------------
+# ---- the SGLang releases a plugin declares -------------------------------------------------------
 
 _REQUIREMENT = re.compile(r"sglang\s*(?:\[[^\]]*\])?\s*\(?\s*(?P<range>[^;()]*?)\s*\)?\s*(?:;.*)?")
 _CLAUSE = re.compile(r"(?P<op>~=|==|!=|<=|>=|<|>)\s*(?P<version>[0-9.]+?)(?P<prefix>\.\*)?")
