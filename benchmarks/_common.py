@@ -55,10 +55,12 @@ class Row:
     ours: list[float]
     sglang: list[float] | None = None
     goal: str = ""
-    #: ``"ratio<=X"`` (ours/SGLang median at most X) or ``"abs<X"`` (ours median below X, in
-    #: ``unit``).
+    #: ``"ratio_max:X"`` (ours/SGLang median at most X), ``"abs_below:X"`` (ours median below X,
+    #: in ``unit``) or ``"abs_below_or_floor_plus:X,M"`` (below X, or at most M above ``floor``).
     goal_check: str | None = None
     note: str = ""
+    # The standard library's share of ours (case 1): "abs_below_or_floor_plus" judges against it.
+    floor: float | None = None
 
     def stats(self, values: list[float] | None) -> dict | None:
         if not values:
@@ -84,12 +86,15 @@ class Row:
         if not self.goal_check or not self.ours:
             return None
         kind, _, threshold = self.goal_check.partition(":")
-        limit = float(threshold)
         if kind == "ratio_max":
             ratio = self.ratio
-            return None if ratio is None else ratio <= limit
+            return None if ratio is None else ratio <= float(threshold)
         if kind == "abs_below":
-            return statistics.median(self.ours) < limit
+            return statistics.median(self.ours) < float(threshold)
+        if kind == "abs_below_or_floor_plus":  # "LIMIT,MARGIN": under LIMIT, or MARGIN above floor
+            limit, margin = (float(part) for part in threshold.split(","))
+            ours = statistics.median(self.ours)
+            return ours < limit or (self.floor is not None and ours <= self.floor + margin)
         raise ValueError(self.goal_check)
 
     def as_json(self) -> dict:
