@@ -155,7 +155,9 @@ def generated_stand_ins(project: Path) -> str:
     )
 
 
-_TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[1]
+#: The adoption patch the adopted tier applies to the released wheel.
+ADOPTION_PATCH = REPO_ROOT / "runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch"
 _CACHES = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", ".ruff_cache"
 )
@@ -164,6 +166,6 @@ _CACHES = shutil.ignore_patterns(
 def copy_of_the_template(destination: Path) -> Path:
     """``copier.yml`` and ``templates/`` of this checkout copied into ``destination`` (without
     caches): the template as it stands, uncommitted edits included."""
-    shutil.copy2(_TEMPLATE_ROOT / "copier.yml", destination / "copier.yml")
-    shutil.copytree(_TEMPLATE_ROOT / "templates", destination / "templates", ignore=_CACHES)
+    shutil.copy2(REPO_ROOT / "copier.yml", destination / "copier.yml")
+    shutil.copytree(REPO_ROOT / "templates", destination / "templates", ignore=_CACHES)
     return destination

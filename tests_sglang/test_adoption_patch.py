@@ -22,17 +22,9 @@ from pathlib import Path
 
 import pytest
 from generated_docs import sync_section
+from scenarios import ADOPTION_PATCH as PATCH
+from scenarios import REPO_ROOT
 from wheel_unit_tests import DIFFUSION_TESTS, run_wheel_tests, sglang_package_dir
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-PATCH = (
-    REPO_ROOT
-    / "runtime"
-    / "sglang_plugin_runtime"
-    / "_launcher"
-    / "patches"
-    / "sglang-0.5.23.patch"
-)
 
 
 @dataclass(frozen=True)

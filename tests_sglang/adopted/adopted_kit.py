@@ -20,16 +20,6 @@ from sglang_import_probe import IMPORT_PROBE, ImportProbe
 
 __all__ = ["Outcome", "ScenarioError", "clean_env", "pip_install_target", "render", "run_python"]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-PATCH = (
-    REPO_ROOT
-    / "runtime"
-    / "sglang_plugin_runtime"
-    / "_launcher"
-    / "patches"
-    / "sglang-0.5.23.patch"
-)
-
 #: The SGLang modules the patch turns into re-exports, each with the runtime module it re-exports.
 REEXPORTS = {
     "sglang.srt.plugins": "sglang_plugin_runtime.plugins",
