@@ -49,10 +49,11 @@ class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
                 importlib.util.decode_source(self.get_data(self.path)), self._hunks, name=self.path
             )
         except PatchError as exc:
-            stale = "The installed SGLang is not the release the patch was made for"
-            how = "run without 'sglang-plugins run', or install that release."
             raise ImportError(
-                f"sglang-plugins run: cannot adopt {fullname}: {exc}. {stale}; {how}", name=fullname
+                f"sglang-plugins run: cannot adopt {fullname}: {exc}. The installed SGLang is not "
+                "the release the patch was made for; run without 'sglang-plugins run', or install "
+                "that release.",
+                name=fullname,
             ) from exc
         # Tracebacks show the lines that run, not the file's.
         linecache.cache[self.path] = (
@@ -113,7 +114,7 @@ def find_sglang(shim_dir: str | None = None) -> ModuleSpec | None:
 def enter_from_shim(shim_module: ModuleType) -> None:
     """Called by the shim's ``sglang/__init__.py``: install the finder, then load the real
     ``sglang`` in its place."""
-    version = os.environ.get(VERSION_ENV, "")
+    version = os.environ.get(VERSION_ENV)
     if not version:
         raise ImportError(
             f"sglang-plugins run: {VERSION_ENV} is not set; this shim only works under the launcher"
