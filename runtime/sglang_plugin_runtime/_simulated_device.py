@@ -119,12 +119,9 @@ class SimulatedDevice:
                     f"simulated_device() needs real torch to attach a device module to: "
                     f"{TORCH_INSTALL}"
                 ) from exc
-            existing = torch.__dict__.get(self.device_type, _MISSING)
-            if (
-                existing is not _MISSING
-                and not self.replace_existing
-                and not getattr(existing, "__simulated__", False)
-            ):
+            # none there: this simulation's own module stands in (it hides nothing)
+            existing = torch.__dict__.get(self.device_type, self.module)
+            if not self.replace_existing and not getattr(existing, "__simulated__", False):
                 raise ValueError(
                     f"torch.{self.device_type} already exists ({existing!r}); refusing to replace "
                     "a real device module: pass replace_existing=True if you mean it"
@@ -174,7 +171,7 @@ class SimulatedDevice:
         with _LOCK:
             if not self.active:
                 return
-            if [sim for sim in _ACTIVE if sim.device_type == self.device_type][-1] is not self:
+            if active_simulated_device(self.device_type) is not self:
                 raise RuntimeError(
                     f"{self!r} cannot stop before the simulated {self.device_type!r} device "
                     "started after it; stop that one first"
