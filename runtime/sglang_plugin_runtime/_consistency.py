@@ -111,7 +111,10 @@ def _items(fingerprint: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
         ("runtime", ""): fingerprint.get("runtime_version"),
         ("namespace", ""): fingerprint.get("namespace"),
         ("platform", ""): platform,
-        ("plugins-loaded", ""): plugins is not None,
+        # as people read it: one text for each of the two values
+        ("plugins-loaded", ""): "load_plugins() not called"
+        if plugins is None
+        else "load_plugins() ran",
     }
     if isinstance(platform, Mapping):
         items["platform", ""] = _without(platform, "rule", "activations")
@@ -175,7 +178,7 @@ def compare(participants: Sequence[Participant]) -> list[Difference]:
             loaded = any(
                 isinstance(raw, Mapping) and raw.get("status") == "loaded" for raw, *_ in grouped
             )
-            warns = kind in ("platform-rule", "activation") or kind == "plugin" and not loaded
+            warns = kind in ("platform-rule", "activation") or (kind == "plugin" and not loaded)
             differences.append(
                 Difference(
                     kind,
@@ -220,8 +223,6 @@ def _render(kind: str, raw: Any) -> str:
         return _ABSENT.get(kind, "missing")
     if kind == "runtime":
         return f"sglang-plugin-runtime {raw}"
-    if kind == "plugins-loaded":
-        return "load_plugins() ran" if raw else "load_plugins() not called"
     if kind == "platform-rule" or isinstance(raw, str):
         return str(raw)
     if not isinstance(raw, Mapping) or kind in ("format", "namespace", "field"):

@@ -241,8 +241,9 @@ class SimulatedDevice:
         return int(index)
 
     def _properties(self, i: int) -> SimulatedDeviceProperties:
-        uuid = f"SIM-{self.device_type}-{i:04d}"
-        return SimulatedDeviceProperties(self.name, self.total_memory, *self.capability, uuid, i)
+        return SimulatedDeviceProperties(
+            self.name, self.total_memory, *self.capability, f"SIM-{self.device_type}-{i:04d}", i
+        )
 
     def _reset_peak(self, i: int) -> None:
         self._peak[i] = self._allocated[i]

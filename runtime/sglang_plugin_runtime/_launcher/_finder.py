@@ -150,7 +150,7 @@ def enter_from_shim(shim_module: ModuleType) -> None:
     from .. import __version__
 
     sys.stderr.write(
-        f"sglang-plugins run: SGLang {version} runs with sglang_plugin_runtime {__version__} as its "
-        f"plugin layer in this process tree ({len(finder.modules)} modules adopted in memory; "
+        f"sglang-plugins run: SGLang {version} runs with sglang_plugin_runtime {__version__} as "
+        f"its plugin layer in this process tree ({len(finder.modules)} modules adopted in memory; "
         "nothing installed is changed)\n"
     )
