@@ -22,8 +22,8 @@ _ENV = "SGLANG_PLUGINS_CONSISTENCY"
 
 
 class _Record:
-    def to_dict(self: Any) -> dict[str, Any]:
-        return asdict(self)
+    #: The record as JSON-ready dicts and lists, under its field names.
+    to_dict = asdict
 
 
 @dataclass(frozen=True)
