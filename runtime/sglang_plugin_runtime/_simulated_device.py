@@ -17,10 +17,8 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["SimulatedCall", "SimulatedDevice", "active_simulated_device", "simulated_device"]
-
 _GIB = 1024**3
-_PROTECTED_TYPES = frozenset({"cpu", "cuda", "meta"})
+_PROTECTED_TYPES = ("cpu", "cuda", "meta")
 _MISSING = object()
 _LOCK = threading.RLock()
 _ACTIVE: list[SimulatedDevice] = []

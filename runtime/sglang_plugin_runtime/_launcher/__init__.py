@@ -27,8 +27,6 @@ from typing import Any
 from ._finder import ADOPTED_MARKER, ENTERED_MARKER, SHIM_ENV, VERSION_ENV, find_sglang
 from ._patch import PatchError, apply, parse, patch_text
 
-__all__ = ["LaunchError", "execute", "plan"]
-
 SHIM_SOURCE = """\
 # Written by `sglang-plugins run` for one process tree, and removed when the command ends.
 import sys
