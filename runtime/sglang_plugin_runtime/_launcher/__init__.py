@@ -22,7 +22,6 @@ import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from ._finder import ADOPTED_MARKER, ENTERED_MARKER, SHIM_ENV, VERSION_ENV, find_sglang
 from ._patch import PatchError, apply, parse, patch_text
@@ -172,7 +171,8 @@ def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> i
     # Blocked, the signals wait for sigtimedwait(), which says who sent each (where it exists: not
     # on macOS).
     blocking = hasattr(signal, "sigtimedwait")
-    previous: Any = signal.pthread_sigmask(signal.SIG_BLOCK, waited) if blocking else None
+    # (unused where nothing is blocked)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, waited) if blocking else set()
     try:
         try:
             child = subprocess.Popen(
