@@ -22,8 +22,8 @@ _ENV = "SGLANG_PLUGINS_CONSISTENCY"
 
 
 class _Record:
-    def to_dict(self: Any) -> dict[str, Any]:
-        return asdict(self)
+    #: The record as JSON-ready dicts and lists, under its field names.
+    to_dict = asdict
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,6 @@ _LABELS = {
     "hooks": "hooks on {!r}",
     "field": "fingerprint field {!r}",
 }
-_KINDS = list(_LABELS)
 _KNOWN_FIELDS = {"format", "runtime_version", "namespace", "platform", "general_plugins", "hooks"}
 #: How a platform plugin's ``activate()`` or a general plugin ended, for people (else the status
 #: itself).
@@ -97,7 +96,7 @@ _ABSENT = {"activation": "not installed", "plugin": "not installed", "hooks": "n
 
 
 def _order(key: tuple[str, str]) -> tuple[int, str]:
-    return _KINDS.index(key[0]), key[1]
+    return list(_LABELS).index(key[0]), key[1]
 
 
 def _without(record: Mapping[str, Any], *keys: str) -> dict[str, Any]:
@@ -107,28 +106,30 @@ def _without(record: Mapping[str, Any], *keys: str) -> dict[str, Any]:
 def _items(fingerprint: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
     """The comparable items of one fingerprint: ``{(kind, name): raw value}``."""
     platform, plugins = fingerprint.get("platform"), fingerprint.get("general_plugins")
-    items: dict[tuple[str, str], Any] = {
+    items = {
         ("format", ""): fingerprint.get("format"),
         ("runtime", ""): fingerprint.get("runtime_version"),
         ("namespace", ""): fingerprint.get("namespace"),
-        ("platform", ""): _without(platform, "rule", "activations")
-        if isinstance(platform, Mapping)
-        else platform,
-        ("plugins-loaded", ""): plugins is not None,
+        ("platform", ""): platform,
+        # as people read it: one text for each of the two values
+        ("plugins-loaded", ""): "load_plugins() not called"
+        if plugins is None
+        else "load_plugins() ran",
     }
     if isinstance(platform, Mapping):
-        items[("platform-rule", "")] = platform.get("rule")
+        items["platform", ""] = _without(platform, "rule", "activations")
+        items["platform-rule", ""] = platform.get("rule")
         for activation in platform.get("activations") or ():
-            items[("activation", activation["plugin"])] = _without(activation, "plugin")
+            items["activation", activation["plugin"]] = _without(activation, "plugin")
     for record in plugins or ():
-        items[("plugin", record["plugin"])] = _without(record, "plugin")
-    hook_targets: dict[str, list[Any]] = {}
-    for target in fingerprint.get("hooks") or ():
-        hook_targets.setdefault(target["target"], []).append(_without(target, "target"))
-    for name, entries in hook_targets.items():
-        items[("hooks", name)] = entries[0] if len(entries) == 1 else entries
-    for key in sorted(set(fingerprint) - _KNOWN_FIELDS):
-        items[("field", key)] = fingerprint[key]
+        items["plugin", record["plugin"]] = _without(record, "plugin")
+    hooks = fingerprint.get("hooks") or ()
+    # one record per target; two records of one target are compared as their list
+    for name in {target["target"] for target in hooks}:
+        entries = [_without(target, "target") for target in hooks if target["target"] == name]
+        items["hooks", name] = entries[0] if len(entries) == 1 else entries
+    for key in fingerprint.keys() - _KNOWN_FIELDS:
+        items["field", key] = fingerprint[key]
     return items
 
 
@@ -142,11 +143,11 @@ def _grouped(
         groups.setdefault("<missing>" if key is _MISSING else canonical_json(key), (key, []))[
             1
         ].append(participant)
-    ordered = sorted(groups.values(), key=lambda g: (-len(g[1]), min(p.rank for p in g[1])))
-    return [
+    rows = [
         (key, tuple(sorted(p.rank for p in m)), tuple(sorted({p.host for p in m})))
-        for key, m in ordered
+        for key, m in groups.values()
     ]
+    return sorted(rows, key=lambda row: (-len(row[1]), row[1][0]))
 
 
 def compare(participants: Sequence[Participant]) -> list[Difference]:
@@ -156,20 +157,38 @@ def compare(participants: Sequence[Participant]) -> list[Difference]:
     Raises ``LookupError``/``TypeError``/``AttributeError`` on a document that is not a fingerprint.
     """
     per_rank = [(p, _items(p.fingerprint)) for p in participants]
-    keys = sorted({key for _, items in per_rank for key in items}, key=_order)
     differences: list[Difference] = []
-    for kind, name in keys:
+    for kind, name in sorted({key for _, items in per_rank for key in items}, key=_order):
         if kind == "platform-rule" and differences and differences[-1].kind == "platform":
             # the platform (just listed) differs: its line shows each rank's; the rule is its
             # consequence
             continue
         grouped = _grouped((items.get((kind, name), _MISSING), p) for p, items in per_rank)
         if len(grouped) > 1:
-            variants = tuple(
-                Variant(_render(kind, raw), ranks, hosts) for raw, ranks, hosts in grouped
+            # Error when different code runs on different ranks; warning when the same code runs
+            # everywhere:
+            # - the rule that chose the platform (SGLANG_PLATFORM on some ranks, automatic on
+            #   others) and the activate() outcomes of platform plugins: warnings; the selected
+            #   platform itself is its own item;
+            # - a general plugin that is loaded on no rank (skipped or failed everywhere, in
+            #   different ways or versions): warning; one loaded on some ranks, or loaded in
+            #   different versions: error;
+            # - everything else (runtime version, platform, whether plugins were loaded, hook
+            #   chains): error.
+            loaded = any(
+                isinstance(raw, Mapping) and raw.get("status") == "loaded" for raw, *_ in grouped
             )
-            severity = _severity(kind, [raw for raw, _, _ in grouped])
-            differences.append(Difference(kind, _LABELS[kind].format(name), severity, variants))
+            warns = kind in ("platform-rule", "activation") or (kind == "plugin" and not loaded)
+            differences.append(
+                Difference(
+                    kind,
+                    _LABELS[kind].format(name),
+                    WARNING if warns else ERROR,
+                    tuple(
+                        Variant(_render(kind, raw), ranks, hosts) for raw, ranks, hosts in grouped
+                    ),
+                )
+            )
     # stable: keeps the fixed order within each severity
     differences.sort(key=lambda d: d.severity != ERROR)
     return differences
@@ -192,26 +211,6 @@ def rank_groups(participants: Sequence[Participant]) -> list[RankGroup]:
     ]
 
 
-def _severity(kind: str, raws: Sequence[Any]) -> str:
-    """Error when different code runs on different ranks; warning when the same code runs
-    everywhere.
-
-    - the rule that chose the platform (``SGLANG_PLATFORM`` on some ranks, automatic on others) and
-      the ``activate()`` outcomes of platform plugins: warnings; the selected platform itself is its
-      own item;
-    - a general plugin that is loaded on no rank (skipped or failed everywhere, in different ways or
-      versions): warning; one loaded on some ranks, or loaded in different versions: error;
-    - everything else (runtime version, platform, whether plugins were loaded, hook chains): error.
-    """
-    if kind == "plugin":
-        return (
-            ERROR
-            if any(isinstance(raw, Mapping) and raw.get("status") == "loaded" for raw in raws)
-            else WARNING
-        )
-    return WARNING if kind in ("platform-rule", "activation") else ERROR
-
-
 def dist_label(raw: Mapping[str, Any]) -> str | None:
     """``name version`` of the distribution a record names, or ``None``."""
     dist, version = raw.get("distribution"), raw.get("version")
@@ -224,19 +223,17 @@ def _render(kind: str, raw: Any) -> str:
         return _ABSENT.get(kind, "missing")
     if kind == "runtime":
         return f"sglang-plugin-runtime {raw}"
-    if kind == "plugins-loaded":
-        return "load_plugins() ran" if raw else "load_plugins() not called"
-    if kind == "platform-rule":
+    if kind == "platform-rule" or isinstance(raw, str):
         return str(raw)
-    if not isinstance(raw, Mapping) or kind not in ("platform", "activation", "plugin", "hooks"):
-        return raw if isinstance(raw, str) else canonical_json(raw)
+    if not isinstance(raw, Mapping) or kind in ("format", "namespace", "field"):
+        return canonical_json(raw)
     if kind == "platform":
         plugin = raw.get("plugin")
-        source = ", ".join(filter(None, [f"plugin {plugin!r}" if plugin else "", dist_label(raw)]))
+        source = ", ".join(filter(None, [plugin and f"plugin {plugin!r}", dist_label(raw)]))
         if raw.get("status") == "failed":
             return f"selection failed: {raw.get('error_type')}" + (f" ({source})" if source else "")
         return f"{raw.get('class')}" + (f" ({source})" if source else " (no plugin: the fallback)")
-    if kind in ("activation", "plugin"):
+    if kind != "hooks":
         status = str(raw.get("status"))
         return ", ".join(filter(None, [_STATUS_TEXT.get(status, status), dist_label(raw)]))
     chain = "; ".join(_render_hook(h) for h in raw.get("hooks") or ()) or "no hooks"
@@ -275,11 +272,10 @@ def format_differences(differences: Sequence[Difference], *, show_hosts: bool = 
     """The lines that list ``differences``, errors first; each value with the ranks (and hosts) that
     have it."""
     lines = []
-    titles = {
+    for severity, title in {
         ERROR: "Differences that change what runs (errors)",
         WARNING: "Other differences (warnings)",
-    }
-    for severity, title in titles.items():
+    }.items():
         chosen = [d for d in differences if d.severity == severity]
         lines += [f"{title}:"] if chosen else []
         for difference in chosen:
@@ -309,35 +305,40 @@ def judge(
         f"rank {e['rank']} (host {e['host']}): {e['failure']}" for e in entries if e["failure"]
     )
     if broken:
-        failed = (
-            f"Plugin consistency could not be checked: building the plugin fingerprint failed on "
-            f"{broken}."
+        raise PluginConsistencyError(
+            "Plugin consistency could not be checked: building the plugin fingerprint failed on "
+            f"{broken}. This is a bug in sglang-plugin-runtime (every rank raises this error); "
+            f"please report it with the log of those ranks. {_ENV}=off skips the check meanwhile.",
+            namespace=ns.name,
         )
-        bug = "This is a bug in sglang-plugin-runtime (every rank raises this error);"
-        how = f"please report it with the log of those ranks. {_ENV}=off skips the check meanwhile."
-        raise PluginConsistencyError(f"{failed} {bug} {how}", namespace=ns.name)
     participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
     groups = tuple(rank_groups(participants))
     # Digests that differ in a way compare() cannot itemise (should not happen) still make one
     # difference.
-    opaque = tuple(Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in groups)
     differences = tuple(
-        compare(participants) or [Difference("field", "fingerprint", ERROR, opaque)]
+        compare(participants)
+        or [
+            Difference(
+                "field",
+                "fingerprint",
+                ERROR,
+                tuple(Variant(f"fingerprint {g.digest[:12]}", g.ranks, g.hosts) for g in groups),
+            )
+        ]
     )
     errors = any(d.severity == ERROR for d in differences)
-    raising, hosts = (
-        mode == "error" and errors,
-        sorted({host for group in groups for host in group.hosts}),
-    )
+    raising = mode == "error" and errors
     verdict = (
         "every rank raises this error" if raising else "logged only" + f" ({_ENV}=warn)" * errors
     )
+    hosts = sorted({host for group in groups for host in group.hosts})
     where = f"all on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts"
+    many_hosts = len(hosts) > 1
     lines = [
         f"Plugins differ across the {world} ranks of the process group ({where}; namespace "
         f"{ns.name!r}); {verdict}.",
-        *format_groups(groups, show_hosts=len(hosts) > 1),
-        *format_differences(differences, show_hosts=len(hosts) > 1),
+        *format_groups(groups, show_hosts=many_hosts),
+        *format_differences(differences, show_hosts=many_hosts),
         f"Fix: install the same plugin distributions and versions on every node and give every "
         f"rank the same {ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, "
         f"run `sglang-plugins fingerprint --namespace {ns.name}` on each (the digests above are "
@@ -349,9 +350,11 @@ def judge(
             "\n".join(lines), differences=differences, groups=groups, namespace=ns.name
         )
     lowest = min(p.rank for p in participants)
-    summary = (
-        f"Plugins differ across ranks ({len(differences)} difference(s)); rank {lowest} logs the "
-        f"report."
+    logger.warning(
+        "%s",
+        "\n".join(lines)
+        if rank == lowest
+        else f"Plugins differ across ranks ({len(differences)} difference(s)); rank {lowest} logs "
+        "the report.",
     )
-    logger.warning("%s", "\n".join(lines) if rank == lowest else summary)
     return differences, groups

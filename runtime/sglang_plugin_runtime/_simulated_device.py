@@ -17,10 +17,8 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["SimulatedCall", "SimulatedDevice", "active_simulated_device", "simulated_device"]
-
 _GIB = 1024**3
-_PROTECTED_TYPES = frozenset({"cpu", "cuda", "meta"})
+_PROTECTED_TYPES = ("cpu", "cuda", "meta")
 _MISSING = object()
 _LOCK = threading.RLock()
 _ACTIVE: list[SimulatedDevice] = []
@@ -75,34 +73,29 @@ class SimulatedDevice:
                 f"device_type must be an identifier such as 'npu', got {device_type!r}"
             )
         if device_type in _PROTECTED_TYPES and not replace_existing:
-            refused = (
+            raise ValueError(
                 f"refusing to simulate {device_type!r}: it would hide torch's real "
-                f"torch.{device_type}"
+                f"torch.{device_type}; pass replace_existing=True if you mean it"
             )
-            raise ValueError(f"{refused}; pass replace_existing=True if you mean it")
         if device_count < 1:
             raise ValueError(f"device_count must be at least 1, got {device_count}")
         if total_memory < 0:
             raise ValueError(f"total_memory must not be negative, got {total_memory}")
-        self.device_type, self.device_count, self.backend_module = (
-            device_type,
-            device_count,
-            backend_module,
-        )
-        self.name = name if name is not None else f"Simulated {device_type.upper()}"
-        self.total_memory, self.capability = (
-            int(total_memory),
-            (int(capability[0]), int(capability[1])),
-        )
-        self.replace_existing, self.privateuse1 = replace_existing, privateuse1
+        self.device_type = device_type
+        self.device_count = device_count
+        self.backend_module = backend_module
+        self.name = f"Simulated {device_type.upper()}" if name is None else name
+        self.total_memory = int(total_memory)
+        self.capability = (int(capability[0]), int(capability[1]))
+        self.replace_existing = replace_existing
+        self.privateuse1 = privateuse1
         self.calls: list[SimulatedCall] = []
         self.current_index = 0
         self.seed: int | None = None
-        self._allocated, self._peak, self._reserved = (
-            [0] * device_count,
-            [0] * device_count,
-            [0] * device_count,
-        )
+        # per device: bytes allocated, their peak, and reserved (the allocator's cache)
+        self._allocated = [0] * device_count
+        self._peak = [0] * device_count
+        self._reserved = [0] * device_count
         self.module = self._build_module()
         self.backend: types.ModuleType | None = None
         self._saved: list[tuple[MutableMapping[str, Any], str, Any]] = []
@@ -120,29 +113,24 @@ class SimulatedDevice:
             try:
                 torch: Any = importlib.import_module("torch")
             except ImportError as exc:
-                message = (
+                raise RuntimeError(
                     f"simulated_device() needs real torch to attach a device module to: "
                     f"{TORCH_INSTALL}"
+                ) from exc
+            # none there: this simulation's own module stands in (it hides nothing)
+            existing = torch.__dict__.get(self.device_type, self.module)
+            if not self.replace_existing and not getattr(existing, "__simulated__", False):
+                raise ValueError(
+                    f"torch.{self.device_type} already exists ({existing!r}); refusing to replace "
+                    "a real device module: pass replace_existing=True if you mean it"
                 )
-                raise RuntimeError(message) from exc
-            existing = torch.__dict__.get(self.device_type, _MISSING)
-            if (
-                existing is not _MISSING
-                and not self.replace_existing
-                and not getattr(existing, "__simulated__", False)
-            ):
-                how = (
-                    "refusing to replace a real device module: pass replace_existing=True if you "
-                    "mean it"
-                )
-                raise ValueError(f"torch.{self.device_type} already exists ({existing!r}); {how}")
             if self.privateuse1 and torch._C._get_privateuse1_backend_name() != self.device_type:
                 current = torch._C._get_privateuse1_backend_name()
                 if current != "privateuseone":
-                    named = (
-                        f"torch's PrivateUse1 backend is already named {current!r} in this process"
+                    raise RuntimeError(
+                        f"torch's PrivateUse1 backend is already named {current!r} in this "
+                        f"process; it cannot be renamed to {self.device_type!r}"
                     )
-                    raise RuntimeError(f"{named}; it cannot be renamed to {self.device_type!r}")
                 # for good: torch allows one rename only
                 torch.utils.rename_privateuse1_backend(self.device_type)
             self._swap(torch.__dict__, self.device_type, self.module)
@@ -181,9 +169,11 @@ class SimulatedDevice:
         with _LOCK:
             if not self.active:
                 return
-            if [sim for sim in _ACTIVE if sim.device_type == self.device_type][-1] is not self:
-                later = f"the simulated {self.device_type!r} device started after it"
-                raise RuntimeError(f"{self!r} cannot stop before {later}; stop that one first")
+            if active_simulated_device(self.device_type) is not self:
+                raise RuntimeError(
+                    f"{self!r} cannot stop before the simulated {self.device_type!r} device "
+                    "started after it; stop that one first"
+                )
             for mapping, key, previous in reversed(self._saved):
                 if previous is _MISSING:
                     mapping.pop(key, None)
@@ -207,7 +197,7 @@ class SimulatedDevice:
 
     def called(self, name: str) -> bool:
         """Whether the device module's ``name`` function was called."""
-        return any(call.name == name for call in self.calls)
+        return bool(self.calls_to(name))
 
     def calls_to(self, name: str) -> list[SimulatedCall]:
         """Every recorded call to the device module's ``name`` function."""
@@ -242,13 +232,16 @@ class SimulatedDevice:
             raise ValueError(f"expected a {self.device_type!r} device, got {device!r}")
         index = self.current_index if index is None else index
         if not 0 <= index < self.device_count:
-            has = f"the simulated {self.device_type} has {self.device_count} device(s)"
-            raise RuntimeError(f"invalid device ordinal {index}: {has}")
+            raise RuntimeError(
+                f"invalid device ordinal {index}: the simulated {self.device_type} has "
+                f"{self.device_count} device(s)"
+            )
         return int(index)
 
     def _properties(self, i: int) -> SimulatedDeviceProperties:
-        uuid = f"SIM-{self.device_type}-{i:04d}"
-        return SimulatedDeviceProperties(self.name, self.total_memory, *self.capability, uuid, i)
+        return SimulatedDeviceProperties(
+            self.name, self.total_memory, *self.capability, f"SIM-{self.device_type}-{i:04d}", i
+        )
 
     def _reset_peak(self, i: int) -> None:
         self._peak[i] = self._allocated[i]

@@ -22,12 +22,9 @@ import sys
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from ._finder import ADOPTED_MARKER, ENTERED_MARKER, SHIM_ENV, VERSION_ENV, find_sglang
 from ._patch import PatchError, apply, parse, patch_text
-
-__all__ = ["LaunchError", "execute", "plan"]
 
 SHIM_SOURCE = """\
 # Written by `sglang-plugins run` for one process tree, and removed when the command ends.
@@ -41,8 +38,6 @@ except ImportError as exc:
 enter_from_shim(sys.modules[__name__])
 """
 
-#: Signals a supervisor or a container stop sends the launcher: the command gets them.
-FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
 #: ``si_code`` of a signal the kernel sent, as a terminal sends Ctrl-C to its whole foreground
 #: process group: the command got it too, so it is not sent again.
 _SI_KERNEL = 0x80
@@ -84,46 +79,53 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
     SGLang runs as it is)."""
     if not command or command[0].startswith("-"):
         got = f" ({command[0]!r} is an option, not a command)" if command else ""
-        example = "e.g. sglang-plugins run -- python -m sglang.launch_server --model-path ..."
-        how = (
-            f"give the command to run after '--'{got}, {example}; 'sglang-plugins run --help' "
-            f"shows the usage"
+        raise LaunchError(
+            f"sglang-plugins run: give the command to run after '--'{got}, e.g. sglang-plugins run "
+            "-- python -m sglang.launch_server --model-path ...; 'sglang-plugins run --help' shows "
+            "the usage"
         )
-        raise LaunchError(f"sglang-plugins run: {how}")
     isolating = isolating_option(command)
-    if isolating is not None:
-        ignores = (
-            f"{command[0]} {isolating} ignores PYTHONPATH, so SGLang would run without the runtime"
+    if isolating:
+        raise LaunchError(
+            f"sglang-plugins run: {command[0]} {isolating} ignores PYTHONPATH, so SGLang would run "
+            f"without the runtime; drop {isolating}"
         )
-        raise LaunchError(f"sglang-plugins run: {ignores}; drop {isolating}")
     env = dict(os.environ)
     outer = env.get(SHIM_ENV, "")
     if outer and outer in env.get("PYTHONPATH", "").split(os.pathsep) and os.path.isdir(outer):
         # A second shim would hand `import sglang` back to this one, and each to the other, forever.
-        note = f"already inside 'sglang-plugins run' (shim {outer}); running the command as it is"
-        print(f"sglang-plugins run: {note}", file=sys.stderr, flush=True)
+        print(
+            f"sglang-plugins run: already inside 'sglang-plugins run' (shim {outer}); running the "
+            "command as it is",
+            file=sys.stderr,
+            flush=True,
+        )
         return env, None
     try:
-        dist = metadata.distribution("sglang")
+        version = metadata.version("sglang")
     except metadata.PackageNotFoundError:
-        how = "install it, or run sglang-plugins from the environment that has it"
         raise LaunchError(
-            f"sglang-plugins run: SGLang is not installed in this environment; {how}"
+            "sglang-plugins run: SGLang is not installed in this environment; install it, or run "
+            "sglang-plugins from the environment that has it"
         ) from None
-    version, spec = dist.version, find_sglang()
+    spec = find_sglang()
     if spec is None or spec.origin is None:
-        missing = f"SGLang {version} is installed but Python finds no sglang package"
-        raise LaunchError(f"sglang-plugins run: {missing}; reinstall sglang=={version}")
+        raise LaunchError(
+            f"sglang-plugins run: SGLang {version} is installed but Python finds no sglang "
+            f"package; reinstall sglang=={version}"
+        )
     # Where `import sglang` finds it: site-packages (a wheel), the checkout (an editable install).
     site = Path(spec.origin).parent.parent
-    hook_registry = site / "sglang" / "srt" / "plugins" / "hook_registry.py"
+    hook_registry = site / "sglang/srt/plugins/hook_registry.py"
     if hook_registry.is_file() and "sglang_plugin_runtime" in hook_registry.read_text(
         encoding="utf-8"
     ):
-        note = (
-            f"SGLang {version} already imports sglang_plugin_runtime; running the command as it is"
+        print(
+            f"sglang-plugins run: SGLang {version} already imports sglang_plugin_runtime; running "
+            "the command as it is",
+            file=sys.stderr,
+            flush=True,
         )
-        print(f"sglang-plugins run: {note}", file=sys.stderr, flush=True)
         return env, None
     try:
         patches = parse(patch_text(version))
@@ -135,16 +137,15 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
         try:
             apply((site / path).read_text(encoding="utf-8"), hunks, name=str(site / path))
         except (OSError, PatchError) as exc:
-            differs = (
-                f"the installed SGLang {version} differs from the released files the adoption "
-                f"patch was made for"
-            )
-            how = f"reinstall sglang=={version}, or run the command without the launcher"
-            raise LaunchError(f"sglang-plugins run: {differs} ({exc}); {how}") from None
+            raise LaunchError(
+                f"sglang-plugins run: the installed SGLang {version} differs from the released "
+                f"files the adoption patch was made for ({exc}); reinstall sglang=={version}, or "
+                "run the command without the launcher"
+            ) from None
     shim_dir = Path(tempfile.mkdtemp(prefix="sglang-plugins-run-"))
     (shim_dir / "sglang").mkdir()
     (shim_dir / "sglang" / "__init__.py").write_text(SHIM_SOURCE, encoding="utf-8")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(shim_dir), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(shim_dir), env.get("PYTHONPATH"))))
     env.update({VERSION_ENV: version, SHIM_ENV: str(shim_dir)})
     return env, shim_dir
 
@@ -156,7 +157,7 @@ def _not_adopted(command: list[str], shim_dir: Path) -> str:
     words = " ".join(command).split()
     isolated = next(filter(None, (isolating_option(words[i:]) for i in range(len(words)))), None)
     said = "no process of the command imported SGLang through the launcher"
-    if isolated is None:
+    if not isolated:
         return said
     return f"{said}: its {isolated} ignores PYTHONPATH, so SGLang is imported without the launcher"
 
@@ -164,18 +165,23 @@ def _not_adopted(command: list[str], shim_dir: Path) -> str:
 def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> int:
     """Run ``command`` as :func:`plan` prepared it; its exit status (128 + N when it died of signal
     N). The shim is always removed."""
-    forwarded = {getattr(signal, name) for name in FORWARDED}
+    # the signals a supervisor or a container stop sends the launcher: the command gets them
+    forwarded = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
     waited = forwarded | {signal.SIGCHLD}
     # Blocked, the signals wait for sigtimedwait(), which says who sent each (where it exists: not
     # on macOS).
     blocking = hasattr(signal, "sigtimedwait")
-    previous: Any = signal.pthread_sigmask(signal.SIG_BLOCK, waited) if blocking else None
+    # (unused where nothing is blocked)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, waited) if blocking else set()
     try:
         try:
-            unblock = (
-                (lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous)) if blocking else None
+            child = subprocess.Popen(
+                command,
+                env=env,
+                preexec_fn=(lambda: signal.pthread_sigmask(signal.SIG_SETMASK, previous))
+                if blocking
+                else None,
             )
-            child = subprocess.Popen(command, env=env, preexec_fn=unblock)
         except OSError as exc:
             raise LaunchError(f"sglang-plugins run: cannot start {command[0]!r}: {exc}") from None
         for signum in () if blocking else forwarded:
@@ -192,7 +198,7 @@ def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> i
             print(f"sglang-plugins run: {_not_adopted(command, shim_dir)}", file=sys.stderr)
         return 128 - child.returncode if child.returncode < 0 else child.returncode
     finally:
-        if previous is not None:
+        if blocking:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         if shim_dir is not None:
             shutil.rmtree(shim_dir, ignore_errors=True)

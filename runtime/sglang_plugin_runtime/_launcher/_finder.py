@@ -49,10 +49,11 @@ class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
                 importlib.util.decode_source(self.get_data(self.path)), self._hunks, name=self.path
             )
         except PatchError as exc:
-            stale = "The installed SGLang is not the release the patch was made for"
-            how = "run without 'sglang-plugins run', or install that release."
             raise ImportError(
-                f"sglang-plugins run: cannot adopt {fullname}: {exc}. {stale}; {how}", name=fullname
+                f"sglang-plugins run: cannot adopt {fullname}: {exc}. The installed SGLang is not "
+                "the release the patch was made for; run without 'sglang-plugins run', or install "
+                "that release.",
+                name=fullname,
             ) from exc
         # Tracebacks show the lines that run, not the file's.
         linecache.cache[self.path] = (
@@ -72,25 +73,22 @@ class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
 
     def __init__(self, patches: dict[str, tuple[Hunk, ...]]) -> None:
         # sglang/srt/plugins/__init__.py -> sglang.srt.plugins
-        names = {
+        self.patches = {
             path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"): h
             for path, h in patches.items()
         }
-        self._patches, self.modules = names, frozenset(names)
-
-    def hunks(self, fullname: str) -> tuple[Hunk, ...]:
-        return self._patches[fullname]
+        self.modules = frozenset(self.patches)
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: object = None
     ) -> ModuleSpec | None:
-        hunks = self._patches.get(fullname)
-        spec = (
-            importlib.machinery.PathFinder.find_spec(fullname, path) if hunks is not None else None
-        )
-        if hunks is None or spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        if fullname not in self.patches:
             return None
-        spec.loader, spec.cached = _PatchedSourceLoader(fullname, spec.origin, hunks), None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            return None
+        spec.loader = _PatchedSourceLoader(fullname, spec.origin, self.patches[fullname])
+        spec.cached = None
         return spec
 
 
@@ -100,14 +98,14 @@ def find_sglang(shim_dir: str | None = None) -> ModuleSpec | None:
     The import system's own finders, in their order: ``sys.path`` for a wheel, and for an editable
     install from source the finder its ``.pth`` file added (setuptools maps ``sglang`` to the
     checkout with one)."""
-    search = [p for p in sys.path if os.path.abspath(p or os.curdir) != shim_dir]
+    # abspath("") is the working directory, as "" on sys.path means
+    search = [p for p in sys.path if os.path.abspath(p) != shim_dir]
     for finder in sys.meta_path:
         if isinstance(finder, AdoptedSGLangFinder) or not hasattr(finder, "find_spec"):
             continue
-        if finder is importlib.machinery.PathFinder:
-            spec = finder.find_spec("sglang", search)
-        else:
-            spec = finder.find_spec("sglang", None)
+        spec = finder.find_spec(
+            "sglang", search if finder is importlib.machinery.PathFinder else None
+        )
         if spec is not None:
             return spec
     return None
@@ -116,7 +114,7 @@ def find_sglang(shim_dir: str | None = None) -> ModuleSpec | None:
 def enter_from_shim(shim_module: ModuleType) -> None:
     """Called by the shim's ``sglang/__init__.py``: install the finder, then load the real
     ``sglang`` in its place."""
-    version = os.environ.get(VERSION_ENV, "")
+    version = os.environ.get(VERSION_ENV)
     if not version:
         raise ImportError(
             f"sglang-plugins run: {VERSION_ENV} is not set; this shim only works under the launcher"
@@ -135,10 +133,8 @@ def enter_from_shim(shim_module: ModuleType) -> None:
         )
     # the package's own change: its startup plugins run before its imports
     if "sglang" in finder.modules:
-        spec.loader, spec.cached = (
-            _PatchedSourceLoader("sglang", spec.origin, finder.hunks("sglang")),
-            None,
-        )
+        spec.loader = _PatchedSourceLoader("sglang", spec.origin, finder.patches["sglang"])
+        spec.cached = None
     real = importlib.util.module_from_spec(spec)
     # The import system hands out whatever sys.modules holds once the shim's body returns.
     sys.modules["sglang"] = real
@@ -147,17 +143,14 @@ def enter_from_shim(shim_module: ModuleType) -> None:
     except BaseException:
         sys.modules.pop("sglang", None)
         raise
-    try:  # the first interpreter of the tree to get here says what runs
-        os.close(
-            os.open(os.path.join(shim_dir, ADOPTED_MARKER), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        )
+    try:  # the first interpreter of the tree to get here says what runs (created exclusively)
+        open(os.path.join(shim_dir, ADOPTED_MARKER), "x").close()
     except OSError:
         return
     from .. import __version__
 
-    runs = (
-        f"SGLang {version} runs with sglang_plugin_runtime {__version__} as its plugin layer in "
-        f"this process tree"
+    sys.stderr.write(
+        f"sglang-plugins run: SGLang {version} runs with sglang_plugin_runtime {__version__} as "
+        f"its plugin layer in this process tree ({len(finder.modules)} modules adopted in memory; "
+        "nothing installed is changed)\n"
     )
-    adopted = f"{len(finder.modules)} modules adopted in memory; nothing installed is changed"
-    sys.stderr.write(f"sglang-plugins run: {runs} ({adopted})\n")

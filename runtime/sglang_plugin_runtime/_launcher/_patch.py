@@ -27,20 +27,16 @@ class Hunk(NamedTuple):
 
 
 def supported_versions() -> tuple[str, ...]:
-    names = [entry.name for entry in files(__package__).joinpath("patches").iterdir()]
+    names = (entry.name for entry in (files(__package__) / "patches").iterdir())
     return tuple(
-        sorted(
-            n[len("sglang-") : -len(".patch")]
-            for n in names
-            if re.fullmatch(r"sglang-.+\.patch", n)
-        )
+        sorted(match[1] for n in names if (match := re.fullmatch(r"sglang-(.+)\.patch", n)))
     )
 
 
 def patch_text(version: str) -> str:
     """The patch for SGLang ``version``; ``LookupError`` naming the supported versions if there is
     none."""
-    resource = files(__package__).joinpath("patches").joinpath(f"sglang-{version}.patch")
+    resource = files(__package__) / "patches" / f"sglang-{version}.patch"
     if not resource.is_file():
         supported = ", ".join(supported_versions()) or "none"
         raise LookupError(
@@ -57,21 +53,23 @@ def parse(diff: str) -> dict[str, tuple[Hunk, ...]]:
         match = _HUNK.match(line)
         if line.startswith("+++ "):
             path = line[4:].split("\t")[0].strip()
-            hunks = patches.setdefault(path[2:] if path.startswith(("a/", "b/")) else path, [])
-        elif match is not None and not patches:
+            hunks = patches.setdefault(re.sub("^[ab]/", "", path), [])
+        elif match and not patches:
             raise PatchError(f"hunk {line.strip()!r} before any '+++' header")
-        elif match is not None:
+        elif match:
             old: list[str] = []
             new: list[str] = []
             while len(old) < int(match[2] or 1) or len(new) < int(match[4] or 1):
                 body = next(lines, None)
                 if body is None:
                     raise PatchError(f"{path}: hunk '{line.strip()}' is cut short")
-                tag, text = body[:1], body[1:]
-                if tag not in (" ", "-", "+", "\\"):  # "\ No newline at end of file" is skipped
+                tag, text = body[:1], body[1:]  # a line is never empty: it ends with its newline
+                if tag not in " -+\\":  # "\ No newline at end of file" is skipped
                     raise PatchError(f"{path}: unexpected line in hunk '{line.strip()}': {body!r}")
-                old += [text] if tag in (" ", "-") else []
-                new += [text] if tag in (" ", "+") else []
+                if tag in " -":
+                    old.append(text)
+                if tag in " +":
+                    new.append(text)
             hunks.append(Hunk(int(match[1]), tuple(old), tuple(new)))
     return {p: tuple(h) for p, h in patches.items()}
 
