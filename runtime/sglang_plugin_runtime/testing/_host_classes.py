@@ -94,6 +94,11 @@ class RuntimePlatformView:
         """The contract's own (for required members: fail-fast) definition of ``member``."""
         return member.declared_in.__dict__.get(member.name)
 
+    def inherits_base(self, member: ContractMethod) -> bool:
+        """Whether the class leaves ``member`` at the contract's definition (for a required one: it
+        still fails fast)."""
+        return inspect.getattr_static(self.cls, member.name, None) is self.base_definition(member)
+
     def is_contract_class(self, klass: type) -> bool:
         """Whether ``klass`` declares the contract (so a value it sets is only a placeholder)."""
         return klass in _contract.OWN_MEMBERS
