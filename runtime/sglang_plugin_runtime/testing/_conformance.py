@@ -242,9 +242,8 @@ def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProbl
         if member.kind != "attribute" or member.name in ("device_name", "device_type"):
             continue
         if has_member(cls, member.name):
-            annotation = inspect.get_annotations(member.declared_in).get(member.name)
             value = getattr(cls, member.name, None)
-            declared = _mismatch(view, member, annotation, value)
+            declared = _mismatch(view, member, value)
             if declared is not None:
                 message = f"{cls.__name__}.{member.name} is {value!r}; the contract declares "
                 problems.append(
@@ -271,43 +270,39 @@ def _probe(
         return ConformanceProblem(
             member.name, "raises", f"{call} raised {type(exc).__name__}: {exc}"
         )
-    annotation = getattr(member.function, "__annotations__", {}).get("return")
-    text = _mismatch(view, member, annotation, result)
+    text = _mismatch(view, member, result)
     if text is None:
         return None
     message = f"{call} returned {result!r} ({type(result).__name__}); the contract declares {text}"
     return ConformanceProblem(member.name, "return_type", message)
 
 
-def _mismatch(
-    view: RuntimePlatformView, member: ContractMethod, annotation: Any, value: Any
-) -> str | None:
-    """The contract's ``annotation`` as text when ``value`` does not match it; ``None`` when it
-    does, or when the annotation cannot be evaluated."""
-    hint = _resolve(annotation, member.declared_in)
-    if hint is _NO_RESULT or _conforms(view.to_runtime(value), hint):
+def _mismatch(view: RuntimePlatformView, member: ContractMethod, value: Any) -> str | None:
+    """The contract's annotation of ``member`` (an attribute's, or a method's return) as text when
+    ``value`` does not match it; ``None`` when it does, or when it cannot be evaluated (in the
+    contract's module, which is imported: it defines the class; torch only where it is
+    imported)."""
+    annotation = (
+        inspect.get_annotations(member.declared_in).get(member.name)
+        if member.kind == "attribute"
+        else getattr(member.function, "__annotations__", {}).get("return")
+    )
+    namespace = {"typing": typing, **vars(sys.modules[member.declared_in.__module__])}
+    if "torch" in sys.modules:
+        namespace["torch"] = sys.modules["torch"]
+    try:
+        hint = eval(annotation, namespace) if isinstance(annotation, str) else annotation
+    except Exception:
+        return None
+    if annotation is None or _conforms(view.to_runtime(value), hint):
         return None
     return annotation if isinstance(annotation, str) else repr(annotation)
 
 
-def _resolve(annotation: Any, owner: type) -> Any:
-    """Evaluate a (string) annotation from the contract's module; ``_NO_RESULT`` if it cannot."""
-    if annotation is None:
-        return _NO_RESULT
-    if not isinstance(annotation, str):
-        return annotation
-    # the contract's module is imported (it defines the class); torch only where it is imported
-    namespace = {"typing": typing, **vars(sys.modules[owner.__module__])}
-    if "torch" in sys.modules:
-        namespace["torch"] = sys.modules["torch"]
-    try:
-        return eval(annotation, namespace)
-    except Exception:
-        return _NO_RESULT
-
-
 def _conforms(value: Any, hint: Any) -> bool:
-    """A small runtime type check covering the forms the contract's annotations use."""
+    """A small runtime type check covering the forms the contract's annotations use: ``Any``,
+    ``None``, unions, fixed-length ``tuple[...]``, ``list[X]``, ``dict[...]``, ``Callable[...]``,
+    ``Iterator[...]`` and classes."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any:
         return True
@@ -315,18 +310,15 @@ def _conforms(value: Any, hint: Any) -> bool:
         return value is None
     if origin in (typing.Union, types.UnionType):
         return any(_conforms(value, arg) for arg in args)
-    if origin is typing.Literal:
-        return value in args
     if origin is tuple:
-        if not isinstance(value, tuple):
-            return False
-        if len(args) == 2 and args[1] is Ellipsis:
-            args = args[:1] * len(value)
-        return len(value) == len(args) and all(map(_conforms, value, args))
-    if origin in (list, collections.abc.Sequence):
-        # a bare List or Sequence has no item type
-        return isinstance(value, list) and all(_conforms(v, a) for a in args[:1] for v in value)
-    if origin in (type, dict, collections.abc.Callable, collections.abc.Iterator):
+        return (
+            isinstance(value, tuple)
+            and len(value) == len(args)
+            and all(map(_conforms, value, args))
+        )
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+    if origin in (dict, collections.abc.Callable, collections.abc.Iterator):
         return isinstance(value, origin)
     if hint is int or hint is float:
         return isinstance(value, (int, hint)) and not isinstance(value, bool)
