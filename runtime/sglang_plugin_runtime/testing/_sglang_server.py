@@ -144,9 +144,9 @@ class SGLangServer:
 
     def request(self, path: str, body: Any = None, timeout: float = 60) -> dict[str, Any]:
         """A GET (``body`` None) or JSON POST to this server; the JSON answer plus ``"status"``."""
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(self.url + path, data=data)
-        if data is not None:
+        request = urllib.request.Request(self.url + path)
+        if body is not None:
+            request.data = json.dumps(body).encode("utf-8")
             request.add_header("Content-Type", "application/json")
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -163,10 +163,19 @@ class SGLangServer:
         return answer
 
     def stop(self, grace: float = 20) -> None:
-        """End the server's whole process group (SIGTERM, then SIGKILL after ``grace`` seconds)."""
-        _end_group(self.process, grace)
+        """End the server's whole process group (SIGTERM, then SIGKILL after ``grace`` seconds),
+        reap its leader, then SIGKILL any process of this server that left the group (none is
+        expected)."""
+        with contextlib.suppress(ProcessLookupError):  # raised once the whole group is gone
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                os.killpg(self.pid, sig)
+                deadline = time.monotonic() + grace
+                while time.monotonic() < deadline:
+                    self.process.poll()  # reaps the leader once it exits
+                    os.killpg(self.pid, 0)
+                    time.sleep(0.2)
+        self.process.wait(timeout=grace)
         for pid in _tagged_pids({self.pid}, self.tag):
-            # a process of this server that left its process group (none is expected)
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
@@ -341,30 +350,6 @@ def _answers(server: SGLangServer) -> bool:
         return bool(server.request("/model_info", timeout=5)["status"] == 200)
     except OSError:
         return False
-
-
-def _end_group(process: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM to the process group, SIGKILL to what is left after ``grace`` s; reap the leader.
-
-    A group that is gone refuses the signal (``ProcessLookupError``), which ends the loop."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _group_alive(process):
-            time.sleep(0.2)
-    process.wait(timeout=grace)
-
-
-def _group_alive(process: subprocess.Popen[bytes]) -> bool:
-    process.poll()
-    try:
-        os.killpg(process.pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _tagged_pids(sessions: set[int], tag: str | None) -> set[int]:
