@@ -61,9 +61,9 @@ _EXAMPLE_ARGUMENTS: dict[str, tuple[Any, ...]] = {
 }
 
 
-def _probes(view: RuntimePlatformView) -> tuple[list[_Probe], list[_Probe]]:
-    """(cheap, device) probes of the class's contract: the calls its hosts make (the interface
-    table).
+def _probes(view: RuntimePlatformView, device: bool) -> list[_Probe]:
+    """The probes of the class's contract: the calls its hosts make (the interface table), the
+    cheap ones first, then (with ``device``) those that need the device.
 
     A member is probed with each of its hosts' call forms whose arguments have example values; a
     member the hosts never call, with its leading example arguments. Members whose row has no
@@ -88,7 +88,7 @@ def _probes(view: RuntimePlatformView) -> tuple[list[_Probe], list[_Probe]]:
             for values in itertools.product(*wanted):
                 named = tuple(zip(keywords, values[count:], strict=True))
                 probes[row["probe"]][(row["name"], values[:count], named)] = None
-    return list(probes["cheap"]), list(probes["device"])
+    return [*probes["cheap"], *(probes["device"] if device else ())]
 
 
 _Probe = tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]
@@ -144,11 +144,8 @@ def check_platform_conformance(
         message = f"{name}() raised {type(exc).__name__}: {exc}"
         return [*problems, ConformanceProblem("__init__", "instantiation", message)]
 
-    probes, device_probes = _probes(view)
     simulation = active_simulated_device(getattr(cls, "device_type", None))
-    if simulation is not None or device_present:
-        probes += device_probes
-    for method, args, kwargs in probes:
+    for method, args, kwargs in _probes(view, simulation is not None or device_present):
         probed = contract[method]
         # already reported, or a contract name the host's base lacks
         if method in reported or not has_member(cls, method):

@@ -37,6 +37,8 @@ TAG_ENV = "SGLANG_SERVER_FIXTURE_ID"
 _STARTED: list[int] = []
 #: What ``python -m sglang.launch_server`` prints once it answers requests.
 READY_LINE = "The server is fired up and ready to roll!"
+#: Exits 0 where the Python running it has ``vllm`` (elsewhere the server gets the placeholder).
+_HAS_VLLM = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
 #: Set for the tiny model's build and for the server: nothing is downloaded.
 _OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
@@ -283,7 +285,7 @@ def start_sglang_server(
     if sys.platform.startswith("linux"):  # gloo would pick the interface of the host name's address
         environment.setdefault("GLOO_SOCKET_IFNAME", "lo")
     entries = [str(p) for p in paths]
-    if not _has_module(python, "vllm"):
+    if subprocess.run([python, "-c", _HAS_VLLM], capture_output=True).returncode != 0:
         entries.append(str(vllm_placeholder()))
     if environment.get("PYTHONPATH"):
         entries.append(environment["PYTHONPATH"])
@@ -314,9 +316,11 @@ def wait_until_ready(server: SGLangServer, timeout: float = 240) -> SGLangServer
         if server.process.poll() is not None:
             what = f"exited with status {server.process.returncode}"
             break
-        if READY_LINE in server.log_text() and _answers(server):
-            server.ready_after = time.monotonic() - began
-            return server
+        if READY_LINE in server.log_text():
+            with contextlib.suppress(OSError):  # not answering yet
+                if server.request("/model_info", timeout=5)["status"] == 200:
+                    server.ready_after = time.monotonic() - began
+                    return server
         time.sleep(0.25)
     else:
         what = f"was not ready after {timeout:.0f} s"
@@ -345,13 +349,6 @@ def server_processes(server: SGLangServer) -> dict[int, str]:
     return named
 
 
-def _answers(server: SGLangServer) -> bool:
-    try:
-        return bool(server.request("/model_info", timeout=5)["status"] == 200)
-    except OSError:
-        return False
-
-
 def _tagged_pids(sessions: set[int], tag: str | None) -> set[int]:
     """Live processes in one of ``sessions`` or whose environment has ``TAG_ENV`` (equal to ``tag``
     unless it is None). Both are looked at: SGLang renames its children with setproctitle, which
@@ -368,8 +365,3 @@ def _tagged_pids(sessions: set[int], tag: str | None) -> set[int]:
         if fields[0] != "Z" and not mine and (tagged or int(fields[3]) in sessions):
             found.add(int(entry.name))
     return found
-
-
-def _has_module(python: str, name: str) -> bool:
-    code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({name!r}) is None)"
-    return subprocess.run([python, "-c", code], capture_output=True).returncode == 0
