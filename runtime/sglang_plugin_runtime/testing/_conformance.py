@@ -53,7 +53,7 @@ class ConformanceProblem:
 
 #: Example arguments for the probes, by the contract's parameter name (several values: one probe
 #: each).
-_EXAMPLE_ARGUMENTS: dict[str, tuple[Any, ...]] = {
+_EXAMPLE_ARGUMENTS = {
     "device_id": (0,),
     "device": (None,),
     "mode": (None,),

@@ -83,8 +83,9 @@ class StandInModules:
         try:
             parts = Target.names_of(name)  # the names a hook target's module part is made of
         except ValueError:
-            example = "such as 'sglang.srt.managers.scheduler'"
-            raise ValueError(f"{name!r} is not a dotted module name ({example})") from None
+            raise ValueError(
+                f"{name!r} is not a dotted module name (such as 'sglang.srt.managers.scheduler')"
+            ) from None
         for depth in range(1, len(parts) + 1):
             module = self._module(".".join(parts[:depth]), package=depth < len(parts))
         vars(module).update(attributes)
