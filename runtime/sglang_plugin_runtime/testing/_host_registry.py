@@ -23,11 +23,10 @@ _MISSING: Any = object()
 def split_target(target: str) -> tuple[str, list[str]]:
     """``(module, attribute path)`` of a target as a stand-in puts it in place:
     ``module:Class.method`` names its module; ``pkg.module.name`` is the module and one name."""
-    if ":" in target:
-        module, _, path = target.partition(":")
-        return module, path.split(".")
-    module, _, name = target.rpartition(".")
-    return module, [name]
+    module, colon, path = target.partition(":")
+    if not colon:
+        module, _, path = target.rpartition(".")
+    return module, path.split(".")
 
 
 def _import_owner(target: str) -> tuple[Any, list[str]]:
