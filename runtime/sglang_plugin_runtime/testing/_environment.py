@@ -17,16 +17,6 @@ BASE_VARIABLES = (
 )
 
 
-def plugin_variables() -> tuple[str, ...]:
-    """Every environment variable that steers plugin selection, in any known namespace."""
-    names = list(BASE_VARIABLES)
-    for namespace in known_namespaces():
-        for name in (namespace.platform_env, namespace.plugins_env, namespace.strict_env):
-            if name not in names:
-                names.append(name)
-    return tuple(names)
-
-
 class PluginEnv:
     """The plugin environment variables of this process, cleared on :meth:`start`, restored on
     :meth:`stop`.
@@ -37,56 +27,51 @@ class PluginEnv:
     """
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
-        self.variables = tuple(dict.fromkeys([*plugin_variables(), *extra]))
+        # every variable that steers plugin selection, in any known namespace
+        steering = [
+            n for ns in known_namespaces() for n in (ns.platform_env, ns.plugins_env, ns.strict_env)
+        ]
+        self.variables = tuple(dict.fromkeys([*BASE_VARIABLES, *steering, *extra]))
         self._saved: dict[str, str | None] | None = None
 
     def start(self) -> PluginEnv:
         if self._saved is not None:
             raise RuntimeError("PluginEnv is already started")
-        self._saved = {name: os.environ.get(name) for name in self.variables}
-        for name in self.variables:
-            os.environ.pop(name, None)
+        self._saved = {name: os.environ.pop(name, None) for name in self.variables}
         return self
 
     def stop(self) -> None:
         """Put back every variable as it was before :meth:`start`, including ones the test set or
         removed."""
-        if self._saved is None:
-            return
-        touched = set(self.variables)
-        for name in touched:
-            previous = self._saved.get(name)
-            if previous is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = previous
-        self._saved = None
+        saved, self._saved = self._saved, None
+        for name, previous in (saved or {}).items():
+            self._change(name, previous)
 
-    def _track(self, name: str) -> None:
+    def _change(self, name: str, value: str | None) -> None:
+        """Set (``None``: remove) a variable, remembering its value first while started."""
         if self._saved is not None and name not in self._saved:
             self._saved[name] = os.environ.get(name)
             self.variables = (*self.variables, name)
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
     def set(self, name: str, value: str) -> None:
         if not isinstance(value, str):
             raise TypeError(
                 f"environment variable {name} must be set to a str, got {type(value).__name__}"
             )
-        self._track(name)
-        os.environ[name] = value
+        self._change(name, value)
 
     def unset(self, name: str) -> None:
-        self._track(name)
-        os.environ.pop(name, None)
+        self._change(name, None)
 
     def __getitem__(self, name: str) -> str | None:
         return os.environ.get(name)
 
-    def __setitem__(self, name: str, value: str) -> None:
-        self.set(name, value)
-
-    def __delitem__(self, name: str) -> None:
-        self.unset(name)
+    __setitem__ = set
+    __delitem__ = unset
 
     def platform(self, name: str | None, namespace: str | PluginNamespace = "srt") -> None:
         """Select a platform plugin by entry-point name (``None`` unsets: automatic selection)."""
@@ -95,10 +80,8 @@ class PluginEnv:
 
     def plugins(self, *names: str, namespace: str | PluginNamespace = "srt") -> None:
         """Allow only these general plugins; no names unsets the allowlist (all load)."""
-        variable = get_namespace(namespace).plugins_env
-        self.set(variable, ",".join(names)) if names else self.unset(variable)
+        self._change(get_namespace(namespace).plugins_env, ",".join(names) if names else None)
 
     def strict(self, enabled: bool = True, namespace: str | PluginNamespace = "srt") -> None:
         """Turn strict mode on (plugin failures raise) or off."""
-        variable = get_namespace(namespace).strict_env
-        self.set(variable, "1") if enabled else self.unset(variable)
+        self._change(get_namespace(namespace).strict_env, "1" if enabled else None)

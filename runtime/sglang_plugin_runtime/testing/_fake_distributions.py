@@ -16,10 +16,6 @@ EntryPoints = Mapping[str, Mapping[str, str]]
 """``{group: {entry-point name: "module:attr"}}``."""
 
 
-def _wheel_escape(name: str) -> str:
-    return re.sub(r"[-_.]+", "_", name)
-
-
 def write_fake_distribution(
     root: str | Path,
     name: str,
@@ -36,20 +32,17 @@ def write_fake_distribution(
     files).
     """
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    dist_info = root / f"{_wheel_escape(name)}-{version}.dist-info"
-    dist_info.mkdir(exist_ok=True)
+    dist_info = root / f"{re.sub(r'[-_.]+', '_', name)}-{version}.dist-info"  # the wheel's escaping
+    dist_info.mkdir(parents=True, exist_ok=True)
     (dist_info / "METADATA").write_text(
         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n", encoding="utf-8"
     )
     (dist_info / "INSTALLER").write_text("sglang-plugin-runtime-testing\n", encoding="utf-8")
     if entry_points_text is None and entry_points:
-        lines = []
-        for group, eps in entry_points.items():
-            lines.append(f"[{group}]")
-            lines.extend(f"{ep_name} = {value}" for ep_name, value in eps.items())
-            lines.append("")
-        entry_points_text = "\n".join(lines)
+        entry_points_text = "\n".join(
+            f"[{group}]\n" + "".join(f"{ep_name} = {value}\n" for ep_name, value in eps.items())
+            for group, eps in entry_points.items()
+        )
     if entry_points_text is not None:
         (dist_info / "entry_points.txt").write_text(entry_points_text, encoding="utf-8")
     for relative, source in (modules or {}).items():

@@ -26,16 +26,15 @@ class FakeDistributions:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._entry = str(self.root)
-        self._started = False
+        #: Brings back the load state start() found; None while not started.
         self._restore_loads: Callable[[], None] | None = None
 
     def start(self) -> FakeDistributions:
-        if not self._started:
+        if self._restore_loads is None:
             from ..plugins._loading import saved_load_state
 
             self._restore_loads = saved_load_state()
             sys.path.insert(0, self._entry)
-            self._started = True
             self.refresh()
         return self
 
@@ -44,7 +43,7 @@ class FakeDistributions:
         immediately. ``details``: ``entry_points`` (``{group: {name: "module:attr"}}``), ``modules``
         (``{"pkg/__init__.py": source}``), ``entry_points_text``, as
         :func:`~sglang_plugin_runtime.testing.write_fake_distribution` takes them."""
-        if not self._started:
+        if self._restore_loads is None:
             raise RuntimeError(
                 "FakeDistributions.start() must be called before adding distributions"
             )
@@ -67,20 +66,21 @@ class FakeDistributions:
     def imported_modules(self) -> list[str]:
         """Names of the modules in ``sys.modules`` that were imported from ``root``."""
         prefix = os.path.join(os.path.realpath(self._entry), "")
-        names = []
-        for name, module in list(sys.modules.items()):
-            locations = [
-                getattr(module, "__file__", None),
-                *list(getattr(module, "__path__", None) or []),
-            ]
+        return [
+            name
+            for name, module in list(sys.modules.items())
             if any(
-                isinstance(p, str) and os.path.realpath(p).startswith(prefix) for p in locations
-            ):
-                names.append(name)
-        return names
+                isinstance(p, str) and os.path.realpath(p).startswith(prefix)
+                for p in [
+                    getattr(module, "__file__", None),
+                    *(getattr(module, "__path__", None) or []),
+                ]
+            )
+        ]
 
     def stop(self) -> None:
-        if not self._started:
+        restore_loads, self._restore_loads = self._restore_loads, None
+        if restore_loads is None:
             return
         from .._namespace import known_namespaces
         from ..platforms import _selection
@@ -95,7 +95,5 @@ class FakeDistributions:
             selection = _selection.platform_state(namespace).selection
             if selection is not None and selection.platform_class.__module__ in removed:
                 _selection.reset_current_platform(namespace)
-        self._started = False
         self.refresh()
-        if self._restore_loads is not None:
-            self._restore_loads()
+        restore_loads()

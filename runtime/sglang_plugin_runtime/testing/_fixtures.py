@@ -8,6 +8,7 @@ platforms or patches.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -41,11 +42,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Real-server tests are off by default (deselected, as ``-m "not ..."`` would): they run only
     when ``-m`` names their marker."""
-    if SERVER_MARKER in (config.getoption("markexpr", "") or ""):
-        return
-    off = [item for item in items if item.get_closest_marker(SERVER_MARKER) is not None]
-    if off:
-        items[:] = [item for item in items if item.get_closest_marker(SERVER_MARKER) is None]
+    off = [item for item in items if item.get_closest_marker(SERVER_MARKER)]
+    if off and SERVER_MARKER not in (config.getoption("markexpr", "") or ""):
+        items[:] = [item for item in items if item not in off]
         config.hook.pytest_deselected(items=off)
 
 
@@ -86,8 +85,13 @@ def _forget_plugin_modules(imported: set[str]) -> None:
     from .._namespace import known_namespaces
 
     found = discover_entry_points()
-    groups = [g for ns in known_namespaces() for g in (ns.plugin_group, ns.startup_group) if g]
-    packages = {ep.module.split(".")[0] for g in groups for ep in found.group(g)}
+    packages = {
+        ep.module.split(".")[0]
+        for ns in known_namespaces()
+        for group in (ns.plugin_group, ns.startup_group)
+        if group
+        for ep in found.group(group)
+    }
     for name in imported:
         if name.split(".")[0] in packages:
             sys.modules.pop(name, None)
@@ -128,18 +132,12 @@ def simulated_device() -> Iterator[Callable[..., Any]]:
     from .._simulated_device import SimulatedDevice
     from .._simulated_device import simulated_device as make
 
-    started: list[SimulatedDevice] = []
+    with contextlib.ExitStack() as started:  # stopped in reverse order
 
-    def factory(device_type: str = "npu", **options: Any) -> SimulatedDevice:
-        device = make(device_type, **options).start()
-        started.append(device)
-        return device
+        def factory(device_type: str = "npu", **options: Any) -> SimulatedDevice:
+            return started.enter_context(make(device_type, **options))
 
-    try:
         yield factory
-    finally:
-        for device in reversed(started):
-            device.stop()
 
 
 @pytest.fixture

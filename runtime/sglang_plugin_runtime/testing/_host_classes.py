@@ -42,30 +42,22 @@ from ..platforms._describe import (
 from ..platforms.device_mixin import CpuArchEnum, DeviceCapability, DeviceMixin, PlatformEnum
 from ..platforms.interface import PlatformCapabilities, SRTPlatform
 
-__all__ = ["HostPlatformView", "RuntimePlatformView", "has_member", "platform_view"]
-
 logger = logging.getLogger(__name__)
 
 #: The host package whose platform classes a plugin may build on.
 _HOST_PACKAGE = "sglang"
-#: SGLang's contract classes, by (module, name), and the name of our class that stands for each.
-_HOST_CONTRACT_CLASSES: dict[tuple[str, str], str] = {
-    ("sglang.srt.platforms.device_mixin", "DeviceMixin"): "DeviceMixin",
-    ("sglang.srt.platforms.interface", "SRTPlatform"): "SRTPlatform",
+#: SGLang's contract classes, by (module, name), and our class that stands for each.
+_HOST_CONTRACT_CLASSES: dict[tuple[str, str], type] = {
+    ("sglang.srt.platforms.device_mixin", "DeviceMixin"): DeviceMixin,
+    ("sglang.srt.platforms.interface", "SRTPlatform"): SRTPlatform,
 }
 #: Where SGLang defines the value types its platform methods return (and the ``_enum`` attribute
 #: holds).
 _HOST_VALUE_MODULE_PREFIX = "sglang.srt.platforms."
-#: Our contract classes and value types, by the name SGLang gives its own.
-_RUNTIME_CONTRACT_CLASSES: dict[str, type] = {
-    "DeviceMixin": DeviceMixin,
-    "SRTPlatform": SRTPlatform,
-}
-_RUNTIME_VALUE_TYPES: dict[str, type] = {
-    "PlatformEnum": PlatformEnum,
-    "CpuArchEnum": CpuArchEnum,
-    "DeviceCapability": DeviceCapability,
-    "PlatformCapabilities": PlatformCapabilities,
+#: Our value types, by the name SGLang gives its own.
+_RUNTIME_VALUE_TYPES = {
+    kind.__name__: kind
+    for kind in (PlatformEnum, CpuArchEnum, DeviceCapability, PlatformCapabilities)
 }
 
 _MISSING = object()
@@ -81,10 +73,10 @@ class RuntimePlatformView:
 
     def __init__(self, cls: type) -> None:
         self.cls = cls
-        self.contract: dict[str, ContractMethod] = {m.name: m for m in describe_contract(cls)}
+        self.contract = {m.name: m for m in describe_contract(cls)}
         #: The hosts that call the class (``"srt"``, ``"diffusion"``); their calls are what the
         #: class must accept.
-        self.hosts: tuple[str, ...] = _contract.hosts_of(cls)
+        self.hosts = _contract.hosts_of(cls)
 
     def override_problems(self) -> list[OverrideProblem]:
         """What each public name anywhere in the class's MRO means for the hosts that call it."""
@@ -93,6 +85,11 @@ class RuntimePlatformView:
     def base_definition(self, member: ContractMethod) -> Any:
         """The contract's own (for required members: fail-fast) definition of ``member``."""
         return member.declared_in.__dict__.get(member.name)
+
+    def inherits_base(self, member: ContractMethod) -> bool:
+        """Whether the class leaves ``member`` at the contract's definition (for a required one: it
+        still fails fast)."""
+        return inspect.getattr_static(self.cls, member.name, None) is self.base_definition(member)
 
     def is_contract_class(self, klass: type) -> bool:
         """Whether ``klass`` declares the contract (so a value it sets is only a placeholder)."""
@@ -108,36 +105,31 @@ class HostPlatformView(RuntimePlatformView):
     docstring)."""
 
     def __init__(self, cls: type, host_bases: tuple[type, ...]) -> None:
+        ours = {_HOST_CONTRACT_CLASSES[(base.__module__, base.__name__)] for base in host_bases}
+        # SGLang's SRTPlatform includes its DeviceMixin, as ours does: the most derived counterpart
+        # decides the contract and the hosts.
+        super().__init__(SRTPlatform if SRTPlatform in ours else DeviceMixin)
         self.cls = cls
         #: SGLang's contract classes in the class's MRO, most derived first.
         self.host_bases = host_bases
-        names = {_HOST_CONTRACT_CLASSES[(base.__module__, base.__name__)] for base in host_bases}
-        # SGLang's SRTPlatform includes its DeviceMixin, as ours does: the most derived counterpart
-        # decides.
-        root = _RUNTIME_CONTRACT_CLASSES["SRTPlatform" if "SRTPlatform" in names else "DeviceMixin"]
-        self.contract = {m.name: m for m in describe_contract(root)}
-        self.hosts = _contract.hosts_of(root)
 
     def override_problems(self) -> list[OverrideProblem]:
         """Our override check applied to each of the vendor's own classes in the MRO (never
         SGLang's)."""
-        problems: list[OverrideProblem] = []
-        for klass in self.cls.__mro__:
-            if klass is object or _is_host_class(klass) or klass in _contract.OWN_MEMBERS:
-                continue
-            # The per-class check the definition-time enforcement uses; SGLang's bases are not ours,
-            # so find_override_problems() cannot walk this MRO itself. SGLang's SRTPlatform is
-            # called by the LLM host.
-            problems.extend(check_class_namespace(klass, self.contract, self.hosts))
-        return problems
+        # The per-class check the definition-time enforcement uses; SGLang's bases are not ours, so
+        # find_override_problems() cannot walk this MRO itself. SGLang's SRTPlatform is called by
+        # the LLM host. (None of our contract classes is in this MRO: they are all DeviceMixin.)
+        return [
+            problem
+            for klass in self.cls.__mro__
+            if klass is not object and (klass.__module__ or "").split(".")[0] != _HOST_PACKAGE
+            for problem in check_class_namespace(klass, self.contract, self.hosts)
+        ]
 
     def base_definition(self, member: ContractMethod) -> Any:
         """SGLang's own definition of ``member`` (``None`` when SGLang's bases do not declare
         it)."""
-        for base in self.host_bases:
-            if member.name in base.__dict__:
-                return base.__dict__[member.name]
-        return None
+        return next((vars(b)[member.name] for b in self.host_bases if member.name in vars(b)), None)
 
     def is_contract_class(self, klass: type) -> bool:
         return klass in self.host_bases
@@ -174,17 +166,10 @@ def platform_view(cls: Any) -> RuntimePlatformView | None:
         for klass in cls.__mro__
         if (klass.__module__, klass.__name__) in _HOST_CONTRACT_CLASSES
     )
-    if host_bases:
-        return HostPlatformView(cls, host_bases)
-    return None
+    return HostPlatformView(cls, host_bases) if host_bases else None
 
 
 # --------------------------------------------------------------------------------------
-
-
-def _is_host_class(klass: type) -> bool:
-    module = getattr(klass, "__module__", "") or ""
-    return module == _HOST_PACKAGE or module.startswith(_HOST_PACKAGE + ".")
 
 
 def _fields(value: Any) -> dict[str, Any]:
@@ -192,9 +177,9 @@ def _fields(value: Any) -> dict[str, Any]:
     otherwise)."""
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         return dict(zip(value._fields, value, strict=True))
-    struct_fields = getattr(type(value), "__struct_fields__", None)
-    if struct_fields is not None:
-        return {name: getattr(value, name) for name in struct_fields}
+    names = getattr(type(value), "__struct_fields__", None)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
-    raise TypeError(f"{type(value).__qualname__} has no named fields")
+        names = [field.name for field in dataclasses.fields(value)]
+    if names is None:
+        raise TypeError(f"{type(value).__qualname__} has no named fields")
+    return {name: getattr(value, name) for name in names}

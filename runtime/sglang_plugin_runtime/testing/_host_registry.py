@@ -10,6 +10,7 @@ for one test.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import sys
 import types
@@ -22,11 +23,10 @@ _MISSING: Any = object()
 def split_target(target: str) -> tuple[str, list[str]]:
     """``(module, attribute path)`` of a target as a stand-in puts it in place:
     ``module:Class.method`` names its module; ``pkg.module.name`` is the module and one name."""
-    if ":" in target:
-        module, _, path = target.partition(":")
-        return module, path.split(".")
-    module, _, name = target.rpartition(".")
-    return module, [name]
+    module, colon, path = target.partition(":")
+    if not colon:
+        module, _, path = target.rpartition(".")
+    return module, path.split(".")
 
 
 def _import_owner(target: str) -> tuple[Any, list[str]]:
@@ -41,7 +41,7 @@ def _import_owner(target: str) -> tuple[Any, list[str]]:
         try:
             return importlib.import_module(name), parts[depth:]
         except ModuleNotFoundError as exc:
-            if exc.name is None or not (name == exc.name or name.startswith(exc.name + ".")):
+            if not f"{name}.".startswith(f"{exc.name}."):  # not this module, or a parent, missing
                 raise
     raise ModuleNotFoundError(
         f"no module of the hook target {target!r} can be imported", name=parts[0]
@@ -51,19 +51,15 @@ def _import_owner(target: str) -> tuple[Any, list[str]]:
 def resolve_target(target: str) -> Any:
     """What ``target`` names now (the hooked object once its hooks are applied), importing its
     module."""
-    value, path = _import_owner(target)
-    for name in path:
-        value = getattr(value, name)
-    return value
+    module, path = _import_owner(target)
+    return functools.reduce(getattr, path, module)
 
 
 def target_owner(target: str) -> Any:
     """What holds the object ``target`` names: its class for a method, its module for a function or
     class."""
-    value, path = _import_owner(target)
-    for name in path[:-1]:
-        value = getattr(value, name)
-    return value
+    module, path = _import_owner(target)
+    return functools.reduce(getattr, path[:-1], module)
 
 
 class UndoingRegistry:

@@ -24,19 +24,9 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-__all__ = [
-    "SGLangServer",
-    "SGLangServerError",
-    "leftover_server_processes",
-    "running_sglang_server",
-    "server_processes",
-    "tiny_model",
-]
 
 #: Where the tiny model and the vllm placeholder are kept (``SGLANG_SERVER_CACHE`` overrides it).
 CACHE_ENV = "SGLANG_SERVER_CACHE"
@@ -47,6 +37,10 @@ TAG_ENV = "SGLANG_SERVER_FIXTURE_ID"
 _STARTED: list[int] = []
 #: What ``python -m sglang.launch_server`` prints once it answers requests.
 READY_LINE = "The server is fired up and ready to roll!"
+#: Exits 0 where the Python running it has ``vllm`` (elsewhere the server gets the placeholder).
+_HAS_VLLM = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+#: Set for the tiny model's build and for the server: nothing is downloaded.
+_OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 #: Builds the model in the server's Python (``transformers`` and ``tokenizers``, no network): a
 #: LlamaConfig with hidden size 64, 2 layers and 4 heads, a byte-level BPE tokenizer trained on a
@@ -147,17 +141,14 @@ class SGLangServer:
         timeout: float = 60,
     ) -> dict[str, Any]:
         """``POST /generate`` (greedy); the JSON answer, with the HTTP status under ``"status"``."""
-        body = {
-            "text": text,
-            "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0},
-        }
-        return self.request("/generate", body, timeout=timeout)
+        sampling = {"max_new_tokens": max_new_tokens, "temperature": 0}
+        return self.request("/generate", {"text": text, "sampling_params": sampling}, timeout)
 
     def request(self, path: str, body: Any = None, timeout: float = 60) -> dict[str, Any]:
         """A GET (``body`` None) or JSON POST to this server; the JSON answer plus ``"status"``."""
-        data = None if body is None else json.dumps(body).encode("utf-8")
-        request = urllib.request.Request(self.url + path, data=data)
-        if data is not None:
+        request = urllib.request.Request(self.url + path)
+        if body is not None:
+            request.data = json.dumps(body).encode("utf-8")
             request.add_header("Content-Type", "application/json")
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
@@ -174,14 +165,25 @@ class SGLangServer:
         return answer
 
     def stop(self, grace: float = 20) -> None:
-        """End the server's whole process group (SIGTERM, then SIGKILL after ``grace`` seconds)."""
-        _end_group(self.process, grace)
-        _end_tagged(self)
+        """End the server's whole process group (SIGTERM, then SIGKILL after ``grace`` seconds),
+        reap its leader, then SIGKILL any process of this server that left the group (none is
+        expected)."""
+        with contextlib.suppress(ProcessLookupError):  # raised once the whole group is gone
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                os.killpg(self.pid, sig)
+                deadline = time.monotonic() + grace
+                while time.monotonic() < deadline:
+                    self.process.poll()  # reaps the leader once it exits
+                    os.killpg(self.pid, 0)
+                    time.sleep(0.2)
+        self.process.wait(timeout=grace)
+        for pid in _tagged_pids({self.pid}, self.tag):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def cache_root() -> Path:
-    default = Path.home() / ".cache" / "sglang-plugin-runtime"
-    return Path(os.environ.get(CACHE_ENV) or default)
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sglang-plugin-runtime")
 
 
 def tiny_model(
@@ -195,14 +197,12 @@ def tiny_model(
     if (folder / ".complete").exists():
         return folder
     partial = folder.with_name(f"{folder.name}.{os.getpid()}.partial")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     completed = subprocess.run(
         [python, "-c", MODEL_RECIPE, str(partial)],
-        env=env,
+        env=dict(os.environ, **_OFFLINE),
         capture_output=True,
         text=True,
         timeout=timeout,
-        check=False,
     )
     if completed.returncode != 0:
         raise SGLangServerError(f"building the tiny model failed:\n{completed.stderr[-4000:]}")
@@ -215,9 +215,9 @@ def tiny_model(
     return folder
 
 
-def vllm_placeholder(root: Path | None = None) -> Path:
+def vllm_placeholder() -> Path:
     """A folder to put on ``PYTHONPATH`` holding the import-only ``vllm`` placeholder."""
-    folder = (root or cache_root()) / "vllm-placeholder"
+    folder = cache_root() / "vllm-placeholder"
     package = folder / "vllm"
     if not (package / "_custom_ops.py").exists():
         package.mkdir(parents=True, exist_ok=True)
@@ -226,60 +226,7 @@ def vllm_placeholder(root: Path | None = None) -> Path:
     return folder
 
 
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def server_command(
-    python: str,
-    model: Path,
-    port: int,
-    *,
-    launcher: bool = False,
-    attention_backend: str | None = "torch_native",
-    device: str | None = "cpu",
-    extra_args: Sequence[str] = (),
-) -> list[str]:
-    """The command line: ``python -m sglang.launch_server`` on 127.0.0.1 (under ``sglang-plugins
-    run`` when ``launcher``)."""
-    command = [python, "-m", "sglang.launch_server", "--model-path", str(model)]
-    command += ["--host", "127.0.0.1", "--port", str(port)]
-    command += ["--mem-fraction-static", "0.1", "--max-total-tokens", "2048"]
-    if device is not None:
-        command += ["--device", device]
-    if attention_backend is not None:
-        command += ["--attention-backend", attention_backend]
-    command += list(extra_args)
-    if launcher:
-        command = [python, "-m", "sglang_plugin_runtime", "run", "--", *command]
-    return command
-
-
-def server_env(
-    python: str,
-    paths: Sequence[Path | str] = (),
-    extra: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """The server's environment: offline, SGLang's own CPU engine off, ranks talking over the
-    loopback interface, ``paths`` and (when the server's Python has no ``vllm``) the placeholder on
-    ``PYTHONPATH``."""
-    env = dict(os.environ, SGLANG_USE_CPU_ENGINE="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    if sys.platform.startswith("linux"):  # gloo would pick the interface of the host name's address
-        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    entries = [str(p) for p in paths]
-    if not _has_module(python, "vllm"):
-        entries.append(str(vllm_placeholder()))
-    if env.get("PYTHONPATH"):
-        entries.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(entries)
-    env.update(extra or {})
-    return env
-
-
-@contextmanager
+@contextlib.contextmanager
 def running_sglang_server(*, timeout: float = 240, **options: Any) -> Iterator[SGLangServer]:
     """A real server for the ``with`` block, ended (its whole process group) when the block ends.
 
@@ -309,24 +256,44 @@ def start_sglang_server(
 ) -> SGLangServer:
     """Start the server in its own process group; return at once (see :func:`wait_until_ready`).
 
-    ``paths`` go first on the server's ``PYTHONPATH`` (a ``pip install --target`` folder of
-    plugins); ``env`` is added to its environment; ``launcher`` starts it under
-    ``sglang-plugins run``."""
-    model = model or tiny_model(python)
-    port = free_port()
+    The command is ``python -m sglang.launch_server`` on 127.0.0.1 (under ``sglang-plugins run``
+    when ``launcher``). Its environment: offline, SGLang's own CPU engine off, ranks talking over
+    the loopback interface; ``paths`` go first on its ``PYTHONPATH`` (a ``pip install --target``
+    folder of plugins), then (when the server's Python has no ``vllm``) the placeholder; ``env`` is
+    added last."""
+    command = [
+        python,
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        str(model or tiny_model(python)),
+    ]
+    with socket.socket() as sock:  # a TCP port free on 127.0.0.1 now
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    command += ["--host", "127.0.0.1", "--port", str(port)]
+    command += ["--mem-fraction-static", "0.1", "--max-total-tokens", "2048"]
+    if device is not None:
+        command += ["--device", device]
+    if attention_backend is not None:
+        command += ["--attention-backend", attention_backend]
+    command += extra_args
+    if launcher:
+        command = [python, "-m", "sglang_plugin_runtime", "run", "--", *command]
     tag = uuid.uuid4().hex
+    environment = dict(os.environ, SGLANG_USE_CPU_ENGINE="0", **_OFFLINE)
+    if sys.platform.startswith("linux"):  # gloo would pick the interface of the host name's address
+        environment.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    entries = [str(p) for p in paths]
+    if subprocess.run([python, "-c", _HAS_VLLM], capture_output=True).returncode != 0:
+        entries.append(str(vllm_placeholder()))
+    if environment.get("PYTHONPATH"):
+        entries.append(environment["PYTHONPATH"])
+    environment["PYTHONPATH"] = os.pathsep.join(entries)
+    environment.update(env or {})
+    environment[TAG_ENV] = tag
     log = log or cache_root() / "logs" / f"server-{tag[:8]}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    command = server_command(
-        python,
-        model,
-        port,
-        launcher=launcher,
-        attention_backend=attention_backend,
-        device=device,
-        extra_args=extra_args,
-    )
-    environment = server_env(python, paths, {**(env or {}), TAG_ENV: tag})
     with log.open("wb") as sink:
         process = subprocess.Popen(
             command,
@@ -345,18 +312,23 @@ def wait_until_ready(server: SGLangServer, timeout: float = 240) -> SGLangServer
     when it exits); sets ``server.ready_after``. On failure the server is ended and
     :class:`SGLangServerError` raised."""
     began = time.monotonic()
-    deadline = began + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < began + timeout:
         if server.process.poll() is not None:
-            server.stop()
-            status = server.process.returncode
-            raise SGLangServerError(_failure(server, f"exited with status {status}"))
-        if READY_LINE in server.log_text() and _answers(server):
-            server.ready_after = time.monotonic() - began
-            return server
+            what = f"exited with status {server.process.returncode}"
+            break
+        if READY_LINE in server.log_text():
+            with contextlib.suppress(OSError):  # not answering yet
+                if server.request("/model_info", timeout=5)["status"] == 200:
+                    server.ready_after = time.monotonic() - began
+                    return server
         time.sleep(0.25)
+    else:
+        what = f"was not ready after {timeout:.0f} s"
     server.stop()
-    raise SGLangServerError(_failure(server, f"was not ready after {timeout:.0f} s"))
+    raise SGLangServerError(
+        f"the SGLang server ({' '.join(server.command)}) {what}; "
+        f"its log ({server.log}) ends:\n{server.log_text()[-8000:]}"
+    )
 
 
 def leftover_server_processes() -> list[int]:
@@ -365,91 +337,31 @@ def leftover_server_processes() -> list[int]:
     return sorted(_tagged_pids(set(_STARTED), None))
 
 
-def _answers(server: SGLangServer) -> bool:
-    try:
-        return bool(server.request("/model_info", timeout=5)["status"] == 200)
-    except OSError:
-        return False
-
-
-def _failure(server: SGLangServer, what: str) -> str:
-    tail = server.log_text()[-8000:]
-    command = " ".join(server.command)
-    return f"the SGLang server ({command}) {what}; its log ({server.log}) ends:\n{tail}"
-
-
-def _end_group(process: subprocess.Popen[bytes], grace: float) -> None:
-    """SIGTERM to the process group, SIGKILL to what is left after ``grace`` s; reap the leader."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and _group_alive(process):
-            time.sleep(0.2)
-        if not _group_alive(process):
-            break
-    try:
-        process.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=grace)
-
-
-def _group_alive(process: subprocess.Popen[bytes]) -> bool:
-    process.poll()
-    try:
-        os.killpg(process.pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def _end_tagged(server: SGLangServer) -> None:
-    """SIGKILL to a process of this server that left its process group (none is expected)."""
+def server_processes(server: SGLangServer) -> dict[int, str]:
+    """The server's live processes (pid -> the name ``ps`` shows, e.g. ``sglang::scheduler``)."""
+    named = {}
     for pid in _tagged_pids({server.pid}, server.tag):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        named[pid] = " ".join(filter(None, argv.split("\0"))).strip()
+    return named
 
 
 def _tagged_pids(sessions: set[int], tag: str | None) -> set[int]:
     """Live processes in one of ``sessions`` or whose environment has ``TAG_ENV`` (equal to ``tag``
     unless it is None). Both are looked at: SGLang renames its children with setproctitle, which
     overwrites the memory ``/proc/PID/environ`` reads, so a child is found by its session."""
-    found: set[int] = set()
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return found
-    wanted = f"{TAG_ENV}=".encode() + (tag.encode() if tag else b"")
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
+    found = set()
+    wanted = f"\0{TAG_ENV}={tag or ''}".encode()  # a variable's start, after the NUL before it
+    for entry in Path("/proc").glob("[0-9]*"):  # none where there is no /proc
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            environ = (entry / "environ").read_bytes()
+            tagged = wanted in b"\0" + (entry / "environ").read_bytes()
         except (OSError, IndexError):
             continue
-        if fields[0] == "Z":
-            continue
-        tagged = any(item.startswith(wanted) for item in environ.split(b"\0"))
-        if int(fields[3]) in sessions or tagged:
+        mine = int(entry.name) == os.getpid()
+        if fields[0] != "Z" and not mine and (tagged or int(fields[3]) in sessions):
             found.add(int(entry.name))
     return found
-
-
-def server_processes(server: SGLangServer) -> dict[int, str]:
-    """The server's live processes (pid -> the name ``ps`` shows, e.g. ``sglang::scheduler``)."""
-    named: dict[int, str] = {}
-    for pid in _tagged_pids({server.pid}, server.tag):
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        named[pid] = " ".join(a.decode(errors="replace") for a in argv if a).strip()
-    return named
-
-
-def _has_module(python: str, name: str) -> bool:
-    code = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({name!r}) is None)"
-    return subprocess.run([python, "-c", code], capture_output=True, check=False).returncode == 0

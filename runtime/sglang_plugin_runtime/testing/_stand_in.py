@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from types import ModuleType, TracebackType
+from collections.abc import MutableMapping
+from types import ModuleType
 from typing import Any
 
 _MISSING: Any = object()
@@ -67,12 +68,7 @@ class StandInModules:
     def __enter__(self) -> StandInModules:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def __call__(self, name: str, /, **attributes: Any) -> ModuleType:
@@ -87,13 +83,12 @@ class StandInModules:
         try:
             parts = Target.names_of(name)  # the names a hook target's module part is made of
         except ValueError:
-            example = "such as 'sglang.srt.managers.scheduler'"
-            raise ValueError(f"{name!r} is not a dotted module name ({example})") from None
+            raise ValueError(
+                f"{name!r} is not a dotted module name (such as 'sglang.srt.managers.scheduler')"
+            ) from None
         for depth in range(1, len(parts) + 1):
-            self._module(".".join(parts[:depth]), package=depth < len(parts))
-        module = self._created[name]
-        for attribute, value in attributes.items():
-            setattr(module, attribute, value)
+            module = self._module(".".join(parts[:depth]), package=depth < len(parts))
+        vars(module).update(attributes)
         return module
 
     add = __call__
@@ -110,31 +105,29 @@ class StandInModules:
     def _module(self, name: str, *, package: bool) -> ModuleType:
         """The module ``name`` as the test sees it: a stand-in made here, or a parent already
         imported."""
-        if name in self._created:
-            module = self._created[name]
-            if package and not hasattr(module, "__path__"):
-                module.__path__ = []
-            return module
-        existing = sys.modules.get(name)
-        if package and existing is None:
-            existing = _real_package(name)
-        if package and existing is not None:
-            # a parent that really exists (SGLang's own package, say) stays as it is
-            return existing
-        module = ModuleType(
-            name, "A stand-in module of sglang_plugin_runtime.testing (StandInModules)."
-        )
-        if package:
+        module = self._created.get(name)
+        if module is None:
+            existing = sys.modules.get(name)
+            if package and existing is None:
+                existing = _real_package(name)
+            if package and existing is not None:
+                # a parent that really exists (SGLang's own package, say) stays as it is
+                return existing
+            module = ModuleType(
+                name, "A stand-in module of sglang_plugin_runtime.testing (StandInModules)."
+            )
+            self._saved_modules[name] = _MISSING if existing is None else existing
+            self._created[name] = sys.modules[name] = module
+            parent_name, _, child = name.rpartition(".")
+            if parent_name:
+                parent = self._created.get(parent_name) or sys.modules[parent_name]
+                if parent_name not in self._created:
+                    self._saved_attributes.append(
+                        (parent, child, vars(parent).get(child, _MISSING))
+                    )
+                setattr(parent, child, module)
+        if package and not hasattr(module, "__path__"):
             module.__path__ = []  # a package with nothing importable inside but other stand-ins
-        self._saved_modules.setdefault(name, existing if existing is not None else _MISSING)
-        self._created[name] = module
-        sys.modules[name] = module
-        parent_name, _, child = name.rpartition(".")
-        if parent_name:
-            parent = self._created.get(parent_name) or sys.modules[parent_name]
-            if parent_name not in self._created:
-                self._saved_attributes.append((parent, child, parent.__dict__.get(child, _MISSING)))
-            setattr(parent, child, module)
         return module
 
     @property
@@ -146,25 +139,20 @@ class StandInModules:
         """Take every stand-in out of ``sys.modules`` (with whatever was imported under it) and put
         back what was there; the parents imported before the test lose the attributes added to
         them."""
-        if not self._started:
-            return
         prefixes = tuple(f"{name}." for name in self._created)
         imported_since = set(sys.modules) - self._imported_before - set(self._created)
         for name in [n for n in imported_since if n.startswith(prefixes)]:
             del sys.modules[name]  # imported under a stand-in package during the test
         for name in reversed(list(self._created)):
-            previous = self._saved_modules[name]
-            if previous is _MISSING:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = previous
+            _put_back(sys.modules, name, self._saved_modules[name])
         for parent, attribute, value in reversed(self._saved_attributes):
-            if value is _MISSING:
-                parent.__dict__.pop(attribute, None)
-            else:
-                setattr(parent, attribute, value)
-        self._created.clear()
-        self._saved_modules.clear()
-        self._saved_attributes.clear()
-        self._imported_before = set()
-        self._started = False
+            _put_back(vars(parent), attribute, value)
+        self.__init__()  # type: ignore[misc]
+
+
+def _put_back(namespace: MutableMapping[str, Any], name: str, value: Any) -> None:
+    """Put ``value`` back under ``name`` (``_MISSING``: no entry)."""
+    if value is _MISSING:
+        namespace.pop(name, None)
+    else:
+        namespace[name] = value
