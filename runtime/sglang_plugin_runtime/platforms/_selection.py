@@ -86,9 +86,12 @@ class PlatformSelection(NamedTuple):
         return f"{self.platform_class.__module__}.{self.platform_class.__qualname__}"
 
     def to_dict(self) -> dict[str, object]:
-        activations = [a.to_dict() for a in self.activations]
-        more = {"activations": activations, "problems": list(self.problems)}
-        return {**self._asdict(), "platform_class": self.class_path, **more}
+        return {
+            **self._asdict(),
+            "platform_class": self.class_path,
+            "activations": [a.to_dict() for a in self.activations],
+            "problems": list(self.problems),
+        }
 
 
 class PlatformState:
@@ -132,11 +135,10 @@ def plan_platforms(
     """What selection will do with each platform plugin, and the error that stops it before it
     imports anything (an unknown ``SGLANG_PLATFORM``, a duplicate name, a name the host keeps)."""
     env, selected = namespace.platform_env, namespace.selected_platform()
-    group = namespace.platform_group
-    installed, duplicates = discovery.group(group), discovery.duplicates(group)
-    builtin = selected is not None and selected.lower() in namespace.reserved_platform_names
+    group, builtins = namespace.platform_group, namespace.reserved_platform_names
+    duplicates = discovery.duplicates(group)
     plan = []
-    for ep in installed:
+    for ep in discovery.group(group):
         status, reason = Status.TO_LOAD, f"{env} unset: imported and its activate() called"
         if selected is not None:
             status, reason = Status.SELECTED, f"{env}={selected!r}: the only one imported"
@@ -146,29 +148,24 @@ def plan_platforms(
             status, reason = Status.FAILED_DUPLICATE, duplicate_reason(duplicates[ep.name])
         plan.append(PlannedPlugin(ep.name, status, reason, ep))
     chosen = [p for p in plan if p.status is not Status.NOT_SELECTED]
-    reserved = [
-        p.entry_point for p in chosen if p.name.lower() in namespace.reserved_platform_names
-    ]
-    error: errors.PluginError | None = None
-    if selected is not None and not chosen and not builtin:
+    reserved = [p.entry_point for p in chosen if p.name.lower() in builtins]
+    if selected is not None and not chosen and selected.lower() not in builtins:
         from ._unknown_name import unknown_platform_message  # a misconfiguration: only it needs it
 
         message = unknown_platform_message(namespace, discovery, selected)
-        error = errors.PlatformNotFoundError(message, plugin=selected[:80])
-    elif duplicate := next((p for p in chosen if p.status is Status.FAILED_DUPLICATE), None):
+        return plan, errors.PlatformNotFoundError(message, plugin=selected[:80])
+    if duplicate := next((p for p in chosen if p.status is Status.FAILED_DUPLICATE), None):
         message = f"Platform plugin name {duplicate.name!r} in group {group!r}: {duplicate.reason}."
-        error = _error(errors.DuplicatePluginError, duplicate.entry_point, message)
-    elif reserved:
-        names = ", ".join(sorted(namespace.reserved_platform_names))
+        return plan, _error(errors.DuplicatePluginError, duplicate.entry_point, message)
+    if reserved:
         offenders = ", ".join(f"{ep.name!r} ({ep.label})" for ep in reserved if ep)
         message = (
             f"Platform plugin names in group {group!r} cannot be names of the host's built-in "
+            f"platforms ({', '.join(sorted(builtins))}): {offenders}. Rename the entry point in "
+            "its pyproject.toml."
         )
-        message += (
-            f"platforms ({names}): {offenders}. Rename the entry point in its pyproject.toml."
-        )
-        error = _error(errors.PluginError, reserved[0], message)
-    return plan, error
+        return plan, _error(errors.PluginError, reserved[0], message)
+    return plan, None
 
 
 def out_of_tree_identity_problems(cls: type) -> list[str]:
@@ -206,9 +203,12 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
     qualname = result.strip() if isinstance(result, str) else ""
     if "." not in qualname and ":" not in qualname:
         kind = "" if isinstance(result, str) else f" ({type(result).__name__})"
-        example = "'my_plugin.platform:MyPlatform' ('module.Class' or 'module:Class')"
-        needed = f"it must return a qualified class name such as {example}"
-        raise _invalid(ep, f"{returned}{kind}; {needed}, or None when the hardware is absent.")
+        raise _invalid(
+            ep,
+            f"{returned}{kind}; it must return a qualified class name such as "
+            "'my_plugin.platform:MyPlatform' ('module.Class' or 'module:Class'), or None when the "
+            "hardware is absent.",
+        )
     try:
         cls = resolve_qualified_name(qualname)
         # A class built on the host's own base (released SGLang's) is one the host runs: accepted.
@@ -223,16 +223,16 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
         invalid = isinstance(exc, errors.InvalidPlatformError)
         if invalid or not is_plugin_failure(exc) or honoured_exit(exc):
             raise
-        why = describe_failure(exc)
-        raise _invalid(ep, f"{returned}, which cannot be imported or checked: {why}") from exc
+        why = f"which cannot be imported or checked: {describe_failure(exc)}"
+        raise _invalid(ep, f"{returned}, {why}") from exc
     if problems:
         why = "; ".join(problems)
         raise _invalid(ep, f"class {qualname!r} is not a valid out-of-tree platform: {why}")
     return cls
 
 
-def _replay(recorded: object) -> object:
-    """What an ``activate()`` already run in this selection did (for the host's start-up)."""
+def replay(recorded: object) -> object:
+    """What an ``activate()`` already run did (a value, or the exception it raised), again."""
     if isinstance(recorded, BaseException):
         raise recorded
     return recorded
@@ -242,27 +242,23 @@ def _activate(
     namespace: PluginNamespace, ep: PluginEntryPoint, gate: Gate, runs: dict[str, object], p: Policy
 ) -> tuple[PluginOutcome, type | None]:
     """Import ``ep``, run its ``activate()`` (or replay what the host's start-up got from it), check
-    the class it names. ``runs`` records what each ``activate()`` did, for the host's start-up."""
+    the class it names."""
     function, imported = run_plugin_code(
         ep, partial(_function, ep), step="import", policy=p, gate=gate
     )
     if not imported.ok:
         return imported, None
-    activate = partial(_replay, runs[ep.name]) if ep.name in runs else function
-    step = "activate()"
-    result, ran = run_plugin_code(ep, activate, step=step, policy=p, gate=gate)  # type: ignore
-    runs.setdefault(ep.name, result if ran.ok else RuntimeError(ran.reason))
+    activate = partial(replay, runs[ep.name]) if ep.name in runs else function
+    result, ran = run_plugin_code(ep, activate, step="activate()", policy=p, gate=gate)  # type: ignore
     ran = ran._replace(seconds=imported.seconds + ran.seconds)
     if not ran.ok or result is None:
         return ran._replace(status=Status.UNAVAILABLE) if ran.ok else ran, None
-    # Its distribution says the hardware is here: whatever is wrong with its class stops selection.
-    check, policy = (
-        partial(_platform_class, ep, result, namespace),
-        p._replace(required=ep.distribution),
-    )
-    cls, _ = run_plugin_code(ep, check, step="its platform class", policy=policy)
-    shown = result.strip() if isinstance(result, str) else safe_text(result, repr)
-    return ran._replace(status=Status.ACTIVATED, result=shown), cls  # type: ignore[return-value]
+    # Its distribution says the hardware is here: whatever is wrong with its class stops selection
+    # (so past this call ``result`` is a class name).
+    check = partial(_platform_class, ep, result, namespace)
+    required = p._replace(required=ep.distribution)
+    cls, _ = run_plugin_code(ep, check, step="its platform class", policy=required)
+    return ran._replace(status=Status.ACTIVATED, result=str(result).strip()), cls  # type: ignore
 
 
 def _select(
@@ -279,15 +275,14 @@ def _select(
         raise error
     env, selected = namespace.platform_env, namespace.selected_platform()
     runnable = (Status.TO_LOAD, Status.SELECTED)
-    candidates = [p.entry_point for p in plan if p.status in runnable and p.entry_point is not None]
-    why = f"{env}={selected!r} selects it"
-    policy = Policy(strict, namespace.strict_env, None, why, logging.WARNING, _FATAL)
+    candidates = [p.entry_point for p in plan if p.status in runnable and p.entry_point]
     outcomes: list[PluginOutcome] = []
     activated: list[tuple[PluginEntryPoint, type]] = []
     try:
         for ep in candidates:
-            required = policy._replace(required=selected and ep.distribution)
-            outcome, cls = _activate(namespace, ep, gate, runs, required)
+            why, required = f"{env}={selected!r} selects it", selected and ep.distribution
+            policy = Policy(strict, namespace.strict_env, required, why, logging.WARNING, _FATAL)
+            outcome, cls = _activate(namespace, ep, gate, runs, policy)
             outcomes.append(outcome)
             if cls is not None:
                 logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.label, cls)
@@ -301,8 +296,10 @@ def _select(
                 raise _error(errors.PlatformUnavailableError, ep, message)
         if len(activated) > 1:
             names = ", ".join(f"{ep.name!r} ({ep.label})" for ep, _ in activated)
-            message = f"Several platform plugins activated: {names}. Set {env} to the one to use, "
-            message += f"e.g. {env}={activated[0][0].name}."
+            message = (
+                f"Several platform plugins activated: {names}. Set {env} to the one to use, "
+                f"e.g. {env}={activated[0][0].name}."
+            )
             raise _error(errors.AmbiguousPlatformError, None, message)
     except errors.PluginError as exc:
         exc.outcomes = (*outcomes, *(o for o in exc.outcomes if o not in outcomes))
@@ -317,44 +314,52 @@ def _select(
     if chosen is None:
         fallback = namespace.fallback_class or platform_state(namespace).fallback
         cls = resolve_class_ref(fallback or namespace.base_class)
-        why = f"no platform plugin is installed in group {namespace.platform_group!r}"
-        if candidates:
-            why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
-        if selected:  # a name of the host's own platforms (the only way here with one)
-            why = f"{env}={selected!r} names a built-in platform of the host, which selects it "
-            why += "itself; no platform plugin is imported"
+        why = (
+            # a name of the host's own platforms (the only way here with one)
+            f"{env}={selected!r} names a built-in platform of the host, which selects it itself; "
+            "no platform plugin is imported"
+            if selected
+            else f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
+            if candidates
+            else f"no platform plugin is installed in group {namespace.platform_group!r}"
+        )
         (logger.warning if problems else logger.info)("Using fallback %s: %s.", cls.__name__, why)
         rule, reason = RULE_FALLBACK, why if selected else f"{env} unset; {why}"
     else:
         cls, rule = activated[0][1], RULE_EXPLICIT
         reason = f"{env}={selected!r}; only that plugin was imported and activated"
         if not selected:
-            rule, reason = RULE_SINGLE, f"{env} unset; {chosen.name!r} was the only plugin whose "
-            reason += f"activate() returned a class (of {len(candidates)} installed){note}"
+            rule, reason = (
+                RULE_SINGLE,
+                (
+                    f"{env} unset; {chosen.name!r} was the only plugin whose activate() returned a "
+                    f"class (of {len(candidates)} installed){note}"
+                ),
+            )
     who = (chosen.name, chosen.distribution, chosen.version) if chosen else (None, None, None)
-    plugin, distribution, version = who
-    selection = PlatformSelection(namespace.name, cls, rule, reason, plugin, distribution, version)
-    return selection._replace(activations=tuple(outcomes), problems=problems), chosen
+    selection = PlatformSelection(namespace.name, cls, rule, reason, *who, tuple(outcomes))
+    return selection._replace(problems=problems), chosen
 
 
 @contextlib.contextmanager
 def _selecting(namespace: PluginNamespace) -> Iterator[Gate]:
     """Own the selection of ``namespace``; code that reads ``current_platform`` while it is being
     selected gets ``ReentrantSelectionError`` (remembered on the plugin code that ran it)."""
-    gate = platform_state(namespace).gate
+    state = platform_state(namespace)
+    gate = state.gate
 
     def refuse(gate: Gate) -> errors.PluginError:
-        who = gate.running.where if gate.running else "code run by selection"
+        running = gate.running
         message = (
-            f"{who} read {namespace.name} current_platform while it was being selected. Selection "
+            f"{running.where if running else 'code run by selection'} read {namespace.name} "
+            f"current_platform while it was being selected. Selection "
             f"cannot depend on its own result: probe the hardware directly (for example the vendor "
             f"module's device count or torch.<device>.is_available()) and read current_platform "
             f"only after selection, e.g. in the platform's methods or a general plugin's "
             f"register()."
         )
-        return _error(errors.ReentrantSelectionError, gate.running and gate.running.ep, message)
+        return _error(errors.ReentrantSelectionError, running and running.ep, message)
 
-    state = platform_state(namespace)
     owned = gate.enter(refuse)
     if not owned and not state.hosting:
         raise gate.refused(refuse(gate))
@@ -392,13 +397,16 @@ def get_current_platform(
     with _selecting(ns) as gate:
         discovery, runs = discover_entry_points(), {}
         host = (ns.host_base_class or "").partition(":")[0]
-        installed = ns.host_distribution in discovery.distributions
-        if state.platform is None and host and host not in sys.modules and installed:
-            runs = _host_first(ns, host, state) if discovery.group(ns.platform_group) else {}
+        # The installed host goes first when a platform plugin may be built on its classes.
+        if host and host not in sys.modules and ns.host_distribution in discovery.distributions:
+            if state.platform is None and discovery.group(ns.platform_group):
+                from ._host import import_host
+
+                runs = import_host(ns, host)
         if state.platform is None:
             strict = ns.strict() if strict is None else strict
             selection, ep = _select(ns, discovery, strict, gate, runs)
-            cls, platform = selection.platform_class, None
+            cls = selection.platform_class
             if ep is None:  # the fallback: the host's (or this runtime's) class, no plugin's code
                 platform = cls()
             else:  # the selected plugin's code: hooks it registers are its own, and go if it raises
@@ -407,21 +415,8 @@ def get_current_platform(
                     strict, ns.strict_env, ep.distribution, "it is selected", fatal=_FATAL
                 )
                 platform, _ = run_plugin_code(ep, cls, step=step, policy=policy, gate=gate)
-            state.selection, state.platform = selection, platform
+            state.selection, state.platform = selection, platform  # published together
         return state.platform
-
-
-def _host_first(namespace: PluginNamespace, module: str, state: PlatformState) -> dict[str, object]:
-    """Import the installed host before its platform plugins (they may be built on its classes);
-    what its start-up got from their ``activate()``. The host's import may select the platform
-    itself (an SGLang that adopted the runtime does): that selection is the real one."""
-    from ._host import import_host
-
-    state.hosting = True
-    try:
-        return import_host(namespace, module)
-    finally:
-        state.hosting = False
 
 
 def current_platform_selection(namespace: str | PluginNamespace = SRT) -> PlatformSelection:
