@@ -91,7 +91,7 @@ def describe_contract(cls: type) -> list[ContractMethod]:
             }
         except (OSError, TypeError):  # no source to read them from
             comments = {}
-        for name, (status, required) in _contract.OWN_MEMBERS[klass].items():
+        for name, mark in _contract.OWN_MEMBERS[klass].items():
             raw = None if name in attributes else vars(klass)[name]
             function = _contract.underlying(raw)
             kind = cast(MemberKind, "attribute" if raw is None else _contract.kind_of(raw))
@@ -100,7 +100,9 @@ def describe_contract(cls: type) -> list[ContractMethod]:
                 if raw is None
                 else " ".join((inspect.getdoc(function) or "").partition("\n\n")[0].split())
             )
-            members.append(ContractMethod(name, status, required, kind, klass, summary, function))
+            members.append(
+                ContractMethod(name, mark.status, mark.required, kind, klass, summary, function)
+            )
     return members
 
 

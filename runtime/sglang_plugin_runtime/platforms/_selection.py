@@ -337,8 +337,8 @@ def _select(
                 ),
             )
     who = (chosen.name, chosen.distribution, chosen.version) if chosen else (None, None, None)
-    selection = PlatformSelection(namespace.name, cls, rule, reason, *who, tuple(outcomes))
-    return selection._replace(problems=problems), chosen
+    selection = PlatformSelection(namespace.name, cls, rule, reason, *who)
+    return selection._replace(activations=tuple(outcomes), problems=problems), chosen
 
 
 @contextlib.contextmanager
@@ -397,12 +397,14 @@ def get_current_platform(
     with _selecting(ns) as gate:
         discovery, runs = discover_entry_points(), {}
         host = (ns.host_base_class or "").partition(":")[0]
+        unloaded = (
+            host and host not in sys.modules and ns.host_distribution in discovery.distributions
+        )
         # The installed host goes first when a platform plugin may be built on its classes.
-        if host and host not in sys.modules and ns.host_distribution in discovery.distributions:
-            if state.platform is None and discovery.group(ns.platform_group):
-                from ._host import import_host
+        if state.platform is None and unloaded and discovery.group(ns.platform_group):
+            from ._host import import_host
 
-                runs = import_host(ns, host)
+            runs = import_host(ns, host)
         if state.platform is None:
             strict = ns.strict() if strict is None else strict
             selection, ep = _select(ns, discovery, strict, gate, runs)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ._contract import active, not_implemented
+from ._contract import active, active_required, not_implemented
 from .device_mixin import DeviceMixin, PlatformEnum
 
 if TYPE_CHECKING:
@@ -98,12 +98,12 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
 
     # ---- subsystem factories -------------------------------------------------------------
 
-    @active(required=True)
+    @active_required
     def get_default_attention_backend(self) -> str:
         """Name of the attention backend used when the user names none."""
         raise not_implemented(self, "get_default_attention_backend")
 
-    @active(required=True)
+    @active_required
     def get_default_speculative_draft_attention_backend(self, algorithm: str) -> str:
         """Draft-model attention backend for a speculative algorithm."""
         raise not_implemented(self, "get_default_speculative_draft_attention_backend")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._contract import active, not_implemented
+from ._contract import active, active_required, not_implemented
 from .device_mixin import DeviceMixin, PlatformEnum
 
 if TYPE_CHECKING:
@@ -227,13 +227,13 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     # ---- devices, memory and models ----------------------------------------------------
 
     @classmethod
-    @active(required=True)
+    @active_required
     def get_local_torch_device(cls) -> torch.device:
         """The ``torch.device`` of this process's rank."""
         raise not_implemented(cls, "get_local_torch_device")
 
     @classmethod
-    @active(required=True)
+    @active_required
     def get_available_gpu_memory(
         cls,
         device_id: int | None = None,
