@@ -137,10 +137,8 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
             _WARNED_RETIRED_HOOKS.add((type(self), hook))
             message = (
                 f"{type(self).__name__}.{hook}() is a retired SGLang hook, served for now; "
-                f"override "
-            )
-            message += (
-                f"get_kv_pool_cls(self, *, kind) and return the pool for kind={kind!r} instead"
+                f"override get_kv_pool_cls(self, *, kind) and return the pool for kind={kind!r} "
+                "instead"
             )
             warnings.warn(message, DeprecationWarning, stacklevel=2)
             logger.warning("%s", message)
