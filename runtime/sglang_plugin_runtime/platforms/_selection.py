@@ -17,6 +17,7 @@ is instantiated. The hooks a platform plugin's code registered stay only when it
 import contextlib
 import logging
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, NamedTuple
@@ -106,12 +107,12 @@ class PlatformState:
         self.hosting = False  # the host is imported first: its selection may run in this thread
 
 
-_STATES: dict[str, PlatformState] = {}
+_STATES: defaultdict[str, PlatformState] = defaultdict(PlatformState)
 
 
 def platform_state(namespace: PluginNamespace) -> PlatformState:
     """The platform state of ``namespace`` (a registered namespace: see ``get_namespace``)."""
-    return _STATES.get(namespace.name) or _STATES.setdefault(namespace.name, PlatformState())
+    return _STATES[namespace.name]
 
 
 @after_fork_in_child
@@ -191,9 +192,11 @@ def _function(ep: PluginEntryPoint) -> Callable[[], object]:
     """The entry point's ``activate()`` (importing its module)."""
     activate = ep.load()
     if not callable(activate):
-        kind = f"{type(activate).__name__} {safe_text(activate, repr)}"
-        fix = f"it must name its activate() function, e.g. '{ep.module}:activate'"
-        raise _invalid(ep, f"the entry point names {kind}, not a function; {fix}.")
+        raise _invalid(
+            ep,
+            f"the entry point names {type(activate).__name__} {safe_text(activate, repr)}, not a "
+            f"function; it must name its activate() function, e.g. '{ep.module}:activate'.",
+        )
     return activate
 
 
@@ -216,8 +219,9 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
         bases = (own,) if host in (None, own) else (own, host)
         if not isinstance(cls, type) or not issubclass(cls, bases):
             names = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in bases)
-            shown = safe_text(cls, repr)
-            raise _invalid(ep, f"{returned}, which is {shown}, not a subclass of {names}.")
+            raise _invalid(
+                ep, f"{returned}, which is {safe_text(cls, repr)}, not a subclass of {names}."
+            )
         problems = out_of_tree_identity_problems(cls)
     except BaseException as exc:  # its module failed (or exited), its metaclass raised, ...
         invalid = isinstance(exc, errors.InvalidPlatformError)
@@ -226,8 +230,8 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
         why = f"which cannot be imported or checked: {describe_failure(exc)}"
         raise _invalid(ep, f"{returned}, {why}") from exc
     if problems:
-        why = "; ".join(problems)
-        raise _invalid(ep, f"class {qualname!r} is not a valid out-of-tree platform: {why}")
+        why = f"is not a valid out-of-tree platform: {'; '.join(problems)}"
+        raise _invalid(ep, f"class {qualname!r} {why}")
     return cls
 
 
@@ -288,19 +292,21 @@ def _select(
                 logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.label, cls)
                 activated.append((ep, cls))
             elif selected and outcome.ok:
-                message = (
+                raise _error(
+                    errors.PlatformUnavailableError,
+                    ep,
                     f"{describe(ep)} is selected by {env}={selected!r}, but its activate() "
-                    f"returned None: its hardware or backend is not available on this machine. "
-                    f"Check the device and its driver, or unset {env}."
+                    "returned None: its hardware or backend is not available on this machine. "
+                    f"Check the device and its driver, or unset {env}.",
                 )
-                raise _error(errors.PlatformUnavailableError, ep, message)
         if len(activated) > 1:
             names = ", ".join(f"{ep.name!r} ({ep.label})" for ep, _ in activated)
-            message = (
+            raise _error(
+                errors.AmbiguousPlatformError,
+                None,
                 f"Several platform plugins activated: {names}. Set {env} to the one to use, "
-                f"e.g. {env}={activated[0][0].name}."
+                f"e.g. {env}={activated[0][0].name}.",
             )
-            raise _error(errors.AmbiguousPlatformError, None, message)
     except errors.PluginError as exc:
         exc.outcomes = (*outcomes, *(o for o in exc.outcomes if o not in outcomes))
         raise
@@ -434,9 +440,10 @@ def set_current_platform(platform: Any, namespace: str | PluginNamespace = SRT) 
     """Override the current platform with an instance or a class (tests; hosts that choose it)."""
     ns = get_namespace(namespace)
     state, instance = platform_state(ns), platform() if isinstance(platform, type) else platform
-    reason = "set by code through set_current_platform()"
     with state.gate.lock:
-        state.selection = PlatformSelection(ns.name, type(instance), RULE_OVERRIDE, reason)
+        state.selection = PlatformSelection(
+            ns.name, type(instance), RULE_OVERRIDE, "set by code through set_current_platform()"
+        )
         state.platform = instance
 
 

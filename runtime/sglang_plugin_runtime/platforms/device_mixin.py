@@ -74,10 +74,10 @@ class DeviceCapability(NamedTuple):
     def to_int(self) -> int:
         """The packed ``<major><minor>`` integer (``9.0`` -> ``90``); minor must be one digit."""
         if not 0 <= self.minor < 10:
-            packed = (
-                f"DeviceCapability({self.major}, {self.minor}) cannot be packed as <major><minor>"
+            raise ValueError(
+                f"DeviceCapability({self.major}, {self.minor}) cannot be packed as <major><minor>: "
+                "minor must be between 0 and 9"
             )
-            raise ValueError(f"{packed}: minor must be between 0 and 9")
         return self.major * 10 + self.minor
 
 
@@ -340,10 +340,9 @@ class DeviceMixin:
         raise not_implemented(self, "get_torch_profiler_activity")
 
     def __repr__(self) -> str:
-        name, enum_value = type(self).__name__, self._enum
         return (
-            f"{name}(device_name={self.device_name!r}, device_type={self.device_type!r}, "
-            f"enum={enum_value})"
+            f"{type(self).__name__}(device_name={self.device_name!r}, "
+            f"device_type={self.device_type!r}, enum={self._enum})"
         )
 
 
