@@ -232,14 +232,18 @@ def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[str, str] 
         if kind in ("method", "classmethod", "staticmethod"):
             return "binding", f"the host reads it as data ({shown}); this defines a {kind}"
         if kind == "property" and on_class:
-            why = f"the runtime reads it on the class ({shown}), where a property is no value"
-            return "binding", why
+            return (
+                "binding",
+                f"the runtime reads it on the class ({shown}), where a property is no value",
+            )
         return None
     if kind == "property":
         return "binding", f"the host calls it ({shown}); this defines a property"
     if kind == "attribute":
-        why = f"the host calls it ({shown}); this sets it to a non-callable {type(raw).__name__}"
-        return "binding", why
+        return (
+            "binding",
+            f"the host calls it ({shown}); this sets it to a non-callable {type(raw).__name__}",
+        )
     signature = bound_signature(kind, underlying(raw), on_class=on_class)
     if signature is None:
         return None
@@ -247,8 +251,10 @@ def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[str, str] 
         signature.bind(*[None] * call.get("args", 0), **dict.fromkeys(call.get("kwargs", ())))
     except TypeError as exc:
         if kind == "method" and on_class:
-            why = f"the host calls it on the class ({shown}); this defines an instance method"
-            return "binding", why
+            return (
+                "binding",
+                f"the host calls it on the class ({shown}); this defines an instance method",
+            )
         bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
         shape = signature.replace(parameters=bare, return_annotation=signature.empty)
         return "signature", f"{name}{shape} cannot accept the host's call {shown}: {exc}"
@@ -286,8 +292,10 @@ def misspelling(name: str, contract: Collection[str]) -> str | None:
     for guess in difflib.get_close_matches(name, list(contract), n=3, cutoff=0.85):
         opcodes = difflib.SequenceMatcher(None, name, guess).get_opcodes()
         if sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal") <= 2:
-            hint = f"a vendor helper that is no typo can start with an underscore: '_{name}'"
-            return f"not a name SGLang calls; did you mean {guess!r}? ({hint})"
+            return (
+                f"not a name SGLang calls; did you mean {guess!r}? (a vendor helper that is no "
+                f"typo can start with an underscore: '_{name}')"
+            )
     return None
 
 
@@ -304,10 +312,9 @@ def enforce(cls: type) -> None:
     ]
     if errors:
         bases = ", ".join(k.__name__ for k in contract_classes(cls))
-        count = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
         raise TypeError(
-            f"{cls.__name__} cannot serve its host's calls ({bases}): {count}:\n  - "
-            + "\n  - ".join(errors)
+            f"{cls.__name__} cannot serve its host's calls ({bases}): {len(errors)} "
+            f"problem{'s' if len(errors) != 1 else ''}:\n  - " + "\n  - ".join(errors)
         )
     for klass, name, _ in names:
         warned = _WARNED.setdefault(klass, set())
