@@ -15,20 +15,27 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+from collections.abc import Callable
 from functools import partial
 from importlib.metadata import EntryPoint
 
 from .._discovery import discover_entry_points
 from .._namespace import PluginNamespace
 from .._plugin_code import describe_failure, guarded, run_plugin_code
-from ._selection import platform_state, replay
 
 logger = logging.getLogger(__name__)
 
 
-def import_host(namespace: PluginNamespace, module: str) -> dict[str, object]:
-    """Import the host's platform module, as the host's own start-up does; what its start-up got
-    from each platform plugin's ``activate()`` (a value, or the exception raised). If it cannot be
+def _replay(recorded: object) -> object:
+    if isinstance(recorded, BaseException):
+        raise recorded
+    return recorded
+
+
+def import_host(namespace: PluginNamespace, module: str) -> dict[str, Callable[[], object]]:
+    """Import the host's platform module, as the host's own start-up does; for each platform
+    plugin whose ``activate()`` its start-up ran, a function that does it again (returns the value,
+    or raises the exception, that the host's start-up got). If it cannot be
     imported (released SGLang refuses a plugin built on this runtime's classes), what that import
     added to ``sys.modules`` is removed again and selection goes on without it.
 
@@ -53,20 +60,20 @@ def import_host(namespace: PluginNamespace, module: str) -> dict[str, object]:
                     runs[ep.name] = run_plugin_code(ep, func, step="activate()", policy=None)[0]
                 except BaseException as exc:
                     runs[ep.name] = exc
-            return replay(runs[ep.name])
+            return _replay(runs[ep.name])
 
         return activate
 
-    before, state = set(sys.modules), platform_state(namespace)
-    EntryPoint.load, state.hosting = observed_load, True  # type: ignore[method-assign,assignment]
+    before = set(sys.modules)
+    EntryPoint.load = observed_load  # type: ignore[method-assign,assignment]
     try:
         with guarded(f"the import of the host's {module}") as call:
             importlib.import_module(module)
     finally:
-        EntryPoint.load, state.hosting = load, False  # type: ignore[method-assign]
+        EntryPoint.load = load  # type: ignore[method-assign]
     if call.error is not None:
         for name in set(sys.modules) - before:
             del sys.modules[name]
         why = describe_failure(call.error)
         logger.info("The host's %s could not be imported, selecting without it: %s", module, why)
-    return runs
+    return {name: partial(_replay, recorded) for name, recorded in runs.items()}

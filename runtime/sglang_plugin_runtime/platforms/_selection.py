@@ -65,6 +65,8 @@ RULE_OVERRIDE = "override"  # set by code (tests, a host) through set_current_pl
 #: over an unusable class, or its activate() depends on the selection it is part of. Falling back
 #: would run the job on the wrong device.
 _FATAL = (errors.InvalidPlatformError, errors.ReentrantSelectionError)
+#: What an ``activate()`` the host's start-up ran did, done again (see ``_host``).
+Replay = Callable[[], object]
 
 
 class PlatformSelection(NamedTuple):
@@ -171,11 +173,10 @@ def plan_platforms(
 
 def out_of_tree_identity_problems(cls: type) -> list[str]:
     """What is missing for ``cls`` to identify itself as an out-of-tree platform."""
-    from .device_mixin import PlatformEnum  # imported by then: ``cls`` is a platform class
-
     enum_value = getattr(cls, "_enum", None)
-    # This runtime's PlatformEnum, or the host's own (a plugin built on released SGLang's classes).
-    is_oot = enum_value is PlatformEnum.OOT or repr(enum_value).startswith("<PlatformEnum.OOT:")
+    # This runtime's PlatformEnum.OOT, or the host's own (a plugin built on released SGLang's
+    # classes): both print as ``<PlatformEnum.OOT: ...>``.
+    is_oot = repr(enum_value).startswith("<PlatformEnum.OOT:")
     problems = [] if is_oot else [f"_enum is {enum_value!r}, it must be PlatformEnum.OOT"]
     for attr in ("device_name", "device_type"):
         value = getattr(cls, attr, None)
@@ -235,15 +236,8 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
     return cls
 
 
-def replay(recorded: object) -> object:
-    """What an ``activate()`` already run did (a value, or the exception it raised), again."""
-    if isinstance(recorded, BaseException):
-        raise recorded
-    return recorded
-
-
 def _activate(
-    namespace: PluginNamespace, ep: PluginEntryPoint, gate: Gate, runs: dict[str, object], p: Policy
+    namespace: PluginNamespace, ep: PluginEntryPoint, gate: Gate, runs: dict[str, Replay], p: Policy
 ) -> tuple[PluginOutcome, type | None]:
     """Import ``ep``, run its ``activate()`` (or replay what the host's start-up got from it), check
     the class it names."""
@@ -252,7 +246,7 @@ def _activate(
     )
     if not imported.ok:
         return imported, None
-    activate = partial(replay, runs[ep.name]) if ep.name in runs else function
+    activate = runs.get(ep.name, function)
     result, ran = run_plugin_code(ep, activate, step="activate()", policy=p, gate=gate)  # type: ignore
     ran = ran._replace(seconds=imported.seconds + ran.seconds)
     if not ran.ok or result is None:
@@ -270,7 +264,7 @@ def _select(
     discovery: DiscoveryResult,
     strict: bool,
     gate: Gate,
-    runs: dict[str, object],
+    runs: dict[str, Replay],
 ) -> tuple[PlatformSelection, PluginEntryPoint | None]:
     """The decision tree; the selected entry point too (``None``: the fallback). ``runs``: what the
     plugins' ``activate()`` did in the host's start-up (see ``_host``), answered again."""
@@ -401,7 +395,7 @@ def get_current_platform(
     if state.platform is not None:
         return state.platform
     with _selecting(ns) as gate:
-        discovery, runs = discover_entry_points(), {}
+        discovery, runs = discover_entry_points(), dict[str, Replay]()
         host = (ns.host_base_class or "").partition(":")[0]
         unloaded = (
             host and host not in sys.modules and ns.host_distribution in discovery.distributions
@@ -410,7 +404,11 @@ def get_current_platform(
         if state.platform is None and unloaded and discovery.group(ns.platform_group):
             from ._host import import_host
 
-            runs = import_host(ns, host)
+            state.hosting = True
+            try:
+                runs = import_host(ns, host)
+            finally:
+                state.hosting = False
         if state.platform is None:
             strict = ns.strict() if strict is None else strict
             selection, ep = _select(ns, discovery, strict, gate, runs)
