@@ -103,8 +103,8 @@ def register_contract_class(cls: type) -> None:
     public methods; an unmarked public method is refused."""
     annotations = vars(cls).get("__annotations__", {})  # what inspect.get_annotations(cls) reads
     members = {name: active for name in annotations if not name.startswith("_")}
-    for name, raw in vars(cls).items():
-        if not name.startswith("_") and name not in members:
+    for name, raw in public_names(cls):
+        if name not in members:
             members[name] = getattr(underlying(raw), _MARK, None) or _unmarked(cls, name)
     OWN_MEMBERS[cls] = members
 

@@ -142,9 +142,10 @@ def find_override_problems(cls: type, *, whole_mro: bool = True) -> list[Overrid
     definition-time check inspects.
     """
     contract, hosts = _contract.contract_members(cls), _contract.hosts_of(cls)
-    checked = _contract.checked_classes(cls, whole_mro=whole_mro)
     return [
-        problem for klass in checked for problem in check_class_namespace(klass, contract, hosts)
+        problem
+        for klass in _contract.checked_classes(cls, whole_mro=whole_mro)
+        for problem in check_class_namespace(klass, contract, hosts)
     ]
 
 

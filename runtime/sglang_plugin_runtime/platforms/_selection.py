@@ -158,16 +158,20 @@ def plan_platforms(
         message = unknown_platform_message(namespace, discovery, selected)
         return plan, errors.PlatformNotFoundError(message, plugin=selected[:80])
     if duplicate := next((p for p in chosen if p.status is Status.FAILED_DUPLICATE), None):
-        message = f"Platform plugin name {duplicate.name!r} in group {group!r}: {duplicate.reason}."
-        return plan, _error(errors.DuplicatePluginError, duplicate.entry_point, message)
+        return plan, _error(
+            errors.DuplicatePluginError,
+            duplicate.entry_point,
+            f"Platform plugin name {duplicate.name!r} in group {group!r}: {duplicate.reason}.",
+        )
     if reserved:
         offenders = ", ".join(f"{ep.name!r} ({ep.label})" for ep in reserved if ep)
-        message = (
+        return plan, _error(
+            errors.PluginError,
+            reserved[0],
             f"Platform plugin names in group {group!r} cannot be names of the host's built-in "
             f"platforms ({', '.join(sorted(builtins))}): {offenders}. Rename the entry point in "
-            "its pyproject.toml."
+            "its pyproject.toml.",
         )
-        return plan, _error(errors.PluginError, reserved[0], message)
     return plan, None
 
 
@@ -225,14 +229,15 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
             )
         problems = out_of_tree_identity_problems(cls)
     except BaseException as exc:  # its module failed (or exited), its metaclass raised, ...
-        invalid = isinstance(exc, errors.InvalidPlatformError)
-        if invalid or not is_plugin_failure(exc) or honoured_exit(exc):
+        if isinstance(exc, errors.InvalidPlatformError) or not is_plugin_failure(exc):
             raise
-        why = f"which cannot be imported or checked: {describe_failure(exc)}"
-        raise _invalid(ep, f"{returned}, {why}") from exc
+        if honoured_exit(exc):
+            raise
+        why = describe_failure(exc)
+        raise _invalid(ep, f"{returned}, which cannot be imported or checked: {why}") from exc
     if problems:
-        why = f"is not a valid out-of-tree platform: {'; '.join(problems)}"
-        raise _invalid(ep, f"class {qualname!r} {why}")
+        why = "; ".join(problems)
+        raise _invalid(ep, f"class {qualname!r} is not a valid out-of-tree platform: {why}")
     return cls
 
 
@@ -246,16 +251,19 @@ def _activate(
     )
     if not imported.ok:
         return imported, None
-    activate = runs.get(ep.name, function)
+    activate = runs.get(ep.name, function)  # the host's start-up ran it already: its answer again
     result, ran = run_plugin_code(ep, activate, step="activate()", policy=p, gate=gate)  # type: ignore
     ran = ran._replace(seconds=imported.seconds + ran.seconds)
     if not ran.ok or result is None:
         return ran._replace(status=Status.UNAVAILABLE) if ran.ok else ran, None
     # Its distribution says the hardware is here: whatever is wrong with its class stops selection
     # (so past this call ``result`` is a class name).
-    check = partial(_platform_class, ep, result, namespace)
-    required = p._replace(required=ep.distribution)
-    cls, _ = run_plugin_code(ep, check, step="its platform class", policy=required)
+    cls, _ = run_plugin_code(
+        ep,
+        partial(_platform_class, ep, result, namespace),
+        step="its platform class",
+        policy=p._replace(required=ep.distribution),
+    )
     return ran._replace(status=Status.ACTIVATED, result=str(result).strip()), cls  # type: ignore
 
 
