@@ -47,28 +47,43 @@ GENERAL_PLUGINS_GROUP = SRT.plugin_group
 #: Entry-point group of diffusion platform plugins.
 MM_PLATFORM_PLUGINS_GROUP = MULTIMODAL.platform_group
 
-__all__ = ["current_platform", "current_platform_selection", "get_current_platform"]
-__all__ += ["plan_platforms", "refresh_discovery", "reset_current_platform", "select_platform"]
-__all__ += [
+__all__ = [
+    "GENERAL_PLUGINS_GROUP",
+    "MM_PLATFORM_PLUGINS_GROUP",
+    "PLATFORM_PLUGINS_GROUP",
+    "RULE_EXPLICIT",
+    "RULE_FALLBACK",
+    "RULE_OVERRIDE",
+    "RULE_SINGLE",
+    "CpuArchEnum",
+    "DeviceCapability",
+    "DeviceMixin",
+    "MMPlatform",
+    "PlatformEnum",
+    "PlatformSelection",
     "PluginNamespace",
+    "PluginOutcome",
+    "SRTPlatform",
+    "current_platform",
+    "current_platform_selection",
+    "describe_contract",
+    "get_current_platform",
+    "plan_platforms",
+    "refresh_discovery",
     "register_namespace",
+    "reset_current_platform",
+    "select_platform",
     "set_current_platform",
     "set_fallback_platform",
 ]
-__all__ += ["RULE_EXPLICIT", "RULE_FALLBACK", "RULE_OVERRIDE", "RULE_SINGLE", "PlatformSelection"]
-__all__ += ["GENERAL_PLUGINS_GROUP", "MM_PLATFORM_PLUGINS_GROUP", "PLATFORM_PLUGINS_GROUP"]
-__all__ += ["CpuArchEnum", "DeviceCapability", "DeviceMixin", "MMPlatform", "PlatformEnum"]
-__all__ += ["PluginOutcome", "SRTPlatform", "describe_contract"]
 
+_DEVICE_NAMES = ("DeviceMixin", "PlatformEnum", "DeviceCapability", "CpuArchEnum")
 _LAZY = {
     "SRTPlatform": ".interface",
     "MMPlatform": ".multimodal",
     "describe_contract": "._describe",
 }
-_LAZY |= dict.fromkeys(
-    ("DeviceMixin", "PlatformEnum", "DeviceCapability", "CpuArchEnum"), ".device_mixin"
-)
-_lazy = lazy_exports(__name__, globals(), _LAZY)
+_lazy = lazy_exports(__name__, globals(), _LAZY | dict.fromkeys(_DEVICE_NAMES, ".device_mixin"))
 
 
 def __getattr__(name: str) -> Any:

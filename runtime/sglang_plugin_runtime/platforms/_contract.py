@@ -31,9 +31,9 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from functools import cache, cached_property
-from types import FunctionType
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     import inspect
@@ -53,17 +53,31 @@ OWN_MEMBERS: dict[type, dict[str, Mark]] = {}
 _WARNED: weakref.WeakKeyDictionary[type, set[str]] = weakref.WeakKeyDictionary()
 
 
-class Mark(NamedTuple):
-    """What ``@active`` / ``@reserved`` say of a contract member; ``required``: the base fails
-    fast."""
-
-    status: Status
-    required: bool
-
-
 # --------------------------------------------------------------------------------------
 # Markers and contract classes
 # --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mark:
+    """What a marker says of a contract member, and the marker itself: ``@active`` decorates a
+    member (returned unchanged) with its mark. ``required``: the base implementation fails fast, so
+    an out-of-tree platform overrides it."""
+
+    status: Status
+    required: bool = False
+
+    def __call__(self, member: _F) -> _F:
+        setattr(underlying(member), _MARK, self)
+        return member
+
+
+#: A contract member that hosts call today through ``current_platform``.
+active = Mark("active")
+#: A contract member that is planned: hosts do not call it yet.
+reserved = Mark("reserved")
+#: ``active`` and ``reserved`` members whose base implementation fails fast.
+active_required, reserved_required = Mark("active", True), Mark("reserved", True)
 
 
 def underlying(raw: Any) -> Any:
@@ -74,34 +88,6 @@ def underlying(raw: Any) -> Any:
     if isinstance(raw, cached_property):
         return raw.func
     return raw.__func__ if isinstance(raw, (classmethod, staticmethod)) else raw
-
-
-class _Marker:
-    """A contract member's marker (``@active``, ``@reserved``), used bare or as ``(required=True)``;
-    the member is returned unchanged. ``required``: the base implementation fails fast, so an
-    out-of-tree platform overrides it."""
-
-    def __init__(self, status: Status) -> None:
-        self.status = status
-
-    @overload
-    def __call__(self, func: _F, /) -> _F: ...
-    @overload
-    def __call__(self, func: None = None, /, *, required: bool = False) -> Callable[[_F], _F]: ...
-    def __call__(
-        self, func: _F | None = None, /, *, required: bool = False
-    ) -> _F | Callable[[_F], _F]:
-        def mark(member: _F) -> _F:
-            setattr(underlying(member), _MARK, Mark(self.status, required))
-            return member
-
-        return mark if func is None else mark(func)
-
-
-#: A contract member that hosts call today through ``current_platform``.
-active = _Marker("active")
-#: A contract member that is planned: hosts do not call it yet.
-reserved = _Marker("reserved")
 
 
 def not_implemented(obj: object, method: str) -> NotImplementedError:
@@ -116,9 +102,9 @@ def register_contract_class(cls: type) -> None:
     """Record ``cls`` as a contract class: its annotated public attributes (active) and its marked
     public methods; an unmarked public method is refused."""
     annotations = vars(cls).get("__annotations__", {})  # what inspect.get_annotations(cls) reads
-    members = {name: Mark("active", False) for name in annotations if not name.startswith("_")}
-    for name, raw in vars(cls).items():
-        if not name.startswith("_") and name not in members:
+    members = {name: active for name in annotations if not name.startswith("_")}
+    for name, raw in public_names(cls):
+        if name not in members:
             members[name] = getattr(underlying(raw), _MARK, None) or _unmarked(cls, name)
     OWN_MEMBERS[cls] = members
 
@@ -153,12 +139,20 @@ def hosts_of(cls: type) -> tuple[str, ...]:
 def checked_classes(cls: type, *, whole_mro: bool) -> list[type]:
     """The classes whose names are checked for ``cls``: with ``whole_mro`` every non-contract class
     in its MRO; without (at definition), ``cls`` and its bases that are no platform (platform bases
-    were checked already)."""
-    mro = [klass for klass in cls.__mro__ if klass is not object and klass not in OWN_MEMBERS]
-    platform = bool(contract_classes(cls))
+    were checked already). None for a class that is no platform."""
+    if not contract_classes(cls):
+        return []
     return [
-        klass for klass in mro if platform and (klass is cls or whole_mro or not hosts_of(klass))
+        klass
+        for klass in cls.__mro__
+        if klass not in (object, *OWN_MEMBERS)
+        and (klass is cls or whole_mro or not hosts_of(klass))
     ]
+
+
+def public_names(klass: type) -> list[tuple[str, Any]]:
+    """The public names ``klass`` itself defines, with their class-``__dict__`` entries."""
+    return [(name, raw) for name, raw in vars(klass).items() if not name.startswith("_")]
 
 
 # --------------------------------------------------------------------------------------
@@ -180,10 +174,8 @@ def interface_rows() -> tuple[dict[str, Any], ...]:
 @cache
 def interface_row(name: str, host: str) -> dict[str, Any] | None:
     """The row of ``name`` for ``host`` (``""``: names of other SGLang versions), or ``None``."""
-    return next(
-        (row for row in interface_rows() if row["name"] == name and row.get("host", "") == host),
-        None,
-    )
+    rows = interface_rows()
+    return next((row for row in rows if row["name"] == name and row.get("host", "") == host), None)
 
 
 def render_call(call: dict[str, Any], name: str) -> str:
@@ -201,18 +193,15 @@ def render_call(call: dict[str, Any], name: str) -> str:
 
 def kind_of(raw: Any) -> str:
     """How a class-``__dict__`` entry binds when read from an instance."""
-    if isinstance(raw, (staticmethod, classmethod)):
-        return "classmethod" if isinstance(raw, classmethod) else "staticmethod"
+    if isinstance(raw, classmethod):
+        return "classmethod"
     if isinstance(raw, (property, cached_property)):
         return "property"
     if isinstance(raw, type) or not callable(raw):
         return "attribute"
-    # A callable object without __get__ is not bound.
-    return (
-        "method"
-        if isinstance(raw, FunctionType) or hasattr(type(raw), "__get__")
-        else "staticmethod"
-    )
+    # A function binds (a descriptor); a staticmethod or a callable object without __get__ does not.
+    is_bound = hasattr(type(raw), "__get__") and not isinstance(raw, staticmethod)
+    return "method" if is_bound else "staticmethod"
 
 
 def bound_signature(kind: str, func: Any, *, on_class: bool) -> inspect.Signature | None:
@@ -226,14 +215,13 @@ def bound_signature(kind: str, func: Any, *, on_class: bool) -> inspect.Signatur
     except (TypeError, ValueError):
         return None
     params = list(signature.parameters.values())
-    if kind == "classmethod" or (kind == "method" and not on_class):
-        if params and params[0].kind in (
-            params[0].POSITIONAL_ONLY,
-            params[0].POSITIONAL_OR_KEYWORD,
-        ):
-            return signature.replace(parameters=params[1:])
-        if not (params and params[0].kind is params[0].VAR_POSITIONAL):
-            return signature.replace(parameters=[])  # nothing can take self: any call fails below
+    first = params[0].kind if params else inspect.Parameter.KEYWORD_ONLY
+    if (
+        kind == "classmethod" or (kind == "method" and not on_class)
+    ) and first != first.VAR_POSITIONAL:
+        # The first positional parameter takes self/cls; without one, nothing can take it (any
+        # call fails below).
+        return signature.replace(parameters=params[1:] if first < first.VAR_POSITIONAL else [])
     return signature
 
 
@@ -249,24 +237,24 @@ def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[str, str] 
                 f"the runtime reads it on the class ({shown}), where a property is no value",
             )
         return None
-    if kind in ("attribute", "property"):
-        what = (
-            "defines a property"
-            if kind == "property"
-            else f"sets it to a non-callable {type(raw).__name__}"
+    if kind == "property":
+        return "binding", f"the host calls it ({shown}); this defines a property"
+    if kind == "attribute":
+        return (
+            "binding",
+            f"the host calls it ({shown}); this sets it to a non-callable {type(raw).__name__}",
         )
-        return "binding", f"the host calls it ({shown}); this {what}"
     signature = bound_signature(kind, underlying(raw), on_class=on_class)
+    if signature is None:
+        return None
     try:
-        if signature is not None:
-            signature.bind(*[None] * call.get("args", 0), **dict.fromkeys(call.get("kwargs", ())))
+        signature.bind(*[None] * call.get("args", 0), **dict.fromkeys(call.get("kwargs", ())))
     except TypeError as exc:
         if kind == "method" and on_class:
             return (
                 "binding",
                 f"the host calls it on the class ({shown}); this defines an instance method",
             )
-        assert signature is not None
         bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
         shape = signature.replace(parameters=bare, return_annotation=signature.empty)
         return "signature", f"{name}{shape} cannot accept the host's call {shown}: {exc}"
@@ -278,8 +266,7 @@ def host_call_problem(raw: Any, name: str, hosts: tuple[str, ...]) -> tuple[str,
     ``hosts`` make."""
     for row in (row for host in hosts if (row := interface_row(name, host)) is not None):
         for call in row.get("calls", ()):
-            found = _call_problem(raw, call, name)
-            if found is not None:
+            if found := _call_problem(raw, call, name):
                 declared = f"; SGLang declares {name}{row['signature']}" if row["signature"] else ""
                 return found[0], f"{found[1]} (called from {call['site']}){declared}"
     return None
@@ -305,8 +292,10 @@ def misspelling(name: str, contract: Collection[str]) -> str | None:
     for guess in difflib.get_close_matches(name, list(contract), n=3, cutoff=0.85):
         opcodes = difflib.SequenceMatcher(None, name, guess).get_opcodes()
         if sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal") <= 2:
-            hint = f"a vendor helper that is no typo can start with an underscore: '_{name}'"
-            return f"not a name SGLang calls; did you mean {guess!r}? ({hint})"
+            return (
+                f"not a name SGLang calls; did you mean {guess!r}? (a vendor helper that is no "
+                f"typo can start with an underscore: '_{name}')"
+            )
     return None
 
 
@@ -314,10 +303,7 @@ def enforce(cls: type) -> None:
     """Refuse ``cls`` when its host cannot call it; warn once per likely misspelling."""
     contract, hosts = contract_members(cls), hosts_of(cls)
     names = [
-        (k, n, r)
-        for k in checked_classes(cls, whole_mro=False)
-        for n, r in vars(k).items()
-        if not n.startswith("_")
+        (k, *entry) for k in checked_classes(cls, whole_mro=False) for entry in public_names(k)
     ]
     errors = [
         f"{k.__name__}.{n}: {found[1]}"
@@ -326,17 +312,12 @@ def enforce(cls: type) -> None:
     ]
     if errors:
         bases = ", ".join(k.__name__ for k in contract_classes(cls))
-        count = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
         raise TypeError(
-            f"{cls.__name__} cannot serve its host's calls ({bases}): {count}:\n  - "
-            + "\n  - ".join(errors)
+            f"{cls.__name__} cannot serve its host's calls ({bases}): {len(errors)} "
+            f"problem{'s' if len(errors) != 1 else ''}:\n  - " + "\n  - ".join(errors)
         )
     for klass, name, _ in names:
-        typo = (
-            None
-            if name in contract or name in _WARNED.setdefault(klass, set())
-            else misspelling(name, contract)
-        )
-        if typo is not None:
-            _WARNED[klass].add(name)
+        warned = _WARNED.setdefault(klass, set())
+        if name not in contract and name not in warned and (typo := misspelling(name, contract)):
+            warned.add(name)
             logger.warning("%s.%s: %s", klass.__name__, name, typo)

@@ -12,7 +12,7 @@ import inspect
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from . import _contract
 
@@ -46,9 +46,9 @@ class ContractMethod:
     @property
     def signature(self) -> inspect.Signature | None:
         """The contract signature without ``self``/``cls`` (``None`` for data and properties)."""
-        if self.kind in ("attribute", "property"):
-            return None
-        return _contract.bound_signature(self.kind, self.function, on_class=False)
+        if self.kind not in ("attribute", "property"):
+            return _contract.bound_signature(self.kind, self.function, on_class=False)
+        return None
 
     def render(self) -> str:
         """A one-line rendering such as ``get_device(device_id: int = 0) -> torch.device``."""
@@ -82,25 +82,26 @@ def describe_contract(cls: type) -> list[ContractMethod]:
     A method's summary is its docstring's first paragraph; an attribute's, the ``#:`` comment above
     it.
     """
-    members: list[ContractMethod] = []
+    members = []
     for klass in reversed(_contract.contract_classes(cls)):
         attributes = inspect.get_annotations(klass)
         try:
-            comments = {
-                n: t.strip() for t, n in _ATTRIBUTE_COMMENT.findall(inspect.getsource(klass))
-            }
-        except (OSError, TypeError):  # no source to read them from
-            comments = {}
-        for name, (status, required) in _contract.OWN_MEMBERS[klass].items():
+            source = inspect.getsource(klass)
+        except (OSError, TypeError):  # no source to read the attributes' comments from
+            source = ""
+        comments = {name: text.strip() for text, name in _ATTRIBUTE_COMMENT.findall(source)}
+        for name, mark in _contract.OWN_MEMBERS[klass].items():
             raw = None if name in attributes else vars(klass)[name]
             function = _contract.underlying(raw)
-            kind = cast(MemberKind, "attribute" if raw is None else _contract.kind_of(raw))
+            kind: Any = "attribute" if raw is None else _contract.kind_of(raw)
             summary = (
                 comments.get(name, "")
                 if raw is None
                 else " ".join((inspect.getdoc(function) or "").partition("\n\n")[0].split())
             )
-            members.append(ContractMethod(name, status, required, kind, klass, summary, function))
+            members.append(
+                ContractMethod(name, mark.status, mark.required, kind, klass, summary, function)
+            )
     return members
 
 
@@ -141,9 +142,10 @@ def find_override_problems(cls: type, *, whole_mro: bool = True) -> list[Overrid
     definition-time check inspects.
     """
     contract, hosts = _contract.contract_members(cls), _contract.hosts_of(cls)
-    checked = _contract.checked_classes(cls, whole_mro=whole_mro)
     return [
-        problem for klass in checked for problem in check_class_namespace(klass, contract, hosts)
+        problem
+        for klass in _contract.checked_classes(cls, whole_mro=whole_mro)
+        for problem in check_class_namespace(klass, contract, hosts)
     ]
 
 
@@ -153,15 +155,14 @@ def check_class_namespace(
     """What each public name ``klass`` itself defines means for ``hosts`` (a host-call problem
     first, if any)."""
     problems = []
-    for name, raw in ((n, r) for n, r in klass.__dict__.items() if not n.startswith("_")):
-        found = _contract.host_call_problem(raw, name, hosts)
-        findings = [] if found is None else [cast(tuple[ProblemKind, str], found)]
+    for name, raw in _contract.public_names(klass):
+        findings = [_contract.host_call_problem(raw, name, hosts)]
         if name not in contract:
             findings.append(_meaning(name, contract, hosts))
         where = f"{klass.__name__}.{name}"
         problems += [
-            OverrideProblem(klass.__name__, name, kind, f"{where}: {text}")
-            for kind, text in findings
+            OverrideProblem(klass.__name__, name, kind, f"{where}: {text}")  # type: ignore[arg-type]
+            for kind, text in filter(None, findings)
         ]
     return problems
 
@@ -171,16 +172,11 @@ def _meaning(
 ) -> tuple[ProblemKind, str]:
     """What a public name that is no contract member means to the hosts."""
     released = next(v for v in reversed(host_versions()) if v != "main")
-    retired = [
-        r["replacement"]
-        for h in hosts
-        if "replacement" in (r := _contract.interface_row(name, h) or {})
-    ]
-    typo = _contract.misspelling(name, contract)
-    if retired:
-        served = "a retired SGLang hook, still served with a DeprecationWarning"
-        return "retired", f"{served}; override {retired[0]} instead"
-    if typo is not None:
+    for row in filter(None, (_contract.interface_row(name, host) for host in hosts)):
+        if "replacement" in row:
+            served = "a retired SGLang hook, still served with a DeprecationWarning"
+            return "retired", f"{served}; override {row['replacement']} instead"
+    if typo := _contract.misspelling(name, contract):
         return "misspelled", typo
     if not _contract.is_known_name(name):
         return "unknown", f"the platform's own API; not called by SGLang {released}"
@@ -190,16 +186,12 @@ def _meaning(
 def _declared_by(name: str) -> str:
     """Who declares ``name``: another SGLang version, our contract classes, or SGLang's classes in
     the table."""
-    other_version = _contract.interface_row(name, "")
+    if other_version := _contract.interface_row(name, ""):
+        return str(other_version["origin"])
     ours = [klass.__name__ for klass, members in _contract.OWN_MEMBERS.items() if name in members]
-    sglangs = [
-        row["owner"] for row in _contract.interface_rows() if row["name"] == name and "owner" in row
-    ]
-    return (
-        str(other_version["origin"])
-        if other_version
-        else " and ".join(ours or dict.fromkeys(sglangs))
-    )
+    rows = _contract.interface_rows()
+    sglangs = dict.fromkeys(row["owner"] for row in rows if row["name"] == name and "owner" in row)
+    return " and ".join(ours or sglangs)
 
 
 def host_versions() -> tuple[str, ...]:

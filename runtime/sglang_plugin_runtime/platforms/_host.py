@@ -12,12 +12,12 @@ host is imported already and this module never loads.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from functools import partial
+from importlib.metadata import EntryPoint
 
 from .._discovery import discover_entry_points
 from .._namespace import PluginNamespace
@@ -26,19 +26,29 @@ from .._plugin_code import describe_failure, guarded, run_plugin_code
 logger = logging.getLogger(__name__)
 
 
-@contextlib.contextmanager
-def _answering(namespace: PluginNamespace, runs: dict[str, object]) -> Iterator[None]:
-    """While the host's start-up runs, the namespace's platform plugins it loads (through
-    ``importlib.metadata``, as SGLang loads them) run as their own code (the hooks their modules
-    register are theirs), and their ``activate()`` runs once, recorded in ``runs``."""
-    from importlib.metadata import EntryPoint
+def _replay(recorded: object) -> object:
+    if isinstance(recorded, BaseException):
+        raise recorded
+    return recorded
 
-    load, group = EntryPoint.load, namespace.platform_group
+
+def import_host(namespace: PluginNamespace, module: str) -> dict[str, Callable[[], object]]:
+    """Import the host's platform module, as the host's own start-up does; for each platform
+    plugin whose ``activate()`` its start-up ran, a function that does it again (returns the value,
+    or raises the exception, that the host's start-up got). If it cannot be
+    imported (released SGLang refuses a plugin built on this runtime's classes), what that import
+    added to ``sys.modules`` is removed again and selection goes on without it.
+
+    While the host's start-up runs, the namespace's platform plugins it loads (through
+    ``importlib.metadata``, as SGLang loads them) run as their own code (the hooks their modules
+    register are theirs), and their ``activate()`` runs once, recorded in the answer. The host's
+    import may select the platform itself (an SGLang that adopted the runtime does): that selection
+    is the real one."""
+    load, group, runs = EntryPoint.load, namespace.platform_group, dict[str, object]()
     ours = {ep.name: ep for ep in discover_entry_points().group(group)}
 
     def observed_load(entry_point: EntryPoint) -> object:
-        ep = ours.get(entry_point.name)
-        if entry_point.group != group or ep is None:
+        if entry_point.group != group or (ep := ours.get(entry_point.name)) is None:
             return load(entry_point)
         func = run_plugin_code(ep, partial(load, entry_point), step="import", policy=None)[0]
         if not callable(func):
@@ -50,31 +60,20 @@ def _answering(namespace: PluginNamespace, runs: dict[str, object]) -> Iterator[
                     runs[ep.name] = run_plugin_code(ep, func, step="activate()", policy=None)[0]
                 except BaseException as exc:
                     runs[ep.name] = exc
-            recorded = runs[ep.name]
-            if isinstance(recorded, BaseException):
-                raise recorded
-            return recorded
+            return _replay(runs[ep.name])
 
         return activate
 
+    before = set(sys.modules)
     EntryPoint.load = observed_load  # type: ignore[method-assign,assignment]
     try:
-        yield
+        with guarded(f"the import of the host's {module}") as call:
+            importlib.import_module(module)
     finally:
         EntryPoint.load = load  # type: ignore[method-assign]
-
-
-def import_host(namespace: PluginNamespace, module: str) -> dict[str, object]:
-    """Import the host's platform module, as the host's own start-up does; what its start-up got
-    from each platform plugin's ``activate()`` (a value, or the exception raised). If it cannot be
-    imported (released SGLang refuses a plugin built on this runtime's classes), what that import
-    added to ``sys.modules`` is removed again and selection goes on without it."""
-    before, runs = set(sys.modules), dict[str, object]()
-    with _answering(namespace, runs), guarded(f"the import of the host's {module}") as call:
-        importlib.import_module(module)
     if call.error is not None:
         for name in set(sys.modules) - before:
             del sys.modules[name]
         why = describe_failure(call.error)
         logger.info("The host's %s could not be imported, selecting without it: %s", module, why)
-    return runs
+    return {name: partial(_replay, recorded) for name, recorded in runs.items()}

@@ -17,6 +17,7 @@ is instantiated. The hooks a platform plugin's code registered stay only when it
 import contextlib
 import logging
 import sys
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, NamedTuple
@@ -64,6 +65,8 @@ RULE_OVERRIDE = "override"  # set by code (tests, a host) through set_current_pl
 #: over an unusable class, or its activate() depends on the selection it is part of. Falling back
 #: would run the job on the wrong device.
 _FATAL = (errors.InvalidPlatformError, errors.ReentrantSelectionError)
+#: What an ``activate()`` the host's start-up ran did, done again (see ``_host``).
+Replay = Callable[[], object]
 
 
 class PlatformSelection(NamedTuple):
@@ -86,9 +89,12 @@ class PlatformSelection(NamedTuple):
         return f"{self.platform_class.__module__}.{self.platform_class.__qualname__}"
 
     def to_dict(self) -> dict[str, object]:
-        activations = [a.to_dict() for a in self.activations]
-        more = {"activations": activations, "problems": list(self.problems)}
-        return {**self._asdict(), "platform_class": self.class_path, **more}
+        return {
+            **self._asdict(),
+            "platform_class": self.class_path,
+            "activations": [a.to_dict() for a in self.activations],
+            "problems": list(self.problems),
+        }
 
 
 class PlatformState:
@@ -103,12 +109,12 @@ class PlatformState:
         self.hosting = False  # the host is imported first: its selection may run in this thread
 
 
-_STATES: dict[str, PlatformState] = {}
+_STATES: defaultdict[str, PlatformState] = defaultdict(PlatformState)
 
 
 def platform_state(namespace: PluginNamespace) -> PlatformState:
     """The platform state of ``namespace`` (a registered namespace: see ``get_namespace``)."""
-    return _STATES.get(namespace.name) or _STATES.setdefault(namespace.name, PlatformState())
+    return _STATES[namespace.name]
 
 
 @after_fork_in_child
@@ -132,11 +138,10 @@ def plan_platforms(
     """What selection will do with each platform plugin, and the error that stops it before it
     imports anything (an unknown ``SGLANG_PLATFORM``, a duplicate name, a name the host keeps)."""
     env, selected = namespace.platform_env, namespace.selected_platform()
-    group = namespace.platform_group
-    installed, duplicates = discovery.group(group), discovery.duplicates(group)
-    builtin = selected is not None and selected.lower() in namespace.reserved_platform_names
+    group, builtins = namespace.platform_group, namespace.reserved_platform_names
+    duplicates = discovery.duplicates(group)
     plan = []
-    for ep in installed:
+    for ep in discovery.group(group):
         status, reason = Status.TO_LOAD, f"{env} unset: imported and its activate() called"
         if selected is not None:
             status, reason = Status.SELECTED, f"{env}={selected!r}: the only one imported"
@@ -146,38 +151,36 @@ def plan_platforms(
             status, reason = Status.FAILED_DUPLICATE, duplicate_reason(duplicates[ep.name])
         plan.append(PlannedPlugin(ep.name, status, reason, ep))
     chosen = [p for p in plan if p.status is not Status.NOT_SELECTED]
-    reserved = [
-        p.entry_point for p in chosen if p.name.lower() in namespace.reserved_platform_names
-    ]
-    error: errors.PluginError | None = None
-    if selected is not None and not chosen and not builtin:
+    reserved = [p.entry_point for p in chosen if p.name.lower() in builtins]
+    if selected is not None and not chosen and selected.lower() not in builtins:
         from ._unknown_name import unknown_platform_message  # a misconfiguration: only it needs it
 
         message = unknown_platform_message(namespace, discovery, selected)
-        error = errors.PlatformNotFoundError(message, plugin=selected[:80])
-    elif duplicate := next((p for p in chosen if p.status is Status.FAILED_DUPLICATE), None):
-        message = f"Platform plugin name {duplicate.name!r} in group {group!r}: {duplicate.reason}."
-        error = _error(errors.DuplicatePluginError, duplicate.entry_point, message)
-    elif reserved:
-        names = ", ".join(sorted(namespace.reserved_platform_names))
+        return plan, errors.PlatformNotFoundError(message, plugin=selected[:80])
+    if duplicate := next((p for p in chosen if p.status is Status.FAILED_DUPLICATE), None):
+        return plan, _error(
+            errors.DuplicatePluginError,
+            duplicate.entry_point,
+            f"Platform plugin name {duplicate.name!r} in group {group!r}: {duplicate.reason}.",
+        )
+    if reserved:
         offenders = ", ".join(f"{ep.name!r} ({ep.label})" for ep in reserved if ep)
-        message = (
+        return plan, _error(
+            errors.PluginError,
+            reserved[0],
             f"Platform plugin names in group {group!r} cannot be names of the host's built-in "
+            f"platforms ({', '.join(sorted(builtins))}): {offenders}. Rename the entry point in "
+            "its pyproject.toml.",
         )
-        message += (
-            f"platforms ({names}): {offenders}. Rename the entry point in its pyproject.toml."
-        )
-        error = _error(errors.PluginError, reserved[0], message)
-    return plan, error
+    return plan, None
 
 
 def out_of_tree_identity_problems(cls: type) -> list[str]:
     """What is missing for ``cls`` to identify itself as an out-of-tree platform."""
-    from .device_mixin import PlatformEnum  # imported by then: ``cls`` is a platform class
-
     enum_value = getattr(cls, "_enum", None)
-    # This runtime's PlatformEnum, or the host's own (a plugin built on released SGLang's classes).
-    is_oot = enum_value is PlatformEnum.OOT or repr(enum_value).startswith("<PlatformEnum.OOT:")
+    # This runtime's PlatformEnum.OOT, or the host's own (a plugin built on released SGLang's
+    # classes): both print as ``<PlatformEnum.OOT: ...>``.
+    is_oot = repr(enum_value).startswith("<PlatformEnum.OOT:")
     problems = [] if is_oot else [f"_enum is {enum_value!r}, it must be PlatformEnum.OOT"]
     for attr in ("device_name", "device_type"):
         value = getattr(cls, attr, None)
@@ -194,9 +197,11 @@ def _function(ep: PluginEntryPoint) -> Callable[[], object]:
     """The entry point's ``activate()`` (importing its module)."""
     activate = ep.load()
     if not callable(activate):
-        kind = f"{type(activate).__name__} {safe_text(activate, repr)}"
-        fix = f"it must name its activate() function, e.g. '{ep.module}:activate'"
-        raise _invalid(ep, f"the entry point names {kind}, not a function; {fix}.")
+        raise _invalid(
+            ep,
+            f"the entry point names {type(activate).__name__} {safe_text(activate, repr)}, not a "
+            f"function; it must name its activate() function, e.g. '{ep.module}:activate'.",
+        )
     return activate
 
 
@@ -206,9 +211,12 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
     qualname = result.strip() if isinstance(result, str) else ""
     if "." not in qualname and ":" not in qualname:
         kind = "" if isinstance(result, str) else f" ({type(result).__name__})"
-        example = "'my_plugin.platform:MyPlatform' ('module.Class' or 'module:Class')"
-        needed = f"it must return a qualified class name such as {example}"
-        raise _invalid(ep, f"{returned}{kind}; {needed}, or None when the hardware is absent.")
+        raise _invalid(
+            ep,
+            f"{returned}{kind}; it must return a qualified class name such as "
+            "'my_plugin.platform:MyPlatform' ('module.Class' or 'module:Class'), or None when the "
+            "hardware is absent.",
+        )
     try:
         cls = resolve_qualified_name(qualname)
         # A class built on the host's own base (released SGLang's) is one the host runs: accepted.
@@ -216,12 +224,14 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
         bases = (own,) if host in (None, own) else (own, host)
         if not isinstance(cls, type) or not issubclass(cls, bases):
             names = " or ".join(f"{base.__module__}.{base.__qualname__}" for base in bases)
-            shown = safe_text(cls, repr)
-            raise _invalid(ep, f"{returned}, which is {shown}, not a subclass of {names}.")
+            raise _invalid(
+                ep, f"{returned}, which is {safe_text(cls, repr)}, not a subclass of {names}."
+            )
         problems = out_of_tree_identity_problems(cls)
     except BaseException as exc:  # its module failed (or exited), its metaclass raised, ...
-        invalid = isinstance(exc, errors.InvalidPlatformError)
-        if invalid or not is_plugin_failure(exc) or honoured_exit(exc):
+        if isinstance(exc, errors.InvalidPlatformError) or not is_plugin_failure(exc):
+            raise
+        if honoured_exit(exc):
             raise
         why = describe_failure(exc)
         raise _invalid(ep, f"{returned}, which cannot be imported or checked: {why}") from exc
@@ -231,38 +241,30 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
     return cls
 
 
-def _replay(recorded: object) -> object:
-    """What an ``activate()`` already run in this selection did (for the host's start-up)."""
-    if isinstance(recorded, BaseException):
-        raise recorded
-    return recorded
-
-
 def _activate(
-    namespace: PluginNamespace, ep: PluginEntryPoint, gate: Gate, runs: dict[str, object], p: Policy
+    namespace: PluginNamespace, ep: PluginEntryPoint, gate: Gate, runs: dict[str, Replay], p: Policy
 ) -> tuple[PluginOutcome, type | None]:
     """Import ``ep``, run its ``activate()`` (or replay what the host's start-up got from it), check
-    the class it names. ``runs`` records what each ``activate()`` did, for the host's start-up."""
+    the class it names."""
     function, imported = run_plugin_code(
         ep, partial(_function, ep), step="import", policy=p, gate=gate
     )
     if not imported.ok:
         return imported, None
-    activate = partial(_replay, runs[ep.name]) if ep.name in runs else function
-    step = "activate()"
-    result, ran = run_plugin_code(ep, activate, step=step, policy=p, gate=gate)  # type: ignore
-    runs.setdefault(ep.name, result if ran.ok else RuntimeError(ran.reason))
+    activate = runs.get(ep.name, function)  # the host's start-up ran it already: its answer again
+    result, ran = run_plugin_code(ep, activate, step="activate()", policy=p, gate=gate)  # type: ignore
     ran = ran._replace(seconds=imported.seconds + ran.seconds)
     if not ran.ok or result is None:
         return ran._replace(status=Status.UNAVAILABLE) if ran.ok else ran, None
-    # Its distribution says the hardware is here: whatever is wrong with its class stops selection.
-    check, policy = (
+    # Its distribution says the hardware is here: whatever is wrong with its class stops selection
+    # (so past this call ``result`` is a class name).
+    cls, _ = run_plugin_code(
+        ep,
         partial(_platform_class, ep, result, namespace),
-        p._replace(required=ep.distribution),
+        step="its platform class",
+        policy=p._replace(required=ep.distribution),
     )
-    cls, _ = run_plugin_code(ep, check, step="its platform class", policy=policy)
-    shown = result.strip() if isinstance(result, str) else safe_text(result, repr)
-    return ran._replace(status=Status.ACTIVATED, result=shown), cls  # type: ignore[return-value]
+    return ran._replace(status=Status.ACTIVATED, result=str(result).strip()), cls  # type: ignore
 
 
 def _select(
@@ -270,7 +272,7 @@ def _select(
     discovery: DiscoveryResult,
     strict: bool,
     gate: Gate,
-    runs: dict[str, object],
+    runs: dict[str, Replay],
 ) -> tuple[PlatformSelection, PluginEntryPoint | None]:
     """The decision tree; the selected entry point too (``None``: the fallback). ``runs``: what the
     plugins' ``activate()`` did in the host's start-up (see ``_host``), answered again."""
@@ -279,31 +281,34 @@ def _select(
         raise error
     env, selected = namespace.platform_env, namespace.selected_platform()
     runnable = (Status.TO_LOAD, Status.SELECTED)
-    candidates = [p.entry_point for p in plan if p.status in runnable and p.entry_point is not None]
-    why = f"{env}={selected!r} selects it"
-    policy = Policy(strict, namespace.strict_env, None, why, logging.WARNING, _FATAL)
+    candidates = [p.entry_point for p in plan if p.status in runnable and p.entry_point]
     outcomes: list[PluginOutcome] = []
     activated: list[tuple[PluginEntryPoint, type]] = []
     try:
         for ep in candidates:
-            required = policy._replace(required=selected and ep.distribution)
-            outcome, cls = _activate(namespace, ep, gate, runs, required)
+            why, required = f"{env}={selected!r} selects it", selected and ep.distribution
+            policy = Policy(strict, namespace.strict_env, required, why, logging.WARNING, _FATAL)
+            outcome, cls = _activate(namespace, ep, gate, runs, policy)
             outcomes.append(outcome)
             if cls is not None:
                 logger.info("Platform plugin %r (%s) activated -> %s", ep.name, ep.label, cls)
                 activated.append((ep, cls))
             elif selected and outcome.ok:
-                message = (
+                raise _error(
+                    errors.PlatformUnavailableError,
+                    ep,
                     f"{describe(ep)} is selected by {env}={selected!r}, but its activate() "
-                    f"returned None: its hardware or backend is not available on this machine. "
-                    f"Check the device and its driver, or unset {env}."
+                    "returned None: its hardware or backend is not available on this machine. "
+                    f"Check the device and its driver, or unset {env}.",
                 )
-                raise _error(errors.PlatformUnavailableError, ep, message)
         if len(activated) > 1:
             names = ", ".join(f"{ep.name!r} ({ep.label})" for ep, _ in activated)
-            message = f"Several platform plugins activated: {names}. Set {env} to the one to use, "
-            message += f"e.g. {env}={activated[0][0].name}."
-            raise _error(errors.AmbiguousPlatformError, None, message)
+            raise _error(
+                errors.AmbiguousPlatformError,
+                None,
+                f"Several platform plugins activated: {names}. Set {env} to the one to use, "
+                f"e.g. {env}={activated[0][0].name}.",
+            )
     except errors.PluginError as exc:
         exc.outcomes = (*outcomes, *(o for o in exc.outcomes if o not in outcomes))
         raise
@@ -317,23 +322,30 @@ def _select(
     if chosen is None:
         fallback = namespace.fallback_class or platform_state(namespace).fallback
         cls = resolve_class_ref(fallback or namespace.base_class)
-        why = f"no platform plugin is installed in group {namespace.platform_group!r}"
-        if candidates:
-            why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
-        if selected:  # a name of the host's own platforms (the only way here with one)
-            why = f"{env}={selected!r} names a built-in platform of the host, which selects it "
-            why += "itself; no platform plugin is imported"
+        why = (
+            # a name of the host's own platforms (the only way here with one)
+            f"{env}={selected!r} names a built-in platform of the host, which selects it itself; "
+            "no platform plugin is imported"
+            if selected
+            else f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
+            if candidates
+            else f"no platform plugin is installed in group {namespace.platform_group!r}"
+        )
         (logger.warning if problems else logger.info)("Using fallback %s: %s.", cls.__name__, why)
         rule, reason = RULE_FALLBACK, why if selected else f"{env} unset; {why}"
     else:
         cls, rule = activated[0][1], RULE_EXPLICIT
         reason = f"{env}={selected!r}; only that plugin was imported and activated"
         if not selected:
-            rule, reason = RULE_SINGLE, f"{env} unset; {chosen.name!r} was the only plugin whose "
-            reason += f"activate() returned a class (of {len(candidates)} installed){note}"
+            rule, reason = (
+                RULE_SINGLE,
+                (
+                    f"{env} unset; {chosen.name!r} was the only plugin whose activate() returned a "
+                    f"class (of {len(candidates)} installed){note}"
+                ),
+            )
     who = (chosen.name, chosen.distribution, chosen.version) if chosen else (None, None, None)
-    plugin, distribution, version = who
-    selection = PlatformSelection(namespace.name, cls, rule, reason, plugin, distribution, version)
+    selection = PlatformSelection(namespace.name, cls, rule, reason, *who)
     return selection._replace(activations=tuple(outcomes), problems=problems), chosen
 
 
@@ -341,20 +353,21 @@ def _select(
 def _selecting(namespace: PluginNamespace) -> Iterator[Gate]:
     """Own the selection of ``namespace``; code that reads ``current_platform`` while it is being
     selected gets ``ReentrantSelectionError`` (remembered on the plugin code that ran it)."""
-    gate = platform_state(namespace).gate
+    state = platform_state(namespace)
+    gate = state.gate
 
     def refuse(gate: Gate) -> errors.PluginError:
-        who = gate.running.where if gate.running else "code run by selection"
+        running = gate.running
         message = (
-            f"{who} read {namespace.name} current_platform while it was being selected. Selection "
+            f"{running.where if running else 'code run by selection'} read {namespace.name} "
+            f"current_platform while it was being selected. Selection "
             f"cannot depend on its own result: probe the hardware directly (for example the vendor "
             f"module's device count or torch.<device>.is_available()) and read current_platform "
             f"only after selection, e.g. in the platform's methods or a general plugin's "
             f"register()."
         )
-        return _error(errors.ReentrantSelectionError, gate.running and gate.running.ep, message)
+        return _error(errors.ReentrantSelectionError, running and running.ep, message)
 
-    state = platform_state(namespace)
     owned = gate.enter(refuse)
     if not owned and not state.hosting:
         raise gate.refused(refuse(gate))
@@ -390,15 +403,24 @@ def get_current_platform(
     if state.platform is not None:
         return state.platform
     with _selecting(ns) as gate:
-        discovery, runs = discover_entry_points(), {}
+        discovery, runs = discover_entry_points(), dict[str, Replay]()
         host = (ns.host_base_class or "").partition(":")[0]
-        installed = ns.host_distribution in discovery.distributions
-        if state.platform is None and host and host not in sys.modules and installed:
-            runs = _host_first(ns, host, state) if discovery.group(ns.platform_group) else {}
+        unloaded = (
+            host and host not in sys.modules and ns.host_distribution in discovery.distributions
+        )
+        # The installed host goes first when a platform plugin may be built on its classes.
+        if state.platform is None and unloaded and discovery.group(ns.platform_group):
+            from ._host import import_host
+
+            state.hosting = True
+            try:
+                runs = import_host(ns, host)
+            finally:
+                state.hosting = False
         if state.platform is None:
             strict = ns.strict() if strict is None else strict
             selection, ep = _select(ns, discovery, strict, gate, runs)
-            cls, platform = selection.platform_class, None
+            cls = selection.platform_class
             if ep is None:  # the fallback: the host's (or this runtime's) class, no plugin's code
                 platform = cls()
             else:  # the selected plugin's code: hooks it registers are its own, and go if it raises
@@ -407,21 +429,8 @@ def get_current_platform(
                     strict, ns.strict_env, ep.distribution, "it is selected", fatal=_FATAL
                 )
                 platform, _ = run_plugin_code(ep, cls, step=step, policy=policy, gate=gate)
-            state.selection, state.platform = selection, platform
+            state.selection, state.platform = selection, platform  # published together
         return state.platform
-
-
-def _host_first(namespace: PluginNamespace, module: str, state: PlatformState) -> dict[str, object]:
-    """Import the installed host before its platform plugins (they may be built on its classes);
-    what its start-up got from their ``activate()``. The host's import may select the platform
-    itself (an SGLang that adopted the runtime does): that selection is the real one."""
-    from ._host import import_host
-
-    state.hosting = True
-    try:
-        return import_host(namespace, module)
-    finally:
-        state.hosting = False
 
 
 def current_platform_selection(namespace: str | PluginNamespace = SRT) -> PlatformSelection:
@@ -437,9 +446,10 @@ def set_current_platform(platform: Any, namespace: str | PluginNamespace = SRT) 
     """Override the current platform with an instance or a class (tests; hosts that choose it)."""
     ns = get_namespace(namespace)
     state, instance = platform_state(ns), platform() if isinstance(platform, type) else platform
-    reason = "set by code through set_current_platform()"
     with state.gate.lock:
-        state.selection = PlatformSelection(ns.name, type(instance), RULE_OVERRIDE, reason)
+        state.selection = PlatformSelection(
+            ns.name, type(instance), RULE_OVERRIDE, "set by code through set_current_platform()"
+        )
         state.platform = instance
 
 

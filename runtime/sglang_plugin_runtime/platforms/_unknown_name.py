@@ -25,17 +25,17 @@ def unknown_platform_message(
     candidates = discovery.group(group)
     available = ", ".join(f"{ep.name!r} ({ep.label})" for ep in candidates) or "none installed"
     cut = f"{selected[:60]!r}... ({len(selected)} characters)"
-    shown = repr(selected) if len(selected) <= 80 else cut
-    message = f"{env}={shown} does not match any platform plugin in group {group!r} "
-    message += f"(available: {available})."
+    message = (
+        f"{env}={repr(selected) if len(selected) <= 80 else cut} does not match any platform "
+        f"plugin in group {group!r} (available: {available})."
+    )
     if discovery.malformed:
         skipped = "; ".join(f"{bad.path} ({bad.reason})" for bad in discovery.malformed)
         message += f" Skipped by discovery (it may be the one; fix or reinstall it): {skipped}."
     if suggestions := name_suggestions(candidates, selected):
-        names = " or ".join(repr(name) for name in suggestions)
         return (
-            f"{message} Did you mean {env}={names}? Platform names are matched exactly (they "
-            f"are entry-point names, not distribution names)."
+            f"{message} Did you mean {env}={' or '.join(map(repr, suggestions))}? Platform names "
+            "are matched exactly (they are entry-point names, not distribution names)."
         )
     general = [g for g in (namespace.plugin_group, namespace.startup_group) if g]
     if ep := next((ep for g in general for ep in discovery.group(g) if ep.name == selected), None):
@@ -55,12 +55,14 @@ def not_installed_reason(
 ) -> str:
     """Why ``name``, listed in ``SGLANG_PLUGINS``, loads nothing; the value meant, when likely."""
     env = namespace.plugins_env
-    reason = f"listed in {env} but not installed"
-    if suggestions := name_suggestions(installed, name):
-        parts = [part.strip() for part in os.environ.get(env, "").split(",") if part.strip()]
-        value = ",".join(suggestions[0] if part == name else part for part in parts)
-        reason += f"; did you mean {env}={value!r}? (entry-point names, matched exactly)"
-    return reason
+    if not (suggestions := name_suggestions(installed, name)):
+        return f"listed in {env} but not installed"
+    parts = [part.strip() for part in os.environ.get(env, "").split(",") if part.strip()]
+    value = ",".join(suggestions[0] if part == name else part for part in parts)
+    return (
+        f"listed in {env} but not installed; did you mean {env}={value!r}? (entry-point names, "
+        "matched exactly)"
+    )
 
 
 def name_suggestions(candidates: Sequence[PluginEntryPoint], selected: str) -> list[str]:
@@ -70,11 +72,10 @@ def name_suggestions(candidates: Sequence[PluginEntryPoint], selected: str) -> l
     def folded(name: str) -> str:
         return name.lower().replace("-", "_").replace(".", "_")
 
-    by_fold = {folded(ep.name): ep.name for ep in candidates}
-    found = sorted({name for fold, name in by_fold.items() if fold == folded(selected)})
-    found = found or sorted(
-        {ep.name for ep in candidates if ep.distribution == normalize_distribution_name(selected)}
-    )
-    return found or [
-        by_fold[m] for m in difflib.get_close_matches(folded(selected), list(by_fold), 3, 0.75)
+    by_fold = {folded(ep.name): ep.name for ep in candidates}  # one name per folded form
+    if (fold := folded(selected)) in by_fold:
+        return [by_fold[fold]]
+    distribution = normalize_distribution_name(selected)
+    return sorted({ep.name for ep in candidates if ep.distribution == distribution}) or [
+        by_fold[match] for match in difflib.get_close_matches(fold, list(by_fold), 3, 0.75)
     ]

@@ -17,7 +17,15 @@ from collections.abc import Iterator
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ._contract import active, enforce, not_implemented, register_contract_class, reserved
+from ._contract import (
+    active,
+    active_required,
+    enforce,
+    not_implemented,
+    register_contract_class,
+    reserved,
+    reserved_required,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -66,10 +74,10 @@ class DeviceCapability(NamedTuple):
     def to_int(self) -> int:
         """The packed ``<major><minor>`` integer (``9.0`` -> ``90``); minor must be one digit."""
         if not 0 <= self.minor < 10:
-            packed = (
-                f"DeviceCapability({self.major}, {self.minor}) cannot be packed as <major><minor>"
+            raise ValueError(
+                f"DeviceCapability({self.major}, {self.minor}) cannot be packed as <major><minor>: "
+                "minor must be between 0 and 9"
             )
-            raise ValueError(f"{packed}: minor must be between 0 and 9")
         return self.major * 10 + self.minor
 
 
@@ -182,12 +190,12 @@ class DeviceMixin:
 
     # ---- active device operations ------------------------------------------------------
 
-    @active(required=True)
+    @active_required
     def get_device_total_memory(self, device_id: int = 0) -> int:
         """Total memory of a device in bytes; hosts size the KV cache from it."""
         raise not_implemented(self, "get_device_total_memory")
 
-    @active(required=True)
+    @active_required
     def get_current_memory_usage(self, device: torch.device | None = None) -> float:
         """Peak memory in use on a device, in bytes."""
         raise not_implemented(self, "get_current_memory_usage")
@@ -206,7 +214,7 @@ class DeviceMixin:
         """
         yield device_id
 
-    @active(required=True)
+    @active_required
     def get_device(self, device_id: int = 0) -> str:
         """The device string for a device index (``"npu:1"``; the bare type when ``device_id`` is
         None): SGLang 0.5.23 asks it when ``--device`` is not given (``srt/utils/common.py``) and
@@ -216,22 +224,22 @@ class DeviceMixin:
 
     # ---- reserved device management --------------------------------------------------
 
-    @reserved(required=True)
+    @reserved_required
     def set_device(self, device: torch.device) -> None:
         """Make ``device`` the current device of this process."""
         raise not_implemented(self, "set_device")
 
-    @reserved(required=True)
+    @reserved_required
     def get_device_name(self, device_id: int = 0) -> str:
         """Marketing name of a device, for logs and model-config decisions."""
         raise not_implemented(self, "get_device_name")
 
-    @reserved(required=True)
+    @reserved_required
     def get_device_uuid(self, device_id: int = 0) -> str:
         """Stable unique identifier of a device."""
         raise not_implemented(self, "get_device_uuid")
 
-    @reserved(required=True)
+    @reserved_required
     def get_device_capability(self, device_id: int = 0) -> DeviceCapability | None:
         """Compute capability of a device, or ``None`` when the notion does not apply."""
         raise not_implemented(self, "get_device_capability")
@@ -244,7 +252,7 @@ class DeviceMixin:
     def synchronize(self) -> None:
         """Wait for queued device work; a no-op for CPU-like devices."""
 
-    @reserved(required=True)
+    @reserved_required
     def get_available_memory(self, device_id: int = 0) -> tuple[int, int]:
         """``(free_bytes, total_bytes)`` of a device."""
         raise not_implemented(self, "get_available_memory")
@@ -321,21 +329,20 @@ class DeviceMixin:
             return CpuArchEnum.X86
         return CpuArchEnum.ARM if machine in ("arm64", "aarch64") else CpuArchEnum.UNSPECIFIED
 
-    @reserved(required=True)
+    @reserved_required
     def get_torch_profiler_activity_str(self) -> str:
         """Name of the ``torch.profiler.ProfilerActivity`` that traces this device."""
         raise not_implemented(self, "get_torch_profiler_activity_str")
 
-    @reserved(required=True)
+    @reserved_required
     def get_torch_profiler_activity(self) -> torch.profiler.ProfilerActivity:
         """The ``torch.profiler.ProfilerActivity`` that traces this device."""
         raise not_implemented(self, "get_torch_profiler_activity")
 
     def __repr__(self) -> str:
-        name, enum_value = type(self).__name__, self._enum
         return (
-            f"{name}(device_name={self.device_name!r}, device_type={self.device_type!r}, "
-            f"enum={enum_value})"
+            f"{type(self).__name__}(device_name={self.device_name!r}, "
+            f"device_type={self.device_type!r}, enum={self._enum})"
         )
 
 

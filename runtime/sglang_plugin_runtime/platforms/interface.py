@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ._contract import active, not_implemented
+from ._contract import active, active_required, not_implemented
 from .device_mixin import DeviceMixin, PlatformEnum
 
 if TYPE_CHECKING:
@@ -98,12 +98,12 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
 
     # ---- subsystem factories -------------------------------------------------------------
 
-    @active(required=True)
+    @active_required
     def get_default_attention_backend(self) -> str:
         """Name of the attention backend used when the user names none."""
         raise not_implemented(self, "get_default_attention_backend")
 
-    @active(required=True)
+    @active_required
     def get_default_speculative_draft_attention_backend(self, algorithm: str) -> str:
         """Draft-model attention backend for a speculative algorithm."""
         raise not_implemented(self, "get_default_speculative_draft_attention_backend")
@@ -137,10 +137,8 @@ class SRTPlatform(DeviceMixin, _contract_class=True):
             _WARNED_RETIRED_HOOKS.add((type(self), hook))
             message = (
                 f"{type(self).__name__}.{hook}() is a retired SGLang hook, served for now; "
-                f"override "
-            )
-            message += (
-                f"get_kv_pool_cls(self, *, kind) and return the pool for kind={kind!r} instead"
+                f"override get_kv_pool_cls(self, *, kind) and return the pool for kind={kind!r} "
+                "instead"
             )
             warnings.warn(message, DeprecationWarning, stacklevel=2)
             logger.warning("%s", message)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._contract import active, not_implemented
+from ._contract import active, active_required, not_implemented
 from .device_mixin import DeviceMixin, PlatformEnum
 
 if TYPE_CHECKING:
@@ -80,9 +80,9 @@ class MMPlatform(DeviceMixin, _contract_class=True):
         if not self.is_out_of_tree():
             return "PrivateUse1" if self.is_npu() else "CUDA"
         if not self.dispatch_key:
-            fix = "set dispatch_key (e.g. 'PrivateUse1') on your platform class"
             raise NotImplementedError(
-                f"{type(self).__name__}.get_torch_library_dispatch_key() has no answer: {fix}"
+                f"{type(self).__name__}.get_torch_library_dispatch_key() has no answer: set "
+                "dispatch_key (e.g. 'PrivateUse1') on your platform class"
             )
         return self.dispatch_key
 
@@ -169,11 +169,9 @@ class MMPlatform(DeviceMixin, _contract_class=True):
         """
         if (current := self.get_device_capability(device_id)) is None:
             return False
-        return (
-            current >= capability
-            if isinstance(capability, tuple)
-            else current.to_int() >= capability
-        )
+        if isinstance(capability, tuple):
+            return current >= capability
+        return current.to_int() >= capability
 
     @active
     def supports_distributed_device_id(self) -> bool:
@@ -182,15 +180,17 @@ class MMPlatform(DeviceMixin, _contract_class=True):
         Default: ``False`` for an out-of-tree platform and for MPS, MUSA, NPU, CPU and XPU; else
         ``True``.
         """
-        unsupported = (
-            self.is_out_of_tree,
-            self.is_mps,
-            self.is_musa,
-            self.is_npu,
-            self.is_cpu,
-            self.is_xpu,
+        return not any(
+            query()
+            for query in (
+                self.is_out_of_tree,
+                self.is_mps,
+                self.is_musa,
+                self.is_npu,
+                self.is_cpu,
+                self.is_xpu,
+            )
         )
-        return not any(query() for query in unsupported)
 
     @classmethod
     @active
@@ -227,13 +227,13 @@ class MMPlatform(DeviceMixin, _contract_class=True):
     # ---- devices, memory and models ----------------------------------------------------
 
     @classmethod
-    @active(required=True)
+    @active_required
     def get_local_torch_device(cls) -> torch.device:
         """The ``torch.device`` of this process's rank."""
         raise not_implemented(cls, "get_local_torch_device")
 
     @classmethod
-    @active(required=True)
+    @active_required
     def get_available_gpu_memory(
         cls,
         device_id: int | None = None,
@@ -297,9 +297,9 @@ class MMPlatform(DeviceMixin, _contract_class=True):
         """
         qualname = cls.get_device_communicator_cls()
         if cls._enum is PlatformEnum.OOT and qualname == _DEFAULT_DEVICE_COMMUNICATOR:
-            fix = "override it (or get_device_communicator_cls) in your platform class"
             raise NotImplementedError(
-                f"{cls.__name__}.get_all_to_all_communicator_cls() is not implemented: {fix}"
+                f"{cls.__name__}.get_all_to_all_communicator_cls() is not implemented: override it "
+                "(or get_device_communicator_cls) in your platform class"
             )
         return qualname
 
