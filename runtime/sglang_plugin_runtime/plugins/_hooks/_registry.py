@@ -110,7 +110,7 @@ def module_dict(obj: object) -> dict[str, object] | None:
     module whose class intercepts attribute access (``LazyLoader``'s, until it has executed)."""
     kind = type(obj)
     if issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR:
-        return cast(types.ModuleType, obj).__dict__
+        return vars(obj)
     return None
 
 
@@ -190,6 +190,7 @@ def unwrap(raw: object, owner: object) -> Unwrapped:
     if not callable(raw):
         kind = type(raw).__name__
         raise TypeError("no such attribute" if raw is MISSING else f"not callable (a {kind})")
+
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
     kind = "class" if isinstance(raw, type) else "function" if binds else "nonbinding"
@@ -200,7 +201,8 @@ def rewrap(unwrapped: Unwrapped, wrapper: object) -> object:
     """``wrapper`` in the kind of attribute the original came in."""
     kind, raw = unwrapped.kind, unwrapped.raw
     if kind in ("classmethod", "staticmethod", "nonbinding"):
-        return (classmethod if kind == "classmethod" else staticmethod)(wrapper)  # type: ignore[arg-type]
+        descriptor = classmethod if kind == "classmethod" else staticmethod
+        return descriptor(wrapper)  # type: ignore[arg-type]
     if isinstance(raw, property):
         return raw.getter(wrapper)  # type: ignore[arg-type]  # keeps fset, fdel, doc, subclass
     if isinstance(raw, functools.cached_property):
@@ -428,10 +430,9 @@ class Registry:
                 return slot
         inherited = isinstance(found.owner, type) and not found.owned  # a module is not a type
         original = unwrap(found.raw, found.owner)
-        self.slots.append(
-            Slot(found.key, found.owner, found.name, original, inherited, module_level)
-        )
-        return self.slots[-1]
+        slot = Slot(found.key, found.owner, found.name, original, inherited, module_level)
+        self.slots.append(slot)
+        return slot
 
     def _pend(self, record: TargetRecord, found: Unresolved, batch: _Batch) -> None:
         """Leave ``record`` pending until one of ``found.watch`` is imported; fail it if no import
@@ -443,9 +444,11 @@ class Registry:
             record.error, certain = missing
             if record.strict and certain:
                 return self._fail([record], record.error, batch)
-            hooks = ", ".join(r.label() for r in record.registrations)
             logger.warning(
-                "Hooks on %s stay pending: %s (hooks: %s)", record.target, record.error, hooks
+                "Hooks on %s stay pending: %s (hooks: %s)",
+                record.target,
+                record.error,
+                ", ".join(r.label() for r in record.registrations),
             )
         record.status = _PENDING
 
@@ -487,8 +490,9 @@ class Registry:
 
         for record in slot.records:
             record.status, record.error = _APPLIED, None
-        sources = ", ".join(sorted({format_source(r.source) for r in regs}))
-        logger.info("Applied %d hook(s) to %s (from: %s)", len(regs), slot.key, sources)
+        sources = sorted({format_source(r.source) for r in regs})
+        logger.info("Applied %d hook(s) to %s (from: %s)", len(regs), slot.key, ", ".join(sources))
+
         if slot.module_level:
             batch.walks.append(_Walk(slot, (slot.original.raw, old), raw))
 

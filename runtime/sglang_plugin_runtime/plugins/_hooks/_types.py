@@ -214,10 +214,12 @@ def subclasses_left(slot: Slot) -> list[str]:
     if not isinstance(original, type) or slot.current in (None, original):
         return []
     subclasses: list[type] = type.__subclasses__(original)  # not a metaclass's override
+
     return [f"{c.__module__}.{c.__qualname__}" for c in subclasses if c not in hooks]
 
 
 def ordered(records: Iterable[TargetRecord]) -> list[Registration]:
     """The registrations of ``records``, innermost first: by priority, then registration order."""
-    regs = (r for record in records for r in record.registrations)
-    return sorted(regs, key=lambda r: (r.priority, r.seq))
+    return sorted(
+        (r for record in records for r in record.registrations), key=lambda r: (r.priority, r.seq)
+    )

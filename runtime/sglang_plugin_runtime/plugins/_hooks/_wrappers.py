@@ -209,6 +209,7 @@ def _factory(
     name = f"{'async ' if is_async else ''}{shape or 'replace'} #{next(_numbers)}"
     filename = f"<sglang-plugin hooks: {name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict[str, Any] = dict(_GLOBALS)
+    namespace = dict(_GLOBALS)
+
     exec(compile(source, filename, "exec"), namespace)
     return cast("Callable[..., Any]", namespace["_make"])
