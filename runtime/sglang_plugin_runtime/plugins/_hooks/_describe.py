@@ -96,14 +96,12 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
         message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, "
         conflicts.append(Conflict("multiple_around", message + "the hooks inside it are bypassed"))
     rebound = 0
-    if slot is not None and slot.current is not None:
+    if slot is not None and slot.raw is not None:
         if left := subclasses_left(slot):
             message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original "
             message += f"keep inheriting: {', '.join(left)}"
             conflicts.append(Conflict("class_replace_subclasses", message))
-        owner = next(
-            (s for s in slots if s.current is slot.owner and s.original.kind == "class"), None
-        )
+        owner = next((s for s in slots if s.raw is slot.owner and s.original.kind == "class"), None)
         if owner is not None and replaces and slot.previous is not MISSING:  # its own method
             message = (
                 f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own "

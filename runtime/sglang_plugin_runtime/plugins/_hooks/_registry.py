@@ -374,13 +374,20 @@ class Registry:
             if _pass and not moved:
                 break
             taken = {r.slot for r in [*records, *moved]}  # a retried failed build too
-            # Base classes first: a subclass slot wraps what its bases hold now.
-            for slot in sorted(self.slots, key=_depth):
+            # Base classes first (non-class owners before them): a subclass slot wraps what its
+            # bases hold now.
+            for slot in sorted(
+                self.slots, key=lambda s: len(s.owner.__mro__) if isinstance(s.owner, type) else 0
+            ):
                 slot.records = [r for r in slot.records if r.registrations and r.slot is slot]
                 if not slot.records:
                     self._undo(slot, batch)
                     self.slots.remove(slot)
-                elif slot in taken or _changed(slot):
+                elif (  # its hooks changed, or for an inherited slot the method it inherits
+                    slot in taken
+                    or slot.built != ordered(slot.records)
+                    or (slot.inherited and _base_raw(slot) is not slot.original.raw)
+                ):
                     self._build(slot, batch)
             _rebind(batch.walks)
             batch.walks.clear()
@@ -466,7 +473,27 @@ class Registry:
         with guarded(f"the hooks on {slot.key}") as call:
             if slot.inherited:
                 slot.original = unwrap(_base_raw(slot), slot.owner)
-            new, raw = self._compose(slot, regs)
+            original, target = slot.original, slot.records[0].target
+            replaces = [r for r in regs if r.hook_type is _REPLACE]
+            others = [r for r in regs if r.hook_type is not _REPLACE]
+            if original.kind == "class" and others:
+                raise TypeError(
+                    f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
+                    f"{others[0].hook_type.name} ({others[0].label()}). To hook a method, use "
+                    f"'{target}.<method_name>'."
+                )
+            for r in [] if inspect.iscoroutinefunction(original.func) else others:
+                if inspect.iscoroutinefunction(r.hook):
+                    raise TypeError(
+                        f"{r.hook_type.name} hook {describe_callable(r.hook)!r} is 'async def' "
+                        "but the target is synchronous; its coroutine would never be awaited "
+                        f"({r.label()})"
+                    )
+            new = replaces[-1].hook if replaces else original.func
+            if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
+                func = cast(Callable[..., object], original.func)
+                new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
+            raw = rewrap(original, new)
             if not slot.module_level:
                 if old is None:
                     slot.previous = own_value(slot.owner, slot.name)
@@ -478,7 +505,7 @@ class Registry:
         if call.error is not None:
             kept = " (the previously applied hooks stay in place)" if old is not None else ""
             return self._fail(slot.records, describe_failure(call.error) + kept, batch)
-        slot.raw, slot.current = raw, new
+        slot.raw = raw
         if left := subclasses_left(slot):
             logger.warning(
                 "Class REPLACE on '%s' by %s: existing subclasses of the original keep "
@@ -495,29 +522,6 @@ class Registry:
 
         if slot.module_level:
             batch.walks.append(_Walk(slot, (slot.original.raw, old), raw))
-
-    def _compose(self, slot: Slot, regs: list[Registration]) -> tuple[object, object]:
-        """The callable to install and the raw attribute holding it: may raise, changes nothing."""
-        original, target = slot.original, slot.records[0].target
-        replaces = [r for r in regs if r.hook_type is _REPLACE]
-        others = [r for r in regs if r.hook_type is not _REPLACE]
-        if original.kind == "class" and others:
-            raise TypeError(
-                f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
-                f"{others[0].hook_type.name} ({others[0].label()}). To hook a method, use "
-                f"'{target}.<method_name>'."
-            )
-        for r in [] if inspect.iscoroutinefunction(original.func) else others:
-            if inspect.iscoroutinefunction(r.hook):
-                raise TypeError(
-                    f"{r.hook_type.name} hook {describe_callable(r.hook)!r} is 'async def' but "
-                    f"the target is synchronous; its coroutine would never be awaited ({r.label()})"
-                )
-        new = replaces[-1].hook if replaces else original.func
-        if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
-            func = cast(Callable[..., object], original.func)
-            new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
-        return new, rewrap(original, new)
 
     def _on_module_loaded(self, name: str) -> None:
         with self.lock:
@@ -615,19 +619,6 @@ class Registry:
                 if record.status is _APPLIED and record.slot
                 for r in record.slot.built
             )
-
-
-def _depth(slot: Slot) -> int:
-    """Base classes sort before their subclasses; non-class owners first."""
-    return len(slot.owner.__mro__) if isinstance(slot.owner, type) else 0
-
-
-def _changed(slot: Slot) -> bool:
-    """Whether ``slot``'s hooks, or for an inherited slot the method it inherits, changed since its
-    last build."""
-    return slot.built != ordered(slot.records) or (
-        slot.inherited and _base_raw(slot) is not slot.original.raw
-    )
 
 
 def _base_raw(slot: Slot) -> object:
