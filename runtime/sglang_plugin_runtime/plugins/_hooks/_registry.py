@@ -139,8 +139,9 @@ def resolve(target: Target) -> Resolution | Unresolved:
                 # still executing may define it further down.
                 rest = parts[index:]
                 watch = tuple(f"{path}.{'.'.join(rest[:j])}" for j in range(1, len(rest)))
-                reason = f"{path!r} has no attribute {'.'.join(rest)!r} yet"
-                return Unresolved(reason, watch or (path,))
+                return Unresolved(
+                    f"{path!r} has no attribute {'.'.join(rest)!r} yet", watch or (path,)
+                )
         if raw is MISSING:
             kind = "module" if namespace is not None else type(owner).__name__
             return Unresolved(f"{kind} {path!r} has no attribute {name!r}", ())
