@@ -403,7 +403,8 @@ class Registry:
 
     def _place(self, record: TargetRecord, batch: _Batch) -> bool:
         """Put ``record`` in the slot of what it names now (made on first resolution), or leave it
-        pending or failed; whether that changed its slot."""
+        pending until one of the modules it watches is imported, or failed when no import can help;
+        whether that changed its slot."""
         with guarded(f"resolving the hook target {record.target}") as call:
             found = resolve(record.target)
             slot = self._slot_for(found) if isinstance(found, Resolution) else None
@@ -414,8 +415,21 @@ class Registry:
             self._fail(
                 [record], f"cannot hook {record.target}: {describe_failure(call.error)}", batch
             )
+        elif isinstance(found, Unresolved) and not found.watch:
+            self._fail([record], found.reason, batch)
         elif isinstance(found, Unresolved):
-            self._pend(record, found, batch)
+            record.status, record.error, record.watch = _PENDING, found.reason, found.watch
+            if (missing := _missing_module(record.target.dotted)) is not None:
+                record.error, certain = missing
+                if record.strict and certain:
+                    self._fail([record], record.error, batch)
+                else:
+                    logger.warning(
+                        "Hooks on %s stay pending: %s (hooks: %s)",
+                        record.target,
+                        record.error,
+                        ", ".join(r.label() for r in record.registrations),
+                    )
         elif slot is not None:
             record.slot, record.found = slot, found
             slot.records.append(record)
@@ -441,24 +455,6 @@ class Registry:
         slot = Slot(found.key, found.owner, found.name, original, inherited, module_level)
         self.slots.append(slot)
         return slot
-
-    def _pend(self, record: TargetRecord, found: Unresolved, batch: _Batch) -> None:
-        """Leave ``record`` pending until one of ``found.watch`` is imported; fail it if no import
-        can help."""
-        if not found.watch:
-            return self._fail([record], found.reason, batch)
-        record.error, record.watch = found.reason, found.watch
-        if (missing := _missing_module(record.target.dotted)) is not None:
-            record.error, certain = missing
-            if record.strict and certain:
-                return self._fail([record], record.error, batch)
-            logger.warning(
-                "Hooks on %s stay pending: %s (hooks: %s)",
-                record.target,
-                record.error,
-                ", ".join(r.label() for r in record.registrations),
-            )
-        record.status = _PENDING
 
     def _fail(self, records: list[TargetRecord], reason: str, batch: _Batch) -> None:
         for record in records:
