@@ -119,8 +119,8 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
         HookReport(
             r.hook_type.value,
             describe_callable(r.hook),
-            r.source.plugin_name if r.source is not None else None,
-            r.source.dist_name if r.source is not None else None,
+            r.source and r.source.plugin_name,
+            r.source and r.source.dist_name,
             r.priority,
             active=r.hook_type is not HookType.REPLACE or r is replaces[-1],
             target=targets[id(r)],

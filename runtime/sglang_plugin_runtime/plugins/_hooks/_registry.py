@@ -465,8 +465,8 @@ class Registry:
     def _build(self, slot: Slot, batch: _Batch) -> None:
         """(Re)build ``slot``'s wrapper from its original and install it: set the attribute, or
         queue the walk that gives it to every module holding the object."""
-        regs, old = ordered(slot.records), slot.raw
-        slot.built = regs
+        slot.built = regs = ordered(slot.records)
+        old = slot.raw
         with guarded(f"the hooks on {slot.key}") as call:
             if slot.inherited:
                 slot.original = unwrap(_base_raw(slot), slot.owner)
@@ -511,12 +511,14 @@ class Registry:
                 regs[-1].label(),
                 ", ".join(left),
             )
-
         for record in slot.records:
             record.status, record.error = _APPLIED, None
-        sources = sorted({format_source(r.source) for r in regs})
-        logger.info("Applied %d hook(s) to %s (from: %s)", len(regs), slot.key, ", ".join(sources))
-
+        logger.info(
+            "Applied %d hook(s) to %s (from: %s)",
+            len(regs),
+            slot.key,
+            ", ".join(sorted({format_source(r.source) for r in regs})),
+        )
         if slot.module_level:
             batch.walks.append(_Walk(slot, (slot.original.raw, old), raw))
 
