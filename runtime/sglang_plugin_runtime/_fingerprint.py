@@ -104,15 +104,16 @@ def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFinger
         activations = selection.activations
     except Exception as exc:  # recorded, not raised
         activations, plugin = getattr(exc, "outcomes", ()), getattr(exc, "plugin", None)
-        version = next((o.version for o in activations if o.plugin == plugin), None)
-        distribution, error = getattr(exc, "distribution", None), type(exc).__name__
         platform = {
             "status": "failed",
             "class": None,
             "plugin": plugin,
-            "distribution": distribution,
+            "distribution": getattr(exc, "distribution", None),
+            "version": next((o.version for o in activations if o.plugin == plugin), None),
+            "rule": None,
+            "error_type": type(exc).__name__,
         }
-        platform |= {"version": version, "rule": None, "error_type": error}
+    platform["activations"] = _by_plugin(activations)
     report = plugin_load_report(ns)
     plugins = None if report is None else _by_plugin(report.outcomes)
     reports = []
@@ -129,7 +130,7 @@ def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFinger
         }
         for dotted, report in sorted(reports, key=lambda pair: pair[0])
     ]
-    platform["activations"] = _by_plugin(activations)
+
     return PluginFingerprint(FORMAT, __version__, ns.name, platform, plugins, hooks)
 
 

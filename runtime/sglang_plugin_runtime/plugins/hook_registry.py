@@ -28,19 +28,26 @@ if TYPE_CHECKING:
 #: The plugin whose code runs now (SGLang's name): plugin loaders set it, ``register()`` reads it.
 _current_plugin_source = _plugin_code.plugin_source
 
-# The names by role: registering hooks, applying them (strict mode), and the reports (imported on
-# first use).
+
+# Registering hooks, applying them (strict mode: HookApplyError), and the reports (imported on first
+# use).
+
 __all__ = [
+    "STATUSES",
+    "Conflict",
+    "HookApplyError",
+    "HookFailure",
     "HookRegistry",
+    "HookReport",
     "HookSource",
+    "HookStatus",
     "HookType",
     "Registry",
     "Target",
+    "TargetReport",
     "isolated_registry",
     "plugin_hook",
 ]
-__all__ += ["STATUSES", "HookApplyError", "HookFailure", "HookStatus"]
-__all__ += ["Conflict", "HookReport", "TargetReport"]
 
 #: The statuses a target can have (the values of :class:`HookStatus`).
 STATUSES = tuple(status.value for status in HookStatus)
@@ -66,12 +73,12 @@ class _SGLangStateView:
 def _sglang_hooks(registry: Registry) -> object:
     """``{target: [(hook type, hook, source), ...]}`` in registration order, each target spelled as
     first registered; a missing target reads as ``[]``, as in SGLang's ``defaultdict``."""
-    hooks: defaultdict[str, list[tuple[HookType, Callable[..., object], HookSource | None]]]
-    hooks = defaultdict(list)
-    for record in registry.targets.values():
-        ordered = sorted(record.registrations, key=lambda r: r.seq)
-        hooks[record.target.text] = [(r.hook_type, r.hook, r.source) for r in ordered]
-    return MappingProxyType(hooks)
+    # A record's registrations are kept in registration order (appended, filtered by a discard).
+    hooks = {
+        record.target.text: [(r.hook_type, r.hook, r.source) for r in record.registrations]
+        for record in registry.targets.values()
+    }
+    return MappingProxyType(defaultdict(list, hooks))
 
 
 def _sglang_patched(registry: Registry) -> object:

@@ -15,7 +15,6 @@ from typing import Any
 from ._types import (
     MISSING,
     HookType,
-    Registration,
     Slot,
     TargetRecord,
     describe_callable,
@@ -24,8 +23,15 @@ from ._types import (
 )
 
 
+class _Report:
+    def to_dict(self) -> dict[str, Any]:
+        """The fields, for JSON: the reports a report holds as lists of dicts."""
+        fields = asdict(self)  # type: ignore[call-overload]  # every subclass is a dataclass
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
+
+
 @dataclass(frozen=True)
-class HookReport:
+class HookReport(_Report):
     """One registered hook, as it takes part in its target's chain."""
 
     type: str
@@ -40,12 +46,9 @@ class HookReport:
     """The target it was registered on: another one than the report's when both name one function (a
     re-export) or one attribute (a module under two names)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class Conflict:
+class Conflict(_Report):
     """A combination of hooks that works but deserves a look."""
 
     kind: str
@@ -53,12 +56,9 @@ class Conflict:
     "method_replace_overrides_class_replace"."""
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
-class TargetReport:
+class TargetReport(_Report):
     """Everything known about one target string."""
 
     target: str
@@ -74,83 +74,65 @@ class TargetReport:
     rebound: int
     """How many stale module globals currently point at the patched object through rebinding."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            **asdict(self),
-            "hooks": [h.to_dict() for h in self.hooks],
-            "conflicts": [c.to_dict() for c in self.conflicts],
-        }
-
 
 def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
-    """The report of one target; ``slots``: all of its registry's (the caller holds its lock)."""
+    """The report of one target; ``slots``: all of its registry's (the caller holds its lock).
+
+    Its hooks: in nesting order, outermost first, then the winning REPLACE and overridden ones. Its
+    conflicts: combinations that work but deserve a look."""
     slot = record.slot
     records = slot.records if slot is not None else [record]
     regs = ordered(records)
-    found = _conflicts(regs)
+    replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
+    others = [r for r in regs if r.hook_type is not HookType.REPLACE]
+    arounds = [r for r in regs if r.hook_type is HookType.AROUND]
+    conflicts = []
+    if len(replaces) > 1:
+        message = f"{len(replaces)} REPLACE hooks; only {replaces[-1].label()} runs, overriding "
+        message += ", ".join(r.label() for r in replaces[:-1])
+        conflicts.append(Conflict("multiple_replace", message))
+    if len(arounds) > 1:
+        labels = ", ".join(r.label() for r in arounds)
+        message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, "
+        conflicts.append(Conflict("multiple_around", message + "the hooks inside it are bypassed"))
     rebound = 0
-    if slot is not None and slot.current is not None:
+    if slot is not None and slot.raw is not None:
         if left := subclasses_left(slot):
             message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original "
-            found.append(
-                ("class_replace_subclasses", message + f"keep inheriting: {', '.join(left)}")
-            )
-        replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
-        owner = next(
-            (s for s in slots if s.current is slot.owner and s.original.kind == "class"), None
-        )
+            message += f"keep inheriting: {', '.join(left)}"
+            conflicts.append(Conflict("class_replace_subclasses", message))
+        owner = next((s for s in slots if s.raw is slot.owner and s.original.kind == "class"), None)
         if owner is not None and replaces and slot.previous is not MISSING:  # its own method
             message = (
                 f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own "
                 f"implementation of '{slot.name}' on {owner.key}"
             )
-            found.append(("method_replace_overrides_class_replace", message))
-        targets = {id(vars(r.found.owner)) for r in slot.records if r.found is not None}
+            conflicts.append(Conflict("method_replace_overrides_class_replace", message))
+        resolved_in = {id(vars(r.found.owner)) for r in slot.records if r.found is not None}
         rebound = sum(
-            ns.get(slot.name) is slot.raw for key, ns in slot.modules.items() if key not in targets
+            ns.get(slot.name) is slot.raw
+            for key, ns in slot.modules.items()
+            if key not in resolved_in
         )
-    return TargetReport(
-        target=str(record.target),
-        status=record.status.value,
-        error=record.error,
-        resolved=record.found.key if record.found is not None else None,
-        hooks=_hooks(regs, {id(reg): str(r.target) for r in records for reg in r.registrations}),
-        conflicts=tuple(Conflict(kind, message) for kind, message in found),
-        rebound=rebound,
-    )
-
-
-def _hooks(regs: list[Registration], targets: dict[int, str]) -> tuple[HookReport, ...]:
-    """``regs`` (innermost first) in nesting order, outermost first, then the winning REPLACE and
-    overridden ones; ``targets``: the target each was registered on, by ``id()``."""
-    replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
-    others = [r for r in regs if r.hook_type is not HookType.REPLACE]
-    return tuple(
+    targets = {id(reg): str(r.target) for r in records for reg in r.registrations}
+    hooks = (
         HookReport(
             r.hook_type.value,
             describe_callable(r.hook),
-            r.source.plugin_name if r.source is not None else None,
-            r.source.dist_name if r.source is not None else None,
+            r.source and r.source.plugin_name,
+            r.source and r.source.dist_name,
             r.priority,
             active=r.hook_type is not HookType.REPLACE or r is replaces[-1],
             target=targets[id(r)],
         )
         for r in [*reversed(others), *reversed(replaces)]
     )
-
-
-def _conflicts(regs: list[Registration]) -> list[tuple[str, str]]:
-    """``(kind, message)`` for combinations that work but deserve a look, seen from the
-    registrations alone."""
-    found = []
-    replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
-    arounds = [r for r in regs if r.hook_type is HookType.AROUND]
-    if len(replaces) > 1:
-        message = f"{len(replaces)} REPLACE hooks; only {replaces[-1].label()} runs, overriding "
-        found.append(("multiple_replace", message + ", ".join(r.label() for r in replaces[:-1])))
-    if len(arounds) > 1:
-        labels = ", ".join(r.label() for r in arounds)
-        message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, "
-        message += "the hooks inside it are bypassed"
-        found.append(("multiple_around", message))
-    return found
+    return TargetReport(
+        str(record.target),
+        record.status.value,
+        record.error,
+        record.found.key if record.found is not None else None,
+        tuple(hooks),
+        tuple(conflicts),
+        rebound,
+    )

@@ -63,7 +63,25 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 
 from ..._forking import after_fork_in_child
 from ..._plugin_code import attach_registry, describe_failure, guarded, plugin_source
-from . import _types as t
+from ._types import (
+    MISSING,
+    Hook,
+    HookApplyError,
+    HookFailure,
+    HookSource,
+    HookStatus,
+    HookType,
+    Registration,
+    Resolution,
+    Slot,
+    Target,
+    TargetRecord,
+    Unwrapped,
+    describe_callable,
+    format_source,
+    ordered,
+    subclasses_left,
+)
 from ._wrappers import build_wrapper
 
 if TYPE_CHECKING:
@@ -71,7 +89,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-_APPLIED, _PENDING, _REPLACE = t.HookStatus.APPLIED, t.HookStatus.PENDING, t.HookType.REPLACE
+_APPLIED, _PENDING, _REPLACE = HookStatus.APPLIED, HookStatus.PENDING, HookType.REPLACE
 _MODULE_GETATTR = types.ModuleType.__getattribute__
 _PASSES = 8  # a batch resolves again until nothing moves: a nested class REPLACE takes one more
 
@@ -92,18 +110,18 @@ def module_dict(obj: object) -> dict[str, object] | None:
     module whose class intercepts attribute access (``LazyLoader``'s, until it has executed)."""
     kind = type(obj)
     if issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR:
-        return cast(types.ModuleType, obj).__dict__
+        return vars(obj)
     return None
 
 
-def resolve(target: t.Target) -> t.Resolution | Unresolved:
+def resolve(target: Target) -> Resolution | Unresolved:
     """Locate ``target`` among the modules imported now."""
-    splits = target.splits()
-    imported = [(name, rest) for name, rest in splits if sys.modules.get(name) is not None]
-    if not imported:
-        watch = tuple(name for name, _rest in splits)
+    for module_name, parts in target.splits():  # noqa: B007 (the parts of the one found)
+        if sys.modules.get(module_name) is not None:
+            break
+    else:
+        watch = tuple(name for name, _rest in target.splits())
         return Unresolved(f"module {watch[-1]!r} is not imported yet", watch)
-    module_name, parts = imported[0]
     owner: object = sys.modules[module_name]
     path = module_name
     for index, name in enumerate(parts):
@@ -111,7 +129,7 @@ def resolve(target: t.Target) -> t.Resolution | Unresolved:
         if namespace is None and isinstance(owner, types.ModuleType):
             return Unresolved(f"module {path!r} is imported lazily and has not run yet", (path,))
         raw, owned = _lookup(owner, name)
-        if raw is t.MISSING and namespace is not None:
+        if raw is MISSING and namespace is not None:
             if (sub := sys.modules.get(f"{path}.{name}")) is not None:
                 raw, owned = sub, True
             elif "__path__" in namespace or getattr(
@@ -121,13 +139,14 @@ def resolve(target: t.Target) -> t.Resolution | Unresolved:
                 # still executing may define it further down.
                 rest = parts[index:]
                 watch = tuple(f"{path}.{'.'.join(rest[:j])}" for j in range(1, len(rest)))
-                reason = f"{path!r} has no attribute {'.'.join(rest)!r} yet"
-                return Unresolved(reason, watch or (path,))
-        if raw is t.MISSING:
+                return Unresolved(
+                    f"{path!r} has no attribute {'.'.join(rest)!r} yet", watch or (path,)
+                )
+        if raw is MISSING:
             kind = "module" if namespace is not None else type(owner).__name__
             return Unresolved(f"{kind} {path!r} has no attribute {name!r}", ())
         if index == len(parts) - 1:
-            return t.Resolution(f"{module_name}:{'.'.join(parts)}", owner, name, raw, owned)
+            return Resolution(f"{module_name}:{'.'.join(parts)}", owner, name, raw, owned)
         owner = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
         path = f"{path}.{name}"
     raise AssertionError("unreachable: a target has at least one attribute")  # pragma: no cover
@@ -137,8 +156,8 @@ def _lookup(obj: object, name: str) -> tuple[object, bool]:
     """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``;
     ``MISSING`` if absent."""
     if isinstance(obj, type):
-        klass = next((k for k in obj.__mro__ if name in k.__dict__), None)
-        return (t.MISSING, False) if klass is None else (klass.__dict__[name], klass is obj)
+        klass = next((k for k in obj.__mro__ if name in k.__dict__), obj)
+        return klass.__dict__.get(name, MISSING), klass is obj
     namespace = module_dict(obj)
     if (
         namespace is None
@@ -147,38 +166,39 @@ def _lookup(obj: object, name: str) -> tuple[object, bool]:
     ):
         namespace = own
     if namespace is not None:
-        return namespace.get(name, t.MISSING), True
-    return getattr(obj, name, t.MISSING), False
+        return namespace.get(name, MISSING), True
+    return getattr(obj, name, MISSING), False
 
 
 def own_value(owner: object, name: str) -> object:
     """The raw value in ``owner``'s own ``__dict__`` (descriptors not run), or :data:`MISSING`."""
     raw, owned = _lookup(owner, name)
-    return raw if owned else t.MISSING
+    return raw if owned else MISSING
 
 
-def unwrap(raw: object, owner: object) -> t.Unwrapped:
+def unwrap(raw: object, owner: object) -> Unwrapped:
     """Classify ``raw``; ``TypeError`` for an attribute that cannot carry hooks."""
     if isinstance(raw, (classmethod, staticmethod)):
         kind = "classmethod" if isinstance(raw, classmethod) else "staticmethod"
-        return t.Unwrapped(kind, raw.__func__, raw)
+        return Unwrapped(kind, raw.__func__, raw)
     if isinstance(raw, (property, functools.cached_property)):
         getter = raw.fget if isinstance(raw, property) else raw.func
         if getter is None:
             raise TypeError("property has no getter to hook")
-        return t.Unwrapped("property", getter, raw)
+        return Unwrapped("property", getter, raw)
     if isinstance(raw, functools.partialmethod) and callable(raw.func):
-        return t.Unwrapped("partialmethod", raw.func, raw)  # the hooks see the bound arguments too
+        return Unwrapped("partialmethod", raw.func, raw)  # the hooks see the bound arguments too
     if not callable(raw):
         kind = type(raw).__name__
-        raise TypeError("no such attribute" if raw is t.MISSING else f"not callable (a {kind})")
+        raise TypeError("no such attribute" if raw is MISSING else f"not callable (a {kind})")
+
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
     kind = "class" if isinstance(raw, type) else "function" if binds else "nonbinding"
-    return t.Unwrapped(kind, raw, raw)
+    return Unwrapped(kind, raw, raw)
 
 
-def rewrap(unwrapped: t.Unwrapped, wrapper: object) -> object:
+def rewrap(unwrapped: Unwrapped, wrapper: object) -> object:
     """``wrapper`` in the kind of attribute the original came in."""
     kind, raw = unwrapped.kind, unwrapped.raw
     if kind in ("classmethod", "staticmethod", "nonbinding"):
@@ -232,12 +252,13 @@ class ImportWatcher:
         if fullname not in self.watched:
             return None
         behind = sys.meta_path[sys.meta_path.index(self) + 1 :] if self in sys.meta_path else []
-        finders = (getattr(finder, "find_spec", None) for finder in behind)
-        found = (find(fullname, path, target) for find in finders if find is not None)
-        spec = next((spec for spec in found if spec is not None), None)  # what the others find
-        if spec is not None and hasattr(spec.loader, "exec_module"):
-            spec.loader = _NotifyingLoader(spec.loader, self._on_loaded)
-        return spec
+        for finder in behind:  # what the others find
+            spec = getattr(finder, "find_spec", lambda *_: None)(fullname, path, target)
+            if spec is not None:
+                if hasattr(spec.loader, "exec_module"):
+                    spec.loader = _NotifyingLoader(spec.loader, self._on_loaded)
+                return spec  # type: ignore[no-any-return]
+        return None
 
     def watch(self, modules: set[str]) -> None:
         """Watch ``modules``: the finder sits at the front of ``sys.meta_path`` while there are
@@ -258,7 +279,7 @@ class _Walk(NamedTuple):
     join ``slot.modules``, which every later walk for the slot visits too (a module that left
     ``sys.modules``, or one a walk over the modules of one import does not see)."""
 
-    slot: t.Slot
+    slot: Slot
     stale: tuple[object, ...]
     new: object
 
@@ -266,7 +287,7 @@ class _Walk(NamedTuple):
 class _Batch(NamedTuple):
     """What one apply (or discard) collects: failures, and the walks to run at the end of a pass."""
 
-    failures: list[tuple[bool, t.HookFailure]]  # (strict, failure)
+    failures: list[tuple[bool, HookFailure]]  # (strict, failure)
     walks: list[_Walk]
 
 
@@ -279,8 +300,8 @@ class Registry:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.targets: dict[str, t.TargetRecord] = {}  # by Target.dotted
-        self.slots: list[t.Slot] = []  # in the order made; undone in reverse
+        self.targets: dict[str, TargetRecord] = {}  # by Target.dotted
+        self.slots: list[Slot] = []  # in the order made; undone in reverse
         self.applied = False  # whether apply_hooks() ran: later registrations then apply at once
         self._seq = itertools.count()
         self._watcher = ImportWatcher(self._on_module_loaded)
@@ -288,14 +309,14 @@ class Registry:
     def register(
         self,
         target: str,
-        hook: t.Hook,
-        hook_type: t.HookType | str = t.HookType.AFTER,
+        hook: Hook,
+        hook_type: HookType | str = HookType.AFTER,
         *,
-        source: t.HookSource | None = None,
+        source: HookSource | None = None,
         priority: int = 0,
     ) -> None:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.register`."""
-        hook_type = t.HookType(hook_type)
+        hook_type = HookType(hook_type)
         if isinstance(hook, type) and hook_type is not _REPLACE:
             raise TypeError(
                 f"Class {hook.__name__} can only be used with HookType.REPLACE, got "
@@ -307,19 +328,17 @@ class Registry:
             )
         if isinstance(priority, bool) or not isinstance(priority, int):
             raise TypeError(f"priority must be an int, got {type(priority).__name__}")
-        parsed = t.Target.parse(target)
+        parsed = Target.parse(target)
         with self.lock:
-            record = self.targets.setdefault(parsed.dotted, t.TargetRecord(parsed))
+            record = self.targets.setdefault(parsed.dotted, TargetRecord(parsed))
             source = source or plugin_source.get()
-            new = t.Registration(next(self._seq), hook_type, hook, source, priority)
-            regs = t.ordered(record.slot.records if record.slot else [record])
-            if twin := next(
-                (r for r in regs if r.hook is new.hook and r.hook_type is hook_type), None
-            ):
+            new = Registration(next(self._seq), hook_type, hook, source, priority)
+            regs = ordered(record.slot.records if record.slot else [record])
+            if twin := next((r for r in regs if r.hook is hook and r.hook_type is hook_type), None):
                 logger.warning(
-                    f"{t.describe_callable(hook)} is registered as a {hook_type.name} hook on "
-                    f"'{target}' a second time (first by {t.format_source(twin.source)}, now by "
-                    f"{t.format_source(source)}): it will run twice per call. Register it once (a "
+                    f"{describe_callable(hook)} is registered as a {hook_type.name} hook on "
+                    f"'{target}' a second time (first by {format_source(twin.source)}, now by "
+                    f"{format_source(source)}): it will run twice per call. Register it once (a "
                     "module imported under two names registers it twice)."
                 )
             if hook_type is _REPLACE and (old := [r for r in regs if r.hook_type is _REPLACE]):
@@ -341,29 +360,35 @@ class Registry:
         with self.lock:
             self.applied = True
             for record in self.targets.values():  # a pending target keeps its apply's strictness
-                if record.status is not _APPLIED and record.status is not _PENDING:
+                if record.status not in (_APPLIED, _PENDING):
                     record.strict = strict
             self._apply([r for r in self.targets.values() if r.status is not _APPLIED])
 
-    def _apply(self, records: list[t.TargetRecord]) -> None:
+    def _apply(self, records: list[TargetRecord]) -> None:
         """Place ``records`` and every target in a slot in the slot of what it names now, then
         bring the slots in line with their hooks, pass after pass until nothing moves; each pass
         ends with one walk. Raise the failures of strict targets."""
         batch = _Batch([], [])
         for _pass in range(_PASSES):
             attached = [r for r in self.targets.values() if r.slot]
-            placing = {id(r): r for r in [*records, *attached]}.values()
-            moved = [r for r in placing if self._place(r, batch)]
+            moved = [r for r in dict.fromkeys([*records, *attached]) if self._place(r, batch)]
             if _pass and not moved:
                 break
-            taken = {id(r.slot) for r in [*records, *moved]}  # a retried failed build too
-            # Base classes first: a subclass slot wraps what its bases hold now.
-            for slot in sorted(self.slots, key=_depth):
+            taken = {r.slot for r in [*records, *moved]}  # a retried failed build too
+            # Base classes first (non-class owners before them): a subclass slot wraps what its
+            # bases hold now.
+            for slot in sorted(
+                self.slots, key=lambda s: len(s.owner.__mro__) if isinstance(s.owner, type) else 0
+            ):
                 slot.records = [r for r in slot.records if r.registrations and r.slot is slot]
                 if not slot.records:
                     self._undo(slot, batch)
                     self.slots.remove(slot)
-                elif id(slot) in taken or _changed(slot):
+                elif (  # its hooks changed, or for an inherited slot the method it inherits
+                    slot in taken
+                    or slot.built != ordered(slot.records)
+                    or (slot.inherited and _base_raw(slot) is not slot.original.raw)
+                ):
                     self._build(slot, batch)
             _rebind(batch.walks)
             batch.walks.clear()
@@ -374,14 +399,15 @@ class Registry:
         for _strict, failure in batch.failures:
             logger.error("Failed to apply hooks to %s", failure)
         if strict := [failure for is_strict, failure in batch.failures if is_strict]:
-            raise t.HookApplyError(strict)
+            raise HookApplyError(strict)
 
-    def _place(self, record: t.TargetRecord, batch: _Batch) -> bool:
+    def _place(self, record: TargetRecord, batch: _Batch) -> bool:
         """Put ``record`` in the slot of what it names now (made on first resolution), or leave it
-        pending or failed; whether that changed its slot."""
+        pending until one of the modules it watches is imported, or failed when no import can help;
+        whether that changed its slot."""
         with guarded(f"resolving the hook target {record.target}") as call:
             found = resolve(record.target)
-            slot = self._slot_for(found) if isinstance(found, t.Resolution) else None
+            slot = self._slot_for(found) if isinstance(found, Resolution) else None
         if slot is not None and slot is record.slot:
             return False
         record.slot = record.found = None  # it names something else now: its old slot lets it go
@@ -389,8 +415,21 @@ class Registry:
             self._fail(
                 [record], f"cannot hook {record.target}: {describe_failure(call.error)}", batch
             )
+        elif isinstance(found, Unresolved) and not found.watch:
+            self._fail([record], found.reason, batch)
         elif isinstance(found, Unresolved):
-            self._pend(record, found, batch)
+            record.status, record.error, record.watch = _PENDING, found.reason, found.watch
+            if (missing := _missing_module(record.target.dotted)) is not None:
+                record.error, certain = missing
+                if record.strict and certain:
+                    self._fail([record], record.error, batch)
+                else:
+                    logger.warning(
+                        "Hooks on %s stay pending: %s (hooks: %s)",
+                        record.target,
+                        record.error,
+                        ", ".join(r.label() for r in record.registrations),
+                    )
         elif slot is not None:
             record.slot, record.found = slot, found
             slot.records.append(record)
@@ -398,58 +437,60 @@ class Registry:
                 slot.modules[id(namespace)] = namespace
         return True
 
-    def _slot_for(self, found: t.Resolution) -> t.Slot:
+    def _slot_for(self, found: Resolution) -> Slot:
         """The slot of what ``found`` names: a module-level object's, wherever it is bound (a module
         holding our wrapper under its name too), or an attribute's; made when there is none."""
         module_level = module_dict(found.owner) is not None
         for slot in self.slots:
             if slot.name != found.name or slot.module_level is not module_level:
                 continue
-            if module_level and (
-                found.raw is slot.original.raw or found.raw is slot.raw is not None
+            if (
+                (found.raw is slot.original.raw or found.raw is slot.raw is not None)
+                if module_level
+                else found.owner is slot.owner
             ):
                 return slot
-            if not module_level and found.owner is slot.owner:
-                return slot
-        inherited = not module_level and isinstance(found.owner, type) and not found.owned
+        inherited = isinstance(found.owner, type) and not found.owned  # a module is not a type
         original = unwrap(found.raw, found.owner)
-        self.slots.append(
-            t.Slot(found.key, found.owner, found.name, original, inherited, module_level)
-        )
-        return self.slots[-1]
+        slot = Slot(found.key, found.owner, found.name, original, inherited, module_level)
+        self.slots.append(slot)
+        return slot
 
-    def _pend(self, record: t.TargetRecord, found: Unresolved, batch: _Batch) -> None:
-        """Leave ``record`` pending until one of ``found.watch`` is imported; fail it if no import
-        can help."""
-        if not found.watch:
-            return self._fail([record], found.reason, batch)
-        record.error, record.watch = found.reason, found.watch
-        missing = _missing_module(record.target.dotted)
-        if missing is not None:
-            record.error, certain = missing
-            if record.strict and certain:
-                return self._fail([record], record.error, batch)
-            hooks = ", ".join(r.label() for r in record.registrations)
-            logger.warning(
-                "Hooks on %s stay pending: %s (hooks: %s)", record.target, record.error, hooks
-            )
-        record.status = _PENDING
-
-    def _fail(self, records: list[t.TargetRecord], reason: str, batch: _Batch) -> None:
+    def _fail(self, records: list[TargetRecord], reason: str, batch: _Batch) -> None:
         for record in records:
-            record.status, record.error = t.HookStatus.FAILED, reason
+            record.status, record.error = HookStatus.FAILED, reason
             hooks = tuple(r.label() for r in record.registrations)
-            batch.failures.append((record.strict, t.HookFailure(str(record.target), reason, hooks)))
+            batch.failures.append((record.strict, HookFailure(str(record.target), reason, hooks)))
 
-    def _build(self, slot: t.Slot, batch: _Batch) -> None:
+    def _build(self, slot: Slot, batch: _Batch) -> None:
         """(Re)build ``slot``'s wrapper from its original and install it: set the attribute, or
         queue the walk that gives it to every module holding the object."""
-        regs, old = t.ordered(slot.records), slot.raw
-        slot.built = regs
+        slot.built = regs = ordered(slot.records)
+        old = slot.raw
         with guarded(f"the hooks on {slot.key}") as call:
             if slot.inherited:
                 slot.original = unwrap(_base_raw(slot), slot.owner)
-            new, raw = self._compose(slot, regs)
+            original, target = slot.original, slot.records[0].target
+            replaces = [r for r in regs if r.hook_type is _REPLACE]
+            others = [r for r in regs if r.hook_type is not _REPLACE]
+            if original.kind == "class" and others:
+                raise TypeError(
+                    f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
+                    f"{others[0].hook_type.name} ({others[0].label()}). To hook a method, use "
+                    f"'{target}.<method_name>'."
+                )
+            for r in [] if inspect.iscoroutinefunction(original.func) else others:
+                if inspect.iscoroutinefunction(r.hook):
+                    raise TypeError(
+                        f"{r.hook_type.name} hook {describe_callable(r.hook)!r} is 'async def' "
+                        "but the target is synchronous; its coroutine would never be awaited "
+                        f"({r.label()})"
+                    )
+            new = replaces[-1].hook if replaces else original.func
+            if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
+                func = cast(Callable[..., object], original.func)
+                new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
+            raw = rewrap(original, new)
             if not slot.module_level:
                 if old is None:
                     slot.previous = own_value(slot.owner, slot.name)
@@ -461,54 +502,39 @@ class Registry:
         if call.error is not None:
             kept = " (the previously applied hooks stay in place)" if old is not None else ""
             return self._fail(slot.records, describe_failure(call.error) + kept, batch)
-        slot.raw, slot.current = raw, new
-        if left := t.subclasses_left(slot):
-            message = "Class REPLACE on '%s' by %s: existing subclasses of the original keep "
-            message += "inheriting: %s"
-            logger.warning(message, slot.key, regs[-1].label(), ", ".join(left))
+        slot.raw = raw
+        if left := subclasses_left(slot):
+            logger.warning(
+                "Class REPLACE on '%s' by %s: existing subclasses of the original keep "
+                "inheriting: %s",
+                slot.key,
+                regs[-1].label(),
+                ", ".join(left),
+            )
         for record in slot.records:
             record.status, record.error = _APPLIED, None
-        sources = ", ".join(sorted({t.format_source(r.source) for r in regs}))
-        logger.info("Applied %d hook(s) to %s (from: %s)", len(regs), slot.key, sources)
+        logger.info(
+            "Applied %d hook(s) to %s (from: %s)",
+            len(regs),
+            slot.key,
+            ", ".join(sorted({format_source(r.source) for r in regs})),
+        )
         if slot.module_level:
             batch.walks.append(_Walk(slot, (slot.original.raw, old), raw))
-
-    def _compose(self, slot: t.Slot, regs: list[t.Registration]) -> tuple[object, object]:
-        """The callable to install and the raw attribute holding it: may raise, changes nothing."""
-        original, target = slot.original, slot.records[0].target
-        replaces = [r for r in regs if r.hook_type is _REPLACE]
-        others = [r for r in regs if r.hook_type is not _REPLACE]
-        if original.kind == "class" and others:
-            raise TypeError(
-                f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
-                f"{others[0].hook_type.name} ({others[0].label()}). To hook a method, use "
-                f"'{target}.<method_name>'."
-            )
-        for r in [] if inspect.iscoroutinefunction(original.func) else others:
-            if inspect.iscoroutinefunction(r.hook):
-                raise TypeError(
-                    f"{r.hook_type.name} hook {t.describe_callable(r.hook)!r} is 'async def' but "
-                    f"the target is synchronous; its coroutine would never be awaited ({r.label()})"
-                )
-        new = replaces[-1].hook if replaces else original.func
-        if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
-            func = cast(Callable[..., object], original.func)
-            new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
-        return new, rewrap(original, new)
 
     def _on_module_loaded(self, name: str) -> None:
         with self.lock:
             waiting = [r for r in self.targets.values() if r.status is _PENDING and name in r.watch]
             try:  # as strict as the apply that took each target; a reload moves its targets
                 self._apply(waiting)
-            except t.HookApplyError:
+            except HookApplyError:
                 raise  # strict: the import that made the target resolvable fails, naming it
             except Exception:  # a bug here must not break the user's import
                 logger.exception("Hook registry failed while handling the import of %s", name)
 
     # ------------------------------------------------------------------ undoing
 
-    def _undo(self, slot: t.Slot, batch: _Batch) -> None:
+    def _undo(self, slot: Slot, batch: _Batch) -> None:
         """Put back what ``slot`` changed (a module-level object: in the walk, which gives the
         original to every module holding the wrapper, copies taken after the patch too)."""
         kept = own_value(slot.owner, slot.name) is not slot.raw
@@ -519,7 +545,7 @@ class Registry:
         if slot.module_level:
             batch.walks.append(_Walk(slot, (slot.raw,), slot.original.raw))
         elif not kept:
-            if slot.previous is t.MISSING:
+            if slot.previous is MISSING:
                 delattr(slot.owner, slot.name)
             else:
                 setattr(slot.owner, slot.name, slot.previous)
@@ -534,7 +560,7 @@ class Registry:
             self.targets, self.slots, self.applied = {}, [], False
             self._watcher.watch(set())
 
-    def discard_source(self, source: t.HookSource) -> int:
+    def discard_source(self, source: HookSource) -> int:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.discard_source`."""
         with self.lock:
             count = 0
@@ -557,19 +583,19 @@ class Registry:
                     r.source and r.source.dist_name == distribution for r in record.registrations
                 )
                 and (
-                    record.status is t.HookStatus.FAILED
+                    record.status is HookStatus.FAILED
                     or (record.status is _PENDING and _missing_module(record.target.dotted))
                 )
             ]
 
     # ------------------------------------------------------------------ introspection
 
-    def _records_for(self, target: str | None) -> list[t.TargetRecord]:
+    def _records_for(self, target: str | None) -> list[TargetRecord]:
         """Every record, or the one of ``target`` in either spelling (``[]`` when none matches)."""
         if target is None:
             return sorted(self.targets.values(), key=lambda r: str(r.target))
         with contextlib.suppress(TypeError, ValueError, KeyError):
-            return [self.targets[t.Target.parse(target).dotted]]
+            return [self.targets[Target.parse(target).dotted]]
         return []
 
     def describe(self, target: str | None = None) -> list[TargetReport]:
@@ -581,43 +607,35 @@ class Registry:
             return [report(record, self.slots) for record in self._records_for(target)]
 
     def is_hook_applied(
-        self, target: str, hook: t.Hook, hook_type: t.HookType | str | None = None
+        self, target: str, hook: Hook, hook_type: HookType | str | None = None
     ) -> bool:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.is_hook_applied`."""
-        wanted = None if hook_type is None else t.HookType(hook_type)
+        wanted = None if hook_type is None else HookType(hook_type)
         with self.lock:
-            applied = [
-                r.slot.built for r in self._records_for(target) if r.status is _APPLIED and r.slot
-            ]
             return any(
-                r.hook is hook and wanted in (None, r.hook_type) for regs in applied for r in regs
+                r.hook is hook and wanted in (None, r.hook_type)
+                for record in self._records_for(target)
+                if record.status is _APPLIED and record.slot
+                for r in record.slot.built
             )
 
 
-def _depth(slot: t.Slot) -> int:
-    """Base classes sort before their subclasses; non-class owners first."""
-    return len(slot.owner.__mro__) if isinstance(slot.owner, type) else 0
-
-
-def _changed(slot: t.Slot) -> bool:
-    """Whether ``slot``'s hooks, or for an inherited slot the method it inherits, changed since its
-    last build."""
-    return slot.built != t.ordered(slot.records) or (
-        slot.inherited and _base_raw(slot) is not slot.original.raw
-    )
-
-
-def _base_raw(slot: t.Slot) -> object:
+def _base_raw(slot: Slot) -> object:
     """What an inherited slot's class inherits for its name right now (maybe a base's wrapper), or
     ``MISSING``."""
     mro = cast(type, slot.owner).__mro__[1:]
-    return next((k.__dict__[slot.name] for k in mro if slot.name in k.__dict__), t.MISSING)
+    return next((k.__dict__[slot.name] for k in mro if slot.name in k.__dict__), MISSING)
 
 
 def _rebind(walks: list[_Walk]) -> None:
     """Run ``walks`` in one pass over ``sys.modules`` and the namespaces their slots hold."""
-    stale = [(w, old) for w in walks for old in w.stale if old is not None and old is not w.new]
-    news = {(w.slot.name, id(old)): w for w, old in stale}  # by id: the walks keep them alive
+    news = {  # by id: the walks keep them alive
+        (w.slot.name, id(old)): w
+        for w in walks
+        for old in w.stale
+        if old is not None and old is not w.new
+    }
+
     names = {name for name, _ in news}
     visit = [module_dict(module) for module in list(sys.modules.values())] if names else []
     visit += [namespace for walk in walks for namespace in walk.slot.modules.values()]
@@ -672,19 +690,25 @@ def _missing_module(target: str) -> tuple[str, bool] | None:
     missing below an installed package (misspelled) is; a top-level package that is not installed
     may be installed where the hooks run (SGLang's targets in a plugin's own tests). None while an
     import may bring it."""
-    parts = target.replace(":", ".").split(".")
+    parts = target.split(".")  # callers pass Target.dotted
     if parts[0] not in sys.modules:
-        found = importlib.util.find_spec(parts[0]) is not None
-        return None if found else (f"module {parts[0]!r} cannot be found (is it installed?)", False)
+        if importlib.util.find_spec(parts[0]) is None:
+            return f"module {parts[0]!r} cannot be found (is it installed?)", False
+        return None
     for depth in range(1, len(parts)):
         parent, child = ".".join(parts[:depth]), ".".join(parts[: depth + 1])
-        if child in sys.modules:
-            continue
-        namespace = module_dict(sys.modules[parent])  # never runs a lazily loaded module
-        if namespace is None or namespace.get("__path__") is None or parts[depth] in namespace:
+        if child not in sys.modules:
+            namespace = module_dict(sys.modules[parent])  # never runs a lazily loaded module
+            if (
+                namespace is not None
+                and namespace.get("__path__") is not None
+                and parts[depth] not in namespace
+                and importlib.util.find_spec(child) is None
+            ):
+                return (
+                    f"module {child!r} cannot be found: {parent!r} has no such module "
+                    "(misspelled?)",
+                    True,
+                )
             return None
-        if importlib.util.find_spec(child) is None:
-            why = f"module {child!r} cannot be found: {parent!r} has no such module (misspelled?)"
-            return why, True
-        return None
     return None

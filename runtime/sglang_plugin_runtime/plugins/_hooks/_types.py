@@ -205,19 +205,21 @@ class Slot:
     built: list[Registration] = field(default_factory=list)  # of its last build, failed or not
     previous: object = None  # an attribute's raw value before the first patch (MISSING: none)
     raw: object = None  # the raw value installed (the callable, or a descriptor around it)
-    current: object = None  # the callable installed
 
 
 def subclasses_left(slot: Slot) -> list[str]:
     """The subclasses of a class that a class REPLACE replaced: they keep inheriting from it."""
     original, hooks = slot.original.func, [r.hook for r in slot.built]
-    if not isinstance(original, type) or slot.current in (None, original):
+    # A class is installed as itself: ``raw`` is the class that replaced it.
+    if not isinstance(original, type) or slot.raw in (None, original):
         return []
     subclasses: list[type] = type.__subclasses__(original)  # not a metaclass's override
+
     return [f"{c.__module__}.{c.__qualname__}" for c in subclasses if c not in hooks]
 
 
 def ordered(records: Iterable[TargetRecord]) -> list[Registration]:
     """The registrations of ``records``, innermost first: by priority, then registration order."""
-    regs = (r for record in records for r in record.registrations)
-    return sorted(regs, key=lambda r: (r.priority, r.seq))
+    return sorted(
+        (r for record in records for r in record.registrations), key=lambda r: (r.priority, r.seq)
+    )

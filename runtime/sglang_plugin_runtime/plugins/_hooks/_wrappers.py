@@ -105,8 +105,13 @@ def _init_result(result: Any, key: str, reg: Registration) -> None:
     )
 
 
-_GLOBALS = {"__builtins__": {}, "len": len, "_isawaitable": inspect.isawaitable}
-_GLOBALS.update(_new_args=_new_args, _init_result=_init_result)
+_GLOBALS = {
+    "__builtins__": {},
+    "len": len,
+    "_isawaitable": inspect.isawaitable,
+    "_new_args": _new_args,
+    "_init_result": _init_result,
+}
 
 
 @functools.lru_cache(maxsize=256)
@@ -135,20 +140,27 @@ def _factory(
     def emit(pad: str, ops: list[int], call: str, args: str, k: int) -> None:
         """The code running the hooks ``ops``, then ``call``, then the AFTER hooks; the arguments
         spelled ``args`` (a fast copy's parameters, or the generic ``_resume{k}``'s)."""
-        afters: list[tuple[int, str]] = []
+        afters = []
         for i in ops:
             new_args = f"_new_args(_r, _key, _regs[{i}])"
             if kinds[i] == "before" and args == _GENERIC:  # only those inside the one at _at run
                 lines.extend(
-                    f"{pad}{line}" for line in (f"if _at < {i}:", f"    _r = {hooks[i]}({args})")
-                )
-                lines.extend(
-                    (f"{pad}    if _r is not None:", f"{pad}        args, kwargs = {new_args}")
+                    [
+                        f"{pad}if _at < {i}:",
+                        f"{pad}    _r = {hooks[i]}({args})",
+                        f"{pad}    if _r is not None:",
+                        f"{pad}        args, kwargs = {new_args}",
+                    ]
                 )
             elif kinds[i] == "before":  # new arguments: the rest of the body is _resume{k}'s
                 caller = f"({args},)" if args else "()"
-                lines.extend((f"{pad}_r = {hooks[i]}({args})", f"{pad}if _r is not None:"))
-                lines.append(f"{pad}    return {wait}_resume{k}({i}, {caller}, *{new_args})")
+                lines.extend(
+                    [
+                        f"{pad}_r = {hooks[i]}({args})",
+                        f"{pad}if _r is not None:",
+                        f"{pad}    return {wait}_resume{k}({i}, {caller}, *{new_args})",
+                    ]
+                )
             elif args == _GENERIC:  # the arguments at this level: a BEFORE inside may replace them
                 lines.append(f"{pad}_a{i}, _k{i} = (args, kwargs) if _at < {i} else (_orig, {{}})")
                 afters.append((i, f"*_a{i}, **_k{i}"))
@@ -159,34 +171,45 @@ def _factory(
             return
         lines.append(f"{pad}_res = {call}{args})")
         if is_async:  # an async def AROUND or core, or a plain AROUND returning original_fn(...)
-            lines.extend((f"{pad}if _isawaitable(_res):", f"{pad}    _res = await _res"))
+            lines.extend([f"{pad}if _isawaitable(_res):", f"{pad}    _res = await _res"])
         for i, level_args in reversed(afters):
-            lines.extend((f"{pad}_m = {hooks[i]}(_res, {level_args})", f"{pad}if _m is not None:"))
             keep = f"_init_result(_m, _key, _regs[{i}])" if init else "_res = _m"
-            lines.append(f"{pad}    {keep}")
+            lines.extend(
+                [
+                    f"{pad}_m = {hooks[i]}(_res, {level_args})",
+                    f"{pad}if _m is not None:",
+                    f"{pad}    {keep}",
+                ]
+            )
         lines.append(f"{pad}return _res")
 
     for k, ops in enumerate(bodies):
         call = f"_h{arounds[k]}({names[k + 1]}, " if k < len(arounds) else "_core("
-        lines += [f"    {define} {names[k]}(*args, **kwargs):", "        __tracebackhide__ = True"]
-        lines += ["        if not kwargs:", "            n = len(args)"]
+        lines += [
+            f"    {define} {names[k]}(*args, **kwargs):",
+            "        __tracebackhide__ = True",
+            "        if not kwargs:",
+            "            n = len(args)",
+        ]
         for n in arities:
             params = ", ".join(f"_p{j}" for j in range(n))
             lines.append(f"            {'elif' if n != arities[0] else 'if'} n == {n}:")
             lines += [f"                {params}, = args"] if n else []
             emit(" " * 16, ops, call, params, k)
-        lines.append(f"        return {wait}_resume{k}(-1, (), args, kwargs)")
         lines += [
+            f"        return {wait}_resume{k}(-1, (), args, kwargs)",
             f"    {define} _resume{k}(_at, _orig, args, kwargs):",
             "        __tracebackhide__ = True",
         ]
         emit(" " * 8, ops, call, _GENERIC, k)
+
     lines.append("    return _wrapper")
     source = "\n".join(lines) + "\n"
     shape = "+".join(kinds) if len(kinds) < 4 else f"{len(kinds)} hooks"
     name = f"{'async ' if is_async else ''}{shape or 'replace'} #{next(_numbers)}"
     filename = f"<sglang-plugin hooks: {name}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict[str, Any] = dict(_GLOBALS)
+    namespace = dict(_GLOBALS)
+
     exec(compile(source, filename, "exec"), namespace)
     return cast("Callable[..., Any]", namespace["_make"])
