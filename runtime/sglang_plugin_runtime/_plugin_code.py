@@ -131,11 +131,8 @@ def honoured_exit(exc: BaseException | None) -> bool:
 
 def is_plugin_failure(exc: BaseException) -> bool:
     """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate)."""
-    if isinstance(exc, (Exception, SystemExit)):
-        return True
-    return (
-        _marked and isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
-    )
+    interrupt = isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
+    return isinstance(exc, (Exception, SystemExit)) or (_marked and interrupt)
 
 
 class PluginCall:
@@ -189,15 +186,12 @@ def plugin_traceback(exc: BaseException) -> str:
     import traceback
 
     summary = traceback.TracebackException.from_exception(exc)
-    pending: list[traceback.TracebackException | None] = [summary]
-    seen: set[int] = set()
-    while pending:  # the exception, its causes and contexts
-        part = pending.pop()
-        if part is not None and id(part) not in seen:
-            seen.add(id(part))
-            frames = [f for f in part.stack if not f.filename.startswith(_RUNTIME_DIR)]
-            part.stack = traceback.StackSummary.from_list(frames)
-            pending += [part.__cause__, part.__context__]
+    # The exception, its causes and contexts: a tree (from_exception wraps each exception once).
+    parts = [summary]
+    for part in parts:
+        frames = [f for f in part.stack if not f.filename.startswith(_RUNTIME_DIR)]
+        part.stack = traceback.StackSummary.from_list(frames)
+        parts += filter(None, (part.__cause__, part.__context__))
     return "".join(summary.format())
 
 
@@ -350,39 +344,32 @@ def run_plugin_code(
         code = safe_text(call.error.code, repr)  # type: ignore[union-attr]
         logger.error("%s called sys.exit(%s): start-up stops, as the plugin asks", where, code)
         raise call.error  # type: ignore[misc]
-    error = running.reentered or call.error
-    reason = describe_failure(error) if error else check(value) if check else None
-    if reason is None:
+    error, importing = running.reentered or call.error, step == "import"
+    if error:
+        reason = describe_failure(error)
+        reason = f"import failed: {reason}" if importing else f"{step} raised {reason}"
+    elif check is None or (reason := check(value)) is None:  # type: ignore[assignment]
         return value, planned(ep, Status.LOADED, seconds=seconds)
-    if error is not None:
-        reason = f"import failed: {reason}" if step == "import" else f"{step} raised {reason}"
-    status = Status.FAILED_IMPORT if step == "import" else Status.FAILED_CALL
+    status = Status.FAILED_IMPORT if importing else Status.FAILED_CALL
     trace = plugin_traceback(error) if error else None
     outcome = planned(ep, status, reason, seconds=seconds, traceback=trace)
     discard_hooks(ep)
-    if policy is None and error is not None:
+    if policy is None and error:
         raise error
-    if policy is not None:
-        _fail(outcome, policy, error)
-    return None, outcome
-
-
-def _fail(outcome: PluginOutcome, policy: Policy, error: BaseException | None) -> None:
-    """Apply ``policy`` to a failed ``outcome``: raise, or log that it was skipped."""
-    plugin, distribution, version = outcome.plugin, outcome.distribution, outcome.version
-    message = f"Plugin {plugin!r} (distribution {distribution} {version}) failed: {outcome.reason}"
-    required = distribution == policy.required
+    if policy is None:
+        return None, outcome
+    # the failure policy
+    message = f"Plugin {ep.name!r} (distribution {ep.label}) failed: {reason}"
+    required = ep.distribution == policy.required
     if isinstance(error, policy.fatal) and isinstance(error, PluginError):
-        raised = error
-    elif required or policy.strict:
-        why = policy.why if required else f"{policy.strict_env}=1 makes it an error"
-        raised = PluginLoadError(f"{message} ({why})", plugin=plugin, distribution=distribution)
-    else:
-        trace = f"\n{outcome.traceback.rstrip()}" if outcome.traceback else ""
-        skipped = f"It was skipped; set {policy.strict_env}=1 to stop instead."
-        logger.log(policy.level, "%s. %s%s", message, skipped, trace)
-        return
-    raised.outcomes = (*raised.outcomes, outcome)
-    if raised is error:
+        error.outcomes += (outcome,)
         raise error
-    raise raised from error
+    if required or policy.strict:
+        why = policy.why if required else f"{policy.strict_env}=1 makes it an error"
+        raised = PluginLoadError(f"{message} ({why})", plugin=ep.name, distribution=ep.distribution)
+        raised.outcomes = (outcome,)
+        raise raised from error
+    trace = f"\n{trace.rstrip()}" if trace else ""
+    skipped = f"It was skipped; set {policy.strict_env}=1 to stop instead."
+    logger.log(policy.level, "%s. %s%s", message, skipped, trace)
+    return None, outcome
