@@ -88,8 +88,8 @@ def parse_entry_points_text(text: str) -> Iterator[tuple[str, str, str]]:
     """
     from importlib.metadata import EntryPoint
 
-    group: str | None = None
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    group = None
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
@@ -98,7 +98,7 @@ def parse_entry_points_text(text: str) -> Iterator[tuple[str, str, str]]:
                 raise MalformedEntryPoints(f"line {lineno}: bad section header {raw!r}")
             group = line[1:-1].strip()
             continue
-        name, sep, value = (part.strip() for part in line.partition("="))
+        name, sep, value = map(str.strip, line.partition("="))
         if group is None:
             raise MalformedEntryPoints(
                 f"line {lineno}: entry point {raw!r} outside any [group] section"
@@ -123,13 +123,14 @@ class DiscoveryResult:
         malformed: list[MalformedDistribution],
         distributions: frozenset[str],
     ) -> None:
+        #: ``distributions``: the PEP 503 names of every distribution found (the first of each name
+        #: on the path).
         self._offers = offers
+        self.malformed = malformed
+        self.distributions = distributions
         self._groups: dict[str, tuple[PluginEntryPoint, ...]] = {}
         self._versions: dict[str, str | None] = {}
         self._lock = threading.Lock()
-        self.malformed = malformed
-        #: The PEP 503 names of every distribution found (the first of each name on the path).
-        self.distributions = distributions
 
     @property
     def entry_points(self) -> dict[str, tuple[PluginEntryPoint, ...]]:
@@ -152,16 +153,14 @@ class DiscoveryResult:
         """The distribution's version, read once; one without a readable version is reported and
         skipped."""
         if path not in self._versions:
+            version, reason = None, "no version in its metadata"
             try:
-                self._versions[path], reason = dist.version or None, "no version in its metadata"
+                version = dist.version or None
             except Exception as exc:  # a broken METADATA hides this distribution only
-                self._versions[path], reason = (
-                    None,
-                    f"unreadable metadata: {type(exc).__name__}: {exc}",
-                )
-            if self._versions[path] is None:
-                logger.warning("Skipping distribution at %s: %s", path, reason)
-                self.malformed.append(MalformedDistribution(path, reason))
+                reason = f"unreadable metadata: {type(exc).__name__}: {exc}"
+            if version is None:
+                _skip(self.malformed, path, reason)
+            self._versions[path] = version
         return self._versions[path]
 
     def duplicates(self, group: str) -> dict[str, tuple[PluginEntryPoint, ...]]:
@@ -171,6 +170,11 @@ class DiscoveryResult:
         for ep in self.group(group):
             by_name.setdefault(ep.name, []).append(ep)
         return {name: tuple(eps) for name, eps in by_name.items() if len(eps) > 1}
+
+
+def _skip(malformed: list[MalformedDistribution], path: str, reason: str) -> None:
+    logger.warning("Skipping distribution at %s: %s", path, reason)
+    malformed.append(MalformedDistribution(path, reason))
 
 
 def duplicate_reason(eps: tuple[PluginEntryPoint, ...]) -> str:
@@ -217,11 +221,7 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
             found = sorted(distributions(path=[entry]), key=_folder_version, reverse=True)
         # a sys.path entry importlib.metadata cannot walk hides nothing else
         except Exception as exc:
-            malformed.append(
-                MalformedDistribution(
-                    entry or os.curdir, f"unreadable: {type(exc).__name__}: {exc}"
-                )
-            )
+            _skip(malformed, entry or os.curdir, f"unreadable: {type(exc).__name__}: {exc}")
             continue
         here: dict[str, str] = {}
         for dist in found:
@@ -235,28 +235,22 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
                 if name in here:  # a stale copy an upgrade left (importlib.metadata: either)
                     used = f"{here[name]} is used (the highest version by folder name)"
                     reason = f"a second metadata folder of {name} in one folder: {used}; remove one"
-                    malformed.append(MalformedDistribution(where, reason))
+                    _skip(malformed, where, reason)
                 if name in seen:
                     # the first distribution of a name on the path wins, as in importlib.metadata
                     continue
                 seen.add(name)
                 here[name] = where
                 text = dist.read_text("entry_points.txt")
-                parsed = list(parse_entry_points_text(text)) if text else []
+                parsed = list(parse_entry_points_text(text or ""))  # all of it, or nothing
             except Exception as exc:
-                reason = (
-                    "malformed entry_points.txt"
-                    if isinstance(exc, MalformedEntryPoints)
-                    else "unreadable"
-                )
-                malformed.append(
-                    MalformedDistribution(where, f"{reason}: {type(exc).__name__}: {exc}")
-                )
+                reason = "unreadable"
+                if isinstance(exc, MalformedEntryPoints):
+                    reason = "malformed entry_points.txt"
+                _skip(malformed, where, f"{reason}: {type(exc).__name__}: {exc}")
                 continue
             for group, ep_name, value in parsed:
                 offers.setdefault(group, []).append((ep_name, value, dist, name, where))
-    for bad in malformed:
-        logger.warning("Skipping distribution at %s: %s", bad.path, bad.reason)
     return DiscoveryResult(offers, malformed, frozenset(seen))
 
 
@@ -266,15 +260,14 @@ class _DiscoveryCache:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.key: tuple[int, tuple[str, ...]] | None = None
-        self.result: DiscoveryResult | None = None
+        self.key: object = None
         #: How many scans this process ran (tests prove the in-memory scan is reused with it).
         self.scans = 0
 
-    def get(self, refresh: bool = False) -> DiscoveryResult:
+    def get(self, refresh: bool) -> DiscoveryResult:
         key = (os.getpid(), tuple(sys.path))
         with self.lock:
-            if refresh or self.result is None or self.key != key:
+            if refresh or self.key != key:
                 self.result, self.key = scan_distributions(), key
                 self.scans += 1
             return self.result

@@ -66,11 +66,7 @@ class PluginNamespace(NamedTuple):
         """The general-plugin allowlist (comma-separated, whitespace-tolerant), or ``None`` for
         all."""
         raw = os.environ.get(self.plugins_env, "")
-        return (
-            frozenset(part.strip() for part in raw.split(",") if part.strip())
-            if raw.strip()
-            else None
-        )
+        return frozenset(filter(None, map(str.strip, raw.split(",")))) if raw.strip() else None
 
     def strict(self) -> bool:
         """Whether the namespace's strict variable (``SGLANG_PLUGINS_STRICT``) turns plugin failures
@@ -88,8 +84,7 @@ def register_namespace(namespace: PluginNamespace) -> PluginNamespace:
     Raises ``ValueError`` when a different namespace object is registered under the same name.
     """
     # atomic: no lock to reset after a fork
-    existing = _NAMESPACES.setdefault(namespace.name, namespace)
-    if existing is not namespace:
+    if _NAMESPACES.setdefault(namespace.name, namespace) is not namespace:
         raise ValueError(
             f"a different plugin namespace named {namespace.name!r} is already registered; a host "
             f"declares its namespace once and passes that object (or its name) around"
@@ -133,9 +128,7 @@ def resolve_qualified_name(name: str) -> object:
             try:
                 importlib.import_module(prefix)
             except ModuleNotFoundError as exc:
-                if exc.name is not None and (
-                    prefix == exc.name or prefix.startswith(exc.name + ".")
-                ):
+                if exc.name and f"{prefix}.".startswith(f"{exc.name}."):
                     # the prefix is not a module: pkgutil's AttributeError is the right answer
                     break
                 raise

@@ -98,16 +98,11 @@ def consistency_mode() -> str:
     one rank only.
     """
     raw = os.environ.get(CONSISTENCY_ENV, "").strip().lower()
-    if raw in MODES:
-        return raw
-    if raw:
+    if raw not in (*MODES, ""):
         logger.warning(
-            "%s=%r is not one of %s; checking in 'error' mode.",
-            CONSISTENCY_ENV,
-            raw,
-            ", ".join(MODES),
+            "%s=%r is not one of error, warn, off; checking in 'error' mode.", CONSISTENCY_ENV, raw
         )
-    return "error"
+    return raw if raw in MODES else "error"
 
 
 def check_plugin_consistency(
@@ -137,36 +132,32 @@ def check_plugin_consistency(
             "init_distributed_environment())."
         )
     ns, world, rank = get_namespace(namespace), dist.get_world_size(group), dist.get_rank()
+    if world == 1:
+        return ConsistencyResult(plugin_fingerprint(ns), 1, mode)
     fingerprint, failure = None, None
     try:
         fingerprint = plugin_fingerprint(ns)
         data = fingerprint.to_dict()
     # a bug here must not keep this rank out of the collective its peers wait in
     except Exception as exc:
-        if world == 1:
-            raise
         logger.exception("Building this rank's plugin fingerprint failed")
-        failure, data = (
-            f"{type(exc).__name__}: {exc}",
-            {"format": FORMAT, "build_error": type(exc).__name__},
-        )
-    if fingerprint is not None and world == 1:
-        return ConsistencyResult(fingerprint, 1, mode)
-    digest, host = digest_of(data), socket.gethostname()
-    payload = json.dumps(
-        {"rank": rank, "host": host, "fingerprint": data, "failure": failure}
-    ).encode()
-    head = _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], failure is not None, len(payload))
+        failure = f"{type(exc).__name__}: {exc}"
+        data = {"format": FORMAT, "build_error": type(exc).__name__}
+    digest = digest_of(data)
+    payload = {"rank": rank, "host": socket.gethostname(), "fingerprint": data, "failure": failure}
+    encoded = json.dumps(payload).encode()
+    head = _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], failure is not None, len(encoded))
     heads = [_HEAD.unpack(raw) for raw in _all_gather(group, head, _HEAD.size)]
+    digests, modes, failures, lengths = zip(*heads, strict=True)
     # Every rank decides from the same gathered bytes, so all raise or all return; the strictest
     # mode applies.
-    effective = "error" if any(code == _MODE_CODES["error"] for _, code, _, _ in heads) else "warn"
-    if len({d for d, _, _, _ in heads}) == 1 and not any(failed for _, _, failed, _ in heads):
+    effective = "error" if _MODE_CODES["error"] in modes else "warn"
+    if len(set(digests)) == 1 and not any(failures):
         assert fingerprint is not None
         logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], world)
         return ConsistencyResult(fingerprint, world, effective)
-    gathered = _all_gather(group, payload, max(length for *_, length in heads))
-    entries = [json.loads(raw[:length]) for raw, (*_, length) in zip(gathered, heads, strict=True)]
+    gathered = _all_gather(group, encoded, max(lengths))
+    entries = [json.loads(raw[:length]) for raw, length in zip(gathered, lengths, strict=True)]
     from ._consistency import judge
 
     differences, groups = judge(ns, rank, world, entries, effective, logger)  # raises, or logs
@@ -181,22 +172,16 @@ def _all_gather(group: ProcessGroup | None, data: bytes, size: int) -> list[byte
     import torch
     import torch.distributed as dist
 
-    finder = getattr(dist.distributed_c10d, "_get_object_coll_device", None)
     try:
-        kind = finder(group) if finder is not None else "cpu"
-    except Exception:
+        kind = dist.distributed_c10d._get_object_coll_device(group)
+    except Exception:  # not in this torch, or it cannot tell
         kind = "cpu"
     device = (
-        torch.device(kind, torch.get_device_module(kind).current_device())
-        if kind != "cpu"
-        else "cpu"
+        kind
+        if kind == "cpu"
+        else torch.device(kind, torch.get_device_module(kind).current_device())
     )
-    buffer = bytearray(size)
-    buffer[: len(data)] = data
-    tensor = torch.frombuffer(buffer, dtype=torch.uint8).to(device)
-    gathered = [
-        torch.empty(size, dtype=torch.uint8, device=device)
-        for _ in range(dist.get_world_size(group))
-    ]
+    tensor = torch.frombuffer(bytearray(data.ljust(size, b"\0")), dtype=torch.uint8).to(device)
+    gathered = [torch.empty_like(tensor) for _ in range(dist.get_world_size(group))]
     dist.all_gather(gathered, tensor, group=group)
     return [bytes(t.cpu().tolist()) for t in gathered]

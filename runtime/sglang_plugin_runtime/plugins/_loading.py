@@ -51,7 +51,9 @@ class LoadReport:
 
     def __init__(self, namespace: str, group: str) -> None:
         # in to_dict()'s order
-        self.namespace, self.group, self.completed = namespace, group, False
+        self.namespace = namespace
+        self.group = group
+        self.completed = False
         self.outcomes: list[PluginOutcome] = []
 
     @property
@@ -161,11 +163,7 @@ def _callable(value: object) -> str | None:
         return None
     kind = f"{type(value).__name__} {safe_text(value, repr)}"
     function = "register() for a general plugin, activate() for a platform plugin"
-    return (
-        None
-        if callable(value)
-        else (f"the entry point names {kind}, not a function; it must name the plugin's {function}")
-    )
+    return f"the entry point names {kind}, not a function; it must name the plugin's {function}"
 
 
 def _ran_its_body(result: object) -> str | None:
