@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -144,7 +145,7 @@ class DiscoveryResult:
                 eps = [
                     PluginEntryPoint(name, ep_name, value, distribution, version, path)
                     for ep_name, value, dist, distribution, path in self._offers.get(name, ())
-                    if (version := self._version(dist, path)) is not None
+                    if (version := self._version(dist, path))
                 ]
                 self._groups[name] = tuple(sorted(eps, key=lambda ep: (ep.distribution, ep.name)))
             return self._groups[name]
@@ -153,12 +154,13 @@ class DiscoveryResult:
         """The distribution's version, read once; one without a readable version is reported and
         skipped."""
         if path not in self._versions:
-            version, reason = None, "no version in its metadata"
+            version = None
+            reason = "no version in its metadata"
             try:
                 version = dist.version or None
             except Exception as exc:  # a broken METADATA hides this distribution only
                 reason = f"unreadable metadata: {type(exc).__name__}: {exc}"
-            if version is None:
+            if not version:
                 _skip(self.malformed, path, reason)
             self._versions[path] = version
         return self._versions[path]
@@ -166,10 +168,9 @@ class DiscoveryResult:
     def duplicates(self, group: str) -> dict[str, tuple[PluginEntryPoint, ...]]:
         """Entry-point names that more than one distribution (or one file, twice) offers in
         ``group``."""
-        by_name: dict[str, list[PluginEntryPoint]] = {}
-        for ep in self.group(group):
-            by_name.setdefault(ep.name, []).append(ep)
-        return {name: tuple(eps) for name, eps in by_name.items() if len(eps) > 1}
+        eps = self.group(group)
+        counts = Counter(ep.name for ep in eps)
+        return {n: tuple(ep for ep in eps if ep.name == n) for n, k in counts.items() if k > 1}
 
 
 def _skip(malformed: list[MalformedDistribution], path: str, reason: str) -> None:
@@ -233,9 +234,12 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
                     getattr(dist, "_normalized_name", None) or dist.metadata["Name"]
                 )
                 if name in here:  # a stale copy an upgrade left (importlib.metadata: either)
-                    used = f"{here[name]} is used (the highest version by folder name)"
-                    reason = f"a second metadata folder of {name} in one folder: {used}; remove one"
-                    _skip(malformed, where, reason)
+                    _skip(
+                        malformed,
+                        where,
+                        f"a second metadata folder of {name} in one folder: {here[name]} is used "
+                        "(the highest version by folder name); remove one",
+                    )
                 if name in seen:
                     # the first distribution of a name on the path wins, as in importlib.metadata
                     continue
@@ -244,9 +248,11 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
                 text = dist.read_text("entry_points.txt")
                 parsed = list(parse_entry_points_text(text or ""))  # all of it, or nothing
             except Exception as exc:
-                reason = "unreadable"
-                if isinstance(exc, MalformedEntryPoints):
-                    reason = "malformed entry_points.txt"
+                reason = (
+                    "malformed entry_points.txt"
+                    if isinstance(exc, MalformedEntryPoints)
+                    else "unreadable"
+                )
                 _skip(malformed, where, f"{reason}: {type(exc).__name__}: {exc}")
                 continue
             for group, ep_name, value in parsed:
@@ -264,11 +270,13 @@ class _DiscoveryCache:
         #: How many scans this process ran (tests prove the in-memory scan is reused with it).
         self.scans = 0
 
-    def get(self, refresh: bool) -> DiscoveryResult:
+    def discover(self, refresh: bool = False) -> DiscoveryResult:
+        """The scan of this process; ``refresh=True`` rescans (e.g. after installing a package)."""
         key = (os.getpid(), tuple(sys.path))
         with self.lock:
             if refresh or self.key != key:
-                self.result, self.key = scan_distributions(), key
+                self.result = scan_distributions()
+                self.key = key
                 self.scans += 1
             return self.result
 
@@ -277,11 +285,7 @@ _CACHE = _DiscoveryCache()
 # A forked child scans again anyway (its pid differs); it needs a fresh lock, which a parent's
 # thread may have held.
 after_fork_in_child(lambda: setattr(_CACHE, "lock", threading.Lock()))
-
-
-def discover_entry_points(refresh: bool = False) -> DiscoveryResult:
-    """The scan of this process; ``refresh=True`` rescans (e.g. after installing a package)."""
-    return _CACHE.get(refresh)
+discover_entry_points = _CACHE.discover
 
 
 def refresh_discovery() -> None:

@@ -52,7 +52,7 @@ class PluginNamespace(NamedTuple):
 
     def host_base(self) -> type | None:
         """The host's base class if its module is imported, else ``None``."""
-        if self.host_base_class is None or self.host_base_class.split(":")[0] not in sys.modules:
+        if not self.host_base_class or self.host_base_class.split(":")[0] not in sys.modules:
             return None
         base = resolve_class_ref(self.host_base_class)
         return base if isinstance(base, type) else None

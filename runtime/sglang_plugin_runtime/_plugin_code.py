@@ -218,7 +218,7 @@ def attach_registry(active_registry: Callable[[], _Registry]) -> bool:
 
 def registry() -> _Registry | None:
     """The active hook registry, once a plugin (or the host) imported it."""
-    return _active_registry() if _active_registry is not None else None
+    return _active_registry() if _active_registry else None
 
 
 def apply_hooks(strict: bool, *, loaded: bool) -> None:
@@ -226,14 +226,14 @@ def apply_hooks(strict: bool, *, loaded: bool) -> None:
     alone (the general plugins' hooks then still come in one batch)."""
     global _hooks_applied
     _hooks_applied = _hooks_applied or loaded
-    if (hooks := registry()) is not None:
+    if hooks := registry():
         hooks.apply_hooks(strict)
 
 
 def discard_hooks(ep: PluginEntryPoint) -> None:
     """Drop the hooks ``ep``'s code registered (it failed, or is a platform that was not
     selected)."""
-    if (hooks := registry()) is not None:
+    if hooks := registry():
         hooks.discard_source(HookSource(ep.name, ep.distribution))
 
 
@@ -244,7 +244,8 @@ class Running:
     """Plugin code a :class:`Gate`'s owner runs now."""
 
     def __init__(self, ep: PluginEntryPoint, where: str) -> None:
-        self.ep, self.where = ep, where
+        self.ep = ep
+        self.where = where
         #: Threads alive when it started: one born since then was started by that code.
         self.threads = frozenset(threading.enumerate())
         #: Set when the code re-entered the job it runs in (even if it caught the error).
@@ -267,12 +268,15 @@ class Gate:
         running code started raises ``refuse(self)`` when the owner waits in one of
         :mod:`threading`'s waits: the owner's innermost frame, in threading's code, the same twice
         50 ms apart."""
-        me, running, wait = threading.current_thread(), self.running, None
+        me = threading.current_thread()
+        running = self.running
+        wait = None
         if self.owner is me:
             return False
         while not self.lock.acquire(timeout=0.05):
-            if running is not None and me not in running.threads and self.running is running:
-                seen, frame = wait, sys._current_frames().get(getattr(self.owner, "ident", 0) or 0)
+            if running and me not in running.threads and self.running is running:
+                seen = wait
+                frame = sys._current_frames().get(getattr(self.owner, "ident", 0) or 0)
                 wait = frame if frame and frame.f_code.co_filename == threading.__file__ else None
                 if wait is not None and wait is seen:
                     raise self.refused(refuse(self))
@@ -285,7 +289,7 @@ class Gate:
 
     def refused(self, error: PluginError) -> PluginError:
         """``error``, remembered on the running code: a plugin that catches it is still reported."""
-        if self.running is not None:
+        if self.running:
             self.running.reentered = error
         return error
 
@@ -325,10 +329,12 @@ def run_plugin_code(
     as it is) or logs. With ``policy=None`` (the host's own start-up runs it) the error is raised as
     it is.
     """
-    what = "the import" if step == "import" else step
+    importing = step == "import"
+    what = "the import" if importing else step
     where = f"{what} of plugin {ep.name!r} (distribution {ep.label})"
-    running, token = Running(ep, where), plugin_source.set(HookSource(ep.name, ep.distribution))
-    if gate is not None:
+    running = Running(ep, where)
+    token = plugin_source.set(HookSource(ep.name, ep.distribution))
+    if gate:
         gate.running = running
     start = time.perf_counter()
     try:
@@ -337,14 +343,14 @@ def run_plugin_code(
     finally:
         seconds = time.perf_counter() - start
         plugin_source.reset(token)
-        if gate is not None:
+        if gate:
             gate.running = None
     if honoured_exit(call.error):
         discard_hooks(ep)
         code = safe_text(call.error.code, repr)  # type: ignore[union-attr]
         logger.error("%s called sys.exit(%s): start-up stops, as the plugin asks", where, code)
         raise call.error  # type: ignore[misc]
-    error, importing = running.reentered or call.error, step == "import"
+    error = running.reentered or call.error
     if error:
         reason = describe_failure(error)
         reason = f"import failed: {reason}" if importing else f"{step} raised {reason}"

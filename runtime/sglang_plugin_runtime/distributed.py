@@ -131,10 +131,13 @@ def check_plugin_consistency(
             "it after torch.distributed.init_process_group() (in SGLang: after "
             "init_distributed_environment())."
         )
-    ns, world, rank = get_namespace(namespace), dist.get_world_size(group), dist.get_rank()
+    ns = get_namespace(namespace)
+    world = dist.get_world_size(group)
+    rank = dist.get_rank()
     if world == 1:
         return ConsistencyResult(plugin_fingerprint(ns), 1, mode)
-    fingerprint, failure = None, None
+    # Where building the fingerprint fails, ``fingerprint`` is never read: judge() raises.
+    failure = None
     try:
         fingerprint = plugin_fingerprint(ns)
         data = fingerprint.to_dict()
@@ -153,7 +156,6 @@ def check_plugin_consistency(
     # mode applies.
     effective = "error" if _MODE_CODES["error"] in modes else "warn"
     if len(set(digests)) == 1 and not any(failures):
-        assert fingerprint is not None
         logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], world)
         return ConsistencyResult(fingerprint, world, effective)
     gathered = _all_gather(group, encoded, max(lengths))
@@ -161,7 +163,6 @@ def check_plugin_consistency(
     from ._consistency import judge
 
     differences, groups = judge(ns, rank, world, entries, effective, logger)  # raises, or logs
-    assert fingerprint is not None  # a failed build on any rank made judge() raise
     return ConsistencyResult(fingerprint, world, effective, differences, groups)
 
 
@@ -176,12 +177,8 @@ def _all_gather(group: ProcessGroup | None, data: bytes, size: int) -> list[byte
         kind = dist.distributed_c10d._get_object_coll_device(group)
     except Exception:  # not in this torch, or it cannot tell
         kind = "cpu"
-    device = (
-        kind
-        if kind == "cpu"
-        else torch.device(kind, torch.get_device_module(kind).current_device())
-    )
-    tensor = torch.frombuffer(bytearray(data.ljust(size, b"\0")), dtype=torch.uint8).to(device)
+    # a device type alone ("cuda") is its current device, as all_gather_object picks it
+    tensor = torch.frombuffer(bytearray(data.ljust(size, b"\0")), dtype=torch.uint8).to(kind)
     gathered = [torch.empty_like(tensor) for _ in range(dist.get_world_size(group))]
     dist.all_gather(gathered, tensor, group=group)
     return [bytes(t.cpu().tolist()) for t in gathered]

@@ -110,7 +110,8 @@ def plan_entry_points(
     """What loading ``group`` will do with each entry point, in load order; imports nothing.
     ``allowed``: the allowlist that applies (``None``: all)."""
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
-    duplicates, selected = discovery.duplicates(group), namespace.selected_platform()
+    duplicates = discovery.duplicates(group)
+    selected = namespace.selected_platform()
     platforms = discovery.group(namespace.platform_group)
     unselected = (
         f"its distribution offers only platforms other than {namespace.platform_env}={selected!r}"
@@ -161,9 +162,11 @@ def plan_plugins(
 def _callable(value: object) -> str | None:
     if callable(value):
         return None
-    kind = f"{type(value).__name__} {safe_text(value, repr)}"
-    function = "register() for a general plugin, activate() for a platform plugin"
-    return f"the entry point names {kind}, not a function; it must name the plugin's {function}"
+    return (
+        f"the entry point names {type(value).__name__} {safe_text(value, repr)}, not a function; "
+        "it must name the plugin's register() for a general plugin, activate() for a platform "
+        "plugin"
+    )
 
 
 def _ran_its_body(result: object) -> str | None:
@@ -189,7 +192,7 @@ def import_plugins(
     """Import the plugins ``plan`` loads (but those in ``skip``): their functions, and the outcomes
     of the others (failed imports, skipped, duplicates). Failures never stop the others, unless
     ``policy`` says so."""
-    imported: list[tuple[PluginEntryPoint, Any]] = []
+    imported = []
     outcomes = []
     for name, status, reason, ep in plan:
         if ep and name in skip:
@@ -202,24 +205,26 @@ def import_plugins(
                 imported.append((ep, function))
                 continue
         elif status is Status.FAILED_DUPLICATE and policy.strict:
-            message = f"Plugin name {name!r} in group {group!r}: {reason}"
-            raise DuplicatePluginError(message, plugin=name)
+            raise DuplicatePluginError(
+                f"Plugin name {name!r} in group {group!r}: {reason}", plugin=name
+            )
         else:
             quiet = status in (Status.SKIPPED_ALLOWLIST, Status.SKIPPED_PLATFORM)
             log = logger.info if quiet else logger.warning
             log("Plugin %r in group %r: %s (%s)", name, group, reason, status)
             outcome = planned(ep, status, reason) if ep else PluginOutcome(name, status, reason)
         outcomes.append(outcome)
-    return imported, outcomes
+    return imported, outcomes  # type: ignore[return-value]  # checked by _callable
 
 
 def _required_distribution(namespace: PluginNamespace, discovery: DiscoveryResult) -> str | None:
     """The selected platform's distribution, whose plugins' failures stop start-up: known once the
     platform is selected (SGLang selects it before it loads plugins), or from ``SGLANG_PLATFORM``.
     """
-    if (selection := platform_state(namespace).selection) is not None:
+    if selection := platform_state(namespace).selection:
         return selection.distribution
-    selected, eps = namespace.selected_platform(), discovery.group(namespace.platform_group)
+    selected = namespace.selected_platform()
+    eps = discovery.group(namespace.platform_group)
     return next((ep.distribution for ep in eps if ep.name == selected), None)
 
 
@@ -278,8 +283,9 @@ def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadRep
                     check=_ran_its_body,
                 )
                 if outcome.ok:
-                    milliseconds = outcome.seconds * 1e3
-                    logger.info("Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, milliseconds)
+                    logger.info(
+                        "Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, outcome.seconds * 1e3
+                    )
                     state.done[group, ep.name] = outcome
                 report.outcomes.append(outcome)
             report.outcomes += done.values()
@@ -325,11 +331,14 @@ def _load_all(
             report = _load_phase(namespace, group, strict)
     apply_hooks(strict, loaded=not startup_only)
     # The selected platform's distribution cannot run without its hooks.
-    required, hooks = _required_distribution(namespace, discover_entry_points()), registry()
-    if required is not None and hooks is not None and (failed := hooks.failed_targets(required)):
-        message = f"Hooks of the selected platform's distribution {required} cannot be applied: "
-        message += f"{', '.join(failed)}; the process cannot run without them."
-        raise PluginLoadError(message, distribution=required)
+    required = _required_distribution(namespace, discover_entry_points())
+    hooks = registry()
+    if required and hooks and (failed := hooks.failed_targets(required)):
+        raise PluginLoadError(
+            f"Hooks of the selected platform's distribution {required} cannot be applied: "
+            f"{', '.join(failed)}; the process cannot run without them.",
+            distribution=required,
+        )
     return report
 
 
@@ -352,8 +361,9 @@ def load_plugins_by_group(
     logged and skipped (raised with ``SGLANG_PLUGINS_STRICT=1``). Distribution names are PEP 503
     normalised.
     """
-    ours = (ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group))
-    namespace = next(ours, SRT)
+    namespace = next(
+        (ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)), SRT
+    )
     allowed = None if group == namespace.platform_group else namespace.allowed_plugins()
     plan = plan_entry_points(
         group, namespace, discover_entry_points(), excluded_dists or (), allowed
