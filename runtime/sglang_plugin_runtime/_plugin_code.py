@@ -347,8 +347,11 @@ def run_plugin_code(
             gate.running = None
     if honoured_exit(call.error):
         discard_hooks(ep)
-        code = safe_text(call.error.code, repr)  # type: ignore[union-attr]
-        logger.error("%s called sys.exit(%s): start-up stops, as the plugin asks", where, code)
+        logger.error(
+            "%s called sys.exit(%s): start-up stops, as the plugin asks",
+            where,
+            safe_text(call.error.code, repr),  # type: ignore[union-attr]
+        )
         raise call.error  # type: ignore[misc]
     error = running.reentered or call.error
     if error:
@@ -360,9 +363,9 @@ def run_plugin_code(
     trace = plugin_traceback(error) if error else None
     outcome = planned(ep, status, reason, seconds=seconds, traceback=trace)
     discard_hooks(ep)
-    if policy is None and error:
-        raise error
     if policy is None:
+        if error:
+            raise error
         return None, outcome
     # the failure policy
     message = f"Plugin {ep.name!r} (distribution {ep.label}) failed: {reason}"

@@ -54,7 +54,6 @@ logger = logging.getLogger(__name__)
 
 #: The environment variable that relaxes the check: ``error`` (default), ``warn`` or ``off``.
 CONSISTENCY_ENV = "SGLANG_PLUGINS_CONSISTENCY"
-MODES = ("error", "warn", "off")
 _MODE_CODES = {"warn": 1, "error": 2}
 
 #: What every rank sends first: its fingerprint's sha256, its mode, whether building the fingerprint
@@ -98,11 +97,12 @@ def consistency_mode() -> str:
     one rank only.
     """
     raw = os.environ.get(CONSISTENCY_ENV, "").strip().lower()
-    if raw not in (*MODES, ""):
+    if raw not in ("", "error", "warn", "off"):
         logger.warning(
             "%s=%r is not one of error, warn, off; checking in 'error' mode.", CONSISTENCY_ENV, raw
         )
-    return raw if raw in MODES else "error"
+        return "error"
+    return raw or "error"
 
 
 def check_plugin_consistency(

@@ -385,7 +385,7 @@ def reset_load_state(namespace: PluginNamespace | None = None) -> None:
     _reset(_STATES if namespace is None else {namespace.name: load_state(namespace)}, {})
 
 
-def _reset(states: dict[str, LoadState], saved: dict[str, tuple[Any, Any, Any]]) -> None:
+def _reset(states: dict[str, LoadState], saved: dict[str, Any]) -> None:
     for name, state in states.items():
         reports, done, interrupted = saved.get(name, ({}, {}, None))
         with state.gate.lock:
