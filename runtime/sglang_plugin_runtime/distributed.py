@@ -125,7 +125,7 @@ def check_plugin_consistency(
         return None
     import torch.distributed as dist
 
-    if not dist.is_available() or not dist.is_initialized():
+    if not (dist.is_available() and dist.is_initialized()):
         raise RuntimeError(
             "check_plugin_consistency() needs an initialised torch.distributed process group: call "
             "it after torch.distributed.init_process_group() (in SGLang: after "
@@ -150,7 +150,7 @@ def check_plugin_consistency(
     payload = {"rank": rank, "host": socket.gethostname(), "fingerprint": data, "failure": failure}
     encoded = json.dumps(payload).encode()
     head = _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], failure is not None, len(encoded))
-    heads = [_HEAD.unpack(raw) for raw in _all_gather(group, head, _HEAD.size)]
+    heads = map(_HEAD.unpack, _all_gather(group, head, _HEAD.size))
     digests, modes, failures, lengths = zip(*heads, strict=True)
     # Every rank decides from the same gathered bytes, so all raise or all return; the strictest
     # mode applies.

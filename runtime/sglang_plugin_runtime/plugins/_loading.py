@@ -79,7 +79,8 @@ class LoadState:
         self.reports: dict[str, LoadReport] = {}
         #: Functions that completed in a load that did not (a strict retry; a child forked
         #: meanwhile).
-        self.done: dict[tuple[str, str], PluginOutcome] = {}
+        #: By group, then plugin name.
+        self.done: dict[str, dict[str, PluginOutcome]] = {}
         # ran in another thread when this child forked
         self.interrupted: PluginEntryPoint | None = None
 
@@ -95,8 +96,9 @@ def load_state(namespace: PluginNamespace) -> LoadState:
 def _after_fork() -> None:
     """A finished load stays; one that another thread ran is redone, without that plugin's hooks."""
     for state in _STATES.values():
-        running, state.gate = state.gate.running, Gate()
-        state.interrupted = running.ep if running else state.interrupted
+        if state.gate.running:
+            state.interrupted = state.gate.running.ep
+        state.gate = Gate()
         state.reports = {group: r for group, r in state.reports.items() if r.completed}
 
 
@@ -123,8 +125,9 @@ def plan_entry_points(
     # A listed name is "not installed" (said once, with the general plugins) when no group it
     # filters has it.
     filtered = {namespace.startup_group, namespace.plugin_group}
-    groups = filtered if group in filtered else {group}
-    installed = [ep for g in groups if g for ep in discovery.group(g)]
+    installed = [
+        ep for g in (filtered if group in filtered else {group}) if g for ep in discovery.group(g)
+    ]
     missing = set() if group == namespace.startup_group else set(allowed or ())
     plan = []
     for name in sorted(missing - {ep.name for ep in installed}):
@@ -268,9 +271,9 @@ def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadRep
                     env,
                     env,
                 )
-            done = {
-                name: outcome for (phase, name), outcome in state.done.items() if phase == group
-            }
+            # A new dict: one a saved load state holds is never written to.
+            done = state.done.get(group, {})
+            state.done[group] = completed = dict(done)
             plan = plan_plugins(namespace, discovery, group)
             functions, report.outcomes = import_plugins(plan, policy, group, state.gate, skip=done)
             for ep, function in functions:
@@ -286,11 +289,11 @@ def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadRep
                     logger.info(
                         "Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, outcome.seconds * 1e3
                     )
-                    state.done[group, ep.name] = outcome
+                    completed[ep.name] = outcome
                 report.outcomes.append(outcome)
             report.outcomes += done.values()
             report.completed = True
-            state.done = {key: outcome for key, outcome in state.done.items() if key[0] != group}
+            state.done.pop(group, None)
         except BaseException:  # a load that raised: the next call redoes it
             del state.reports[group]
             raise
