@@ -117,8 +117,9 @@ def resolve_qualified_name(name: str) -> object:
 
     head, _, tail = name.replace(":", ".").rpartition(".")
     # already imported: no import machinery needed
-    if head in sys.modules and tail in vars(sys.modules[head]):
-        return vars(sys.modules[head])[tail]
+    attributes = vars(sys.modules[head]) if head in sys.modules else {}
+    if tail in attributes:
+        return attributes[tail]
     try:
         return pkgutil.resolve_name(name)
     except AttributeError:

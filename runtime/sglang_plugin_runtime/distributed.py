@@ -99,7 +99,10 @@ def consistency_mode() -> str:
     raw = os.environ.get(CONSISTENCY_ENV, "").strip().lower()
     if raw not in ("", "error", "warn", "off"):
         logger.warning(
-            "%s=%r is not one of error, warn, off; checking in 'error' mode.", CONSISTENCY_ENV, raw
+            "%s=%r is not one of %s; checking in 'error' mode.",
+            CONSISTENCY_ENV,
+            raw,
+            "error, warn, off",
         )
         return "error"
     return raw or "error"

@@ -114,13 +114,16 @@ def plan_entry_points(
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
     duplicates = discovery.duplicates(group)
     selected = namespace.selected_platform()
-    platforms = discovery.group(namespace.platform_group)
     unselected = (
         f"its distribution offers only platforms other than {namespace.platform_env}={selected!r}"
     )
     # It names no platform, plugin or built-in: the selection's error says so, once.
     reserved = selected and selected.lower() in namespace.reserved_platform_names
-    if selected and not reserved and all(p.name != selected for p in platforms):
+    if (
+        selected
+        and not reserved
+        and all(p.name != selected for p in discovery.group(namespace.platform_group))
+    ):
         unselected = "not loaded: the platform selection failed (see its error)"
     # A listed name is "not installed" (said once, with the general plugins) when no group it
     # filters has it.
@@ -213,8 +216,9 @@ def import_plugins(
             )
         else:
             quiet = status in (Status.SKIPPED_ALLOWLIST, Status.SKIPPED_PLATFORM)
-            log = logger.info if quiet else logger.warning
-            log("Plugin %r in group %r: %s (%s)", name, group, reason, status)
+            (logger.info if quiet else logger.warning)(
+                "Plugin %r in group %r: %s (%s)", name, group, reason, status
+            )
             outcome = planned(ep, status, reason) if ep else PluginOutcome(name, status, reason)
         outcomes.append(outcome)
     return imported, outcomes  # type: ignore[return-value]  # checked by _callable
