@@ -78,8 +78,7 @@ class LoadState:
         # by group: complete, or in progress while it loads
         self.reports: dict[str, LoadReport] = {}
         #: Functions that completed in a load that did not (a strict retry; a child forked
-        #: meanwhile).
-        #: By group, then plugin name.
+        #: meanwhile), by group, then plugin name.
         self.done: dict[str, dict[str, PluginOutcome]] = {}
         # ran in another thread when this child forked
         self.interrupted: PluginEntryPoint | None = None
