@@ -152,8 +152,10 @@ def guarded(where: str) -> Iterator[PluginCall]:
     except BaseException as exc:
         if not is_plugin_failure(exc):
             # Python 3.11+ prints the notes; 3.10 keeps them readable on the same attribute.
-            note = f"(raised while the runtime was running {where})"
-            exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
+            exc.__notes__ = [  # type: ignore[attr-defined]
+                *getattr(exc, "__notes__", []),
+                f"(raised while the runtime was running {where})",
+            ]
             raise
         call.error = exc
 
@@ -171,8 +173,10 @@ def safe_text(value: object, convert: Callable[[object], str] = str) -> str:
 def describe_failure(exc: BaseException) -> str:
     """``Type: message``, with advice where the exception type itself is the mistake."""
     if isinstance(exc, SystemExit):
-        code = safe_text(exc.code, repr)
-        return f"SystemExit({code}): plugin code called sys.exit() (it stops a host's start-up)"
+        return (
+            f"SystemExit({safe_text(exc.code, repr)}): plugin code called sys.exit() (it stops a "
+            "host's start-up)"
+        )
     if isinstance(exc, KeyboardInterrupt):
         return (
             "KeyboardInterrupt raised by the plugin's own code (not a Ctrl-C): it must not raise it"
