@@ -62,8 +62,10 @@ class LoadReport:
 
     def __repr__(self) -> str:
         plugins = ", ".join(f"{o.plugin}: {o.status}" for o in self.outcomes) or "no plugins"
-        incomplete = "" if self.completed else ", incomplete"
-        return f"LoadReport({self.namespace} {self.group}: {plugins}{incomplete})"
+        return (
+            f"LoadReport({self.namespace} {self.group}: "
+            f"{plugins}{'' if self.completed else ', incomplete'})"
+        )
 
     def to_dict(self) -> dict[str, object]:
         return {**vars(self), "outcomes": [o.to_dict() for o in self.outcomes]}
@@ -117,10 +119,9 @@ def plan_entry_points(
         f"its distribution offers only platforms other than {namespace.platform_env}={selected!r}"
     )
     # It names no platform, plugin or built-in: the selection's error says so, once.
-    reserved = selected and selected.lower() in namespace.reserved_platform_names
     if (
         selected
-        and not reserved
+        and selected.lower() not in namespace.reserved_platform_names
         and all(p.name != selected for p in discovery.group(namespace.platform_group))
     ):
         unselected = "not loaded: the platform selection failed (see its error)"
@@ -235,12 +236,12 @@ def _required_distribution(namespace: PluginNamespace, discovery: DiscoveryResul
 
 
 def _refuse(namespace: PluginNamespace, gate: Gate) -> ReentrantLoadError:
-    who, plugin = (gate.running.where, gate.running.ep.name) if gate.running else ("a plugin", None)
+    running = gate.running
     return ReentrantLoadError(
-        f"{who} waits for a thread that called load_plugins() ({namespace.name}) while that load "
-        f"runs it: waiting would never end. Call load_plugins() from the plugin's own thread (it "
-        f"returns at once), or do the work after start-up.",
-        plugin=plugin,
+        f"{running.where if running else 'a plugin'} waits for a thread that called load_plugins() "
+        f"({namespace.name}) while that load runs it: waiting would never end. Call load_plugins() "
+        f"from the plugin's own thread (it returns at once), or do the work after start-up.",
+        plugin=running.ep.name if running else None,
     )
 
 
