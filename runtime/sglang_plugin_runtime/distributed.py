@@ -150,8 +150,9 @@ def check_plugin_consistency(
         failure = f"{type(exc).__name__}: {exc}"
         data = {"format": FORMAT, "build_error": type(exc).__name__}
     digest = digest_of(data)
-    payload = {"rank": rank, "host": socket.gethostname(), "fingerprint": data, "failure": failure}
-    encoded = json.dumps(payload).encode()
+    encoded = json.dumps(
+        {"rank": rank, "host": socket.gethostname(), "fingerprint": data, "failure": failure}
+    ).encode()
     head = _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], failure is not None, len(encoded))
     heads = map(_HEAD.unpack, _all_gather(group, head, _HEAD.size))
     digests, modes, failures, lengths = zip(*heads, strict=True)
