@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -88,8 +89,8 @@ def parse_entry_points_text(text: str) -> Iterator[tuple[str, str, str]]:
     """
     from importlib.metadata import EntryPoint
 
-    group: str | None = None
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    group = None
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
@@ -98,7 +99,7 @@ def parse_entry_points_text(text: str) -> Iterator[tuple[str, str, str]]:
                 raise MalformedEntryPoints(f"line {lineno}: bad section header {raw!r}")
             group = line[1:-1].strip()
             continue
-        name, sep, value = (part.strip() for part in line.partition("="))
+        name, sep, value = map(str.strip, line.partition("="))
         if group is None:
             raise MalformedEntryPoints(
                 f"line {lineno}: entry point {raw!r} outside any [group] section"
@@ -123,13 +124,14 @@ class DiscoveryResult:
         malformed: list[MalformedDistribution],
         distributions: frozenset[str],
     ) -> None:
+        #: ``distributions``: the PEP 503 names of every distribution found (the first of each name
+        #: on the path).
         self._offers = offers
+        self.malformed = malformed
+        self.distributions = distributions
         self._groups: dict[str, tuple[PluginEntryPoint, ...]] = {}
         self._versions: dict[str, str | None] = {}
         self._lock = threading.Lock()
-        self.malformed = malformed
-        #: The PEP 503 names of every distribution found (the first of each name on the path).
-        self.distributions = distributions
 
     @property
     def entry_points(self) -> dict[str, tuple[PluginEntryPoint, ...]]:
@@ -143,7 +145,7 @@ class DiscoveryResult:
                 eps = [
                     PluginEntryPoint(name, ep_name, value, distribution, version, path)
                     for ep_name, value, dist, distribution, path in self._offers.get(name, ())
-                    if (version := self._version(dist, path)) is not None
+                    if (version := self._version(dist, path))
                 ]
                 self._groups[name] = tuple(sorted(eps, key=lambda ep: (ep.distribution, ep.name)))
             return self._groups[name]
@@ -152,25 +154,28 @@ class DiscoveryResult:
         """The distribution's version, read once; one without a readable version is reported and
         skipped."""
         if path not in self._versions:
+            version = None
+            reason = "no version in its metadata"
             try:
-                self._versions[path], reason = dist.version or None, "no version in its metadata"
+                version = dist.version or None
             except Exception as exc:  # a broken METADATA hides this distribution only
-                self._versions[path], reason = (
-                    None,
-                    f"unreadable metadata: {type(exc).__name__}: {exc}",
-                )
-            if self._versions[path] is None:
-                logger.warning("Skipping distribution at %s: %s", path, reason)
-                self.malformed.append(MalformedDistribution(path, reason))
+                reason = f"unreadable metadata: {type(exc).__name__}: {exc}"
+            if not version:
+                _skip(self.malformed, path, reason)
+            self._versions[path] = version
         return self._versions[path]
 
     def duplicates(self, group: str) -> dict[str, tuple[PluginEntryPoint, ...]]:
         """Entry-point names that more than one distribution (or one file, twice) offers in
         ``group``."""
-        by_name: dict[str, list[PluginEntryPoint]] = {}
-        for ep in self.group(group):
-            by_name.setdefault(ep.name, []).append(ep)
-        return {name: tuple(eps) for name, eps in by_name.items() if len(eps) > 1}
+        eps = self.group(group)
+        counts = Counter(ep.name for ep in eps)
+        return {n: tuple(ep for ep in eps if ep.name == n) for n, k in counts.items() if k > 1}
+
+
+def _skip(malformed: list[MalformedDistribution], path: str, reason: str) -> None:
+    logger.warning("Skipping distribution at %s: %s", path, reason)
+    malformed.append(MalformedDistribution(path, reason))
 
 
 def duplicate_reason(eps: tuple[PluginEntryPoint, ...]) -> str:
@@ -217,11 +222,7 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
             found = sorted(distributions(path=[entry]), key=_folder_version, reverse=True)
         # a sys.path entry importlib.metadata cannot walk hides nothing else
         except Exception as exc:
-            malformed.append(
-                MalformedDistribution(
-                    entry or os.curdir, f"unreadable: {type(exc).__name__}: {exc}"
-                )
-            )
+            _skip(malformed, entry or os.curdir, f"unreadable: {type(exc).__name__}: {exc}")
             continue
         here: dict[str, str] = {}
         for dist in found:
@@ -233,30 +234,29 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
                     getattr(dist, "_normalized_name", None) or dist.metadata["Name"]
                 )
                 if name in here:  # a stale copy an upgrade left (importlib.metadata: either)
-                    used = f"{here[name]} is used (the highest version by folder name)"
-                    reason = f"a second metadata folder of {name} in one folder: {used}; remove one"
-                    malformed.append(MalformedDistribution(where, reason))
+                    _skip(
+                        malformed,
+                        where,
+                        f"a second metadata folder of {name} in one folder: {here[name]} is used "
+                        "(the highest version by folder name); remove one",
+                    )
                 if name in seen:
                     # the first distribution of a name on the path wins, as in importlib.metadata
                     continue
                 seen.add(name)
                 here[name] = where
                 text = dist.read_text("entry_points.txt")
-                parsed = list(parse_entry_points_text(text)) if text else []
+                parsed = list(parse_entry_points_text(text or ""))  # all of it, or nothing
             except Exception as exc:
                 reason = (
                     "malformed entry_points.txt"
                     if isinstance(exc, MalformedEntryPoints)
                     else "unreadable"
                 )
-                malformed.append(
-                    MalformedDistribution(where, f"{reason}: {type(exc).__name__}: {exc}")
-                )
+                _skip(malformed, where, f"{reason}: {type(exc).__name__}: {exc}")
                 continue
             for group, ep_name, value in parsed:
                 offers.setdefault(group, []).append((ep_name, value, dist, name, where))
-    for bad in malformed:
-        logger.warning("Skipping distribution at %s: %s", bad.path, bad.reason)
     return DiscoveryResult(offers, malformed, frozenset(seen))
 
 
@@ -266,16 +266,17 @@ class _DiscoveryCache:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.key: tuple[int, tuple[str, ...]] | None = None
-        self.result: DiscoveryResult | None = None
+        self.key: object = None
         #: How many scans this process ran (tests prove the in-memory scan is reused with it).
         self.scans = 0
 
-    def get(self, refresh: bool = False) -> DiscoveryResult:
+    def discover(self, refresh: bool = False) -> DiscoveryResult:
+        """The scan of this process; ``refresh=True`` rescans (e.g. after installing a package)."""
         key = (os.getpid(), tuple(sys.path))
         with self.lock:
-            if refresh or self.result is None or self.key != key:
-                self.result, self.key = scan_distributions(), key
+            if refresh or self.key != key:
+                self.result = scan_distributions()
+                self.key = key
                 self.scans += 1
             return self.result
 
@@ -284,11 +285,7 @@ _CACHE = _DiscoveryCache()
 # A forked child scans again anyway (its pid differs); it needs a fresh lock, which a parent's
 # thread may have held.
 after_fork_in_child(lambda: setattr(_CACHE, "lock", threading.Lock()))
-
-
-def discover_entry_points(refresh: bool = False) -> DiscoveryResult:
-    """The scan of this process; ``refresh=True`` rescans (e.g. after installing a package)."""
-    return _CACHE.get(refresh)
+discover_entry_points = _CACHE.discover
 
 
 def refresh_discovery() -> None:

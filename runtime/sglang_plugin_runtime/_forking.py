@@ -5,8 +5,6 @@ and "already done" flags that describe the parent. Each owner of such state regi
 here; one ``os.register_at_fork`` handler runs them all in the child, in registration order.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Callable
 

@@ -5,8 +5,6 @@ behind ``sglang_plugin_runtime.platforms`` (asking "which platform am I on" must
 torch), and the testing kit, which pytest imports in every test run where the runtime is installed.
 """
 
-from __future__ import annotations
-
 import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,11 +17,9 @@ def lazy_exports(
     it) on first access and caches the value in the package's ``namespace``."""
 
     def __getattr__(name: str) -> Any:
-        module = where.get(name)
-        if module is None:
+        if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module, package), name)
-        namespace[name] = value
-        return value
+        namespace[name] = getattr(importlib.import_module(where[name], package), name)
+        return namespace[name]
 
     return __getattr__

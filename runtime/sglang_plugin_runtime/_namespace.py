@@ -52,7 +52,7 @@ class PluginNamespace(NamedTuple):
 
     def host_base(self) -> type | None:
         """The host's base class if its module is imported, else ``None``."""
-        if self.host_base_class is None or self.host_base_class.split(":")[0] not in sys.modules:
+        if not self.host_base_class or self.host_base_class.split(":")[0] not in sys.modules:
             return None
         base = resolve_class_ref(self.host_base_class)
         return base if isinstance(base, type) else None
@@ -66,11 +66,7 @@ class PluginNamespace(NamedTuple):
         """The general-plugin allowlist (comma-separated, whitespace-tolerant), or ``None`` for
         all."""
         raw = os.environ.get(self.plugins_env, "")
-        return (
-            frozenset(part.strip() for part in raw.split(",") if part.strip())
-            if raw.strip()
-            else None
-        )
+        return frozenset(filter(None, map(str.strip, raw.split(",")))) if raw.strip() else None
 
     def strict(self) -> bool:
         """Whether the namespace's strict variable (``SGLANG_PLUGINS_STRICT``) turns plugin failures
@@ -88,8 +84,7 @@ def register_namespace(namespace: PluginNamespace) -> PluginNamespace:
     Raises ``ValueError`` when a different namespace object is registered under the same name.
     """
     # atomic: no lock to reset after a fork
-    existing = _NAMESPACES.setdefault(namespace.name, namespace)
-    if existing is not namespace:
+    if _NAMESPACES.setdefault(namespace.name, namespace) is not namespace:
         raise ValueError(
             f"a different plugin namespace named {namespace.name!r} is already registered; a host "
             f"declares its namespace once and passes that object (or its name) around"
@@ -122,8 +117,9 @@ def resolve_qualified_name(name: str) -> object:
 
     head, _, tail = name.replace(":", ".").rpartition(".")
     # already imported: no import machinery needed
-    if head in sys.modules and tail in vars(sys.modules[head]):
-        return vars(sys.modules[head])[tail]
+    attributes = vars(sys.modules[head]) if head in sys.modules else {}
+    if tail in attributes:
+        return attributes[tail]
     try:
         return pkgutil.resolve_name(name)
     except AttributeError:
@@ -133,9 +129,7 @@ def resolve_qualified_name(name: str) -> object:
             try:
                 importlib.import_module(prefix)
             except ModuleNotFoundError as exc:
-                if exc.name is not None and (
-                    prefix == exc.name or prefix.startswith(exc.name + ".")
-                ):
+                if exc.name and f"{prefix}.".startswith(f"{exc.name}."):
                     # the prefix is not a module: pkgutil's AttributeError is the right answer
                     break
                 raise

@@ -131,11 +131,8 @@ def honoured_exit(exc: BaseException | None) -> bool:
 
 def is_plugin_failure(exc: BaseException) -> bool:
     """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate)."""
-    if isinstance(exc, (Exception, SystemExit)):
-        return True
-    return (
-        _marked and isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
-    )
+    interrupt = isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
+    return isinstance(exc, (Exception, SystemExit)) or (_marked and interrupt)
 
 
 class PluginCall:
@@ -155,8 +152,10 @@ def guarded(where: str) -> Iterator[PluginCall]:
     except BaseException as exc:
         if not is_plugin_failure(exc):
             # Python 3.11+ prints the notes; 3.10 keeps them readable on the same attribute.
-            note = f"(raised while the runtime was running {where})"
-            exc.__notes__ = [*getattr(exc, "__notes__", []), note]  # type: ignore[attr-defined]
+            exc.__notes__ = [  # type: ignore[attr-defined]
+                *getattr(exc, "__notes__", []),
+                f"(raised while the runtime was running {where})",
+            ]
             raise
         call.error = exc
 
@@ -174,8 +173,10 @@ def safe_text(value: object, convert: Callable[[object], str] = str) -> str:
 def describe_failure(exc: BaseException) -> str:
     """``Type: message``, with advice where the exception type itself is the mistake."""
     if isinstance(exc, SystemExit):
-        code = safe_text(exc.code, repr)
-        return f"SystemExit({code}): plugin code called sys.exit() (it stops a host's start-up)"
+        return (
+            f"SystemExit({safe_text(exc.code, repr)}): plugin code called sys.exit() (it stops a "
+            "host's start-up)"
+        )
     if isinstance(exc, KeyboardInterrupt):
         return (
             "KeyboardInterrupt raised by the plugin's own code (not a Ctrl-C): it must not raise it"
@@ -189,15 +190,12 @@ def plugin_traceback(exc: BaseException) -> str:
     import traceback
 
     summary = traceback.TracebackException.from_exception(exc)
-    pending: list[traceback.TracebackException | None] = [summary]
-    seen: set[int] = set()
-    while pending:  # the exception, its causes and contexts
-        part = pending.pop()
-        if part is not None and id(part) not in seen:
-            seen.add(id(part))
-            frames = [f for f in part.stack if not f.filename.startswith(_RUNTIME_DIR)]
-            part.stack = traceback.StackSummary.from_list(frames)
-            pending += [part.__cause__, part.__context__]
+    # The exception, its causes and contexts: a tree (from_exception wraps each exception once).
+    parts = [summary]
+    for part in parts:
+        frames = [f for f in part.stack if not f.filename.startswith(_RUNTIME_DIR)]
+        part.stack = traceback.StackSummary.from_list(frames)
+        parts += filter(None, (part.__cause__, part.__context__))
     return "".join(summary.format())
 
 
@@ -224,7 +222,7 @@ def attach_registry(active_registry: Callable[[], _Registry]) -> bool:
 
 def registry() -> _Registry | None:
     """The active hook registry, once a plugin (or the host) imported it."""
-    return _active_registry() if _active_registry is not None else None
+    return _active_registry() if _active_registry else None
 
 
 def apply_hooks(strict: bool, *, loaded: bool) -> None:
@@ -232,14 +230,14 @@ def apply_hooks(strict: bool, *, loaded: bool) -> None:
     alone (the general plugins' hooks then still come in one batch)."""
     global _hooks_applied
     _hooks_applied = _hooks_applied or loaded
-    if (hooks := registry()) is not None:
+    if hooks := registry():
         hooks.apply_hooks(strict)
 
 
 def discard_hooks(ep: PluginEntryPoint) -> None:
     """Drop the hooks ``ep``'s code registered (it failed, or is a platform that was not
     selected)."""
-    if (hooks := registry()) is not None:
+    if hooks := registry():
         hooks.discard_source(HookSource(ep.name, ep.distribution))
 
 
@@ -250,7 +248,8 @@ class Running:
     """Plugin code a :class:`Gate`'s owner runs now."""
 
     def __init__(self, ep: PluginEntryPoint, where: str) -> None:
-        self.ep, self.where = ep, where
+        self.ep = ep
+        self.where = where
         #: Threads alive when it started: one born since then was started by that code.
         self.threads = frozenset(threading.enumerate())
         #: Set when the code re-entered the job it runs in (even if it caught the error).
@@ -273,12 +272,15 @@ class Gate:
         running code started raises ``refuse(self)`` when the owner waits in one of
         :mod:`threading`'s waits: the owner's innermost frame, in threading's code, the same twice
         50 ms apart."""
-        me, running, wait = threading.current_thread(), self.running, None
+        me = threading.current_thread()
+        running = self.running
+        wait = None
         if self.owner is me:
             return False
         while not self.lock.acquire(timeout=0.05):
-            if running is not None and me not in running.threads and self.running is running:
-                seen, frame = wait, sys._current_frames().get(getattr(self.owner, "ident", 0) or 0)
+            if running and me not in running.threads and self.running is running:
+                seen = wait
+                frame = sys._current_frames().get(getattr(self.owner, "ident", 0) or 0)
                 wait = frame if frame and frame.f_code.co_filename == threading.__file__ else None
                 if wait is not None and wait is seen:
                     raise self.refused(refuse(self))
@@ -291,7 +293,7 @@ class Gate:
 
     def refused(self, error: PluginError) -> PluginError:
         """``error``, remembered on the running code: a plugin that catches it is still reported."""
-        if self.running is not None:
+        if self.running:
             self.running.reentered = error
         return error
 
@@ -331,10 +333,12 @@ def run_plugin_code(
     as it is) or logs. With ``policy=None`` (the host's own start-up runs it) the error is raised as
     it is.
     """
-    what = "the import" if step == "import" else step
+    importing = step == "import"
+    what = "the import" if importing else step
     where = f"{what} of plugin {ep.name!r} (distribution {ep.label})"
-    running, token = Running(ep, where), plugin_source.set(HookSource(ep.name, ep.distribution))
-    if gate is not None:
+    running = Running(ep, where)
+    token = plugin_source.set(HookSource(ep.name, ep.distribution))
+    if gate:
         gate.running = running
     start = time.perf_counter()
     try:
@@ -343,46 +347,42 @@ def run_plugin_code(
     finally:
         seconds = time.perf_counter() - start
         plugin_source.reset(token)
-        if gate is not None:
+        if gate:
             gate.running = None
     if honoured_exit(call.error):
         discard_hooks(ep)
-        code = safe_text(call.error.code, repr)  # type: ignore[union-attr]
-        logger.error("%s called sys.exit(%s): start-up stops, as the plugin asks", where, code)
+        logger.error(
+            "%s called sys.exit(%s): start-up stops, as the plugin asks",
+            where,
+            safe_text(call.error.code, repr),  # type: ignore[union-attr]
+        )
         raise call.error  # type: ignore[misc]
     error = running.reentered or call.error
-    reason = describe_failure(error) if error else check(value) if check else None
-    if reason is None:
+    if error:
+        reason = describe_failure(error)
+        reason = f"import failed: {reason}" if importing else f"{step} raised {reason}"
+    elif check is None or (reason := check(value)) is None:  # type: ignore[assignment]
         return value, planned(ep, Status.LOADED, seconds=seconds)
-    if error is not None:
-        reason = f"import failed: {reason}" if step == "import" else f"{step} raised {reason}"
-    status = Status.FAILED_IMPORT if step == "import" else Status.FAILED_CALL
+    status = Status.FAILED_IMPORT if importing else Status.FAILED_CALL
     trace = plugin_traceback(error) if error else None
     outcome = planned(ep, status, reason, seconds=seconds, traceback=trace)
     discard_hooks(ep)
-    if policy is None and error is not None:
-        raise error
-    if policy is not None:
-        _fail(outcome, policy, error)
-    return None, outcome
-
-
-def _fail(outcome: PluginOutcome, policy: Policy, error: BaseException | None) -> None:
-    """Apply ``policy`` to a failed ``outcome``: raise, or log that it was skipped."""
-    plugin, distribution, version = outcome.plugin, outcome.distribution, outcome.version
-    message = f"Plugin {plugin!r} (distribution {distribution} {version}) failed: {outcome.reason}"
-    required = distribution == policy.required
+    if policy is None:
+        if error:
+            raise error
+        return None, outcome
+    # the failure policy
+    message = f"Plugin {ep.name!r} (distribution {ep.label}) failed: {reason}"
+    required = ep.distribution == policy.required
     if isinstance(error, policy.fatal) and isinstance(error, PluginError):
-        raised = error
-    elif required or policy.strict:
-        why = policy.why if required else f"{policy.strict_env}=1 makes it an error"
-        raised = PluginLoadError(f"{message} ({why})", plugin=plugin, distribution=distribution)
-    else:
-        trace = f"\n{outcome.traceback.rstrip()}" if outcome.traceback else ""
-        skipped = f"It was skipped; set {policy.strict_env}=1 to stop instead."
-        logger.log(policy.level, "%s. %s%s", message, skipped, trace)
-        return
-    raised.outcomes = (*raised.outcomes, outcome)
-    if raised is error:
+        error.outcomes += (outcome,)
         raise error
-    raise raised from error
+    if required or policy.strict:
+        why = policy.why if required else f"{policy.strict_env}=1 makes it an error"
+        raised = PluginLoadError(f"{message} ({why})", plugin=ep.name, distribution=ep.distribution)
+        raised.outcomes = (outcome,)
+        raise raised from error
+    trace = f"\n{trace.rstrip()}" if trace else ""
+    skipped = f"It was skipped; set {policy.strict_env}=1 to stop instead."
+    logger.log(policy.level, "%s. %s%s", message, skipped, trace)
+    return None, outcome

@@ -54,7 +54,6 @@ logger = logging.getLogger(__name__)
 
 #: The environment variable that relaxes the check: ``error`` (default), ``warn`` or ``off``.
 CONSISTENCY_ENV = "SGLANG_PLUGINS_CONSISTENCY"
-MODES = ("error", "warn", "off")
 _MODE_CODES = {"warn": 1, "error": 2}
 
 #: What every rank sends first: its fingerprint's sha256, its mode, whether building the fingerprint
@@ -98,16 +97,15 @@ def consistency_mode() -> str:
     one rank only.
     """
     raw = os.environ.get(CONSISTENCY_ENV, "").strip().lower()
-    if raw in MODES:
-        return raw
-    if raw:
+    if raw not in ("", "error", "warn", "off"):
         logger.warning(
             "%s=%r is not one of %s; checking in 'error' mode.",
             CONSISTENCY_ENV,
             raw,
-            ", ".join(MODES),
+            "error, warn, off",
         )
-    return "error"
+        return "error"
+    return raw or "error"
 
 
 def check_plugin_consistency(
@@ -130,47 +128,45 @@ def check_plugin_consistency(
         return None
     import torch.distributed as dist
 
-    if not dist.is_available() or not dist.is_initialized():
+    if not (dist.is_available() and dist.is_initialized()):
         raise RuntimeError(
             "check_plugin_consistency() needs an initialised torch.distributed process group: call "
             "it after torch.distributed.init_process_group() (in SGLang: after "
             "init_distributed_environment())."
         )
-    ns, world, rank = get_namespace(namespace), dist.get_world_size(group), dist.get_rank()
-    fingerprint, failure = None, None
+    ns = get_namespace(namespace)
+    world = dist.get_world_size(group)
+    rank = dist.get_rank()
+    if world == 1:
+        return ConsistencyResult(plugin_fingerprint(ns), 1, mode)
+    # Where building the fingerprint fails, ``fingerprint`` is never read: judge() raises.
+    failure = None
     try:
         fingerprint = plugin_fingerprint(ns)
         data = fingerprint.to_dict()
     # a bug here must not keep this rank out of the collective its peers wait in
     except Exception as exc:
-        if world == 1:
-            raise
         logger.exception("Building this rank's plugin fingerprint failed")
-        failure, data = (
-            f"{type(exc).__name__}: {exc}",
-            {"format": FORMAT, "build_error": type(exc).__name__},
-        )
-    if fingerprint is not None and world == 1:
-        return ConsistencyResult(fingerprint, 1, mode)
-    digest, host = digest_of(data), socket.gethostname()
-    payload = json.dumps(
-        {"rank": rank, "host": host, "fingerprint": data, "failure": failure}
+        failure = f"{type(exc).__name__}: {exc}"
+        data = {"format": FORMAT, "build_error": type(exc).__name__}
+    digest = digest_of(data)
+    encoded = json.dumps(
+        {"rank": rank, "host": socket.gethostname(), "fingerprint": data, "failure": failure}
     ).encode()
-    head = _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], failure is not None, len(payload))
-    heads = [_HEAD.unpack(raw) for raw in _all_gather(group, head, _HEAD.size)]
+    head = _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], failure is not None, len(encoded))
+    heads = map(_HEAD.unpack, _all_gather(group, head, _HEAD.size))
+    digests, modes, failures, lengths = zip(*heads, strict=True)
     # Every rank decides from the same gathered bytes, so all raise or all return; the strictest
     # mode applies.
-    effective = "error" if any(code == _MODE_CODES["error"] for _, code, _, _ in heads) else "warn"
-    if len({d for d, _, _, _ in heads}) == 1 and not any(failed for _, _, failed, _ in heads):
-        assert fingerprint is not None
+    effective = "error" if _MODE_CODES["error"] in modes else "warn"
+    if len(set(digests)) == 1 and not any(failures):
         logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], world)
         return ConsistencyResult(fingerprint, world, effective)
-    gathered = _all_gather(group, payload, max(length for *_, length in heads))
-    entries = [json.loads(raw[:length]) for raw, (*_, length) in zip(gathered, heads, strict=True)]
+    gathered = _all_gather(group, encoded, max(lengths))
+    entries = [json.loads(raw[:length]) for raw, length in zip(gathered, lengths, strict=True)]
     from ._consistency import judge
 
     differences, groups = judge(ns, rank, world, entries, effective, logger)  # raises, or logs
-    assert fingerprint is not None  # a failed build on any rank made judge() raise
     return ConsistencyResult(fingerprint, world, effective, differences, groups)
 
 
@@ -181,22 +177,12 @@ def _all_gather(group: ProcessGroup | None, data: bytes, size: int) -> list[byte
     import torch
     import torch.distributed as dist
 
-    finder = getattr(dist.distributed_c10d, "_get_object_coll_device", None)
     try:
-        kind = finder(group) if finder is not None else "cpu"
-    except Exception:
+        kind = dist.distributed_c10d._get_object_coll_device(group)
+    except Exception:  # not in this torch, or it cannot tell
         kind = "cpu"
-    device = (
-        torch.device(kind, torch.get_device_module(kind).current_device())
-        if kind != "cpu"
-        else "cpu"
-    )
-    buffer = bytearray(size)
-    buffer[: len(data)] = data
-    tensor = torch.frombuffer(buffer, dtype=torch.uint8).to(device)
-    gathered = [
-        torch.empty(size, dtype=torch.uint8, device=device)
-        for _ in range(dist.get_world_size(group))
-    ]
+    # a device type alone ("cuda") is its current device, as all_gather_object picks it
+    tensor = torch.frombuffer(bytearray(data.ljust(size, b"\0")), dtype=torch.uint8).to(kind)
+    gathered = [torch.empty_like(tensor) for _ in range(dist.get_world_size(group))]
     dist.all_gather(gathered, tensor, group=group)
     return [bytes(t.cpu().tolist()) for t in gathered]

@@ -1,8 +1,6 @@
 """The errors the runtime raises. All are ``RuntimeError`` subclasses, as SGLang raises
 ``RuntimeError``."""
 
-from __future__ import annotations
-
 from typing import Any
 
 

@@ -38,15 +38,23 @@ STARTUP_PLUGINS_GROUP = str(SRT.startup_group)
 #: The diffusion side's general-plugin group.
 MM_GENERAL_PLUGINS_GROUP = MULTIMODAL.plugin_group
 
-__all__ = ["LoadReport", "PluginOutcome", "Status", "load_plugins", "load_plugins_by_group"]
-__all__ += ["HookRegistry", "HookSource", "HookType", "load_startup_plugins", "plugin_load_report"]
-__all__ += [
+__all__ = [
     "GENERAL_PLUGINS_GROUP",
     "MM_GENERAL_PLUGINS_GROUP",
     "PLATFORM_PLUGINS_GROUP",
+    "STARTUP_PLUGINS_GROUP",
+    "HookRegistry",
+    "HookSource",
+    "HookType",
+    "LoadReport",
+    "PluginOutcome",
+    "Status",
+    "load_plugins",
+    "load_plugins_by_group",
+    "load_startup_plugins",
     "plugin_hook",
+    "plugin_load_report",
 ]
-__all__ += ["STARTUP_PLUGINS_GROUP"]
 
 # The hook registry is imported when first asked for (a process with no plugin and no hook never
 # needs it); SGLang exposes _current_plugin_source here too.

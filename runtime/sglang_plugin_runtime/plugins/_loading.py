@@ -16,7 +16,6 @@ import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable
-from functools import partial
 from typing import Any
 
 from .._discovery import (
@@ -41,7 +40,7 @@ from .._plugin_code import (
     run_plugin_code,
     safe_text,
 )
-from ..errors import DuplicatePluginError, PluginError, PluginLoadError, ReentrantLoadError
+from ..errors import DuplicatePluginError, PluginLoadError, ReentrantLoadError
 from ..platforms._selection import platform_state
 
 logger = logging.getLogger(__name__)
@@ -51,9 +50,11 @@ class LoadReport:
     """What one phase of loading (one entry-point group) did in this process for one namespace."""
 
     def __init__(self, namespace: str, group: str) -> None:
-        self.namespace, self.group = namespace, group
-        self.outcomes: list[PluginOutcome] = []
+        # in to_dict()'s order
+        self.namespace = namespace
+        self.group = group
         self.completed = False
+        self.outcomes: list[PluginOutcome] = []
 
     @property
     def problems(self) -> list[PluginOutcome]:
@@ -67,13 +68,7 @@ class LoadReport:
         )
 
     def to_dict(self) -> dict[str, object]:
-        outcomes = [o.to_dict() for o in self.outcomes]
-        return {
-            "namespace": self.namespace,
-            "group": self.group,
-            "completed": self.completed,
-            "outcomes": outcomes,
-        }
+        return {**vars(self), "outcomes": [o.to_dict() for o in self.outcomes]}
 
 
 class LoadState:
@@ -85,8 +80,8 @@ class LoadState:
         # by group: complete, or in progress while it loads
         self.reports: dict[str, LoadReport] = {}
         #: Functions that completed in a load that did not (a strict retry; a child forked
-        #: meanwhile).
-        self.done: dict[tuple[str, str], PluginOutcome] = {}
+        #: meanwhile), by group, then plugin name.
+        self.done: dict[str, dict[str, PluginOutcome]] = {}
         # ran in another thread when this child forked
         self.interrupted: PluginEntryPoint | None = None
 
@@ -102,57 +97,53 @@ def load_state(namespace: PluginNamespace) -> LoadState:
 def _after_fork() -> None:
     """A finished load stays; one that another thread ran is redone, without that plugin's hooks."""
     for state in _STATES.values():
-        running, state.gate = state.gate.running, Gate()
-        state.interrupted = running.ep if running is not None else state.interrupted
+        if state.gate.running:
+            state.interrupted = state.gate.running.ep
+        state.gate = Gate()
         state.reports = {group: r for group, r in state.reports.items() if r.completed}
-
-
-def unselected_platform_dists(namespace: PluginNamespace, discovery: DiscoveryResult) -> set[str]:
-    """Distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects (one
-    that offers the selected platform is never in the set, even when it offers others too)."""
-    selected = namespace.selected_platform()
-    eps = discovery.group(namespace.platform_group) if selected else ()
-    return {ep.distribution for ep in eps} - {ep.distribution for ep in eps if ep.name == selected}
 
 
 def plan_entry_points(
     group: str,
     namespace: PluginNamespace,
     discovery: DiscoveryResult,
-    *,
     excluded_dists: Iterable[str] = (),
-    apply_allowlist: bool = True,
+    allowed: frozenset[str] | None = None,
 ) -> list[PlannedPlugin]:
-    """What loading ``group`` will do with each entry point, in load order; imports nothing."""
-    allowed = namespace.allowed_plugins() if apply_allowlist else None
+    """What loading ``group`` will do with each entry point, in load order; imports nothing.
+    ``allowed``: the allowlist that applies (``None``: all)."""
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
-    duplicates, env = discovery.duplicates(group), namespace.plugins_env
+    duplicates = discovery.duplicates(group)
     selected = namespace.selected_platform()
-    other_than = f"other than {namespace.platform_env}={selected!r}"
+    unselected = (
+        f"its distribution offers only platforms other than {namespace.platform_env}={selected!r}"
+    )
     # It names no platform, plugin or built-in: the selection's error says so, once.
-    failed = selected is not None and selected.lower() not in namespace.reserved_platform_names
-    failed = failed and all(p.name != selected for p in discovery.group(namespace.platform_group))
+    if (
+        selected
+        and selected.lower() not in namespace.reserved_platform_names
+        and all(p.name != selected for p in discovery.group(namespace.platform_group))
+    ):
+        unselected = "not loaded: the platform selection failed (see its error)"
     # A listed name is "not installed" (said once, with the general plugins) when no group it
     # filters has it.
     filtered = {namespace.startup_group, namespace.plugin_group}
-    groups = filtered if group in filtered else {group}
-    installed = [ep for g in groups if g for ep in discovery.group(g)]
-    missing: set[str] = set() if group == namespace.startup_group else set(allowed or ())
-    missing -= {ep.name for ep in installed}
-    if missing:
+    installed = [
+        ep for g in (filtered if group in filtered else {group}) if g for ep in discovery.group(g)
+    ]
+    missing = set() if group == namespace.startup_group else set(allowed or ())
+    plan = []
+    for name in sorted(missing - {ep.name for ep in installed}):
         from ..platforms._unknown_name import not_installed_reason  # a misconfiguration only
 
-        reasons = {name: not_installed_reason(namespace, installed, name) for name in missing}
-    plan = [PlannedPlugin(n, Status.NOT_INSTALLED, reasons[n], None) for n in sorted(missing)]
+        reason = not_installed_reason(namespace, installed, name)
+        plan.append(PlannedPlugin(name, Status.NOT_INSTALLED, reason, None))
     for ep in discovery.group(group):
         status, reason = Status.TO_LOAD, ""
         if allowed is not None and ep.name not in allowed:
-            status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
+            status, reason = Status.SKIPPED_ALLOWLIST, f"not in {namespace.plugins_env}"
         elif ep.distribution in excluded:
-            reason = f"its distribution offers only platforms {other_than}"
-            if failed:
-                reason = "not loaded: the platform selection failed (see its error)"
-            status = Status.SKIPPED_PLATFORM
+            status, reason = Status.SKIPPED_PLATFORM, unselected
         elif ep.name in duplicates:
             reason = f"the name {ep.name!r} is {duplicate_reason(duplicates[ep.name])}"
             status = Status.FAILED_DUPLICATE
@@ -163,17 +154,25 @@ def plan_entry_points(
 def plan_plugins(
     ns: PluginNamespace, discovery: DiscoveryResult, group: str
 ) -> list[PlannedPlugin]:
-    """What a load of ``group`` (the general or the startup group) will do with each plugin."""
-    excluded = unselected_platform_dists(ns, discovery)
-    return plan_entry_points(group, ns, discovery, excluded_dists=excluded)
+    """What a load of ``group`` (the general or the startup group) will do with each plugin:
+    distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects are
+    skipped (one that offers the selected platform never is, even when it offers others too)."""
+    selected = ns.selected_platform()
+    eps = discovery.group(ns.platform_group) if selected else ()
+    excluded = {ep.distribution for ep in eps} - {
+        ep.distribution for ep in eps if ep.name == selected
+    }
+    return plan_entry_points(group, ns, discovery, excluded, ns.allowed_plugins())
 
 
 def _callable(value: object) -> str | None:
     if callable(value):
         return None
-    kind = f"{type(value).__name__} {safe_text(value, repr)}"
-    function = "register() for a general plugin, activate() for a platform plugin"
-    return f"the entry point names {kind}, not a function; it must name the plugin's {function}"
+    return (
+        f"the entry point names {type(value).__name__} {safe_text(value, repr)}, not a function; "
+        "it must name the plugin's register() for a general plugin, activate() for a platform "
+        "plugin"
+    )
 
 
 def _ran_its_body(result: object) -> str | None:
@@ -199,50 +198,51 @@ def import_plugins(
     """Import the plugins ``plan`` loads (but those in ``skip``): their functions, and the outcomes
     of the others (failed imports, skipped, duplicates). Failures never stop the others, unless
     ``policy`` says so."""
-    imported: list[tuple[PluginEntryPoint, Callable[[], object]]] = []
-    outcomes: list[PluginOutcome] = []
+    imported = []
+    outcomes = []
     for name, status, reason, ep in plan:
-        if ep is not None and ep.name in skip:
+        if ep and name in skip:
             continue
-        if ep is not None and status is Status.TO_LOAD:
-            load = partial(run_plugin_code, ep, ep.load, step="import", gate=gate, check=_callable)
-            function, outcome = load(policy=policy)
-            imported += [(ep, function)] if outcome.ok else []  # type: ignore[list-item]
-            outcomes += [] if outcome.ok else [outcome]
-            continue
-        if status is Status.FAILED_DUPLICATE and policy.strict:
-            message = f"Plugin name {name!r} in group {group!r}: {reason}"
-            raise DuplicatePluginError(message, plugin=name)
-        quiet = status in (Status.SKIPPED_ALLOWLIST, Status.SKIPPED_PLATFORM)
-        log = logger.info if quiet else logger.warning
-        log("Plugin %r in group %r: %s (%s)", name, group, reason, status)
-        outcome = planned(ep, status, reason) if ep else PluginOutcome(name, status, reason)
+        if ep and status is Status.TO_LOAD:
+            function, outcome = run_plugin_code(
+                ep, ep.load, step="import", policy=policy, gate=gate, check=_callable
+            )
+            if outcome.ok:
+                imported.append((ep, function))
+                continue
+        elif status is Status.FAILED_DUPLICATE and policy.strict:
+            raise DuplicatePluginError(
+                f"Plugin name {name!r} in group {group!r}: {reason}", plugin=name
+            )
+        else:
+            quiet = status in (Status.SKIPPED_ALLOWLIST, Status.SKIPPED_PLATFORM)
+            (logger.info if quiet else logger.warning)(
+                "Plugin %r in group %r: %s (%s)", name, group, reason, status
+            )
+            outcome = planned(ep, status, reason) if ep else PluginOutcome(name, status, reason)
         outcomes.append(outcome)
-    return imported, outcomes
+    return imported, outcomes  # type: ignore[return-value]  # checked by _callable
 
 
 def _required_distribution(namespace: PluginNamespace, discovery: DiscoveryResult) -> str | None:
     """The selected platform's distribution, whose plugins' failures stop start-up: known once the
     platform is selected (SGLang selects it before it loads plugins), or from ``SGLANG_PLATFORM``.
     """
-    if (selection := platform_state(namespace).selection) is not None:
+    if selection := platform_state(namespace).selection:
         return selection.distribution
-    selected, eps = namespace.selected_platform(), discovery.group(namespace.platform_group)
+    selected = namespace.selected_platform()
+    eps = discovery.group(namespace.platform_group)
     return next((ep.distribution for ep in eps if ep.name == selected), None)
 
 
-def _refuse(namespace: PluginNamespace) -> Callable[[Gate], PluginError]:
-    def refuse(gate: Gate) -> PluginError:
-        running = gate.running
-        who, plugin = (running.where, running.ep.name) if running else ("a plugin", None)
-        message = (
-            f"{who} waits for a thread that called load_plugins() ({namespace.name}) while that "
-            f"load runs it: waiting would never end. Call load_plugins() from the plugin's own "
-            f"thread (it returns at once), or do the work after start-up."
-        )
-        return ReentrantLoadError(message, plugin=plugin)
-
-    return refuse
+def _refuse(namespace: PluginNamespace, gate: Gate) -> ReentrantLoadError:
+    running = gate.running
+    return ReentrantLoadError(
+        f"{running.where if running else 'a plugin'} waits for a thread that called load_plugins() "
+        f"({namespace.name}) while that load runs it: waiting would never end. Call load_plugins() "
+        f"from the plugin's own thread (it returns at once), or do the work after start-up.",
+        plugin=running.ep.name if running else None,
+    )
 
 
 def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadReport:
@@ -250,51 +250,60 @@ def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadRep
     returns the report in progress; a load that raised is redone by the next call, without rerunning
     a function that completed."""
     state = load_state(namespace)
-    if not state.gate.enter(_refuse(namespace)):
+    if not state.gate.enter(lambda gate: _refuse(namespace, gate)):
         return state.reports.get(group) or LoadReport(namespace.name, group)
     try:
-        if (report := state.reports.get(group)) is not None and report.completed:
+        if (report := state.reports.get(group)) and report.completed:
             return report
-        if state.interrupted is not None:
+        if state.interrupted:
             discard_hooks(state.interrupted)
             state.interrupted = None
         report = state.reports[group] = LoadReport(namespace.name, group)
         try:
-            _load(namespace, group, strict, state, report)
-        except BaseException:
+            discovery = discover_entry_points()
+            policy = Policy(
+                strict, namespace.strict_env, _required_distribution(namespace, discovery)
+            )
+            if namespace.allowed_plugins() == frozenset() and discovery.group(group):
+                env = namespace.plugins_env
+                logger.warning(
+                    "%s=%r names no plugin, so no plugin in group %r is loaded (as in SGLang). "
+                    "Unset %s to load them all, or list the ones to load: %s=name1,name2.",
+                    env,
+                    os.environ.get(env, ""),
+                    group,
+                    env,
+                    env,
+                )
+            # A new dict: one a saved load state holds is never written to.
+            done = state.done.get(group, {})
+            state.done[group] = completed = dict(done)
+            plan = plan_plugins(namespace, discovery, group)
+            functions, report.outcomes = import_plugins(plan, policy, group, state.gate, skip=done)
+            for ep, function in functions:
+                _, outcome = run_plugin_code(
+                    ep,
+                    function,
+                    step=f"{ep.value}()",
+                    policy=policy,
+                    gate=state.gate,
+                    check=_ran_its_body,
+                )
+                if outcome.ok:
+                    logger.info(
+                        "Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, outcome.seconds * 1e3
+                    )
+                    completed[ep.name] = outcome
+                report.outcomes.append(outcome)
+            report.outcomes += done.values()
+            report.completed = True
+            state.done.pop(group, None)
+        except BaseException:  # a load that raised: the next call redoes it
             del state.reports[group]
             raise
         return report
     finally:
         state.gate.leave()
-
-
-def _load(
-    namespace: PluginNamespace, group: str, strict: bool, state: LoadState, report: LoadReport
-) -> None:
-    discovery = discover_entry_points()
-    policy = Policy(strict, namespace.strict_env, _required_distribution(namespace, discovery))
-    if namespace.allowed_plugins() == frozenset() and discovery.group(group):
-        env = namespace.plugins_env
-        logger.warning(
-            "%s=%r names no plugin, so no plugin in group %r is loaded (as in SGLang). Unset %s to "
-            "load them all, or list the ones to load: %s=name1,name2.",
-            *(env, os.environ.get(env, ""), group, env, env),
-        )
-    done = {name: outcome for (phase, name), outcome in state.done.items() if phase == group}
-    plan = plan_plugins(namespace, discovery, group)
-    functions, report.outcomes = import_plugins(plan, policy, group, state.gate, skip=done)
-    for ep, function in functions:
-        run = partial(run_plugin_code, ep, function, gate=state.gate, check=_ran_its_body)
-        _, outcome = run(step=f"{ep.value}()", policy=policy)
-        if outcome.ok:
-            milliseconds = outcome.seconds * 1e3
-            logger.info("Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, milliseconds)
-            state.done[group, ep.name] = outcome
-        report.outcomes.append(outcome)
-    report.outcomes += done.values()
-    report.completed = True
-    state.done = {key: outcome for key, outcome in state.done.items() if key[0] != group}
 
 
 def load_plugins(
@@ -307,7 +316,7 @@ def load_plugins(
     only other platforms are skipped without being imported. ``strict``: default,
     ``SGLANG_PLUGINS_STRICT``.
     """
-    return _load_all(get_namespace(namespace), strict, startup_only=False)
+    return _load_all(namespace, strict, startup_only=False)
 
 
 def load_startup_plugins(
@@ -315,22 +324,29 @@ def load_startup_plugins(
 ) -> LoadReport:
     """Run the startup plugins once per process (the first phase of :func:`load_plugins`), then
     apply the hooks, so those on modules not imported yet wait for their import."""
-    return _load_all(get_namespace(namespace), strict, startup_only=True)
+    return _load_all(namespace, strict, startup_only=True)
 
 
-def _load_all(namespace: PluginNamespace, strict: bool | None, *, startup_only: bool) -> LoadReport:
+def _load_all(
+    name: str | PluginNamespace, strict: bool | None, *, startup_only: bool
+) -> LoadReport:
+    namespace = get_namespace(name)
     strict = namespace.strict() if strict is None else strict
-    general = None if startup_only else namespace.plugin_group
-    groups = [group for group in (namespace.startup_group, general) if group]
-    reports = [_load_phase(namespace, group, strict) for group in groups]
+    report = LoadReport(namespace.name, namespace.plugin_group)
+    for group in (namespace.startup_group, None if startup_only else namespace.plugin_group):
+        if group:
+            report = _load_phase(namespace, group, strict)
     apply_hooks(strict, loaded=not startup_only)
     # The selected platform's distribution cannot run without its hooks.
-    required, hooks = _required_distribution(namespace, discover_entry_points()), registry()
-    if required is not None and hooks is not None and (failed := hooks.failed_targets(required)):
-        message = f"Hooks of the selected platform's distribution {required} cannot be applied: "
-        message += f"{', '.join(failed)}; the process cannot run without them."
-        raise PluginLoadError(message, distribution=required)
-    return reports[-1] if reports else LoadReport(namespace.name, namespace.plugin_group)
+    required = _required_distribution(namespace, discover_entry_points())
+    hooks = registry()
+    if required and hooks and (failed := hooks.failed_targets(required)):
+        raise PluginLoadError(
+            f"Hooks of the selected platform's distribution {required} cannot be applied: "
+            f"{', '.join(failed)}; the process cannot run without them.",
+            distribution=required,
+        )
+    return report
 
 
 def plugin_load_report(
@@ -352,11 +368,12 @@ def load_plugins_by_group(
     logged and skipped (raised with ``SGLANG_PLUGINS_STRICT=1``). Distribution names are PEP 503
     normalised.
     """
-    ours = [ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)]
-    namespace, discovery = (ours or [SRT])[0], discover_entry_points()
-    allowlist, excluded = group != namespace.platform_group, excluded_dists or ()
+    namespace = next(
+        (ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)), SRT
+    )
+    allowed = None if group == namespace.platform_group else namespace.allowed_plugins()
     plan = plan_entry_points(
-        group, namespace, discovery, excluded_dists=excluded, apply_allowlist=allowlist
+        group, namespace, discover_entry_points(), excluded_dists or (), allowed
     )
     imported, _ = import_plugins(plan, Policy(namespace.strict(), namespace.strict_env), group)
     return {ep.name: (function, ep.distribution) for ep, function in imported}
@@ -367,19 +384,16 @@ def saved_load_state() -> Callable[[], None]:
     fixtures leave a session's loads as they found them (a test's load neither stays nor erases
     the session's)."""
     saved = {name: (dict(s.reports), dict(s.done), s.interrupted) for name, s in _STATES.items()}
-
-    def restore() -> None:
-        for name, state in _STATES.items():
-            reports, done, interrupted = saved.get(name, ({}, {}, None))
-            with state.gate.lock:
-                state.reports, state.done = dict(reports), dict(done)
-                state.interrupted = interrupted
-
-    return restore
+    return lambda: _reset(_STATES, saved)
 
 
 def reset_load_state(namespace: PluginNamespace | None = None) -> None:
     """Forget that plugins were loaded (tests); ``HookRegistry.reset()`` resets the hooks."""
-    for state in _STATES.values() if namespace is None else [load_state(namespace)]:
+    _reset(_STATES if namespace is None else {namespace.name: load_state(namespace)}, {})
+
+
+def _reset(states: dict[str, LoadState], saved: dict[str, Any]) -> None:
+    for name, state in states.items():
+        reports, done, interrupted = saved.get(name, ({}, {}, None))
         with state.gate.lock:
-            state.reports, state.done, state.interrupted = {}, {}, None
+            state.reports, state.done, state.interrupted = dict(reports), dict(done), interrupted
