@@ -9,12 +9,14 @@ targets cannot be judged here: information.
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
-from importlib.metadata import Distribution
+from importlib.metadata import PathDistribution
+from pathlib import Path
 from typing import Any
 
 HOST_PACKAGE = "sglang"
@@ -115,14 +117,24 @@ _REQUIREMENT = re.compile(r"sglang\s*(?:\[[^\]]*\])?\s*\(?\s*(?P<range>[^;()]*?)
 _CLAUSE = re.compile(r"(?P<op>~=|==|!=|<=|>=|<|>)\s*(?P<version>[0-9.]+?)(?P<prefix>\.\*)?")
 
 
-def declared_sglang_range(dist: Distribution) -> str | None:
-    """The range of ``dist``'s requirement on ``sglang`` (an extra's or its own; ``""``: any), or
-    ``None``."""
-    for line in dist.requires or []:
+def declared_sglang_range(path: str) -> str | None:
+    """The range of the requirement on ``sglang`` (an extra's or its own; ``""``: any) of the
+    distribution at ``path`` (its ``*.dist-info``), or ``None``."""
+    for line in PathDistribution(Path(path)).requires or []:
         match = _REQUIREMENT.fullmatch(line.strip())
         if match is not None:
             return match["range"]
     return None
+
+
+_COMPARE = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
 
 
 def _release(version: str, size: int = 0) -> tuple[int, ...]:
@@ -135,13 +147,6 @@ def in_range(version: str, supported: str) -> bool | None:
     """Whether ``version`` satisfies ``supported``, by the rule generated packages use (release
     numbers only: ``0.5.23rc1`` is ``0.5.23``, ``0.6`` is ``0.6.0``; ``.*`` prefixes; ``~=``);
     ``None`` for a clause this rule cannot read."""
-    compare: dict[str, Any] = {
-        "<": tuple.__lt__,
-        "<=": tuple.__le__,
-        ">": tuple.__gt__,
-        ">=": tuple.__ge__,
-    }
-    compare.update({"==": tuple.__eq__, "!=": tuple.__ne__})
     for clause in filter(None, (c.strip() for c in supported.split(","))):
         match = _CLAUSE.fullmatch(clause)
         if match is None:
@@ -153,7 +158,7 @@ def in_range(version: str, supported: str) -> bool | None:
         elif op == "~=":
             ok = have >= wanted and have[: len(wanted) - 1] == wanted[:-1]
         else:
-            ok = compare[op](have, wanted + (0,) * (len(have) - len(wanted)))
+            ok = _COMPARE[op](have, wanted + (0,) * (len(have) - len(wanted)))
         if not ok:
             return False
     return True

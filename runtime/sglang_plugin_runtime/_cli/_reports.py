@@ -29,7 +29,6 @@ from .._fingerprint import fingerprint_hook
 from .._namespace import PluginNamespace, get_namespace
 from .._plugin_code import (
     PlannedPlugin,
-    PluginOutcome,
     Status,
     describe_failure,
     guarded,
@@ -135,10 +134,10 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not
     installed."""
     device, backend, count = args.simulate, args.simulate_backend, args.simulate_count
-    for option, value in (("--simulate-backend", backend), ("--simulate-count", count)):
-        if device is None and value is not None:
-            raise InputError(f"{option} needs --simulate DEVICE_TYPE")
     if device is None:
+        for option, value in (("--simulate-backend", backend), ("--simulate-count", count)):
+            if value is not None:
+                raise InputError(f"{option} needs --simulate DEVICE_TYPE")
         return None
     if not re.fullmatch(r"[a-z][a-z0-9_]*", device):
         raise InputError(
@@ -179,11 +178,8 @@ def _simulation(args: Any) -> dict[str, Any] | None:
             raise InputError(
                 f"--simulate-backend {backend}: {what}; a fake one would hide it; {how}"
             )
-    return {
-        "device_type": device,
-        "device_count": 1 if count is None else count,
-        "backend_module": backend,
-    }
+    # count is None or at least 1 here
+    return {"device_type": device, "device_count": count or 1, "backend_module": backend}
 
 
 def _parses_as_device(torch: Any, name: str) -> bool:
@@ -210,25 +206,28 @@ def report(args: Any) -> dict[str, Any]:
     with _captured(simulation) as logs:
         body = steps[args.command](ns, problems, logs, args)
     failing = problems if args.strict else [p for p in problems if p["severity"] == ERROR]
-    environment = {
-        name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)
-    }
-    envelope = {
+    return {
         "schema_version": SCHEMA_VERSION,
         "command": args.command,
         "namespace": ns.name,
         "simulated": bool(simulation),
+        "simulation": simulation,
+        "environment": {
+            name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)
+        },
+        "healthy": not failing,
+        "exit_status": 1 if failing else 0,
+        "problems": problems,
+        **body,
     }
-    envelope.update(simulation=simulation, environment=environment, healthy=not failing)
-    return {**envelope, "exit_status": 1 if failing else 0, "problems": problems, **body}
 
 
 def error_text(exc: BaseException) -> str:
+    """``exc`` described, with its cause where its message does not already say it."""
     cause = exc.__cause__
-    caused = cause is not None and safe_text(cause) not in safe_text(exc)
-    return describe_failure(exc) + (
-        f" (caused by {describe_failure(cause)})" if cause and caused else ""
-    )
+    if cause is None or safe_text(cause) in safe_text(exc):
+        return describe_failure(exc)
+    return f"{describe_failure(exc)} (caused by {describe_failure(cause)})"
 
 
 def _discovery(
@@ -237,13 +236,9 @@ def _discovery(
     """What the scan found, and what is wrong with it (malformed distributions, duplicate names)."""
     for _kind, group in _groups(ns):  # reads the versions: a METADATA may prove unreadable
         discovery.group(group)
-    malformed = [bad._asdict() for bad in discovery.malformed]
-    for bad in malformed:
-        problems.add(
-            ERROR,
-            "discovery",
-            f"malformed distribution at {bad['path']}: {bad['reason']}; it was skipped",
-        )
+    for bad in discovery.malformed:
+        message = f"malformed distribution at {bad.path}: {bad.reason}; it was skipped"
+        problems.add(ERROR, "discovery", message)
     duplicates = []
     for group in (ns.platform_group, ns.plugin_group):
         for name, eps in discovery.duplicates(group).items():
@@ -252,27 +247,36 @@ def _discovery(
             )
             message = f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}"
             problems.add(ERROR, "discovery", message, name, eps[0].distribution)
-    count = len(discovery.distributions)
-    return {"distribution_count": count, "malformed": malformed, "duplicates": duplicates}
+    return {
+        "distribution_count": len(discovery.distributions),
+        "malformed": [bad._asdict() for bad in discovery.malformed],
+        "duplicates": duplicates,
+    }
 
 
 def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
     """``SGLANG_PLUGINS`` set to something that names no plugin (``","``) disables every general
     plugin."""
     if ns.allowed_plugins() == frozenset():
-        raw, env = os.environ.get(ns.plugins_env, ""), ns.plugins_env
+        env = ns.plugins_env
         message = (
-            f"{env}={raw!r} names no plugin, so no general plugin is loaded; unset it to load them "
-            f"all, or list"
+            f"{env}={os.environ.get(env, '')!r} names no plugin, so no general plugin is loaded; "
+            f"unset it to load them all, or list the ones to load ({env}=name1,name2)"
         )
-        problems.add(WARNING, "plugins", f"{message} the ones to load ({env}=name1,name2)")
+        problems.add(WARNING, "plugins", message)
 
 
 def _entry_point(plan: PlannedPlugin) -> dict[str, Any]:
-    ep = plan.entry_point
-    where = (None,) * 4 if ep is None else (ep.distribution, ep.version, ep.value, ep.path)
-    keys = ("name", "distribution", "version", "value", "path", "status", "reason")
-    return dict(zip(keys, (plan.name, *where, plan.status, plan.reason), strict=True))
+    """One plan as JSON; a listed name that is not installed has no distribution, version, ..."""
+    return {
+        "name": plan.name,
+        **{
+            key: getattr(plan.entry_point, key, None)
+            for key in ("distribution", "version", "value", "path")
+        },
+        "status": plan.status,
+        "reason": plan.reason,
+    }
 
 
 def _groups(ns: PluginNamespace) -> list[tuple[str, str]]:
@@ -298,13 +302,10 @@ def list_step(
     groups = []
     for kind, group in _groups(ns):
         plan = platforms if kind == "platform" else plan_plugins(ns, discovery, group)
-        for missing in (p.name for p in plan if p.entry_point is None):
-            problems.add(
-                WARNING,
-                "plugins",
-                f"{ns.plugins_env} lists {missing!r}, which is not installed",
-                missing,
-            )
+        for p in plan:
+            if p.entry_point is None:
+                message = f"{ns.plugins_env} lists {p.name!r}, which is not installed"
+                problems.add(WARNING, "plugins", message, p.name)
         groups.append(
             {"group": group, "kind": kind, "entry_points": [_entry_point(p) for p in plan]}
         )
@@ -327,33 +328,26 @@ def _platform(
     try:
         cls = type(_selection.get_current_platform(ns, strict=strict))
     except Exception as exc:
-        data = dict.fromkeys(
-            ("platform_class", "rule", "reason", "plugin", "distribution", "version")
-        )
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
-        data.update(
-            plugin=plugin, distribution=distribution, status="failed", error=error_text(exc)
-        )
-        data.update(error_type=type(exc).__name__, seconds=time.perf_counter() - start)
-        data["activations"] = _outcomes(getattr(exc, "outcomes", ()), logs)
-        problems.add(
-            ERROR,
-            "selection",
-            f"no platform could be selected: {error_text(exc)}",
-            plugin,
-            distribution,
-        )
-        return data
+        failed = {
+            **dict.fromkeys(("platform_class", "rule", "reason")),
+            "plugin": plugin,
+            "distribution": distribution,
+            "version": None,
+            "status": "failed",
+            "error": error_text(exc),
+            "error_type": type(exc).__name__,
+            "seconds": time.perf_counter() - start,
+            "activations": _outcomes(getattr(exc, "outcomes", ()), logs),
+        }
+        message = f"no platform could be selected: {failed['error']}"
+        problems.add(ERROR, "selection", message, plugin, distribution)
+        return failed
     seconds, selection = time.perf_counter() - start, _selection.current_platform_selection(ns)
-    data = {"status": "selected", "platform_class": selection.class_path}
-    data.update(
-        {f: getattr(selection, f) for f in ("rule", "reason", "plugin", "distribution", "version")}
-    )
-    data.update(error=None, error_type=None, seconds=seconds)
-    data["activations"] = _outcomes(selection.activations, logs)
-    for a in (a for a in selection.activations if not a.ok):
-        message = f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}"
-        problems.add(ERROR, "selection", message, a.plugin, a.distribution)
+    for a in selection.activations:
+        if not a.ok:
+            message = f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}"
+            problems.add(ERROR, "selection", message, a.plugin, a.distribution)
     if selection.rule == "fallback" and selection.activations and not selection.problems:
         message = (
             f"no installed platform plugin activated; using the fallback {selection.class_path}"
@@ -363,20 +357,32 @@ def _platform(
 
     # What the class's public names mean to SGLang: a likely misspelling is a warning.
     findings = find_override_problems(cls)
-    for finding in (f for f in findings if f.kind == "misspelled"):
-        problems.add(WARNING, "selection", finding.message)
+    for finding in findings:
+        if finding.kind == "misspelled":
+            problems.add(WARNING, "selection", finding.message)
     # what a deployment gates on: the check the plugin's own tests run
     if strict and selection.plugin is not None:
         from ..testing._conformance import check_platform_conformance
 
         covered = {f.kind for f in findings} | {"misspelled", "retired"}
         # The plugin's activate() found its device here: SGLang's device calls are made on it too.
-        found = check_platform_conformance(cls, device_present=True)
-        for problem in (p for p in found if p.kind not in covered):
-            message = f"conformance check: {problem.message}"
-            problems.add(ERROR, "selection", message, selection.plugin, selection.distribution)
-    overrides = [{"attribute": f.attribute, "kind": f.kind, "message": f.message} for f in findings]
-    return {**data, "overrides": overrides}
+        for problem in check_platform_conformance(cls, device_present=True):
+            if problem.kind not in covered:
+                message = f"conformance check: {problem.message}"
+                problems.add(ERROR, "selection", message, selection.plugin, selection.distribution)
+    provenance = ("rule", "reason", "plugin", "distribution", "version")
+    return {
+        "status": "selected",
+        "platform_class": selection.class_path,
+        **{key: getattr(selection, key) for key in provenance},
+        "error": None,
+        "error_type": None,
+        "seconds": seconds,
+        "activations": _outcomes(selection.activations, logs),
+        "overrides": [
+            {"attribute": f.attribute, "kind": f.kind, "message": f.message} for f in findings
+        ],
+    }
 
 
 def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[str, Any]:
@@ -389,24 +395,19 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
     try:
         load_plugins(ns, strict=strict)
     except Exception as exc:
-        plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
-        problems.add(
-            ERROR, "plugins", f"loading plugins stopped: {error_text(exc)}", plugin, distribution
-        )
         error = error_text(exc)
+        plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
+        problems.add(ERROR, "plugins", f"loading plugins stopped: {error}", plugin, distribution)
     phases = {}
     for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
+        # no startup group: no report (plugin_load_report(ns, None) is the general plugins')
         report = plugin_load_report(ns, group) if group else None
-        outcomes: list[PluginOutcome] = report.outcomes if report is not None else []
-        for o in (o for o in outcomes if not o.ok):
-            severity = WARNING if o.status is Status.NOT_INSTALLED else ERROR
-            problems.add(
-                severity,
-                "plugins",
-                f"plugin {o.plugin!r} {o.status}: {o.reason}",
-                o.plugin,
-                o.distribution,
-            )
+        outcomes = report.outcomes if report else []
+        for o in outcomes:
+            if not o.ok:
+                severity = WARNING if o.status is Status.NOT_INSTALLED else ERROR
+                message = f"plugin {o.plugin!r} {o.status}: {o.reason}"
+                problems.add(severity, "plugins", message, o.plugin, o.distribution)
         phases[key] = [o.to_dict() for o in outcomes]
     return {"status": "failed" if error else "loaded", "error": error, **phases}
 
@@ -414,15 +415,15 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
 def _target(report: Any) -> dict[str, Any]:
     """One ``TargetReport`` as JSON, with its hooks numbered outermost first and one call step by
     step."""
-    data: dict[str, Any] = report.to_dict()
-    hooks: list[dict[str, Any]] = []
+    data: dict[str, Any] = report.to_dict()  # its conflicts as JSON already
+    hooks = []
     for position, hook in enumerate(report.hooks, start=1):
         h = fingerprint_hook(hook)
         source = {"plugin": h.pop("plugin"), "distribution": h.pop("distribution")}
         hooks.append(
             {"position": position, **h, "source": source if any(source.values()) else None}
         )
-    data.update(hooks=hooks, conflicts=[c.to_dict() for c in report.conflicts])
+    data["hooks"] = hooks
     # BEFORE and AROUND hooks on the way in (outermost first), the active REPLACE (or the original),
     # AFTER hooks on the way out, innermost first.
     active = [h for h in hooks if h["active"]]
@@ -451,8 +452,9 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
                 try:
                     importlib.import_module(name)
                 except ModuleNotFoundError as exc:
-                    if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
-                        continue  # not a module: the next shorter prefix may be
+                    # not a module: the next shorter prefix may be
+                    if exc.name and f"{name}.".startswith(f"{exc.name}."):
+                        continue
                     raise
             if call.error is not None:
                 message = (
@@ -466,6 +468,19 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
         problems.add(ERROR, "hooks", f"applying hooks failed: {error_text(exc)}")
 
 
+def _hooks_on(target: str, plugins: set[str], distributions: set[Any]) -> tuple[str, Any, Any]:
+    """How a problem about the hooks on ``target`` begins, and the plugin and the distribution it
+    names (where the hooks come from one only)."""
+    names = sorted(plugins)
+    said = f"hooks on {target!r}" + (f" (from {', '.join(names)})" if names else "")
+    single = len(distributions) == 1
+    return said, names[0] if len(names) == 1 else None, distributions.pop() if single else None
+
+
+#: Why a module cannot be found, most of the time.
+_NOT_FOUND = "a misspelled module, or a package that is not installed here"
+
+
 def hooks_step(
     problems: Problems, import_targets: bool, target: str | None = None
 ) -> dict[str, Any]:
@@ -477,19 +492,14 @@ def hooks_step(
         _import_modules(targets, problems)
         targets = [_target(r) for r in HookRegistry.describe(target)]
     for t in targets:
-        name, status, sources = (
-            t["target"],
-            t["status"],
-            [h["source"] for h in t["hooks"] if h["source"]],
-        )
-        plugins = sorted({s["plugin"] for s in sources if s["plugin"]})
-        dists = {s["distribution"] for s in sources}
-        where = (
-            plugins[0] if len(plugins) == 1 else None,
-            next(iter(dists)) if len(dists) == 1 else None,
+        name, status = t["target"], t["status"]
+        sources = [h["source"] for h in t["hooks"] if h["source"]]
+        hooks, plugin, distribution = _hooks_on(
             name,
+            {s["plugin"] for s in sources if s["plugin"]},
+            {s["distribution"] for s in sources},
         )
-        hooks = f"hooks on {name!r}" + (f" (from {', '.join(plugins)})" if plugins else "")
+        where = (plugin, distribution, name)
         missing = missing_module(name) if status == "pending" else None
         never = f"{hooks} never apply: module {missing!r} cannot be found"
         if status == "failed":
@@ -500,8 +510,7 @@ def hooks_step(
             why = never if missing else f"{hooks} never apply: {t['error'] or 'no resolution'}"
             problems.add(ERROR, "hooks", f"{why} (checked by importing the targets)", *where)
         elif missing is not None and not host_not_installed(name):
-            how = "a misspelled module, or a package that is not installed here"
-            problems.add(ERROR, "hooks", f"{never} ({how})", *where)
+            problems.add(ERROR, "hooks", f"{never} ({_NOT_FOUND})", *where)
         # Pending on a module that can be found (or on SGLang, not installed here): they apply
         # when it is imported. Information, in the hooks table; --import-targets checks them now.
         for conflict in t["conflicts"]:
@@ -518,10 +527,6 @@ def _sglang_registry() -> dict[str, list[Any]]:
     return {str(t): list(entries) for t, entries in sorted(hooks.items()) if entries}
 
 
-def _sglang_registry_targets() -> list[str]:
-    return list(_sglang_registry())
-
-
 def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str]:
     """The targets of released SGLang's own registry, checked as its ``apply_hooks()`` resolves them
     at start-up: a module that cannot be found is an error; with ``--import-targets`` the module is
@@ -533,32 +538,30 @@ def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str
     registry = _sglang_registry()
     for target, entries in registry.items():
         sources = [s for *_, s in entries if s is not None]
-        plugins = sorted({str(getattr(s, "plugin_name", s)) for s in sources})
-        dists = {getattr(s, "dist_name", None) for s in sources}
-        plugin = plugins[0] if len(plugins) == 1 else None
-        dist = dists.pop() if len(dists) == 1 else None
-        hooks = f"hooks on {target!r}" + (f" (from {', '.join(plugins)})" if plugins else "")
+        hooks, plugin, distribution = _hooks_on(
+            target,
+            {str(getattr(s, "plugin_name", s)) for s in sources},
+            {getattr(s, "dist_name", None) for s in sources},
+        )
         said = f"{hooks} in released SGLang's registry never apply"
         missing = missing_module(target)
         if missing is not None:
-            how = "a misspelled module, or a package that is not installed here"
-            message = f"{said}: module {missing!r} cannot be found ({how})"
-            problems.add(ERROR, "hooks", message, plugin, dist, target)
+            message = f"{said}: module {missing!r} cannot be found ({_NOT_FOUND})"
+            problems.add(ERROR, "hooks", message, plugin, distribution, target)
         elif import_targets:
             owner, _, attribute = target.rpartition(".")
             with guarded(f"resolving {target!r} as SGLang's apply_hooks() does") as call:
                 getattr(pkgutil.resolve_name(owner), attribute)
             if call.error is not None:
                 message = f"{said}: {error_text(call.error)}"
-                problems.add(ERROR, "hooks", message, plugin, dist, target)
+                problems.add(ERROR, "hooks", message, plugin, distribution, target)
     return list(registry)
 
 
 def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> Any:
     """The installed SGLang against the range each plugin's distribution declares (its requirement
     on ``sglang``: a generated package's extra ``sglang``), by the rule packages check at load."""
-    from importlib.metadata import PackageNotFoundError, PathDistribution, version
-    from pathlib import Path
+    from importlib.metadata import PackageNotFoundError, version
 
     from ._gate import declared_sglang_range, in_range
 
@@ -571,7 +574,7 @@ def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: P
         if (ep.name, ep.distribution) in seen:
             continue
         seen.add((ep.name, ep.distribution))
-        declared = declared_sglang_range(PathDistribution(Path(ep.path)))
+        declared = declared_sglang_range(ep.path)
         ok = None if installed is None or declared is None else in_range(installed, declared)
         status = {None: "not-checked", True: "supported", False: "unsupported"}[ok]
         rows.append(
@@ -601,15 +604,12 @@ def doctor_step(
     strict = args.strict or ns.strict()
     platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems, strict)
     theirs = _check_sglang_registry(problems, args.import_targets)
-    hooks = {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs}
-    discovery_data = {"distribution_count": found["distribution_count"], **counts, **found}
-    sglang = _sglang_support(discovery, ns, problems)
     return {
-        "discovery": discovery_data,
+        "discovery": {"distribution_count": found["distribution_count"], **counts, **found},
         "platform": platform,
         "plugins": plugins,
-        "hooks": hooks,
-        "sglang": sglang,
+        "hooks": {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs},
+        "sglang": _sglang_support(discovery, ns, problems),
         "log": logs.records,
     }
 
@@ -631,10 +631,11 @@ def explain_step(
     try:  # as in a host process: the selected platform plugin's own hooks are registered too
         _selection.get_current_platform(ns, strict=strict)
     except Exception as exc:
-        message = f"no platform could be selected ({error_text(exc)}): hooks its plugin registers"
-        problems.add(
-            WARNING, "selection", f"{message} are missing here; 'sglang-plugins doctor' says more"
+        message = (
+            f"no platform could be selected ({error_text(exc)}): hooks its plugin registers are "
+            "missing here; 'sglang-plugins doctor' says more"
         )
+        problems.add(WARNING, "selection", message)
     plugins = plugins_step(ns, problems, strict)
     targets = hooks_step(problems, args.import_targets, target)["targets"]
     found = next((t for t in targets if Target.parse(t["target"]) == wanted), None)
@@ -644,14 +645,11 @@ def explain_step(
     ]
     if found is None:
         message = f"no hook is registered on {target!r} by any loaded plugin"
-        if wanted.dotted in {t.replace(":", ".") for t in _sglang_registry_targets()}:
+        if wanted.dotted in {t.replace(":", ".") for t in _sglang_registry()}:
             message = (
                 f"no hook is registered on {target!r} in this runtime's registry; released SGLang "
-                f"keeps its own"
-            )
-            message += (
-                f" registry, which has hooks on it: run sglang-plugins run -- sglang-plugins "
-                f"explain {target}"
+                "keeps its own registry, which has hooks on it: run sglang-plugins run -- "
+                f"sglang-plugins explain {target}"
             )
         problems.add(WARNING, "explain", message, target=target)
     return {
