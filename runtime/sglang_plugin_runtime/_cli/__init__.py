@@ -167,7 +167,7 @@ def _plugins_running(for_good: bool) -> Iterator[list[str]]:
     finally:
         _plugin_code._marked = False
         if previous is not signal.SIG_IGN:
-            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+            signal.signal(signal.SIGINT, previous or signal.SIG_DFL)  # None: not set from Python
         # fflush(NULL): native bytes go to stderr now
         with contextlib.suppress(OSError, AttributeError, TypeError):
             import ctypes
@@ -230,9 +230,10 @@ def _run(argv: Sequence[str] | None) -> int:
             # logger keeps Python's last-resort handler from also printing them on the terminal.
             logging.getLogger().addHandler(logging.NullHandler())
         else:
-            level = logging.INFO if args.verbose == 1 else logging.DEBUG
             logging.basicConfig(
-                stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s"
+                stream=sys.stderr,
+                level=logging.INFO if args.verbose == 1 else logging.DEBUG,
+                format="%(levelname)s %(name)s: %(message)s",
             )
         from ._text import render
 
@@ -253,9 +254,8 @@ def _run(argv: Sequence[str] | None) -> int:
         return EXIT_BROKEN_PIPE
     except Exception as exc:
         logger.debug("internal error", exc_info=True)
-        bug = (
-            "This is a bug in sglang-plugins, not in your plugins; rerun with -vv for the "
-            "traceback and report it."
+        sys.stderr.write(
+            f"sglang-plugins: internal error: {type(exc).__name__}: {exc}\nThis is a bug in "
+            "sglang-plugins, not in your plugins; rerun with -vv for the traceback and report it.\n"
         )
-        sys.stderr.write(f"sglang-plugins: internal error: {type(exc).__name__}: {exc}\n{bug}\n")
         return EXIT_INTERNAL

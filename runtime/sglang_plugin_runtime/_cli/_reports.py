@@ -714,9 +714,14 @@ def fingerprint_step(
         problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))
     fingerprint, host = plugin_fingerprint(ns), socket.gethostname()
     mine, source = fingerprint.to_dict(), args.compare
-    document: dict[str, Any] = {"digest": fingerprint.digest, "host": host, "fingerprint": mine}
+    document = {
+        "digest": fingerprint.digest,
+        "host": host,
+        "fingerprint": mine,
+        "compared_with": None,
+    }
     if other is None:
-        return {**document, "compared_with": None}
+        return document
     theirs, rows = other.pop("fingerprint"), []
     if theirs is not None:  # a file: each item that differs (a digest only: the same or not)
         participants = [Participant(0, other["host"] or source, theirs), Participant(1, host, mine)]
@@ -725,7 +730,7 @@ def fingerprint_step(
         except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
             damaged = f"not a fingerprint (damaged: {type(exc).__name__})"
             raise InputError(f"fingerprint: --compare {source!r}: {damaged}") from None
-        where = source + (f" (host {other['host']})" if other["host"] else "")
+        where = f"{source} (host {other['host']})" if other["host"] else source
         for d in differences:
             value = {rank: v.value for v in d.variants for rank in v.ranks}
             problems.add(d.severity, "compare", f"{d.item}: here {value[1]}; in {where} {value[0]}")
@@ -742,10 +747,8 @@ def fingerprint_step(
     if not same and theirs is None:
         message = (
             f"this node's fingerprint {fingerprint.digest[:12]} differs from "
-            f"{other['digest'][:12]}; compare with"
-        )
-        message += (
-            " the other node's 'sglang-plugins fingerprint --json' file to see which items differ"
+            f"{other['digest'][:12]}; compare with the other node's 'sglang-plugins fingerprint "
+            "--json' file to see which items differ"
         )
         problems.add(ERROR, "compare", message)
     return {**document, "compared_with": {**other, "same": same, "differences": rows}}
