@@ -47,9 +47,7 @@ def _namespace_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
     None."""
     last = name.rpartition(".")[2]
     portions = [
-        os.path.join(entry, last)
-        for entry in path or ()
-        if os.path.isdir(os.path.join(entry, last))
+        portion for entry in path or () if os.path.isdir(portion := os.path.join(entry, last))
     ]
     if not portions:
         return None
@@ -90,9 +88,11 @@ def missing_module(target: str) -> str | None:
     parent: Any = None
     for depth in range(1, len(parts) + 1):
         name = ".".join(parts[:depth])
-        path = None if parent is None else getattr(parent, "__path__", None)
-        if isinstance(parent, ModuleSpec):
-            path = parent.submodule_search_locations
+        path = (
+            parent.submodule_search_locations
+            if isinstance(parent, ModuleSpec)
+            else getattr(parent, "__path__", None)  # None before the first part
+        )
         if depth > 1 and path is None:  # below a plain module: an attribute path
             return name if colon else None
         found = sys.modules.get(name) or _find_spec(name, path)
@@ -139,7 +139,7 @@ _COMPARE = {
 
 def _release(version: str, size: int = 0) -> tuple[int, ...]:
     match = re.match(r"\s*v?([0-9]+(?:\.[0-9]+)*)", version)
-    numbers = tuple(int(n) for n in match.group(1).split(".")) if match else ()
+    numbers = tuple(int(n) for n in match[1].split(".")) if match else ()
     return numbers + (0,) * (size - len(numbers))
 
 

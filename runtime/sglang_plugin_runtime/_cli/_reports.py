@@ -161,11 +161,15 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     if device in ("meta", "privateuseone") or (
         hasattr(torch, device) and _parses_as_device(torch, device)
     ):
-        own = f"{device} is one of torch's own device types, it cannot be simulated"
-        raise InputError(f"--simulate {device}: {own}; {how}")
+        raise InputError(
+            f"--simulate {device}: {device} is one of torch's own device types, it cannot be "
+            f"simulated; {how}"
+        )
     if hasattr(torch, device):
-        exists = f"torch.{device} already exists and a simulated device module would hide it"
-        raise InputError(f"--simulate {device}: {exists}; {how}")
+        raise InputError(
+            f"--simulate {device}: torch.{device} already exists and a simulated device module "
+            f"would hide it; {how}"
+        )
     if backend is not None:
         if not all(part.isidentifier() for part in backend.split(".")):
             raise InputError(
@@ -174,9 +178,9 @@ def _simulation(args: Any) -> dict[str, Any] | None:
         top = backend.partition(".")[0]
         if top in sys.modules or find_spec(top) is not None:
             what = f"{top!r} is installed here" if top != backend else "it is installed here"
-            how = "give the name of a vendor module that is not installed here (e.g. torch_npu)"
             raise InputError(
-                f"--simulate-backend {backend}: {what}; a fake one would hide it; {how}"
+                f"--simulate-backend {backend}: {what}; a fake one would hide it; give the name "
+                "of a vendor module that is not installed here (e.g. torch_npu)"
             )
     # count is None or at least 1 here
     return {"device_type": device, "device_count": count or 1, "backend_module": backend}
@@ -237,16 +241,24 @@ def _discovery(
     for _kind, group in _groups(ns):  # reads the versions: a METADATA may prove unreadable
         discovery.group(group)
     for bad in discovery.malformed:
-        message = f"malformed distribution at {bad.path}: {bad.reason}; it was skipped"
-        problems.add(ERROR, "discovery", message)
+        problems.add(
+            ERROR,
+            "discovery",
+            f"malformed distribution at {bad.path}: {bad.reason}; it was skipped",
+        )
     duplicates = []
     for group in (ns.platform_group, ns.plugin_group):
         for name, eps in discovery.duplicates(group).items():
             duplicates.append(
                 {"group": group, "name": name, "distributions": [ep.distribution for ep in eps]}
             )
-            message = f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}"
-            problems.add(ERROR, "discovery", message, name, eps[0].distribution)
+            problems.add(
+                ERROR,
+                "discovery",
+                f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}",
+                name,
+                eps[0].distribution,
+            )
     return {
         "distribution_count": len(discovery.distributions),
         "malformed": [bad._asdict() for bad in discovery.malformed],
@@ -259,11 +271,12 @@ def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
     plugin."""
     if ns.allowed_plugins() == frozenset():
         env = ns.plugins_env
-        message = (
+        problems.add(
+            WARNING,
+            "plugins",
             f"{env}={os.environ.get(env, '')!r} names no plugin, so no general plugin is loaded; "
-            f"unset it to load them all, or list the ones to load ({env}=name1,name2)"
+            f"unset it to load them all, or list the ones to load ({env}=name1,name2)",
         )
-        problems.add(WARNING, "plugins", message)
 
 
 def _entry_point(plan: PlannedPlugin) -> dict[str, Any]:
@@ -304,8 +317,12 @@ def list_step(
         plan = platforms if kind == "platform" else plan_plugins(ns, discovery, group)
         for p in plan:
             if p.entry_point is None:
-                message = f"{ns.plugins_env} lists {p.name!r}, which is not installed"
-                problems.add(WARNING, "plugins", message, p.name)
+                problems.add(
+                    WARNING,
+                    "plugins",
+                    f"{ns.plugins_env} lists {p.name!r}, which is not installed",
+                    p.name,
+                )
         groups.append(
             {"group": group, "kind": kind, "entry_points": [_entry_point(p) for p in plan]}
         )
@@ -340,19 +357,30 @@ def _platform(
             "seconds": time.perf_counter() - start,
             "activations": _outcomes(getattr(exc, "outcomes", ()), logs),
         }
-        message = f"no platform could be selected: {failed['error']}"
-        problems.add(ERROR, "selection", message, plugin, distribution)
+        problems.add(
+            ERROR,
+            "selection",
+            f"no platform could be selected: {failed['error']}",
+            plugin,
+            distribution,
+        )
         return failed
     seconds, selection = time.perf_counter() - start, _selection.current_platform_selection(ns)
     for a in selection.activations:
         if not a.ok:
-            message = f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}"
-            problems.add(ERROR, "selection", message, a.plugin, a.distribution)
+            problems.add(
+                ERROR,
+                "selection",
+                f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}",
+                a.plugin,
+                a.distribution,
+            )
     if selection.rule == "fallback" and selection.activations and not selection.problems:
-        message = (
-            f"no installed platform plugin activated; using the fallback {selection.class_path}"
+        problems.add(
+            WARNING,
+            "selection",
+            f"no installed platform plugin activated; using the fallback {selection.class_path}",
         )
-        problems.add(WARNING, "selection", message)
     from ..platforms._describe import find_override_problems
 
     # What the class's public names mean to SGLang: a likely misspelling is a warning.
@@ -368,8 +396,13 @@ def _platform(
         # The plugin's activate() found its device here: SGLang's device calls are made on it too.
         for problem in check_platform_conformance(cls, device_present=True):
             if problem.kind not in covered:
-                message = f"conformance check: {problem.message}"
-                problems.add(ERROR, "selection", message, selection.plugin, selection.distribution)
+                problems.add(
+                    ERROR,
+                    "selection",
+                    f"conformance check: {problem.message}",
+                    selection.plugin,
+                    selection.distribution,
+                )
     provenance = ("rule", "reason", "plugin", "distribution", "version")
     return {
         "status": "selected",
@@ -406,8 +439,13 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
         for o in outcomes:
             if not o.ok:
                 severity = WARNING if o.status is Status.NOT_INSTALLED else ERROR
-                message = f"plugin {o.plugin!r} {o.status}: {o.reason}"
-                problems.add(severity, "plugins", message, o.plugin, o.distribution)
+                problems.add(
+                    severity,
+                    "plugins",
+                    f"plugin {o.plugin!r} {o.status}: {o.reason}",
+                    o.plugin,
+                    o.distribution,
+                )
         phases[key] = [o.to_dict() for o in outcomes]
     return {"status": "failed" if error else "loaded", "error": error, **phases}
 
@@ -457,10 +495,11 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
                         continue
                     raise
             if call.error is not None:
-                message = (
-                    f"importing {name!r} for target {target!r} failed: {error_text(call.error)}"
+                problems.add(
+                    ERROR,
+                    "hooks",
+                    f"importing {name!r} for target {target!r} failed: {error_text(call.error)}",
                 )
-                problems.add(ERROR, "hooks", message)
             break
     try:
         HookRegistry.apply_hooks()
@@ -468,13 +507,15 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
         problems.add(ERROR, "hooks", f"applying hooks failed: {error_text(exc)}")
 
 
-def _hooks_on(target: str, plugins: set[str], distributions: set[Any]) -> tuple[str, Any, Any]:
-    """How a problem about the hooks on ``target`` begins, and the plugin and the distribution it
-    names (where the hooks come from one only)."""
+def _hooks_on(
+    target: str, plugins: set[str], distributions: set[Any]
+) -> tuple[str, tuple[Any, Any, str]]:
+    """How a problem about the hooks on ``target`` begins, and the plugin, distribution and target
+    it names (a plugin or a distribution only where the hooks come from one)."""
     names = sorted(plugins)
     said = f"hooks on {target!r}" + (f" (from {', '.join(names)})" if names else "")
-    single = len(distributions) == 1
-    return said, names[0] if len(names) == 1 else None, distributions.pop() if single else None
+    plugin = names[0] if len(names) == 1 else None
+    return said, (plugin, distributions.pop() if len(distributions) == 1 else None, target)
 
 
 #: Why a module cannot be found, most of the time.
@@ -494,12 +535,11 @@ def hooks_step(
     for t in targets:
         name, status = t["target"], t["status"]
         sources = [h["source"] for h in t["hooks"] if h["source"]]
-        hooks, plugin, distribution = _hooks_on(
+        hooks, where = _hooks_on(
             name,
             {s["plugin"] for s in sources if s["plugin"]},
             {s["distribution"] for s in sources},
         )
-        where = (plugin, distribution, name)
         missing = missing_module(name) if status == "pending" else None
         never = f"{hooks} never apply: module {missing!r} cannot be found"
         if status == "failed":
@@ -538,7 +578,7 @@ def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str
     registry = _sglang_registry()
     for target, entries in registry.items():
         sources = [s for *_, s in entries if s is not None]
-        hooks, plugin, distribution = _hooks_on(
+        hooks, where = _hooks_on(
             target,
             {str(getattr(s, "plugin_name", s)) for s in sources},
             {getattr(s, "dist_name", None) for s in sources},
@@ -546,15 +586,15 @@ def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str
         said = f"{hooks} in released SGLang's registry never apply"
         missing = missing_module(target)
         if missing is not None:
-            message = f"{said}: module {missing!r} cannot be found ({_NOT_FOUND})"
-            problems.add(ERROR, "hooks", message, plugin, distribution, target)
+            problems.add(
+                ERROR, "hooks", f"{said}: module {missing!r} cannot be found ({_NOT_FOUND})", *where
+            )
         elif import_targets:
             owner, _, attribute = target.rpartition(".")
             with guarded(f"resolving {target!r} as SGLang's apply_hooks() does") as call:
                 getattr(pkgutil.resolve_name(owner), attribute)
             if call.error is not None:
-                message = f"{said}: {error_text(call.error)}"
-                problems.add(ERROR, "hooks", message, plugin, distribution, target)
+                problems.add(ERROR, "hooks", f"{said}: {error_text(call.error)}", *where)
     return list(registry)
 
 
@@ -571,25 +611,29 @@ def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: P
         installed = None
     rows, seen = [], set()
     for ep in [*discovery.group(ns.platform_group), *discovery.group(ns.plugin_group)]:
-        if (ep.name, ep.distribution) in seen:
+        if (key := (ep.name, ep.distribution)) in seen:
             continue
-        seen.add((ep.name, ep.distribution))
+        seen.add(key)
         declared = declared_sglang_range(ep.path)
         ok = None if installed is None or declared is None else in_range(installed, declared)
-        status = {None: "not-checked", True: "supported", False: "unsupported"}[ok]
         rows.append(
             {
                 "plugin": ep.name,
                 "distribution": ep.distribution,
                 "version": ep.version,
                 "supports": declared,
-                "status": status,
+                "status": {None: "not-checked", True: "supported", False: "unsupported"}[ok],
             }
         )
         if ok is False:
-            plugin = f"plugin {ep.name!r} ({ep.distribution} {ep.version})"
-            message = f"{plugin} supports SGLang {declared}, but SGLang {installed} is installed"
-            problems.add(WARNING, "sglang", message, ep.name, ep.distribution)
+            problems.add(
+                WARNING,
+                "sglang",
+                f"plugin {ep.name!r} ({ep.distribution} {ep.version}) supports SGLang {declared}, "
+                f"but SGLang {installed} is installed",
+                ep.name,
+                ep.distribution,
+            )
     return {"installed": installed, "plugins": rows}
 
 
@@ -625,17 +669,20 @@ def explain_step(
     try:
         wanted = Target.parse(target)
     except (ValueError, TypeError) as exc:
-        how = "use pkg.mod.func, pkg.mod.Class.method or pkg.mod:Class.method"
-        raise InputError(f"explain: {target!r} is not a hook target ({exc}); {how}") from None
+        raise InputError(
+            f"explain: {target!r} is not a hook target ({exc}); use pkg.mod.func, "
+            "pkg.mod.Class.method or pkg.mod:Class.method"
+        ) from None
     strict = args.strict or ns.strict()
     try:  # as in a host process: the selected platform plugin's own hooks are registered too
         _selection.get_current_platform(ns, strict=strict)
     except Exception as exc:
-        message = (
+        problems.add(
+            WARNING,
+            "selection",
             f"no platform could be selected ({error_text(exc)}): hooks its plugin registers are "
-            "missing here; 'sglang-plugins doctor' says more"
+            "missing here; 'sglang-plugins doctor' says more",
         )
-        problems.add(WARNING, "selection", message)
     plugins = plugins_step(ns, problems, strict)
     targets = hooks_step(problems, args.import_targets, target)["targets"]
     found = next((t for t in targets if Target.parse(t["target"]) == wanted), None)
@@ -710,8 +757,12 @@ def fingerprint_step(
         load_plugins(ns, strict=args.strict or None)
     # strict mode: the fingerprint then says load_plugins() did not complete
     except Exception as exc:
-        message = f"load_plugins() raised {type(exc).__name__}: {exc}"
-        problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))
+        problems.add(
+            ERROR,
+            "plugins",
+            f"load_plugins() raised {type(exc).__name__}: {exc}",
+            getattr(exc, "plugin", None),
+        )
     fingerprint, host = plugin_fingerprint(ns), socket.gethostname()
     mine, source = fingerprint.to_dict(), args.compare
     document = {
@@ -728,8 +779,10 @@ def fingerprint_step(
         try:  # anyone's JSON: a damaged inner structure makes it no fingerprint (not a bug here)
             other["digest"], differences = digest_of(theirs), compare(participants)
         except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
-            damaged = f"not a fingerprint (damaged: {type(exc).__name__})"
-            raise InputError(f"fingerprint: --compare {source!r}: {damaged}") from None
+            raise InputError(
+                f"fingerprint: --compare {source!r}: not a fingerprint (damaged: "
+                f"{type(exc).__name__})"
+            ) from None
         where = f"{source} (host {other['host']})" if other["host"] else source
         for d in differences:
             value = {rank: v.value for v in d.variants for rank in v.ranks}
@@ -745,10 +798,11 @@ def fingerprint_step(
             )
     same = fingerprint.digest.startswith(other["digest"])
     if not same and theirs is None:
-        message = (
+        problems.add(
+            ERROR,
+            "compare",
             f"this node's fingerprint {fingerprint.digest[:12]} differs from "
             f"{other['digest'][:12]}; compare with the other node's 'sglang-plugins fingerprint "
-            "--json' file to see which items differ"
+            "--json' file to see which items differ",
         )
-        problems.add(ERROR, "compare", message)
     return {**document, "compared_with": {**other, "same": same, "differences": rows}}

@@ -120,8 +120,12 @@ def _list(report: dict[str, Any]) -> list[str]:
         (d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]
     ]
     lines += _section("Duplicate entry-point names", ("GROUP", "NAME", "DISTRIBUTIONS"), duplicates)
-    scanned = f"{report['distribution_count']} installed distribution(s) scanned"
-    return [*lines, "", f"{scanned}; no plugin was imported."]
+    return [
+        *lines,
+        "",
+        f"{report['distribution_count']} installed distribution(s) scanned; no plugin was "
+        "imported.",
+    ]
 
 
 def _doctor(report: dict[str, Any]) -> list[str]:
@@ -155,8 +159,11 @@ def _doctor(report: dict[str, Any]) -> list[str]:
         (o["attribute"], o["kind"], o["message"].partition(": ")[2])
         for o in platform.get("overrides", ())  # none when selection failed
     ]
-    title = "Platform class: public names SGLang does not call"
-    lines += _section(title, ("NAME", "KIND", "WHAT IT MEANS"), names)
+    lines += _section(
+        "Platform class: public names SGLang does not call",
+        ("NAME", "KIND", "WHAT IT MEANS"),
+        names,
+    )
     plugins = report["plugins"]
     if plugins["startup"]:
         lines += _runs("startup", plugins["startup"], "REASON", "reason")
@@ -173,13 +180,19 @@ def _doctor(report: dict[str, Any]) -> list[str]:
         for t in hooks["targets"]
     ]
     theirs = hooks["sglang_registry_targets"]
-    empty = "(none here: see released SGLang's registry)" if theirs else "(no hooks registered)"
-    headers = ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE")
-    lines += _section("Hooks", headers, targets, empty)
+    lines += _section(
+        "Hooks",
+        ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE"),
+        targets,
+        "(none here: see released SGLang's registry)" if theirs else "(no hooks registered)",
+    )
     said = {p["target"] for p in report["problems"]}
     checked = [(target, SEE if target in said else "module found") for target in theirs]
-    title = "Hooks in released SGLang's registry (its load_plugins() applies them at start-up)"
-    lines += _section(title, ("TARGET", "CHECK"), checked)
+    lines += _section(
+        "Hooks in released SGLang's registry (its load_plugins() applies them at start-up)",
+        ("TARGET", "CHECK"),
+        checked,
+    )
     support = report["sglang"]
     rows = [
         (
@@ -190,8 +203,11 @@ def _doctor(report: dict[str, Any]) -> list[str]:
         )
         for r in support["plugins"]
     ]
-    title = f"Supported SGLang (installed: {support['installed'] or 'none'})"
-    lines += _section(title, ("PLUGIN", "DISTRIBUTION", "SUPPORTS", "STATUS"), rows)
+    lines += _section(
+        f"Supported SGLang (installed: {support['installed'] or 'none'})",
+        ("PLUGIN", "DISTRIBUTION", "SUPPORTS", "STATUS"),
+        rows,
+    )
     logged = [
         tuple(r.values())  # level, logger, message
         for r in report["log"]
@@ -231,8 +247,11 @@ def _explain(report: dict[str, Any]) -> list[str]:
         )
         for h in found["hooks"]
     ]
-    headers = ("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION", "PRIORITY", "NOTE")
-    lines += _section("Hooks, outermost first", headers, hooks)
+    lines += _section(
+        "Hooks, outermost first",
+        ("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION", "PRIORITY", "NOTE"),
+        hooks,
+    )
     arrows = {"enter": "->", "call": "==", "exit": "<-"}
     steps = [
         (
@@ -268,7 +287,9 @@ def _fingerprint(report: dict[str, Any]) -> list[str]:
             "--json and run 'sglang-plugins fingerprint --compare FILE' on another node to list "
             "what differs.",
         ]
-    where = compared["source"] + (f", host {compared['host']}" if compared["host"] else "")
+    where = (
+        f"{compared['source']}, host {compared['host']}" if compared["host"] else compared["source"]
+    )
     rows = [
         (d["severity"].upper(), d["item"], d["here"], d["there"]) for d in compared["differences"]
     ]
@@ -293,8 +314,10 @@ def render(report: dict[str, Any]) -> str:
     lines = [f"sglang-plugins {command}{target} (namespace {report['namespace']})"]
     if sim:
         backend = f", backend module {sim['backend_module']}" if sim["backend_module"] else ""
-        device = f"torch.{sim['device_type']} ({sim['device_count']} device(s){backend})"
-        lines.append(f"SIMULATED device: {device}; nothing below was checked on real hardware")
+        lines.append(
+            f"SIMULATED device: torch.{sim['device_type']} ({sim['device_count']} device(s)"
+            f"{backend}); nothing below was checked on real hardware"
+        )
     if command in ("list", "doctor"):
         variables = [
             (k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()
@@ -312,6 +335,8 @@ def render(report: dict[str, Any]) -> str:
     lines += _section(f"Problems ({len(problems)})", ("SEVERITY", "STEP", "MESSAGE"), problems)
     errors = sum(p["severity"] == "error" for p in report["problems"])
     verdict = "OK" if report["healthy"] else "PROBLEMS FOUND"
-    counts = f"{errors} error(s), {len(report['problems']) - errors} warning(s)"
-    result = f"Result: {verdict}{_simulated(report)}: {counts}; exit status {report['exit_status']}"
+    result = (
+        f"Result: {verdict}{_simulated(report)}: {errors} error(s), "
+        f"{len(report['problems']) - errors} warning(s); exit status {report['exit_status']}"
+    )
     return printable("\n".join([*lines, "", result, ""]))
