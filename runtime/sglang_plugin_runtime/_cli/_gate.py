@@ -68,8 +68,7 @@ def _may_define(parent: Any, name: str) -> bool:
     if not parent.origin.endswith(".py"):
         return True
     try:
-        with open(parent.origin, encoding="utf-8", errors="replace") as handle:
-            source = handle.read()
+        source = Path(parent.origin).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return True
     return re.search(rf"\b{re.escape(name)}\b|import \*|def __getattr__", source) is not None

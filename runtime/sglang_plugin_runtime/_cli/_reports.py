@@ -94,8 +94,9 @@ class LogCapture(logging.Handler):
         if (source := plugin_source.get()) is not None and not record.name.startswith(
             "sglang_plugin_runtime"
         ):
-            line = f"{record.levelname} {record.name}: {message}"
-            self.plugin_lines.setdefault((source.plugin_name, source.dist_name), []).append(line)
+            self.plugin_lines.setdefault((source.plugin_name, source.dist_name), []).append(
+                f"{record.levelname} {record.name}: {message}"
+            )
         if record.levelno >= logging.WARNING:
             self.records.append(
                 {"level": record.levelname, "logger": record.name, "message": message}
@@ -403,11 +404,13 @@ def _platform(
                     selection.plugin,
                     selection.distribution,
                 )
-    provenance = ("rule", "reason", "plugin", "distribution", "version")
     return {
         "status": "selected",
         "platform_class": selection.class_path,
-        **{key: getattr(selection, key) for key in provenance},
+        **{
+            key: getattr(selection, key)
+            for key in ("rule", "reason", "plugin", "distribution", "version")
+        },
         "error": None,
         "error_type": None,
         "seconds": seconds,

@@ -72,12 +72,15 @@ def _runs(
         "startup": "Startup plugins",
         "general": "General plugins",
     }
-    empty = "(no platform plugin was activated)" if kind == "platform" else "(none installed)"
-    rows = [
-        (r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", _cell(r, key))
-        for r in records
-    ]
-    out = _section(titles[kind], ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last), rows, empty)
+    out = _section(
+        titles[kind],
+        ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last),
+        [
+            (r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", _cell(r, key))
+            for r in records
+        ],
+        "(no platform plugin was activated)" if kind == "platform" else "(none installed)",
+    )
     if stopped:
         out.append(f"  loading stopped: {SEE}")
     for record in records:
@@ -103,23 +106,26 @@ def _runs(
 def _list(report: dict[str, Any]) -> list[str]:
     lines = []
     for g in report["groups"]:
-        title = (
-            f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry "
-            "point(s))"
-        )
-        rows = [
-            (e["name"], dist_label(e), e["value"], e["status"], e["reason"])
-            for e in g["entry_points"]
-        ]
         lines += _section(
-            title, ("NAME", "DISTRIBUTION", "TARGET", "STATUS", "WHY"), rows, "(none installed)"
+            f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry "
+            "point(s))",
+            ("NAME", "DISTRIBUTION", "TARGET", "STATUS", "WHY"),
+            [
+                (e["name"], dist_label(e), e["value"], e["status"], e["reason"])
+                for e in g["entry_points"]
+            ],
+            "(none installed)",
         )
-    malformed = [tuple(m.values()) for m in report["malformed"]]  # path, reason
-    lines += _section("Malformed distributions (skipped)", ("PATH", "REASON"), malformed)
-    duplicates = [
-        (d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]
-    ]
-    lines += _section("Duplicate entry-point names", ("GROUP", "NAME", "DISTRIBUTIONS"), duplicates)
+    lines += _section(
+        "Malformed distributions (skipped)",
+        ("PATH", "REASON"),
+        [tuple(m.values()) for m in report["malformed"]],  # path, reason
+    )
+    lines += _section(
+        "Duplicate entry-point names",
+        ("GROUP", "NAME", "DISTRIBUTIONS"),
+        [(d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]],
+    )
     return [
         *lines,
         "",
@@ -140,80 +146,79 @@ def _doctor(report: dict[str, Any]) -> list[str]:
         *_runs("platform", platform["activations"], "RESULT / ERROR", "result"),
     ]
     if platform["status"] == "selected":
-        plugin = (
-            f"{platform['plugin']} ({dist_label(platform)})"
-            if platform["plugin"]
-            else "(none: fallback)"
-        )
         title = f"Selected platform{_simulated(report)}"
         pairs = [
             ("class", platform["platform_class"]),
-            ("plugin", plugin),
+            (
+                "plugin",
+                f"{platform['plugin']} ({dist_label(platform)})"
+                if platform["plugin"]
+                else "(none: fallback)",
+            ),
             ("rule", platform["rule"]),
             ("reason", platform["reason"]),
         ]
     else:
         title, pairs = "Selected platform: NONE (selection failed)", [("error", SEE)]
     lines += ["", title, *table(("", ""), pairs)[1:]]
-    names = [
-        (o["attribute"], o["kind"], o["message"].partition(": ")[2])
-        for o in platform.get("overrides", ())  # none when selection failed
-    ]
     lines += _section(
         "Platform class: public names SGLang does not call",
         ("NAME", "KIND", "WHAT IT MEANS"),
-        names,
+        [
+            (o["attribute"], o["kind"], o["message"].partition(": ")[2])
+            for o in platform.get("overrides", ())  # none when selection failed
+        ],
     )
     plugins = report["plugins"]
     if plugins["startup"]:
         lines += _runs("startup", plugins["startup"], "REASON", "reason")
     lines += _runs("general", plugins["plugins"], "REASON", "reason", plugins["error"])
-    targets = [
-        (
-            t["target"],
-            t["status"],
-            ", ".join(h["type"] for h in t["hooks"]) or "-",
-            ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]}))
-            or "unknown",
-            SEE if t["status"] == "failed" or t["conflicts"] else t["error"],
-        )
-        for t in hooks["targets"]
-    ]
     theirs = hooks["sglang_registry_targets"]
     lines += _section(
         "Hooks",
         ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE"),
-        targets,
+        [
+            (
+                t["target"],
+                t["status"],
+                ", ".join(h["type"] for h in t["hooks"]) or "-",
+                ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]}))
+                or "unknown",
+                SEE if t["status"] == "failed" or t["conflicts"] else t["error"],
+            )
+            for t in hooks["targets"]
+        ],
         "(none here: see released SGLang's registry)" if theirs else "(no hooks registered)",
     )
     said = {p["target"] for p in report["problems"]}
-    checked = [(target, SEE if target in said else "module found") for target in theirs]
     lines += _section(
         "Hooks in released SGLang's registry (its load_plugins() applies them at start-up)",
         ("TARGET", "CHECK"),
-        checked,
+        [(target, SEE if target in said else "module found") for target in theirs],
     )
     support = report["sglang"]
-    rows = [
-        (
-            r["plugin"],
-            dist_label(r),
-            "(not declared)" if r["supports"] is None else r["supports"],
-            r["status"],
-        )
-        for r in support["plugins"]
-    ]
     lines += _section(
         f"Supported SGLang (installed: {support['installed'] or 'none'})",
         ("PLUGIN", "DISTRIBUTION", "SUPPORTS", "STATUS"),
-        rows,
+        [
+            (
+                r["plugin"],
+                dist_label(r),
+                "(not declared)" if r["supports"] is None else r["supports"],
+                r["status"],
+            )
+            for r in support["plugins"]
+        ],
     )
-    logged = [
-        tuple(r.values())  # level, logger, message
-        for r in report["log"]
-        if not r["logger"].startswith("sglang_plugin_runtime")
-    ]
-    return lines + _section("Warnings logged by plugins", ("LEVEL", "LOGGER", "MESSAGE"), logged)
+    return lines + _section(
+        "Warnings logged by plugins",
+        ("LEVEL", "LOGGER", "MESSAGE"),
+        [
+            tuple(r.values())  # level, logger, message
+            for r in report["log"]
+            if not r["logger"].startswith("sglang_plugin_runtime")
+        ],
+    )
 
 
 def _explain(report: dict[str, Any]) -> list[str]:
@@ -228,43 +233,45 @@ def _explain(report: dict[str, Any]) -> list[str]:
             f"No hook is registered on {report['target']} by the loaded plugins.",
             f"Plugins loaded: {loaded}",
         ]
-    resolved = found["resolved"] or "(not yet: its module is not imported)"
     error = f": {found['error']}" if found["error"] else ""
     lines = [
         "",
         f"Target    {found['target']}",
-        f"Resolved  {resolved}",
+        f"Resolved  {found['resolved'] or '(not yet: its module is not imported)'}",
         f"Status    {found['status']}{error}",
-    ]
-    hooks = [
-        (
-            h["position"],
-            h["type"],
-            h["hook"],
-            *((h["source"] or {}).get(key) for key in ("plugin", "distribution")),
-            h["priority"],
-            None if h["active"] else "overridden: does not run",
-        )
-        for h in found["hooks"]
     ]
     lines += _section(
         "Hooks, outermost first",
         ("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION", "PRIORITY", "NOTE"),
-        hooks,
+        [
+            (
+                h["position"],
+                h["type"],
+                h["hook"],
+                *((h["source"] or {}).get(key) for key in ("plugin", "distribution")),
+                h["priority"],
+                None if h["active"] else "overridden: does not run",
+            )
+            for h in found["hooks"]
+        ],
     )
     arrows = {"enter": "->", "call": "==", "exit": "<-"}
-    steps = [
-        (
-            i,
-            arrows[s["phase"]],
-            s["type"],
-            s["hook"] + (f"  [#{s['position']}]" if s["position"] else ""),
-        )
-        for i, s in enumerate(found["call_flow"], 1)
-    ]
-    lines += _section("One call, step by step", ("STEP", "", "TYPE", "HOOK"), steps)
-    conflicts = [tuple(c.values()) for c in found["conflicts"]]  # kind, message
-    return lines + _section("Conflicts", ("KIND", "MESSAGE"), conflicts)
+    lines += _section(
+        "One call, step by step",
+        ("STEP", "", "TYPE", "HOOK"),
+        [
+            (
+                i,
+                arrows[s["phase"]],
+                s["type"],
+                s["hook"] + (f"  [#{s['position']}]" if s["position"] else ""),
+            )
+            for i, s in enumerate(found["call_flow"], 1)
+        ],
+    )
+    return lines + _section(
+        "Conflicts", ("KIND", "MESSAGE"), [tuple(c.values()) for c in found["conflicts"]]
+    )  # a conflict's values: kind, message
 
 
 def _fingerprint(report: dict[str, Any]) -> list[str]:
