@@ -32,10 +32,6 @@ logger = logging.getLogger(__name__)
 EXIT_USAGE, EXIT_INTERNAL = 2, 3
 #: SIGPIPE's number is 13 on every POSIX system: what a shell shows for ``yes | head``.
 EXIT_BROKEN_PIPE = 128 + 13
-_EXIT_STATUSES = (
-    "Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not run, 3 "
-    "internal error."
-)
 _RUN = (
     "run COMMAND (e.g. python -m sglang.launch_server ...) with this runtime as a released "
     "SGLang's plugin layer"
@@ -83,7 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     add("--simulate-backend", metavar="MODULE", help="also a fake vendor module (e.g. torch_npu)")
     add("--simulate-count", metavar="N", type=int, help="simulated device count (default 1)")
     parser = _Parser(
-        prog="sglang-plugins", description=__doc__.split("\n")[0].strip("`"), epilog=_EXIT_STATUSES
+        prog="sglang-plugins",
+        description=__doc__.split("\n")[0].strip("`"),
+        epilog="Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not "
+        "run, 3 internal error.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

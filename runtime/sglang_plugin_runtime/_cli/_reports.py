@@ -441,9 +441,8 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
         outcomes = report.outcomes if report else []
         for o in outcomes:
             if not o.ok:
-                severity = WARNING if o.status is Status.NOT_INSTALLED else ERROR
                 problems.add(
-                    severity,
+                    WARNING if o.status is Status.NOT_INSTALLED else ERROR,
                     "plugins",
                     f"plugin {o.plugin!r} {o.status}: {o.reason}",
                     o.plugin,
