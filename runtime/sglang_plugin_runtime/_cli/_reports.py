@@ -201,15 +201,15 @@ def report(args: Any) -> dict[str, Any]:
     """The envelope every document shares, around what ``args.command``'s step makes of this
     process's plugins;
     :class:`InputError` when an argument is unusable."""
-    steps = {
+    step = {
         "list": list_step,
         "doctor": doctor_step,
         "explain": explain_step,
         "fingerprint": fingerprint_step,
-    }
+    }[args.command]
     ns, simulation, problems = get_namespace(args.namespace), _simulation(args), Problems()
     with _captured(simulation) as logs:
-        body = steps[args.command](ns, problems, logs, args)
+        body = step(ns, problems, logs, args)
     failing = problems if args.strict else [p for p in problems if p["severity"] == ERROR]
     return {
         "schema_version": SCHEMA_VERSION,
@@ -562,8 +562,8 @@ def hooks_step(
 
 def _sglang_registry() -> dict[str, list[Any]]:
     """Hooks in released SGLang's own registry by target, if a plugin imported it."""
-    registry = getattr(sys.modules.get("sglang.srt.plugins.hook_registry"), "HookRegistry", None)
-    hooks = getattr(registry, "_hooks", None)
+    module = sys.modules.get("sglang.srt.plugins.hook_registry")
+    hooks = getattr(getattr(module, "HookRegistry", None), "_hooks", None)
     if not isinstance(hooks, dict):
         return {}
     return {str(t): list(entries) for t, entries in sorted(hooks.items()) if entries}
@@ -777,9 +777,13 @@ def fingerprint_step(
         return document
     theirs, rows = other.pop("fingerprint"), []
     if theirs is not None:  # a file: each item that differs (a digest only: the same or not)
-        participants = [Participant(0, other["host"] or source, theirs), Participant(1, host, mine)]
         try:  # anyone's JSON: a damaged inner structure makes it no fingerprint (not a bug here)
-            other["digest"], differences = digest_of(theirs), compare(participants)
+            other["digest"], differences = (
+                digest_of(theirs),
+                compare(
+                    [Participant(0, other["host"] or source, theirs), Participant(1, host, mine)]
+                ),
+            )
         except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
             raise InputError(
                 f"fingerprint: --compare {source!r}: not a fingerprint (damaged: "

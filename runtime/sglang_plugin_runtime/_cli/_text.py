@@ -301,6 +301,7 @@ def _fingerprint(report: dict[str, Any]) -> list[str]:
         (d["severity"].upper(), d["item"], d["here"], d["there"]) for d in compared["differences"]
     ]
     title = f"Compared with {where}: {'SAME' if compared['same'] else 'DIFFERENT'}"
+    # no differences: the title alone
     return lines + (_section(title, ("SEVERITY", "ITEM", "HERE", "THERE"), rows) or ["", title])
 
 
@@ -326,10 +327,11 @@ def render(report: dict[str, Any]) -> str:
             f"{backend}); nothing below was checked on real hardware"
         )
     if command in ("list", "doctor"):
-        variables = [
-            (k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()
-        ]
-        lines += _section("Environment", ("VARIABLE", "VALUE"), variables)
+        lines += _section(
+            "Environment",
+            ("VARIABLE", "VALUE"),
+            [(k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()],
+        )
     lines += {"list": _list, "doctor": _doctor, "explain": _explain, "fingerprint": _fingerprint}[
         command
     ](report)
