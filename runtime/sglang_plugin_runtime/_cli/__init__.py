@@ -32,10 +32,6 @@ logger = logging.getLogger(__name__)
 EXIT_USAGE, EXIT_INTERNAL = 2, 3
 #: SIGPIPE's number is 13 on every POSIX system: what a shell shows for ``yes | head``.
 EXIT_BROKEN_PIPE = 128 + 13
-_EXIT_STATUSES = (
-    "Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not run, 3 "
-    "internal error."
-)
 _RUN = (
     "run COMMAND (e.g. python -m sglang.launch_server ...) with this runtime as a released "
     "SGLang's plugin layer"
@@ -83,7 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     add("--simulate-backend", metavar="MODULE", help="also a fake vendor module (e.g. torch_npu)")
     add("--simulate-count", metavar="N", type=int, help="simulated device count (default 1)")
     parser = _Parser(
-        prog="sglang-plugins", description=__doc__.split("\n")[0].strip("`"), epilog=_EXIT_STATUSES
+        prog="sglang-plugins",
+        description=__doc__.split("\n")[0].strip("`"),
+        epilog="Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not "
+        "run, 3 internal error.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -167,7 +166,7 @@ def _plugins_running(for_good: bool) -> Iterator[list[str]]:
     finally:
         _plugin_code._marked = False
         if previous is not signal.SIG_IGN:
-            signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+            signal.signal(signal.SIGINT, previous or signal.SIG_DFL)  # None: not set from Python
         # fflush(NULL): native bytes go to stderr now
         with contextlib.suppress(OSError, AttributeError, TypeError):
             import ctypes
@@ -230,9 +229,10 @@ def _run(argv: Sequence[str] | None) -> int:
             # logger keeps Python's last-resort handler from also printing them on the terminal.
             logging.getLogger().addHandler(logging.NullHandler())
         else:
-            level = logging.INFO if args.verbose == 1 else logging.DEBUG
             logging.basicConfig(
-                stream=sys.stderr, level=level, format="%(levelname)s %(name)s: %(message)s"
+                stream=sys.stderr,
+                level=logging.INFO if args.verbose == 1 else logging.DEBUG,
+                format="%(levelname)s %(name)s: %(message)s",
             )
         from ._text import render
 
@@ -253,9 +253,8 @@ def _run(argv: Sequence[str] | None) -> int:
         return EXIT_BROKEN_PIPE
     except Exception as exc:
         logger.debug("internal error", exc_info=True)
-        bug = (
-            "This is a bug in sglang-plugins, not in your plugins; rerun with -vv for the "
-            "traceback and report it."
+        sys.stderr.write(
+            f"sglang-plugins: internal error: {type(exc).__name__}: {exc}\nThis is a bug in "
+            "sglang-plugins, not in your plugins; rerun with -vv for the traceback and report it.\n"
         )
-        sys.stderr.write(f"sglang-plugins: internal error: {type(exc).__name__}: {exc}\n{bug}\n")
         return EXIT_INTERNAL

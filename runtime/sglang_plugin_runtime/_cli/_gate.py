@@ -9,12 +9,14 @@ targets cannot be judged here: information.
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
-from importlib.metadata import Distribution
+from importlib.metadata import PathDistribution
+from pathlib import Path
 from typing import Any
 
 HOST_PACKAGE = "sglang"
@@ -45,9 +47,7 @@ def _namespace_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
     None."""
     last = name.rpartition(".")[2]
     portions = [
-        os.path.join(entry, last)
-        for entry in path or ()
-        if os.path.isdir(os.path.join(entry, last))
+        portion for entry in path or () if os.path.isdir(portion := os.path.join(entry, last))
     ]
     if not portions:
         return None
@@ -68,8 +68,7 @@ def _may_define(parent: Any, name: str) -> bool:
     if not parent.origin.endswith(".py"):
         return True
     try:
-        with open(parent.origin, encoding="utf-8", errors="replace") as handle:
-            source = handle.read()
+        source = Path(parent.origin).read_text(encoding="utf-8", errors="replace")
     except OSError:
         return True
     return re.search(rf"\b{re.escape(name)}\b|import \*|def __getattr__", source) is not None
@@ -88,9 +87,11 @@ def missing_module(target: str) -> str | None:
     parent: Any = None
     for depth in range(1, len(parts) + 1):
         name = ".".join(parts[:depth])
-        path = None if parent is None else getattr(parent, "__path__", None)
-        if isinstance(parent, ModuleSpec):
-            path = parent.submodule_search_locations
+        path = (
+            parent.submodule_search_locations
+            if isinstance(parent, ModuleSpec)
+            else getattr(parent, "__path__", None)  # None before the first part
+        )
         if depth > 1 and path is None:  # below a plain module: an attribute path
             return name if colon else None
         found = sys.modules.get(name) or _find_spec(name, path)
@@ -115,19 +116,29 @@ _REQUIREMENT = re.compile(r"sglang\s*(?:\[[^\]]*\])?\s*\(?\s*(?P<range>[^;()]*?)
 _CLAUSE = re.compile(r"(?P<op>~=|==|!=|<=|>=|<|>)\s*(?P<version>[0-9.]+?)(?P<prefix>\.\*)?")
 
 
-def declared_sglang_range(dist: Distribution) -> str | None:
-    """The range of ``dist``'s requirement on ``sglang`` (an extra's or its own; ``""``: any), or
-    ``None``."""
-    for line in dist.requires or []:
+def declared_sglang_range(path: str) -> str | None:
+    """The range of the requirement on ``sglang`` (an extra's or its own; ``""``: any) of the
+    distribution at ``path`` (its ``*.dist-info``), or ``None``."""
+    for line in PathDistribution(Path(path)).requires or []:
         match = _REQUIREMENT.fullmatch(line.strip())
         if match is not None:
             return match["range"]
     return None
 
 
+_COMPARE = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
+
+
 def _release(version: str, size: int = 0) -> tuple[int, ...]:
     match = re.match(r"\s*v?([0-9]+(?:\.[0-9]+)*)", version)
-    numbers = tuple(int(n) for n in match.group(1).split(".")) if match else ()
+    numbers = tuple(int(n) for n in match[1].split(".")) if match else ()
     return numbers + (0,) * (size - len(numbers))
 
 
@@ -135,13 +146,6 @@ def in_range(version: str, supported: str) -> bool | None:
     """Whether ``version`` satisfies ``supported``, by the rule generated packages use (release
     numbers only: ``0.5.23rc1`` is ``0.5.23``, ``0.6`` is ``0.6.0``; ``.*`` prefixes; ``~=``);
     ``None`` for a clause this rule cannot read."""
-    compare: dict[str, Any] = {
-        "<": tuple.__lt__,
-        "<=": tuple.__le__,
-        ">": tuple.__gt__,
-        ">=": tuple.__ge__,
-    }
-    compare.update({"==": tuple.__eq__, "!=": tuple.__ne__})
     for clause in filter(None, (c.strip() for c in supported.split(","))):
         match = _CLAUSE.fullmatch(clause)
         if match is None:
@@ -153,7 +157,7 @@ def in_range(version: str, supported: str) -> bool | None:
         elif op == "~=":
             ok = have >= wanted and have[: len(wanted) - 1] == wanted[:-1]
         else:
-            ok = compare[op](have, wanted + (0,) * (len(have) - len(wanted)))
+            ok = _COMPARE[op](have, wanted + (0,) * (len(have) - len(wanted)))
         if not ok:
             return False
     return True

@@ -29,7 +29,6 @@ from .._fingerprint import fingerprint_hook
 from .._namespace import PluginNamespace, get_namespace
 from .._plugin_code import (
     PlannedPlugin,
-    PluginOutcome,
     Status,
     describe_failure,
     guarded,
@@ -95,8 +94,9 @@ class LogCapture(logging.Handler):
         if (source := plugin_source.get()) is not None and not record.name.startswith(
             "sglang_plugin_runtime"
         ):
-            line = f"{record.levelname} {record.name}: {message}"
-            self.plugin_lines.setdefault((source.plugin_name, source.dist_name), []).append(line)
+            self.plugin_lines.setdefault((source.plugin_name, source.dist_name), []).append(
+                f"{record.levelname} {record.name}: {message}"
+            )
         if record.levelno >= logging.WARNING:
             self.records.append(
                 {"level": record.levelname, "logger": record.name, "message": message}
@@ -135,10 +135,10 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not
     installed."""
     device, backend, count = args.simulate, args.simulate_backend, args.simulate_count
-    for option, value in (("--simulate-backend", backend), ("--simulate-count", count)):
-        if device is None and value is not None:
-            raise InputError(f"{option} needs --simulate DEVICE_TYPE")
     if device is None:
+        for option, value in (("--simulate-backend", backend), ("--simulate-count", count)):
+            if value is not None:
+                raise InputError(f"{option} needs --simulate DEVICE_TYPE")
         return None
     if not re.fullmatch(r"[a-z][a-z0-9_]*", device):
         raise InputError(
@@ -162,11 +162,15 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     if device in ("meta", "privateuseone") or (
         hasattr(torch, device) and _parses_as_device(torch, device)
     ):
-        own = f"{device} is one of torch's own device types, it cannot be simulated"
-        raise InputError(f"--simulate {device}: {own}; {how}")
+        raise InputError(
+            f"--simulate {device}: {device} is one of torch's own device types, it cannot be "
+            f"simulated; {how}"
+        )
     if hasattr(torch, device):
-        exists = f"torch.{device} already exists and a simulated device module would hide it"
-        raise InputError(f"--simulate {device}: {exists}; {how}")
+        raise InputError(
+            f"--simulate {device}: torch.{device} already exists and a simulated device module "
+            f"would hide it; {how}"
+        )
     if backend is not None:
         if not all(part.isidentifier() for part in backend.split(".")):
             raise InputError(
@@ -175,15 +179,12 @@ def _simulation(args: Any) -> dict[str, Any] | None:
         top = backend.partition(".")[0]
         if top in sys.modules or find_spec(top) is not None:
             what = f"{top!r} is installed here" if top != backend else "it is installed here"
-            how = "give the name of a vendor module that is not installed here (e.g. torch_npu)"
             raise InputError(
-                f"--simulate-backend {backend}: {what}; a fake one would hide it; {how}"
+                f"--simulate-backend {backend}: {what}; a fake one would hide it; give the name "
+                "of a vendor module that is not installed here (e.g. torch_npu)"
             )
-    return {
-        "device_type": device,
-        "device_count": 1 if count is None else count,
-        "backend_module": backend,
-    }
+    # count is None or at least 1 here
+    return {"device_type": device, "device_count": count or 1, "backend_module": backend}
 
 
 def _parses_as_device(torch: Any, name: str) -> bool:
@@ -200,35 +201,38 @@ def report(args: Any) -> dict[str, Any]:
     """The envelope every document shares, around what ``args.command``'s step makes of this
     process's plugins;
     :class:`InputError` when an argument is unusable."""
-    steps = {
+    step = {
         "list": list_step,
         "doctor": doctor_step,
         "explain": explain_step,
         "fingerprint": fingerprint_step,
-    }
+    }[args.command]
     ns, simulation, problems = get_namespace(args.namespace), _simulation(args), Problems()
     with _captured(simulation) as logs:
-        body = steps[args.command](ns, problems, logs, args)
+        body = step(ns, problems, logs, args)
     failing = problems if args.strict else [p for p in problems if p["severity"] == ERROR]
-    environment = {
-        name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)
-    }
-    envelope = {
+    return {
         "schema_version": SCHEMA_VERSION,
         "command": args.command,
         "namespace": ns.name,
         "simulated": bool(simulation),
+        "simulation": simulation,
+        "environment": {
+            name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)
+        },
+        "healthy": not failing,
+        "exit_status": 1 if failing else 0,
+        "problems": problems,
+        **body,
     }
-    envelope.update(simulation=simulation, environment=environment, healthy=not failing)
-    return {**envelope, "exit_status": 1 if failing else 0, "problems": problems, **body}
 
 
 def error_text(exc: BaseException) -> str:
+    """``exc`` described, with its cause where its message does not already say it."""
     cause = exc.__cause__
-    caused = cause is not None and safe_text(cause) not in safe_text(exc)
-    return describe_failure(exc) + (
-        f" (caused by {describe_failure(cause)})" if cause and caused else ""
-    )
+    if cause is None or safe_text(cause) in safe_text(exc):
+        return describe_failure(exc)
+    return f"{describe_failure(exc)} (caused by {describe_failure(cause)})"
 
 
 def _discovery(
@@ -237,12 +241,11 @@ def _discovery(
     """What the scan found, and what is wrong with it (malformed distributions, duplicate names)."""
     for _kind, group in _groups(ns):  # reads the versions: a METADATA may prove unreadable
         discovery.group(group)
-    malformed = [bad._asdict() for bad in discovery.malformed]
-    for bad in malformed:
+    for bad in discovery.malformed:
         problems.add(
             ERROR,
             "discovery",
-            f"malformed distribution at {bad['path']}: {bad['reason']}; it was skipped",
+            f"malformed distribution at {bad.path}: {bad.reason}; it was skipped",
         )
     duplicates = []
     for group in (ns.platform_group, ns.plugin_group):
@@ -250,29 +253,44 @@ def _discovery(
             duplicates.append(
                 {"group": group, "name": name, "distributions": [ep.distribution for ep in eps]}
             )
-            message = f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}"
-            problems.add(ERROR, "discovery", message, name, eps[0].distribution)
-    count = len(discovery.distributions)
-    return {"distribution_count": count, "malformed": malformed, "duplicates": duplicates}
+            problems.add(
+                ERROR,
+                "discovery",
+                f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}",
+                name,
+                eps[0].distribution,
+            )
+    return {
+        "distribution_count": len(discovery.distributions),
+        "malformed": [bad._asdict() for bad in discovery.malformed],
+        "duplicates": duplicates,
+    }
 
 
 def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
     """``SGLANG_PLUGINS`` set to something that names no plugin (``","``) disables every general
     plugin."""
     if ns.allowed_plugins() == frozenset():
-        raw, env = os.environ.get(ns.plugins_env, ""), ns.plugins_env
-        message = (
-            f"{env}={raw!r} names no plugin, so no general plugin is loaded; unset it to load them "
-            f"all, or list"
+        env = ns.plugins_env
+        problems.add(
+            WARNING,
+            "plugins",
+            f"{env}={os.environ.get(env, '')!r} names no plugin, so no general plugin is loaded; "
+            f"unset it to load them all, or list the ones to load ({env}=name1,name2)",
         )
-        problems.add(WARNING, "plugins", f"{message} the ones to load ({env}=name1,name2)")
 
 
 def _entry_point(plan: PlannedPlugin) -> dict[str, Any]:
-    ep = plan.entry_point
-    where = (None,) * 4 if ep is None else (ep.distribution, ep.version, ep.value, ep.path)
-    keys = ("name", "distribution", "version", "value", "path", "status", "reason")
-    return dict(zip(keys, (plan.name, *where, plan.status, plan.reason), strict=True))
+    """One plan as JSON; a listed name that is not installed has no distribution, version, ..."""
+    return {
+        "name": plan.name,
+        **{
+            key: getattr(plan.entry_point, key, None)
+            for key in ("distribution", "version", "value", "path")
+        },
+        "status": plan.status,
+        "reason": plan.reason,
+    }
 
 
 def _groups(ns: PluginNamespace) -> list[tuple[str, str]]:
@@ -298,13 +316,14 @@ def list_step(
     groups = []
     for kind, group in _groups(ns):
         plan = platforms if kind == "platform" else plan_plugins(ns, discovery, group)
-        for missing in (p.name for p in plan if p.entry_point is None):
-            problems.add(
-                WARNING,
-                "plugins",
-                f"{ns.plugins_env} lists {missing!r}, which is not installed",
-                missing,
-            )
+        for p in plan:
+            if p.entry_point is None:
+                problems.add(
+                    WARNING,
+                    "plugins",
+                    f"{ns.plugins_env} lists {p.name!r}, which is not installed",
+                    p.name,
+                )
         groups.append(
             {"group": group, "kind": kind, "entry_points": [_entry_point(p) for p in plan]}
         )
@@ -327,56 +346,79 @@ def _platform(
     try:
         cls = type(_selection.get_current_platform(ns, strict=strict))
     except Exception as exc:
-        data = dict.fromkeys(
-            ("platform_class", "rule", "reason", "plugin", "distribution", "version")
-        )
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
-        data.update(
-            plugin=plugin, distribution=distribution, status="failed", error=error_text(exc)
-        )
-        data.update(error_type=type(exc).__name__, seconds=time.perf_counter() - start)
-        data["activations"] = _outcomes(getattr(exc, "outcomes", ()), logs)
+        failed = {
+            **dict.fromkeys(("platform_class", "rule", "reason")),
+            "plugin": plugin,
+            "distribution": distribution,
+            "version": None,
+            "status": "failed",
+            "error": error_text(exc),
+            "error_type": type(exc).__name__,
+            "seconds": time.perf_counter() - start,
+            "activations": _outcomes(getattr(exc, "outcomes", ()), logs),
+        }
         problems.add(
             ERROR,
             "selection",
-            f"no platform could be selected: {error_text(exc)}",
+            f"no platform could be selected: {failed['error']}",
             plugin,
             distribution,
         )
-        return data
+        return failed
     seconds, selection = time.perf_counter() - start, _selection.current_platform_selection(ns)
-    data = {"status": "selected", "platform_class": selection.class_path}
-    data.update(
-        {f: getattr(selection, f) for f in ("rule", "reason", "plugin", "distribution", "version")}
-    )
-    data.update(error=None, error_type=None, seconds=seconds)
-    data["activations"] = _outcomes(selection.activations, logs)
-    for a in (a for a in selection.activations if not a.ok):
-        message = f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}"
-        problems.add(ERROR, "selection", message, a.plugin, a.distribution)
+    for a in selection.activations:
+        if not a.ok:
+            problems.add(
+                ERROR,
+                "selection",
+                f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}",
+                a.plugin,
+                a.distribution,
+            )
     if selection.rule == "fallback" and selection.activations and not selection.problems:
-        message = (
-            f"no installed platform plugin activated; using the fallback {selection.class_path}"
+        problems.add(
+            WARNING,
+            "selection",
+            f"no installed platform plugin activated; using the fallback {selection.class_path}",
         )
-        problems.add(WARNING, "selection", message)
     from ..platforms._describe import find_override_problems
 
     # What the class's public names mean to SGLang: a likely misspelling is a warning.
     findings = find_override_problems(cls)
-    for finding in (f for f in findings if f.kind == "misspelled"):
-        problems.add(WARNING, "selection", finding.message)
+    for finding in findings:
+        if finding.kind == "misspelled":
+            problems.add(WARNING, "selection", finding.message)
     # what a deployment gates on: the check the plugin's own tests run
     if strict and selection.plugin is not None:
         from ..testing._conformance import check_platform_conformance
 
         covered = {f.kind for f in findings} | {"misspelled", "retired"}
         # The plugin's activate() found its device here: SGLang's device calls are made on it too.
-        found = check_platform_conformance(cls, device_present=True)
-        for problem in (p for p in found if p.kind not in covered):
-            message = f"conformance check: {problem.message}"
-            problems.add(ERROR, "selection", message, selection.plugin, selection.distribution)
-    overrides = [{"attribute": f.attribute, "kind": f.kind, "message": f.message} for f in findings]
-    return {**data, "overrides": overrides}
+        for problem in check_platform_conformance(cls, device_present=True):
+            if problem.kind not in covered:
+                problems.add(
+                    ERROR,
+                    "selection",
+                    f"conformance check: {problem.message}",
+                    selection.plugin,
+                    selection.distribution,
+                )
+    return {
+        "status": "selected",
+        "platform_class": selection.class_path,
+        **{
+            key: getattr(selection, key)
+            for key in ("rule", "reason", "plugin", "distribution", "version")
+        },
+        "error": None,
+        "error_type": None,
+        "seconds": seconds,
+        "activations": _outcomes(selection.activations, logs),
+        "overrides": [
+            {"attribute": f.attribute, "kind": f.kind, "message": f.message} for f in findings
+        ],
+    }
 
 
 def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[str, Any]:
@@ -389,24 +431,23 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
     try:
         load_plugins(ns, strict=strict)
     except Exception as exc:
-        plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
-        problems.add(
-            ERROR, "plugins", f"loading plugins stopped: {error_text(exc)}", plugin, distribution
-        )
         error = error_text(exc)
+        plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
+        problems.add(ERROR, "plugins", f"loading plugins stopped: {error}", plugin, distribution)
     phases = {}
     for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
+        # no startup group: no report (plugin_load_report(ns, None) is the general plugins')
         report = plugin_load_report(ns, group) if group else None
-        outcomes: list[PluginOutcome] = report.outcomes if report is not None else []
-        for o in (o for o in outcomes if not o.ok):
-            severity = WARNING if o.status is Status.NOT_INSTALLED else ERROR
-            problems.add(
-                severity,
-                "plugins",
-                f"plugin {o.plugin!r} {o.status}: {o.reason}",
-                o.plugin,
-                o.distribution,
-            )
+        outcomes = report.outcomes if report else []
+        for o in outcomes:
+            if not o.ok:
+                problems.add(
+                    WARNING if o.status is Status.NOT_INSTALLED else ERROR,
+                    "plugins",
+                    f"plugin {o.plugin!r} {o.status}: {o.reason}",
+                    o.plugin,
+                    o.distribution,
+                )
         phases[key] = [o.to_dict() for o in outcomes]
     return {"status": "failed" if error else "loaded", "error": error, **phases}
 
@@ -414,15 +455,15 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
 def _target(report: Any) -> dict[str, Any]:
     """One ``TargetReport`` as JSON, with its hooks numbered outermost first and one call step by
     step."""
-    data: dict[str, Any] = report.to_dict()
-    hooks: list[dict[str, Any]] = []
+    data: dict[str, Any] = report.to_dict()  # its conflicts as JSON already
+    hooks = []
     for position, hook in enumerate(report.hooks, start=1):
         h = fingerprint_hook(hook)
         source = {"plugin": h.pop("plugin"), "distribution": h.pop("distribution")}
         hooks.append(
             {"position": position, **h, "source": source if any(source.values()) else None}
         )
-    data.update(hooks=hooks, conflicts=[c.to_dict() for c in report.conflicts])
+    data["hooks"] = hooks
     # BEFORE and AROUND hooks on the way in (outermost first), the active REPLACE (or the original),
     # AFTER hooks on the way out, innermost first.
     active = [h for h in hooks if h["active"]]
@@ -451,19 +492,36 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
                 try:
                     importlib.import_module(name)
                 except ModuleNotFoundError as exc:
-                    if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
-                        continue  # not a module: the next shorter prefix may be
+                    # not a module: the next shorter prefix may be
+                    if exc.name and f"{name}.".startswith(f"{exc.name}."):
+                        continue
                     raise
             if call.error is not None:
-                message = (
-                    f"importing {name!r} for target {target!r} failed: {error_text(call.error)}"
+                problems.add(
+                    ERROR,
+                    "hooks",
+                    f"importing {name!r} for target {target!r} failed: {error_text(call.error)}",
                 )
-                problems.add(ERROR, "hooks", message)
             break
     try:
         HookRegistry.apply_hooks()
     except Exception as exc:  # strict mode raises; the failed targets are in describe() either way
         problems.add(ERROR, "hooks", f"applying hooks failed: {error_text(exc)}")
+
+
+def _hooks_on(
+    target: str, plugins: set[str], distributions: set[Any]
+) -> tuple[str, tuple[Any, Any, str]]:
+    """How a problem about the hooks on ``target`` begins, and the plugin, distribution and target
+    it names (a plugin or a distribution only where the hooks come from one)."""
+    names = sorted(plugins)
+    said = f"hooks on {target!r}" + (f" (from {', '.join(names)})" if names else "")
+    plugin = names[0] if len(names) == 1 else None
+    return said, (plugin, distributions.pop() if len(distributions) == 1 else None, target)
+
+
+#: Why a module cannot be found, most of the time.
+_NOT_FOUND = "a misspelled module, or a package that is not installed here"
 
 
 def hooks_step(
@@ -477,19 +535,13 @@ def hooks_step(
         _import_modules(targets, problems)
         targets = [_target(r) for r in HookRegistry.describe(target)]
     for t in targets:
-        name, status, sources = (
-            t["target"],
-            t["status"],
-            [h["source"] for h in t["hooks"] if h["source"]],
-        )
-        plugins = sorted({s["plugin"] for s in sources if s["plugin"]})
-        dists = {s["distribution"] for s in sources}
-        where = (
-            plugins[0] if len(plugins) == 1 else None,
-            next(iter(dists)) if len(dists) == 1 else None,
+        name, status = t["target"], t["status"]
+        sources = [h["source"] for h in t["hooks"] if h["source"]]
+        hooks, where = _hooks_on(
             name,
+            {s["plugin"] for s in sources if s["plugin"]},
+            {s["distribution"] for s in sources},
         )
-        hooks = f"hooks on {name!r}" + (f" (from {', '.join(plugins)})" if plugins else "")
         missing = missing_module(name) if status == "pending" else None
         never = f"{hooks} never apply: module {missing!r} cannot be found"
         if status == "failed":
@@ -500,8 +552,7 @@ def hooks_step(
             why = never if missing else f"{hooks} never apply: {t['error'] or 'no resolution'}"
             problems.add(ERROR, "hooks", f"{why} (checked by importing the targets)", *where)
         elif missing is not None and not host_not_installed(name):
-            how = "a misspelled module, or a package that is not installed here"
-            problems.add(ERROR, "hooks", f"{never} ({how})", *where)
+            problems.add(ERROR, "hooks", f"{never} ({_NOT_FOUND})", *where)
         # Pending on a module that can be found (or on SGLang, not installed here): they apply
         # when it is imported. Information, in the hooks table; --import-targets checks them now.
         for conflict in t["conflicts"]:
@@ -511,15 +562,11 @@ def hooks_step(
 
 def _sglang_registry() -> dict[str, list[Any]]:
     """Hooks in released SGLang's own registry by target, if a plugin imported it."""
-    registry = getattr(sys.modules.get("sglang.srt.plugins.hook_registry"), "HookRegistry", None)
-    hooks = getattr(registry, "_hooks", None)
+    module = sys.modules.get("sglang.srt.plugins.hook_registry")
+    hooks = getattr(getattr(module, "HookRegistry", None), "_hooks", None)
     if not isinstance(hooks, dict):
         return {}
     return {str(t): list(entries) for t, entries in sorted(hooks.items()) if entries}
-
-
-def _sglang_registry_targets() -> list[str]:
-    return list(_sglang_registry())
 
 
 def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str]:
@@ -533,32 +580,30 @@ def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str
     registry = _sglang_registry()
     for target, entries in registry.items():
         sources = [s for *_, s in entries if s is not None]
-        plugins = sorted({str(getattr(s, "plugin_name", s)) for s in sources})
-        dists = {getattr(s, "dist_name", None) for s in sources}
-        plugin = plugins[0] if len(plugins) == 1 else None
-        dist = dists.pop() if len(dists) == 1 else None
-        hooks = f"hooks on {target!r}" + (f" (from {', '.join(plugins)})" if plugins else "")
+        hooks, where = _hooks_on(
+            target,
+            {str(getattr(s, "plugin_name", s)) for s in sources},
+            {getattr(s, "dist_name", None) for s in sources},
+        )
         said = f"{hooks} in released SGLang's registry never apply"
         missing = missing_module(target)
         if missing is not None:
-            how = "a misspelled module, or a package that is not installed here"
-            message = f"{said}: module {missing!r} cannot be found ({how})"
-            problems.add(ERROR, "hooks", message, plugin, dist, target)
+            problems.add(
+                ERROR, "hooks", f"{said}: module {missing!r} cannot be found ({_NOT_FOUND})", *where
+            )
         elif import_targets:
             owner, _, attribute = target.rpartition(".")
             with guarded(f"resolving {target!r} as SGLang's apply_hooks() does") as call:
                 getattr(pkgutil.resolve_name(owner), attribute)
             if call.error is not None:
-                message = f"{said}: {error_text(call.error)}"
-                problems.add(ERROR, "hooks", message, plugin, dist, target)
+                problems.add(ERROR, "hooks", f"{said}: {error_text(call.error)}", *where)
     return list(registry)
 
 
 def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> Any:
     """The installed SGLang against the range each plugin's distribution declares (its requirement
     on ``sglang``: a generated package's extra ``sglang``), by the rule packages check at load."""
-    from importlib.metadata import PackageNotFoundError, PathDistribution, version
-    from pathlib import Path
+    from importlib.metadata import PackageNotFoundError, version
 
     from ._gate import declared_sglang_range, in_range
 
@@ -568,25 +613,29 @@ def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: P
         installed = None
     rows, seen = [], set()
     for ep in [*discovery.group(ns.platform_group), *discovery.group(ns.plugin_group)]:
-        if (ep.name, ep.distribution) in seen:
+        if (key := (ep.name, ep.distribution)) in seen:
             continue
-        seen.add((ep.name, ep.distribution))
-        declared = declared_sglang_range(PathDistribution(Path(ep.path)))
+        seen.add(key)
+        declared = declared_sglang_range(ep.path)
         ok = None if installed is None or declared is None else in_range(installed, declared)
-        status = {None: "not-checked", True: "supported", False: "unsupported"}[ok]
         rows.append(
             {
                 "plugin": ep.name,
                 "distribution": ep.distribution,
                 "version": ep.version,
                 "supports": declared,
-                "status": status,
+                "status": {None: "not-checked", True: "supported", False: "unsupported"}[ok],
             }
         )
         if ok is False:
-            plugin = f"plugin {ep.name!r} ({ep.distribution} {ep.version})"
-            message = f"{plugin} supports SGLang {declared}, but SGLang {installed} is installed"
-            problems.add(WARNING, "sglang", message, ep.name, ep.distribution)
+            problems.add(
+                WARNING,
+                "sglang",
+                f"plugin {ep.name!r} ({ep.distribution} {ep.version}) supports SGLang {declared}, "
+                f"but SGLang {installed} is installed",
+                ep.name,
+                ep.distribution,
+            )
     return {"installed": installed, "plugins": rows}
 
 
@@ -601,15 +650,12 @@ def doctor_step(
     strict = args.strict or ns.strict()
     platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems, strict)
     theirs = _check_sglang_registry(problems, args.import_targets)
-    hooks = {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs}
-    discovery_data = {"distribution_count": found["distribution_count"], **counts, **found}
-    sglang = _sglang_support(discovery, ns, problems)
     return {
-        "discovery": discovery_data,
+        "discovery": {"distribution_count": found["distribution_count"], **counts, **found},
         "platform": platform,
         "plugins": plugins,
-        "hooks": hooks,
-        "sglang": sglang,
+        "hooks": {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs},
+        "sglang": _sglang_support(discovery, ns, problems),
         "log": logs.records,
     }
 
@@ -625,15 +671,19 @@ def explain_step(
     try:
         wanted = Target.parse(target)
     except (ValueError, TypeError) as exc:
-        how = "use pkg.mod.func, pkg.mod.Class.method or pkg.mod:Class.method"
-        raise InputError(f"explain: {target!r} is not a hook target ({exc}); {how}") from None
+        raise InputError(
+            f"explain: {target!r} is not a hook target ({exc}); use pkg.mod.func, "
+            "pkg.mod.Class.method or pkg.mod:Class.method"
+        ) from None
     strict = args.strict or ns.strict()
     try:  # as in a host process: the selected platform plugin's own hooks are registered too
         _selection.get_current_platform(ns, strict=strict)
     except Exception as exc:
-        message = f"no platform could be selected ({error_text(exc)}): hooks its plugin registers"
         problems.add(
-            WARNING, "selection", f"{message} are missing here; 'sglang-plugins doctor' says more"
+            WARNING,
+            "selection",
+            f"no platform could be selected ({error_text(exc)}): hooks its plugin registers are "
+            "missing here; 'sglang-plugins doctor' says more",
         )
     plugins = plugins_step(ns, problems, strict)
     targets = hooks_step(problems, args.import_targets, target)["targets"]
@@ -644,14 +694,11 @@ def explain_step(
     ]
     if found is None:
         message = f"no hook is registered on {target!r} by any loaded plugin"
-        if wanted.dotted in {t.replace(":", ".") for t in _sglang_registry_targets()}:
+        if wanted.dotted in {t.replace(":", ".") for t in _sglang_registry()}:
             message = (
                 f"no hook is registered on {target!r} in this runtime's registry; released SGLang "
-                f"keeps its own"
-            )
-            message += (
-                f" registry, which has hooks on it: run sglang-plugins run -- sglang-plugins "
-                f"explain {target}"
+                "keeps its own registry, which has hooks on it: run sglang-plugins run -- "
+                f"sglang-plugins explain {target}"
             )
         problems.add(WARNING, "explain", message, target=target)
     return {
@@ -712,22 +759,37 @@ def fingerprint_step(
         load_plugins(ns, strict=args.strict or None)
     # strict mode: the fingerprint then says load_plugins() did not complete
     except Exception as exc:
-        message = f"load_plugins() raised {type(exc).__name__}: {exc}"
-        problems.add(ERROR, "plugins", message, getattr(exc, "plugin", None))
+        problems.add(
+            ERROR,
+            "plugins",
+            f"load_plugins() raised {type(exc).__name__}: {exc}",
+            getattr(exc, "plugin", None),
+        )
     fingerprint, host = plugin_fingerprint(ns), socket.gethostname()
     mine, source = fingerprint.to_dict(), args.compare
-    document: dict[str, Any] = {"digest": fingerprint.digest, "host": host, "fingerprint": mine}
+    document = {
+        "digest": fingerprint.digest,
+        "host": host,
+        "fingerprint": mine,
+        "compared_with": None,
+    }
     if other is None:
-        return {**document, "compared_with": None}
+        return document
     theirs, rows = other.pop("fingerprint"), []
     if theirs is not None:  # a file: each item that differs (a digest only: the same or not)
-        participants = [Participant(0, other["host"] or source, theirs), Participant(1, host, mine)]
         try:  # anyone's JSON: a damaged inner structure makes it no fingerprint (not a bug here)
-            other["digest"], differences = digest_of(theirs), compare(participants)
+            other["digest"], differences = (
+                digest_of(theirs),
+                compare(
+                    [Participant(0, other["host"] or source, theirs), Participant(1, host, mine)]
+                ),
+            )
         except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
-            damaged = f"not a fingerprint (damaged: {type(exc).__name__})"
-            raise InputError(f"fingerprint: --compare {source!r}: {damaged}") from None
-        where = source + (f" (host {other['host']})" if other["host"] else "")
+            raise InputError(
+                f"fingerprint: --compare {source!r}: not a fingerprint (damaged: "
+                f"{type(exc).__name__})"
+            ) from None
+        where = f"{source} (host {other['host']})" if other["host"] else source
         for d in differences:
             value = {rank: v.value for v in d.variants for rank in v.ranks}
             problems.add(d.severity, "compare", f"{d.item}: here {value[1]}; in {where} {value[0]}")
@@ -742,12 +804,11 @@ def fingerprint_step(
             )
     same = fingerprint.digest.startswith(other["digest"])
     if not same and theirs is None:
-        message = (
+        problems.add(
+            ERROR,
+            "compare",
             f"this node's fingerprint {fingerprint.digest[:12]} differs from "
-            f"{other['digest'][:12]}; compare with"
+            f"{other['digest'][:12]}; compare with the other node's 'sglang-plugins fingerprint "
+            "--json' file to see which items differ",
         )
-        message += (
-            " the other node's 'sglang-plugins fingerprint --json' file to see which items differ"
-        )
-        problems.add(ERROR, "compare", message)
     return {**document, "compared_with": {**other, "same": same, "differences": rows}}

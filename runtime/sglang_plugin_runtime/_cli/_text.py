@@ -21,7 +21,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
         list(headers),
         *([" ".join(str("-" if v is None else v).split()) for v in row] for row in rows),
     ]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    widths = [max(map(len, column)) for column in zip(*cells, strict=True)]
     return [
         ("  " + "  ".join([*map(str.ljust, row[:-1], widths), row[-1]])).rstrip() for row in cells
     ]
@@ -36,35 +36,56 @@ def _section(
     )
 
 
+def _simulated(report: dict[str, Any]) -> str:
+    """What a title or the verdict adds for a report made on a simulated device."""
+    return " [SIMULATED]" if report["simulated"] else ""
+
+
 def _failed(record: dict[str, Any]) -> bool:
     """Whether a plugin's outcome is a problem (each one is: the Problems table says it, the cell
     points there)."""
     return str(record["status"]).startswith("failed") or record["status"] == "not-installed"
 
 
+def _cell(record: dict[str, Any], key: str) -> object:
+    """The last cell of a plugin's row: a pointer to its problem, ``record[key]``, or why
+    ``activate()`` returned ``None``."""
+    if _failed(record):
+        return SEE
+    if record["status"] != "unavailable":
+        return record[key]
+    logged = record.get("log")
+    return (
+        f"None: {logged[-1]}"
+        if logged
+        else "None (activate() logged no reason; log one at DEBUG to see it here)"
+    )
+
+
 def _runs(
-    report: dict[str, Any],
-    kind: str,
-    records: list[dict[str, Any]],
-    last: str,
-    note: Any,
+    kind: str, records: list[dict[str, Any]], last: str, key: str, stopped: object = None
 ) -> list[str]:
-    """The table of plugins that ran (``note(record)`` in the ``last`` column), then their
-    tracebacks; the last message of each traceback (a problem says it) replaced by a pointer."""
+    """The table of plugins that ran (their ``key`` in the ``last`` column), then their tracebacks;
+    the last message of each traceback (a problem says it) replaced by a pointer."""
     titles = {
         "platform": "Platform plugins: activate()",
         "startup": "Startup plugins",
         "general": "General plugins",
     }
-    empty = "(no platform plugin was activated)" if kind == "platform" else "(none installed)"
-    rows = [
-        (r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", note(r))
-        for r in records
-    ]
-    out = _section(titles[kind], ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last), rows, empty)
-    if kind == "general" and report["plugins"]["error"]:
+    out = _section(
+        titles[kind],
+        ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last),
+        [
+            (r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", _cell(r, key))
+            for r in records
+        ],
+        "(no platform plugin was activated)" if kind == "platform" else "(none installed)",
+    )
+    if stopped:
         out.append(f"  loading stopped: {SEE}")
-    for record in (r for r in records if r.get("traceback")):
+    for record in records:
+        if not record.get("traceback"):
+            continue
         lines = record["traceback"].rstrip().splitlines()
         start = max(
             (i for i, line in enumerate(lines) if line.startswith("Traceback (")), default=0
@@ -77,50 +98,40 @@ def _runs(
         out += [
             "",
             f"Traceback of {kind} plugin {record['plugin']!r} (without the runtime's frames)",
+            *("  " + line for line in lines),
         ]
-        out += ["  " + line for line in lines]
     return out
 
 
 def _list(report: dict[str, Any]) -> list[str]:
     lines = []
     for g in report["groups"]:
-        title = (
-            f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry "
-            f"point(s))"
-        )
-        rows = [
-            (e["name"], dist_label(e), e["value"], e["status"], e["reason"])
-            for e in g["entry_points"]
-        ]
         lines += _section(
-            title, ("NAME", "DISTRIBUTION", "TARGET", "STATUS", "WHY"), rows, "(none installed)"
+            f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry "
+            "point(s))",
+            ("NAME", "DISTRIBUTION", "TARGET", "STATUS", "WHY"),
+            [
+                (e["name"], dist_label(e), e["value"], e["status"], e["reason"])
+                for e in g["entry_points"]
+            ],
+            "(none installed)",
         )
-    malformed = [(m["path"], m["reason"]) for m in report["malformed"]]
-    lines += _section("Malformed distributions (skipped)", ("PATH", "REASON"), malformed)
-    duplicates = [
-        (d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]
-    ]
-    lines += _section("Duplicate entry-point names", ("GROUP", "NAME", "DISTRIBUTIONS"), duplicates)
+    lines += _section(
+        "Malformed distributions (skipped)",
+        ("PATH", "REASON"),
+        [tuple(m.values()) for m in report["malformed"]],  # path, reason
+    )
+    lines += _section(
+        "Duplicate entry-point names",
+        ("GROUP", "NAME", "DISTRIBUTIONS"),
+        [(d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]],
+    )
     return [
         *lines,
         "",
-        f"{report['distribution_count']} installed distribution(s) scanned; "
-        "no plugin was imported.",
+        f"{report['distribution_count']} installed distribution(s) scanned; no plugin was "
+        "imported.",
     ]
-
-
-def _outcome(activation: dict[str, Any]) -> str | None:
-    """The RESULT / ERROR cell: the class, a pointer to the error, or why ``activate()`` returned
-    ``None``."""
-    if activation["status"] != "unavailable":
-        return SEE if _failed(activation) else activation["result"]
-    logged = activation.get("log")
-    return (
-        f"None: {logged[-1]}"
-        if logged
-        else "None (activate() logged no reason; log one at DEBUG to see it here)"
-    )
 
 
 def _doctor(report: dict[str, Any]) -> list[str]:
@@ -128,75 +139,86 @@ def _doctor(report: dict[str, Any]) -> list[str]:
     counts = ", ".join(
         f"{found[key]} {key.replace('_', ' ')}" for key in found if key.endswith("_plugins")
     )
-    scanned = f"{found['distribution_count']} installed distribution(s) scanned"
-    lines = ["", f"Discovery: {scanned}, {counts}, {len(found['malformed'])} malformed"]
-    lines += _runs(report, "platform", platform["activations"], "RESULT / ERROR", _outcome)
+    lines = [
+        "",
+        f"Discovery: {found['distribution_count']} installed distribution(s) scanned, {counts}, "
+        f"{len(found['malformed'])} malformed",
+        *_runs("platform", platform["activations"], "RESULT / ERROR", "result"),
+    ]
     if platform["status"] == "selected":
-        plugin = (
-            f"{platform['plugin']} ({dist_label(platform)})"
-            if platform["plugin"]
-            else "(none: fallback)"
-        )
-        title = "Selected platform" + " [SIMULATED]" * report["simulated"]
+        title = f"Selected platform{_simulated(report)}"
         pairs = [
             ("class", platform["platform_class"]),
-            ("plugin", plugin),
+            (
+                "plugin",
+                f"{platform['plugin']} ({dist_label(platform)})"
+                if platform["plugin"]
+                else "(none: fallback)",
+            ),
             ("rule", platform["rule"]),
+            ("reason", platform["reason"]),
         ]
-        pairs.append(("reason", platform["reason"]))
     else:
         title, pairs = "Selected platform: NONE (selection failed)", [("error", SEE)]
     lines += ["", title, *table(("", ""), pairs)[1:]]
-    names = [
-        (o["attribute"], o["kind"], o["message"].partition(": ")[2])
-        for o in platform.get("overrides", ())
-    ]
-    title = "Platform class: public names SGLang does not call"
-    lines += _section(title, ("NAME", "KIND", "WHAT IT MEANS"), names)
-    for kind, key in (("startup", "startup"), ("general", "plugins")):
-        if kind == "general" or report["plugins"][key]:
-            lines += _runs(
-                report,
-                kind,
-                report["plugins"][key],
-                "REASON",
-                lambda r: SEE if _failed(r) else r["reason"],
-            )
-    targets = []
-    for t in hooks["targets"]:
-        sources = (
-            ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]}))
-            or "unknown"
-        )
-        note = SEE if t["status"] == "failed" or t["conflicts"] else t["error"]
-        targets.append(
+    lines += _section(
+        "Platform class: public names SGLang does not call",
+        ("NAME", "KIND", "WHAT IT MEANS"),
+        [
+            (o["attribute"], o["kind"], o["message"].partition(": ")[2])
+            for o in platform.get("overrides", ())  # none when selection failed
+        ],
+    )
+    plugins = report["plugins"]
+    if plugins["startup"]:
+        lines += _runs("startup", plugins["startup"], "REASON", "reason")
+    lines += _runs("general", plugins["plugins"], "REASON", "reason", plugins["error"])
+    theirs = hooks["sglang_registry_targets"]
+    lines += _section(
+        "Hooks",
+        ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE"),
+        [
             (
                 t["target"],
                 t["status"],
                 ", ".join(h["type"] for h in t["hooks"]) or "-",
-                sources,
-                note,
+                ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]}))
+                or "unknown",
+                SEE if t["status"] == "failed" or t["conflicts"] else t["error"],
             )
-        )
-    theirs = hooks.get("sglang_registry_targets", ())
-    empty = "(none here: see released SGLang's registry)" if theirs else "(no hooks registered)"
-    headers = ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE")
-    lines += _section("Hooks", headers, targets, empty)
+            for t in hooks["targets"]
+        ],
+        "(none here: see released SGLang's registry)" if theirs else "(no hooks registered)",
+    )
     said = {p["target"] for p in report["problems"]}
-    checked = [(target, SEE if target in said else "module found") for target in theirs]
-    title = "Hooks in released SGLang's registry (its load_plugins() applies them at start-up)"
-    lines += _section(title, ("TARGET", "CHECK"), checked)
-    support = report.get("sglang")
-    if support is not None:
-        undeclared = "(not declared)"
-        plugins = support["plugins"]
-        rows = [(r["plugin"], dist_label(r), r["supports"], r["status"]) for r in plugins]
-        rows = [(a, b, undeclared if c is None else c, d) for a, b, c, d in rows]
-        title = f"Supported SGLang (installed: {support['installed'] or 'none'})"
-        lines += _section(title, ("PLUGIN", "DISTRIBUTION", "SUPPORTS", "STATUS"), rows)
-    logged = [(r["level"], r["logger"], r["message"]) for r in report["log"]]
-    logged = [row for row in logged if not row[1].startswith("sglang_plugin_runtime")]
-    return lines + _section("Warnings logged by plugins", ("LEVEL", "LOGGER", "MESSAGE"), logged)
+    lines += _section(
+        "Hooks in released SGLang's registry (its load_plugins() applies them at start-up)",
+        ("TARGET", "CHECK"),
+        [(target, SEE if target in said else "module found") for target in theirs],
+    )
+    support = report["sglang"]
+    lines += _section(
+        f"Supported SGLang (installed: {support['installed'] or 'none'})",
+        ("PLUGIN", "DISTRIBUTION", "SUPPORTS", "STATUS"),
+        [
+            (
+                r["plugin"],
+                dist_label(r),
+                "(not declared)" if r["supports"] is None else r["supports"],
+                r["status"],
+            )
+            for r in support["plugins"]
+        ],
+    )
+    return lines + _section(
+        "Warnings logged by plugins",
+        ("LEVEL", "LOGGER", "MESSAGE"),
+        [
+            tuple(r.values())  # level, logger, message
+            for r in report["log"]
+            if not r["logger"].startswith("sglang_plugin_runtime")
+        ],
+    )
 
 
 def _explain(report: dict[str, Any]) -> list[str]:
@@ -211,30 +233,45 @@ def _explain(report: dict[str, Any]) -> list[str]:
             f"No hook is registered on {report['target']} by the loaded plugins.",
             f"Plugins loaded: {loaded}",
         ]
-    resolved = found["resolved"] or "(not yet: its module is not imported)"
-    status = found["status"] + (f": {found['error']}" if found["error"] else "")
-    lines = ["", f"Target    {found['target']}", f"Resolved  {resolved}", f"Status    {status}"]
-    hooks = []
-    for h in found["hooks"]:
-        source, note = h["source"] or {}, None if h["active"] else "overridden: does not run"
-        plugin, dist = source.get("plugin"), source.get("distribution")
-        hooks.append((h["position"], h["type"], h["hook"], plugin, dist, h["priority"], note))
-    headers = ("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION", "PRIORITY", "NOTE")
-    lines += _section("Hooks, outermost first", headers, hooks)
-    arrows = {"enter": "->", "call": "==", "exit": "<-"}
-    steps = [
-        (
-            i,
-            arrows[s["phase"]],
-            s["type"],
-            s["hook"] + (f"  [#{s['position']}]" if s["position"] else ""),
-        )
-        for i, s in enumerate(found["call_flow"], 1)
+    error = f": {found['error']}" if found["error"] else ""
+    lines = [
+        "",
+        f"Target    {found['target']}",
+        f"Resolved  {found['resolved'] or '(not yet: its module is not imported)'}",
+        f"Status    {found['status']}{error}",
     ]
-    lines += _section("One call, step by step", ("STEP", "", "TYPE", "HOOK"), steps)
-    return lines + _section(
-        "Conflicts", ("KIND", "MESSAGE"), [(c["kind"], c["message"]) for c in found["conflicts"]]
+    lines += _section(
+        "Hooks, outermost first",
+        ("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION", "PRIORITY", "NOTE"),
+        [
+            (
+                h["position"],
+                h["type"],
+                h["hook"],
+                *((h["source"] or {}).get(key) for key in ("plugin", "distribution")),
+                h["priority"],
+                None if h["active"] else "overridden: does not run",
+            )
+            for h in found["hooks"]
+        ],
     )
+    arrows = {"enter": "->", "call": "==", "exit": "<-"}
+    lines += _section(
+        "One call, step by step",
+        ("STEP", "", "TYPE", "HOOK"),
+        [
+            (
+                i,
+                arrows[s["phase"]],
+                s["type"],
+                s["hook"] + (f"  [#{s['position']}]" if s["position"] else ""),
+            )
+            for i, s in enumerate(found["call_flow"], 1)
+        ],
+    )
+    return lines + _section(
+        "Conflicts", ("KIND", "MESSAGE"), [tuple(c.values()) for c in found["conflicts"]]
+    )  # a conflict's values: kind, message
 
 
 def _fingerprint(report: dict[str, Any]) -> list[str]:
@@ -242,25 +279,29 @@ def _fingerprint(report: dict[str, Any]) -> list[str]:
     in."""
     from .._consistency import describe
 
-    compared, digest = report["compared_with"], report["digest"]
-    lines = ["", f"Digest: {digest}", f"Host:   {report['host']} (not part of the fingerprint)"]
-    lines += _section("Fingerprint", ("ITEM", "VALUE"), describe(report["fingerprint"]))
+    compared = report["compared_with"]
+    lines = [
+        "",
+        f"Digest: {report['digest']}",
+        f"Host:   {report['host']} (not part of the fingerprint)",
+        *_section("Fingerprint", ("ITEM", "VALUE"), describe(report["fingerprint"])),
+    ]
     if compared is None:
-        note = (
-            "Every node (and rank) that runs the same plugins prints this digest. Save this with "
-            "--json and run"
-        )
         return [
             *lines,
             "",
-            f"{note} 'sglang-plugins fingerprint --compare FILE' on another node to list what "
-            f"differs.",
+            "Every node (and rank) that runs the same plugins prints this digest. Save this with "
+            "--json and run 'sglang-plugins fingerprint --compare FILE' on another node to list "
+            "what differs.",
         ]
-    where = compared["source"] + (f", host {compared['host']}" if compared["host"] else "")
+    where = (
+        f"{compared['source']}, host {compared['host']}" if compared["host"] else compared["source"]
+    )
     rows = [
         (d["severity"].upper(), d["item"], d["here"], d["there"]) for d in compared["differences"]
     ]
     title = f"Compared with {where}: {'SAME' if compared['same'] else 'DIFFERENT'}"
+    # no differences: the title alone
     return lines + (_section(title, ("SEVERITY", "ITEM", "HERE", "THERE"), rows) or ["", title])
 
 
@@ -281,13 +322,16 @@ def render(report: dict[str, Any]) -> str:
     lines = [f"sglang-plugins {command}{target} (namespace {report['namespace']})"]
     if sim:
         backend = f", backend module {sim['backend_module']}" if sim["backend_module"] else ""
-        device = f"torch.{sim['device_type']} ({sim['device_count']} device(s){backend})"
-        lines.append(f"SIMULATED device: {device}; nothing below was checked on real hardware")
+        lines.append(
+            f"SIMULATED device: torch.{sim['device_type']} ({sim['device_count']} device(s)"
+            f"{backend}); nothing below was checked on real hardware"
+        )
     if command in ("list", "doctor"):
-        variables = [
-            (k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()
-        ]
-        lines += _section("Environment", ("VARIABLE", "VALUE"), variables)
+        lines += _section(
+            "Environment",
+            ("VARIABLE", "VALUE"),
+            [(k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()],
+        )
     lines += {"list": _list, "doctor": _doctor, "explain": _explain, "fingerprint": _fingerprint}[
         command
     ](report)
@@ -299,9 +343,9 @@ def render(report: dict[str, Any]) -> str:
     ]
     lines += _section(f"Problems ({len(problems)})", ("SEVERITY", "STEP", "MESSAGE"), problems)
     errors = sum(p["severity"] == "error" for p in report["problems"])
-    verdict = ("OK" if report["healthy"] else "PROBLEMS FOUND") + " [SIMULATED]" * report[
-        "simulated"
-    ]
-    counts = f"{errors} error(s), {len(report['problems']) - errors} warning(s)"
-    result = f"Result: {verdict}: {counts}; exit status {report['exit_status']}"
+    verdict = "OK" if report["healthy"] else "PROBLEMS FOUND"
+    result = (
+        f"Result: {verdict}{_simulated(report)}: {errors} error(s), "
+        f"{len(report['problems']) - errors} warning(s); exit status {report['exit_status']}"
+    )
     return printable("\n".join([*lines, "", result, ""]))
