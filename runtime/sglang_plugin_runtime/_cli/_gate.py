@@ -81,6 +81,10 @@ def missing_module(target: str) -> str | None:
     ``module:Attr.path`` names its module. In ``pkg.mod.Attr.path`` the module is the longest prefix
     that can be found; below a package whose ``__init__`` cannot define the next name, that name is
     a missing submodule.
+
+    Deeper than the registry's own check (``plugins/_hooks/_registry._missing_module``, which reads
+    imported modules only, because its answer can stop a start-up): this walk also reads specs and
+    ``__init__`` sources, and a person reads its answer.
     """
     module, colon, _ = target.rpartition(":")
     parts = (module if colon else target).split(".")

@@ -689,7 +689,12 @@ def _missing_module(target: str) -> tuple[str, bool] | None:
     """Why no import can bring ``target``'s module, and whether that is certain here: a module
     missing below an installed package (misspelled) is; a top-level package that is not installed
     may be installed where the hooks run (SGLang's targets in a plugin's own tests). None while an
-    import may bring it."""
+    import may bring it.
+
+    It reads only modules already imported: its answer can fail a strict start-up or, for the
+    selected platform's distribution, stop it, so it acts on certainties alone and never reads
+    files. ``doctor``'s deeper walk (``_cli/_gate.missing_module``: package specs not imported yet,
+    the source of their ``__init__``) reports suspicions, which may be wrong, to a person."""
     parts = target.split(".")  # callers pass Target.dotted
     if parts[0] not in sys.modules:
         if importlib.util.find_spec(parts[0]) is None:
