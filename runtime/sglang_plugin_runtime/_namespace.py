@@ -112,7 +112,6 @@ def resolve_qualified_name(name: str) -> object:
     """Import ``pkg.mod:Obj.attr`` or ``pkg.mod.Obj`` (``pkgutil.resolve_name``), except that a
     module on the path that exists but fails to import (a missing dependency of the plugin) raises
     that import error instead of a misleading ``AttributeError``."""
-    import importlib
     import pkgutil
 
     head, _, tail = name.replace(":", ".").rpartition(".")
@@ -125,15 +124,23 @@ def resolve_qualified_name(name: str) -> object:
     except AttributeError:
         parts = name.split(".")
         for cut in range(2, len(parts) if ":" not in name else 0):
-            prefix = ".".join(parts[:cut])
-            try:
-                importlib.import_module(prefix)
-            except ModuleNotFoundError as exc:
-                if exc.name and f"{prefix}.".startswith(f"{exc.name}."):
-                    # the prefix is not a module: pkgutil's AttributeError is the right answer
-                    break
-                raise
+            if not import_if_module(".".join(parts[:cut])):
+                break  # the prefix is not a module: pkgutil's AttributeError is the right answer
         raise
+
+
+def import_if_module(name: str) -> bool:
+    """Import module ``name``; False when ``name`` (or a package above it) is no module, so that a
+    caller can try another split of a dotted path. Any other import error propagates."""
+    import importlib
+
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and f"{name}.".startswith(f"{exc.name}."):
+            return False
+        raise
+    return True
 
 
 def resolve_class_ref(ref: ClassRef) -> type:

@@ -10,7 +10,6 @@ outcome or an entry point has one shape wherever it appears. Each command is one
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import logging
 import os
@@ -26,7 +25,7 @@ from typing import Any
 
 from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
 from .._fingerprint import fingerprint_hook
-from .._namespace import PluginNamespace, get_namespace
+from .._namespace import PluginNamespace, get_namespace, import_if_module
 from .._plugin_code import (
     PlannedPlugin,
     Status,
@@ -489,13 +488,8 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
             [module] if colon else [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
         ):
             with guarded(f"the import of {name!r}") as call:
-                try:
-                    importlib.import_module(name)
-                except ModuleNotFoundError as exc:
-                    # not a module: the next shorter prefix may be
-                    if exc.name and f"{name}.".startswith(f"{exc.name}."):
-                        continue
-                    raise
+                if not import_if_module(name):
+                    continue  # not a module: the next shorter prefix may be
             if call.error is not None:
                 problems.add(
                     ERROR,
