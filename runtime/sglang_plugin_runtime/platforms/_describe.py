@@ -161,7 +161,12 @@ def check_class_namespace(
             findings.append(_meaning(name, contract, hosts))
         where = f"{klass.__name__}.{name}"
         problems += [
-            OverrideProblem(klass.__name__, name, kind, f"{where}: {text}")  # type: ignore[arg-type]
+            OverrideProblem(
+                klass.__name__,
+                name,
+                kind,  # type: ignore[arg-type]
+                f"{where}: {text}",
+            )
             for kind, text in filter(None, findings)
         ]
     return problems

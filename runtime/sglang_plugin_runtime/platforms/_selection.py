@@ -251,8 +251,9 @@ def _activate(
     )
     if not imported.ok:
         return imported, None
-    activate = runs.get(ep.name, function)  # the host's start-up ran it already: its answer again
-    result, ran = run_plugin_code(ep, activate, step="activate()", policy=p, gate=gate)  # type: ignore
+    # the host's start-up ran it already: its answer again
+    activate: Replay = runs.get(ep.name, function)  # type: ignore[arg-type]
+    result, ran = run_plugin_code(ep, activate, step="activate()", policy=p, gate=gate)
     ran = ran._replace(seconds=imported.seconds + ran.seconds)
     if not ran.ok or result is None:
         return ran._replace(status=Status.UNAVAILABLE) if ran.ok else ran, None
