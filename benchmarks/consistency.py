@@ -36,7 +36,7 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
-from _common import CACHE, REPO, machine_info  # noqa: E402 - from this folder, put on sys.path above
+from _common import CACHE, REPO, machine_info  # noqa: E402 (this folder, on sys.path above)
 
 RANKS = 3
 PLUGINS = 5
