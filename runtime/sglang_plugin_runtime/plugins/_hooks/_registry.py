@@ -116,11 +116,12 @@ def module_dict(obj: object) -> dict[str, object] | None:
 
 def resolve(target: Target) -> Resolution | Unresolved:
     """Locate ``target`` among the modules imported now."""
-    for module_name, parts in target.splits():  # noqa: B007 (the parts of the one found)
+    splits = target.splits()
+    for module_name, parts in splits:  # noqa: B007 (the parts of the one found)
         if sys.modules.get(module_name) is not None:
             break
     else:
-        watch = tuple(name for name, _rest in target.splits())
+        watch = tuple(name for name, _rest in splits)
         return Unresolved(f"module {watch[-1]!r} is not imported yet", watch)
     owner: object = sys.modules[module_name]
     path = module_name
@@ -156,8 +157,8 @@ def _lookup(obj: object, name: str) -> tuple[object, bool]:
     """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``;
     ``MISSING`` if absent."""
     if isinstance(obj, type):
-        klass = next((k for k in obj.__mro__ if name in k.__dict__), obj)
-        return klass.__dict__.get(name, MISSING), klass is obj
+        klass = next((k for k in obj.__mro__ if name in k.__dict__), None)
+        return (MISSING, False) if klass is None else (klass.__dict__[name], klass is obj)
     namespace = module_dict(obj)
     if (
         namespace is None
@@ -470,27 +471,7 @@ class Registry:
         with guarded(f"the hooks on {slot.key}") as call:
             if slot.inherited:
                 slot.original = unwrap(_base_raw(slot), slot.owner)
-            original, target = slot.original, slot.records[0].target
-            replaces = [r for r in regs if r.hook_type is _REPLACE]
-            others = [r for r in regs if r.hook_type is not _REPLACE]
-            if original.kind == "class" and others:
-                raise TypeError(
-                    f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
-                    f"{others[0].hook_type.name} ({others[0].label()}). To hook a method, use "
-                    f"'{target}.<method_name>'."
-                )
-            for r in [] if inspect.iscoroutinefunction(original.func) else others:
-                if inspect.iscoroutinefunction(r.hook):
-                    raise TypeError(
-                        f"{r.hook_type.name} hook {describe_callable(r.hook)!r} is 'async def' "
-                        "but the target is synchronous; its coroutine would never be awaited "
-                        f"({r.label()})"
-                    )
-            new = replaces[-1].hook if replaces else original.func
-            if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
-                func = cast(Callable[..., object], original.func)
-                new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
-            raw = rewrap(original, new)
+            raw = _compose(slot, regs)
             if not slot.module_level:
                 if old is None:
                     slot.previous = own_value(slot.owner, slot.name)
@@ -620,6 +601,31 @@ class Registry:
             )
 
 
+def _compose(slot: Slot, regs: list[Registration]) -> object:
+    """The raw attribute to install for ``regs`` on ``slot``: may raise, changes nothing (so a
+    failed build leaves the previously applied hooks in place)."""
+    original, target = slot.original, slot.records[0].target
+    replaces = [r for r in regs if r.hook_type is _REPLACE]
+    others = [r for r in regs if r.hook_type is not _REPLACE]
+    if original.kind == "class" and others:
+        raise TypeError(
+            f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
+            f"{others[0].hook_type.name} ({others[0].label()}). To hook a method, use "
+            f"'{target}.<method_name>'."
+        )
+    for r in [] if inspect.iscoroutinefunction(original.func) else others:
+        if inspect.iscoroutinefunction(r.hook):
+            raise TypeError(
+                f"{r.hook_type.name} hook {describe_callable(r.hook)!r} is 'async def' but the "
+                f"target is synchronous; its coroutine would never be awaited ({r.label()})"
+            )
+    new = replaces[-1].hook if replaces else original.func
+    if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
+        func = cast(Callable[..., object], original.func)
+        new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
+    return rewrap(original, new)
+
+
 def _base_raw(slot: Slot) -> object:
     """What an inherited slot's class inherits for its name right now (maybe a base's wrapper), or
     ``MISSING``."""
@@ -702,18 +708,13 @@ def _missing_module(target: str) -> tuple[str, bool] | None:
         return None
     for depth in range(1, len(parts)):
         parent, child = ".".join(parts[:depth]), ".".join(parts[: depth + 1])
-        if child not in sys.modules:
-            namespace = module_dict(sys.modules[parent])  # never runs a lazily loaded module
-            if (
-                namespace is not None
-                and namespace.get("__path__") is not None
-                and parts[depth] not in namespace
-                and importlib.util.find_spec(child) is None
-            ):
-                return (
-                    f"module {child!r} cannot be found: {parent!r} has no such module "
-                    "(misspelled?)",
-                    True,
-                )
+        if child in sys.modules:
+            continue
+        namespace = module_dict(sys.modules[parent])  # never runs a lazily loaded module
+        if namespace is None or namespace.get("__path__") is None or parts[depth] in namespace:
             return None
+        if importlib.util.find_spec(child) is None:
+            why = f"module {child!r} cannot be found: {parent!r} has no such module (misspelled?)"
+            return why, True
+        return None
     return None
