@@ -50,11 +50,9 @@ class LoadReport:
     """What one phase of loading (one entry-point group) did in this process for one namespace."""
 
     def __init__(self, namespace: str, group: str) -> None:
-        # in to_dict()'s order
-        self.namespace = namespace
-        self.group = group
-        self.completed = False
+        self.namespace, self.group = namespace, group
         self.outcomes: list[PluginOutcome] = []
+        self.completed = False
 
     @property
     def problems(self) -> list[PluginOutcome]:
@@ -68,7 +66,13 @@ class LoadReport:
         )
 
     def to_dict(self) -> dict[str, object]:
-        return {**vars(self), "outcomes": [o.to_dict() for o in self.outcomes]}
+        outcomes = [o.to_dict() for o in self.outcomes]
+        return {
+            "namespace": self.namespace,
+            "group": self.group,
+            "completed": self.completed,
+            "outcomes": outcomes,
+        }
 
 
 class LoadState:
@@ -80,8 +84,8 @@ class LoadState:
         # by group: complete, or in progress while it loads
         self.reports: dict[str, LoadReport] = {}
         #: Functions that completed in a load that did not (a strict retry; a child forked
-        #: meanwhile), by group, then plugin name.
-        self.done: dict[str, dict[str, PluginOutcome]] = {}
+        #: meanwhile).
+        self.done: dict[tuple[str, str], PluginOutcome] = {}
         # ran in another thread when this child forked
         self.interrupted: PluginEntryPoint | None = None
 
@@ -260,50 +264,44 @@ def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadRep
             state.interrupted = None
         report = state.reports[group] = LoadReport(namespace.name, group)
         try:
-            discovery = discover_entry_points()
-            policy = Policy(
-                strict, namespace.strict_env, _required_distribution(namespace, discovery)
-            )
-            if namespace.allowed_plugins() == frozenset() and discovery.group(group):
-                env = namespace.plugins_env
-                logger.warning(
-                    "%s=%r names no plugin, so no plugin in group %r is loaded (as in SGLang). "
-                    "Unset %s to load them all, or list the ones to load: %s=name1,name2.",
-                    env,
-                    os.environ.get(env, ""),
-                    group,
-                    env,
-                    env,
-                )
-            # A new dict: one a saved load state holds is never written to.
-            done = state.done.get(group, {})
-            state.done[group] = completed = dict(done)
-            plan = plan_plugins(namespace, discovery, group)
-            functions, report.outcomes = import_plugins(plan, policy, group, state.gate, skip=done)
-            for ep, function in functions:
-                _, outcome = run_plugin_code(
-                    ep,
-                    function,
-                    step=f"{ep.value}()",
-                    policy=policy,
-                    gate=state.gate,
-                    check=_ran_its_body,
-                )
-                if outcome.ok:
-                    logger.info(
-                        "Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, outcome.seconds * 1e3
-                    )
-                    completed[ep.name] = outcome
-                report.outcomes.append(outcome)
-            report.outcomes += done.values()
-            report.completed = True
-            state.done.pop(group, None)
+            _load(namespace, group, strict, state, report)
         except BaseException:  # a load that raised: the next call redoes it
             del state.reports[group]
             raise
         return report
     finally:
         state.gate.leave()
+
+
+def _load(
+    namespace: PluginNamespace, group: str, strict: bool, state: LoadState, report: LoadReport
+) -> None:
+    """Import and run the plugins of ``group`` into ``report``, skipping the functions a load
+    that raised already completed."""
+    discovery = discover_entry_points()
+    policy = Policy(strict, namespace.strict_env, _required_distribution(namespace, discovery))
+    if namespace.allowed_plugins() == frozenset() and discovery.group(group):
+        env = namespace.plugins_env
+        logger.warning(
+            "%s=%r names no plugin, so no plugin in group %r is loaded (as in SGLang). Unset %s to "
+            "load them all, or list the ones to load: %s=name1,name2.",
+            *(env, os.environ.get(env, ""), group, env, env),
+        )
+    done = {name: outcome for (phase, name), outcome in state.done.items() if phase == group}
+    plan = plan_plugins(namespace, discovery, group)
+    functions, report.outcomes = import_plugins(plan, policy, group, state.gate, skip=done)
+    for ep, function in functions:
+        _, outcome = run_plugin_code(
+            ep, function, step=f"{ep.value}()", policy=policy, gate=state.gate, check=_ran_its_body
+        )
+        if outcome.ok:
+            milliseconds = outcome.seconds * 1e3
+            logger.info("Loaded plugin %r (%s) in %.1f ms", ep.name, ep.label, milliseconds)
+            state.done[group, ep.name] = outcome
+        report.outcomes.append(outcome)
+    report.outcomes += done.values()
+    report.completed = True
+    state.done = {key: outcome for key, outcome in state.done.items() if key[0] != group}
 
 
 def load_plugins(
