@@ -358,21 +358,27 @@ def run_plugin_code(
         )
         raise call.error  # type: ignore[misc]
     error = running.reentered or call.error
-    if error:
-        reason = describe_failure(error)
-        reason = f"import failed: {reason}" if importing else f"{step} raised {reason}"
-    elif check is None or (reason := check(value)) is None:  # type: ignore[assignment]
+    reason = describe_failure(error) if error else check(value) if check else None
+    if reason is None:
         return value, planned(ep, Status.LOADED, seconds=seconds)
+    if error:
+        reason = f"import failed: {reason}" if importing else f"{step} raised {reason}"
     status = Status.FAILED_IMPORT if importing else Status.FAILED_CALL
     trace = plugin_traceback(error) if error else None
     outcome = planned(ep, status, reason, seconds=seconds, traceback=trace)
     discard_hooks(ep)
-    if policy is None:
-        if error:
-            raise error
-        return None, outcome
-    # the failure policy
-    message = f"Plugin {ep.name!r} (distribution {ep.label}) failed: {reason}"
+    if policy is None and error:
+        raise error
+    if policy is not None:
+        _apply_policy(ep, outcome, policy, error)
+    return None, outcome
+
+
+def _apply_policy(
+    ep: PluginEntryPoint, outcome: PluginOutcome, policy: Policy, error: BaseException | None
+) -> None:
+    """Apply ``policy`` to ``ep``'s failed ``outcome``: raise, or log that it was skipped."""
+    message = f"Plugin {ep.name!r} (distribution {ep.label}) failed: {outcome.reason}"
     required = ep.distribution == policy.required
     if isinstance(error, policy.fatal) and isinstance(error, PluginError):
         error.outcomes += (outcome,)
@@ -382,7 +388,6 @@ def run_plugin_code(
         raised = PluginLoadError(f"{message} ({why})", plugin=ep.name, distribution=ep.distribution)
         raised.outcomes = (outcome,)
         raise raised from error
-    trace = f"\n{trace.rstrip()}" if trace else ""
+    trace = f"\n{outcome.traceback.rstrip()}" if outcome.traceback else ""
     skipped = f"It was skipped; set {policy.strict_env}=1 to stop instead."
     logger.log(policy.level, "%s. %s%s", message, skipped, trace)
-    return None, outcome
