@@ -11,23 +11,18 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ._fingerprint import canonical_json, digest_of
+from ._fingerprint import Record, canonical_json, digest_of
 from .errors import PluginConsistencyError
 
 ERROR, WARNING = "error", "warning"
 _ENV = "SGLANG_PLUGINS_CONSISTENCY"
 
 
-class _Record:
-    #: The record as JSON-ready dicts and lists, under its field names.
-    to_dict = asdict
-
-
 @dataclass(frozen=True)
-class Variant(_Record):
+class Variant(Record):
     """One value an item has, and the ranks (and their hosts) that have it."""
 
     value: str
@@ -36,7 +31,7 @@ class Variant(_Record):
 
 
 @dataclass(frozen=True)
-class Difference(_Record):
+class Difference(Record):
     """One item (the platform, a general plugin, the hooks on a target, ...) that is not the same on
     every rank."""
 
@@ -54,7 +49,7 @@ class Difference(_Record):
 
 
 @dataclass(frozen=True)
-class RankGroup(_Record):
+class RankGroup(Record):
     """Ranks whose fingerprints are identical."""
 
     digest: str
@@ -230,9 +225,10 @@ def _render(kind: str, raw: Any) -> str:
     if kind == "platform":
         plugin = raw.get("plugin")
         source = ", ".join(filter(None, [plugin and f"plugin {plugin!r}", dist_label(raw)]))
+        source = f" ({source})" if source else ""
         if raw.get("status") == "failed":
-            return f"selection failed: {raw.get('error_type')}" + (f" ({source})" if source else "")
-        return f"{raw.get('class')}" + (f" ({source})" if source else " (no plugin: the fallback)")
+            return f"selection failed: {raw.get('error_type')}{source}"
+        return f"{raw.get('class')}" + (source or " (no plugin: the fallback)")
     if kind != "hooks":
         status = str(raw.get("status"))
         return ", ".join(filter(None, [_STATUS_TEXT.get(status, status), dist_label(raw)]))
@@ -311,7 +307,8 @@ def judge(
             f"please report it with the log of those ranks. {_ENV}=off skips the check meanwhile.",
             namespace=ns.name,
         )
-    participants = [Participant(int(e["rank"]), str(e["host"]), e["fingerprint"]) for e in entries]
+    # rank and host as every rank sent them (an int, a str)
+    participants = [Participant(e["rank"], e["host"], e["fingerprint"]) for e in entries]
     groups = tuple(rank_groups(participants))
     # Digests that differ in a way compare() cannot itemise (should not happen) still make one
     # difference.
@@ -326,14 +323,14 @@ def judge(
             )
         ]
     )
-    errors = any(d.severity == ERROR for d in differences)
+    errors = differences[0].severity == ERROR  # errors come first
     raising = mode == "error" and errors
     verdict = (
         "every rank raises this error" if raising else "logged only" + f" ({_ENV}=warn)" * errors
     )
-    hosts = sorted({host for group in groups for host in group.hosts})
-    where = f"all on host {hosts[0]}" if len(hosts) == 1 else f"on {len(hosts)} hosts"
+    hosts = sorted({p.host for p in participants})
     many_hosts = len(hosts) > 1
+    where = f"on {len(hosts)} hosts" if many_hosts else f"all on host {hosts[0]}"
     lines = [
         f"Plugins differ across the {world} ranks of the process group ({where}; namespace "
         f"{ns.name!r}); {verdict}.",

@@ -27,6 +27,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ._namespace import get_namespace
@@ -43,8 +44,15 @@ FORMAT = 2
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
+class Record:
+    """A dataclass that travels as JSON: ``to_dict()`` gives it as dicts and lists, under its field
+    names."""
+
+    to_dict = dataclasses.asdict
+
+
 @dataclasses.dataclass(frozen=True)
-class PluginFingerprint:
+class PluginFingerprint(Record):
     """What one process's plugins did, in a form that is equal on every rank that runs the same
     plugins."""
 
@@ -60,9 +68,6 @@ class PluginFingerprint:
     #: One entry per hook target: ``{target, failed, hooks: [{type, hook, plugin, distribution,
     #: priority, active}]}``.
     hooks: Sequence[Mapping[str, Any]]
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
     @property
     def digest(self) -> str:
@@ -97,9 +102,7 @@ def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFinger
             "status": "selected",
             "class": selection.class_path,
             "error_type": None,
-        }
-        platform |= {
-            f: getattr(selection, f) for f in ("plugin", "distribution", "version", "rule")
+            **{f: getattr(selection, f) for f in ("plugin", "distribution", "version", "rule")},
         }
         activations = selection.activations
     except Exception as exc:  # recorded, not raised
@@ -116,20 +119,20 @@ def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFinger
     platform["activations"] = _by_plugin(activations)
     report = plugin_load_report(ns)
     plugins = None if report is None else _by_plugin(report.outcomes)
-    reports = []
+    hooks = []
     if registry() is not None:  # a plugin or the host registered a hook
         from .plugins.hook_registry import HookRegistry, Target
 
-        reports = [(Target.parse(r.target).dotted, r) for r in HookRegistry.describe()]
-    hooks = [
-        {
-            "target": dotted,
-            "failed": report.status == "failed",
-            # A re-export's chain holds its function's other targets' hooks: each lists its own.
-            "hooks": [fingerprint_hook(h) for h in report.hooks if h.target == report.target],
-        }
-        for dotted, report in sorted(reports, key=lambda pair: pair[0])
-    ]
+        entries = (
+            {
+                "target": Target.parse(report.target).dotted,
+                "failed": report.status == "failed",
+                # A re-export's chain holds its function's other targets' hooks: each lists its own.
+                "hooks": [fingerprint_hook(h) for h in report.hooks if h.target == report.target],
+            }
+            for report in HookRegistry.describe()
+        )
+        hooks = sorted(entries, key=itemgetter("target"))
 
     return PluginFingerprint(FORMAT, __version__, ns.name, platform, plugins, hooks)
 
