@@ -54,7 +54,8 @@ logger = logging.getLogger(__name__)
 
 #: The environment variable that relaxes the check: ``error`` (default), ``warn`` or ``off``.
 CONSISTENCY_ENV = "SGLANG_PLUGINS_CONSISTENCY"
-_MODE_CODES = {"warn": 1, "error": 2}
+#: The modes, each sent as its index: the strictest (highest) applies.
+_MODES = ("off", "warn", "error")
 
 #: What every rank sends first: its fingerprint's sha256, its mode, whether building the fingerprint
 #: failed, and the length of its full payload.
@@ -97,15 +98,16 @@ def consistency_mode() -> str:
     one rank only.
     """
     raw = os.environ.get(CONSISTENCY_ENV, "").strip().lower()
-    if raw not in ("", "error", "warn", "off"):
+    if raw in _MODES:
+        return raw
+    if raw:
         logger.warning(
             "%s=%r is not one of %s; checking in 'error' mode.",
             CONSISTENCY_ENV,
             raw,
             "error, warn, off",
         )
-        return "error"
-    return raw or "error"
+    return "error"
 
 
 def check_plugin_consistency(
@@ -153,17 +155,17 @@ def check_plugin_consistency(
     encoded = json.dumps(
         {"rank": rank, "host": socket.gethostname(), "fingerprint": data, "failure": failure}
     ).encode()
-    head = _HEAD.pack(bytes.fromhex(digest), _MODE_CODES[mode], failure is not None, len(encoded))
+    head = _HEAD.pack(bytes.fromhex(digest), _MODES.index(mode), failure is not None, len(encoded))
     heads = map(_HEAD.unpack, _all_gather(group, head, _HEAD.size))
     digests, modes, failures, lengths = zip(*heads, strict=True)
     # Every rank decides from the same gathered bytes, so all raise or all return; the strictest
     # mode applies.
-    effective = "error" if _MODE_CODES["error"] in modes else "warn"
+    effective = _MODES[max(modes)]
     if len(set(digests)) == 1 and not any(failures):
         logger.info("Plugin fingerprint %s is the same on all %d ranks.", digest[:12], world)
         return ConsistencyResult(fingerprint, world, effective)
-    gathered = _all_gather(group, encoded, max(lengths))
-    entries = [json.loads(raw[:length]) for raw, length in zip(gathered, lengths, strict=True)]
+    gathered = zip(_all_gather(group, encoded, max(lengths)), lengths, strict=True)
+    entries = [json.loads(raw[:length]) for raw, length in gathered]
     from ._consistency import judge
 
     differences, groups = judge(ns, rank, world, entries, effective, logger)  # raises, or logs
