@@ -84,15 +84,15 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
             "-- python -m sglang.launch_server --model-path ...; 'sglang-plugins run --help' shows "
             "the usage"
         )
-    isolating = isolating_option(command)
-    if isolating:
+    if isolating := isolating_option(command):
         raise LaunchError(
             f"sglang-plugins run: {command[0]} {isolating} ignores PYTHONPATH, so SGLang would run "
             f"without the runtime; drop {isolating}"
         )
     env = dict(os.environ)
     outer = env.get(SHIM_ENV, "")
-    if outer and outer in env.get("PYTHONPATH", "").split(os.pathsep) and os.path.isdir(outer):
+    # ("" is never a folder: no outer launcher)
+    if outer in env.get("PYTHONPATH", "").split(os.pathsep) and os.path.isdir(outer):
         # A second shim would hand `import sglang` back to this one, and each to the other, forever.
         print(
             f"sglang-plugins run: already inside 'sglang-plugins run' (shim {outer}); running the "
@@ -144,9 +144,14 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
             ) from None
     shim_dir = Path(tempfile.mkdtemp(prefix="sglang-plugins-run-"))
     (shim_dir / "sglang").mkdir()
-    (shim_dir / "sglang" / "__init__.py").write_text(SHIM_SOURCE, encoding="utf-8")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(shim_dir), env.get("PYTHONPATH"))))
-    env.update({VERSION_ENV: version, SHIM_ENV: str(shim_dir)})
+    (shim_dir / "sglang/__init__.py").write_text(SHIM_SOURCE, encoding="utf-8")
+    env.update(
+        {
+            "PYTHONPATH": os.pathsep.join(filter(None, (str(shim_dir), env.get("PYTHONPATH")))),
+            VERSION_ENV: version,
+            SHIM_ENV: str(shim_dir),
+        }
+    )
     return env, shim_dir
 
 
@@ -194,11 +199,11 @@ def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> i
                 and info.si_code != _SI_KERNEL
             ):
                 child.send_signal(info.si_signo)
-        if shim_dir is not None and not (shim_dir / ADOPTED_MARKER).exists():
+        if shim_dir and not (shim_dir / ADOPTED_MARKER).exists():
             print(f"sglang-plugins run: {_not_adopted(command, shim_dir)}", file=sys.stderr)
         return 128 - child.returncode if child.returncode < 0 else child.returncode
     finally:
         if blocking:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        if shim_dir is not None:
+        if shim_dir:
             shutil.rmtree(shim_dir, ignore_errors=True)

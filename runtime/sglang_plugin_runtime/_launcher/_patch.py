@@ -78,7 +78,7 @@ def apply(source: str, hunks: tuple[Hunk, ...], *, name: str) -> str:
     """``source`` with ``hunks`` applied, or :class:`PatchError` naming the first line that
     differs."""
     lines = source.splitlines(keepends=True)
-    out: list[str] = []
+    out = []
     position = 0  # index into lines
     for hunk in hunks:
         start = max(hunk.old_start - 1, 0) if hunk.old else hunk.old_start
