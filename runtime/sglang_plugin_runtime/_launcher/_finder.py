@@ -65,7 +65,7 @@ class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
         return patched
 
     def get_code(self, fullname: str) -> CodeType:
-        return compile(self.get_source(fullname), self.path, "exec", dont_inherit=True)
+        return self.source_to_code(self.get_source(fullname), self.path)
 
 
 class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
