@@ -148,6 +148,7 @@ def resolve(target: Target) -> Resolution | Unresolved:
             return Unresolved(f"{kind} {path!r} has no attribute {name!r}", ())
         if index == len(parts) - 1:
             return Resolution(f"{module_name}:{'.'.join(parts)}", owner, name, raw, owned)
+        # not isinstance() on the module itself: a lazily loaded one would execute
         owner = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
         path = f"{path}.{name}"
     raise AssertionError("unreachable: a target has at least one attribute")  # pragma: no cover
@@ -157,8 +158,7 @@ def _lookup(obj: object, name: str) -> tuple[object, bool]:
     """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``;
     ``MISSING`` if absent."""
     if isinstance(obj, type):
-        klass = next((k for k in obj.__mro__ if name in k.__dict__), None)
-        return (MISSING, False) if klass is None else (klass.__dict__[name], klass is obj)
+        return _first_in(obj.__mro__, name), name in obj.__dict__
     namespace = module_dict(obj)
     if (
         namespace is None
@@ -169,6 +169,11 @@ def _lookup(obj: object, name: str) -> tuple[object, bool]:
     if namespace is not None:
         return namespace.get(name, MISSING), True
     return getattr(obj, name, MISSING), False
+
+
+def _first_in(classes: tuple[type, ...], name: str) -> object:
+    """The raw value of ``name`` in the first of ``classes`` that has it, or ``MISSING``."""
+    return next((k.__dict__[name] for k in classes if name in k.__dict__), MISSING)
 
 
 def own_value(owner: object, name: str) -> object:
@@ -190,8 +195,9 @@ def unwrap(raw: object, owner: object) -> Unwrapped:
     if isinstance(raw, functools.partialmethod) and callable(raw.func):
         return Unwrapped("partialmethod", raw.func, raw)  # the hooks see the bound arguments too
     if not callable(raw):
-        kind = type(raw).__name__
-        raise TypeError("no such attribute" if raw is MISSING else f"not callable (a {kind})")
+        raise TypeError(
+            "no such attribute" if raw is MISSING else f"not callable (a {type(raw).__name__})"
+        )
 
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
@@ -409,7 +415,7 @@ class Registry:
         with guarded(f"resolving the hook target {record.target}") as call:
             found = resolve(record.target)
             slot = self._slot_for(found) if isinstance(found, Resolution) else None
-        if slot is not None and slot is record.slot:
+        if slot is record.slot is not None:
             return False
         record.slot = record.found = None  # it names something else now: its old slot lets it go
         if call.error is not None:
@@ -471,7 +477,7 @@ class Registry:
         with guarded(f"the hooks on {slot.key}") as call:
             if slot.inherited:
                 slot.original = unwrap(_base_raw(slot), slot.owner)
-            raw = _compose(slot, regs)
+            raw = _compose(slot)
             if not slot.module_level:
                 if old is None:
                     slot.previous = own_value(slot.owner, slot.name)
@@ -601,12 +607,12 @@ class Registry:
             )
 
 
-def _compose(slot: Slot, regs: list[Registration]) -> object:
-    """The raw attribute to install for ``regs`` on ``slot``: may raise, changes nothing (so a
-    failed build leaves the previously applied hooks in place)."""
+def _compose(slot: Slot) -> object:
+    """The raw attribute to install for ``slot.built``: may raise, changes nothing (so a failed
+    build leaves the previously applied hooks in place)."""
     original, target = slot.original, slot.records[0].target
-    replaces = [r for r in regs if r.hook_type is _REPLACE]
-    others = [r for r in regs if r.hook_type is not _REPLACE]
+    replaces = [r for r in slot.built if r.hook_type is _REPLACE]
+    others = [r for r in slot.built if r.hook_type is not _REPLACE]
     if original.kind == "class" and others:
         raise TypeError(
             f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
@@ -629,8 +635,7 @@ def _compose(slot: Slot, regs: list[Registration]) -> object:
 def _base_raw(slot: Slot) -> object:
     """What an inherited slot's class inherits for its name right now (maybe a base's wrapper), or
     ``MISSING``."""
-    mro = cast(type, slot.owner).__mro__[1:]
-    return next((k.__dict__[slot.name] for k in mro if slot.name in k.__dict__), MISSING)
+    return _first_in(cast(type, slot.owner).__mro__[1:], slot.name)
 
 
 def _rebind(walks: list[_Walk]) -> None:
