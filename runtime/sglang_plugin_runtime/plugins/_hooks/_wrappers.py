@@ -52,7 +52,6 @@ from ._types import Registration
 
 Fn = Callable[..., object]
 _GENERIC = "*args, **kwargs"
-_FAST_ARITIES = range(4)  # calls with 0 to 3 positional arguments and no keywords: the fast path
 _PART = 8  # hooks per generated function at most (see build_wrapper)
 _numbers = itertools.count(1)
 
@@ -124,8 +123,9 @@ def _factory(
 ) -> Callable[..., Any]:
     """Compile, once per chain shape, ``_make(_core, _key, _regs, _h0, _h1, ...)``, which returns
     a wrapper. ``declared``: how many positional parameters the original declares."""
-    # The arity the original declares is tested first: each arity tested before costs about 4%.
-    arities = sorted(_FAST_ARITIES, key=lambda n: n != declared)
+    # The fast path: calls with 0 to 3 positional arguments and no keywords. The arity the original
+    # declares is tested first: each arity tested before costs about 4%.
+    arities = sorted(range(4), key=lambda n: n != declared)
     # Function k runs the BEFORE/AFTER hooks bodies[k] around a call of the k-th AROUND (the last:
     # of the core).
     arounds = [i for i, kind in enumerate(kinds) if kind == "around"]
