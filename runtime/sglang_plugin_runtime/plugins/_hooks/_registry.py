@@ -627,8 +627,7 @@ def _compose(slot: Slot) -> object:
             )
     new = replaces[-1].hook if replaces else original.func
     if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
-        func = cast(Callable[..., object], original.func)
-        new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
+        new = build_wrapper(original.func, new, others[::-1], slot.key, slot.name == "__init__")
     return rewrap(original, new)
 
 

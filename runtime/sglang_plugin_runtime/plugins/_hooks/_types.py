@@ -141,7 +141,7 @@ class Unwrapped(NamedTuple):
     does not bind, e.g. a builtin)."""
 
     kind: str
-    func: object
+    func: Hook
     raw: object
 
 

@@ -56,9 +56,7 @@ _PART = 8  # hooks per generated function at most (see build_wrapper)
 _numbers = itertools.count(1)
 
 
-def build_wrapper(
-    func: Fn, core: object, chain: Sequence[Registration], key: str, init: bool
-) -> Fn:
+def build_wrapper(func: Fn, core: Fn, chain: Sequence[Registration], key: str, init: bool) -> Fn:
     """``core`` (the original ``func``, or a REPLACE) inside ``chain``: BEFORE, AFTER and AROUND
     hooks, outermost first, on the target ``key``. ``func`` gives the wrapper its metadata and
     decides whether it is ``async def``; ``init``: it is an ``__init__``, whose AFTER hooks must
@@ -68,7 +66,7 @@ def build_wrapper(
     (nesting is associative): each part is compiled once per shape, so the cost is linear."""
     is_async = inspect.iscoroutinefunction(func)
     declared = getattr(getattr(func, "__code__", None), "co_argcount", None)
-    wrapper = cast(Fn, core)
+    wrapper = core
     for end in range(len(chain), 0, -_PART) if chain else [0]:
         part = chain[max(0, end - _PART) : end]
         awaited = tuple(is_async and inspect.iscoroutinefunction(r.hook) for r in part)
