@@ -81,7 +81,7 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
     Its hooks: in nesting order, outermost first, then the winning REPLACE and overridden ones. Its
     conflicts: combinations that work but deserve a look."""
     slot = record.slot
-    records = slot.records if slot is not None else [record]
+    records = slot.records if slot else [record]
     regs = ordered(records)
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     others = [r for r in regs if r.hook_type is not HookType.REPLACE]

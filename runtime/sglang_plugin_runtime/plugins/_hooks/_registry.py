@@ -437,7 +437,7 @@ class Registry:
                         record.error,
                         ", ".join(r.label() for r in record.registrations),
                     )
-        elif slot is not None:
+        elif slot:  # resolved (a Slot is always true)
             record.slot, record.found = slot, found
             slot.records.append(record)
             if (namespace := module_dict(found.owner)) is not None:
