@@ -412,9 +412,11 @@ class Registry:
         """Put ``record`` in the slot of what it names now (made on first resolution), or leave it
         pending until one of the modules it watches is imported, or failed when no import can help;
         whether that changed its slot."""
+        slot = None  # also when resolving or classifying raises (a module constant: not callable)
         with guarded(f"resolving the hook target {record.target}") as call:
             found = resolve(record.target)
-            slot = self._slot_for(found) if isinstance(found, Resolution) else None
+            if isinstance(found, Resolution):
+                slot = self._slot_for(found)
         if slot is record.slot is not None:
             return False
         record.slot = record.found = None  # it names something else now: its old slot lets it go
