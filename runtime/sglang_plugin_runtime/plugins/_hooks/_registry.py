@@ -160,15 +160,11 @@ def _lookup(obj: object, name: str) -> tuple[object, bool]:
     if isinstance(obj, type):
         return _first_in(obj.__mro__, name), name in obj.__dict__
     namespace = module_dict(obj)
-    if (
-        namespace is None
-        and isinstance(own := getattr(obj, "__dict__", None), dict)
-        and name in own
-    ):
-        namespace = own
-    if namespace is not None:
-        return namespace.get(name, MISSING), True
-    return getattr(obj, name, MISSING), False
+    if namespace is None:  # not a module: an object's own attributes, else what it gets elsewhere
+        namespace = getattr(obj, "__dict__", None)
+        if not isinstance(namespace, dict) or name not in namespace:
+            return getattr(obj, name, MISSING), False
+    return namespace.get(name, MISSING), True
 
 
 def _first_in(classes: tuple[type, ...], name: str) -> object:
@@ -428,7 +424,7 @@ class Registry:
             self._fail([record], found.reason, batch)
         elif isinstance(found, Unresolved):
             record.status, record.error, record.watch = _PENDING, found.reason, found.watch
-            if (missing := _missing_module(record.target.dotted)) is not None:
+            if missing := _missing_module(record.target.dotted):
                 record.error, certain = missing
                 if record.strict and certain:
                     self._fail([record], record.error, batch)
@@ -653,7 +649,7 @@ def _rebind(walks: list[_Walk]) -> None:
     visit += [namespace for walk in walks for namespace in walk.slot.modules.values()]
     for namespace in {id(ns): ns for ns in visit if ns is not None}.values():
         for name in namespace.keys() & names:  # a C-level intersection: no loop over the globals
-            if (hit := news.get((name, id(namespace[name])))) is not None:
+            if hit := news.get((name, id(namespace[name]))):  # a _Walk is always true
                 namespace[name] = hit.new
                 hit.slot.modules[id(namespace)] = namespace
 
