@@ -212,9 +212,10 @@ def rewrap(unwrapped: Unwrapped, wrapper: object) -> object:
     if isinstance(raw, functools.cached_property):
         raw = copy.copy(raw)
         raw.func = wrapper  # type: ignore[assignment]
+        return raw
     if isinstance(raw, functools.partialmethod):
         return functools.partialmethod(wrapper, *raw.args, **raw.keywords)
-    return raw if kind == "property" else wrapper
+    return wrapper
 
 
 # ------------------------------------------------------------------ the post-import hook
