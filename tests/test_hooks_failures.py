@@ -78,6 +78,30 @@ def test_apply_hooks_is_strict_only_when_asked(make_module, monkeypatch):
 
 @pytest.mark.fault(
     "hooks",
+    "a hook on an attribute that cannot carry hooks (a module constant, a property without a "
+    "getter)",
+    "the target is failed with 'cannot hook <target>: TypeError: ...' and the other targets are "
+    "applied (was: apply_hooks() raised UnboundLocalError)",
+)
+def test_a_target_that_cannot_carry_hooks_fails_with_the_reason(make_module):
+    source = "def f():\n    return 1\nLIMIT = 5\nclass C:\n    p = property(None, print)\n"
+    mod = importlib.import_module(make_module("m", source))
+    HookRegistry.register(f"{mod.__name__}.LIMIT", lambda r: r)
+    HookRegistry.register(f"{mod.__name__}.C.p", lambda r, self: r)
+    HookRegistry.register(f"{mod.__name__}.f", lambda r: r + 1)
+    with pytest.raises(HookApplyError) as info:
+        HookRegistry.apply_hooks(strict=True)
+    assert [str(f).split(" (hooks:")[0] for f in info.value.failures] == [
+        f"{mod.__name__}.LIMIT: cannot hook {mod.__name__}.LIMIT: TypeError: not callable (a int)",
+        f"{mod.__name__}.C.p: cannot hook {mod.__name__}.C.p: TypeError: property has no getter "
+        "to hook",
+    ]
+    assert mod.f() == 2 and mod.LIMIT == 5
+    assert [r.status for r in HookRegistry.describe()] == ["failed", "failed", "applied"]
+
+
+@pytest.mark.fault(
+    "hooks",
     "one target fails to apply",
     "the other targets of the batch are applied",
 )

@@ -81,7 +81,7 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
     Its hooks: in nesting order, outermost first, then the winning REPLACE and overridden ones. Its
     conflicts: combinations that work but deserve a look."""
     slot = record.slot
-    records = slot.records if slot is not None else [record]
+    records = slot.records if slot else [record]
     regs = ordered(records)
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     others = [r for r in regs if r.hook_type is not HookType.REPLACE]
@@ -96,19 +96,19 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
         message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, "
         conflicts.append(Conflict("multiple_around", message + "the hooks inside it are bypassed"))
     rebound = 0
-    if slot is not None and slot.raw is not None:
+    if slot and slot.raw is not None:
         if left := subclasses_left(slot):
             message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original "
             message += f"keep inheriting: {', '.join(left)}"
             conflicts.append(Conflict("class_replace_subclasses", message))
         owner = next((s for s in slots if s.raw is slot.owner and s.original.kind == "class"), None)
-        if owner is not None and replaces and slot.previous is not MISSING:  # its own method
+        if owner and replaces and slot.previous is not MISSING:  # its own method
             message = (
                 f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own "
                 f"implementation of '{slot.name}' on {owner.key}"
             )
             conflicts.append(Conflict("method_replace_overrides_class_replace", message))
-        resolved_in = {id(vars(r.found.owner)) for r in slot.records if r.found is not None}
+        resolved_in = {id(vars(r.found.owner)) for r in slot.records if r.found}
         rebound = sum(
             ns.get(slot.name) is slot.raw
             for key, ns in slot.modules.items()
@@ -131,7 +131,7 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
         str(record.target),
         record.status.value,
         record.error,
-        record.found.key if record.found is not None else None,
+        record.found and record.found.key,
         tuple(hooks),
         tuple(conflicts),
         rebound,

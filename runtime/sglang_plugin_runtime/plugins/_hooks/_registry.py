@@ -148,6 +148,7 @@ def resolve(target: Target) -> Resolution | Unresolved:
             return Unresolved(f"{kind} {path!r} has no attribute {name!r}", ())
         if index == len(parts) - 1:
             return Resolution(f"{module_name}:{'.'.join(parts)}", owner, name, raw, owned)
+        # not isinstance() on the module itself: a lazily loaded one would execute
         owner = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
         path = f"{path}.{name}"
     raise AssertionError("unreachable: a target has at least one attribute")  # pragma: no cover
@@ -157,18 +158,18 @@ def _lookup(obj: object, name: str) -> tuple[object, bool]:
     """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``;
     ``MISSING`` if absent."""
     if isinstance(obj, type):
-        klass = next((k for k in obj.__mro__ if name in k.__dict__), None)
-        return (MISSING, False) if klass is None else (klass.__dict__[name], klass is obj)
+        return _first_in(obj.__mro__, name), name in obj.__dict__
     namespace = module_dict(obj)
-    if (
-        namespace is None
-        and isinstance(own := getattr(obj, "__dict__", None), dict)
-        and name in own
-    ):
-        namespace = own
-    if namespace is not None:
-        return namespace.get(name, MISSING), True
-    return getattr(obj, name, MISSING), False
+    if namespace is None:  # not a module: an object's own attributes, else what it gets elsewhere
+        namespace = getattr(obj, "__dict__", None)
+        if not isinstance(namespace, dict) or name not in namespace:
+            return getattr(obj, name, MISSING), False
+    return namespace.get(name, MISSING), True
+
+
+def _first_in(classes: tuple[type, ...], name: str) -> object:
+    """The raw value of ``name`` in the first of ``classes`` that has it, or ``MISSING``."""
+    return next((k.__dict__[name] for k in classes if name in k.__dict__), MISSING)
 
 
 def own_value(owner: object, name: str) -> object:
@@ -190,8 +191,9 @@ def unwrap(raw: object, owner: object) -> Unwrapped:
     if isinstance(raw, functools.partialmethod) and callable(raw.func):
         return Unwrapped("partialmethod", raw.func, raw)  # the hooks see the bound arguments too
     if not callable(raw):
-        kind = type(raw).__name__
-        raise TypeError("no such attribute" if raw is MISSING else f"not callable (a {kind})")
+        raise TypeError(
+            "no such attribute" if raw is MISSING else f"not callable (a {type(raw).__name__})"
+        )
 
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
@@ -210,9 +212,10 @@ def rewrap(unwrapped: Unwrapped, wrapper: object) -> object:
     if isinstance(raw, functools.cached_property):
         raw = copy.copy(raw)
         raw.func = wrapper  # type: ignore[assignment]
+        return raw
     if isinstance(raw, functools.partialmethod):
         return functools.partialmethod(wrapper, *raw.args, **raw.keywords)
-    return raw if kind == "property" else wrapper
+    return wrapper
 
 
 # ------------------------------------------------------------------ the post-import hook
@@ -406,10 +409,12 @@ class Registry:
         """Put ``record`` in the slot of what it names now (made on first resolution), or leave it
         pending until one of the modules it watches is imported, or failed when no import can help;
         whether that changed its slot."""
+        slot = None  # also when resolving or classifying raises (a module constant: not callable)
         with guarded(f"resolving the hook target {record.target}") as call:
             found = resolve(record.target)
-            slot = self._slot_for(found) if isinstance(found, Resolution) else None
-        if slot is not None and slot is record.slot:
+            if isinstance(found, Resolution):
+                slot = self._slot_for(found)
+        if slot is record.slot is not None:
             return False
         record.slot = record.found = None  # it names something else now: its old slot lets it go
         if call.error is not None:
@@ -420,7 +425,7 @@ class Registry:
             self._fail([record], found.reason, batch)
         elif isinstance(found, Unresolved):
             record.status, record.error, record.watch = _PENDING, found.reason, found.watch
-            if (missing := _missing_module(record.target.dotted)) is not None:
+            if missing := _missing_module(record.target.dotted):
                 record.error, certain = missing
                 if record.strict and certain:
                     self._fail([record], record.error, batch)
@@ -431,7 +436,7 @@ class Registry:
                         record.error,
                         ", ".join(r.label() for r in record.registrations),
                     )
-        elif slot is not None:
+        elif slot:  # resolved (a Slot is always true)
             record.slot, record.found = slot, found
             slot.records.append(record)
             if (namespace := module_dict(found.owner)) is not None:
@@ -471,7 +476,7 @@ class Registry:
         with guarded(f"the hooks on {slot.key}") as call:
             if slot.inherited:
                 slot.original = unwrap(_base_raw(slot), slot.owner)
-            raw = _compose(slot, regs)
+            raw = _compose(slot)
             if not slot.module_level:
                 if old is None:
                     slot.previous = own_value(slot.owner, slot.name)
@@ -601,12 +606,12 @@ class Registry:
             )
 
 
-def _compose(slot: Slot, regs: list[Registration]) -> object:
-    """The raw attribute to install for ``regs`` on ``slot``: may raise, changes nothing (so a
-    failed build leaves the previously applied hooks in place)."""
+def _compose(slot: Slot) -> object:
+    """The raw attribute to install for ``slot.built``: may raise, changes nothing (so a failed
+    build leaves the previously applied hooks in place)."""
     original, target = slot.original, slot.records[0].target
-    replaces = [r for r in regs if r.hook_type is _REPLACE]
-    others = [r for r in regs if r.hook_type is not _REPLACE]
+    replaces = [r for r in slot.built if r.hook_type is _REPLACE]
+    others = [r for r in slot.built if r.hook_type is not _REPLACE]
     if original.kind == "class" and others:
         raise TypeError(
             f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
@@ -621,16 +626,14 @@ def _compose(slot: Slot, regs: list[Registration]) -> object:
             )
     new = replaces[-1].hook if replaces else original.func
     if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
-        func = cast(Callable[..., object], original.func)
-        new = build_wrapper(func, new, others[::-1], slot.key, slot.name == "__init__")
+        new = build_wrapper(original.func, new, others[::-1], slot.key, slot.name == "__init__")
     return rewrap(original, new)
 
 
 def _base_raw(slot: Slot) -> object:
     """What an inherited slot's class inherits for its name right now (maybe a base's wrapper), or
     ``MISSING``."""
-    mro = cast(type, slot.owner).__mro__[1:]
-    return next((k.__dict__[slot.name] for k in mro if slot.name in k.__dict__), MISSING)
+    return _first_in(cast(type, slot.owner).__mro__[1:], slot.name)
 
 
 def _rebind(walks: list[_Walk]) -> None:
@@ -647,7 +650,7 @@ def _rebind(walks: list[_Walk]) -> None:
     visit += [namespace for walk in walks for namespace in walk.slot.modules.values()]
     for namespace in {id(ns): ns for ns in visit if ns is not None}.values():
         for name in namespace.keys() & names:  # a C-level intersection: no loop over the globals
-            if (hit := news.get((name, id(namespace[name])))) is not None:
+            if hit := news.get((name, id(namespace[name]))):  # a _Walk is always true
                 namespace[name] = hit.new
                 hit.slot.modules[id(namespace)] = namespace
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -141,7 +142,7 @@ class Unwrapped(NamedTuple):
     does not bind, e.g. a builtin)."""
 
     kind: str
-    func: object
+    func: Hook
     raw: object
 
 
@@ -221,5 +222,6 @@ def subclasses_left(slot: Slot) -> list[str]:
 def ordered(records: Iterable[TargetRecord]) -> list[Registration]:
     """The registrations of ``records``, innermost first: by priority, then registration order."""
     return sorted(
-        (r for record in records for r in record.registrations), key=lambda r: (r.priority, r.seq)
+        (r for record in records for r in record.registrations),
+        key=operator.attrgetter("priority", "seq"),
     )

@@ -52,14 +52,11 @@ from ._types import Registration
 
 Fn = Callable[..., object]
 _GENERIC = "*args, **kwargs"
-_FAST_ARITIES = range(4)  # calls with 0 to 3 positional arguments and no keywords: the fast path
 _PART = 8  # hooks per generated function at most (see build_wrapper)
 _numbers = itertools.count(1)
 
 
-def build_wrapper(
-    func: Fn, core: object, chain: Sequence[Registration], key: str, init: bool
-) -> Fn:
+def build_wrapper(func: Fn, core: Fn, chain: Sequence[Registration], key: str, init: bool) -> Fn:
     """``core`` (the original ``func``, or a REPLACE) inside ``chain``: BEFORE, AFTER and AROUND
     hooks, outermost first, on the target ``key``. ``func`` gives the wrapper its metadata and
     decides whether it is ``async def``; ``init``: it is an ``__init__``, whose AFTER hooks must
@@ -69,7 +66,7 @@ def build_wrapper(
     (nesting is associative): each part is compiled once per shape, so the cost is linear."""
     is_async = inspect.iscoroutinefunction(func)
     declared = getattr(getattr(func, "__code__", None), "co_argcount", None)
-    wrapper = cast(Fn, core)
+    wrapper = core
     for end in range(len(chain), 0, -_PART) if chain else [0]:
         part = chain[max(0, end - _PART) : end]
         awaited = tuple(is_async and inspect.iscoroutinefunction(r.hook) for r in part)
@@ -124,8 +121,9 @@ def _factory(
 ) -> Callable[..., Any]:
     """Compile, once per chain shape, ``_make(_core, _key, _regs, _h0, _h1, ...)``, which returns
     a wrapper. ``declared``: how many positional parameters the original declares."""
-    # The arity the original declares is tested first: each arity tested before costs about 4%.
-    arities = sorted(_FAST_ARITIES, key=lambda n: n != declared)
+    # The fast path: calls with 0 to 3 positional arguments and no keywords. The arity the original
+    # declares is tested first: each arity tested before costs about 4%.
+    arities = sorted(range(4), key=lambda n: n != declared)
     # Function k runs the BEFORE/AFTER hooks bodies[k] around a call of the k-th AROUND (the last:
     # of the core).
     arounds = [i for i, kind in enumerate(kinds) if kind == "around"]
@@ -137,9 +135,10 @@ def _factory(
     define, wait = ("async def", "await ") if is_async else ("def", "")
     lines = [f"def _make(_core, _key, _regs, {', '.join(f'_h{i}' for i in range(len(kinds)))}):"]
 
-    def emit(pad: str, ops: list[int], call: str, args: str, k: int) -> None:
-        """The code running the hooks ``ops``, then ``call``, then the AFTER hooks; the arguments
-        spelled ``args`` (a fast copy's parameters, or the generic ``_resume{k}``'s)."""
+    def emit(pad: str, ops: list[int], args: str) -> None:
+        """The code of function ``k`` (the loop below sets ``k`` and ``call``) running the hooks
+        ``ops``, then ``call``, then the AFTER hooks; the arguments spelled ``args`` (a fast copy's
+        parameters, or the generic ``_resume{k}``'s)."""
         afters = []
         for i in ops:
             new_args = f"_new_args(_r, _key, _regs[{i}])"
@@ -195,13 +194,13 @@ def _factory(
             params = ", ".join(f"_p{j}" for j in range(n))
             lines.append(f"            {'elif' if n != arities[0] else 'if'} n == {n}:")
             lines += [f"                {params}, = args"] if n else []
-            emit(" " * 16, ops, call, params, k)
+            emit(" " * 16, ops, params)
         lines += [
             f"        return {wait}_resume{k}(-1, (), args, kwargs)",
             f"    {define} _resume{k}(_at, _orig, args, kwargs):",
             "        __tracebackhide__ = True",
         ]
-        emit(" " * 8, ops, call, _GENERIC, k)
+        emit(" " * 8, ops, _GENERIC)
 
     lines.append("    return _wrapper")
     source = "\n".join(lines) + "\n"
