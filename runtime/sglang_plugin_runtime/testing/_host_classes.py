@@ -80,7 +80,7 @@ class RuntimePlatformView:
 
     def override_problems(self) -> list[OverrideProblem]:
         """What each public name anywhere in the class's MRO means for the hosts that call it."""
-        return find_override_problems(self.cls, whole_mro=True)
+        return find_override_problems(self.cls)
 
     def base_definition(self, member: ContractMethod) -> Any:
         """The contract's own (for required members: fail-fast) definition of ``member``."""
@@ -176,7 +176,7 @@ def _fields(value: Any) -> dict[str, Any]:
     """The named fields of a NamedTuple, msgspec ``Struct`` or dataclass instance (``TypeError``
     otherwise)."""
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return dict(zip(value._fields, value, strict=True))
+        return dict(value._asdict())
     names = getattr(type(value), "__struct_fields__", None)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = [field.name for field in dataclasses.fields(value)]

@@ -97,10 +97,10 @@ class StandInModules:
         """Stand ``value`` in for what a hook ``target`` starts with, in a stand-in of the target's
         module: the function of ``pkg.module.function``, the class of ``pkg.module:Class.method``.
         """
-        from ._host_registry import split_target
-
-        module, path = split_target(target)
-        return self(module, **{path[0]: value})
+        module, colon, path = target.partition(":")
+        if not colon:  # pkg.module.name: the module and one name
+            module, _, path = target.rpartition(".")
+        return self(module, **{path.split(".")[0]: value})
 
     def _module(self, name: str, *, package: bool) -> ModuleType:
         """The module ``name`` as the test sees it: a stand-in made here, or a parent already
