@@ -17,23 +17,23 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from .._namespace import import_if_module
+
 _MISSING: Any = object()
 
 
 def _import_owner(target: str) -> tuple[Any, list[str]]:
     """The module ``target`` starts in (imported; the longest importable prefix of a dotted target)
     and the names after it."""
-    from ..plugins.hook_registry import Target
-
-    for module, path in Target.parse(target).splits():
-        try:
-            return importlib.import_module(module), path
-        except ModuleNotFoundError as exc:
-            # a module:path target names its module; a dotted one may end in a shorter module
-            if ":" in target or not f"{module}.".startswith(f"{exc.name}."):
-                raise
+    if ":" in target:
+        module, _, path = target.partition(":")
+        return importlib.import_module(module), path.split(".")
+    parts = target.split(".")
+    for depth in range(len(parts) - 1, 0, -1):
+        if import_if_module(module := ".".join(parts[:depth])):
+            return importlib.import_module(module), parts[depth:]
     raise ModuleNotFoundError(
-        f"no module of the hook target {target!r} can be imported", name=target.split(".")[0]
+        f"no module of the hook target {target!r} can be imported", name=parts[0]
     )
 
 
