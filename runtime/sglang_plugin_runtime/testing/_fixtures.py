@@ -142,11 +142,8 @@ def stand_in_module() -> Iterator[StandInModules]:
     created empty), so a hook aimed at SGLang's code applies without SGLang. Put it in place before
     ``apply_hooks()``. Every stand-in, and whatever was imported under it, leaves ``sys.modules``
     afterwards; modules it set aside come back."""
-    stand_ins = StandInModules().start()
-    try:
+    with StandInModules() as stand_ins:
         yield stand_ins
-    finally:
-        stand_ins.stop()
 
 
 @pytest.fixture(scope="session")

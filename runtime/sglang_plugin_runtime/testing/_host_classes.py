@@ -163,7 +163,7 @@ def _fields(value: Any) -> dict[str, Any]:
     """The named fields of a NamedTuple, msgspec ``Struct`` or dataclass instance (``TypeError``
     otherwise)."""
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return dict(value._asdict())
+        return dict(zip(value._fields, value, strict=True))
     names = getattr(type(value), "__struct_fields__", None)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         names = [field.name for field in dataclasses.fields(value)]
