@@ -159,13 +159,12 @@ def check_class_namespace(
         findings = [_contract.host_call_problem(raw, name, hosts)]
         if name not in contract:
             findings.append(_meaning(name, contract, hosts))
-        where = f"{klass.__name__}.{name}"
         problems += [
             OverrideProblem(
                 klass.__name__,
                 name,
                 kind,  # type: ignore[arg-type]
-                f"{where}: {text}",
+                f"{klass.__name__}.{name}: {text}",
             )
             for kind, text in filter(None, findings)
         ]
@@ -194,8 +193,9 @@ def _declared_by(name: str) -> str:
     if other_version := _contract.interface_row(name, ""):
         return str(other_version["origin"])
     ours = [klass.__name__ for klass, members in _contract.OWN_MEMBERS.items() if name in members]
-    rows = _contract.interface_rows()
-    sglangs = dict.fromkeys(row["owner"] for row in rows if row["name"] == name and "owner" in row)
+    sglangs = dict.fromkeys(
+        row["owner"] for row in _contract.interface_rows() if row["name"] == name and "owner" in row
+    )
     return " and ".join(ours or sglangs)
 
 

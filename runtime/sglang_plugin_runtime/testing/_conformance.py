@@ -29,7 +29,7 @@ from .._simulated_device import active_simulated_device
 from ..platforms import _contract
 from ..platforms._describe import ERROR_KINDS, ContractMethod
 from ..platforms._selection import out_of_tree_identity_problems
-from ._host_classes import RuntimePlatformView, has_member, platform_view
+from ._host_classes import PlatformView, has_member, platform_view
 
 _NO_RESULT = object()
 
@@ -61,7 +61,7 @@ _EXAMPLE_ARGUMENTS = {
 }
 
 
-def _probes(view: RuntimePlatformView, device: bool) -> list[_Probe]:
+def _probes(view: PlatformView, device: bool) -> list[tuple[Any, ...]]:
     """The probes of the class's contract: the calls its hosts make (the interface table), the
     cheap ones first, then (with ``device``) those that need the device.
 
@@ -69,9 +69,8 @@ def _probes(view: RuntimePlatformView, device: bool) -> list[_Probe]:
     member the hosts never call, with its leading example arguments. Members whose row has no
     ``probe`` (effects, or real inputs) are never called.
     """
-    probes: dict[str, dict[_Probe, None]] = {"cheap": {}, "device": {}}
-    rows = [r for h in view.hosts for r in _contract.interface_rows() if r.get("host") == h]
-    for row in rows:
+    probes: dict[str, dict[tuple[Any, ...], None]] = {"cheap": {}, "device": {}}
+    for row in (r for h in view.hosts for r in _contract.interface_rows() if r.get("host") == h):
         member = view.contract.get(row["name"])
         # attributes and properties have no signature: they are read, not called
         if not row.get("probe") or member is None or member.signature is None:
@@ -89,9 +88,6 @@ def _probes(view: RuntimePlatformView, device: bool) -> list[_Probe]:
                 named = tuple(zip(keywords, values[count:], strict=True))
                 probes[row["probe"]][(row["name"], values[:count], named)] = None
     return [*probes["cheap"], *(probes["device"] if device else ())]
-
-
-_Probe = tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]
 
 
 def check_platform_conformance(
@@ -121,12 +117,16 @@ def check_platform_conformance(
         *_override_problems(view),
         *_attribute_type_problems(view),
     ]
+    # Required reserved members are excused without include_reserved: not required, not probed.
+    excused = {
+        m.name
+        for m in contract.values()
+        if m.required and m.status == "reserved" and not include_reserved
+    }
     # A member whose override cannot take the host's call is not probed with that call again.
-    reported = {p.attribute for p in problems if p.kind in ERROR_KINDS}
+    reported = excused | {p.attribute for p in problems if p.kind in ERROR_KINDS}
     for member in contract.values():
-        if not member.required or (member.status == "reserved" and not include_reserved):
-            continue
-        if view.inherits_base(member):
+        if member.required and member.name not in excused and view.inherits_base(member):
             reported.add(member.name)
             source = (
                 "is not defined"
@@ -146,14 +146,10 @@ def check_platform_conformance(
 
     simulation = active_simulated_device(getattr(cls, "device_type", None))
     for method, args, kwargs in _probes(view, simulation is not None or device_present):
-        probed = contract[method]
-        # already reported, or a contract name the host's base lacks
+        # already reported (or excused), or a contract name the host's base lacks
         if method in reported or not has_member(cls, method):
             continue
-        if probed.status == "reserved" and probed.required and not include_reserved:
-            continue
-        problem = _probe(view, instance, probed, args, dict(kwargs))
-        if problem is not None:
+        if problem := _probe(view, instance, contract[method], args, dict(kwargs)):
             if problem.kind == "not_implemented":
                 reported.add(method)
             problems.append(problem)
@@ -163,8 +159,7 @@ def check_platform_conformance(
             device = instance.get_device(0)
         except Exception:
             return problems
-        problem = _probe(view, instance, contract["set_device"], (device,), {})
-        if problem is not None:
+        if problem := _probe(view, instance, contract["set_device"], (device,), {}):
             problems.append(problem)
     return problems
 
@@ -189,7 +184,7 @@ def assert_platform_conformance(
 # --------------------------------------------------------------------------------------
 
 
-def _override_problems(view: RuntimePlatformView) -> list[ConformanceProblem]:
+def _override_problems(view: PlatformView) -> list[ConformanceProblem]:
     """The override findings the kit fails on: what breaks a host call, misspellings, and retired
     hooks the class relies on (it defines no replacement). A vendor's own API and other versions'
     names pass."""
@@ -206,7 +201,7 @@ def _override_problems(view: RuntimePlatformView) -> list[ConformanceProblem]:
     return problems
 
 
-def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[ConformanceProblem]:
+def _identity_problems(view: PlatformView, out_of_tree: bool) -> list[ConformanceProblem]:
     """What selection would refuse (``out_of_tree_identity_problems``), and identity left at
     DeviceMixin's."""
     cls = view.cls
@@ -231,18 +226,16 @@ def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[Con
     return [ConformanceProblem(a, "identity", m) for a, m in messages.items()]
 
 
-def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProblem]:
-    cls = view.cls
+def _attribute_type_problems(view: PlatformView) -> list[ConformanceProblem]:
     problems = []
     for member in view.contract.values():
         # identity is _identity_problems'; a contract attribute the host's base does not declare
         if member.kind != "attribute" or member.name in ("device_name", "device_type"):
             continue
-        if has_member(cls, member.name):
-            value = getattr(cls, member.name, None)
-            declared = _mismatch(view, member, value)
-            if declared is not None:
-                message = f"{cls.__name__}.{member.name} is {value!r}; the contract declares "
+        if has_member(view.cls, member.name):
+            value = getattr(view.cls, member.name, None)
+            if declared := _mismatch(view, member, value):
+                message = f"{view.cls.__name__}.{member.name} is {value!r}; the contract declares "
                 problems.append(
                     ConformanceProblem(member.name, "attribute_type", message + declared)
                 )
@@ -250,7 +243,7 @@ def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProbl
 
 
 def _probe(
-    view: RuntimePlatformView,
+    view: PlatformView,
     instance: Any,
     member: ContractMethod,
     args: tuple[Any, ...],
@@ -274,7 +267,7 @@ def _probe(
     return ConformanceProblem(member.name, "return_type", message)
 
 
-def _mismatch(view: RuntimePlatformView, member: ContractMethod, value: Any) -> str | None:
+def _mismatch(view: PlatformView, member: ContractMethod, value: Any) -> str | None:
     """The contract's annotation of ``member`` (an attribute's, or a method's return) as text when
     ``value`` does not match it; ``None`` when it does, or when it cannot be evaluated (in the
     contract's module, which is imported: it defines the class; torch only where it is

@@ -33,20 +33,19 @@ def write_fake_distribution(
     """
     root = Path(root)
     dist_info = root / f"{re.sub(r'[-_.]+', '_', name)}-{version}.dist-info"  # the wheel's escaping
-    dist_info.mkdir(parents=True, exist_ok=True)
-    (dist_info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n", encoding="utf-8"
-    )
-    (dist_info / "INSTALLER").write_text("sglang-plugin-runtime-testing\n", encoding="utf-8")
+    files = {
+        dist_info / "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n",
+        dist_info / "INSTALLER": "sglang-plugin-runtime-testing\n",
+    }
     if entry_points_text is None and entry_points:
         entry_points_text = "\n".join(
             f"[{group}]\n" + "".join(f"{ep_name} = {value}\n" for ep_name, value in eps.items())
             for group, eps in entry_points.items()
         )
     if entry_points_text is not None:
-        (dist_info / "entry_points.txt").write_text(entry_points_text, encoding="utf-8")
-    for relative, source in (modules or {}).items():
-        path = root / relative
+        files[dist_info / "entry_points.txt"] = entry_points_text
+    files.update({root / path: textwrap.dedent(text) for path, text in (modules or {}).items()})
+    for path, text in files.items():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(source), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     return dist_info

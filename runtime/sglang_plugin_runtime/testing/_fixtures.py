@@ -130,14 +130,9 @@ def simulated_device() -> Iterator[Callable[..., Any]]:
     device_count=2)`` installs ``torch.npu`` now; every one started is stopped (in reverse order)
     after the test. Needs torch."""
     from .._simulated_device import SimulatedDevice
-    from .._simulated_device import simulated_device as make
 
     with contextlib.ExitStack() as started:  # stopped in reverse order
-
-        def factory(device_type: str = "npu", **options: Any) -> SimulatedDevice:
-            return started.enter_context(make(device_type, **options))
-
-        yield factory
+        yield lambda *args, **options: started.enter_context(SimulatedDevice(*args, **options))
 
 
 @pytest.fixture
@@ -147,11 +142,8 @@ def stand_in_module() -> Iterator[StandInModules]:
     created empty), so a hook aimed at SGLang's code applies without SGLang. Put it in place before
     ``apply_hooks()``. Every stand-in, and whatever was imported under it, leaves ``sys.modules``
     afterwards; modules it set aside come back."""
-    stand_ins = StandInModules().start()
-    try:
+    with StandInModules() as stand_ins:
         yield stand_ins
-    finally:
-        stand_ins.stop()
 
 
 @pytest.fixture(scope="session")

@@ -17,32 +17,21 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from .._namespace import import_if_module
+
 _MISSING: Any = object()
-
-
-def split_target(target: str) -> tuple[str, list[str]]:
-    """``(module, attribute path)`` of a target as a stand-in puts it in place:
-    ``module:Class.method`` names its module; ``pkg.module.name`` is the module and one name."""
-    module, colon, path = target.partition(":")
-    if not colon:
-        module, _, path = target.rpartition(".")
-    return module, path.split(".")
 
 
 def _import_owner(target: str) -> tuple[Any, list[str]]:
     """The module ``target`` starts in (imported; the longest importable prefix of a dotted target)
     and the names after it."""
     if ":" in target:
-        module, path = split_target(target)
-        return importlib.import_module(module), path
+        module, _, path = target.partition(":")
+        return importlib.import_module(module), path.split(".")
     parts = target.split(".")
     for depth in range(len(parts) - 1, 0, -1):
-        name = ".".join(parts[:depth])
-        try:
-            return importlib.import_module(name), parts[depth:]
-        except ModuleNotFoundError as exc:
-            if not f"{name}.".startswith(f"{exc.name}."):  # not this module, or a parent, missing
-                raise
+        if import_if_module(module := ".".join(parts[:depth])):
+            return importlib.import_module(module), parts[depth:]
     raise ModuleNotFoundError(
         f"no module of the hook target {target!r} can be imported", name=parts[0]
     )

@@ -52,10 +52,9 @@ class StandInModules:
 
     def __init__(self) -> None:
         self._created: dict[str, ModuleType] = {}
-        # What start-up found: each replaced sys.modules entry, and each attribute set on a module
-        # it did not make.
-        self._saved_modules: dict[str, Any] = {}
-        self._saved_attributes: list[tuple[ModuleType, str, Any]] = []
+        # What start-up found, in order: each replaced sys.modules entry, and each attribute set on
+        # a module it did not make (``_MISSING``: none).
+        self._saved: list[tuple[MutableMapping[str, Any], str, Any]] = []
         self._imported_before: set[str] = set()
         self._started = False
 
@@ -97,10 +96,10 @@ class StandInModules:
         """Stand ``value`` in for what a hook ``target`` starts with, in a stand-in of the target's
         module: the function of ``pkg.module.function``, the class of ``pkg.module:Class.method``.
         """
-        from ._host_registry import split_target
-
-        module, path = split_target(target)
-        return self(module, **{path[0]: value})
+        module, colon, path = target.partition(":")
+        if not colon:  # pkg.module.name: the module and one name
+            module, _, path = target.rpartition(".")
+        return self(module, **{path.split(".")[0]: value})
 
     def _module(self, name: str, *, package: bool) -> ModuleType:
         """The module ``name`` as the test sees it: a stand-in made here, or a parent already
@@ -116,15 +115,13 @@ class StandInModules:
             module = ModuleType(
                 name, "A stand-in module of sglang_plugin_runtime.testing (StandInModules)."
             )
-            self._saved_modules[name] = _MISSING if existing is None else existing
+            self._saved.append((sys.modules, name, _MISSING if existing is None else existing))
             self._created[name] = sys.modules[name] = module
             parent_name, _, child = name.rpartition(".")
             if parent_name:
                 parent = self._created.get(parent_name) or sys.modules[parent_name]
                 if parent_name not in self._created:
-                    self._saved_attributes.append(
-                        (parent, child, vars(parent).get(child, _MISSING))
-                    )
+                    self._saved.append((vars(parent), child, vars(parent).get(child, _MISSING)))
                 setattr(parent, child, module)
         if package and not hasattr(module, "__path__"):
             module.__path__ = []  # a package with nothing importable inside but other stand-ins
@@ -143,16 +140,9 @@ class StandInModules:
         imported_since = set(sys.modules) - self._imported_before - set(self._created)
         for name in [n for n in imported_since if n.startswith(prefixes)]:
             del sys.modules[name]  # imported under a stand-in package during the test
-        for name in reversed(list(self._created)):
-            _put_back(sys.modules, name, self._saved_modules[name])
-        for parent, attribute, value in reversed(self._saved_attributes):
-            _put_back(vars(parent), attribute, value)
+        for namespace, name, value in reversed(self._saved):
+            if value is _MISSING:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
         self.__init__()  # type: ignore[misc]
-
-
-def _put_back(namespace: MutableMapping[str, Any], name: str, value: Any) -> None:
-    """Put ``value`` back under ``name`` (``_MISSING``: no entry)."""
-    if value is _MISSING:
-        namespace.pop(name, None)
-    else:
-        namespace[name] = value
