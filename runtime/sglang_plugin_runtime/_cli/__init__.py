@@ -219,8 +219,7 @@ def _run(argv: Sequence[str] | None) -> int:
             # logger keeps Python's last-resort handler from also printing them on the terminal.
             logging.getLogger().addHandler(logging.NullHandler())
         else:
-            logging.basicConfig(
-                stream=sys.stderr,
+            logging.basicConfig(  # on standard error
                 level=logging.INFO if args.verbose == 1 else logging.DEBUG,
                 format="%(levelname)s %(name)s: %(message)s",
             )

@@ -254,11 +254,7 @@ def _discovery(
                 name,
                 eps[0].distribution,
             )
-    return {
-        "distribution_count": len(discovery.distributions),
-        "malformed": [bad._asdict() for bad in discovery.malformed],
-        "duplicates": duplicates,
-    }
+    return {"malformed": [bad._asdict() for bad in discovery.malformed], "duplicates": duplicates}
 
 
 def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
@@ -321,7 +317,7 @@ def list_step(
         groups.append(
             {"group": group, "kind": kind, "entry_points": [_entry_point(p) for p in plan]}
         )
-    return {"distribution_count": found["distribution_count"], "groups": groups, **found}
+    return {"distribution_count": len(discovery.distributions), "groups": groups, **found}
 
 
 def _outcomes(outcomes: Any, logs: LogCapture) -> list[dict[str, Any]]:
@@ -630,13 +626,16 @@ def doctor_step(
     """Run selection, ``load_plugins()`` and hook application here, and report every step."""
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
-    counts = {f"{kind}_plugins": len(discovery.group(group)) for kind, group in _groups(ns)}
     # --strict: plugin failures stop selection and loading, warnings fail
     strict = args.strict or ns.strict()
     platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems, strict)
     theirs = _check_sglang_registry(problems, args.import_targets)
     return {
-        "discovery": {"distribution_count": found["distribution_count"], **counts, **found},
+        "discovery": {
+            "distribution_count": len(discovery.distributions),
+            **{f"{kind}_plugins": len(discovery.group(group)) for kind, group in _groups(ns)},
+            **found,
+        },
         "platform": platform,
         "plugins": plugins,
         "hooks": {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs},
@@ -719,7 +718,7 @@ def _comparison(argument: str) -> dict[str, Any]:
             f"{where}: larger than {_MAX_FINGERPRINT_BYTES >> 20} MiB, so no fingerprint; {how}"
         )
     try:
-        document: Any = json.loads(data.decode("utf-8"))
+        document = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deeply
         raise UsageError(f"{where}: not a fingerprint ({exc})") from None
     if isinstance(document, dict) and document.get("command") == "fingerprint":
