@@ -27,7 +27,6 @@ from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reaso
 from .._fingerprint import fingerprint_hook
 from .._namespace import PluginNamespace, get_namespace, import_if_module
 from .._plugin_code import (
-    PlannedPlugin,
     describe_failure,
     guarded,
     plugin_source,
@@ -270,19 +269,6 @@ def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
         )
 
 
-def _entry_point(plan: PlannedPlugin) -> dict[str, Any]:
-    """One plan as JSON; a listed name that is not installed has no distribution, version, ..."""
-    return {
-        "name": plan.name,
-        **{
-            key: getattr(plan.entry_point, key, None)
-            for key in ("distribution", "version", "value", "path")
-        },
-        "status": plan.status,
-        "reason": plan.reason,
-    }
-
-
 def _groups(ns: PluginNamespace) -> list[tuple[str, str]]:
     """``(kind, group)`` of every entry-point group of ``ns``, in the order a process loads them."""
     startup = [("startup", ns.startup_group)] if ns.startup_group else []
@@ -314,9 +300,20 @@ def list_step(
                     f"{ns.plugins_env} lists {p.name!r}, which is not installed",
                     p.name,
                 )
-        groups.append(
-            {"group": group, "kind": kind, "entry_points": [_entry_point(p) for p in plan]}
-        )
+        # each plan as JSON; a listed name that is not installed has no distribution, version, ...
+        entry_points = [
+            {
+                "name": p.name,
+                **{
+                    key: getattr(p.entry_point, key, None)
+                    for key in ("distribution", "version", "value", "path")
+                },
+                "status": p.status,
+                "reason": p.reason,
+            }
+            for p in plan
+        ]
+        groups.append({"group": group, "kind": kind, "entry_points": entry_points})
     return {"distribution_count": len(discovery.distributions), "groups": groups, **found}
 
 
