@@ -142,7 +142,7 @@ _COMPARE = {
 
 def _release(version: str, size: int = 0) -> tuple[int, ...]:
     match = re.match(r"\s*v?([0-9]+(?:\.[0-9]+)*)", version)
-    numbers = tuple(int(n) for n in match[1].split(".")) if match else ()
+    numbers = tuple(map(int, match[1].split("."))) if match else ()
     return numbers + (0,) * (size - len(numbers))
 
 

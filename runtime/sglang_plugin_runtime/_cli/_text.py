@@ -79,11 +79,10 @@ def _runs(
         start = max(
             (i for i, line in enumerate(lines) if line.startswith("Traceback (")), default=0
         )
-        end = next(
-            (i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines)
-        )
-        if end < len(lines):
-            lines[end:] = [f"{lines[end].partition(':')[0]}: {SEE}"]
+        for end in range(start + 1, len(lines)):
+            if not lines[end].startswith(" "):  # the exception's own line, and its message
+                lines[end:] = [f"{lines[end].partition(':')[0]}: {SEE}"]
+                break
         out += [
             "",
             f"Traceback of {kind} plugin {record['plugin']!r} (without the runtime's frames)",
@@ -302,7 +301,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u20
 
 def printable(text: str) -> str:
     """``text`` with :data:`_CONTROL` characters written as Python escapes (``\\x1b``)."""
-    return _CONTROL.sub(lambda match: ascii(match.group())[1:-1], text)
+    return _CONTROL.sub(lambda match: ascii(match[0])[1:-1], text)
 
 
 def render(report: dict[str, Any]) -> str:
