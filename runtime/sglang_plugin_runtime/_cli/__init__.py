@@ -38,14 +38,15 @@ _RUN = (
 )
 
 
-class _UsageError(Exception):
-    """Bad input the user can fix; the message says what and how."""
+class UsageError(Exception):
+    """Bad input the user can fix (an argument, a target, a ``--compare`` file); the message says
+    what and how."""
 
 
 class _Parser(argparse.ArgumentParser):
     # argparse would call sys.exit(2) itself; let main() decide
     def error(self, message: str) -> Any:
-        raise _UsageError(f"{self.prog}: {message}\nRun '{self.prog} --help' for the options.")
+        raise UsageError(f"{self.prog}: {message}\nRun '{self.prog} --help' for the options.")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -118,15 +119,6 @@ def _parser() -> argparse.ArgumentParser:
         "argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command and its arguments"
     )
     return parser
-
-
-def _report(args: argparse.Namespace) -> dict[str, Any]:
-    from . import _reports
-
-    try:
-        return _reports.report(args)
-    except _reports.InputError as exc:
-        raise _UsageError(str(exc)) from None
 
 
 @contextlib.contextmanager
@@ -214,9 +206,7 @@ def _run(argv: Sequence[str] | None) -> int:
             from importlib.resources import files
 
             sys.stdout.write(
-                files("sglang_plugin_runtime")
-                .joinpath("cli-schema.json")
-                .read_text(encoding="utf-8")
+                (files("sglang_plugin_runtime") / "cli-schema.json").read_text(encoding="utf-8")
             )
             return 0
         if args.command == "run":
@@ -224,25 +214,25 @@ def _run(argv: Sequence[str] | None) -> int:
             if command[:1] in (["-h"], ["--help"]):
                 parser.parse_args(["run", "--help"])
             return _launcher.execute(command, *_launcher.plan(command))
-        if args.verbose <= 0:
+        if not args.verbose:
             # The report shows every problem and the warnings plugins logged; a handler on the root
             # logger keeps Python's last-resort handler from also printing them on the terminal.
             logging.getLogger().addHandler(logging.NullHandler())
         else:
-            logging.basicConfig(
-                stream=sys.stderr,
+            logging.basicConfig(  # on standard error
                 level=logging.INFO if args.verbose == 1 else logging.DEBUG,
                 format="%(levelname)s %(name)s: %(message)s",
             )
+        from ._reports import report
         from ._text import render
 
         with _plugins_running(for_good=argv is None) as out:
-            report = _report(args)
-            out.append(json.dumps(report, indent=2) + "\n" if args.json else render(report))
-        return int(report["exit_status"])
+            document = report(args)
+            out.append(json.dumps(document, indent=2) + "\n" if args.json else render(document))
+        return int(document["exit_status"])
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0)
-    except (_UsageError, _launcher.LaunchError) as exc:
+    except (UsageError, _launcher.LaunchError) as exc:
         sys.stderr.write(f"{exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:

@@ -36,7 +36,7 @@ def _find_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
         except KeyError:
             return _namespace_spec(name, path)
         except (ImportError, ValueError):
-            spec = None
+            continue
         if isinstance(spec, ModuleSpec):
             return spec
     return None
@@ -110,7 +110,7 @@ def missing_module(target: str) -> str | None:
 
 def host_not_installed(target: str) -> bool:
     """Whether ``target`` is in the host package, which is not installed in this environment."""
-    top = target.replace(":", ".").split(".")[0]
+    top = re.split("[.:]", target)[0]
     return top == HOST_PACKAGE and top not in sys.modules and _find_spec(top, None) is None
 
 
@@ -142,7 +142,7 @@ _COMPARE = {
 
 def _release(version: str, size: int = 0) -> tuple[int, ...]:
     match = re.match(r"\s*v?([0-9]+(?:\.[0-9]+)*)", version)
-    numbers = tuple(int(n) for n in match[1].split(".")) if match else ()
+    numbers = tuple(map(int, match[1].split("."))) if match else ()
     return numbers + (0,) * (size - len(numbers))
 
 
@@ -161,7 +161,7 @@ def in_range(version: str, supported: str) -> bool | None:
         elif op == "~=":
             ok = have >= wanted and have[: len(wanted) - 1] == wanted[:-1]
         else:
-            ok = _COMPARE[op](have, wanted + (0,) * (len(have) - len(wanted)))
+            ok = _COMPARE[op](have, _release(match["version"], len(have)))
         if not ok:
             return False
     return True

@@ -27,8 +27,6 @@ from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reaso
 from .._fingerprint import fingerprint_hook
 from .._namespace import PluginNamespace, get_namespace, import_if_module
 from .._plugin_code import (
-    PlannedPlugin,
-    Status,
     describe_failure,
     guarded,
     plugin_source,
@@ -37,6 +35,7 @@ from .._plugin_code import (
 from .._simulated_device import TORCH_INSTALL, simulated_device
 from ..errors import DuplicatePluginError
 from ..platforms import _selection
+from . import UsageError
 
 ERROR, WARNING = "error", "warning"
 _MAX_FINGERPRINT_BYTES = 16 << 20  # a fingerprint of thousands of hooks is well under 1 MiB
@@ -44,11 +43,6 @@ _PROBLEM_KEYS = ("severity", "step", "message", "plugin", "distribution", "targe
 #: The version of the JSON documents (``cli-schema.json``): a field renamed or removed makes a new
 #: one.
 SCHEMA_VERSION = 2
-
-
-class InputError(ValueError):
-    """An argument names something the command cannot use (a target, a ``--compare`` file); the
-    message says why."""
 
 
 class Problems(list[dict[str, Any]]):
@@ -137,21 +131,21 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     if device is None:
         for option, value in (("--simulate-backend", backend), ("--simulate-count", count)):
             if value is not None:
-                raise InputError(f"{option} needs --simulate DEVICE_TYPE")
+                raise UsageError(f"{option} needs --simulate DEVICE_TYPE")
         return None
     if not re.fullmatch(r"[a-z][a-z0-9_]*", device):
-        raise InputError(
+        raise UsageError(
             f"--simulate {device!r}: a device type is a lower-case identifier such as 'npu'"
         )
     if count is not None and count < 1:
-        raise InputError(f"--simulate-count {count}: it must be at least 1")
+        raise UsageError(f"--simulate-count {count}: it must be at least 1")
     try:
         # the CPU build of torch warns without NumPy, which nothing here needs
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Failed to initialize NumPy", UserWarning)
             import torch
     except ImportError:
-        raise InputError(
+        raise UsageError(
             f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}"
         ) from None
     free = ", ".join(
@@ -161,24 +155,24 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     if device in ("meta", "privateuseone") or (
         hasattr(torch, device) and _parses_as_device(torch, device)
     ):
-        raise InputError(
+        raise UsageError(
             f"--simulate {device}: {device} is one of torch's own device types, it cannot be "
             f"simulated; {how}"
         )
     if hasattr(torch, device):
-        raise InputError(
+        raise UsageError(
             f"--simulate {device}: torch.{device} already exists and a simulated device module "
             f"would hide it; {how}"
         )
     if backend is not None:
         if not all(part.isidentifier() for part in backend.split(".")):
-            raise InputError(
+            raise UsageError(
                 f"--simulate-backend {backend!r}: give a module name such as torch_npu"
             )
         top = backend.partition(".")[0]
         if top in sys.modules or find_spec(top) is not None:
             what = f"{top!r} is installed here" if top != backend else "it is installed here"
-            raise InputError(
+            raise UsageError(
                 f"--simulate-backend {backend}: {what}; a fake one would hide it; give the name "
                 "of a vendor module that is not installed here (e.g. torch_npu)"
             )
@@ -199,7 +193,7 @@ def _parses_as_device(torch: Any, name: str) -> bool:
 def report(args: Any) -> dict[str, Any]:
     """The envelope every document shares, around what ``args.command``'s step makes of this
     process's plugins;
-    :class:`InputError` when an argument is unusable."""
+    :class:`UsageError` when an argument is unusable."""
     step = {
         "list": list_step,
         "doctor": doctor_step,
@@ -259,11 +253,7 @@ def _discovery(
                 name,
                 eps[0].distribution,
             )
-    return {
-        "distribution_count": len(discovery.distributions),
-        "malformed": [bad._asdict() for bad in discovery.malformed],
-        "duplicates": duplicates,
-    }
+    return {"malformed": [bad._asdict() for bad in discovery.malformed], "duplicates": duplicates}
 
 
 def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
@@ -277,19 +267,6 @@ def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
             f"{env}={os.environ.get(env, '')!r} names no plugin, so no general plugin is loaded; "
             f"unset it to load them all, or list the ones to load ({env}=name1,name2)",
         )
-
-
-def _entry_point(plan: PlannedPlugin) -> dict[str, Any]:
-    """One plan as JSON; a listed name that is not installed has no distribution, version, ..."""
-    return {
-        "name": plan.name,
-        **{
-            key: getattr(plan.entry_point, key, None)
-            for key in ("distribution", "version", "value", "path")
-        },
-        "status": plan.status,
-        "reason": plan.reason,
-    }
 
 
 def _groups(ns: PluginNamespace) -> list[tuple[str, str]]:
@@ -323,10 +300,21 @@ def list_step(
                     f"{ns.plugins_env} lists {p.name!r}, which is not installed",
                     p.name,
                 )
-        groups.append(
-            {"group": group, "kind": kind, "entry_points": [_entry_point(p) for p in plan]}
-        )
-    return {"distribution_count": found["distribution_count"], "groups": groups, **found}
+        # each plan as JSON; a listed name that is not installed has no distribution, version, ...
+        entry_points = [
+            {
+                "name": p.name,
+                **{
+                    key: getattr(p.entry_point, key, None)
+                    for key in ("distribution", "version", "value", "path")
+                },
+                "status": p.status,
+                "reason": p.reason,
+            }
+            for p in plan
+        ]
+        groups.append({"group": group, "kind": kind, "entry_points": entry_points})
+    return {"distribution_count": len(discovery.distributions), "groups": groups, **found}
 
 
 def _outcomes(outcomes: Any, logs: LogCapture) -> list[dict[str, Any]]:
@@ -346,25 +334,21 @@ def _platform(
         cls = type(_selection.get_current_platform(ns, strict=strict))
     except Exception as exc:
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
-        failed = {
+        error = error_text(exc)
+        problems.add(
+            ERROR, "selection", f"no platform could be selected: {error}", plugin, distribution
+        )
+        return {
             **dict.fromkeys(("platform_class", "rule", "reason")),
             "plugin": plugin,
             "distribution": distribution,
             "version": None,
             "status": "failed",
-            "error": error_text(exc),
+            "error": error,
             "error_type": type(exc).__name__,
             "seconds": time.perf_counter() - start,
             "activations": _outcomes(getattr(exc, "outcomes", ()), logs),
         }
-        problems.add(
-            ERROR,
-            "selection",
-            f"no platform could be selected: {failed['error']}",
-            plugin,
-            distribution,
-        )
-        return failed
     seconds, selection = time.perf_counter() - start, _selection.current_platform_selection(ns)
     for a in selection.activations:
         if not a.ok:
@@ -437,11 +421,11 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
     for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
         # no startup group: no report (plugin_load_report(ns, None) is the general plugins')
         report = plugin_load_report(ns, group) if group else None
-        outcomes = report.outcomes if report else []
+        outcomes = report.outcomes if report else ()
         for o in outcomes:
             if not o.ok:
                 problems.add(
-                    WARNING if o.status is Status.NOT_INSTALLED else ERROR,
+                    WARNING if o.status == "not-installed" else ERROR,
                     "plugins",
                     f"plugin {o.plugin!r} {o.status}: {o.reason}",
                     o.plugin,
@@ -639,13 +623,16 @@ def doctor_step(
     """Run selection, ``load_plugins()`` and hook application here, and report every step."""
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
-    counts = {f"{kind}_plugins": len(discovery.group(group)) for kind, group in _groups(ns)}
     # --strict: plugin failures stop selection and loading, warnings fail
     strict = args.strict or ns.strict()
     platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems, strict)
     theirs = _check_sglang_registry(problems, args.import_targets)
     return {
-        "discovery": {"distribution_count": found["distribution_count"], **counts, **found},
+        "discovery": {
+            "distribution_count": len(discovery.distributions),
+            **{f"{kind}_plugins": len(discovery.group(group)) for kind, group in _groups(ns)},
+            **found,
+        },
         "platform": platform,
         "plugins": plugins,
         "hooks": {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs},
@@ -665,7 +652,7 @@ def explain_step(
     try:
         wanted = Target.parse(target)
     except (ValueError, TypeError) as exc:
-        raise InputError(
+        raise UsageError(
             f"explain: {target!r} is not a hook target ({exc}); use pkg.mod.func, "
             "pkg.mod.Class.method or pkg.mod:Class.method"
         ) from None
@@ -711,29 +698,31 @@ def _comparison(argument: str) -> dict[str, Any]:
     if re.fullmatch(r"[0-9a-fA-F]{12,64}", argument) and not os.path.exists(argument):
         return {**other, "digest": argument.lower()}
     where = f"fingerprint: --compare {argument!r}"
-    how = "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its "
-    how += "digest"
+    how = (
+        "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its "
+        "digest"
+    )
     try:
         with open(argument, "rb") as handle:
             # /dev/zero, a FIFO: endless or blocking
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise InputError(f"{where}: not a regular file; {how}")
+                raise UsageError(f"{where}: not a regular file; {how}")
             data = handle.read(_MAX_FINGERPRINT_BYTES + 1)
     except OSError as exc:
-        raise InputError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
+        raise UsageError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
     if len(data) > _MAX_FINGERPRINT_BYTES:
-        raise InputError(
+        raise UsageError(
             f"{where}: larger than {_MAX_FINGERPRINT_BYTES >> 20} MiB, so no fingerprint; {how}"
         )
     try:
-        document: Any = json.loads(data.decode("utf-8"))
+        document = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deeply
-        raise InputError(f"{where}: not a fingerprint ({exc})") from None
+        raise UsageError(f"{where}: not a fingerprint ({exc})") from None
     if isinstance(document, dict) and document.get("command") == "fingerprint":
         other["host"] = document.get("host") if isinstance(document.get("host"), str) else None
         document = document.get("fingerprint")
     if not isinstance(document, dict) or not {"format", "platform", "hooks"} <= set(document):
-        raise InputError(
+        raise UsageError(
             f"{where}: not a fingerprint; write one with 'sglang-plugins fingerprint --json > FILE'"
         )
     return {**other, "fingerprint": document}
@@ -779,7 +768,7 @@ def fingerprint_step(
                 ),
             )
         except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
-            raise InputError(
+            raise UsageError(
                 f"fingerprint: --compare {source!r}: not a fingerprint (damaged: "
                 f"{type(exc).__name__})"
             ) from None

@@ -18,8 +18,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]
     spaces)."""
     # One line per row: newlines in error messages would break the alignment.
     cells = [
-        list(headers),
-        *([" ".join(str("-" if v is None else v).split()) for v in row] for row in rows),
+        [" ".join(str("-" if v is None else v).split()) for v in row] for row in [headers, *rows]
     ]
     widths = [max(map(len, column)) for column in zip(*cells, strict=True)]
     return [
@@ -36,23 +35,13 @@ def _section(
     )
 
 
-def _simulated(report: dict[str, Any]) -> str:
-    """What a title or the verdict adds for a report made on a simulated device."""
-    return " [SIMULATED]" if report["simulated"] else ""
-
-
-def _failed(record: dict[str, Any]) -> bool:
-    """Whether a plugin's outcome is a problem (each one is: the Problems table says it, the cell
-    points there)."""
-    return str(record["status"]).startswith("failed") or record["status"] == "not-installed"
-
-
 def _cell(record: dict[str, Any], key: str) -> object:
-    """The last cell of a plugin's row: a pointer to its problem, ``record[key]``, or why
-    ``activate()`` returned ``None``."""
-    if _failed(record):
+    """The last cell of a plugin's row: a pointer to its problem (a failed or missing plugin is
+    one: the Problems table says it), ``record[key]``, or why ``activate()`` returned ``None``."""
+    status = str(record["status"])
+    if status.startswith(("failed", "not-installed")):
         return SEE
-    if record["status"] != "unavailable":
+    if status != "unavailable":
         return record[key]
     logged = record.get("log")
     return (
@@ -90,11 +79,10 @@ def _runs(
         start = max(
             (i for i, line in enumerate(lines) if line.startswith("Traceback (")), default=0
         )
-        end = next(
-            (i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines)
-        )
-        if end < len(lines):
-            lines[end:] = [f"{lines[end].partition(':')[0]}: {SEE}"]
+        for end in range(start + 1, len(lines)):
+            if not lines[end].startswith(" "):  # the exception's own line, and its message
+                lines[end:] = [f"{lines[end].partition(':')[0]}: {SEE}"]
+                break
         out += [
             "",
             f"Traceback of {kind} plugin {record['plugin']!r} (without the runtime's frames)",
@@ -146,7 +134,7 @@ def _doctor(report: dict[str, Any]) -> list[str]:
         *_runs("platform", platform["activations"], "RESULT / ERROR", "result"),
     ]
     if platform["status"] == "selected":
-        title = f"Selected platform{_simulated(report)}"
+        title = "Selected platform" + (" [SIMULATED]" if report["simulated"] else "")
         pairs = [
             ("class", platform["platform_class"]),
             (
@@ -313,7 +301,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u20
 
 def printable(text: str) -> str:
     """``text`` with :data:`_CONTROL` characters written as Python escapes (``\\x1b``)."""
-    return _CONTROL.sub(lambda match: ascii(match.group())[1:-1], text)
+    return _CONTROL.sub(lambda match: ascii(match[0])[1:-1], text)
 
 
 def render(report: dict[str, Any]) -> str:
@@ -345,7 +333,7 @@ def render(report: dict[str, Any]) -> str:
     errors = sum(p["severity"] == "error" for p in report["problems"])
     verdict = "OK" if report["healthy"] else "PROBLEMS FOUND"
     result = (
-        f"Result: {verdict}{_simulated(report)}: {errors} error(s), "
+        f"Result: {verdict}{' [SIMULATED]' if report['simulated'] else ''}: {errors} error(s), "
         f"{len(report['problems']) - errors} warning(s); exit status {report['exit_status']}"
     )
     return printable("\n".join([*lines, "", result, ""]))
