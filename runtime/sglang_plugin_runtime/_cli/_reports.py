@@ -35,7 +35,6 @@ from .._plugin_code import (
 from .._simulated_device import TORCH_INSTALL, simulated_device
 from ..errors import DuplicatePluginError
 from ..platforms import _selection
-from . import UsageError
 
 ERROR, WARNING = "error", "warning"
 _MAX_FINGERPRINT_BYTES = 16 << 20  # a fingerprint of thousands of hooks is well under 1 MiB
@@ -43,6 +42,11 @@ _PROBLEM_KEYS = ("severity", "step", "message", "plugin", "distribution", "targe
 #: The version of the JSON documents (``cli-schema.json``): a field renamed or removed makes a new
 #: one.
 SCHEMA_VERSION = 2
+
+
+class InputError(ValueError):
+    """An argument names something the command cannot use (a target, a ``--compare`` file); the
+    message says why. The CLI reports it as a usage error."""
 
 
 class Problems(list[dict[str, Any]]):
@@ -131,21 +135,21 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     if device is None:
         for option, value in (("--simulate-backend", backend), ("--simulate-count", count)):
             if value is not None:
-                raise UsageError(f"{option} needs --simulate DEVICE_TYPE")
+                raise InputError(f"{option} needs --simulate DEVICE_TYPE")
         return None
     if not re.fullmatch(r"[a-z][a-z0-9_]*", device):
-        raise UsageError(
+        raise InputError(
             f"--simulate {device!r}: a device type is a lower-case identifier such as 'npu'"
         )
     if count is not None and count < 1:
-        raise UsageError(f"--simulate-count {count}: it must be at least 1")
+        raise InputError(f"--simulate-count {count}: it must be at least 1")
     try:
         # the CPU build of torch warns without NumPy, which nothing here needs
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Failed to initialize NumPy", UserWarning)
             import torch
     except ImportError:
-        raise UsageError(
+        raise InputError(
             f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}"
         ) from None
     free = ", ".join(
@@ -155,24 +159,24 @@ def _simulation(args: Any) -> dict[str, Any] | None:
     if device in ("meta", "privateuseone") or (
         hasattr(torch, device) and _parses_as_device(torch, device)
     ):
-        raise UsageError(
+        raise InputError(
             f"--simulate {device}: {device} is one of torch's own device types, it cannot be "
             f"simulated; {how}"
         )
     if hasattr(torch, device):
-        raise UsageError(
+        raise InputError(
             f"--simulate {device}: torch.{device} already exists and a simulated device module "
             f"would hide it; {how}"
         )
     if backend is not None:
         if not all(part.isidentifier() for part in backend.split(".")):
-            raise UsageError(
+            raise InputError(
                 f"--simulate-backend {backend!r}: give a module name such as torch_npu"
             )
         top = backend.partition(".")[0]
         if top in sys.modules or find_spec(top) is not None:
             what = f"{top!r} is installed here" if top != backend else "it is installed here"
-            raise UsageError(
+            raise InputError(
                 f"--simulate-backend {backend}: {what}; a fake one would hide it; give the name "
                 "of a vendor module that is not installed here (e.g. torch_npu)"
             )
@@ -193,7 +197,7 @@ def _parses_as_device(torch: Any, name: str) -> bool:
 def report(args: Any) -> dict[str, Any]:
     """The envelope every document shares, around what ``args.command``'s step makes of this
     process's plugins;
-    :class:`UsageError` when an argument is unusable."""
+    :class:`InputError` when an argument is unusable."""
     step = {
         "list": list_step,
         "doctor": doctor_step,
@@ -652,7 +656,7 @@ def explain_step(
     try:
         wanted = Target.parse(target)
     except (ValueError, TypeError) as exc:
-        raise UsageError(
+        raise InputError(
             f"explain: {target!r} is not a hook target ({exc}); use pkg.mod.func, "
             "pkg.mod.Class.method or pkg.mod:Class.method"
         ) from None
@@ -706,23 +710,23 @@ def _comparison(argument: str) -> dict[str, Any]:
         with open(argument, "rb") as handle:
             # /dev/zero, a FIFO: endless or blocking
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise UsageError(f"{where}: not a regular file; {how}")
+                raise InputError(f"{where}: not a regular file; {how}")
             data = handle.read(_MAX_FINGERPRINT_BYTES + 1)
     except OSError as exc:
-        raise UsageError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
+        raise InputError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
     if len(data) > _MAX_FINGERPRINT_BYTES:
-        raise UsageError(
+        raise InputError(
             f"{where}: larger than {_MAX_FINGERPRINT_BYTES >> 20} MiB, so no fingerprint; {how}"
         )
     try:
         document = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deeply
-        raise UsageError(f"{where}: not a fingerprint ({exc})") from None
+        raise InputError(f"{where}: not a fingerprint ({exc})") from None
     if isinstance(document, dict) and document.get("command") == "fingerprint":
         other["host"] = document.get("host") if isinstance(document.get("host"), str) else None
         document = document.get("fingerprint")
     if not isinstance(document, dict) or not {"format", "platform", "hooks"} <= set(document):
-        raise UsageError(
+        raise InputError(
             f"{where}: not a fingerprint; write one with 'sglang-plugins fingerprint --json > FILE'"
         )
     return {**other, "fingerprint": document}
@@ -768,7 +772,7 @@ def fingerprint_step(
                 ),
             )
         except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
-            raise UsageError(
+            raise InputError(
                 f"fingerprint: --compare {source!r}: not a fingerprint (damaged: "
                 f"{type(exc).__name__})"
             ) from None
