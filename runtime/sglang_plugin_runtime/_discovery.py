@@ -232,11 +232,8 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
             try:
                 # The name importlib.metadata itself tells distributions apart by (from the folder
                 # name, no parse).
-                name = getattr(dist, "_normalized_name", None)  # normalized, "_" for separators
-                name = (
-                    name.replace("_", "-")
-                    if name
-                    else normalize_distribution_name(dist.metadata["Name"])
+                name = normalize_distribution_name(
+                    getattr(dist, "_normalized_name", None) or dist.metadata["Name"]
                 )
                 if name in here:  # a stale copy an upgrade left (importlib.metadata: either)
                     _skip(
