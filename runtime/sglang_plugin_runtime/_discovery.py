@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _SEPARATORS = re.compile(r"[-_.]+")
+_DIGITS = re.compile(r"(\d+)")
 
 
 def normalize_distribution_name(name: str) -> str:
@@ -205,8 +206,9 @@ def _absolute(path: str) -> str:
 
 def _folder_version(dist: "Distribution") -> list[int | str]:
     """A sort key of a distribution's folder name that orders the numbers in it as numbers."""
-    parts = re.split(r"(\d+)", os.path.basename(str(getattr(dist, "_path", ""))))
-    return [int(part) if i % 2 else part for i, part in enumerate(parts)]
+    parts: list[int | str] = _DIGITS.split(os.path.basename(str(getattr(dist, "_path", ""))))
+    parts[1::2] = map(int, parts[1::2])
+    return parts
 
 
 def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
@@ -246,7 +248,7 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
                 seen.add(name)
                 here[name] = where
                 text = dist.read_text("entry_points.txt")
-                parsed = list(parse_entry_points_text(text or ""))  # all of it, or nothing
+                parsed = list(parse_entry_points_text(text)) if text else []  # all, or nothing
             except Exception as exc:
                 reason = (
                     "malformed entry_points.txt"

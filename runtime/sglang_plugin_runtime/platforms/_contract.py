@@ -31,7 +31,6 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable, Collection
-from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -58,14 +57,14 @@ _WARNED: weakref.WeakKeyDictionary[type, set[str]] = weakref.WeakKeyDictionary()
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Mark:
     """What a marker says of a contract member, and the marker itself: ``@active`` decorates a
     member (returned unchanged) with its mark. ``required``: the base implementation fails fast, so
-    an out-of-tree platform overrides it."""
+    an out-of-tree platform overrides it. A plain class: a dataclass costs every process about 1 ms
+    at start-up."""
 
-    status: Status
-    required: bool = False
+    def __init__(self, status: Status, required: bool = False) -> None:
+        self.status, self.required = status, required
 
     def __call__(self, member: _F) -> _F:
         setattr(underlying(member), _MARK, self)
