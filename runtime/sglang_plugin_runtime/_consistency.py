@@ -222,21 +222,17 @@ def _render(kind: str, raw: Any) -> str:
         return str(raw)
     if not isinstance(raw, Mapping) or kind in ("format", "namespace", "field"):
         return canonical_json(raw)
-    if kind == "hooks":
-        chain = "; ".join(_render_hook(h) for h in raw.get("hooks") or ()) or "no hooks"
-        return f"{chain} (FAILED to apply)" if raw.get("failed") else chain
-    # the platform's plugin, a plugin's or an activation's status; then the distribution
-    plugin, status = raw.get("plugin"), str(raw.get("status"))
-    first = (
-        plugin and f"plugin {plugin!r}" if kind == "platform" else _STATUS_TEXT.get(status, status)
-    )
-    source = ", ".join(filter(None, [first, dist_label(raw)]))
-    if kind != "platform":
-        return source
-    source = f" ({source})" if source else ""
-    if status == "failed":
-        return f"selection failed: {raw.get('error_type')}{source}"
-    return f"{raw.get('class')}" + (source or " (no plugin: the fallback)")
+    if kind == "platform":
+        plugin = raw.get("plugin")
+        source = ", ".join(filter(None, [plugin and f"plugin {plugin!r}", dist_label(raw)]))
+        if raw.get("status") == "failed":
+            return f"selection failed: {raw.get('error_type')}" + (f" ({source})" if source else "")
+        return f"{raw.get('class')}" + (f" ({source})" if source else " (no plugin: the fallback)")
+    if kind != "hooks":
+        status = str(raw.get("status"))
+        return ", ".join(filter(None, [_STATUS_TEXT.get(status, status), dist_label(raw)]))
+    chain = "; ".join(_render_hook(h) for h in raw.get("hooks") or ()) or "no hooks"
+    return f"{chain} (FAILED to apply)" if raw.get("failed") else chain
 
 
 def _render_hook(hook: Mapping[str, Any]) -> str:

@@ -27,6 +27,7 @@ from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reaso
 from .._fingerprint import fingerprint_hook
 from .._namespace import PluginNamespace, get_namespace, import_if_module
 from .._plugin_code import (
+    Status,
     describe_failure,
     guarded,
     plugin_source,
@@ -429,7 +430,7 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
         for o in outcomes:
             if not o.ok:
                 problems.add(
-                    WARNING if o.status == "not-installed" else ERROR,
+                    WARNING if o.status is Status.NOT_INSTALLED else ERROR,
                     "plugins",
                     f"plugin {o.plugin!r} {o.status}: {o.reason}",
                     o.plugin,

@@ -4,7 +4,7 @@ A plugin generated with ``host_api=sglang`` subclasses SGLang's
 ``sglang.srt.platforms.interface.SRTPlatform`` and
 ``sglang.srt.platforms.device_mixin.DeviceMixin``, not ours. Our contract mirrors SGLang 0.5.23's
 (``tests_sglang/test_conformance_agreement.py`` proves that both agree), so such a class is judged
-against our contract through a :class:`PlatformView` with its SGLang bases:
+against our contract through a :class:`HostPlatformView`:
 
 - SGLang's two contract classes stand for ours (``SRTPlatform`` -> ``SRTPlatform``, ``DeviceMixin``
   -> ``DeviceMixin``); a required method still inheriting SGLang's fail-fast definition is not
@@ -37,6 +37,7 @@ from ..platforms._describe import (
     OverrideProblem,
     check_class_namespace,
     describe_contract,
+    find_override_problems,
 )
 from ..platforms.device_mixin import CpuArchEnum, DeviceCapability, DeviceMixin, PlatformEnum
 from ..platforms.interface import PlatformCapabilities, SRTPlatform
@@ -67,46 +68,23 @@ def has_member(cls: type, name: str) -> bool:
     return inspect.getattr_static(cls, name, _MISSING) is not _MISSING
 
 
-class PlatformView:
-    """A platform class as the conformance check judges it: built on the runtime's own contract
-    classes (``host_bases`` empty), judged as it is; or on SGLang's (``host_bases``: SGLang's
-    contract classes in its MRO, most derived first), judged against ours (see the module
-    docstring)."""
+class RuntimePlatformView:
+    """A platform class built on the runtime's own contract classes: judged as it is."""
 
-    def __init__(self, cls: type, host_bases: tuple[type, ...] = ()) -> None:
-        self.cls, self.host_bases = cls, host_bases
-        ours = {_HOST_CONTRACT_CLASSES[(base.__module__, base.__name__)] for base in host_bases}
-        # SGLang's SRTPlatform includes its DeviceMixin, as ours does: the most derived counterpart
-        # decides the contract and the hosts.
-        judged = (SRTPlatform if SRTPlatform in ours else DeviceMixin) if host_bases else cls
-        self.contract = {m.name: m for m in describe_contract(judged)}
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+        self.contract = {m.name: m for m in describe_contract(cls)}
         #: The hosts that call the class (``"srt"``, ``"diffusion"``); their calls are what the
         #: class must accept.
-        self.hosts = _contract.hosts_of(judged)
+        self.hosts = _contract.hosts_of(cls)
 
     def override_problems(self) -> list[OverrideProblem]:
-        """What each public name means for the hosts that call it, in every class of the MRO but
-        the contract's (on SGLang's bases: each of the vendor's own classes, never SGLang's)."""
-        # The per-class check the definition-time enforcement uses; SGLang's bases are not ours, so
-        # find_override_problems() cannot walk such an MRO itself. SGLang's SRTPlatform is called
-        # by the LLM host. (None of our contract classes is in that MRO: they are all DeviceMixin.)
-        return [
-            problem
-            for klass in self.cls.__mro__
-            if klass is not object
-            and not (
-                (klass.__module__ or "").split(".")[0] == _HOST_PACKAGE
-                if self.host_bases
-                else klass in _contract.OWN_MEMBERS
-            )
-            for problem in check_class_namespace(klass, self.contract, self.hosts)
-        ]
+        """What each public name anywhere in the class's MRO means for the hosts that call it."""
+        return find_override_problems(self.cls, whole_mro=True)
 
     def base_definition(self, member: ContractMethod) -> Any:
-        """The contract's own (for required members: fail-fast) definition of ``member``: SGLang's
-        on its bases (``None`` when they do not declare it)."""
-        bases = self.host_bases or (member.declared_in,)
-        return next((vars(b)[member.name] for b in bases if member.name in vars(b)), None)
+        """The contract's own (for required members: fail-fast) definition of ``member``."""
+        return member.declared_in.__dict__.get(member.name)
 
     def inherits_base(self, member: ContractMethod) -> bool:
         """Whether the class leaves ``member`` at the contract's definition (for a required one: it
@@ -115,22 +93,57 @@ class PlatformView:
 
     def is_contract_class(self, klass: type) -> bool:
         """Whether ``klass`` declares the contract (so a value it sets is only a placeholder)."""
-        return klass in (self.host_bases or _contract.OWN_MEMBERS)
+        return klass in _contract.OWN_MEMBERS
 
     def to_runtime(self, value: Any) -> Any:
-        """``value`` as the contract's annotations expect it: on SGLang's bases, a value of one of
-        SGLang's platform types as the same value of ours; anything else unchanged.
+        """``value`` as the contract's annotations expect it (already so for our own classes)."""
+        return value
+
+
+class HostPlatformView(RuntimePlatformView):
+    """A platform class built on SGLang's contract classes, judged against ours (see the module
+    docstring)."""
+
+    def __init__(self, cls: type, host_bases: tuple[type, ...]) -> None:
+        ours = {_HOST_CONTRACT_CLASSES[(base.__module__, base.__name__)] for base in host_bases}
+        # SGLang's SRTPlatform includes its DeviceMixin, as ours does: the most derived counterpart
+        # decides the contract and the hosts.
+        super().__init__(SRTPlatform if SRTPlatform in ours else DeviceMixin)
+        self.cls = cls
+        #: SGLang's contract classes in the class's MRO, most derived first.
+        self.host_bases = host_bases
+
+    def override_problems(self) -> list[OverrideProblem]:
+        """Our override check applied to each of the vendor's own classes in the MRO (never
+        SGLang's)."""
+        # The per-class check the definition-time enforcement uses; SGLang's bases are not ours, so
+        # find_override_problems() cannot walk this MRO itself. SGLang's SRTPlatform is called by
+        # the LLM host. (None of our contract classes is in this MRO: they are all DeviceMixin.)
+        return [
+            problem
+            for klass in self.cls.__mro__
+            if klass is not object and (klass.__module__ or "").split(".")[0] != _HOST_PACKAGE
+            for problem in check_class_namespace(klass, self.contract, self.hosts)
+        ]
+
+    def base_definition(self, member: ContractMethod) -> Any:
+        """SGLang's own definition of ``member`` (``None`` when SGLang's bases do not declare
+        it)."""
+        return next((vars(b)[member.name] for b in self.host_bases if member.name in vars(b)), None)
+
+    def is_contract_class(self, klass: type) -> bool:
+        return klass in self.host_bases
+
+    def to_runtime(self, value: Any) -> Any:
+        """A value of one of SGLang's platform types as the same value of ours; anything else
+        unchanged.
 
         A value that cannot be mapped (a member or field ours lacks) stays SGLang's, so the type
         check that follows reports it with its real ``repr``.
         """
         kind = type(value)
         target = _RUNTIME_VALUE_TYPES.get(kind.__name__)
-        if (
-            not self.host_bases
-            or target is None
-            or not kind.__module__.startswith(_HOST_VALUE_MODULE_PREFIX)
-        ):
+        if target is None or not kind.__module__.startswith(_HOST_VALUE_MODULE_PREFIX):
             return value
         try:
             if isinstance(value, enum.Enum):
@@ -141,19 +154,19 @@ class PlatformView:
             return value
 
 
-def platform_view(cls: Any) -> PlatformView | None:
+def platform_view(cls: Any) -> RuntimePlatformView | None:
     """How to judge ``cls``: on our contract, on SGLang's bases mapped onto ours, or ``None`` (no
     platform)."""
     if not isinstance(cls, type):
         return None
     if issubclass(cls, DeviceMixin):
-        return PlatformView(cls)
+        return RuntimePlatformView(cls)
     host_bases = tuple(
         klass
         for klass in cls.__mro__
         if (klass.__module__, klass.__name__) in _HOST_CONTRACT_CLASSES
     )
-    return PlatformView(cls, host_bases) if host_bases else None
+    return HostPlatformView(cls, host_bases) if host_bases else None
 
 
 # --------------------------------------------------------------------------------------
