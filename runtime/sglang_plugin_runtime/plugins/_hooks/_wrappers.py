@@ -135,10 +135,10 @@ def _factory(
     define, wait = ("async def", "await ") if is_async else ("def", "")
     lines = [f"def _make(_core, _key, _regs, {', '.join(f'_h{i}' for i in range(len(kinds)))}):"]
 
-    def emit(pad: str, ops: list[int], args: str) -> None:
-        """The code of function ``k`` (the loop below sets ``k`` and ``call``) running the hooks
-        ``ops``, then ``call``, then the AFTER hooks; the arguments spelled ``args`` (a fast copy's
-        parameters, or the generic ``_resume{k}``'s)."""
+    def emit(pad: str, ops: list[int], call: str, args: str, k: int) -> None:
+        """The code of function ``k`` running the hooks ``ops``, then ``call``, then the AFTER
+        hooks; the arguments spelled ``args`` (a fast copy's parameters, or the generic
+        ``_resume{k}``'s)."""
         afters = []
         for i in ops:
             new_args = f"_new_args(_r, _key, _regs[{i}])"
@@ -194,13 +194,13 @@ def _factory(
             params = ", ".join(f"_p{j}" for j in range(n))
             lines.append(f"            {'elif' if n != arities[0] else 'if'} n == {n}:")
             lines += [f"                {params}, = args"] if n else []
-            emit(" " * 16, ops, params)
+            emit(" " * 16, ops, call, params, k)
         lines += [
             f"        return {wait}_resume{k}(-1, (), args, kwargs)",
             f"    {define} _resume{k}(_at, _orig, args, kwargs):",
             "        __tracebackhide__ = True",
         ]
-        emit(" " * 8, ops, _GENERIC)
+        emit(" " * 8, ops, call, _GENERIC, k)
 
     lines.append("    return _wrapper")
     source = "\n".join(lines) + "\n"
