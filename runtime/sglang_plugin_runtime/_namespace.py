@@ -13,6 +13,7 @@ can share another namespace's state by borrowing its name.
 import os
 import sys
 from collections.abc import Callable
+from types import ModuleType
 from typing import NamedTuple
 
 #: A class given by its import path (``"pkg.mod:Class"`` or ``"pkg.mod.Class"``), by a callable
@@ -129,18 +130,18 @@ def resolve_qualified_name(name: str) -> object:
         raise
 
 
-def import_if_module(name: str) -> bool:
-    """Import module ``name``; False when ``name`` (or a package above it) is no module, so that a
-    caller can try another split of a dotted path. Any other import error propagates."""
+def import_if_module(name: str) -> ModuleType | None:
+    """Import module ``name`` and return it; None when ``name`` (or a package above it) is no
+    module, so that a caller can try another split of a dotted path. Any other import error
+    propagates."""
     import importlib
 
     try:
-        importlib.import_module(name)
+        return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name and f"{name}.".startswith(f"{exc.name}."):
-            return False
+            return None
         raise
-    return True
 
 
 def resolve_class_ref(ref: ClassRef) -> type:

@@ -30,8 +30,8 @@ def _import_owner(target: str) -> tuple[Any, list[str]]:
         return importlib.import_module(module), path.split(".")
     parts = target.split(".")
     for depth in range(len(parts) - 1, 0, -1):
-        if import_if_module(module := ".".join(parts[:depth])):
-            return importlib.import_module(module), parts[depth:]
+        if (owner := import_if_module(".".join(parts[:depth]))) is not None:
+            return owner, parts[depth:]
     raise ModuleNotFoundError(
         f"no module of the hook target {target!r} can be imported", name=parts[0]
     )
