@@ -86,7 +86,7 @@ def run(ctx):
         ctx.log(f"  3 targets={count}: {note}")
         goal, check = ("", None)
         if count == 20 and not ctx.quick:
-            goal, check = ">= 15x faster", "ratio_max:0.0667"
+            goal, check = ">= 30x faster", "ratio_max:0.0333"
         rows.append(
             Row(
                 "3",
