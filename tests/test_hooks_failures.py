@@ -235,6 +235,17 @@ def test_describe_reports_overridden_replace_as_inactive(make_module):
     assert [c.kind for c in report.conflicts] == ["multiple_replace"]
 
 
+def test_describe_reports_the_same_hook_registered_twice_as_a_conflict(make_module):
+    def once(result):
+        return result
+
+    HookRegistry.register("a.b.f", once, source=HookSource("p", "p-dist"))
+    HookRegistry.register("a.b.f", once, source=HookSource("q", "q-dist"))
+    (conflict,) = HookRegistry.describe("a.b.f")[0].conflicts
+    assert conflict.kind == "same_hook_twice"
+    assert "first by plugin=p, dist=p-dist, again by plugin=q, dist=q-dist" in conflict.message
+
+
 def test_reports_serialise_to_json(make_module):
     name = make_module("m", "def f():\n    return 1\n")
     importlib.import_module(name)

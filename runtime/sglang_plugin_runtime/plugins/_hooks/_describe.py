@@ -15,9 +15,11 @@ from typing import Any
 from ._types import (
     MISSING,
     HookType,
+    Registration,
     Slot,
     TargetRecord,
     describe_callable,
+    format_source,
     ordered,
     subclasses_left,
 )
@@ -52,8 +54,8 @@ class Conflict(_Report):
     """A combination of hooks that works but deserves a look."""
 
     kind: str
-    """"multiple_replace", "multiple_around", "class_replace_subclasses" or
-    "method_replace_overrides_class_replace"."""
+    """"multiple_replace", "multiple_around", "class_replace_subclasses",
+    "method_replace_overrides_class_replace" or "same_hook_twice"."""
     message: str
 
 
@@ -85,29 +87,9 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
     regs = ordered(records)
     replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
     others = [r for r in regs if r.hook_type is not HookType.REPLACE]
-    arounds = [r for r in regs if r.hook_type is HookType.AROUND]
-    conflicts = []
-    if len(replaces) > 1:
-        message = f"{len(replaces)} REPLACE hooks; only {replaces[-1].label()} runs, overriding "
-        message += ", ".join(r.label() for r in replaces[:-1])
-        conflicts.append(Conflict("multiple_replace", message))
-    if len(arounds) > 1:
-        labels = ", ".join(r.label() for r in arounds)
-        message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, "
-        conflicts.append(Conflict("multiple_around", message + "the hooks inside it are bypassed"))
+    conflicts = [Conflict(kind, message) for kind, message in find_conflicts(regs, slot, slots)]
     rebound = 0
     if slot and slot.raw is not None:
-        if left := subclasses_left(slot):
-            message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original "
-            message += f"keep inheriting: {', '.join(left)}"
-            conflicts.append(Conflict("class_replace_subclasses", message))
-        owner = next((s for s in slots if s.raw is slot.owner and s.original.kind == "class"), None)
-        if owner and replaces and slot.previous is not MISSING:  # its own method
-            message = (
-                f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own "
-                f"implementation of '{slot.name}' on {owner.key}"
-            )
-            conflicts.append(Conflict("method_replace_overrides_class_replace", message))
         resolved_in = {id(vars(r.found.owner)) for r in slot.records if r.found}
         rebound = sum(
             ns.get(slot.name) is slot.raw
@@ -136,3 +118,48 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
         tuple(conflicts),
         rebound,
     )
+
+
+def find_conflicts(
+    regs: list[Registration], slot: Slot | None, slots: Iterable[Slot]
+) -> list[tuple[str, str]]:
+    """``(kind, message)`` for each combination of ``regs`` (the hooks of one slot, or of one
+    target that has none, in :func:`ordered` order) that works but deserves a look; ``slots``: all
+    of the registry's. The one analysis behind the registry's warnings and the reports."""
+    replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
+    arounds = [r for r in regs if r.hook_type is HookType.AROUND]
+    found = []
+    if len(replaces) > 1:
+        message = f"{len(replaces)} REPLACE hooks; only {replaces[-1].label()} runs, overriding "
+        found.append(("multiple_replace", message + ", ".join(r.label() for r in replaces[:-1])))
+    if len(arounds) > 1:
+        labels = ", ".join(r.label() for r in arounds)
+        message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, "
+        found.append(("multiple_around", message + "the hooks inside it are bypassed"))
+    if slot is not None and slot.raw is not None:
+        if left := subclasses_left(slot):
+            message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original "
+            found.append(
+                ("class_replace_subclasses", message + f"keep inheriting: {', '.join(left)}")
+            )
+        owner = next(
+            (s for s in slots if s.raw is slot.owner and isinstance(s.original.raw, type)), None
+        )
+        if owner and replaces and slot.previous is not MISSING:  # its own method
+            message = (
+                f"method REPLACE ({replaces[-1].label()}) overrides the class REPLACE's own "
+                f"implementation of '{slot.name}' on {owner.key}"
+            )
+            found.append(("method_replace_overrides_class_replace", message))
+    for index, reg in enumerate(regs):
+        if first := next(
+            (r for r in regs[:index] if r.hook is reg.hook and r.hook_type is reg.hook_type), None
+        ):
+            message = (
+                f"{describe_callable(reg.hook)} is registered as a {reg.hook_type.name} hook a "
+                f"second time (first by {format_source(first.source)}, again by "
+                f"{format_source(reg.source)}): it runs twice per call. Register it once (a module "
+                "imported under two names registers it twice)"
+            )
+            found.append(("same_hook_twice", message))
+    return found

@@ -59,7 +59,7 @@ import threading
 import types
 from collections.abc import Callable, Iterator
 from importlib.machinery import ModuleSpec
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..._forking import after_fork_in_child
 from ..._plugin_code import attach_registry, describe_failure, guarded, plugin_source
@@ -129,7 +129,7 @@ def resolve(target: Target) -> Resolution | Unresolved:
         namespace = module_dict(owner)
         if namespace is None and isinstance(owner, types.ModuleType):
             return Unresolved(f"module {path!r} is imported lazily and has not run yet", (path,))
-        raw, owned = _lookup(owner, name)
+        raw, owned = lookup(owner, name)
         if raw is MISSING and namespace is not None:
             if (sub := sys.modules.get(f"{path}.{name}")) is not None:
                 raw, owned = sub, True
@@ -154,68 +154,57 @@ def resolve(target: Target) -> Resolution | Unresolved:
     raise AssertionError("unreachable: a target has at least one attribute")  # pragma: no cover
 
 
-def _lookup(obj: object, name: str) -> tuple[object, bool]:
-    """``(raw value, in obj's own __dict__)`` without running descriptors or ``__getattr__``;
-    ``MISSING`` if absent."""
+def lookup(obj: object, name: str, start: int = 0) -> tuple[object, bool]:
+    """``(raw value, whether obj holds it itself)``, read without running descriptors or
+    ``__getattr__`` (``MISSING`` if absent). A class's value comes from its MRO from position
+    ``start`` on (``1``: what it inherits); an object's from its own ``__dict__``, else from
+    wherever it gets it."""
     if isinstance(obj, type):
-        return _first_in(obj.__mro__, name), name in obj.__dict__
+        for klass in obj.__mro__[start:]:
+            if name in klass.__dict__:
+                return klass.__dict__[name], klass is obj
+        return MISSING, False
     namespace = module_dict(obj)
-    if namespace is None:  # not a module: an object's own attributes, else what it gets elsewhere
+    if namespace is None:
         namespace = getattr(obj, "__dict__", None)
         if not isinstance(namespace, dict) or name not in namespace:
             return getattr(obj, name, MISSING), False
     return namespace.get(name, MISSING), True
 
 
-def _first_in(classes: tuple[type, ...], name: str) -> object:
-    """The raw value of ``name`` in the first of ``classes`` that has it, or ``MISSING``."""
-    return next((k.__dict__[name] for k in classes if name in k.__dict__), MISSING)
-
-
-def own_value(owner: object, name: str) -> object:
-    """The raw value in ``owner``'s own ``__dict__`` (descriptors not run), or :data:`MISSING`."""
-    raw, owned = _lookup(owner, name)
-    return raw if owned else MISSING
-
-
 def unwrap(raw: object, owner: object) -> Unwrapped:
-    """Classify ``raw``; ``TypeError`` for an attribute that cannot carry hooks."""
+    """The callable in ``raw`` and how to put a wrapper back in the same kind of attribute;
+    ``TypeError`` for an attribute that cannot carry hooks."""
     if isinstance(raw, (classmethod, staticmethod)):
-        kind = "classmethod" if isinstance(raw, classmethod) else "staticmethod"
-        return Unwrapped(kind, raw.__func__, raw)
-    if isinstance(raw, (property, functools.cached_property)):
-        getter = raw.fget if isinstance(raw, property) else raw.func
-        if getter is None:
+        return Unwrapped(raw.__func__, raw, type(raw))
+    if isinstance(raw, property):
+        if raw.fget is None:
             raise TypeError("property has no getter to hook")
-        return Unwrapped("property", getter, raw)
+        return Unwrapped(raw.fget, raw, raw.getter)  # keeps fset, fdel, doc, subclass
+    if isinstance(raw, functools.cached_property):
+        return Unwrapped(raw.func, raw, functools.partial(_cached_property_of, raw))
     if isinstance(raw, functools.partialmethod) and callable(raw.func):
-        return Unwrapped("partialmethod", raw.func, raw)  # the hooks see the bound arguments too
+        args, keywords = raw.args, raw.keywords  # the hooks see the bound arguments too
+        return Unwrapped(
+            raw.func, raw, lambda wrapper: functools.partialmethod(wrapper, *args, **keywords)
+        )
     if not callable(raw):
         raise TypeError(
             "no such attribute" if raw is MISSING else f"not callable (a {type(raw).__name__})"
         )
-
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
-    kind = "class" if isinstance(raw, type) else "function" if binds else "nonbinding"
-    return Unwrapped(kind, raw, raw)
+    return Unwrapped(raw, raw, _as_is if binds else staticmethod)
 
 
-def rewrap(unwrapped: Unwrapped, wrapper: object) -> object:
-    """``wrapper`` in the kind of attribute the original came in."""
-    kind, raw = unwrapped.kind, unwrapped.raw
-    if kind in ("classmethod", "staticmethod", "nonbinding"):
-        descriptor = classmethod if kind == "classmethod" else staticmethod
-        return descriptor(wrapper)  # type: ignore[arg-type]
-    if isinstance(raw, property):
-        return raw.getter(wrapper)  # type: ignore[arg-type]  # keeps fset, fdel, doc, subclass
-    if isinstance(raw, functools.cached_property):
-        raw = copy.copy(raw)
-        raw.func = wrapper  # type: ignore[assignment]
-        return raw
-    if isinstance(raw, functools.partialmethod):
-        return functools.partialmethod(wrapper, *raw.args, **raw.keywords)
+def _as_is(wrapper: object) -> object:
     return wrapper
+
+
+def _cached_property_of(raw: functools.cached_property[object], wrapper: Hook) -> object:
+    new = copy.copy(raw)
+    new.func = wrapper
+    return new
 
 
 # ------------------------------------------------------------------ the post-import hook
@@ -337,25 +326,26 @@ class Registry:
             record = self.targets.setdefault(parsed.dotted, TargetRecord(parsed))
             source = source or plugin_source.get()
             new = Registration(next(self._seq), hook_type, hook, source, priority)
-            regs = ordered(record.slot.records if record.slot else [record])
-            if twin := next((r for r in regs if r.hook is hook and r.hook_type is hook_type), None):
-                logger.warning(
-                    f"{describe_callable(hook)} is registered as a {hook_type.name} hook on "
-                    f"'{target}' a second time (first by {format_source(twin.source)}, now by "
-                    f"{format_source(source)}): it will run twice per call. Register it once (a "
-                    "module imported under two names registers it twice)."
-                )
-            if hook_type is _REPLACE and (old := [r for r in regs if r.hook_type is _REPLACE]):
-                logger.warning(
-                    f"Multiple REPLACE hooks on '{target}': previous ({old[-1].label()}) will be "
-                    f"overridden by ({new.label()}). The last registered REPLACE (highest priority "
-                    "first) takes effect."
-                )
+            before = {message for _, message in self._conflicts(record)}
             record.registrations.append(new)
+            for kind, message in self._conflicts(record):
+                if kind in ("multiple_replace", "same_hook_twice") and message not in before:
+                    logger.warning("Hooks on '%s': %s", target, message)
             # apply_hooks() already ran: apply now (a failure is logged, and raised by the next
             # apply_hooks(strict=True), which takes the target again)
             if self.applied:
                 self._apply([record])
+
+    def _conflicts(self, record: TargetRecord) -> list[tuple[str, str]]:
+        """What :func:`._describe.find_conflicts` finds on ``record``'s slot (none with one hook:
+        the analysis is loaded only when there is something to analyse)."""
+        slot = record.slot
+        regs = ordered(slot.records if slot else [record])
+        if len(regs) < 2 and not (slot and subclasses_left(slot)):
+            return []
+        from ._describe import find_conflicts
+
+        return find_conflicts(regs, slot, self.slots)
 
     # ------------------------------------------------------------------ applying
 
@@ -391,7 +381,10 @@ class Registry:
                 elif (  # its hooks changed, or for an inherited slot the method it inherits
                     slot in taken
                     or slot.built != ordered(slot.records)
-                    or (slot.inherited and _base_raw(slot) is not slot.original.raw)
+                    or (
+                        slot.inherited
+                        and lookup(slot.owner, slot.name, 1)[0] is not slot.original.raw
+                    )
                 ):
                     self._build(slot, batch)
             _rebind(batch.walks)
@@ -414,7 +407,7 @@ class Registry:
             found = resolve(record.target)
             if isinstance(found, Resolution):
                 slot = self._slot_for(found)
-        if slot is record.slot is not None:
+        if slot is not None and slot is record.slot:
             return False
         record.slot = record.found = None  # it names something else now: its old slot lets it go
         if call.error is not None:
@@ -436,7 +429,7 @@ class Registry:
                         record.error,
                         ", ".join(r.label() for r in record.registrations),
                     )
-        elif slot:  # resolved (a Slot is always true)
+        elif slot is not None:  # resolved
             record.slot, record.found = slot, found
             slot.records.append(record)
             if (namespace := module_dict(found.owner)) is not None:
@@ -451,7 +444,7 @@ class Registry:
             if slot.name != found.name or slot.module_level is not module_level:
                 continue
             if (
-                (found.raw is slot.original.raw or found.raw is slot.raw is not None)
+                found.raw is slot.original.raw or (slot.raw is not None and found.raw is slot.raw)
                 if module_level
                 else found.owner is slot.owner
             ):
@@ -475,12 +468,13 @@ class Registry:
         old = slot.raw
         with guarded(f"the hooks on {slot.key}") as call:
             if slot.inherited:
-                slot.original = unwrap(_base_raw(slot), slot.owner)
+                slot.original = unwrap(lookup(slot.owner, slot.name, 1)[0], slot.owner)
             raw = _compose(slot)
             if not slot.module_level:
+                held, owned = lookup(slot.owner, slot.name)
                 if old is None:
-                    slot.previous = own_value(slot.owner, slot.name)
-                elif own_value(slot.owner, slot.name) is not old:
+                    slot.previous = held if owned else MISSING
+                elif not owned or held is not old:
                     raise RuntimeError(
                         "the attribute was changed outside the hook registry after it was patched"
                     )
@@ -489,14 +483,9 @@ class Registry:
             kept = " (the previously applied hooks stay in place)" if old is not None else ""
             return self._fail(slot.records, describe_failure(call.error) + kept, batch)
         slot.raw = raw
-        if left := subclasses_left(slot):
-            logger.warning(
-                "Class REPLACE on '%s' by %s: existing subclasses of the original keep "
-                "inheriting: %s",
-                slot.key,
-                regs[-1].label(),
-                ", ".join(left),
-            )
+        for kind, message in self._conflicts(slot.records[0]):
+            if kind == "class_replace_subclasses":
+                logger.warning("Hooks on '%s': %s", slot.key, message)
         for record in slot.records:
             record.status, record.error = _APPLIED, None
         logger.info(
@@ -523,7 +512,8 @@ class Registry:
     def _undo(self, slot: Slot, batch: _Batch) -> None:
         """Put back what ``slot`` changed (a module-level object: in the walk, which gives the
         original to every module holding the wrapper, copies taken after the patch too)."""
-        kept = own_value(slot.owner, slot.name) is not slot.raw
+        held, owned = lookup(slot.owner, slot.name)
+        kept = not owned or held is not slot.raw
         if slot.raw is not None and kept and (slot.records or not slot.module_level):
             logger.warning(
                 "Not restoring %s: it was changed after the hook registry patched it", slot.key
@@ -612,7 +602,7 @@ def _compose(slot: Slot) -> object:
     original, target = slot.original, slot.records[0].target
     replaces = [r for r in slot.built if r.hook_type is _REPLACE]
     others = [r for r in slot.built if r.hook_type is not _REPLACE]
-    if original.kind == "class" and others:
+    if isinstance(original.raw, type) and others:
         raise TypeError(
             f"Target '{target}' is a class: only HookType.REPLACE applies to a class, not "
             f"{others[0].hook_type.name} ({others[0].label()}). To hook a method, use "
@@ -625,15 +615,9 @@ def _compose(slot: Slot) -> object:
                 f"target is synchronous; its coroutine would never be awaited ({r.label()})"
             )
     new = replaces[-1].hook if replaces else original.func
-    if others or not (replaces and (original.kind == "class" or isinstance(new, type))):
+    if others or not (replaces and (isinstance(original.raw, type) or isinstance(new, type))):
         new = build_wrapper(original.func, new, others[::-1], slot.key, slot.name == "__init__")
-    return rewrap(original, new)
-
-
-def _base_raw(slot: Slot) -> object:
-    """What an inherited slot's class inherits for its name right now (maybe a base's wrapper), or
-    ``MISSING``."""
-    return _first_in(cast(type, slot.owner).__mro__[1:], slot.name)
+    return original.put_back(new)
 
 
 def _rebind(walks: list[_Walk]) -> None:
@@ -650,7 +634,7 @@ def _rebind(walks: list[_Walk]) -> None:
     visit += [namespace for walk in walks for namespace in walk.slot.modules.values()]
     for namespace in {id(ns): ns for ns in visit if ns is not None}.values():
         for name in namespace.keys() & names:  # a C-level intersection: no loop over the globals
-            if hit := news.get((name, id(namespace[name]))):  # a _Walk is always true
+            if (hit := news.get((name, id(namespace[name])))) is not None:
                 namespace[name] = hit.new
                 hit.slot.modules[id(namespace)] = namespace
 

@@ -137,13 +137,12 @@ _INVALID = (
 
 
 class Unwrapped(NamedTuple):
-    """The callable in a raw attribute; ``kind``: "class", "function", "classmethod",
-    "staticmethod", "property", "partialmethod" or "nonbinding" (a callable class attribute that
-    does not bind, e.g. a builtin)."""
+    """The callable in a raw attribute (a class's attribute may be a descriptor around it), and
+    the function that puts a wrapper of it back in the same kind of attribute."""
 
-    kind: str
     func: Hook
     raw: object
+    put_back: Callable[[Hook], object]
 
 
 class Resolution(NamedTuple):
