@@ -96,9 +96,7 @@ def run(ctx):
         note = f"hooked: ours {ours[0]['hooked']}, SGLang {sgl[0]['hooked']}"
         label_env = f"SGLANG_PLATFORM={platform_env}" if platform_env else "SGLANG_PLATFORM unset"
         goal = goal_check = ""
-        if count == 300 and with_plugins:
-            goal, goal_check = "<= 0.5x SGLang", "ratio_max:0.5"
-        elif not with_plugins:
+        if count == 300 or not with_plugins:
             goal, goal_check = "<= 0.5x SGLang", "ratio_max:0.5"
         split = (
             "; import/select/load ms: ours "
