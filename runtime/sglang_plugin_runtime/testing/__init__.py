@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._fake_site import FakeDistributions
     from ._host_registry import isolated_hooks, resolve_target, target_owner
     from ._platform_override import PlatformOverride
+    from ._releases import missing_hook_target, sglang_releases
     from ._sglang_server import SGLangServer, SGLangServerError, running_sglang_server, tiny_model
     from ._stand_in import StandInModules
 
@@ -50,8 +51,10 @@ __all__ = [
     "assert_platform_conformance",
     "check_platform_conformance",
     "isolated_hooks",
+    "missing_hook_target",
     "resolve_target",
     "running_sglang_server",
+    "sglang_releases",
     "simulated_device",
     "target_owner",
     "tiny_model",
@@ -74,6 +77,8 @@ _LAZY = {
     "simulated_device": ".._simulated_device",
     "isolated_hooks": "._host_registry",
     "resolve_target": "._host_registry",
+    "missing_hook_target": "._releases",
+    "sglang_releases": "._releases",
     "target_owner": "._host_registry",
     "write_fake_distribution": "._fake_distributions",
 }
