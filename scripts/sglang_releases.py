@@ -150,8 +150,9 @@ def fetch_wheel(version: str, wheel: str | None = None, sha256: str | None = Non
 
 
 def python_files(wheel: Path) -> dict[str, tuple[str, bytes]]:
-    """Every ``sglang/`` file of ``wheel`` a module is made of: path -> (content key, bytes)
-    (``.py`` sources; an extension module is an empty ``b""``)."""
+    """Every ``sglang/`` file of ``wheel`` a module is made of: path -> (key, bytes) (``.py``
+    sources; an extension module is an empty ``b""`` with the key ``""``). A key names the path
+    and the content: what a file says depends on both (relative imports, tests)."""
     files = {}
     with zipfile.ZipFile(wheel) as archive:
         for name in archive.namelist():
@@ -159,8 +160,8 @@ def python_files(wheel: Path) -> dict[str, tuple[str, bytes]]:
                 continue
             if name.endswith(".py"):
                 data = archive.read(name)
-                key = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode()
-                files[name] = (key, data)
+                digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode()
+                files[name] = (f"{name}:{digest}", data)
             elif name.endswith(".so"):
                 files[name] = ("", b"")
     return files

@@ -6,7 +6,8 @@ Fixtures (in every pytest run where the runtime is installed): ``plugin_env``,
 ``stand_in_module`` and ``sglang_server`` (a real SGLang server on the CPU, for tests marked
 ``sglang_server``: they run only with ``pytest -m sglang_server``). Helpers: fake distributions on
 ``sys.path`` without installing, stand-in modules for a hook's target (SGLang's code without
-SGLang), a simulated torch device module, and a conformance check for platform classes.
+SGLang), a simulated torch device module, a conformance check for platform classes (also against
+one SGLang release), and the SGLang releases a range holds.
 
 Importing this module is cheap (pytest imports it at start-up in every project where the runtime is
 installed): it imports neither pytest nor torch, and the helpers are imported on first use. See
