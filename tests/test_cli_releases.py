@@ -36,7 +36,7 @@ def hooking(site: PluginSite, target: str, supported: str | None = None) -> None
         declare(next(site.root.glob("hooks_dist-*.dist-info")), supported)
 
 
-# --- hook targets ----------------------------------------------------------------------------------
+# --- hook targets ---------------------------------------------------------------------------------
 
 
 @pytest.mark.fault(
@@ -121,7 +121,7 @@ def test_explain_of_a_target_no_release_has_says_so(site: PluginSite) -> None:
     assert "is in no SGLang release with a plugin system" in messages(result.json, "warning")
 
 
-# --- a platform against the releases it declares ----------------------------------------------------
+# --- a platform against the releases it declares --------------------------------------------------
 
 MODERN_PLATFORM = """
     from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
@@ -196,17 +196,24 @@ def test_an_override_no_release_in_range_calls_is_a_warning(site: PluginSite) ->
     ) in found
 
 
-# --- contract --diff ---------------------------------------------------------------------------------
+# --- contract --diff ------------------------------------------------------------------------------
 
 
 def test_contract_diff_shows_what_changed_between_two_releases(site: PluginSite) -> None:
     result = cli(site, "contract", "--diff", "0.5.17", "0.5.23")
     assert result.code == 0, result.err
     rows = [line.split() for line in result.out.splitlines()]
-    assert ["SRTPlatform", "removed", "get_mha_kv_pool_cls", "method", "(self)"] == rows[
-        next(i for i, r in enumerate(rows) if r[2:3] == ["get_mha_kv_pool_cls"])
-    ][:5]
-    assert any(r[:3] == ["PlatformEnum", "added", "SAIL"] for r in rows)
+    assert [
+        "SRTPlatform",
+        "get_mha_kv_pool_cls",
+        "removed",
+        "method",
+        "(self),",
+        "required",
+    ] in rows
+    assert ["PlatformEnum", "SAIL", "added", "present"] in rows
+    changed = "get_paged_allocator_cls changed method (self), required => method (self) -> None"
+    assert f"SRTPlatform {changed}" in {" ".join(r) for r in rows}
     assert "The platform contract from SGLang 0.5.17 to 0.5.23:" in result.out
 
 

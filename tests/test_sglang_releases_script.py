@@ -1,6 +1,7 @@
 """``scripts/sglang_releases.py`` reads SGLang's sources with ``ast``, never importing them: what it
 makes of a signature, a class's bases, a package's names, and which releases hold a fact. The whole
-script, on the released wheels, runs in ``make test-sglang`` (``tests_sglang/test_release_data.py``)."""
+script, on the released wheels, runs in ``make test-sglang``
+(``tests_sglang/test_release_data.py``)."""
 
 from __future__ import annotations
 

@@ -300,19 +300,21 @@ def _fingerprint(report: dict[str, Any]) -> list[str]:
 
 
 def _shape(value: Any, name: str) -> str:
-    """A contract member's shape as ``contract --diff`` shows it."""
+    """A contract member's shape as ``contract --diff`` shows it: ``method (self), required``,
+    ``method (self) -> None``, ``attribute = []``, a member's calls."""
     from ..platforms._contract import render_call
 
-    if isinstance(value, list):  # a member's call forms
-        return "; ".join(render_call({"args": a, "kwargs": k}, name) for a, k in value)
+    if isinstance(value, list):  # a member's calls
+        return "; ".join(render_call(call, name) for call in value)
     if not isinstance(value, dict):
-        return "yes"
-    said = [value.get("kind", ""), value.get("signature", "")]
+        return "present"
+    said = " ".join(filter(None, [value.get("kind"), value.get("signature")]))
     if value.get("required"):
-        said.append("(required: raises NotImplementedError)")
-    elif "default" in value:
-        said.append(f"(default {value['default']!r})")
-    return " ".join(filter(None, said))
+        return f"{said}, required"
+    if "default" in value:
+        arrow = " ->" if value.get("kind", "attribute") not in ("attribute", "property") else " ="
+        return f"{said}{arrow} {value['default']!r}".strip()
+    return said
 
 
 def _contract(report: dict[str, Any]) -> list[str]:
@@ -327,20 +329,17 @@ def _contract(report: dict[str, Any]) -> list[str]:
     diff = report["diff"]
     if diff is None:
         return [*lines, "", "'sglang-plugins contract --diff FROM TO' shows what changed."]
+    rows = []
+    for c in diff["changes"]:
+        was, now = (None if v is None else _shape(v, c["name"]) for v in (c["before"], c["after"]))
+        rows.append(
+            (c["section"], c["name"], c["change"], f"{was} => {now}" if was and now else was or now)
+        )
     return lines + _section(
         f"The platform contract from SGLang {diff['from']} to {diff['to']}: "
         f"{len(diff['changes'])} change(s)",
-        ("SECTION", "CHANGE", "NAME", "BEFORE", "AFTER"),
-        [
-            (
-                c["section"],
-                c["change"],
-                c["name"],
-                None if c["before"] is None else _shape(c["before"], c["name"]),
-                None if c["after"] is None else _shape(c["after"], c["name"]),
-            )
-            for c in diff["changes"]
-        ],
+        ("SECTION", "NAME", "CHANGE", "WHAT"),
+        rows,
         "(no change)",
     )
 

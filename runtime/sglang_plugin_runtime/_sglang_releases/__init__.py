@@ -13,6 +13,7 @@ class) does.
 
 from __future__ import annotations
 
+import itertools
 import json
 import operator
 import re
@@ -95,22 +96,18 @@ def held(span: str) -> frozenset[str]:
 
 def describe(chosen: Iterable[str]) -> str:
     """Releases in words: ``from 0.5.20``, ``up to 0.5.21``, ``0.5.13 to 0.5.19``, ``0.5.14``."""
-    listed, wanted, runs = releases(), set(chosen), list[list[int]]()
-    for index, release in enumerate(listed):
-        if release in wanted:
-            if runs and runs[-1][-1] == index - 1:
-                runs[-1].append(index)
-            else:
-                runs.append([index])
-    words = []
-    for run in runs:
-        first, last = listed[run[0]], listed[run[-1]]
+    listed, wanted, words = releases(), set(chosen), []
+    for kept, group in itertools.groupby(listed, wanted.__contains__):
+        run = list(group)
+        first, last = run[0], run[-1]
+        if not kept:
+            continue
         if len(run) == 1:
             words.append(first)
-        elif run[-1] == len(listed) - 1:
+        elif last == listed[-1]:
             words.append(f"from {first}")
         else:
-            words.append(f"up to {last}" if run[0] == 0 else f"{first} to {last}")
+            words.append(f"up to {last}" if first == listed[0] else f"{first} to {last}")
     return ", ".join(words) or "none"
 
 
@@ -161,28 +158,58 @@ def releases_in(supported: str) -> tuple[str, ...] | None:
 # ---- the platform contract -----------------------------------------------------------------------
 
 
+@cache
+def sections(release: str) -> dict[str, dict[str, Any]]:
+    """The platform contract of ``release`` by section: each of SGLang's platform classes
+    (``DeviceMixin``, ``SRTPlatform``, ``diffusion Platform``) and ``capabilities``, member -> its
+    ``kind``, ``signature``, ``required`` (the base raises ``NotImplementedError``) and
+    ``default`` (a literal it returns or holds); ``PlatformEnum`` and ``resolution_hooks``, name
+    -> ``True``; ``srt calls`` and ``diffusion calls``, member -> the calls the host's code makes
+    on the platform (``args``: how many positional arguments, ``kwargs``: their names, ``site``:
+    a file that makes it)."""
+    data = _data("contract.json")
+
+    def held_in(entries: dict[str, list[dict[str, Any]]], one: bool = True) -> dict[str, Any]:
+        """Each entry's variants that ``release`` holds (without their span): the one, or all."""
+        found = {
+            name: [
+                {k: v for k, v in e.items() if k != "in"} for e in es if release in held(e["in"])
+            ]
+            for name, es in entries.items()
+        }
+        return {name: value[0] if one else value for name, value in found.items() if value}
+
+    found = {owner: held_in(cls["members"]) for owner, cls in data["classes"].items()}
+    found["capabilities"] = held_in(data["capabilities"])
+    for key in ("PlatformEnum", "resolution_hooks"):
+        found[key] = {name: True for name, where in data[key].items() if release in held(where)}
+    for host, calls in data["calls"].items():
+        found[f"{host} calls"] = held_in(calls, one=False)
+    return found
+
+
 def contract(release: str, host: str) -> dict[str, dict[str, Any]]:
     """Each member ``release`` declares on the platform classes ``host`` calls (``srt``: DeviceMixin
-    and SRTPlatform; ``diffusion``: its Platform): ``kind``, ``signature``, ``required`` (the base
-    raises ``NotImplementedError``), ``default`` (a literal it returns or holds)."""
-    classes = _data("contract.json")["classes"]
+    and SRTPlatform; ``diffusion``: its Platform), as :func:`sections` gives it."""
     return {
-        name: shape
-        for owner in OWNERS[host]
-        for name, shapes in classes[owner]["members"].items()
-        for shape in shapes
-        if release in held(shape["in"])
+        name: shape for owner in OWNERS[host] for name, shape in sections(release)[owner].items()
     }
+
+
+def as_in(release: str, row: dict[str, Any], name: str, host: str) -> dict[str, Any]:
+    """The interface table's ``row`` of ``name`` (for ``host``) as ``release`` has it: that
+    release's calls, the runtime's own, and its signature."""
+    own = [c for c in row.get("calls", ()) if c["site"].startswith("sglang_plugin_runtime")]
+    calls = own + sections(release)[f"{host} calls"].get(name, [])
+    return {"calls": calls, "signature": contract(release, host).get(name, {}).get("signature", "")}
 
 
 def declared(host: str) -> dict[str, frozenset[str]]:
     """Every member of the platform classes ``host`` calls, with the releases that declare it."""
-    classes = _data("contract.json")["classes"]
-    found: dict[str, frozenset[str]] = {}
-    for owner in OWNERS[host]:
-        for name, shapes in classes[owner]["members"].items():
-            found[name] = found.get(name, frozenset()).union(*(held(s["in"]) for s in shapes))
-    return found
+    return {
+        name: frozenset(r for r in releases() if name in contract(r, host))
+        for name in set().union(*(contract(r, host) for r in releases()))
+    }
 
 
 def base_classes() -> set[tuple[str, str]]:
@@ -191,47 +218,10 @@ def base_classes() -> set[tuple[str, str]]:
     return {(c["module"], c["class"]) for c in _data("contract.json")["classes"].values()}
 
 
-def host_calls(release: str, host: str) -> dict[str, list[dict[str, Any]]]:
-    """The calls ``host``'s code in ``release`` makes on the platform, by member: ``args`` (how
-    many positional arguments), ``kwargs`` (their names), ``site`` (a file that makes it)."""
-    calls = _data("contract.json")["calls"][host].items()
-    found = {name: [c for c in forms if release in held(c["in"])] for name, forms in calls}
-    return {name: forms for name, forms in found.items() if forms}
-
-
-def _sections(release: str) -> dict[str, dict[str, Any]]:
-    """The contract of ``release`` by section, each member with what can change about it."""
-    data = _data("contract.json")
-    sections = {
-        owner: {
-            name: {k: v for k, v in shape.items() if k != "in"}
-            for name, shapes in cls["members"].items()
-            for shape in shapes
-            if release in held(shape["in"])
-        }
-        for owner, cls in data["classes"].items()
-    }
-    for key in ("PlatformEnum", "resolution_hooks"):
-        sections[key] = {name: True for name, where in data[key].items() if release in held(where)}
-    sections["capabilities"] = {
-        name: {"default": shape["default"]}
-        for name, shapes in data["capabilities"].items()
-        for shape in shapes
-        if release in held(shape["in"])
-    }
-    for host in OWNERS:
-        sections[f"{host} calls"] = {
-            name: [[c["args"], c["kwargs"]] for c in forms]
-            for name, forms in host_calls(release, host).items()
-        }
-    return sections
-
-
 def diff(before: str, after: str) -> list[dict[str, Any]]:
     """What changed in the platform contract from release ``before`` to ``after``: each member
-    added, removed or changed, by section (the three platform classes, ``PlatformEnum``,
-    ``capabilities``, ``resolution_hooks``, ``srt calls``, ``diffusion calls``)."""
-    old, new = _sections(check_release(before)), _sections(check_release(after))
+    added, removed or changed, by section (see :func:`sections`)."""
+    old, new = sections(check_release(before)), sections(check_release(after))
     changes = []
     for section, members in new.items():
         for name in [*members, *(n for n in old[section] if n not in members)]:
@@ -263,46 +253,43 @@ def _index() -> str:
 
 
 @cache
-def _module(name: str) -> tuple[frozenset[str], dict[str, frozenset[str]], dict[str, Any]] | None:
-    """Module ``name`` in the index: the releases it is in, its top-level names (``*``: any) and
-    its classes (``qualname -> (releases, members, [(bases, releases)])``), or ``None``."""
+def _module(name: str) -> dict[str, frozenset[str]]:
+    """Module ``name`` in the index, each entry with the releases that hold it: ``""`` the module,
+    ``name`` a top-level name (``*``: any name), ``.Class`` a class, ``.Class member`` its own
+    member, ``.Class (bases)`` its bases; empty when no release has the module."""
     text = _index()
     found = re.search(rf"\n{re.escape(name)}( [^\n]*)?\n", text)
     if found is None:
-        return None
+        return {}
     end = re.compile(r"\n(?! )").search(text, found.end() - 1)
-    module, *lines = text[found.start() + 1 : end.start() if end else None].split("\n")
-    where = held(module.partition(" ")[2])
-    names: dict[str, frozenset[str]] = {}
-    classes: dict[str, Any] = {}
-    for line in lines:
+    entries: dict[str, frozenset[str]] = {}
+    owner = ""
+    for line in text[found.start() + 1 : end.start() if end else None].split("\n"):
         item, _, span = line.strip().partition(" ")
-        if not line.startswith("  "):
-            if item.startswith("."):
-                cls = classes[item[1:]] = (held(span) if span else where, {}, [])
-            else:
-                names[item] = held(span) if span else where
-        elif item.startswith("("):
-            cls[2].append((item[1:-1].split(","), held(span) if span else cls[0]))
-        else:
-            cls[1][item] = held(span) if span else cls[0]
-    return where, names, classes
+        depth = len(line) - len(line.lstrip(" "))
+        key = ("", item, f"{owner} {item}")[depth]
+        entries[key] = held(span) if span else entries[owner if depth == 2 else ""]
+        owner = item if depth == 1 and item.startswith(".") else owner
+    return entries
 
 
 def _members(module: str, qualname: str, release: str, depth: int = 0) -> set[str] | None:
     """The members class ``module:qualname`` has in ``release`` (its own and inherited), or
     ``None`` when the index cannot tell (a base defined outside SGLang, no such class here)."""
-    found = _module(module)
-    cls = found[2].get(qualname) if found else None
-    if cls is None or release not in cls[0] or depth > 20:
+    entries, owner = _module(module), f".{qualname} "
+    if release not in entries.get(owner[:-1], ()) or depth > 20:
         return None
-    members = {name for name, where in cls[1].items() if release in where}
-    for bases, where in cls[2]:
-        for base in bases if release in where else ():
+    members = set()
+    for key, where in entries.items():
+        item = key[len(owner) :]
+        if not key.startswith(owner) or release not in where:
+            continue
+        for base in item[1:-1].split(",") if item.startswith("(") else ():
             inherited = None if base == "?" else _members(*base.split(":"), release, depth + 1)
             if inherited is None:
                 return None
             members |= inherited
+        members |= set() if item.startswith("(") else {item}
     return members
 
 
@@ -314,18 +301,17 @@ def missing(target: str, release: str) -> str | None:
     module, colon, _ = target.rpartition(":")
     parts = target.replace(":", ".").split(".")
     cuts = [module.count(".") + 1] if colon else range(len(parts), 0, -1)
-    cut = next((c for c in cuts if (m := _module(".".join(parts[:c]))) and release in m[0]), 0)
-    path = ".".join(parts[:cut])
+    cut = next((c for c in cuts if release in _module(".".join(parts[:c])).get("", ())), 0)
     if not cut:
         return module if colon else parts[0]
-    _, names, classes = _module(path)  # type: ignore[misc]
-    if "*" in names or cut == len(parts):
+    path, entries = ".".join(parts[:cut]), _module(".".join(parts[:cut]))
+    if "*" in entries or cut == len(parts):
         return None
-    if release not in names.get(parts[cut], ()):
+    if release not in entries.get(parts[cut], ()):
         return f"{path}.{parts[cut]}"
     for depth in range(cut + 1, len(parts)):
         qualname, name = ".".join(parts[cut:depth]), parts[depth]
-        if qualname not in classes or (name.startswith("__") and name.endswith("__")):
+        if f".{qualname}" not in entries or (name.startswith("__") and name.endswith("__")):
             return None
         members = _members(path, qualname, release)
         if members is None:

@@ -267,17 +267,14 @@ def host_call_problem(
     """``("signature" | "binding", why)`` when ``raw``, defined as ``name``, cannot serve a call
     ``hosts`` make (``release``: those of that SGLang release and the runtime's own)."""
     for host in hosts:
-        row = interface_row(name, host) or {"calls": (), "signature": ""}
-        calls, signature = row.get("calls", ()), row["signature"]
+        row = interface_row(name, host) or {"signature": ""}
         if release is not None:
             from .. import _sglang_releases as data
 
-            own = [c for c in calls if c["site"].startswith("sglang_plugin_runtime")]
-            calls = own + data.host_calls(release, host).get(name, [])
-            signature = data.contract(release, host).get(name, {}).get("signature", "")
-        for call in calls:
+            row = data.as_in(release, row, name, host)
+        for call in row.get("calls", ()):
             if found := _call_problem(raw, call, name):
-                declared = f"; SGLang declares {name}{signature}" if signature else ""
+                declared = f"; SGLang declares {name}{row['signature']}" if row["signature"] else ""
                 return found[0], f"{found[1]} (called from {call['site']}){declared}"
     return None
 

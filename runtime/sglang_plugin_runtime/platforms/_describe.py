@@ -234,7 +234,7 @@ def release_problems(cls: type, releases: Sequence[str]) -> list[OverrideProblem
                         f"{'no class' if owner is None else owner.__name__}: override it"
                     )
                     found.setdefault(("required", name, head, tail), []).append(release)
-            calls = data.host_calls(release, host)
+            calls = data.sections(release)[f"{host} calls"]
             for klass in vendor:
                 for name, raw in _contract.public_names(klass):
                     for call in calls.get(name, ()):
