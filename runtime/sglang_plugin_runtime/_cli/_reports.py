@@ -548,8 +548,8 @@ def hooks_step(
             problems.add(ERROR, "hooks", f"{why} (checked by importing the targets)", *where)
         elif missing is not None and not host_not_installed(name):
             problems.add(ERROR, "hooks", f"{never} ({_NOT_FOUND})", *where)
-        elif why := _absent(name, judged, releases | set(judged[None][1])):
-            problems.add(WARNING, "hooks", f"{hooks} never apply{why}", *where)
+        elif absent := _absent(name, judged, releases | set(judged[None][1])):
+            problems.add(WARNING, "hooks", f"{hooks} never apply{absent}", *where)
         # Pending on a module that can be found (or on SGLang, not installed here): they apply
         # when it is imported. Information, in the hooks table; --import-targets checks them now.
         for conflict in t["conflicts"]:
@@ -760,9 +760,9 @@ def explain_step(
                 f"sglang-plugins explain {target}"
             )
         problems.add(WARNING, "explain", message, target=target)
-        if why := _absent(target, judged, set(judged[None][1])):
+        if absent := _absent(target, judged, set(judged[None][1])):
             problems.add(
-                WARNING, "explain", f"hooks on {target!r} would never apply{why}", target=target
+                WARNING, "explain", f"hooks on {target!r} would never apply{absent}", target=target
             )
     from .. import _sglang_releases as data
 

@@ -273,10 +273,10 @@ def _module(name: str) -> dict[str, frozenset[str]]:
     return entries
 
 
-def _members(module: str, qualname: str, release: str, depth: int = 0) -> set[str] | None:
-    """The members class ``module:qualname`` has in ``release`` (its own and inherited), or
+def _members(path: str, qualname: str, release: str, depth: int = 0) -> set[str] | None:
+    """The members class ``path:qualname`` has in ``release`` (its own and inherited), or
     ``None`` when the index cannot tell (a base defined outside SGLang, no such class here)."""
-    entries, owner = _module(module), f".{qualname} "
+    entries, owner = _module(path), f".{qualname} "
     if release not in entries.get(owner[:-1], ()) or depth > 20:
         return None
     members = set()
@@ -285,7 +285,8 @@ def _members(module: str, qualname: str, release: str, depth: int = 0) -> set[st
         if not key.startswith(owner) or release not in where:
             continue
         for base in item[1:-1].split(",") if item.startswith("(") else ():
-            inherited = None if base == "?" else _members(*base.split(":"), release, depth + 1)
+            module, _, qualname = base.partition(":")  # "?": a base outside SGLang
+            inherited = _members(module, qualname, release, depth + 1) if qualname else None
             if inherited is None:
                 return None
             members |= inherited

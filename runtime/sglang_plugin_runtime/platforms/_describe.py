@@ -12,7 +12,7 @@ import inspect
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from . import _contract
 
@@ -244,18 +244,18 @@ def release_problems(cls: type, releases: Sequence[str]) -> list[OverrideProblem
                             found.setdefault(key, []).append(release)
     for host in hosts:
         for name, where in data.declared(host).items():
-            klass = next((k for k in vendor if name in vars(k)), None)
-            if klass is not None and (lacking := [r for r in releases if r not in where]):
-                head = f"{klass.__name__}.{name}: never called by SGLang "
+            definer = next((k for k in vendor if name in vars(k)), None)
+            if definer is not None and (lacking := [r for r in releases if r not in where]):
+                head = f"{definer.__name__}.{name}: never called by SGLang "
                 tail = f": a platform member of SGLang {data.describe(where)} only"
                 found[("uncalled", name, head, tail)] = lacking
     return [
         OverrideProblem(
             cls.__name__,
             name,
-            kind,
+            cast(ProblemKind, kind),
             head + data.describe(held) + tail,
-            tuple(held),  # type: ignore[arg-type]
+            tuple(held),
         )
         for (kind, name, head, tail), held in found.items()
     ]
