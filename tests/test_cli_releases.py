@@ -59,7 +59,7 @@ def test_doctor_strict_without_sglang_fails_a_misspelled_sglang_module(site: Plu
     )
     assert (
         "'sglang.srt.managers.schedulr' is in no SGLang release with a plugin system "
-        "(from 0.5.11)" in problem["message"]
+        "(0.5.11 to 0.5.23)" in problem["message"]
     )
 
 

@@ -632,7 +632,7 @@ def _absent(target: str, judged: Judged, releases: set[str]) -> str | None:
     if not present:
         return (
             f": {lacks[every[-1]]!r} is in no SGLang release with a plugin system "
-            f"({data.describe(every)}): a misspelling, or a name newer than SGLang {every[-1]}"
+            f"({every[0]} to {every[-1]}): a misspelling, or a name newer than SGLang {every[-1]}"
         )
     ordered = [r for r in every if r in releases]
     gaps = [r for r in ordered if lacks[r]]
