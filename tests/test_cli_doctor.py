@@ -1008,6 +1008,7 @@ def test_doctor_reports_a_plugin_outside_its_supported_sglang_range(site: Plugin
     assert result.code == 0  # a warning; --strict fails it
     assert report["sglang"] == {
         "installed": "0.6.1",
+        "installed_release": None,  # no release the runtime has data of
         "plugins": [
             {
                 "plugin": "hooks",
@@ -1015,6 +1016,7 @@ def test_doctor_reports_a_plugin_outside_its_supported_sglang_range(site: Plugin
                 "version": "2.0",
                 "supports": ">=0.5.23,<0.6",
                 "status": "unsupported",
+                "releases": ["0.5.23"],  # what its hooks and platform are judged against
             }
         ],
     }
@@ -1039,7 +1041,7 @@ def test_doctor_row_for_a_supported_or_absent_sglang(
     assert result.code == 0, result.out
     section = result.out[result.out.index("Supported SGLang") :]
     row = next(line for line in section.splitlines() if line.strip().startswith("hooks "))
-    assert row.split()[-2:] == [">=0.5.23,<0.6", status], result.out
+    assert row.split()[-3:] == [">=0.5.23,<0.6", status, "0.5.23"], result.out
 
 
 @pytest.mark.fault(

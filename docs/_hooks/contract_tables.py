@@ -14,6 +14,11 @@ site:
     ... one table per SGLang class ...
     <!-- interface-table:end -->
 
+    <!-- release-matrix:start -->
+    ... generated: one row per SGLang release with a plugin system, from the
+    ... runtime's data of their wheels (``_sglang_releases``) ...
+    <!-- release-matrix:end -->
+
 ``own`` keeps only the members the class declares itself. ``python docs/_hooks/contract_tables.py``
 rewrites the tables of every page (``--check``: exit 1 naming the pages that differ, changing
 nothing); ``tests/test_contract_page.py`` fails when a page differs from the code. The site build
@@ -37,8 +42,8 @@ DOCS = Path(__file__).resolve().parents[1]
 COMMAND = "python docs/_hooks/contract_tables.py"
 
 _REGION = re.compile(
-    r"^<!-- (?P<kind>contract-table|interface-table):start(?P<args>[^>]*?)\s*-->\n.*?^<!-- "
-    r"(?P=kind):end -->$",
+    r"^<!-- (?P<kind>contract-table|interface-table|release-matrix):start(?P<args>[^>]*?)\s*-->"
+    r"\n.*?^<!-- (?P=kind):end -->$",
     re.M | re.S,
 )
 #: SGLang's platform classes, as the interface table's ``owner`` names them, with their import
@@ -196,9 +201,10 @@ def interface_tables() -> str:
     lines += [
         "### Names of other SGLang versions",
         "",
-        "Defined by a platform class of an SGLang outside the supported range; no supported "
-        "version calls them. A plugin that defines one is accepted silently, and `sglang-plugins "
-        "doctor` lists it.",
+        "Not declared by the newest release or SGLang main: names of earlier releases (what each "
+        "release declares and calls: [per-release judging](#judged-against-each-sglang-release)) "
+        "and of older versions. A plugin that defines one is accepted silently, and "
+        "`sglang-plugins doctor` lists it.",
         "",
         "| name | where it comes from |",
         "|---|---|",
@@ -206,6 +212,63 @@ def interface_tables() -> str:
     lines += [
         f"| {_code(row['name'])} | {_cell(row['origin'])} |" for row in rows if "origin" in row
     ]
+    return "\n".join(lines)
+
+
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """What changed from one release's members (``name -> shape``) to the next's, as a table
+    cell."""
+    said = []
+    for name in [*after, *(n for n in before if n not in after)]:
+        was, now = before.get(name), after.get(name)
+        if was is None or now is None:
+            required = " (required)" if now and now.get("required") else ""
+            said.append(f"{'+' if was is None else '−'}{_code(name)}{required}")
+        elif {**was, "in": ""} != {**now, "in": ""}:
+            flip = {(False, True): " (now required)", (True, False): " (no longer required)"}
+            note = flip.get((bool(was.get("required")), bool(now.get("required"))), "")
+            said.append(f"~{_code(name)}{note}")
+    return ", ".join(said) or "-"
+
+
+def release_matrix() -> str:
+    """One row per SGLang release with a plugin system: what its platform contract asks of a plugin
+    and what changed from the release before, from the runtime's data of the wheels."""
+    from sglang_plugin_runtime import _sglang_releases as data
+
+    listed = {r["version"]: r for r in data._data("releases.json")["releases"]}
+    contract = data._data("contract.json")
+    lines = [
+        "| release | same plugin layer | SRT platform: members (required) | changed from the "
+        "release before | `PlatformEnum`, capabilities | resolution hooks | diffusion "
+        "`Platform`: members (required) | changed from the release before |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    previous = None
+    for release in data.releases():
+        row = [release, ", ".join(listed[release]["same_plugin_layer"]) or "-"]
+        for host in ("srt", "diffusion"):
+            members = data.contract(release, host)
+            required = sum(1 for shape in members.values() if shape.get("required"))
+            old = data.contract(previous, host) if previous else None
+            row += [f"{len(members)} ({required})", "-" if old is None else _changes(old, members)]
+            if host == "srt":
+                enum = (
+                    [
+                        c
+                        for c in data.diff(previous, release)
+                        if c["section"] in ("PlatformEnum", "capabilities")
+                    ]
+                    if previous
+                    else []
+                )
+                said = [f"{'+' if c['change'] == 'added' else '−'}{_code(c['name'])}" for c in enum]
+                hooks = [
+                    w for w in contract["resolution_hooks"].values() if release in data.held(w)
+                ]
+                row += [", ".join(said) or "-", str(len(hooks) or "none")]
+        lines.append(f"| {' | '.join(row)} |")
+        previous = release
     return "\n".join(lines)
 
 
@@ -222,6 +285,8 @@ def sync(markdown: str) -> str:
         kind, args = match.group("kind"), match.group("args").split()
         if kind == "contract-table":
             table = contract_table(_resolve(args[0]), own_only=args[1:] == ["own"])
+        elif kind == "release-matrix":
+            table = release_matrix()
         else:
             table = interface_tables()
         start = f"<!-- {kind}:start{''.join(' ' + a for a in args)} -->"

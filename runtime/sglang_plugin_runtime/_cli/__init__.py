@@ -111,6 +111,12 @@ def _parser() -> argparse.ArgumentParser:
     fingerprint.add_argument(
         "--compare", metavar="FILE|DIGEST", help="another node's 'fingerprint --json' file"
     )
+    contract = commands.add_parser(
+        "contract", parents=[common], help="the SGLang releases and their platform contracts"
+    )
+    contract.add_argument(
+        "--diff", nargs=2, metavar=("FROM", "TO"), help="what changed from release FROM to TO"
+    )
     commands.add_parser("schema", help="print the JSON schema of --json output")
     run = commands.add_parser(
         "run", help=_RUN, description=_RUN, usage="%(prog)s [--] COMMAND [ARG ...]"

@@ -9,7 +9,6 @@ targets cannot be judged here: information.
 
 from __future__ import annotations
 
-import operator
 import os
 import re
 import sys
@@ -116,52 +115,10 @@ def host_not_installed(target: str) -> bool:
 
 # ---- the SGLang releases a plugin declares -------------------------------------------------------
 
-_REQUIREMENT = re.compile(r"sglang\s*(?:\[[^\]]*\])?\s*\(?\s*(?P<range>[^;()]*?)\s*\)?\s*(?:;.*)?")
-_CLAUSE = re.compile(r"(?P<op>~=|==|!=|<=|>=|<|>)\s*(?P<version>[0-9.]+?)(?P<prefix>\.\*)?")
-
 
 def declared_sglang_range(path: str) -> str | None:
     """The range of the requirement on ``sglang`` (an extra's or its own; ``""``: any) of the
     distribution at ``path`` (its ``*.dist-info``), or ``None``."""
-    for line in PathDistribution(Path(path)).requires or []:
-        match = _REQUIREMENT.fullmatch(line.strip())
-        if match is not None:
-            return match["range"]
-    return None
+    from .._sglang_releases import sglang_range
 
-
-_COMPARE = {
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "==": operator.eq,
-    "!=": operator.ne,
-}
-
-
-def _release(version: str, size: int = 0) -> tuple[int, ...]:
-    match = re.match(r"\s*v?([0-9]+(?:\.[0-9]+)*)", version)
-    numbers = tuple(map(int, match[1].split("."))) if match else ()
-    return numbers + (0,) * (size - len(numbers))
-
-
-def in_range(version: str, supported: str) -> bool | None:
-    """Whether ``version`` satisfies ``supported``, by the rule generated packages use (release
-    numbers only: ``0.5.23rc1`` is ``0.5.23``, ``0.6`` is ``0.6.0``; ``.*`` prefixes; ``~=``);
-    ``None`` for a clause this rule cannot read."""
-    for clause in filter(None, (c.strip() for c in supported.split(","))):
-        match = _CLAUSE.fullmatch(clause)
-        if match is None:
-            return None
-        op, wanted = match["op"], _release(match["version"])
-        have = _release(version, len(wanted))
-        if match["prefix"]:
-            ok = (have[: len(wanted)] == wanted) == (op == "==")
-        elif op == "~=":
-            ok = have >= wanted and have[: len(wanted) - 1] == wanted[:-1]
-        else:
-            ok = _COMPARE[op](have, _release(match["version"], len(have)))
-        if not ok:
-            return False
-    return True
+    return sglang_range(PathDistribution(Path(path)).requires)

@@ -204,6 +204,7 @@ def report(args: Any) -> dict[str, Any]:
         "doctor": doctor_step,
         "explain": explain_step,
         "fingerprint": fingerprint_step,
+        "contract": contract_step,
     }[args.command]
     ns, simulation, problems = get_namespace(args.namespace), _simulation(args), Problems()
     with _captured(simulation) as logs:
@@ -331,7 +332,7 @@ def _outcomes(outcomes: Any, logs: LogCapture) -> list[dict[str, Any]]:
 
 
 def _platform(
-    ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool, judged: Judged
 ) -> dict[str, Any]:
     _selection.reset_current_platform(ns)
     start = time.perf_counter()
@@ -377,6 +378,16 @@ def _platform(
     for finding in findings:
         if finding.kind == "misspelled":
             problems.add(WARNING, "selection", finding.message)
+    if selection.plugin is not None:  # against the releases its distribution declares
+        from ..platforms._describe import release_problems
+
+        releases = judged[selection.distribution][1]
+        for finding in release_problems(cls, releases):
+            if finding.kind == "uncalled" and len(finding.releases) < len(releases):
+                findings.append(finding)  # information: other judged releases call it
+            else:
+                where = (selection.plugin, selection.distribution)
+                problems.add(WARNING, "sglang", finding.message, *where)
     # what a deployment gates on: the check the plugin's own tests run
     if strict and selection.plugin is not None:
         from ..testing._conformance import check_platform_conformance
@@ -508,7 +519,7 @@ _NOT_FOUND = "a misspelled module, or a package that is not installed here"
 
 
 def hooks_step(
-    problems: Problems, import_targets: bool, target: str | None = None
+    problems: Problems, import_targets: bool, judged: Judged, target: str | None = None
 ) -> dict[str, Any]:
     from ..plugins.hook_registry import HookRegistry
     from ._gate import host_not_installed, missing_module
@@ -520,6 +531,7 @@ def hooks_step(
     for t in targets:
         name, status = t["target"], t["status"]
         sources = [h["source"] for h in t["hooks"] if h["source"]]
+        releases = {r for s in sources for r in judged.get(s["distribution"], judged[None])[1]}
         hooks, where = _hooks_on(
             name,
             {s["plugin"] for s in sources if s["plugin"]},
@@ -536,6 +548,8 @@ def hooks_step(
             problems.add(ERROR, "hooks", f"{why} (checked by importing the targets)", *where)
         elif missing is not None and not host_not_installed(name):
             problems.add(ERROR, "hooks", f"{never} ({_NOT_FOUND})", *where)
+        elif absent := _absent(name, judged, releases | set(judged[None][1])):
+            problems.add(WARNING, "hooks", f"{hooks} never apply{absent}", *where)
         # Pending on a module that can be found (or on SGLang, not installed here): they apply
         # when it is imported. Information, in the hooks table; --import-targets checks them now.
         for conflict in t["conflicts"]:
@@ -583,24 +597,74 @@ def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str
     return list(registry)
 
 
-def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> Any:
+#: Per distribution that offers a plugin (``None``: for a hook without one), the SGLang range it
+#: declares and the releases its plugins are judged against: the range's, and the installed one.
+Judged = dict[Any, tuple[Any, tuple[str, ...]]]
+
+
+def _judged(discovery: DiscoveryResult, ns: PluginNamespace) -> Judged:
+    from .. import _sglang_releases as data
+    from ._gate import declared_sglang_range
+
+    installed = data.installed()[1]
+    judged: Judged = {None: (None, (installed,) if installed else ())}
+    for _kind, group in _groups(ns):
+        for ep in discovery.group(group):
+            if ep.distribution not in judged:
+                declared = declared_sglang_range(ep.path)
+                held = (data.releases_in(declared) or ()) if declared is not None else ()
+                releases = tuple(r for r in data.releases() if r in held or r == installed)
+                judged[ep.distribution] = (declared, releases)
+    return judged
+
+
+def _absent(target: str, judged: Judged, releases: set[str]) -> str | None:
+    """Why hooks on ``target`` (in SGLang) never apply on some release, from the releases' module
+    index: it is in none of them, or not in some of ``releases`` (those judged); ``None`` when no
+    release lacks it or the index cannot tell."""
+    from .. import _sglang_releases as data
+
+    if re.split("[.:]", target)[0] != "sglang":
+        return None
+    every = data.releases()
+    lacks = {release: data.missing(target, release) for release in every}
+    present = [r for r in every if lacks[r] is None]
+    if not present:
+        return (
+            f": {lacks[every[-1]]!r} is in no SGLang release with a plugin system "
+            f"({every[0]} to {every[-1]}): a misspelling, or a name newer than SGLang {every[-1]}"
+        )
+    ordered = [r for r in every if r in releases]
+    gaps = [r for r in ordered if lacks[r]]
+    if not gaps:
+        return None
+    if judged[None][1] and judged[None][1][0] in gaps:
+        tail = f"SGLang {judged[None][1][0]} is installed"
+    elif gaps == ordered[: len(gaps)]:
+        tail = f"the declared range starts at {ordered[0]}"
+    else:
+        tail = f"the declared range holds {data.describe(gaps)}"
+    return (
+        f" on SGLang {data.describe(gaps)}: {lacks[gaps[0]]!r} exists in SGLang "
+        f"{data.describe(present)} only; {tail}"
+    )
+
+
+def _sglang_support(
+    discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems, judged: Judged
+) -> Any:
     """The installed SGLang against the range each plugin's distribution declares (its requirement
     on ``sglang``: a generated package's extra ``sglang``), by the rule packages check at load."""
-    from importlib.metadata import PackageNotFoundError, version
+    from .. import _sglang_releases as data
 
-    from ._gate import declared_sglang_range, in_range
-
-    try:
-        installed: str | None = version("sglang")
-    except PackageNotFoundError:
-        installed = None
+    installed = data.installed()[0]
     rows, seen = [], set()
     for ep in [*discovery.group(ns.platform_group), *discovery.group(ns.plugin_group)]:
         if (key := (ep.name, ep.distribution)) in seen:
             continue
         seen.add(key)
-        declared = declared_sglang_range(ep.path)
-        ok = None if installed is None or declared is None else in_range(installed, declared)
+        declared, releases = judged[ep.distribution]
+        ok = None if installed is None or declared is None else data.in_range(installed, declared)
         rows.append(
             {
                 "plugin": ep.name,
@@ -608,6 +672,7 @@ def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: P
                 "version": ep.version,
                 "supports": declared,
                 "status": {None: "not-checked", True: "supported", False: "unsupported"}[ok],
+                "releases": list(releases),
             }
         )
         if ok is False:
@@ -619,7 +684,11 @@ def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: P
                 ep.name,
                 ep.distribution,
             )
-    return {"installed": installed, "plugins": rows}
+    return {
+        "installed": installed,
+        "installed_release": judged[None][1][0] if judged[None][1] else None,
+        "plugins": rows,
+    }
 
 
 def doctor_step(
@@ -630,8 +699,11 @@ def doctor_step(
     found = _discovery(discovery, ns, problems)
     # --strict: plugin failures stop selection and loading, warnings fail
     strict = args.strict or ns.strict()
-    platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems, strict)
+    judged = _judged(discovery, ns)
+    platform = _platform(ns, problems, logs, strict, judged)
+    plugins = plugins_step(ns, problems, strict)
     theirs = _check_sglang_registry(problems, args.import_targets)
+    hooks = hooks_step(problems, args.import_targets, judged)
     return {
         "discovery": {
             "distribution_count": len(discovery.distributions),
@@ -640,8 +712,8 @@ def doctor_step(
         },
         "platform": platform,
         "plugins": plugins,
-        "hooks": {**hooks_step(problems, args.import_targets), "sglang_registry_targets": theirs},
-        "sglang": _sglang_support(discovery, ns, problems),
+        "hooks": {**hooks, "sglang_registry_targets": theirs},
+        "sglang": _sglang_support(discovery, ns, problems, judged),
         "log": logs.records,
     }
 
@@ -672,7 +744,8 @@ def explain_step(
             "missing here; 'sglang-plugins doctor' says more",
         )
     plugins = plugins_step(ns, problems, strict)
-    targets = hooks_step(problems, args.import_targets, target)["targets"]
+    judged = _judged(discover_entry_points(), ns)
+    targets = hooks_step(problems, args.import_targets, judged, target)["targets"]
     found = next((t for t in targets if Target.parse(t["target"]) == wanted), None)
     # Only the problems about this target (or about loading) matter here.
     problems[:] = [
@@ -687,12 +760,45 @@ def explain_step(
                 f"sglang-plugins explain {target}"
             )
         problems.add(WARNING, "explain", message, target=target)
+        if absent := _absent(target, judged, set(judged[None][1])):
+            problems.add(
+                WARNING, "explain", f"hooks on {target!r} would never apply{absent}", target=target
+            )
+    from .. import _sglang_releases as data
+
     return {
         "target": target,
         "found": found is not None,
         "report": found,
+        "releases": [r for r in data.releases() if data.missing(target, r) is None]
+        if re.split("[.:]", target)[0] == "sglang"
+        else None,
         "plugins": plugins,
         "log": logs.records,
+    }
+
+
+def contract_step(
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
+) -> dict[str, Any]:
+    """The SGLang releases the runtime has data of, and with ``--diff`` what changed in the
+    platform contract from one to another."""
+    from .. import _sglang_releases as data
+
+    changes = None
+    if args.diff:
+        try:
+            changes = data.diff(*args.diff)
+        except ValueError as exc:
+            raise InputError(f"contract --diff: {exc}") from None
+    installed, release = data.installed()
+    return {
+        "releases": list(data.releases()),
+        "installed": installed,
+        "installed_release": release,
+        "diff": None
+        if changes is None
+        else {"from": args.diff[0], "to": args.diff[1], "changes": changes},
     }
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._consistency import dist_label
+from .._sglang_releases import describe
 
 SEE = "(see Problems)"
 
@@ -187,13 +188,14 @@ def _doctor(report: dict[str, Any]) -> list[str]:
     support = report["sglang"]
     lines += _section(
         f"Supported SGLang (installed: {support['installed'] or 'none'})",
-        ("PLUGIN", "DISTRIBUTION", "SUPPORTS", "STATUS"),
+        ("PLUGIN", "DISTRIBUTION", "SUPPORTS", "STATUS", "JUDGED AGAINST"),
         [
             (
                 r["plugin"],
                 dist_label(r),
                 "(not declared)" if r["supports"] is None else r["supports"],
                 r["status"],
+                describe(r["releases"]),
             )
             for r in support["plugins"]
         ],
@@ -211,6 +213,8 @@ def _doctor(report: dict[str, Any]) -> list[str]:
 
 def _explain(report: dict[str, Any]) -> list[str]:
     found = report["report"]
+    # the SGLang releases that have the target (none for a target outside SGLang)
+    releases = [] if report["releases"] is None else [f"Releases  {describe(report['releases'])}"]
     if found is None:
         loaded = (
             ", ".join(p["plugin"] for p in report["plugins"]["plugins"] if p["status"] == "loaded")
@@ -220,6 +224,7 @@ def _explain(report: dict[str, Any]) -> list[str]:
             "",
             f"No hook is registered on {report['target']} by the loaded plugins.",
             f"Plugins loaded: {loaded}",
+            *releases,
         ]
     error = f": {found['error']}" if found["error"] else ""
     lines = [
@@ -227,6 +232,7 @@ def _explain(report: dict[str, Any]) -> list[str]:
         f"Target    {found['target']}",
         f"Resolved  {found['resolved'] or '(not yet: its module is not imported)'}",
         f"Status    {found['status']}{error}",
+        *releases,
     ]
     lines += _section(
         "Hooks, outermost first",
@@ -293,6 +299,51 @@ def _fingerprint(report: dict[str, Any]) -> list[str]:
     return lines + (_section(title, ("SEVERITY", "ITEM", "HERE", "THERE"), rows) or ["", title])
 
 
+def _shape(value: Any, name: str) -> str:
+    """A contract member's shape as ``contract --diff`` shows it: ``method (self), required``,
+    ``method (self) -> None``, ``attribute = []``, a member's calls."""
+    from ..platforms._contract import render_call
+
+    if isinstance(value, list):  # a member's calls
+        return "; ".join(render_call(call, name) for call in value)
+    if not isinstance(value, dict):
+        return "present"
+    said = " ".join(filter(None, [value.get("kind"), value.get("signature")]))
+    if value.get("required"):
+        return f"{said}, required"
+    if "default" in value:
+        arrow = " ->" if value.get("kind", "attribute") not in ("attribute", "property") else " ="
+        return f"{said}{arrow} {value['default']!r}".strip()
+    return said
+
+
+def _contract(report: dict[str, Any]) -> list[str]:
+    installed = report["installed"] or "none"
+    if report["installed"] and not report["installed_release"]:
+        installed += ", no release with a plugin system"
+    lines = [
+        "",
+        f"SGLang releases with a plugin system (installed: {installed}):",
+        f"  {', '.join(report['releases'])}",
+    ]
+    diff = report["diff"]
+    if diff is None:
+        return [*lines, "", "'sglang-plugins contract --diff FROM TO' shows what changed."]
+    rows = []
+    for c in diff["changes"]:
+        was, now = (None if v is None else _shape(v, c["name"]) for v in (c["before"], c["after"]))
+        rows.append(
+            (c["section"], c["name"], c["change"], f"{was} => {now}" if was and now else was or now)
+        )
+    return lines + _section(
+        f"The platform contract from SGLang {diff['from']} to {diff['to']}: "
+        f"{len(diff['changes'])} change(s)",
+        ("SECTION", "NAME", "CHANGE", "WHAT"),
+        rows,
+        "(no change)",
+    )
+
+
 #: Characters that steer a terminal (C0 but tab and newline, DEL, C1, bidirectional overrides):
 #: plugin text shows them escaped, so that a message cannot clear, recolour or reorder the report
 #: around it.
@@ -320,9 +371,13 @@ def render(report: dict[str, Any]) -> str:
             ("VARIABLE", "VALUE"),
             [(k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()],
         )
-    lines += {"list": _list, "doctor": _doctor, "explain": _explain, "fingerprint": _fingerprint}[
-        command
-    ](report)
+    lines += {
+        "list": _list,
+        "doctor": _doctor,
+        "explain": _explain,
+        "fingerprint": _fingerprint,
+        "contract": _contract,
+    }[command](report)
     # The comparison's differences are its table: not repeated as problems.
     problems = [
         (p["severity"].upper(), p["step"], p["message"])

@@ -7,9 +7,10 @@ Contract classes (``DeviceMixin``, ``SRTPlatform``, ``MMPlatform``) mark every p
 
 Every other platform class is checked when it is defined, against how the hosts actually call each
 member: the interface table, ``interface_table.jsonl`` beside this module, one row per public name
-of SGLang's platform classes (``tests_sglang/test_interface_table.py`` writes it from the SGLang
-wheel and fails when it drifts). It is read only when a platform subclass is defined. A class that
-SGLang would run is never refused:
+of SGLang's platform classes (``scripts/sglang_releases.py`` writes it from the newest SGLang
+wheel and fails when it drifts). It is read only when a platform subclass is defined. Where an
+older SGLang release is installed, the calls are that release's (``_sglang_releases``), with the
+runtime's own. A class that SGLang would run is never refused:
 
 - ``TypeError`` only for an override that cannot accept a call the host makes (wrong arity, a
   keyword it lacks, an instance method where the host calls the class, data where the host calls a
@@ -260,15 +261,37 @@ def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[str, str] 
     return None
 
 
-def host_call_problem(raw: Any, name: str, hosts: tuple[str, ...]) -> tuple[str, str] | None:
+def host_call_problem(
+    raw: Any, name: str, hosts: tuple[str, ...], release: str | None = None
+) -> tuple[str, str] | None:
     """``("signature" | "binding", why)`` when ``raw``, defined as ``name``, cannot serve a call
-    ``hosts`` make."""
-    for row in (row for host in hosts if (row := interface_row(name, host)) is not None):
+    ``hosts`` make (``release``: those of that SGLang release and the runtime's own)."""
+    for host in hosts:
+        row = interface_row(name, host) or {"signature": ""}
+        if release is not None:
+            from .. import _sglang_releases as data
+
+            row = data.as_in(release, row, name, host)
         for call in row.get("calls", ()):
             if found := _call_problem(raw, call, name):
                 declared = f"; SGLang declares {name}{row['signature']}" if row["signature"] else ""
                 return found[0], f"{found[1]} (called from {call['site']}){declared}"
     return None
+
+
+@cache
+def host_release() -> str | None:
+    """The installed SGLang release whose calls a platform class must accept where it is not the
+    newest (the one the interface table describes); ``None``: the table's (no SGLang installed,
+    the newest release, a version no release data describes)."""
+    from .._discovery import discover_entry_points
+
+    if "sglang" not in discover_entry_points().distributions:
+        return None
+    from .. import _sglang_releases as data
+
+    release = data.installed()[1]
+    return None if release == data.releases()[-1] else release
 
 
 def is_known_name(name: str) -> bool:
@@ -301,13 +324,14 @@ def misspelling(name: str, contract: Collection[str]) -> str | None:
 def enforce(cls: type) -> None:
     """Refuse ``cls`` when its host cannot call it; warn once per likely misspelling."""
     contract, hosts = contract_members(cls), hosts_of(cls)
+    release = host_release() if hosts else None
     names = [
         (k, *entry) for k in checked_classes(cls, whole_mro=False) for entry in public_names(k)
     ]
     errors = [
         f"{k.__name__}.{n}: {found[1]}"
         for k, n, r in names
-        if (found := host_call_problem(r, n, hosts))
+        if (found := host_call_problem(r, n, hosts, release))
     ]
     if errors:
         bases = ", ".join(k.__name__ for k in contract_classes(cls))

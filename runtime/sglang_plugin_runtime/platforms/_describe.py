@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from . import _contract
 
@@ -111,8 +111,12 @@ def describe_contract(cls: type) -> list[ContractMethod]:
 
 #: ``signature`` and ``binding`` make a class unusable by its host (errors); ``misspelled`` is a
 #: likely typo (a warning at definition, an error in the conformance check); ``retired`` and
-#: ``unknown`` are information.
-ProblemKind = Literal["signature", "binding", "misspelled", "retired", "unknown"]
+#: ``unknown`` are information. Judged against SGLang releases (``release_problems``):
+#: ``required`` (a member a release requires that the class leaves to its base) and ``uncalled``
+#: (an override no judged release calls).
+ProblemKind = Literal[
+    "signature", "binding", "misspelled", "retired", "unknown", "required", "uncalled"
+]
 ERROR_KINDS: frozenset[str] = frozenset({"signature", "binding"})
 
 
@@ -124,6 +128,8 @@ class OverrideProblem:
     attribute: str
     kind: ProblemKind
     message: str
+    #: The SGLang releases the problem is about (judged against releases only).
+    releases: tuple[str, ...] = ()
 
     @property
     def is_error(self) -> bool:
@@ -197,6 +203,62 @@ def _declared_by(name: str) -> str:
         row["owner"] for row in _contract.interface_rows() if row["name"] == name and "owner" in row
     )
     return " and ".join(ours or sglangs)
+
+
+def release_problems(cls: type, releases: Sequence[str]) -> list[OverrideProblem]:
+    """What SGLang ``releases`` make of platform class ``cls``, from each release's contract data:
+    a member a release requires (its base raises ``NotImplementedError``) that ``cls`` leaves to a
+    base (``required``); an override that cannot accept a call the release makes (``signature``,
+    ``binding``); an override of a member that some release declares and judged ones do not
+    (``uncalled``: never called there). One problem per finding, with the releases it holds in."""
+    from .. import _sglang_releases as data
+
+    hosts = _contract.hosts_of(cls) or (
+        ("srt",) if any(k.__name__ == "SRTPlatform" for k in cls.__mro__) else ()
+    )
+    bases = data.base_classes()
+    mro = [k for k in cls.__mro__ if k is not object]
+    is_base = {k: k in _contract.OWN_MEMBERS or (k.__module__, k.__name__) in bases for k in mro}
+    # the vendor's classes: SGLang's own (its bases, its in-tree platforms) are the host's
+    vendor = [k for k in mro if not is_base[k] and not k.__module__.startswith("sglang.")]
+    # (kind, name, the message before and after the releases) -> the releases
+    found: dict[tuple[str, str, str, str], list[str]] = {}
+    for release in releases:
+        for host in hosts:
+            for name, shape in data.contract(release, host).items():
+                owner = next((k for k in mro if name in vars(k)), None)
+                if shape.get("required") and (owner is None or is_base[owner]):
+                    head = f"{cls.__name__}.{name}() is required by SGLang "
+                    tail = (
+                        " (its base raises NotImplementedError) and the class leaves it to "
+                        f"{'no class' if owner is None else owner.__name__}: override it"
+                    )
+                    found.setdefault(("required", name, head, tail), []).append(release)
+            calls = data.sections(release)[f"{host} calls"]
+            for klass in vendor:
+                for name, raw in _contract.public_names(klass):
+                    for call in calls.get(name, ()):
+                        if problem := _contract._call_problem(raw, call, name):
+                            head = f"{klass.__name__}.{name}: {problem[1]} (SGLang "
+                            key = (problem[0], name, head, f", {call['site']})")
+                            found.setdefault(key, []).append(release)
+    for host in hosts:
+        for name, where in data.declared(host).items():
+            definer = next((k for k in vendor if name in vars(k)), None)
+            if definer is not None and (lacking := [r for r in releases if r not in where]):
+                head = f"{definer.__name__}.{name}: never called by SGLang "
+                tail = f": a platform member of SGLang {data.describe(where)} only"
+                found[("uncalled", name, head, tail)] = lacking
+    return [
+        OverrideProblem(
+            cls.__name__,
+            name,
+            cast(ProblemKind, kind),
+            head + data.describe(held) + tail,
+            tuple(held),
+        )
+        for (kind, name, head, tail), held in found.items()
+    ]
 
 
 def host_versions() -> tuple[str, ...]:

@@ -6,7 +6,8 @@ Fixtures (in every pytest run where the runtime is installed): ``plugin_env``,
 ``stand_in_module`` and ``sglang_server`` (a real SGLang server on the CPU, for tests marked
 ``sglang_server``: they run only with ``pytest -m sglang_server``). Helpers: fake distributions on
 ``sys.path`` without installing, stand-in modules for a hook's target (SGLang's code without
-SGLang), a simulated torch device module, and a conformance check for platform classes.
+SGLang), a simulated torch device module, a conformance check for platform classes (also against
+one SGLang release), and the SGLang releases a range holds.
 
 Importing this module is cheap (pytest imports it at start-up in every project where the runtime is
 installed): it imports neither pytest nor torch, and the helpers are imported on first use. See
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from ._fake_site import FakeDistributions
     from ._host_registry import isolated_hooks, resolve_target, target_owner
     from ._platform_override import PlatformOverride
+    from ._releases import missing_hook_target, sglang_releases
     from ._sglang_server import SGLangServer, SGLangServerError, running_sglang_server, tiny_model
     from ._stand_in import StandInModules
 
@@ -50,8 +52,10 @@ __all__ = [
     "assert_platform_conformance",
     "check_platform_conformance",
     "isolated_hooks",
+    "missing_hook_target",
     "resolve_target",
     "running_sglang_server",
+    "sglang_releases",
     "simulated_device",
     "target_owner",
     "tiny_model",
@@ -74,6 +78,8 @@ _LAZY = {
     "simulated_device": ".._simulated_device",
     "isolated_hooks": "._host_registry",
     "resolve_target": "._host_registry",
+    "missing_hook_target": "._releases",
+    "sglang_releases": "._releases",
     "target_owner": "._host_registry",
     "write_fake_distribution": "._fake_distributions",
 }

@@ -99,13 +99,17 @@ def check_platform_conformance(
     out_of_tree: bool = True,
     include_reserved: bool = True,
     device_present: bool = False,
+    release: str | None = None,
 ) -> list[ConformanceProblem]:
     """Every conformance problem of platform class ``cls`` (an empty list when it conforms).
 
     ``out_of_tree`` demands ``_enum is PlatformEnum.OOT`` (a plugin platform);
     ``include_reserved=False`` stops requiring the reserved (not yet called) methods;
     ``device_present``: the class's device is here (its plugin's ``activate()`` said so), so the
-    calls that need it (memory, name, capability) are made too, as under a simulated device.
+    calls that need it (memory, name, capability) are made too, as under a simulated device;
+    ``release`` (an SGLang release such as ``"0.5.21"``, see :func:`sglang_releases`): also what
+    that release requires (each method its base leaves raising ``NotImplementedError``) and calls
+    (each override accepts its calls), from the runtime's data of that release's wheel.
     """
     view = platform_view(cls)
     if view is None:
@@ -140,6 +144,16 @@ def check_platform_conformance(
                 f"{name}.{member.name}() is required ({member.status}) and {source}: override it"
             )
             problems.append(ConformanceProblem(member.name, "not_implemented", message))
+    if release is not None:
+        from .._sglang_releases import check_release
+        from ..platforms._describe import release_problems
+
+        seen = {(p.attribute, p.kind) for p in problems}
+        for found in release_problems(cls, [check_release(release)]):
+            kind = "not_implemented" if found.kind == "required" else found.kind
+            if found.kind != "uncalled" and (found.attribute, kind) not in seen:
+                reported.add(found.attribute)
+                problems.append(ConformanceProblem(found.attribute, kind, found.message))
 
     try:
         instance = cls()
@@ -168,18 +182,24 @@ def check_platform_conformance(
 
 
 def assert_platform_conformance(
-    cls: type, *, out_of_tree: bool = True, include_reserved: bool = True
+    cls: type,
+    *,
+    out_of_tree: bool = True,
+    include_reserved: bool = True,
+    release: str | None = None,
 ) -> None:
-    """Raise ``AssertionError`` listing every conformance problem of ``cls``."""
+    """Raise ``AssertionError`` listing every conformance problem of ``cls`` (``release``: judged
+    against that SGLang release too)."""
     __tracebackhide__ = True
     problems = check_platform_conformance(
-        cls, out_of_tree=out_of_tree, include_reserved=include_reserved
+        cls, out_of_tree=out_of_tree, include_reserved=include_reserved, release=release
     )
     if problems:
         label = getattr(cls, "__name__", repr(cls))
         lines = "\n".join(f"  - [{p.kind}] {p.message}" for p in problems)
+        against = f" of SGLang {release}" if release else ""
         raise AssertionError(
-            f"{label} does not conform to the platform contract "
+            f"{label} does not conform to the platform contract{against} "
             f"({len(problems)} problem{'s' if len(problems) != 1 else ''}):\n{lines}"
         )
 
