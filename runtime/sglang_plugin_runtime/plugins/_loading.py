@@ -53,6 +53,8 @@ class LoadReport:
         self.namespace, self.group = namespace, group
         self.outcomes: list[PluginOutcome] = []
         self.completed = False
+        #: The selected platform's distribution when it loaded (``None``: not selected yet).
+        self.required: str | None = None
 
     @property
     def problems(self) -> list[PluginOutcome]:
@@ -257,12 +259,21 @@ def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadRep
     if not state.gate.enter(lambda gate: _refuse(namespace, gate)):
         return state.reports.get(group) or LoadReport(namespace.name, group)
     try:
+        required = _required_distribution(namespace, discover_entry_points())
         if (report := state.reports.get(group)) and report.completed:
-            return report
+            # A platform selected since: what of its distribution did not load is redone under the
+            # policy that applies to it now, as SGLANG_PLATFORM would have applied it at once.
+            if report.required == required or all(
+                o.distribution != required for o in report.outcomes if o.status is not Status.LOADED
+            ):
+                return report
+            loaded = [o for o in report.outcomes if o.status is Status.LOADED]
+            state.done.update({(group, o.plugin): o for o in loaded})
         if state.interrupted:
             discard_hooks(state.interrupted)
             state.interrupted = None
         report = state.reports[group] = LoadReport(namespace.name, group)
+        report.required = required
         try:
             _load(namespace, group, strict, state, report)
         except BaseException:  # a load that raised: the next call redoes it
@@ -279,7 +290,7 @@ def _load(
     """Import and run the plugins of ``group`` into ``report``, skipping the functions a load
     that raised already completed."""
     discovery = discover_entry_points()
-    policy = Policy(strict, namespace.strict_env, _required_distribution(namespace, discovery))
+    policy = Policy(strict, namespace.strict_env, report.required)
     if namespace.allowed_plugins() == frozenset() and discovery.group(group):
         env = namespace.plugins_env
         logger.warning(
