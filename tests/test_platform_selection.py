@@ -712,6 +712,32 @@ def test_entry_point_naming_a_non_callable_says_what_it_names(site: PluginSite) 
     assert "'acme_platform:activate'" in out["message"] and "not callable" not in out["message"]
 
 
+@pytest.mark.fault(
+    "selection",
+    "SGLANG_PLATFORM unset, and another distribution's platform entry point names a string, not a "
+    "function (other = other_plat:PLATFORM_CLASS)",
+    "that plugin is failed-import and skipped with a WARNING, the working plugin is selected (was: "
+    "InvalidPlatformError out of the whole selection)",
+)
+def test_an_unrelated_entry_point_naming_a_non_function_is_skipped_in_auto_mode(
+    site: PluginSite,
+) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    site.add(
+        "other-npu",
+        entry_points={"sglang.srt.platforms": {"other": "other_plat:PLATFORM_CLASS"}},
+        modules={"other_plat.py": "PLATFORM_CLASS = 'other_plat.OtherPlatform'\n"},
+    )
+    out = select(site)
+    assert (out["platform_class"], out["rule"]) == (
+        "acme_platform.AcmePlatform",
+        "single-activated",
+    )
+    other = next(a for a in out["activations"] if a["plugin"] == "other")
+    assert other["status"] == "failed-import" and "not a function" in other["reason"]
+    assert "Plugin 'other' (distribution other-npu 1.0) failed" in out["stderr"]
+
+
 @pytest.mark.parametrize("asked", ["acme-npu", "ACME_NPU", "Acme.Npu"])
 @pytest.mark.fault(
     "selection",

@@ -246,8 +246,11 @@ def _activate(
 ) -> tuple[PluginOutcome, type | None]:
     """Import ``ep``, run its ``activate()`` (or replay what the host's start-up got from it), check
     the class it names."""
+    # An entry point that names no function says nothing about the hardware: in auto mode it is
+    # skipped, as a failed import is.
+    fatal = p.fatal if p.required else (errors.ReentrantSelectionError,)
     function, imported = run_plugin_code(
-        ep, partial(_function, ep), step="import", policy=p, gate=gate
+        ep, partial(_function, ep), step="import", policy=p._replace(fatal=fatal), gate=gate
     )
     if not imported.ok:
         return imported, None
