@@ -1002,6 +1002,32 @@ def test_a_host_that_fails_to_import_is_rolled_back_and_selection_goes_on(site: 
     assert out == {"class": "vendor_platform.VendorPlatform", "host_modules": []}
 
 
+@pytest.mark.fault(
+    "selection",
+    "the installed host's platform module imports torch, then fails while selection imports it "
+    "first; the plugin's activate() imports torch",
+    "only the host package's modules are removed: torch stays imported once, the plugin activates "
+    "and is selected (was: torch removed too, its re-import raised 'SystemError: bad call flags' "
+    "and the fallback was selected)",
+)
+def test_a_host_that_fails_to_import_leaves_the_modules_it_imported_from_elsewhere(
+    site: PluginSite,
+) -> None:
+    broken_host = dict(HOST_PACKAGE)
+    broken_host["fakehost/platforms/interface.py"] = (
+        "import torch\nraise TypeError('Expected an SRTPlatform subclass')\n"
+    )
+    site.add("fakehost", modules=broken_host)
+    activate = "import torch; return __name__ + '.{cls}' if torch.zeros(1).numel() else None"
+    site.add(
+        "vendor-npu",
+        entry_points={"hosted.platforms": {"vendor": "vendor_platform:activate"}},
+        modules={"vendor_platform.py": platform_module("VendorPlatform", "vendor", activate)},
+    )
+    out = site.run_json(HOST_NAMESPACE)
+    assert out == {"class": "vendor_platform.VendorPlatform", "host_modules": []}
+
+
 # --- plugin code that misbehaves while its platform class is checked or built ---------------------
 
 VALIDATED_MODULE_EXITS = {
