@@ -283,3 +283,33 @@ def test_hooks_of_the_selected_platform_that_cannot_apply_stop_loading(site: Plu
         and "acme-npu" in message
         and "no_such_vendor_module.f" in message
     )
+
+
+SGLANG_HOOK = UPPER + (
+    "HookRegistry.register('sglang.srt.managers.scheduler.Scheduler.__init__', upper, "
+    "HookType.AFTER)\n"
+)
+
+
+@pytest.mark.parametrize("strict", ["", "1"])
+@pytest.mark.fault(
+    "plugins",
+    "the selected platform registers a hook on sglang.* where SGLang is not installed (its own "
+    "tests, doctor on a build machine)",
+    "load_plugins() succeeds, also with SGLANG_PLUGINS_STRICT=1: the hook stays pending, as the "
+    "docs say (was: PluginLoadError, the selected platform's hooks 'cannot be applied')",
+)
+def test_a_selected_platforms_hook_on_sglang_where_sglang_is_not_installed_stays_pending(
+    site: PluginSite, strict: str
+) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={
+            "acme_platform.py": platform_module("AcmePlatform", "acmenpu", extra=SGLANG_HOOK),
+            **TARGET,
+        },
+    )
+    code = REPORT + "print(json.dumps([out, HookRegistry.describe()[0].status]))\n"
+    out, status = site.run_json(code, {"SGLANG_PLUGINS_STRICT": strict})
+    assert out["plugin"] == "acme" and "load_error" not in out and status == "pending"
