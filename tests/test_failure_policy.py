@@ -313,3 +313,107 @@ def test_a_selected_platforms_hook_on_sglang_where_sglang_is_not_installed_stays
     code = REPORT + "print(json.dumps([out, HookRegistry.describe()[0].status]))\n"
     out, status = site.run_json(code, {"SGLANG_PLUGINS_STRICT": strict})
     assert out["plugin"] == "acme" and "load_error" not in out and status == "pending"
+
+
+def _general(site: PluginSite, name: str, body: str, *, at_import: str = "") -> None:
+    """A general plugin ``name`` (distribution ``<name>-dist``) whose register() runs ``body``."""
+    lines = "".join(f"    {line}\n" for line in body.splitlines())
+    site.add(
+        f"{name}-dist",
+        entry_points={"sglang.srt.plugins": {name: f"{name}_plugin:register"}},
+        modules={f"{name}_plugin.py": f"{UPPER}{at_import}\ndef register():\n{lines}"},
+    )
+
+
+@pytest.mark.fault(
+    "plugins",
+    "register() registers a hook from a helper thread it starts and joins, then raises",
+    "the hook is attributed to the plugin and discarded with it (was: no source, so it stayed "
+    "applied)",
+)
+def test_a_hook_registered_from_a_helper_thread_of_a_failing_register_is_discarded(
+    site: PluginSite,
+) -> None:
+    site.add("target", modules=TARGET)
+    _general(
+        site,
+        "threaded",
+        "helper = threading.Thread(target=lambda: HookRegistry.register("
+        "'target_mod.greet', upper, HookType.AFTER))\n"
+        "helper.start(); helper.join()\n"
+        "raise RuntimeError('half set up')",
+        at_import="import threading",
+    )
+    out = site.run_json(REPORT)
+    assert out["plugins"]["threaded"][0] == "failed-call"
+    assert out["greet"] == "hello" and out["hooks"] == []
+
+
+def test_a_hook_registered_from_a_helper_thread_of_register_belongs_to_the_plugin(
+    site: PluginSite,
+) -> None:
+    site.add("target", modules=TARGET)
+    _general(
+        site,
+        "threaded",
+        "helper = threading.Thread(target=lambda: HookRegistry.register("
+        "'target_mod.greet', upper, HookType.AFTER))\n"
+        "helper.start(); helper.join()",
+        at_import="import threading",
+    )
+    out = site.run_json(REPORT)
+    assert out["greet"] == "HELLO" and out["hooks"] == [["threaded", "threaded-dist"]]
+
+
+@pytest.mark.fault(
+    "plugins",
+    "Ctrl-C (KeyboardInterrupt) while register() runs, after it registered a hook; the host calls "
+    "load_plugins() again",
+    "the interrupt propagates and the hooks register() had registered are discarded first, as for "
+    "sys.exit(): the second load_plugins() registers the hook once, it runs once per call (was: "
+    "twice)",
+)
+def test_hooks_of_a_register_interrupted_by_ctrl_c_are_discarded_before_it_runs_again(
+    site: PluginSite,
+) -> None:
+    site.add("target", modules=TARGET)
+    _general(
+        site,
+        "slow",
+        "HookRegistry.register('target_mod.greet', exclaim, HookType.AFTER)\n"
+        "if not RUNS:\n"
+        "    RUNS.append(1)\n"
+        "    raise KeyboardInterrupt",
+        at_import="RUNS = []\ndef exclaim(result):\n    return result + '!'",
+    )
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.plugins import load_plugins
+        try:
+            load_plugins()
+        except KeyboardInterrupt:
+            pass
+        load_plugins()
+        import target_mod
+        print(json.dumps(target_mod.greet()))
+        """
+    )
+    assert out == "hello!"
+
+
+@pytest.mark.fault(
+    "plugins",
+    "register() raises asyncio.CancelledError (a BaseException, e.g. from a cancelled task it "
+    "waited on)",
+    "that plugin's failure (failed-call), the later plugins load (was: the error escaped "
+    "load_plugins(), and doctor --json printed a traceback)",
+)
+def test_a_cancelled_error_from_register_is_that_plugins_failure(site: PluginSite) -> None:
+    site.add("target", modules=TARGET)
+    _general(site, "cancelled", "raise asyncio.CancelledError()", at_import="import asyncio")
+    _general(site, "later", "pass")
+    out = site.run_json(REPORT)
+    status, reason = out["plugins"]["cancelled"]
+    assert status == "failed-call" and "CancelledError" in reason
+    assert out["plugins"]["later"] == ["loaded", ""]

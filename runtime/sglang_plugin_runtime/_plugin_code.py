@@ -130,9 +130,10 @@ def honoured_exit(exc: BaseException | None) -> bool:
 
 
 def is_plugin_failure(exc: BaseException) -> bool:
-    """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate)."""
-    interrupt = isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
-    return isinstance(exc, (Exception, SystemExit)) or (_marked and interrupt)
+    """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate): all
+    but a user's ``KeyboardInterrupt`` (an ``asyncio.CancelledError`` too)."""
+    interrupt = isinstance(exc, KeyboardInterrupt)
+    return not interrupt or (_marked and not isinstance(exc, InterruptFromSignal))
 
 
 class PluginCall:
@@ -245,7 +246,7 @@ def discard_hooks(ep: PluginEntryPoint) -> None:
 
 
 class Running:
-    """Plugin code a :class:`Gate`'s owner runs now."""
+    """Plugin code that runs now (a :class:`Gate`'s owner runs it, when it has one)."""
 
     def __init__(self, ep: PluginEntryPoint, where: str) -> None:
         self.ep = ep
@@ -298,6 +299,23 @@ class Gate:
         return error
 
 
+#: The innermost plugin code running now.
+_running: Running | None = None
+
+
+def current_source() -> HookSource | None:
+    """The plugin whose code runs now: in this thread, or where this thread was started by that
+    code (a helper thread of its ``register()``)."""
+    running = _running
+    if (
+        (source := plugin_source.get())
+        or not running
+        or threading.current_thread() in running.threads
+    ):
+        return source
+    return HookSource(running.ep.name, running.ep.distribution)
+
+
 # ---------------------------------------------------------------- the one function
 
 
@@ -336,7 +354,9 @@ def run_plugin_code(
     importing = step == "import"
     what = "the import" if importing else step
     where = f"{what} of plugin {ep.name!r} (distribution {ep.label})"
-    running = Running(ep, where)
+    global _running
+    outer = _running
+    running = _running = Running(ep, where)
     token = plugin_source.set(HookSource(ep.name, ep.distribution))
     if gate:
         gate.running = running
@@ -344,9 +364,13 @@ def run_plugin_code(
     try:
         with guarded(where) as call:
             value = action()
+    except BaseException:  # a user's Ctrl-C: the hooks the code registered go first
+        discard_hooks(ep)
+        raise
     finally:
         seconds = time.perf_counter() - start
         plugin_source.reset(token)
+        _running = outer
         if gate:
             gate.running = None
     if honoured_exit(call.error):
