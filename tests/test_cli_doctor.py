@@ -1053,3 +1053,46 @@ def test_simulate_does_not_print_torchs_numpy_warning(site: PluginSite) -> None:
     result = cli(site, "doctor", "--simulate", "npu")
     assert result.code == 0, result.out
     assert "NumPy" not in result.err and "NumPy" not in result.out
+
+
+# --- the startup phase ----------------------------------------------------------------------------
+
+#: acme-npu: a startup plugin that brings the backend up, and a platform whose activate() finds the
+#: device only once it is up (as a vendor's torch extension, imported by the startup plugin).
+BACKEND_FIRST = {
+    "acme_backend.py": "READY = []\n",
+    "acme_boot.py": "def boot():\n    import acme_backend\n    acme_backend.READY.append(1)\n",
+    "acme_platform.py": platform_module(
+        "AcmePlatform",
+        "acmenpu",
+        "import acme_backend; return __name__ + '.{cls}' if acme_backend.READY else None",
+    ),
+}
+
+
+def _backend_first(site: PluginSite, startup: str = "acme_boot:boot") -> None:
+    site.add(
+        "acme-npu",
+        entry_points={
+            PLATFORMS: {"acme": "acme_platform:activate"},
+            "sglang.srt.startup_plugins": {"acme_boot": startup},
+        },
+        modules=BACKEND_FIRST,
+    )
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor where a startup plugin makes the platform's activate() find its device (the launcher "
+    "and an adopted SGLang run startup plugins before selection)",
+    "doctor runs the startup phase first, as every server process does: the plugin's platform is "
+    "selected (was: the fallback and exit 0)",
+)
+def test_doctor_runs_the_startup_plugins_before_it_selects_the_platform(site: PluginSite) -> None:
+    _backend_first(site)
+    report = cli(site, "doctor", "--json").json
+    assert (report["platform"]["plugin"], report["platform"]["rule"]) == (
+        "acme",
+        "single-activated",
+    )
+    assert [o["status"] for o in report["plugins"]["startup"]] == ["loaded"]

@@ -91,7 +91,9 @@ def _parser() -> argparse.ArgumentParser:
         "list", parents=[common], help="what is installed and what the environment does with it"
     )
     doctor = commands.add_parser(
-        "doctor", parents=[common], help="select, load_plugins() here; report every step"
+        "doctor",
+        parents=[common],
+        help="run startup plugins, selection, load_plugins(); report each step",
     )
     explain = commands.add_parser(
         "explain", parents=[common], help="the hooks on one target, in the order they run"

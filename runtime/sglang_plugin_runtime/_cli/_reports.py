@@ -409,19 +409,35 @@ def _platform(
     }
 
 
-def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[str, Any]:
-    """Run ``load_plugins()`` here (both phases), and report what each plugin did."""
-    from ..plugins._loading import load_plugins, plugin_load_report, reset_load_state
-
-    _allowlist(ns, problems)
-    reset_load_state(ns)
-    error = None
+def _stopped(load: Any, ns: PluginNamespace, problems: Problems, strict: bool) -> str | None:
+    """Run ``load`` (``load_plugins`` or its startup phase) here; the error that stopped it."""
     try:
-        load_plugins(ns, strict=strict)
+        load(ns, strict=strict)
     except Exception as exc:
         error = error_text(exc)
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
         problems.add(ERROR, "plugins", f"loading plugins stopped: {error}", plugin, distribution)
+        return error
+    return None
+
+
+def startup_step(ns: PluginNamespace, problems: Problems, strict: bool) -> None:
+    """Run the startup phase here before selection, as the launcher and an adopted SGLang do (when
+    ``sglang`` is imported): a startup plugin may be what lets a platform's ``activate()`` find
+    its device."""
+    from ..plugins._loading import load_startup_plugins, reset_load_state
+
+    _allowlist(ns, problems)
+    reset_load_state(ns)
+    _stopped(load_startup_plugins, ns, problems, strict)
+
+
+def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[str, Any]:
+    """Run ``load_plugins()`` here (after :func:`startup_step` and selection), and report what each
+    plugin did."""
+    from ..plugins._loading import load_plugins, plugin_load_report
+
+    error = _stopped(load_plugins, ns, problems, strict)
     phases = {}
     for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
         # no startup group: no report (plugin_load_report(ns, None) is the general plugins')
@@ -625,11 +641,13 @@ def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: P
 def doctor_step(
     ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
 ) -> dict[str, Any]:
-    """Run selection, ``load_plugins()`` and hook application here, and report every step."""
+    """Run the startup phase, selection, ``load_plugins()`` and hook application here, in a
+    server process's order, and report every step."""
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
     # --strict: plugin failures stop selection and loading, warnings fail
     strict = args.strict or ns.strict()
+    startup_step(ns, problems, strict)
     platform, plugins = _platform(ns, problems, logs, strict), plugins_step(ns, problems, strict)
     theirs = _check_sglang_registry(problems, args.import_targets)
     return {
@@ -662,6 +680,7 @@ def explain_step(
             "pkg.mod.Class.method or pkg.mod:Class.method"
         ) from None
     strict = args.strict or ns.strict()
+    startup_step(ns, problems, strict)
     try:  # as in a host process: the selected platform plugin's own hooks are registered too
         _selection.get_current_platform(ns, strict=strict)
     except Exception as exc:
