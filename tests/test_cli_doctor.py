@@ -1096,3 +1096,33 @@ def test_doctor_runs_the_startup_plugins_before_it_selects_the_platform(site: Pl
         "single-activated",
     )
     assert [o["status"] for o in report["plugins"]["startup"]] == ["loaded"]
+
+
+@pytest.mark.parametrize("platform_env", [{}, {"SGLANG_PLATFORM": "acme"}])
+@pytest.mark.fault(
+    "cli",
+    "SGLANG_PLUGINS lists general plugins only and the selected platform's distribution ships a "
+    "startup plugin",
+    "the allowlist still skips it (SGLang's filter), but with a WARNING in the log and in doctor "
+    "naming it and the value to set (SGLANG_PLUGINS=ops,acme_boot) (was: INFO only, no problem)",
+)
+def test_the_selected_platforms_startup_plugin_skipped_by_the_allowlist_is_a_warning(
+    site: PluginSite, platform_env: dict[str, str]
+) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={
+            PLATFORMS: {"acme": "acme_platform:activate"},
+            "sglang.srt.startup_plugins": {"acme_boot": "acme_boot:boot"},
+        },
+        modules={**BACKEND_FIRST, "acme_platform.py": platform_module("AcmePlatform", "acmenpu")},
+    )
+    add_general(site, "ops-dist", "ops")
+    result = cli(site, "doctor", "--json", "-v", SGLANG_PLUGINS="ops", **platform_env)
+    report = result.json
+    assert report["platform"]["plugin"] == "acme"
+    [problem] = [p for p in report["problems"] if p["plugin"] == "acme_boot"]
+    assert (
+        problem["severity"] == "warning" and "SGLANG_PLUGINS='ops,acme_boot'" in problem["message"]
+    )
+    assert "WARNING" in result.err and "'acme_boot'" in result.err

@@ -442,11 +442,12 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
     for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
         # no startup group: no report (plugin_load_report(ns, None) is the general plugins')
         report = plugin_load_report(ns, group) if group else None
-        outcomes = report.outcomes if report else ()
+        outcomes, required = (report.outcomes, report.required) if report else ((), None)
         for o in outcomes:
-            if not o.ok:
+            # the selected platform's own startup plugin, skipped by the allowlist: a warning
+            if not o.ok or (o.status is Status.SKIPPED_ALLOWLIST and o.distribution == required):
                 problems.add(
-                    WARNING if o.status is Status.NOT_INSTALLED else ERROR,
+                    ERROR if not o.ok and o.status is not Status.NOT_INSTALLED else WARNING,
                     "plugins",
                     f"plugin {o.plugin!r} {o.status}: {o.reason}",
                     o.plugin,

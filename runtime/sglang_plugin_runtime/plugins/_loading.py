@@ -115,9 +115,11 @@ def plan_entry_points(
     discovery: DiscoveryResult,
     excluded_dists: Iterable[str] = (),
     allowed: frozenset[str] | None = None,
+    required: str | None = None,
 ) -> list[PlannedPlugin]:
     """What loading ``group`` will do with each entry point, in load order; imports nothing.
-    ``allowed``: the allowlist that applies (``None``: all)."""
+    ``allowed``: the allowlist that applies (``None``: all); ``required``: the selected platform's
+    distribution."""
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
     duplicates = discovery.duplicates(group)
     selected = namespace.selected_platform()
@@ -147,7 +149,14 @@ def plan_entry_points(
     for ep in discovery.group(group):
         status, reason = Status.TO_LOAD, ""
         if allowed is not None and ep.name not in allowed:
-            status, reason = Status.SKIPPED_ALLOWLIST, f"not in {namespace.plugins_env}"
+            env = namespace.plugins_env
+            status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
+            if group == namespace.startup_group and ep.distribution == required:
+                value = f"{os.environ[env].strip(' ,')},{ep.name}"
+                reason += (
+                    f", so the selected platform's distribution {ep.label} runs without its "
+                    f"startup plugin; add it ({env}={value!r}) or unset {env}"
+                )
         elif ep.distribution in excluded:
             status, reason = Status.SKIPPED_PLATFORM, unselected
         elif ep.name in duplicates:
@@ -158,7 +167,7 @@ def plan_entry_points(
 
 
 def plan_plugins(
-    ns: PluginNamespace, discovery: DiscoveryResult, group: str
+    ns: PluginNamespace, discovery: DiscoveryResult, group: str, required: str | None = None
 ) -> list[PlannedPlugin]:
     """What a load of ``group`` (the general or the startup group) will do with each plugin:
     distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects are
@@ -168,7 +177,7 @@ def plan_plugins(
     excluded = {ep.distribution for ep in eps} - {
         ep.distribution for ep in eps if ep.name == selected
     }
-    return plan_entry_points(group, ns, discovery, excluded, ns.allowed_plugins())
+    return plan_entry_points(group, ns, discovery, excluded, ns.allowed_plugins(), required)
 
 
 def _callable(value: object) -> str | None:
@@ -200,10 +209,12 @@ def import_plugins(
     group: str,
     gate: Gate | None = None,
     skip: Iterable[str] = (),
+    loud: str | None = None,
 ) -> tuple[list[tuple[PluginEntryPoint, Callable[[], object]]], list[PluginOutcome]]:
     """Import the plugins ``plan`` loads (but those in ``skip``): their functions, and the outcomes
     of the others (failed imports, skipped, duplicates). Failures never stop the others, unless
-    ``policy`` says so."""
+    ``policy`` says so. Skipped plugins are logged at INFO, those of distribution ``loud`` at
+    WARNING."""
     imported = []
     outcomes = []
     for name, status, reason, ep in plan:
@@ -222,6 +233,7 @@ def import_plugins(
             )
         else:
             quiet = status in (Status.SKIPPED_ALLOWLIST, Status.SKIPPED_PLATFORM)
+            quiet = quiet and getattr(ep, "distribution", None) != loud
             (logger.info if quiet else logger.warning)(
                 "Plugin %r in group %r: %s (%s)", name, group, reason, status
             )
@@ -299,8 +311,10 @@ def _load(
             *(env, os.environ.get(env, ""), group, env, env),
         )
     done = {name: outcome for (phase, name), outcome in state.done.items() if phase == group}
-    plan = plan_plugins(namespace, discovery, group)
-    functions, report.outcomes = import_plugins(plan, policy, group, state.gate, skip=done)
+    plan = plan_plugins(namespace, discovery, group, report.required)
+    # the selected platform's startup plugins are its own: skipping one is worth a WARNING
+    loud = report.required if group == namespace.startup_group else None
+    functions, report.outcomes = import_plugins(plan, policy, group, state.gate, done, loud)
     for ep, function in functions:
         _, outcome = run_plugin_code(
             ep, function, step=f"{ep.value}()", policy=policy, gate=state.gate, check=_ran_its_body
