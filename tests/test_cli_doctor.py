@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -979,7 +980,11 @@ def test_import_targets_resolves_released_sglangs_targets_as_sglang_does(site: P
     assert "run_batchh" in problem["message"] and problem["plugin"] == "hooks"
 
 
-def _declaring(site: PluginSite, supported: str, installed: str | None) -> None:
+def _declaring(
+    site: PluginSite, supported: str, installed: str | None, other_requirements: str = ""
+) -> Path:
+    """hooks-dist 2.0, declaring ``sglang<supported>`` in its extra ``sglang`` after
+    ``other_requirements`` (``Requires-Dist:`` lines); SGLang ``installed`` (None: not)."""
     if installed is not None:
         site.add("sglang", installed)
     dist_info = site.add(
@@ -991,8 +996,11 @@ def _declaring(site: PluginSite, supported: str, installed: str | None) -> None:
     metadata = dist_info / "METADATA"
     requirement = f'Requires-Dist: sglang{supported}; extra == "sglang"\nProvides-Extra: sglang\n'
     metadata.write_text(
-        metadata.read_text().replace("Version: 2.0\n", f"Version: 2.0\n{requirement}")
+        metadata.read_text().replace(
+            "Version: 2.0\n", f"Version: 2.0\n{other_requirements}{requirement}"
+        )
     )
+    return dist_info
 
 
 @pytest.mark.fault(
@@ -1040,6 +1048,19 @@ def test_doctor_row_for_a_supported_or_absent_sglang(
     section = result.out[result.out.index("Supported SGLang") :]
     row = next(line for line in section.splitlines() if line.strip().startswith("hooks "))
     assert row.split()[-2:] == [">=0.5.23,<0.6", status], result.out
+
+
+@pytest.mark.fault(
+    "cli",
+    "a plugin depends on sglang-router>=0.1 before its requirement on sglang (>=0.5.23,<0.6), and "
+    "SGLang 0.6.1 is installed",
+    "doctor reads the requirement on sglang itself (a PEP 508 name is split exactly): supports "
+    ">=0.5.23,<0.6, unsupported (was: 'supports -router>=0.1', not-checked)",
+)
+def test_doctor_tells_a_requirement_on_sglang_router_from_one_on_sglang(site: PluginSite) -> None:
+    _declaring(site, ">=0.5.23,<0.6", "0.6.1", "Requires-Dist: sglang-router>=0.1\n")
+    [row] = cli(site, "doctor", "--json").json["sglang"]["plugins"]
+    assert (row["supports"], row["status"]) == (">=0.5.23,<0.6", "unsupported")
 
 
 @pytest.mark.fault(

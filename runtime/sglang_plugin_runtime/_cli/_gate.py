@@ -19,6 +19,8 @@ from importlib.metadata import PathDistribution
 from pathlib import Path
 from typing import Any
 
+from .._discovery import normalize_distribution_name
+
 HOST_PACKAGE = "sglang"
 
 
@@ -116,7 +118,12 @@ def host_not_installed(target: str) -> bool:
 
 # ---- the SGLang releases a plugin declares -------------------------------------------------------
 
-_REQUIREMENT = re.compile(r"sglang\s*(?:\[[^\]]*\])?\s*\(?\s*(?P<range>[^;()]*?)\s*\)?\s*(?:;.*)?")
+#: A PEP 508 requirement: its name (split exactly: ``sglang-router>=0.1`` is no requirement on
+#: sglang), extras, range and marker.
+_REQUIREMENT = re.compile(
+    r"(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^\]]*\])?\s*\(?\s*"
+    r"(?P<range>[^;()]*?)\s*\)?\s*(?:;.*)?"
+)
 _CLAUSE = re.compile(r"(?P<op>~=|==|!=|<=|>=|<|>)\s*(?P<version>[0-9.]+?)(?P<prefix>\.\*)?")
 
 
@@ -125,7 +132,7 @@ def declared_sglang_range(path: str) -> str | None:
     distribution at ``path`` (its ``*.dist-info``), or ``None``."""
     for line in PathDistribution(Path(path)).requires or []:
         match = _REQUIREMENT.fullmatch(line.strip())
-        if match is not None:
+        if match is not None and normalize_distribution_name(match["name"]) == HOST_PACKAGE:
             return match["range"]
     return None
 
