@@ -1063,6 +1063,53 @@ def test_doctor_tells_a_requirement_on_sglang_router_from_one_on_sglang(site: Pl
     assert (row["supports"], row["status"]) == (">=0.5.23,<0.6", "unsupported")
 
 
+def _latin1_egg(site: PluginSite) -> Path:
+    """legacy-hooks 0.9, an egg-info general plugin whose requires.txt is Latin-1."""
+    egg = site.root / "legacy_hooks.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: legacy-hooks\nVersion: 0.9\n\n")
+    (egg / "entry_points.txt").write_text("[sglang.srt.plugins]\nlegacy = legacy_hooks:register\n")
+    (egg / "requires.txt").write_bytes("sglang>=0.5.23  # Ren\u00e9's fork\n".encode("latin-1"))
+    (site.root / "legacy_hooks.py").write_text("def register():\n    pass\n")
+    return egg
+
+
+@pytest.mark.fault(
+    "cli",
+    "an egg-info plugin whose requires.txt is Latin-1 (not UTF-8)",
+    "doctor reports it: a warning naming the file, the plugin and its distribution and saying to "
+    "save it as UTF-8 or reinstall, the row not-checked; every other step runs (was: exit 3, "
+    "'internal error: UnicodeDecodeError ... bug in sglang-plugins', no report)",
+)
+def test_a_latin1_requires_txt_is_a_warning_naming_the_file_not_an_internal_error(
+    site: PluginSite,
+) -> None:
+    egg = _latin1_egg(site)
+    result = cli(site, "doctor", "--json")
+    report = result.json
+    assert result.code == 0 and report["plugins"]["plugins"][0]["status"] == "loaded"
+    assert report["sglang"]["plugins"][0]["status"] == "not-checked"
+    [problem] = report["problems"]
+    assert problem["severity"] == "warning" and problem["plugin"] == "legacy"
+    assert str(egg / "requires.txt") in problem["message"]
+    assert "legacy-hooks 0.9" in problem["message"] and "UTF-8" in problem["message"]
+
+
+@pytest.mark.fault(
+    "cli",
+    "message: doctor's text on a Latin-1 requires.txt",
+    "names the file, the plugin and its distribution and says how to fix it (was: 'internal error: "
+    "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 ...', naming neither)",
+)
+def test_doctors_text_on_a_latin1_requires_txt_names_the_file_and_the_distribution(
+    site: PluginSite,
+) -> None:
+    egg = _latin1_egg(site)
+    out = cli(site, "doctor").out
+    assert f"plugin 'legacy' (legacy-hooks 0.9) in {egg / 'requires.txt'}" in out
+    assert "Save that file as UTF-8, or reinstall the distribution" in out
+
+
 @pytest.mark.fault(
     "cli",
     "doctor --simulate where NumPy is not installed (the CPU build of torch warns at import; issue "

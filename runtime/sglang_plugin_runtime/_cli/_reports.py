@@ -616,7 +616,21 @@ def _sglang_support(discovery: DiscoveryResult, ns: PluginNamespace, problems: P
         if (key := (ep.name, ep.distribution)) in seen:
             continue
         seen.add(key)
-        declared = declared_sglang_range(ep.path)
+        try:
+            declared = declared_sglang_range(ep.path)
+        # discovery read its METADATA (PKG-INFO) already: an egg-info's requires.txt is left
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+            where = getattr(exc, "filename", None) or os.path.join(ep.path, "requires.txt")
+            problems.add(
+                WARNING,
+                "sglang",
+                f"cannot read the requirements of plugin {ep.name!r} ({ep.label}) in {where}: "
+                f"{describe_failure(exc)}; its SGLang range is not checked. Save that file as "
+                "UTF-8, or reinstall the distribution",
+                ep.name,
+                ep.distribution,
+            )
+            declared = None
         ok = None if installed is None or declared is None else in_range(installed, declared)
         rows.append(
             {
