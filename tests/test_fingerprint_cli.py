@@ -222,3 +222,28 @@ def test_compare_with_a_damaged_or_deeply_nested_file_is_a_usage_error(
     assert result.code == 2 and result.out == ""
     assert "--compare 'damaged.json': not a fingerprint" in result.err
     assert "internal error" not in result.err
+
+
+@pytest.mark.fault(
+    "cli",
+    "fingerprint --json on a node where a general plugin failed to import, another's register() "
+    "raised and a platform plugin's activate() raised",
+    "the document validates against the shipped schema (failed-import, failed-call) (was: "
+    "rejected: the schema allowed failed-register only)",
+)
+def test_fingerprint_json_of_a_node_where_plugins_failed_validates(site: PluginSite) -> None:
+    site.add(
+        "broken-plugins",
+        entry_points={
+            "sglang.srt.plugins": {"raises": "broken_a:register", "missing": "broken_b:register"}
+        },
+        modules={
+            "broken_a.py": "def register():\n    raise RuntimeError('no')\n",
+            "broken_b.py": "import no_such_dependency\n",
+        },
+    )
+    site.add_platform("acme-npu", "acme", "acmenpu", "raise RuntimeError('no driver')")
+    fingerprint = cli(site, "fingerprint", "--json").json["fingerprint"]
+    statuses = {p["plugin"]: p["status"] for p in fingerprint["general_plugins"]}
+    assert statuses == {"missing": "failed-import", "raises": "failed-call"}
+    assert [a["status"] for a in fingerprint["platform"]["activations"]] == ["failed-call"]
