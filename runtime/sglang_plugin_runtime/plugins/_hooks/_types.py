@@ -81,14 +81,15 @@ def format_source(source: HookSource | None) -> str:
 
 def describe_callable(obj: object) -> str:
     """A stable, human-readable name for a hook: ``module.qualname`` when available. A
-    ``functools.partial`` is named by its function and the names it binds, never their values (a
-    rank's own number differs per rank)."""
+    ``functools.partial`` is named by its function and the names it binds, a callable object by its
+    class (``mod.Scale(...)``), never by their values or ``repr()`` (a rank's own number differs per
+    rank)."""
     if isinstance(obj, functools.partial):
         bound = ["..."] * len(obj.args) + [f"{key}=..." for key in obj.keywords]
         return f"functools.partial({', '.join([describe_callable(obj.func), *bound])})"
     qualname, module = getattr(obj, "__qualname__", None), getattr(obj, "__module__", None)
     if not isinstance(qualname, str):
-        return repr(obj)
+        return f"{describe_callable(type(obj))}(...)"
     return f"{module}.{qualname}" if isinstance(module, str) and module else qualname
 
 
