@@ -384,3 +384,67 @@ def test_hook_registry_restores_the_sessions_load_state(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, order: list[str]
 ) -> None:
     run_in_order(pytester, monkeypatch, order)
+
+
+INSTALLED_PLATFORM = """
+from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
+from sglang_plugin_runtime.platforms.interface import SRTPlatform
+from sglang_plugin_runtime.plugins.hook_registry import HookType, plugin_hook
+
+@plugin_hook("target_mod.work", HookType.AFTER)
+def plus_ten(result, x):  # registered as the module is imported
+    return result + 10
+
+class AcmePlatform(SRTPlatform):
+    _enum = PlatformEnum.OOT
+    device_name = device_type = "acme"
+
+def activate():
+    return __name__ + ".AcmePlatform"
+"""
+
+PLATFORM_TESTS = """
+import target_mod
+from sglang_plugin_runtime.platforms import current_platform_selection
+from sglang_plugin_runtime.plugins import load_plugins
+
+def test_isolated(hook_registry):
+    assert current_platform_selection().plugin == "acme"
+    load_plugins()
+    assert target_mod.work(1) == 11
+
+def test_session():
+    assert current_platform_selection().plugin == "acme"
+    load_plugins()
+    assert target_mod.work(1) == 11  # the platform module's import-time hook
+"""
+
+
+@pytest.mark.parametrize("order", [["isolated", "session"], ["session", "isolated", "session"]])
+@pytest.mark.fault(
+    "testing",
+    "the session's first test to read current_platform uses the hook_registry fixture (the "
+    "platform plugin registers hooks as its module is imported)",
+    "the fixture leaves the platform as it found it (unselected) and forgets the plugin's modules: "
+    "the session's next selection registers the plugin's import-time hooks in the session's "
+    "registry, the same result in any test order (they were gone for the rest of the session)",
+)
+def test_hook_registry_leaves_the_sessions_platform_as_it_found_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, order: list[str]
+) -> None:
+    site = Path(pytester.path) / "installed"
+    write_fake_distribution(
+        site,
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "installed_acme:activate"}},
+        modules={"installed_acme.py": INSTALLED_PLATFORM},
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    pytester.makepyfile(target_mod="def work(x):\n    return x\n")
+    header, isolated, session = PLATFORM_TESTS.split("\n\n")
+    tests = [
+        (isolated if kind == "isolated" else session).replace(f"test_{kind}", f"test_{kind}_{n}")
+        for n, kind in enumerate(order)
+    ]
+    result = run(pytester, "\n\n".join([header, *tests]), "-p", "no:randomly")
+    result.assert_outcomes(passed=len(order))
