@@ -69,6 +69,9 @@ class HookApplyError(RuntimeError):
         lines = "".join(f"\n  - {failure}" for failure in self.failures)
         super().__init__(f"{len(self.failures)} hook target(s) could not be applied:{lines}")
 
+    def __reduce__(self) -> tuple[type[HookApplyError], tuple[tuple[HookFailure, ...]]]:
+        return HookApplyError, (self.failures,)  # pickled with its failures, not its message
+
 
 def format_source(source: HookSource | None) -> str:
     """A source for log lines and reports (SGLang's wording)."""
