@@ -14,6 +14,7 @@ asks about.
 import logging
 import os
 import re
+import stat
 import sys
 import threading
 from collections import Counter
@@ -220,6 +221,12 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
     offers: dict[str, list[Offer]] = {}
     malformed: list[MalformedDistribution] = []
     for entry in list(sys.path if path is None else path):
+        try:  # a FIFO or a device: Python's imports skip it, and reading it could wait forever
+            mode = os.stat(entry or os.curdir).st_mode
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                continue
+        except OSError:  # missing: nothing is found there either way
+            pass
         try:  # newest first by folder name (-1.10 after -1.9): of two of one project, it is used
             found = sorted(distributions(path=[entry]), key=_folder_version, reverse=True)
         # a sys.path entry importlib.metadata cannot walk hides nothing else
