@@ -4,7 +4,11 @@ into the next test."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -448,3 +452,40 @@ def test_hook_registry_leaves_the_sessions_platform_as_it_found_it(
     ]
     result = run(pytester, "\n\n".join([header, *tests]), "-p", "no:randomly")
     result.assert_outcomes(passed=len(order))
+
+
+@pytest.mark.fault(
+    "testing",
+    "FakeDistributions used without the fixtures: a fake plugin's register() hooks a function of "
+    "the session, then stop()",
+    "stop() discards the hooks the fake plugins registered, as its docstring promises: the "
+    "function is unpatched (was: its modules were gone, their hooks still applied)",
+)
+def test_fake_distributions_stop_discards_the_hooks_of_their_plugins(tmp_path: Path) -> None:
+    (tmp_path / "target_mod.py").write_text("def work(x):\n    return x\n")
+    code = f"""
+        import json, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import target_mod
+        from sglang_plugin_runtime.plugins import load_plugins
+        from sglang_plugin_runtime.testing import FakeDistributions
+        fake = FakeDistributions({str(tmp_path / "fake-site")!r}).start()
+        fake("plus-dist", entry_points={{"sglang.srt.plugins": {{"plus": "plus_mod:register"}}}},
+             modules={{"plus_mod.py": PLUGIN}})
+        load_plugins()
+        patched = target_mod.work(1)
+        fake.stop()
+        print(json.dumps([patched, target_mod.work(1)]))
+        """
+    plugin = (
+        "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType\n"
+        "def register():\n"
+        "    HookRegistry.register('target_mod.work', lambda r, x: r + 10, HookType.AFTER)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", f"PLUGIN = {plugin!r}\n" + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(result.stdout) == [11, 1]
