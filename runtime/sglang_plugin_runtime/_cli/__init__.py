@@ -188,6 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     soon as it is written, so that plugin code (a thread left running, an ``atexit`` handler calling
     ``os._exit``) cannot hold it or change it.
     """
+    if sys.stdout is None:  # started with stdout closed (>&-): the report goes nowhere, its
+        # exit status still says what it found (the file lives as long as the process)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     status = _run(argv)
     if argv is None:
         for stream in (sys.stdout, sys.stderr):
