@@ -52,39 +52,46 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     from .._namespace import known_namespaces
 
-    common = _Parser(add_help=False)
-    add = common.add_argument
-    add(
-        "--namespace",
-        "-n",
-        default="srt",
-        choices=[n.name for n in known_namespaces()],
-        help="(default srt)",
-    )
-    add(
-        "--json",
-        action="store_true",
-        help="print one JSON document (its schema: 'sglang-plugins schema')",
-    )
-    add(
-        "--strict",
-        action="store_true",
-        help="warnings fail too; doctor also runs the conformance check",
-    )
-    add("--verbose", "-v", action="count", default=0, help="log to stderr (-v INFO, -vv DEBUG)")
-    add(
-        "--simulate",
-        metavar="DEVICE_TYPE",
-        help="run on a simulated torch.DEVICE_TYPE (needs torch)",
-    )
-    add("--simulate-backend", metavar="MODULE", help="also a fake vendor module (e.g. torch_npu)")
-    add("--simulate-count", metavar="N", type=int, help="simulated device count (default 1)")
     parser = _Parser(
         prog="sglang-plugins",
         description=__doc__.split("\n")[0].strip("`"),
         epilog="Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not "
-        "run, 3 internal error.",
+        "run, 3 internal error. The options of a command are accepted before it too.",
     )
+    # The commands' options, accepted before the command too: a command's own copy defaults to
+    # nothing, so it never overrides a value given before the command.
+    common = _Parser(add_help=False, argument_default=argparse.SUPPRESS)
+    for holder in (parser, common):
+        add = holder.add_argument
+        add(
+            "--namespace",
+            "-n",
+            choices=[n.name for n in known_namespaces()],
+            help="(default srt)",
+        )
+        add(
+            "--json",
+            action="store_true",
+            help="print one JSON document (its schema: 'sglang-plugins schema')",
+        )
+        add(
+            "--strict",
+            action="store_true",
+            help="warnings fail too; doctor also runs the conformance check",
+        )
+        add("--verbose", "-v", action="count", help="log to stderr (-v INFO, -vv DEBUG)")
+        add(
+            "--simulate",
+            metavar="DEVICE_TYPE",
+            help="run on a simulated torch.DEVICE_TYPE (needs torch)",
+        )
+        add(
+            "--simulate-backend",
+            metavar="MODULE",
+            help="also a fake vendor module (e.g. torch_npu)",
+        )
+        add("--simulate-count", metavar="N", type=int, help="simulated device count (default 1)")
+    parser.set_defaults(namespace="srt", verbose=0)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.add_parser(
@@ -113,7 +120,8 @@ def _parser() -> argparse.ArgumentParser:
     fingerprint.add_argument(
         "--compare", metavar="FILE|DIGEST", help="another node's 'fingerprint --json' file"
     )
-    commands.add_parser("schema", help="print the JSON schema of --json output")
+    schema = commands.add_parser("schema", help="print the JSON schema of --json output")
+    schema.add_argument("--json", action="store_true", help="(accepted: the schema is JSON)")
     run = commands.add_parser(
         "run", help=_RUN, description=_RUN, usage="%(prog)s [--] COMMAND [ARG ...]"
     )
