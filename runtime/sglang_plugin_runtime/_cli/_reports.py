@@ -302,7 +302,7 @@ def list_step(
                 problems.add(
                     WARNING,
                     "plugins",
-                    f"{ns.plugins_env} lists {p.name!r}, which is not installed",
+                    f"plugin {p.name!r} {p.status}: {p.reason}",
                     p.name,
                 )
         # each plan as JSON; a listed name that is not installed has no distribution, version, ...

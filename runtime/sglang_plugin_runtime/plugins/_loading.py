@@ -144,7 +144,7 @@ def plan_entry_points(
     for name in sorted(missing - {ep.name for ep in installed}):
         from ..platforms._unknown_name import not_installed_reason  # a misconfiguration only
 
-        reason = not_installed_reason(namespace, installed, name)
+        reason = not_installed_reason(namespace, discovery, installed, name)
         plan.append(PlannedPlugin(name, Status.NOT_INSTALLED, reason, None))
     for ep in discovery.group(group):
         status, reason = Status.TO_LOAD, ""
