@@ -690,10 +690,7 @@ def explain_step(
     try:
         wanted = Target.parse(target)
     except (ValueError, TypeError) as exc:
-        raise InputError(
-            f"explain: {target!r} is not a hook target ({exc}); use pkg.mod.func, "
-            "pkg.mod.Class.method or pkg.mod:Class.method"
-        ) from None
+        raise InputError(f"explain: {exc}") from None
     strict = args.strict or ns.strict()
     startup_step(ns, problems, strict)
     try:  # as in a host process: the selected platform plugin's own hooks are registered too

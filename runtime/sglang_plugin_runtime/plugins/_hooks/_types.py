@@ -110,17 +110,23 @@ class Target:
         if not isinstance(text, str):
             raise TypeError(f"Hook target must be a string, got {type(text).__name__}: {text!r}")
         dotted = text.replace(":", ".")
-        if text.count(":") > 1 or len(cls.names_of(dotted)) < 2:
-            raise ValueError(_INVALID.format(text))
+        if text.count(":") > 1:
+            raise ValueError(_INVALID.format(text, "it has more than one ':'"))
+        if len(cls.names_of(dotted, text)) < 2:
+            raise ValueError(_INVALID.format(text, "need at least module.attr"))
         return cls(dotted, text)
 
     @staticmethod
-    def names_of(path: str) -> list[str]:
+    def names_of(path: str, text: str | None = None) -> list[str]:
         """The names of a dotted path (a target's, or a module's); ``ValueError`` unless each is
-        an identifier."""
+        an identifier (``text``: the path as written, for the message)."""
         names = path.split(".")
-        if not all(name.isidentifier() for name in names):
-            raise ValueError(_INVALID.format(path))
+        bad = next((name for name in names if not name.isidentifier()), None)
+        if bad is not None:
+            meant = bad.replace("-", "_")
+            hint = f" (did you mean {meant!r}?)" if meant.isidentifier() else ""
+            why = f"{bad!r} is not a Python identifier{hint}" if bad else "it has an empty part"
+            raise ValueError(_INVALID.format(text or path, why))
         return names
 
     def splits(self) -> list[tuple[str, list[str]]]:
@@ -135,9 +141,7 @@ class Target:
         return self.text or self.dotted
 
 
-_INVALID = (
-    "Invalid target path {!r}: need at least module.attr (pkg.module.attr or pkg.module:Attr.path)"
-)
+_INVALID = "{!r} is not a hook target: {}; write pkg.module.attr or pkg.module:Attr.path"
 
 
 class Unwrapped(NamedTuple):
