@@ -247,3 +247,16 @@ def test_fingerprint_json_of_a_node_where_plugins_failed_validates(site: PluginS
     statuses = {p["plugin"]: p["status"] for p in fingerprint["general_plugins"]}
     assert statuses == {"missing": "failed-import", "raises": "failed-call"}
     assert [a["status"] for a in fingerprint["platform"]["activations"]] == ["failed-call"]
+
+
+@pytest.mark.fault(
+    "cli",
+    "message: sglang-plugins fingerprint --compare 3f2a9c01 (a digest of 8 hex digits)",
+    "a usage error saying a digest needs at least its first 12 hex digits (was: 'cannot read it "
+    "(No such file or directory)')",
+)
+def test_compare_with_a_digest_too_short_says_how_many_digits_it_needs(site: PluginSite) -> None:
+    result = cli(site, "fingerprint", "--compare", "3f2a9c01")
+    assert result.code == 2
+    assert "'3f2a9c01' is 8 hex digits" in result.err and "at least its first 12" in result.err
+    assert "No such file" not in result.err

@@ -731,13 +731,19 @@ def _comparison(argument: str) -> dict[str, Any]:
     """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved
     ``PluginFingerprint.to_dict()``), or a digest (at least its first 12 hex digits)."""
     other: dict[str, Any] = {"source": argument, "digest": None, "host": None, "fingerprint": None}
-    if re.fullmatch(r"[0-9a-fA-F]{12,64}", argument) and not os.path.exists(argument):
-        return {**other, "digest": argument.lower()}
     where = f"fingerprint: --compare {argument!r}"
     how = (
         "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its "
         "digest"
     )
+    if re.fullmatch(r"[0-9a-fA-F]+", argument) and not os.path.exists(argument):
+        if 12 <= len(argument) <= 64:
+            return {**other, "digest": argument.lower()}
+        raise InputError(
+            f"{where}: no such file, and {argument!r} is {len(argument)} hex digits: a digest is "
+            "64, give at least its first 12 (as 'sglang-plugins fingerprint' prints it), or a "
+            "file written by 'sglang-plugins fingerprint --json' on the other node"
+        )
     try:
         with open(argument, "rb") as handle:
             # /dev/zero, a FIFO: endless or blocking
