@@ -738,6 +738,30 @@ def test_an_unrelated_entry_point_naming_a_non_function_is_skipped_in_auto_mode(
     assert "Plugin 'other' (distribution other-npu 1.0) failed" in out["stderr"]
 
 
+@pytest.mark.parametrize("env", [{}, {"SGLANG_PLATFORM": "acme"}])
+@pytest.mark.fault(
+    "selection",
+    "message: activate() written as `async def` (its body never runs)",
+    "InvalidPlatformError naming the plugin and saying to make it a plain function (def "
+    "activate(): ...); no 'coroutine was never awaited' warning (was: only 'returned <coroutine "
+    "...>')",
+)
+def test_an_async_activate_is_told_to_be_a_plain_function(
+    site: PluginSite, env: dict[str, str]
+) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={"acme_platform.py": "async def activate():\n    return 'acme_platform.X'\n"},
+    )
+    result = site.run("import warnings\nwarnings.simplefilter('error')\n" + SELECT, env)
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["error"] == "InvalidPlatformError" and "'acme'" in out["message"]
+    assert "is an async function" in out["message"]
+    assert "make it a plain function (def activate(): ...)" in out["message"]
+    assert "never awaited" not in result.stderr
+
+
 @pytest.mark.parametrize("asked", ["acme-npu", "ACME_NPU", "Acme.Npu"])
 @pytest.mark.fault(
     "selection",

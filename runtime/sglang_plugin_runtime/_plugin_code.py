@@ -185,6 +185,22 @@ def describe_failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {safe_text(exc)}"
 
 
+def never_ran(result: object, name: str = "register") -> str | None:
+    """Why calling the plugin's function ``name`` did nothing: it is a generator or an ``async``
+    one."""
+    import inspect
+
+    if inspect.iscoroutine(result):
+        result.close()  # its body never ran; closed, Python does not warn "never awaited" later
+    elif not (inspect.isgenerator(result) or inspect.isasyncgen(result)):
+        return None
+    kind = "a generator" if inspect.isgenerator(result) else "an async"
+    return (
+        f"{name}() is {kind} function: calling it returned {type(result).__name__} and its body "
+        f"never ran; make it a plain function (def {name}(): ...)"
+    )
+
+
 def plugin_traceback(exc: BaseException) -> str:
     """The traceback of ``exc`` (and its causes) without the runtime's frames: the plugin's
     lines."""

@@ -49,6 +49,7 @@ from .._plugin_code import (
     discard_hooks,
     honoured_exit,
     is_plugin_failure,
+    never_ran,
     run_plugin_code,
     safe_text,
 )
@@ -207,6 +208,8 @@ def _function(ep: PluginEntryPoint) -> Callable[[], object]:
 
 def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNamespace) -> type:
     """The class ``activate()`` named; ``InvalidPlatformError`` for anything else."""
+    if why := never_ran(result, "activate"):
+        raise _invalid(ep, why)
     returned = f"activate() returned {safe_text(result, repr)}"
     qualname = result.strip() if isinstance(result, str) else ""
     if "." not in qualname and ":" not in qualname:

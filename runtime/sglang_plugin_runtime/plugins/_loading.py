@@ -12,7 +12,6 @@ re-exported by
 
 # No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for
 # every string annotation of its fields, a cost paid by every process at start-up.
-import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -35,6 +34,7 @@ from .._plugin_code import (
     Status,
     apply_hooks,
     discard_hooks,
+    never_ran,
     planned,
     registry,
     run_plugin_code,
@@ -190,19 +190,6 @@ def _callable(value: object) -> str | None:
     )
 
 
-def _ran_its_body(result: object) -> str | None:
-    """Why calling the plugin's function did nothing: it is a generator or an ``async`` one."""
-    if inspect.iscoroutine(result):
-        result.close()  # its body never ran; closed, Python does not warn "never awaited" later
-    elif not (inspect.isgenerator(result) or inspect.isasyncgen(result)):
-        return None
-    kind = "a generator" if inspect.isgenerator(result) else "an async"
-    return (
-        f"it is {kind} function: calling it returned {type(result).__name__} and its body never "
-        f"ran, so nothing was registered; make it a plain function (def register(): ...)"
-    )
-
-
 def import_plugins(
     plan: list[PlannedPlugin],
     policy: Policy,
@@ -317,7 +304,7 @@ def _load(
     functions, report.outcomes = import_plugins(plan, policy, group, state.gate, done, loud)
     for ep, function in functions:
         _, outcome = run_plugin_code(
-            ep, function, step=f"{ep.value}()", policy=policy, gate=state.gate, check=_ran_its_body
+            ep, function, step=f"{ep.value}()", policy=policy, gate=state.gate, check=never_ran
         )
         if outcome.ok:
             milliseconds = outcome.seconds * 1e3
