@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ._forking import after_fork_in_child
+from ._lazy_exports import old_attribute
 
 if TYPE_CHECKING:
     from importlib.metadata import Distribution
@@ -68,6 +69,9 @@ class PluginEntryPoint(NamedTuple):
         from importlib.metadata import EntryPoint
 
         return EntryPoint(self.name, self.value, self.group).load()
+
+
+PluginEntryPoint.__getattr__ = old_attribute  # type: ignore[attr-defined]  # old attribute names, deprecated
 
 
 class MalformedDistribution(NamedTuple):

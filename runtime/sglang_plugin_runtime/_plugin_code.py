@@ -33,6 +33,7 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol
 
 from ._discovery import PluginEntryPoint
+from ._lazy_exports import old_attribute
 from .errors import PluginError, PluginLoadError
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,14 @@ class Status(str, enum.Enum):
     FAILED_CALL = "failed-call"  # its function raised, or returned what cannot be used
 
     __str__ = str.__str__  # "loaded", not "Status.LOADED"
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is str and other in ("failed", "failed-register"):
+            from ._deprecated import is_retired_status  # an old status: deprecated
+
+            return is_retired_status(self, other)
+        return str.__eq__(self, other)
 
 
 class PluginOutcome(NamedTuple):
@@ -96,6 +105,9 @@ class PluginOutcome(NamedTuple):
 
     def to_dict(self) -> dict[str, object]:
         return self._asdict()
+
+
+PluginOutcome.__getattr__ = old_attribute  # type: ignore[attr-defined]  # old attribute names, deprecated
 
 
 class PlannedPlugin(NamedTuple):

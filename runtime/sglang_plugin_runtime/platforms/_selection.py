@@ -31,6 +31,7 @@ from .._discovery import (
     refresh_discovery,
 )
 from .._forking import after_fork_in_child
+from .._lazy_exports import old_attribute
 from .._namespace import (
     SRT,
     ClassRef,
@@ -96,6 +97,9 @@ class PlatformSelection(NamedTuple):
             "activations": [a.to_dict() for a in self.activations],
             "problems": list(self.problems),
         }
+
+
+PlatformSelection.__getattr__ = old_attribute  # type: ignore[attr-defined]  # old attribute names, deprecated
 
 
 class PlatformState:

@@ -25,6 +25,7 @@ from .._discovery import (
     normalize_distribution_name,
 )
 from .._forking import after_fork_in_child
+from .._lazy_exports import old_attribute
 from .._namespace import SRT, PluginNamespace, get_namespace, known_namespaces
 from .._plugin_code import (
     Gate,
@@ -75,6 +76,9 @@ class LoadReport:
             "completed": self.completed,
             "outcomes": outcomes,
         }
+
+
+LoadReport.__getattr__ = old_attribute  # type: ignore[attr-defined]  # old attribute names, deprecated
 
 
 class LoadState:
