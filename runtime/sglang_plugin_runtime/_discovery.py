@@ -71,7 +71,8 @@ class PluginEntryPoint(NamedTuple):
         return EntryPoint(self.name, self.value, self.group).load()
 
 
-PluginEntryPoint.__getattr__ = old_attribute  # type: ignore[attr-defined]  # old attribute names, deprecated
+# old attribute names, deprecated
+PluginEntryPoint.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 class MalformedDistribution(NamedTuple):

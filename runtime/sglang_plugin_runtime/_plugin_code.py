@@ -107,7 +107,8 @@ class PluginOutcome(NamedTuple):
         return self._asdict()
 
 
-PluginOutcome.__getattr__ = old_attribute  # type: ignore[attr-defined]  # old attribute names, deprecated
+# old attribute names, deprecated
+PluginOutcome.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 class PlannedPlugin(NamedTuple):

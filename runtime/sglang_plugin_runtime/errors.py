@@ -22,7 +22,8 @@ class PluginError(RuntimeError):
         self.outcomes: tuple[Any, ...] = ()
 
 
-PluginError.__getattr__ = old_attribute  # type: ignore[attr-defined]  # old attribute names, deprecated
+# old attribute names, deprecated
+PluginError.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 class PlatformNotFoundError(PluginError, ValueError):

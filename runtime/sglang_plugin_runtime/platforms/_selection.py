@@ -99,7 +99,8 @@ class PlatformSelection(NamedTuple):
         }
 
 
-PlatformSelection.__getattr__ = old_attribute  # type: ignore[attr-defined]  # old attribute names, deprecated
+# old attribute names, deprecated
+PlatformSelection.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 class PlatformState:

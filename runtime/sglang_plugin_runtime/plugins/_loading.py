@@ -78,7 +78,8 @@ class LoadReport:
         }
 
 
-LoadReport.__getattr__ = old_attribute  # type: ignore[attr-defined]  # old attribute names, deprecated
+# old attribute names, deprecated
+LoadReport.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 class LoadState:

@@ -48,7 +48,8 @@ class HookReport(_Report):
     re-export) or one attribute (a module under two names)."""
 
 
-HookReport.__getattr__ = old_attribute  # type: ignore[attr-defined]  # old attribute names, deprecated
+# old attribute names, deprecated
+HookReport.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
