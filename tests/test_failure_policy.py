@@ -4,6 +4,8 @@ distributions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from _plugin_site import PluginSite, platform_module
 
@@ -325,6 +327,21 @@ def _general(site: PluginSite, name: str, body: str, *, at_import: str = "") -> 
     )
 
 
+def _hook_from_a_helper_thread(site: PluginSite, then: str = "") -> dict[str, Any]:
+    """REPORT over plugin 'threaded', whose register() registers an AFTER hook on target_mod.greet
+    from a thread it starts and joins, then runs ``then``."""
+    site.add("target", modules=TARGET)
+    _general(
+        site,
+        "threaded",
+        "helper = threading.Thread(target=lambda: HookRegistry.register("
+        "'target_mod.greet', upper, HookType.AFTER))\n"
+        f"helper.start(); helper.join()\n{then}",
+        at_import="import threading",
+    )
+    return site.run_json(REPORT)
+
+
 @pytest.mark.fault(
     "plugins",
     "register() registers a hook from a helper thread it starts and joins, then raises",
@@ -334,17 +351,7 @@ def _general(site: PluginSite, name: str, body: str, *, at_import: str = "") -> 
 def test_a_hook_registered_from_a_helper_thread_of_a_failing_register_is_discarded(
     site: PluginSite,
 ) -> None:
-    site.add("target", modules=TARGET)
-    _general(
-        site,
-        "threaded",
-        "helper = threading.Thread(target=lambda: HookRegistry.register("
-        "'target_mod.greet', upper, HookType.AFTER))\n"
-        "helper.start(); helper.join()\n"
-        "raise RuntimeError('half set up')",
-        at_import="import threading",
-    )
-    out = site.run_json(REPORT)
+    out = _hook_from_a_helper_thread(site, then="raise RuntimeError('half set up')")
     assert out["plugins"]["threaded"][0] == "failed-call"
     assert out["greet"] == "hello" and out["hooks"] == []
 
@@ -352,16 +359,7 @@ def test_a_hook_registered_from_a_helper_thread_of_a_failing_register_is_discard
 def test_a_hook_registered_from_a_helper_thread_of_register_belongs_to_the_plugin(
     site: PluginSite,
 ) -> None:
-    site.add("target", modules=TARGET)
-    _general(
-        site,
-        "threaded",
-        "helper = threading.Thread(target=lambda: HookRegistry.register("
-        "'target_mod.greet', upper, HookType.AFTER))\n"
-        "helper.start(); helper.join()",
-        at_import="import threading",
-    )
-    out = site.run_json(REPORT)
+    out = _hook_from_a_helper_thread(site)
     assert out["greet"] == "HELLO" and out["hooks"] == [["threaded", "threaded-dist"]]
 
 

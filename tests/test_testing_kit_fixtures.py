@@ -344,20 +344,33 @@ def test_isolated_{n}(hook_registry):
 }
 
 
+def install(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    entry_points: dict[str, dict[str, str]],
+    modules: dict[str, str],
+) -> None:
+    """Distribution ``name`` installed for the inner session (on ``PYTHONPATH``, not written by the
+    kit), with module ``target_mod`` (``work(x)`` returns ``x``) beside the tests."""
+    site = Path(pytester.path) / "installed"
+    write_fake_distribution(site, name, entry_points=entry_points, modules=modules)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    pytester.makepyfile(target_mod="def work(x):\n    return x\n")
+
+
 def run_in_order(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, order: list[str]
 ) -> None:
     """Run, in one inner session, the tests ``order`` names, with a general plugin installed (on
     ``PYTHONPATH``, not written by the kit); every test must pass."""
-    site = Path(pytester.path) / "installed"
-    write_fake_distribution(
-        site,
+    install(
+        pytester,
+        monkeypatch,
         "timer-dist",
-        entry_points={"sglang.srt.plugins": {"timer": "installed_timer:register"}},
-        modules={"installed_timer.py": INSTALLED_PLUGIN},
+        {"sglang.srt.plugins": {"timer": "installed_timer:register"}},
+        {"installed_timer.py": INSTALLED_PLUGIN},
     )
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
-    pytester.makepyfile(target_mod="def work(x):\n    return x\n")
     tests = [ORDERED_TESTS[kind].replace("{n}", str(n)) for n, kind in enumerate(order)]
     result = run(pytester, ORDERED_TESTS_HEADER + "\n\n".join(tests), "-p", "no:randomly")
     result.assert_outcomes(passed=len(order))
@@ -436,15 +449,13 @@ def test_session():
 def test_hook_registry_leaves_the_sessions_platform_as_it_found_it(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, order: list[str]
 ) -> None:
-    site = Path(pytester.path) / "installed"
-    write_fake_distribution(
-        site,
+    install(
+        pytester,
+        monkeypatch,
         "acme-npu",
-        entry_points={"sglang.srt.platforms": {"acme": "installed_acme:activate"}},
-        modules={"installed_acme.py": INSTALLED_PLATFORM},
+        {"sglang.srt.platforms": {"acme": "installed_acme:activate"}},
+        {"installed_acme.py": INSTALLED_PLATFORM},
     )
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
-    pytester.makepyfile(target_mod="def work(x):\n    return x\n")
     header, isolated, session = PLATFORM_TESTS.split("\n\n")
     tests = [
         (isolated if kind == "isolated" else session).replace(f"test_{kind}", f"test_{kind}_{n}")
