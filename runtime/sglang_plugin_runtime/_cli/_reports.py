@@ -740,9 +740,8 @@ def _comparison(argument: str) -> dict[str, Any]:
         if 12 <= len(argument) <= 64:
             return {**other, "digest": argument.lower()}
         raise InputError(
-            f"{where}: no such file, and {argument!r} is {len(argument)} hex digits: a digest is "
-            "64, give at least its first 12 (as 'sglang-plugins fingerprint' prints it), or a "
-            "file written by 'sglang-plugins fingerprint --json' on the other node"
+            f"{where}: no such file, and {argument!r} is {len(argument)} hex digits, no digest "
+            f"(give at least its first 12, of 64); {how}"
         )
     try:
         with open(argument, "rb") as handle:
