@@ -415,3 +415,32 @@ def test_a_cancelled_error_from_register_is_that_plugins_failure(site: PluginSit
     status, reason = out["plugins"]["cancelled"]
     assert status == "failed-call" and "CancelledError" in reason
     assert out["plugins"]["later"] == ["loaded", ""]
+
+
+@pytest.mark.fault(
+    "plugins",
+    "register() raises the plugin's own BaseException subclass to fail closed (qsa-hisparse's "
+    "PluginActivationError)",
+    "it propagates out of load_plugins() and start-up stops, as in SGLang (whose except Exception "
+    "lets it through); its hooks are discarded first",
+)
+def test_a_plugins_own_base_exception_stops_start_up(site: PluginSite) -> None:
+    site.add("target", modules=TARGET)
+    _general(
+        site,
+        "closed",
+        "HookRegistry.register('target_mod.greet', upper, HookType.AFTER)\nraise FailClosed('off')",
+        at_import="class FailClosed(BaseException):\n    pass",
+    )
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.plugins import load_plugins
+        from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
+        try:
+            load_plugins()
+        except BaseException as exc:
+            print(json.dumps([type(exc).__name__, len(HookRegistry.describe())]))
+        """
+    )
+    assert out == ["FailClosed", 0]

@@ -143,10 +143,13 @@ def honoured_exit(exc: BaseException | None) -> bool:
 
 
 def is_plugin_failure(exc: BaseException) -> bool:
-    """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate): all
-    but a user's ``KeyboardInterrupt`` (an ``asyncio.CancelledError`` too)."""
-    interrupt = isinstance(exc, KeyboardInterrupt)
-    return not interrupt or (_marked and not isinstance(exc, InterruptFromSignal))
+    """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate). An
+    ``asyncio.CancelledError`` (a task it waited on was cancelled) is; a plugin's own
+    ``BaseException`` is not: it stops start-up, as in SGLang (qsa-hisparse fails closed so)."""
+    interrupt = isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
+    asyncio = sys.modules.get("asyncio")  # no asyncio imported: nothing was cancelled
+    cancelled = asyncio is not None and isinstance(exc, asyncio.CancelledError)
+    return isinstance(exc, (Exception, SystemExit)) or cancelled or (_marked and interrupt)
 
 
 class PluginCall:
