@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -979,7 +980,11 @@ def test_import_targets_resolves_released_sglangs_targets_as_sglang_does(site: P
     assert "run_batchh" in problem["message"] and problem["plugin"] == "hooks"
 
 
-def _declaring(site: PluginSite, supported: str, installed: str | None) -> None:
+def _declaring(
+    site: PluginSite, supported: str, installed: str | None, other_requirements: str = ""
+) -> Path:
+    """hooks-dist 2.0, declaring ``sglang<supported>`` in its extra ``sglang`` after
+    ``other_requirements`` (``Requires-Dist:`` lines); SGLang ``installed`` (None: not)."""
     if installed is not None:
         site.add("sglang", installed)
     dist_info = site.add(
@@ -991,8 +996,11 @@ def _declaring(site: PluginSite, supported: str, installed: str | None) -> None:
     metadata = dist_info / "METADATA"
     requirement = f'Requires-Dist: sglang{supported}; extra == "sglang"\nProvides-Extra: sglang\n'
     metadata.write_text(
-        metadata.read_text().replace("Version: 2.0\n", f"Version: 2.0\n{requirement}")
+        metadata.read_text().replace(
+            "Version: 2.0\n", f"Version: 2.0\n{other_requirements}{requirement}"
+        )
     )
+    return dist_info
 
 
 @pytest.mark.fault(
@@ -1046,6 +1054,66 @@ def test_doctor_row_for_a_supported_or_absent_sglang(
 
 @pytest.mark.fault(
     "cli",
+    "a plugin depends on sglang-router>=0.1 before its requirement on sglang (>=0.5.23,<0.6), and "
+    "SGLang 0.6.1 is installed",
+    "doctor reads the requirement on sglang itself (a PEP 508 name is split exactly): supports "
+    ">=0.5.23,<0.6, unsupported (was: 'supports -router>=0.1', not-checked)",
+)
+def test_doctor_tells_a_requirement_on_sglang_router_from_one_on_sglang(site: PluginSite) -> None:
+    _declaring(site, ">=0.5.23,<0.6", "0.6.1", "Requires-Dist: sglang-router>=0.1\n")
+    [row] = cli(site, "doctor", "--json").json["sglang"]["plugins"]
+    assert (row["supports"], row["status"]) == (">=0.5.23,<0.6", "unsupported")
+
+
+def _latin1_egg(site: PluginSite) -> Path:
+    """legacy-hooks 0.9, an egg-info general plugin whose requires.txt is Latin-1."""
+    egg = site.root / "legacy_hooks.egg-info"
+    egg.mkdir()
+    (egg / "PKG-INFO").write_text("Metadata-Version: 1.1\nName: legacy-hooks\nVersion: 0.9\n\n")
+    (egg / "entry_points.txt").write_text("[sglang.srt.plugins]\nlegacy = legacy_hooks:register\n")
+    (egg / "requires.txt").write_bytes("sglang>=0.5.23  # Ren\u00e9's fork\n".encode("latin-1"))
+    (site.root / "legacy_hooks.py").write_text("def register():\n    pass\n")
+    return egg
+
+
+@pytest.mark.fault(
+    "cli",
+    "an egg-info plugin whose requires.txt is Latin-1 (not UTF-8)",
+    "doctor reports it: a warning naming the file, the plugin and its distribution and saying to "
+    "save it as UTF-8 or reinstall, the row not-checked; every other step runs (was: exit 3, "
+    "'internal error: UnicodeDecodeError ... bug in sglang-plugins', no report)",
+)
+def test_a_latin1_requires_txt_is_a_warning_naming_the_file_not_an_internal_error(
+    site: PluginSite,
+) -> None:
+    egg = _latin1_egg(site)
+    result = cli(site, "doctor", "--json")
+    report = result.json
+    assert result.code == 0 and report["plugins"]["plugins"][0]["status"] == "loaded"
+    assert report["sglang"]["plugins"][0]["status"] == "not-checked"
+    [problem] = report["problems"]
+    assert problem["severity"] == "warning" and problem["plugin"] == "legacy"
+    assert str(egg / "requires.txt") in problem["message"]
+    assert "legacy-hooks 0.9" in problem["message"] and "UTF-8" in problem["message"]
+
+
+@pytest.mark.fault(
+    "cli",
+    "message: doctor's text on a Latin-1 requires.txt",
+    "names the file, the plugin and its distribution and says how to fix it (was: 'internal error: "
+    "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9 ...', naming neither)",
+)
+def test_doctors_text_on_a_latin1_requires_txt_names_the_file_and_the_distribution(
+    site: PluginSite,
+) -> None:
+    egg = _latin1_egg(site)
+    out = cli(site, "doctor").out
+    assert f"plugin 'legacy' (legacy-hooks 0.9) in {egg / 'requires.txt'}" in out
+    assert "Save that file as UTF-8, or reinstall the distribution" in out
+
+
+@pytest.mark.fault(
+    "cli",
     "doctor --simulate where NumPy is not installed (the CPU build of torch warns at import; issue "
     "28)",
     "no 'Failed to initialize NumPy' warning heads the report: nothing doctor does needs NumPy",
@@ -1055,3 +1123,76 @@ def test_simulate_does_not_print_torchs_numpy_warning(site: PluginSite) -> None:
     result = cli(site, "doctor", "--simulate", "npu")
     assert result.code == 0, result.out
     assert "NumPy" not in result.err and "NumPy" not in result.out
+
+
+# --- the startup phase ----------------------------------------------------------------------------
+
+#: acme-npu: a startup plugin that brings the backend up, and a platform whose activate() finds the
+#: device only once it is up (as a vendor's torch extension, imported by the startup plugin).
+BACKEND_FIRST = {
+    "acme_backend.py": "READY = []\n",
+    "acme_boot.py": "def boot():\n    import acme_backend\n    acme_backend.READY.append(1)\n",
+    "acme_platform.py": platform_module(
+        "AcmePlatform",
+        "acmenpu",
+        "import acme_backend; return __name__ + '.{cls}' if acme_backend.READY else None",
+    ),
+}
+
+
+def _backend_first(site: PluginSite, startup: str = "acme_boot:boot") -> None:
+    site.add(
+        "acme-npu",
+        entry_points={
+            PLATFORMS: {"acme": "acme_platform:activate"},
+            "sglang.srt.startup_plugins": {"acme_boot": startup},
+        },
+        modules=BACKEND_FIRST,
+    )
+
+
+@pytest.mark.fault(
+    "cli",
+    "doctor where a startup plugin makes the platform's activate() find its device (the launcher "
+    "and an adopted SGLang run startup plugins before selection)",
+    "doctor runs the startup phase first, as every server process does: the plugin's platform is "
+    "selected (was: the fallback and exit 0)",
+)
+def test_doctor_runs_the_startup_plugins_before_it_selects_the_platform(site: PluginSite) -> None:
+    _backend_first(site)
+    report = cli(site, "doctor", "--json").json
+    assert (report["platform"]["plugin"], report["platform"]["rule"]) == (
+        "acme",
+        "single-activated",
+    )
+    assert [o["status"] for o in report["plugins"]["startup"]] == ["loaded"]
+
+
+@pytest.mark.parametrize("platform_env", [{}, {"SGLANG_PLATFORM": "acme"}])
+@pytest.mark.fault(
+    "cli",
+    "SGLANG_PLUGINS lists general plugins only and the selected platform's distribution ships a "
+    "startup plugin",
+    "the allowlist still skips it (SGLang's filter), but with a WARNING in the log and in doctor "
+    "naming it and the value to set (SGLANG_PLUGINS=ops,acme_boot) (was: INFO only, no problem)",
+)
+def test_the_selected_platforms_startup_plugin_skipped_by_the_allowlist_is_a_warning(
+    site: PluginSite, platform_env: dict[str, str]
+) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={
+            PLATFORMS: {"acme": "acme_platform:activate"},
+            "sglang.srt.startup_plugins": {"acme_boot": "acme_boot:boot"},
+        },
+        modules={**BACKEND_FIRST, "acme_platform.py": platform_module("AcmePlatform", "acmenpu")},
+    )
+    add_general(site, "ops-dist", "ops")
+    result = cli(site, "doctor", "--json", "-v", SGLANG_PLUGINS="ops", **platform_env)
+    report = result.json
+    assert report["platform"]["plugin"] == "acme"
+    [problem] = [p for p in report["problems"] if p["plugin"] == "acme_boot"]
+    assert (
+        problem["severity"] == "warning" and "SGLANG_PLUGINS='ops,acme_boot'" in problem["message"]
+    )
+    assert "WARNING" in result.err and "'acme_boot'" in result.err

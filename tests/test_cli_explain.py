@@ -3,6 +3,7 @@ sources."""
 
 from __future__ import annotations
 
+import pytest
 from _plugin_site import PluginSite
 from test_cli_doctor import add_general, cli
 
@@ -93,3 +94,17 @@ def test_explain_of_a_malformed_target_is_a_usage_error(site: PluginSite) -> Non
     assert result.code == 2
     assert "is not a hook target" in result.err
     assert result.out == ""
+
+
+@pytest.mark.fault(
+    "cli",
+    "message: sglang-plugins explain sglang.srt.managers.scheduler.Scheduler.run-batch",
+    "a usage error naming the part that is no identifier and the likely one: 'run-batch' is not a "
+    "Python identifier (did you mean 'run_batch'?) (was: 'need at least module.attr', for a "
+    "target of six parts)",
+)
+def test_explain_of_a_target_with_a_non_identifier_part_names_that_part(site: PluginSite) -> None:
+    result = cli(site, "explain", "sglang.srt.managers.scheduler.Scheduler.run-batch")
+    assert result.code == 2
+    assert "'run-batch' is not a Python identifier (did you mean 'run_batch'?)" in result.err
+    assert "need at least" not in result.err

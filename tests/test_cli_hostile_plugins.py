@@ -103,6 +103,32 @@ def test_a_closed_pipe_ends_the_cli_quietly(site: PluginSite) -> None:
     assert "bug" not in error and "Traceback" not in error
 
 
+@pytest.mark.parametrize(("command", "status"), [("list", 0), ("doctor", 1), ("schema", 0)])
+@pytest.mark.fault(
+    "cli",
+    "regression: sglang-plugins started with its standard output closed (sglang-plugins list >&-)",
+    "the command runs, its report goes nowhere and its exit status is the report's (doctor still "
+    "gates); no 'bug in sglang-plugins' (was: \"'NoneType' object has no attribute 'flush'\", exit "
+    "1)",
+)
+def test_a_cli_started_with_stdout_closed_runs_and_keeps_its_exit_status(
+    site: PluginSite, command: str, status: int
+) -> None:
+    add_general(site, "broken-dist", "broken", body="raise RuntimeError('broken')")
+    env = {k: v for k, v in os.environ.items() if k not in PLUGIN_VARS}
+    env["PYTHONPATH"] = os.pathsep.join([str(site.root), str(RUNTIME_SRC)])
+    result = subprocess.run(
+        [sys.executable, "-m", "sglang_plugin_runtime", command],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: os.close(1),
+        timeout=60,
+    )
+    assert result.returncode == status, result.stderr
+    assert "bug" not in result.stderr and "Traceback" not in result.stderr
+
+
 # --- arguments ------------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
+import pytest
 from _plugin_site import RUNTIME_SRC, PluginSite
 from test_cli_doctor import cli
 
@@ -77,3 +78,38 @@ def test_main_returns_the_exit_status_instead_of_exiting() -> None:
     from sglang_plugin_runtime._cli import main
 
     assert main(["--no-such-flag"]) == 2
+
+
+@pytest.mark.fault(
+    "cli",
+    "message: sglang-plugins --json doctor (an option before the command)",
+    "accepted: the options of a command are accepted before it too, the same JSON document (was: "
+    "'unrecognized arguments: --json')",
+)
+def test_options_are_accepted_before_the_command(site: PluginSite) -> None:
+    before, after = cli(site, "--json", "doctor"), cli(site, "doctor", "--json")
+    assert before.code == after.code == 0, before.err
+    assert json.loads(before.out)["command"] == "doctor"
+    assert json.loads(before.out).keys() == json.loads(after.out).keys()
+
+
+@pytest.mark.fault(
+    "cli",
+    "message: sglang-plugins -n multimodal_gen list (the namespace before the command)",
+    "accepted, as after the command (was: \"invalid choice: 'multimodal_gen'\")",
+)
+def test_the_namespace_is_accepted_before_the_command(site: PluginSite) -> None:
+    result = cli(site, "-n", "multimodal_gen", "--json", "list")
+    assert result.code == 0, result.err
+    assert result.json["namespace"] == "multimodal_gen"
+
+
+@pytest.mark.fault(
+    "cli",
+    "message: sglang-plugins schema --json (docs/cli.md: every command takes --json)",
+    "accepted: the schema is JSON already (was: 'unrecognized arguments')",
+)
+def test_schema_takes_json_too(site: PluginSite) -> None:
+    result = cli(site, "schema", "--json")
+    assert result.code == 0, result.err
+    assert result.out == cli(site, "schema").out

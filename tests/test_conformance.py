@@ -180,6 +180,24 @@ def test_a_get_device_returning_a_torch_device_is_reported_sglang_splits_a_strin
     assert "the contract declares str" in problems[0].message
 
 
+@pytest.mark.fault(
+    "testing",
+    "a platform's get_device() breaks on None (f'widget:{int(device_id)}'); SGLang 0.5.23 calls "
+    "get_device(None) when --device is not given",
+    "the conformance check reports get_device(None) raising (was: probed with 0 only, so it "
+    "passed the gate)",
+)
+def test_the_conformance_check_calls_get_device_with_none_as_sglang_does() -> None:
+    class Plat(GoodSRT):
+        def get_device(self, device_id: int = 0) -> str:
+            return f"widget:{int(device_id)}"
+
+    with simulated_device("widget"):
+        problems = check_platform_conformance(Plat)
+    assert _kinds(problems) == {("get_device", "raises")}
+    assert "Plat.get_device(None) raised TypeError" in problems[0].message
+
+
 def test_broken_class_reports_every_problem() -> None:
     class Broken(SRTPlatform, check_overrides=False):
         device_name = ""

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
-from _plugin_site import PluginSite, find_python
+from _plugin_site import RUNTIME_SRC, PluginSite, find_python
 
 from sglang_plugin_runtime._discovery import (
     MalformedEntryPoints,
@@ -392,3 +396,32 @@ def test_two_metadata_folders_of_one_project_in_one_folder_are_reported(
     assert doctor.returncode == 1
     assert [p["step"] for p in report["problems"]] == ["discovery"]
     assert str(folders["1.9"]) in report["problems"][0]["message"]
+
+
+@pytest.mark.fault(
+    "discovery",
+    "a FIFO (named pipe) on sys.path, before the plugins' folder",
+    "skipped, as Python's import system skips it: selection and loading find the plugins (was: "
+    "discovery opened it and waited forever)",
+)
+def test_a_fifo_on_sys_path_is_skipped_not_waited_on(site: PluginSite) -> None:
+    fifo = site.root.parent / "a-fifo"
+    os.mkfifo(fifo)
+    _add_a_platform_and_a_general_plugin(site)
+    code = f"""
+        import json, sys
+        sys.path.insert(0, {str(fifo)!r})
+        from sglang_plugin_runtime.platforms import current_platform
+        from sglang_plugin_runtime.plugins import load_plugins
+        print(json.dumps([current_platform.device_name,
+                          [(r.plugin, r.status) for r in load_plugins().outcomes]]))
+        """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site.root), str(RUNTIME_SRC)])}
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert json.loads(result.stdout) == ["acmenpu", [["zeta", "loaded"]]], result.stderr

@@ -4,6 +4,8 @@ distributions."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from _plugin_site import PluginSite, platform_module
 
@@ -283,3 +285,162 @@ def test_hooks_of_the_selected_platform_that_cannot_apply_stop_loading(site: Plu
         and "acme-npu" in message
         and "no_such_vendor_module.f" in message
     )
+
+
+SGLANG_HOOK = UPPER + (
+    "HookRegistry.register('sglang.srt.managers.scheduler.Scheduler.__init__', upper, "
+    "HookType.AFTER)\n"
+)
+
+
+@pytest.mark.parametrize("strict", ["", "1"])
+@pytest.mark.fault(
+    "plugins",
+    "the selected platform registers a hook on sglang.* where SGLang is not installed (its own "
+    "tests, doctor on a build machine)",
+    "load_plugins() succeeds, also with SGLANG_PLUGINS_STRICT=1: the hook stays pending, as the "
+    "docs say (was: PluginLoadError, the selected platform's hooks 'cannot be applied')",
+)
+def test_a_selected_platforms_hook_on_sglang_where_sglang_is_not_installed_stays_pending(
+    site: PluginSite, strict: str
+) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={
+            "acme_platform.py": platform_module("AcmePlatform", "acmenpu", extra=SGLANG_HOOK),
+            **TARGET,
+        },
+    )
+    code = REPORT + "print(json.dumps([out, HookRegistry.describe()[0].status]))\n"
+    out, status = site.run_json(code, {"SGLANG_PLUGINS_STRICT": strict})
+    assert out["plugin"] == "acme" and "load_error" not in out and status == "pending"
+
+
+def _general(site: PluginSite, name: str, body: str, *, at_import: str = "") -> None:
+    """A general plugin ``name`` (distribution ``<name>-dist``) whose register() runs ``body``."""
+    lines = "".join(f"    {line}\n" for line in body.splitlines())
+    site.add(
+        f"{name}-dist",
+        entry_points={"sglang.srt.plugins": {name: f"{name}_plugin:register"}},
+        modules={f"{name}_plugin.py": f"{UPPER}{at_import}\ndef register():\n{lines}"},
+    )
+
+
+def _hook_from_a_helper_thread(site: PluginSite, then: str = "") -> dict[str, Any]:
+    """REPORT over plugin 'threaded', whose register() registers an AFTER hook on target_mod.greet
+    from a thread it starts and joins, then runs ``then``."""
+    site.add("target", modules=TARGET)
+    _general(
+        site,
+        "threaded",
+        "helper = threading.Thread(target=lambda: HookRegistry.register("
+        "'target_mod.greet', upper, HookType.AFTER))\n"
+        f"helper.start(); helper.join()\n{then}",
+        at_import="import threading",
+    )
+    return site.run_json(REPORT)
+
+
+@pytest.mark.fault(
+    "plugins",
+    "register() registers a hook from a helper thread it starts and joins, then raises",
+    "the hook is attributed to the plugin and discarded with it (was: no source, so it stayed "
+    "applied)",
+)
+def test_a_hook_registered_from_a_helper_thread_of_a_failing_register_is_discarded(
+    site: PluginSite,
+) -> None:
+    out = _hook_from_a_helper_thread(site, then="raise RuntimeError('half set up')")
+    assert out["plugins"]["threaded"][0] == "failed-call"
+    assert out["greet"] == "hello" and out["hooks"] == []
+
+
+def test_a_hook_registered_from_a_helper_thread_of_register_belongs_to_the_plugin(
+    site: PluginSite,
+) -> None:
+    out = _hook_from_a_helper_thread(site)
+    assert out["greet"] == "HELLO" and out["hooks"] == [["threaded", "threaded-dist"]]
+
+
+@pytest.mark.fault(
+    "plugins",
+    "Ctrl-C (KeyboardInterrupt) while register() runs, after it registered a hook; the host calls "
+    "load_plugins() again",
+    "the interrupt propagates and the hooks register() had registered are discarded first, as for "
+    "sys.exit(): the second load_plugins() registers the hook once, it runs once per call (was: "
+    "twice)",
+)
+def test_hooks_of_a_register_interrupted_by_ctrl_c_are_discarded_before_it_runs_again(
+    site: PluginSite,
+) -> None:
+    site.add("target", modules=TARGET)
+    _general(
+        site,
+        "slow",
+        "HookRegistry.register('target_mod.greet', exclaim, HookType.AFTER)\n"
+        "if not RUNS:\n"
+        "    RUNS.append(1)\n"
+        "    raise KeyboardInterrupt",
+        at_import="RUNS = []\ndef exclaim(result):\n    return result + '!'",
+    )
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.plugins import load_plugins
+        try:
+            load_plugins()
+        except KeyboardInterrupt:
+            pass
+        load_plugins()
+        import target_mod
+        print(json.dumps(target_mod.greet()))
+        """
+    )
+    assert out == "hello!"
+
+
+@pytest.mark.fault(
+    "plugins",
+    "register() raises asyncio.CancelledError (a BaseException, e.g. from a cancelled task it "
+    "waited on)",
+    "that plugin's failure (failed-call), the later plugins load (was: the error escaped "
+    "load_plugins(), and doctor --json printed a traceback)",
+)
+def test_a_cancelled_error_from_register_is_that_plugins_failure(site: PluginSite) -> None:
+    site.add("target", modules=TARGET)
+    _general(site, "cancelled", "raise asyncio.CancelledError()", at_import="import asyncio")
+    _general(site, "later", "pass")
+    out = site.run_json(REPORT)
+    status, reason = out["plugins"]["cancelled"]
+    assert status == "failed-call" and "CancelledError" in reason
+    assert out["plugins"]["later"] == ["loaded", ""]
+
+
+@pytest.mark.fault(
+    "plugins",
+    "register() raises the plugin's own BaseException subclass to fail closed (qsa-hisparse's "
+    "PluginActivationError)",
+    "it propagates out of load_plugins() and start-up stops, as in SGLang (whose except Exception "
+    "lets it through); its hooks are discarded first",
+)
+def test_a_plugins_own_base_exception_stops_start_up(site: PluginSite) -> None:
+    site.add("target", modules=TARGET)
+    _general(
+        site,
+        "closed",
+        "HookRegistry.register('target_mod.greet', upper, HookType.AFTER)\nraise FailClosed('off')",
+        at_import="class FailClosed(BaseException):\n    pass",
+    )
+    out = site.run_json(
+        """
+        import json
+        from sglang_plugin_runtime.plugins import load_plugins
+        from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
+        try:
+            load_plugins()
+        except BaseException as exc:
+            print(json.dumps([type(exc).__name__, len(HookRegistry.describe())]))
+        """
+    )
+    assert out == ["FailClosed", 0]

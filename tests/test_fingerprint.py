@@ -295,6 +295,44 @@ def test_a_partial_hook_bound_to_the_rank_gives_one_fingerprint_on_every_rank(
     assert hook["hook"] == "functools.partial(ranked_plugin.shard, rank=...)"
 
 
+SCALE_PLUGIN = """
+import os
+from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
+
+class Scale:
+    def __init__(self, rank):
+        self.rank = rank
+
+    def __repr__(self):
+        return f"Scale(rank={self.rank})"
+
+    def __call__(self, result, *args, **kwargs):
+        return result
+
+def register():
+    HookRegistry.register("demo_target.work", Scale(int(os.environ["RANK"])), HookType.AFTER)
+"""
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a plugin registers a callable object as a hook, whose repr() holds the rank (Scale(rank=0))",
+    "every rank gives the same fingerprint: the hook is named by its class, never its repr() (was: "
+    "a different digest per rank)",
+)
+def test_a_callable_object_hook_gives_one_fingerprint_on_every_rank(site: PluginSite) -> None:
+    site.add(
+        "scaled",
+        "1.0",
+        {"sglang.srt.plugins": {"scaled": "scaled_plugin:register"}},
+        {"scaled_plugin.py": SCALE_PLUGIN, "demo_target.py": TARGET_MODULE},
+    )
+    first, second = fingerprint(site, RANK="0"), fingerprint(site, RANK="1")
+    assert first["digest"] == second["digest"]
+    (hook,) = first["data"]["hooks"][0]["hooks"]
+    assert hook["hook"] == "scaled_plugin.Scale(...)"
+
+
 REEXPORT_PLUGIN = """
 from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType
 

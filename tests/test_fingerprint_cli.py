@@ -222,3 +222,41 @@ def test_compare_with_a_damaged_or_deeply_nested_file_is_a_usage_error(
     assert result.code == 2 and result.out == ""
     assert "--compare 'damaged.json': not a fingerprint" in result.err
     assert "internal error" not in result.err
+
+
+@pytest.mark.fault(
+    "cli",
+    "fingerprint --json on a node where a general plugin failed to import, another's register() "
+    "raised and a platform plugin's activate() raised",
+    "the document validates against the shipped schema (failed-import, failed-call) (was: "
+    "rejected: the schema allowed failed-register only)",
+)
+def test_fingerprint_json_of_a_node_where_plugins_failed_validates(site: PluginSite) -> None:
+    site.add(
+        "broken-plugins",
+        entry_points={
+            "sglang.srt.plugins": {"raises": "broken_a:register", "missing": "broken_b:register"}
+        },
+        modules={
+            "broken_a.py": "def register():\n    raise RuntimeError('no')\n",
+            "broken_b.py": "import no_such_dependency\n",
+        },
+    )
+    site.add_platform("acme-npu", "acme", "acmenpu", "raise RuntimeError('no driver')")
+    fingerprint = cli(site, "fingerprint", "--json").json["fingerprint"]
+    statuses = {p["plugin"]: p["status"] for p in fingerprint["general_plugins"]}
+    assert statuses == {"missing": "failed-import", "raises": "failed-call"}
+    assert [a["status"] for a in fingerprint["platform"]["activations"]] == ["failed-call"]
+
+
+@pytest.mark.fault(
+    "cli",
+    "message: sglang-plugins fingerprint --compare 3f2a9c01 (a digest of 8 hex digits)",
+    "a usage error saying a digest needs at least its first 12 hex digits (was: 'cannot read it "
+    "(No such file or directory)')",
+)
+def test_compare_with_a_digest_too_short_says_how_many_digits_it_needs(site: PluginSite) -> None:
+    result = cli(site, "fingerprint", "--compare", "3f2a9c01")
+    assert result.code == 2
+    assert "'3f2a9c01' is 8 hex digits" in result.err and "at least its first 12" in result.err
+    assert "No such file" not in result.err

@@ -7,6 +7,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from sglang_plugin_runtime._consistency import (
     ERROR,
     WARNING,
@@ -244,6 +246,25 @@ def test_load_plugins_not_called_on_one_rank_is_an_error() -> None:
     assert variant(differences[0]) == [
         ("load_plugins() ran", (0, 1)),
         ("load_plugins() not called", (2,)),
+    ]
+
+
+@pytest.mark.fault(
+    "processes",
+    "message: the rank check where one rank never called load_plugins() (its general plugins "
+    "are installed there too)",
+    "each general plugin's line says 'load_plugins() not called on this rank: call it before the "
+    "check' for that rank (was: "
+    "'not installed', although it is installed on every rank)",
+)
+def test_a_plugin_on_a_rank_that_did_not_call_load_plugins_is_not_called_not_not_installed() -> (
+    None
+):
+    other = edited(lambda d: d.update(general_plugins=None, hooks=[]))
+    timer = next(d for d in compare(job((1, other))) if d.item == "general plugin 'timer'")
+    assert variant(timer) == [
+        ("loaded, acme-timer 1.0", (0, 2)),
+        ("load_plugins() not called on this rank: call it before the check", (1,)),
     ]
 
 

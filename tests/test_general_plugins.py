@@ -679,3 +679,28 @@ def test_allowlisted_name_of_other_case_or_a_distribution_suggests_the_entry_poi
     assert out["alpha"][0] == "loaded" and out[listed][0] == "not-installed"
     assert "did you mean SGLANG_PLUGINS='alpha,Timer'?" in out[listed][1]
     assert f"Plugin '{listed}'" in result.stderr and "SGLANG_PLUGINS='alpha,Timer'" in result.stderr
+
+
+@pytest.mark.fault(
+    "plugins",
+    "message: SGLANG_PLUGINS=acme where acme is an installed platform plugin (its distribution "
+    "ships a startup plugin acme_boot)",
+    "not-installed, saying acme is a platform plugin (with its distribution), that SGLANG_PLUGINS "
+    "filters general and startup plugins only and SGLANG_PLATFORM=acme selects it (was: 'not "
+    "installed; did you mean acme_boot?')",
+)
+def test_allowlisting_a_platform_plugin_says_it_is_one(site: PluginSite) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={
+            "sglang.srt.platforms": {"acme": "acme_platform:activate"},
+            "sglang.srt.startup_plugins": {"acme_boot": "acme_platform:boot"},
+        },
+        modules={"acme_platform.py": "def activate():\n    return None\ndef boot():\n    pass\n"},
+    )
+    add_general(site, "alpha-dist", "alpha")
+    out = site.run_json(LOAD, {"SGLANG_PLUGINS": "alpha,acme"})
+    status, reason = out["acme"]
+    assert status == "not-installed" and "acme_boot" not in reason
+    assert "'acme' is a platform plugin (acme-npu 1.0)" in reason
+    assert "SGLANG_PLATFORM=acme" in reason and "SGLANG_PLUGINS='alpha'" in reason

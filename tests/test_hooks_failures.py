@@ -6,6 +6,7 @@ import functools
 import importlib
 import json
 import logging
+import pickle
 import uuid
 
 import pytest
@@ -57,6 +58,22 @@ def test_strict_apply_raises_listing_every_failure(make_module):
         HookRegistry.apply_hooks(strict=True)
     assert isinstance(info.value, RuntimeError)
     assert sorted(f.target for f in info.value.failures) == [f"{name}.missing1", f"{name}.missing2"]
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a HookApplyError is pickled (a worker process reports it to its parent)",
+    "it unpickles with the same failures and message (was: its message spread one character per "
+    "line, '- 1 - h - o ...')",
+)
+def test_a_hook_apply_error_survives_pickling(make_module):
+    name = make_module("m", "def f():\n    return 1\n")
+    importlib.import_module(name)
+    HookRegistry.register(f"{name}.missing", lambda r: r)
+    with pytest.raises(HookApplyError) as info:
+        HookRegistry.apply_hooks(strict=True)
+    copy = pickle.loads(pickle.dumps(info.value))
+    assert (str(copy), copy.failures) == (str(info.value), info.value.failures)
 
 
 @pytest.mark.fault(

@@ -10,6 +10,7 @@ a contract name gets a WARNING.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import warnings
@@ -172,6 +173,27 @@ def test_classmethod_and_staticmethod_overrides_serve_instance_calls() -> None:
 
     assert Plat().get_device_uuid(0) == "uuid"
     assert Plat().get_dispatch_key_name() == "widget"
+
+
+@pytest.mark.parametrize("kind", ["partialmethod", "singledispatchmethod"])
+@pytest.mark.fault(
+    "selection",
+    "a platform class defines get_device = functools.partialmethod(...) or a "
+    "@functools.singledispatchmethod override (SGLang calls both fine)",
+    "accepted at class definition, and the host's call works (was: TypeError 'this sets it to a "
+    "non-callable partialmethod')",
+)
+def test_partialmethod_and_singledispatchmethod_overrides_are_accepted(kind: str) -> None:
+    def _device(self: object, device_id: object = None, *, prefix: str) -> str:
+        return prefix if device_id is None else f"{prefix}:{device_id}"
+
+    if kind == "partialmethod":
+        get_device = functools.partialmethod(_device, prefix="acme")
+    else:
+        get_device = functools.singledispatchmethod(lambda self, device_id=None: "acme")
+        get_device.register(int, lambda self, device_id: f"acme:{device_id}")
+    plat = _define({"get_device": get_device})()
+    assert plat.get_device(1) == "acme:1"
 
 
 def test_compatible_widenings_are_accepted() -> None:

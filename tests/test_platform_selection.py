@@ -712,6 +712,56 @@ def test_entry_point_naming_a_non_callable_says_what_it_names(site: PluginSite) 
     assert "'acme_platform:activate'" in out["message"] and "not callable" not in out["message"]
 
 
+@pytest.mark.fault(
+    "selection",
+    "SGLANG_PLATFORM unset, and another distribution's platform entry point names a string, not a "
+    "function (other = other_plat:PLATFORM_CLASS)",
+    "that plugin is failed-import and skipped with a WARNING, the working plugin is selected (was: "
+    "InvalidPlatformError out of the whole selection)",
+)
+def test_an_unrelated_entry_point_naming_a_non_function_is_skipped_in_auto_mode(
+    site: PluginSite,
+) -> None:
+    site.add_platform("acme-npu", "acme", "acmenpu")
+    site.add(
+        "other-npu",
+        entry_points={"sglang.srt.platforms": {"other": "other_plat:PLATFORM_CLASS"}},
+        modules={"other_plat.py": "PLATFORM_CLASS = 'other_plat.OtherPlatform'\n"},
+    )
+    out = select(site)
+    assert (out["platform_class"], out["rule"]) == (
+        "acme_platform.AcmePlatform",
+        "single-activated",
+    )
+    other = next(a for a in out["activations"] if a["plugin"] == "other")
+    assert other["status"] == "failed-import" and "not a function" in other["reason"]
+    assert "Plugin 'other' (distribution other-npu 1.0) failed" in out["stderr"]
+
+
+@pytest.mark.parametrize("env", [{}, {"SGLANG_PLATFORM": "acme"}])
+@pytest.mark.fault(
+    "selection",
+    "message: activate() written as `async def` (its body never runs)",
+    "InvalidPlatformError naming the plugin and saying to make it a plain function (def "
+    "activate(): ...); no 'coroutine was never awaited' warning (was: only 'returned <coroutine "
+    "...>')",
+)
+def test_an_async_activate_is_told_to_be_a_plain_function(
+    site: PluginSite, env: dict[str, str]
+) -> None:
+    site.add(
+        "acme-npu",
+        entry_points={"sglang.srt.platforms": {"acme": "acme_platform:activate"}},
+        modules={"acme_platform.py": "async def activate():\n    return 'acme_platform.X'\n"},
+    )
+    result = site.run("import warnings\nwarnings.simplefilter('error')\n" + SELECT, env)
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["error"] == "InvalidPlatformError" and "'acme'" in out["message"]
+    assert "is an async function" in out["message"]
+    assert "make it a plain function (def activate(): ...)" in out["message"]
+    assert "never awaited" not in result.stderr
+
+
 @pytest.mark.parametrize("asked", ["acme-npu", "ACME_NPU", "Acme.Npu"])
 @pytest.mark.fault(
     "selection",
@@ -971,6 +1021,32 @@ def test_a_host_that_fails_to_import_is_rolled_back_and_selection_goes_on(site: 
         "vendor-npu",
         entry_points={"hosted.platforms": {"vendor": "vendor_platform:activate"}},
         modules={"vendor_platform.py": platform_module("VendorPlatform", "vendor")},
+    )
+    out = site.run_json(HOST_NAMESPACE)
+    assert out == {"class": "vendor_platform.VendorPlatform", "host_modules": []}
+
+
+@pytest.mark.fault(
+    "selection",
+    "the installed host's platform module imports torch, then fails while selection imports it "
+    "first; the plugin's activate() imports torch",
+    "only the host package's modules are removed: torch stays imported once, the plugin activates "
+    "and is selected (was: torch removed too, its re-import raised 'SystemError: bad call flags' "
+    "and the fallback was selected)",
+)
+def test_a_host_that_fails_to_import_leaves_the_modules_it_imported_from_elsewhere(
+    site: PluginSite,
+) -> None:
+    broken_host = dict(HOST_PACKAGE)
+    broken_host["fakehost/platforms/interface.py"] = (
+        "import torch\nraise TypeError('Expected an SRTPlatform subclass')\n"
+    )
+    site.add("fakehost", modules=broken_host)
+    activate = "import torch; return __name__ + '.{cls}' if torch.zeros(1).numel() else None"
+    site.add(
+        "vendor-npu",
+        entry_points={"hosted.platforms": {"vendor": "vendor_platform:activate"}},
+        modules={"vendor_platform.py": platform_module("VendorPlatform", "vendor", activate)},
     )
     out = site.run_json(HOST_NAMESPACE)
     assert out == {"class": "vendor_platform.VendorPlatform", "host_modules": []}

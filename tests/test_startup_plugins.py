@@ -5,7 +5,7 @@ scenario in a fresh process."""
 from __future__ import annotations
 
 import pytest
-from _plugin_site import PluginSite
+from _plugin_site import PluginSite, platform_module
 
 TARGET = {"late_target.py": "def greet():\n    return 'hello'\n"}
 
@@ -146,3 +146,52 @@ def test_the_allowlist_and_sglang_platform_filter_startup_plugins_too(site: Plug
         "other_shim": "skipped-unselected-platform",
         "shim": "loaded",
     }
+
+
+def _platform_with_startup_plugin(site: PluginSite, startup: str) -> None:
+    """acme-npu: a platform plugin whose activate() finds its device, and a startup plugin."""
+    site.add(
+        "acme-npu",
+        entry_points={
+            "sglang.srt.platforms": {"acme": "acme_platform:activate"},
+            "sglang.srt.startup_plugins": {"acme_boot": "acme_platform:boot"},
+        },
+        modules={
+            "acme_platform.py": platform_module("AcmePlatform", "acmenpu", extra=startup),
+        },
+    )
+
+
+#: An adopted SGLang's order: the startup phase when ``sglang`` is imported, then the platform is
+#: selected, then launch_server's load_plugins().
+STARTUP_SELECT_LOAD = """
+    import json
+    from sglang_plugin_runtime.platforms import current_platform_selection
+    from sglang_plugin_runtime.plugins import load_plugins, load_startup_plugins
+    plugin = None
+    try:
+        load_startup_plugins()
+        plugin = current_platform_selection().plugin
+        load_plugins()
+        print(json.dumps([plugin, None, None]))
+    except Exception as exc:
+        print(json.dumps([plugin, type(exc).__name__, str(exc)]))
+    """
+
+
+@pytest.mark.parametrize("platform_env", [{}, {"SGLANG_PLATFORM": "acme"}])
+@pytest.mark.fault(
+    "plugins",
+    "the startup plugin of the platform that is then selected fails, SGLANG_PLATFORM unset "
+    "(the startup phase runs before selection)",
+    "load_plugins() raises PluginLoadError naming the startup plugin and its distribution, as with "
+    "SGLANG_PLATFORM set (was: a WARNING, and load_plugins() succeeded)",
+)
+def test_a_failing_startup_plugin_of_the_selected_platform_stops_start_up_however_it_was_chosen(
+    site: PluginSite, platform_env: dict[str, str]
+) -> None:
+    _platform_with_startup_plugin(site, "def boot():\n    raise RuntimeError('no firmware')\n")
+    plugin, error, message = site.run_json(STARTUP_SELECT_LOAD, platform_env)
+    # SGLANG_PLATFORM set: the startup phase itself stops, before selection
+    assert (plugin, error) == (None if platform_env else "acme", "PluginLoadError")
+    assert "'acme_boot'" in message and "acme-npu" in message and "no firmware" in message

@@ -4,7 +4,11 @@ into the next test."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -340,20 +344,33 @@ def test_isolated_{n}(hook_registry):
 }
 
 
+def install(
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    entry_points: dict[str, dict[str, str]],
+    modules: dict[str, str],
+) -> None:
+    """Distribution ``name`` installed for the inner session (on ``PYTHONPATH``, not written by the
+    kit), with module ``target_mod`` (``work(x)`` returns ``x``) beside the tests."""
+    site = Path(pytester.path) / "installed"
+    write_fake_distribution(site, name, entry_points=entry_points, modules=modules)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    pytester.makepyfile(target_mod="def work(x):\n    return x\n")
+
+
 def run_in_order(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, order: list[str]
 ) -> None:
     """Run, in one inner session, the tests ``order`` names, with a general plugin installed (on
     ``PYTHONPATH``, not written by the kit); every test must pass."""
-    site = Path(pytester.path) / "installed"
-    write_fake_distribution(
-        site,
+    install(
+        pytester,
+        monkeypatch,
         "timer-dist",
-        entry_points={"sglang.srt.plugins": {"timer": "installed_timer:register"}},
-        modules={"installed_timer.py": INSTALLED_PLUGIN},
+        {"sglang.srt.plugins": {"timer": "installed_timer:register"}},
+        {"installed_timer.py": INSTALLED_PLUGIN},
     )
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
-    pytester.makepyfile(target_mod="def work(x):\n    return x\n")
     tests = [ORDERED_TESTS[kind].replace("{n}", str(n)) for n, kind in enumerate(order)]
     result = run(pytester, ORDERED_TESTS_HEADER + "\n\n".join(tests), "-p", "no:randomly")
     result.assert_outcomes(passed=len(order))
@@ -384,3 +401,102 @@ def test_hook_registry_restores_the_sessions_load_state(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, order: list[str]
 ) -> None:
     run_in_order(pytester, monkeypatch, order)
+
+
+INSTALLED_PLATFORM = """
+from sglang_plugin_runtime.platforms.device_mixin import PlatformEnum
+from sglang_plugin_runtime.platforms.interface import SRTPlatform
+from sglang_plugin_runtime.plugins.hook_registry import HookType, plugin_hook
+
+@plugin_hook("target_mod.work", HookType.AFTER)
+def plus_ten(result, x):  # registered as the module is imported
+    return result + 10
+
+class AcmePlatform(SRTPlatform):
+    _enum = PlatformEnum.OOT
+    device_name = device_type = "acme"
+
+def activate():
+    return __name__ + ".AcmePlatform"
+"""
+
+PLATFORM_TESTS = """
+import target_mod
+from sglang_plugin_runtime.platforms import current_platform_selection
+from sglang_plugin_runtime.plugins import load_plugins
+
+def test_isolated(hook_registry):
+    assert current_platform_selection().plugin == "acme"
+    load_plugins()
+    assert target_mod.work(1) == 11
+
+def test_session():
+    assert current_platform_selection().plugin == "acme"
+    load_plugins()
+    assert target_mod.work(1) == 11  # the platform module's import-time hook
+"""
+
+
+@pytest.mark.parametrize("order", [["isolated", "session"], ["session", "isolated", "session"]])
+@pytest.mark.fault(
+    "testing",
+    "the session's first test to read current_platform uses the hook_registry fixture (the "
+    "platform plugin registers hooks as its module is imported)",
+    "the fixture leaves the platform as it found it (unselected) and forgets the plugin's modules: "
+    "the session's next selection registers the plugin's import-time hooks in the session's "
+    "registry, the same result in any test order (they were gone for the rest of the session)",
+)
+def test_hook_registry_leaves_the_sessions_platform_as_it_found_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, order: list[str]
+) -> None:
+    install(
+        pytester,
+        monkeypatch,
+        "acme-npu",
+        {"sglang.srt.platforms": {"acme": "installed_acme:activate"}},
+        {"installed_acme.py": INSTALLED_PLATFORM},
+    )
+    header, isolated, session = PLATFORM_TESTS.split("\n\n")
+    tests = [
+        (isolated if kind == "isolated" else session).replace(f"test_{kind}", f"test_{kind}_{n}")
+        for n, kind in enumerate(order)
+    ]
+    result = run(pytester, "\n\n".join([header, *tests]), "-p", "no:randomly")
+    result.assert_outcomes(passed=len(order))
+
+
+@pytest.mark.fault(
+    "testing",
+    "FakeDistributions used without the fixtures: a fake plugin's register() hooks a function of "
+    "the session, then stop()",
+    "stop() discards the hooks the fake plugins registered, as its docstring promises: the "
+    "function is unpatched (was: its modules were gone, their hooks still applied)",
+)
+def test_fake_distributions_stop_discards_the_hooks_of_their_plugins(tmp_path: Path) -> None:
+    (tmp_path / "target_mod.py").write_text("def work(x):\n    return x\n")
+    code = f"""
+        import json, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import target_mod
+        from sglang_plugin_runtime.plugins import load_plugins
+        from sglang_plugin_runtime.testing import FakeDistributions
+        fake = FakeDistributions({str(tmp_path / "fake-site")!r}).start()
+        fake("plus-dist", entry_points={{"sglang.srt.plugins": {{"plus": "plus_mod:register"}}}},
+             modules={{"plus_mod.py": PLUGIN}})
+        load_plugins()
+        patched = target_mod.work(1)
+        fake.stop()
+        print(json.dumps([patched, target_mod.work(1)]))
+        """
+    plugin = (
+        "from sglang_plugin_runtime.plugins.hook_registry import HookRegistry, HookType\n"
+        "def register():\n"
+        "    HookRegistry.register('target_mod.work', lambda r, x: r + 10, HookType.AFTER)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", f"PLUGIN = {plugin!r}\n" + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(result.stdout) == [11, 1]

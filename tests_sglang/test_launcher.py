@@ -264,6 +264,56 @@ def test_adoption_is_claimed_only_by_a_process_that_adopts() -> None:
     assert "no process of the command imported SGLang through the launcher" in completed.stderr
 
 
+#: Runs the rest of the command as user nobody, as a container's entry point drops root.
+AS_NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+ADOPTED_HERE = (
+    "import sglang.srt.plugins.hook_registry as theirs, sglang_plugin_runtime.plugins.hook_registry"
+    " as ours; print(theirs.HookRegistry is ours.HookRegistry)"
+)
+
+
+def _drops_privileges() -> None:
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run a command as another user")
+
+
+@pytest.mark.fault(
+    "cli",
+    "sglang-plugins run (as root) -- setpriv --reuid=nobody ... python: a command that drops "
+    "privileges (setpriv, gosu, runuser)",
+    "SGLang is adopted in the command, which reads the shim and writes its markers: no note (was: "
+    "the root-only 0700 shim could not be read, SGLang ran unadopted with exit 0, and a misleading "
+    "note came after the command ended)",
+)
+def test_a_command_that_drops_privileges_runs_sglang_adopted() -> None:
+    _drops_privileges()
+    completed = launch(*AS_NOBODY, sys.executable, "-c", ADOPTED_HERE)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "True"
+    assert "runs with sglang_plugin_runtime" in completed.stderr
+    assert "no process of the command" not in completed.stderr
+
+
+@pytest.mark.fault(
+    "cli",
+    "message: a process of the command adopts SGLang but cannot write the launcher's markers "
+    "(another user, the markers folder not writable for it)",
+    "that process says so at once, naming its uid and the marker file and how to fix it (was: only "
+    "'no process of the command imported SGLang through the launcher', after the command ended)",
+)
+def test_a_process_that_cannot_write_the_launchers_markers_says_so_at_once() -> None:
+    _drops_privileges()
+    python = " ".join([*AS_NOBODY, sys.executable])
+    script = f'chmod 0755 "$SGLANG_PLUGINS_RUN_SHIM/markers" && exec {python} -c "{ADOPTED_HERE}"'
+    completed = launch("sh", "-c", script)
+    assert completed.returncode == 0 and completed.stdout.strip() == "True", completed.stderr
+    assert "(pid " in completed.stderr and "uid 65534) cannot write the launcher's marker" in (
+        completed.stderr
+    )
+    assert "give that user write access to the folder" in completed.stderr
+    assert "runs with sglang_plugin_runtime" in completed.stderr
+
+
 def launch_env(*command: str, paths: list[Path], **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "sglang_plugin_runtime", "run", "--", *command],

@@ -88,6 +88,7 @@ _STATUS_TEXT = {
     "not-installed": "listed in the allowlist, not installed",
 }
 _ABSENT = {"activation": "not installed", "plugin": "not installed", "hooks": "no hooks"}
+_NOT_CALLED = "load_plugins() not called"
 
 
 def _order(key: tuple[str, str]) -> tuple[int, str]:
@@ -107,9 +108,7 @@ def _items(fingerprint: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
         ("namespace", ""): fingerprint.get("namespace"),
         ("platform", ""): platform,
         # as people read it: one text for each of the two values
-        ("plugins-loaded", ""): "load_plugins() not called"
-        if plugins is None
-        else "load_plugins() ran",
+        ("plugins-loaded", ""): _NOT_CALLED if plugins is None else "load_plugins() ran",
     }
     if isinstance(platform, Mapping):
         items["platform", ""] = _without(platform, "rule", "activations")
@@ -126,6 +125,13 @@ def _items(fingerprint: Mapping[str, Any]) -> dict[tuple[str, str], Any]:
     for key in fingerprint.keys() - _KNOWN_FIELDS:
         items["field", key] = fingerprint[key]
     return items
+
+
+def _absent(kind: str, items: Mapping[tuple[str, str], Any]) -> Any:
+    """What a rank's ``items`` say of an item of ``kind`` they lack."""
+    if kind == "plugin" and items["plugins-loaded", ""] == _NOT_CALLED:
+        return f"{_NOT_CALLED} on this rank: call it before the check"
+    return _MISSING
 
 
 def _grouped(
@@ -158,7 +164,10 @@ def compare(participants: Sequence[Participant]) -> list[Difference]:
             # the platform (just listed) differs: its line shows each rank's; the rule is its
             # consequence
             continue
-        grouped = _grouped((items.get((kind, name), _MISSING), p) for p, items in per_rank)
+        # a general plugin missing where load_plugins() was not called is no uninstalled one
+        grouped = _grouped(
+            (items.get((kind, name), _absent(kind, items)), p) for p, items in per_rank
+        )
         if len(grouped) > 1:
             # Error when different code runs on different ranks; warning when the same code runs
             # everywhere:

@@ -14,6 +14,7 @@ asks about.
 import logging
 import os
 import re
+import stat
 import sys
 import threading
 from collections import Counter
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from ._forking import after_fork_in_child
+from ._lazy_exports import old_attribute
 
 if TYPE_CHECKING:
     from importlib.metadata import Distribution
@@ -67,6 +69,10 @@ class PluginEntryPoint(NamedTuple):
         from importlib.metadata import EntryPoint
 
         return EntryPoint(self.name, self.value, self.group).load()
+
+
+# old attribute names, deprecated
+PluginEntryPoint.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 class MalformedDistribution(NamedTuple):
@@ -220,6 +226,12 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
     offers: dict[str, list[Offer]] = {}
     malformed: list[MalformedDistribution] = []
     for entry in list(sys.path if path is None else path):
+        try:  # a FIFO or a device: Python's imports skip it, and reading it could wait forever
+            mode = os.stat(entry or os.curdir).st_mode
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                continue
+        except OSError:  # missing: nothing is found there either way
+            pass
         try:  # newest first by folder name (-1.10 after -1.9): of two of one project, it is used
             found = sorted(distributions(path=[entry]), key=_folder_version, reverse=True)
         # a sys.path entry importlib.metadata cannot walk hides nothing else

@@ -3,6 +3,7 @@
 Used where the import would cost every process that never touches the name: the platform classes
 behind ``sglang_plugin_runtime.platforms`` (asking "which platform am I on" must stay cheap without
 torch), and the testing kit, which pytest imports in every test run where the runtime is installed.
+So are the old spellings of renamed names (``_deprecated``): only code that uses one loads them.
 """
 
 import importlib
@@ -17,9 +18,19 @@ def lazy_exports(
     it) on first access and caches the value in the package's ``namespace``."""
 
     def __getattr__(name: str) -> Any:
-        if name not in where:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        if name not in where:  # an old name (deprecated), or AttributeError
+            from ._deprecated import renamed_export
+
+            return renamed_export(package, namespace, name)
         namespace[name] = getattr(importlib.import_module(where[name], package), name)
         return namespace[name]
 
     return __getattr__
+
+
+def old_attribute(self: object, name: str) -> Any:
+    """The ``__getattr__`` of the classes that renamed attributes: an old name still works,
+    deprecated; any other name is an ``AttributeError``."""
+    from ._deprecated import renamed_attribute
+
+    return renamed_attribute(self, name)

@@ -33,6 +33,7 @@ from contextvars import ContextVar
 from typing import Any, NamedTuple, Protocol
 
 from ._discovery import PluginEntryPoint
+from ._lazy_exports import old_attribute
 from .errors import PluginError, PluginLoadError
 
 logger = logging.getLogger(__name__)
@@ -72,6 +73,14 @@ class Status(str, enum.Enum):
     FAILED_CALL = "failed-call"  # its function raised, or returned what cannot be used
 
     __str__ = str.__str__  # "loaded", not "Status.LOADED"
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is str and other in ("failed", "failed-register"):
+            from ._deprecated import is_retired_status  # an old status: deprecated
+
+            return is_retired_status(self, other)
+        return str.__eq__(self, other)
 
 
 class PluginOutcome(NamedTuple):
@@ -96,6 +105,10 @@ class PluginOutcome(NamedTuple):
 
     def to_dict(self) -> dict[str, object]:
         return self._asdict()
+
+
+# old attribute names, deprecated
+PluginOutcome.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 class PlannedPlugin(NamedTuple):
@@ -130,9 +143,13 @@ def honoured_exit(exc: BaseException | None) -> bool:
 
 
 def is_plugin_failure(exc: BaseException) -> bool:
-    """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate)."""
+    """Whether ``exc``, raised by plugin code, is the plugin failing (else: let it propagate). An
+    ``asyncio.CancelledError`` (a task it waited on was cancelled) is; a plugin's own
+    ``BaseException`` is not: it stops start-up, as in SGLang (qsa-hisparse fails closed so)."""
     interrupt = isinstance(exc, KeyboardInterrupt) and not isinstance(exc, InterruptFromSignal)
-    return isinstance(exc, (Exception, SystemExit)) or (_marked and interrupt)
+    asyncio = sys.modules.get("asyncio")  # no asyncio imported: nothing was cancelled
+    cancelled = asyncio is not None and isinstance(exc, asyncio.CancelledError)
+    return isinstance(exc, (Exception, SystemExit)) or cancelled or (_marked and interrupt)
 
 
 class PluginCall:
@@ -182,6 +199,22 @@ def describe_failure(exc: BaseException) -> str:
             "KeyboardInterrupt raised by the plugin's own code (not a Ctrl-C): it must not raise it"
         )
     return f"{type(exc).__name__}: {safe_text(exc)}"
+
+
+def never_ran(result: object, name: str = "register") -> str | None:
+    """Why calling the plugin's function ``name`` did nothing: it is a generator or an ``async``
+    one."""
+    import inspect
+
+    if inspect.iscoroutine(result):
+        result.close()  # its body never ran; closed, Python does not warn "never awaited" later
+    elif not (inspect.isgenerator(result) or inspect.isasyncgen(result)):
+        return None
+    kind = "a generator" if inspect.isgenerator(result) else "an async"
+    return (
+        f"{name}() is {kind} function: calling it returned {type(result).__name__} and its body "
+        f"never ran; make it a plain function (def {name}(): ...)"
+    )
 
 
 def plugin_traceback(exc: BaseException) -> str:
@@ -245,7 +278,7 @@ def discard_hooks(ep: PluginEntryPoint) -> None:
 
 
 class Running:
-    """Plugin code a :class:`Gate`'s owner runs now."""
+    """Plugin code that runs now (a :class:`Gate`'s owner runs it, when it has one)."""
 
     def __init__(self, ep: PluginEntryPoint, where: str) -> None:
         self.ep = ep
@@ -298,6 +331,23 @@ class Gate:
         return error
 
 
+#: The innermost plugin code running now.
+_running: Running | None = None
+
+
+def current_source() -> HookSource | None:
+    """The plugin whose code runs now: in this thread, or where this thread was started by that
+    code (a helper thread of its ``register()``)."""
+    running = _running
+    if (
+        (source := plugin_source.get())
+        or not running
+        or threading.current_thread() in running.threads
+    ):
+        return source
+    return HookSource(running.ep.name, running.ep.distribution)
+
+
 # ---------------------------------------------------------------- the one function
 
 
@@ -336,7 +386,9 @@ def run_plugin_code(
     importing = step == "import"
     what = "the import" if importing else step
     where = f"{what} of plugin {ep.name!r} (distribution {ep.label})"
-    running = Running(ep, where)
+    global _running
+    outer = _running
+    running = _running = Running(ep, where)
     token = plugin_source.set(HookSource(ep.name, ep.distribution))
     if gate:
         gate.running = running
@@ -344,9 +396,13 @@ def run_plugin_code(
     try:
         with guarded(where) as call:
             value = action()
+    except BaseException:  # a user's Ctrl-C: the hooks the code registered go first
+        discard_hooks(ep)
+        raise
     finally:
         seconds = time.perf_counter() - start
         plugin_source.reset(token)
+        _running = outer
         if gate:
             gate.running = None
     if honoured_exit(call.error):

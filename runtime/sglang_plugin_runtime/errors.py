@@ -3,6 +3,8 @@
 
 from typing import Any
 
+from ._lazy_exports import old_attribute
+
 
 class PluginError(RuntimeError):
     """A plugin could not be used; the message names the plugin and its distribution and says how to
@@ -18,6 +20,10 @@ class PluginError(RuntimeError):
         #: diagnostics: a failed plugin's, and for a selection error every ``activate()`` outcome so
         #: far.
         self.outcomes: tuple[Any, ...] = ()
+
+
+# old attribute names, deprecated
+PluginError.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 class PlatformNotFoundError(PluginError, ValueError):

@@ -52,46 +52,55 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     from .._namespace import known_namespaces
 
-    common = _Parser(add_help=False)
-    add = common.add_argument
-    add(
-        "--namespace",
-        "-n",
-        default="srt",
-        choices=[n.name for n in known_namespaces()],
-        help="(default srt)",
-    )
-    add(
-        "--json",
-        action="store_true",
-        help="print one JSON document (its schema: 'sglang-plugins schema')",
-    )
-    add(
-        "--strict",
-        action="store_true",
-        help="warnings fail too; doctor also runs the conformance check",
-    )
-    add("--verbose", "-v", action="count", default=0, help="log to stderr (-v INFO, -vv DEBUG)")
-    add(
-        "--simulate",
-        metavar="DEVICE_TYPE",
-        help="run on a simulated torch.DEVICE_TYPE (needs torch)",
-    )
-    add("--simulate-backend", metavar="MODULE", help="also a fake vendor module (e.g. torch_npu)")
-    add("--simulate-count", metavar="N", type=int, help="simulated device count (default 1)")
     parser = _Parser(
         prog="sglang-plugins",
         description=__doc__.split("\n")[0].strip("`"),
         epilog="Exit status: 0 healthy, 1 problems found, 2 usage error or the check could not "
-        "run, 3 internal error.",
+        "run, 3 internal error. The options of a command are accepted before it too.",
     )
+    # The commands' options, accepted before the command too: a command's own copy defaults to
+    # nothing, so it never overrides a value given before the command.
+    common = _Parser(add_help=False, argument_default=argparse.SUPPRESS)
+    for holder in (parser, common):
+        add = holder.add_argument
+        add(
+            "--namespace",
+            "-n",
+            choices=[n.name for n in known_namespaces()],
+            help="(default srt)",
+        )
+        add(
+            "--json",
+            action="store_true",
+            help="print one JSON document (its schema: 'sglang-plugins schema')",
+        )
+        add(
+            "--strict",
+            action="store_true",
+            help="warnings fail too; doctor also runs the conformance check",
+        )
+        add("--verbose", "-v", action="count", help="log to stderr (-v INFO, -vv DEBUG)")
+        add(
+            "--simulate",
+            metavar="DEVICE_TYPE",
+            help="run on a simulated torch.DEVICE_TYPE (needs torch)",
+        )
+        add(
+            "--simulate-backend",
+            metavar="MODULE",
+            help="also a fake vendor module (e.g. torch_npu)",
+        )
+        add("--simulate-count", metavar="N", type=int, help="simulated device count (default 1)")
+    parser.set_defaults(namespace="srt", verbose=0)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.add_parser(
         "list", parents=[common], help="what is installed and what the environment does with it"
     )
     doctor = commands.add_parser(
-        "doctor", parents=[common], help="select, load_plugins() here; report every step"
+        "doctor",
+        parents=[common],
+        help="run startup plugins, selection, load_plugins(); report each step",
     )
     explain = commands.add_parser(
         "explain", parents=[common], help="the hooks on one target, in the order they run"
@@ -117,7 +126,8 @@ def _parser() -> argparse.ArgumentParser:
     contract.add_argument(
         "--diff", nargs=2, metavar=("FROM", "TO"), help="what changed from release FROM to TO"
     )
-    commands.add_parser("schema", help="print the JSON schema of --json output")
+    schema = commands.add_parser("schema", help="print the JSON schema of --json output")
+    schema.add_argument("--json", action="store_true", help="(accepted: the schema is JSON)")
     run = commands.add_parser(
         "run", help=_RUN, description=_RUN, usage="%(prog)s [--] COMMAND [ARG ...]"
     )
@@ -192,6 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     soon as it is written, so that plugin code (a thread left running, an ``atexit`` handler calling
     ``os._exit``) cannot hold it or change it.
     """
+    if sys.stdout is None:  # started with stdout closed (>&-): the report goes nowhere, its
+        # exit status still says what it found (the file lives as long as the process)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     status = _run(argv)
     if argv is None:
         for stream in (sys.stdout, sys.stderr):

@@ -303,7 +303,7 @@ def list_step(
                 problems.add(
                     WARNING,
                     "plugins",
-                    f"{ns.plugins_env} lists {p.name!r}, which is not installed",
+                    f"plugin {p.name!r} {p.status}: {p.reason}",
                     p.name,
                 )
         # each plan as JSON; a listed name that is not installed has no distribution, version, ...
@@ -420,28 +420,45 @@ def _platform(
     }
 
 
-def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[str, Any]:
-    """Run ``load_plugins()`` here (both phases), and report what each plugin did."""
-    from ..plugins._loading import load_plugins, plugin_load_report, reset_load_state
-
-    _allowlist(ns, problems)
-    reset_load_state(ns)
-    error = None
+def _stopped(load: Any, ns: PluginNamespace, problems: Problems, strict: bool) -> str | None:
+    """Run ``load`` (``load_plugins`` or its startup phase) here; the error that stopped it."""
     try:
-        load_plugins(ns, strict=strict)
+        load(ns, strict=strict)
     except Exception as exc:
         error = error_text(exc)
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
         problems.add(ERROR, "plugins", f"loading plugins stopped: {error}", plugin, distribution)
+        return error
+    return None
+
+
+def startup_step(ns: PluginNamespace, problems: Problems, strict: bool) -> None:
+    """Run the startup phase here before selection, as the launcher and an adopted SGLang do (when
+    ``sglang`` is imported): a startup plugin may be what lets a platform's ``activate()`` find
+    its device."""
+    from ..plugins._loading import load_startup_plugins, reset_load_state
+
+    _allowlist(ns, problems)
+    reset_load_state(ns)
+    _stopped(load_startup_plugins, ns, problems, strict)
+
+
+def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[str, Any]:
+    """Run ``load_plugins()`` here (after :func:`startup_step` and selection), and report what each
+    plugin did."""
+    from ..plugins._loading import load_plugins, plugin_load_report
+
+    error = _stopped(load_plugins, ns, problems, strict)
     phases = {}
     for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
         # no startup group: no report (plugin_load_report(ns, None) is the general plugins')
         report = plugin_load_report(ns, group) if group else None
-        outcomes = report.outcomes if report else ()
+        outcomes, required = (report.outcomes, report.required) if report else ((), None)
         for o in outcomes:
-            if not o.ok:
+            # the selected platform's own startup plugin, skipped by the allowlist: a warning
+            if not o.ok or (o.status is Status.SKIPPED_ALLOWLIST and o.distribution == required):
                 problems.add(
-                    WARNING if o.status is Status.NOT_INSTALLED else ERROR,
+                    ERROR if not o.ok and o.status is not Status.NOT_INSTALLED else WARNING,
                     "plugins",
                     f"plugin {o.plugin!r} {o.status}: {o.reason}",
                     o.plugin,
@@ -602,7 +619,7 @@ def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str
 Judged = dict[Any, tuple[Any, tuple[str, ...]]]
 
 
-def _judged(discovery: DiscoveryResult, ns: PluginNamespace) -> Judged:
+def _judged(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> Judged:
     from .. import _sglang_releases as data
     from ._gate import declared_sglang_range
 
@@ -610,11 +627,26 @@ def _judged(discovery: DiscoveryResult, ns: PluginNamespace) -> Judged:
     judged: Judged = {None: (None, (installed,) if installed else ())}
     for _kind, group in _groups(ns):
         for ep in discovery.group(group):
-            if ep.distribution not in judged:
+            if ep.distribution in judged:
+                continue
+            try:
                 declared = declared_sglang_range(ep.path)
-                held = (data.releases_in(declared) or ()) if declared is not None else ()
-                releases = tuple(r for r in data.releases() if r in held or r == installed)
-                judged[ep.distribution] = (declared, releases)
+            # discovery read its METADATA (PKG-INFO) already: an egg-info's requires.txt is left
+            except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+                where = getattr(exc, "filename", None) or os.path.join(ep.path, "requires.txt")
+                problems.add(
+                    WARNING,
+                    "sglang",
+                    f"cannot read the requirements of plugin {ep.name!r} ({ep.label}) in {where}: "
+                    f"{describe_failure(exc)}; its SGLang range is not checked. Save that file as "
+                    "UTF-8, or reinstall the distribution",
+                    ep.name,
+                    ep.distribution,
+                )
+                declared = None
+            held = (data.releases_in(declared) or ()) if declared is not None else ()
+            releases = tuple(r for r in data.releases() if r in held or r == installed)
+            judged[ep.distribution] = (declared, releases)
     return judged
 
 
@@ -694,12 +726,14 @@ def _sglang_support(
 def doctor_step(
     ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
 ) -> dict[str, Any]:
-    """Run selection, ``load_plugins()`` and hook application here, and report every step."""
+    """Run the startup phase, selection, ``load_plugins()`` and hook application here, in a
+    server process's order, and report every step."""
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
     # --strict: plugin failures stop selection and loading, warnings fail
     strict = args.strict or ns.strict()
-    judged = _judged(discovery, ns)
+    startup_step(ns, problems, strict)
+    judged = _judged(discovery, ns, problems)
     platform = _platform(ns, problems, logs, strict, judged)
     plugins = plugins_step(ns, problems, strict)
     theirs = _check_sglang_registry(problems, args.import_targets)
@@ -729,11 +763,9 @@ def explain_step(
     try:
         wanted = Target.parse(target)
     except (ValueError, TypeError) as exc:
-        raise InputError(
-            f"explain: {target!r} is not a hook target ({exc}); use pkg.mod.func, "
-            "pkg.mod.Class.method or pkg.mod:Class.method"
-        ) from None
+        raise InputError(f"explain: {exc}") from None
     strict = args.strict or ns.strict()
+    startup_step(ns, problems, strict)
     try:  # as in a host process: the selected platform plugin's own hooks are registered too
         _selection.get_current_platform(ns, strict=strict)
     except Exception as exc:
@@ -744,7 +776,7 @@ def explain_step(
             "missing here; 'sglang-plugins doctor' says more",
         )
     plugins = plugins_step(ns, problems, strict)
-    judged = _judged(discover_entry_points(), ns)
+    judged = _judged(discover_entry_points(), ns, problems)
     targets = hooks_step(problems, args.import_targets, judged, target)["targets"]
     found = next((t for t in targets if Target.parse(t["target"]) == wanted), None)
     # Only the problems about this target (or about loading) matter here.
@@ -806,13 +838,18 @@ def _comparison(argument: str) -> dict[str, Any]:
     """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved
     ``PluginFingerprint.to_dict()``), or a digest (at least its first 12 hex digits)."""
     other: dict[str, Any] = {"source": argument, "digest": None, "host": None, "fingerprint": None}
-    if re.fullmatch(r"[0-9a-fA-F]{12,64}", argument) and not os.path.exists(argument):
-        return {**other, "digest": argument.lower()}
     where = f"fingerprint: --compare {argument!r}"
     how = (
         "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its "
         "digest"
     )
+    if re.fullmatch(r"[0-9a-fA-F]+", argument) and not os.path.exists(argument):
+        if 12 <= len(argument) <= 64:
+            return {**other, "digest": argument.lower()}
+        raise InputError(
+            f"{where}: no such file, and {argument!r} is {len(argument)} hex digits, no digest "
+            f"(give at least its first 12, of 64); {how}"
+        )
     try:
         with open(argument, "rb") as handle:
             # /dev/zero, a FIFO: endless or blocking

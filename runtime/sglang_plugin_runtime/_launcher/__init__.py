@@ -23,7 +23,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from ._finder import ADOPTED_MARKER, ENTERED_MARKER, SHIM_ENV, VERSION_ENV, find_sglang
+from ._finder import ADOPTED_MARKER, ENTERED_MARKER, MARKERS, SHIM_ENV, VERSION_ENV, find_sglang
 from ._patch import PatchError, apply, parse, patch_text
 
 SHIM_SOURCE = """\
@@ -145,6 +145,17 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
     shim_dir = Path(tempfile.mkdtemp(prefix="sglang-plugins-run-"))
     (shim_dir / "sglang").mkdir()
     (shim_dir / "sglang/__init__.py").write_text(SHIM_SOURCE, encoding="utf-8")
+    (shim_dir / MARKERS).mkdir()
+    # A command that drops privileges (setpriv, gosu, runuser) runs SGLang as another user: it
+    # reads the shim, which only its owner may change, and writes its markers (sticky: no user
+    # removes another's).
+    for made, mode in (
+        (shim_dir, 0o755),
+        (shim_dir / "sglang", 0o755),
+        (shim_dir / "sglang/__init__.py", 0o644),
+        (shim_dir / MARKERS, 0o1733),
+    ):
+        made.chmod(mode)
     env.update(
         {
             "PYTHONPATH": os.pathsep.join(filter(None, (str(shim_dir), env.get("PYTHONPATH")))),
@@ -157,7 +168,7 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
 
 def _not_adopted(command: list[str], shim_dir: Path) -> str:
     """Why no process of ``command`` adopted SGLang, blaming only what the run shows."""
-    if (shim_dir / ENTERED_MARKER).exists():
+    if (shim_dir / MARKERS / ENTERED_MARKER).exists():
         return "SGLang was not adopted: its import failed in the command (the error above says why)"
     words = " ".join(command).split()
     isolated = next(filter(None, (isolating_option(words[i:]) for i in range(len(words)))), None)
@@ -199,7 +210,7 @@ def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> i
                 and info.si_code != _SI_KERNEL
             ):
                 child.send_signal(info.si_signo)
-        if shim_dir and not (shim_dir / ADOPTED_MARKER).exists():
+        if shim_dir and not (shim_dir / MARKERS / ADOPTED_MARKER).exists():
             print(f"sglang-plugins run: {_not_adopted(command, shim_dir)}", file=sys.stderr)
         return 128 - child.returncode if child.returncode < 0 else child.returncode
     finally:

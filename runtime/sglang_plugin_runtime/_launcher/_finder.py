@@ -14,7 +14,6 @@ it for a command that does not get here, such as an isolated ``python -I``).
 
 from __future__ import annotations
 
-import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -30,9 +29,12 @@ from ._patch import Hunk, PatchError, apply, parse, patch_text
 #: Set by the launcher: the SGLang version whose patch the processes apply, and the shim folder.
 VERSION_ENV = "SGLANG_PLUGINS_RUN_SGLANG_VERSION"
 SHIM_ENV = "SGLANG_PLUGINS_RUN_SHIM"
-#: Created in the shim folder by the first interpreter of the tree that adopts SGLang.
+#: The shim's folder for the markers below: every user may create files in it (a command that
+#: drops privileges, such as setpriv, gosu or runuser, runs SGLang as another user).
+MARKERS = "markers"
+#: Created in the markers folder by the first interpreter of the tree that adopts SGLang.
 ADOPTED_MARKER = "adopted"
-#: Created in the shim folder by every interpreter that imports SGLang through the shim.
+#: Created in the markers folder by every interpreter that imports SGLang through the shim.
 ENTERED_MARKER = "entered"
 
 
@@ -120,8 +122,7 @@ def enter_from_shim(shim_module: ModuleType) -> None:
             f"sglang-plugins run: {VERSION_ENV} is not set; this shim only works under the launcher"
         )
     shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
-    with contextlib.suppress(OSError):  # the launcher's report: SGLang was imported here
-        open(os.path.join(shim_dir, ENTERED_MARKER), "a").close()
+    _mark(shim_dir, ENTERED_MARKER)  # the launcher's report: SGLang was imported here
     finder = next((f for f in sys.meta_path if isinstance(f, AdoptedSGLangFinder)), None)
     if finder is None:  # once per interpreter: first on sys.meta_path
         finder = AdoptedSGLangFinder(parse(patch_text(version)))
@@ -143,9 +144,7 @@ def enter_from_shim(shim_module: ModuleType) -> None:
     except BaseException:
         sys.modules.pop("sglang", None)
         raise
-    try:  # the first interpreter of the tree to get here says what runs (created exclusively)
-        open(os.path.join(shim_dir, ADOPTED_MARKER), "x").close()
-    except OSError:
+    if not _mark(shim_dir, ADOPTED_MARKER):  # the first interpreter of the tree says what runs
         return
     from .. import __version__
 
@@ -154,3 +153,21 @@ def enter_from_shim(shim_module: ModuleType) -> None:
         f"its plugin layer in this process tree ({len(finder.modules)} modules adopted in memory; "
         "nothing installed is changed)\n"
     )
+
+
+def _mark(shim_dir: str, name: str) -> bool:
+    """Create marker ``name`` for the launcher (exclusively: a link planted there is never
+    followed); whether this process created it, or could not and said so now."""
+    path = os.path.join(shim_dir, MARKERS, name)
+    try:
+        open(path, "x").close()
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        sys.stderr.write(
+            f"sglang-plugins run: this process (pid {os.getpid()}, uid {os.getuid()}) cannot write "
+            f"the launcher's marker {path} ({exc.strerror or exc}), so its note when the command "
+            "ends cannot tell that SGLang was imported here; give that user write access to the "
+            "folder\n"
+        )
+    return True

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import weakref
 from collections.abc import Callable, Collection
-from functools import cache, cached_property
+from functools import cache, cached_property, partialmethod, singledispatchmethod
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
@@ -191,13 +191,17 @@ def render_call(call: dict[str, Any], name: str) -> str:
 # --------------------------------------------------------------------------------------
 
 
+#: Descriptors that are not callable themselves but make a method of the class.
+_METHOD_DESCRIPTORS = (partialmethod, singledispatchmethod)
+
+
 def kind_of(raw: Any) -> str:
     """How a class-``__dict__`` entry binds when read from an instance."""
     if isinstance(raw, classmethod):
         return "classmethod"
     if isinstance(raw, (property, cached_property)):
         return "property"
-    if isinstance(raw, type) or not callable(raw):
+    if isinstance(raw, type) or not (callable(raw) or isinstance(raw, _METHOD_DESCRIPTORS)):
         return "attribute"
     # A function binds (a descriptor); a staticmethod or a callable object without __get__ does not.
     is_bound = hasattr(type(raw), "__get__") and not isinstance(raw, staticmethod)

@@ -36,8 +36,9 @@ def import_host(namespace: PluginNamespace, module: str) -> dict[str, Callable[[
     """Import the host's platform module, as the host's own start-up does; for each platform
     plugin whose ``activate()`` its start-up ran, a function that does it again (returns the value,
     or raises the exception, that the host's start-up got). If it cannot be
-    imported (released SGLang refuses a plugin built on this runtime's classes), what that import
-    added to ``sys.modules`` is removed again and selection goes on without it.
+    imported (released SGLang refuses a plugin built on this runtime's classes), the host package's
+    modules that import added to ``sys.modules`` are removed again and selection goes on without
+    it.
 
     While the host's start-up runs, the namespace's platform plugins it loads (through
     ``importlib.metadata``, as SGLang loads them) run as their own code (the hooks their modules
@@ -72,8 +73,12 @@ def import_host(namespace: PluginNamespace, module: str) -> dict[str, Callable[[
     finally:
         EntryPoint.load = load  # type: ignore[method-assign]
     if call.error is not None:
+        # The host package's own modules, half set up, go; what it imported from elsewhere stays:
+        # an extension module such as torch cannot be imported twice in one process.
+        top = module.partition(".")[0]
         for name in set(sys.modules) - before:
-            del sys.modules[name]
+            if name.partition(".")[0] == top:
+                del sys.modules[name]
         why = describe_failure(call.error)
         logger.info("The host's %s could not be imported, selecting without it: %s", module, why)
     return {name: partial(_replay, recorded) for name, recorded in runs.items()}

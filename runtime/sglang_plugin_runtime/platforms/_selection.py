@@ -31,6 +31,7 @@ from .._discovery import (
     refresh_discovery,
 )
 from .._forking import after_fork_in_child
+from .._lazy_exports import old_attribute
 from .._namespace import (
     SRT,
     ClassRef,
@@ -49,6 +50,7 @@ from .._plugin_code import (
     discard_hooks,
     honoured_exit,
     is_plugin_failure,
+    never_ran,
     run_plugin_code,
     safe_text,
 )
@@ -95,6 +97,10 @@ class PlatformSelection(NamedTuple):
             "activations": [a.to_dict() for a in self.activations],
             "problems": list(self.problems),
         }
+
+
+# old attribute names, deprecated
+PlatformSelection.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 class PlatformState:
@@ -207,6 +213,8 @@ def _function(ep: PluginEntryPoint) -> Callable[[], object]:
 
 def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNamespace) -> type:
     """The class ``activate()`` named; ``InvalidPlatformError`` for anything else."""
+    if why := never_ran(result, "activate"):
+        raise _invalid(ep, why)
     returned = f"activate() returned {safe_text(result, repr)}"
     qualname = result.strip() if isinstance(result, str) else ""
     if "." not in qualname and ":" not in qualname:
@@ -246,8 +254,11 @@ def _activate(
 ) -> tuple[PluginOutcome, type | None]:
     """Import ``ep``, run its ``activate()`` (or replay what the host's start-up got from it), check
     the class it names."""
+    # An entry point that names no function says nothing about the hardware: in auto mode it is
+    # skipped, as a failed import is.
+    fatal = p.fatal if p.required else (errors.ReentrantSelectionError,)
     function, imported = run_plugin_code(
-        ep, partial(_function, ep), step="import", policy=p, gate=gate
+        ep, partial(_function, ep), step="import", policy=p._replace(fatal=fatal), gate=gate
     )
     if not imported.ok:
         return imported, None

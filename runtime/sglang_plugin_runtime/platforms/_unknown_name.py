@@ -51,13 +51,26 @@ def unknown_platform_message(
 
 
 def not_installed_reason(
-    namespace: PluginNamespace, installed: Sequence[PluginEntryPoint], name: str
+    namespace: PluginNamespace,
+    discovery: DiscoveryResult,
+    installed: Sequence[PluginEntryPoint],
+    name: str,
 ) -> str:
-    """Why ``name``, listed in ``SGLANG_PLUGINS``, loads nothing; the value meant, when likely."""
+    """Why ``name``, listed in ``SGLANG_PLUGINS``, loads nothing (of the ``installed`` plugins it
+    filters); the value meant, when likely."""
     env = namespace.plugins_env
+    parts = [part.strip() for part in os.environ.get(env, "").split(",") if part.strip()]
+    platforms = discovery.group(namespace.platform_group)
+    if platform := next((ep for ep in platforms if ep.name == name), None):
+        rest = ",".join(part for part in parts if part != name)
+        fix = f"{env}={rest!r}" if rest else f"unset {env}"
+        return (
+            f"listed in {env}, but {name!r} is a platform plugin ({platform.label}): {env} filters "
+            f"general and startup plugins only, and {namespace.platform_env}={name} selects a "
+            f"platform (unset, the one whose hardware is found); remove it ({fix})"
+        )
     if not (suggestions := name_suggestions(installed, name)):
         return f"listed in {env} but not installed"
-    parts = [part.strip() for part in os.environ.get(env, "").split(",") if part.strip()]
     value = ",".join(suggestions[0] if part == name else part for part in parts)
     return (
         f"listed in {env} but not installed; did you mean {env}={value!r}? (entry-point names, "

@@ -12,7 +12,6 @@ re-exported by
 
 # No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for
 # every string annotation of its fields, a cost paid by every process at start-up.
-import inspect
 import logging
 import os
 from collections.abc import Callable, Iterable
@@ -26,6 +25,7 @@ from .._discovery import (
     normalize_distribution_name,
 )
 from .._forking import after_fork_in_child
+from .._lazy_exports import old_attribute
 from .._namespace import SRT, PluginNamespace, get_namespace, known_namespaces
 from .._plugin_code import (
     Gate,
@@ -35,6 +35,7 @@ from .._plugin_code import (
     Status,
     apply_hooks,
     discard_hooks,
+    never_ran,
     planned,
     registry,
     run_plugin_code,
@@ -53,6 +54,8 @@ class LoadReport:
         self.namespace, self.group = namespace, group
         self.outcomes: list[PluginOutcome] = []
         self.completed = False
+        #: The selected platform's distribution when it loaded (``None``: not selected yet).
+        self.required: str | None = None
 
     @property
     def problems(self) -> list[PluginOutcome]:
@@ -73,6 +76,10 @@ class LoadReport:
             "completed": self.completed,
             "outcomes": outcomes,
         }
+
+
+# old attribute names, deprecated
+LoadReport.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 class LoadState:
@@ -113,9 +120,11 @@ def plan_entry_points(
     discovery: DiscoveryResult,
     excluded_dists: Iterable[str] = (),
     allowed: frozenset[str] | None = None,
+    required: str | None = None,
 ) -> list[PlannedPlugin]:
     """What loading ``group`` will do with each entry point, in load order; imports nothing.
-    ``allowed``: the allowlist that applies (``None``: all)."""
+    ``allowed``: the allowlist that applies (``None``: all); ``required``: the selected platform's
+    distribution."""
     excluded = {normalize_distribution_name(dist) for dist in excluded_dists}
     duplicates = discovery.duplicates(group)
     selected = namespace.selected_platform()
@@ -140,12 +149,19 @@ def plan_entry_points(
     for name in sorted(missing - {ep.name for ep in installed}):
         from ..platforms._unknown_name import not_installed_reason  # a misconfiguration only
 
-        reason = not_installed_reason(namespace, installed, name)
+        reason = not_installed_reason(namespace, discovery, installed, name)
         plan.append(PlannedPlugin(name, Status.NOT_INSTALLED, reason, None))
     for ep in discovery.group(group):
         status, reason = Status.TO_LOAD, ""
         if allowed is not None and ep.name not in allowed:
-            status, reason = Status.SKIPPED_ALLOWLIST, f"not in {namespace.plugins_env}"
+            env = namespace.plugins_env
+            status, reason = Status.SKIPPED_ALLOWLIST, f"not in {env}"
+            if group == namespace.startup_group and ep.distribution == required:
+                value = f"{os.environ[env].strip(' ,')},{ep.name}"
+                reason += (
+                    f", so the selected platform's distribution {ep.label} runs without its "
+                    f"startup plugin; add it ({env}={value!r}) or unset {env}"
+                )
         elif ep.distribution in excluded:
             status, reason = Status.SKIPPED_PLATFORM, unselected
         elif ep.name in duplicates:
@@ -156,7 +172,7 @@ def plan_entry_points(
 
 
 def plan_plugins(
-    ns: PluginNamespace, discovery: DiscoveryResult, group: str
+    ns: PluginNamespace, discovery: DiscoveryResult, group: str, required: str | None = None
 ) -> list[PlannedPlugin]:
     """What a load of ``group`` (the general or the startup group) will do with each plugin:
     distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects are
@@ -166,7 +182,7 @@ def plan_plugins(
     excluded = {ep.distribution for ep in eps} - {
         ep.distribution for ep in eps if ep.name == selected
     }
-    return plan_entry_points(group, ns, discovery, excluded, ns.allowed_plugins())
+    return plan_entry_points(group, ns, discovery, excluded, ns.allowed_plugins(), required)
 
 
 def _callable(value: object) -> str | None:
@@ -179,29 +195,18 @@ def _callable(value: object) -> str | None:
     )
 
 
-def _ran_its_body(result: object) -> str | None:
-    """Why calling the plugin's function did nothing: it is a generator or an ``async`` one."""
-    if inspect.iscoroutine(result):
-        result.close()  # its body never ran; closed, Python does not warn "never awaited" later
-    elif not (inspect.isgenerator(result) or inspect.isasyncgen(result)):
-        return None
-    kind = "a generator" if inspect.isgenerator(result) else "an async"
-    return (
-        f"it is {kind} function: calling it returned {type(result).__name__} and its body never "
-        f"ran, so nothing was registered; make it a plain function (def register(): ...)"
-    )
-
-
 def import_plugins(
     plan: list[PlannedPlugin],
     policy: Policy,
     group: str,
     gate: Gate | None = None,
     skip: Iterable[str] = (),
+    loud: str | None = None,
 ) -> tuple[list[tuple[PluginEntryPoint, Callable[[], object]]], list[PluginOutcome]]:
     """Import the plugins ``plan`` loads (but those in ``skip``): their functions, and the outcomes
     of the others (failed imports, skipped, duplicates). Failures never stop the others, unless
-    ``policy`` says so."""
+    ``policy`` says so. Skipped plugins are logged at INFO, those of distribution ``loud`` at
+    WARNING."""
     imported = []
     outcomes = []
     for name, status, reason, ep in plan:
@@ -220,6 +225,7 @@ def import_plugins(
             )
         else:
             quiet = status in (Status.SKIPPED_ALLOWLIST, Status.SKIPPED_PLATFORM)
+            quiet = quiet and getattr(ep, "distribution", None) != loud
             (logger.info if quiet else logger.warning)(
                 "Plugin %r in group %r: %s (%s)", name, group, reason, status
             )
@@ -257,12 +263,21 @@ def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadRep
     if not state.gate.enter(lambda gate: _refuse(namespace, gate)):
         return state.reports.get(group) or LoadReport(namespace.name, group)
     try:
+        required = _required_distribution(namespace, discover_entry_points())
         if (report := state.reports.get(group)) and report.completed:
-            return report
+            # A platform selected since: what of its distribution did not load is redone under the
+            # policy that applies to it now, as SGLANG_PLATFORM would have applied it at once.
+            if report.required == required or all(
+                o.distribution != required for o in report.outcomes if o.status is not Status.LOADED
+            ):
+                return report
+            loaded = [o for o in report.outcomes if o.status is Status.LOADED]
+            state.done.update({(group, o.plugin): o for o in loaded})
         if state.interrupted:
             discard_hooks(state.interrupted)
             state.interrupted = None
         report = state.reports[group] = LoadReport(namespace.name, group)
+        report.required = required
         try:
             _load(namespace, group, strict, state, report)
         except BaseException:  # a load that raised: the next call redoes it
@@ -279,7 +294,7 @@ def _load(
     """Import and run the plugins of ``group`` into ``report``, skipping the functions a load
     that raised already completed."""
     discovery = discover_entry_points()
-    policy = Policy(strict, namespace.strict_env, _required_distribution(namespace, discovery))
+    policy = Policy(strict, namespace.strict_env, report.required)
     if namespace.allowed_plugins() == frozenset() and discovery.group(group):
         env = namespace.plugins_env
         logger.warning(
@@ -288,11 +303,13 @@ def _load(
             *(env, os.environ.get(env, ""), group, env, env),
         )
     done = {name: outcome for (phase, name), outcome in state.done.items() if phase == group}
-    plan = plan_plugins(namespace, discovery, group)
-    functions, report.outcomes = import_plugins(plan, policy, group, state.gate, skip=done)
+    plan = plan_plugins(namespace, discovery, group, report.required)
+    # the selected platform's startup plugins are its own: skipping one is worth a WARNING
+    loud = report.required if group == namespace.startup_group else None
+    functions, report.outcomes = import_plugins(plan, policy, group, state.gate, done, loud)
     for ep, function in functions:
         _, outcome = run_plugin_code(
-            ep, function, step=f"{ep.value}()", policy=policy, gate=state.gate, check=_ran_its_body
+            ep, function, step=f"{ep.value}()", policy=policy, gate=state.gate, check=never_ran
         )
         if outcome.ok:
             milliseconds = outcome.seconds * 1e3
@@ -336,9 +353,15 @@ def _load_all(
             report = _load_phase(namespace, group, strict)
     apply_hooks(strict, loaded=not startup_only)
     # The selected platform's distribution cannot run without its hooks.
-    required = _required_distribution(namespace, discover_entry_points())
+    discovery = discover_entry_points()
+    required = _required_distribution(namespace, discovery)
     hooks = registry()
-    if required and hooks and (failed := hooks.failed_targets(required)):
+    failed = hooks.failed_targets(required) if required and hooks else []
+    if namespace.host_distribution not in discovery.distributions:
+        # Hooks on the host where it is not installed wait for it (the plugin's own tests).
+        host = (namespace.host_base_class or ".").partition(".")[0]
+        failed = [t for t in failed if t.partition(":")[0].split(".")[0] != host]
+    if failed:
         raise PluginLoadError(
             f"Hooks of the selected platform's distribution {required} cannot be applied: "
             f"{', '.join(failed)}; the process cannot run without them.",

@@ -117,10 +117,10 @@ class HookRegistry:
         """Register ``hook`` on ``target`` (``pkg.mod.func``, ``pkg.mod.Class.method``,
         ``pkg.mod.Class`` or ``pkg.mod:Class.method``).
 
-        ``source`` defaults to the plugin being loaded (``_current_plugin_source``). Hooks with a
-        higher ``priority`` wrap those with a lower one; equal priorities nest in registration
-        order, last registered outermost (SGLang's rule). If :meth:`apply_hooks` already ran in
-        this process, the target is (re)built right away.
+        ``source`` defaults to the plugin being loaded (``_current_plugin_source``, also in a
+        thread its code started). Hooks with a higher ``priority`` wrap those with a lower one;
+        equal priorities nest in registration order, last registered outermost (SGLang's rule).
+        If :meth:`apply_hooks` already ran in this process, the target is (re)built right away.
 
         Raises ``TypeError`` when a class is registered with a type other than REPLACE or the
         hook is not callable, ``ValueError`` for a malformed target.

@@ -51,10 +51,12 @@ class ConformanceProblem:
         return self.message
 
 
-#: Example arguments for the probes, by the contract's parameter name (several values: one probe
-#: each).
+#: Example arguments for the probes, by the contract's parameter name, or ``method.parameter`` for
+#: one method (several values: one probe each).
 _EXAMPLE_ARGUMENTS = {
     "device_id": (0,),
+    # SGLang 0.5.23 asks get_device(None) when --device is not given (srt/utils/common.py)
+    "get_device.device_id": (0, None),
     "device": (None,),
     "mode": (None,),
     "kind": ("mha", "mla", "dsa"),
@@ -83,7 +85,10 @@ def _probes(view: RuntimePlatformView, device: bool) -> list[_Probe]:
         for form in calls or [{"args": leading}]:
             count, keywords = form.get("args", 0), list(form.get("kwargs", ()))
             # a parameter without an example value leaves nothing to call it with
-            wanted = (_EXAMPLE_ARGUMENTS.get(n, ()) for n in names[:count] + keywords)
+            wanted = (
+                _EXAMPLE_ARGUMENTS.get(f"{row['name']}.{n}", _EXAMPLE_ARGUMENTS.get(n, ()))
+                for n in names[:count] + keywords
+            )
             for values in itertools.product(*wanted):
                 named = tuple(zip(keywords, values[count:], strict=True))
                 probes[row["probe"]][(row["name"], values[:count], named)] = None

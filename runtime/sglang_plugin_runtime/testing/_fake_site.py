@@ -16,16 +16,19 @@ class FakeDistributions:
     """Write fake distributions into ``root`` and make the runtime see them, as if ``pip
     install``-ed.
 
-    Call the object to add one distribution. :meth:`stop` removes ``root`` from ``sys.path``,
-    forgets every module imported from it, drops the runtime's cached discovery and any platform
-    selected from it, and brings back the load state :meth:`start` found, so nothing leaks into the
-    next test (and the installed plugins are not loaded again).
+    Call the object to add one distribution. :meth:`stop` discards the hooks its plugins
+    registered, removes ``root`` from ``sys.path``, forgets every module imported from it, drops the
+    runtime's cached discovery and any platform selected from it, and brings back the load state
+    :meth:`start` found, so nothing leaks into the next test (and the installed plugins are not
+    loaded again).
     """
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._entry = str(self.root)
+        #: What the paths of files in ``root`` start with.
+        self._prefix = os.path.join(os.path.realpath(self._entry), "")
         #: Brings back the load state start() found; None while not started.
         self._restore_loads: Callable[[], None] | None = None
 
@@ -65,12 +68,11 @@ class FakeDistributions:
 
     def imported_modules(self) -> list[str]:
         """Names of the modules in ``sys.modules`` that were imported from ``root``."""
-        prefix = os.path.join(os.path.realpath(self._entry), "")
         return [
             name
             for name, module in list(sys.modules.items())
             if any(
-                isinstance(p, str) and os.path.realpath(p).startswith(prefix)
+                isinstance(p, str) and os.path.realpath(p).startswith(self._prefix)
                 for p in [
                     getattr(module, "__file__", None),
                     *(getattr(module, "__path__", None) or []),
@@ -82,9 +84,16 @@ class FakeDistributions:
         restore_loads, self._restore_loads = self._restore_loads, None
         if restore_loads is None:
             return
+        from .._discovery import discover_entry_points
         from .._namespace import known_namespaces
+        from .._plugin_code import discard_hooks
         from ..platforms import _selection
 
+        # the hooks of the plugins written here go with them (found while the folder is on the path)
+        for eps in discover_entry_points().entry_points.values():
+            for ep in eps:
+                if os.path.realpath(ep.path).startswith(self._prefix):
+                    discard_hooks(ep)
         removed = set(self.imported_modules())
         for name in removed:
             sys.modules.pop(name, None)

@@ -62,25 +62,27 @@ def plugin_env() -> Iterator[PluginEnv]:
 @pytest.fixture
 def hook_registry() -> Iterator[Any]:
     """An empty hook registry for this test; every patch it applied is undone and the previous
-    registry state comes back afterwards, with the ``load_plugins()`` state (a load the test ran
-    is not remembered: the session's first load, later, registers the installed plugins' hooks,
-    also those their modules register as they are imported). Yields the registry to call
-    ``register()`` / ``apply_hooks()`` on."""
+    registry state comes back afterwards, with the ``load_plugins()`` state and the current
+    platforms (a load or a selection the test ran is not remembered: the session's first one,
+    later, registers the installed plugins' hooks, also those their modules register as they are
+    imported). Yields the registry to call ``register()`` / ``apply_hooks()`` on."""
     from ..plugins._loading import saved_load_state
     from ..plugins.hook_registry import isolated_registry
 
     restore, before = saved_load_state(), set(sys.modules)
+    platforms = PlatformOverride().start()
     try:
         with isolated_registry() as registry:
             yield registry
     finally:
+        platforms.stop()
         restore()
         _forget_plugin_modules(set(sys.modules) - before)
 
 
 def _forget_plugin_modules(imported: set[str]) -> None:
-    """Forget the modules of installed general and startup plugins among ``imported``: the next
-    load imports them again, so the hooks they register at import land in the session's registry."""
+    """Forget the modules of installed plugins among ``imported``: the next load or selection
+    imports them again, so the hooks they register at import land in the session's registry."""
     from .._discovery import discover_entry_points
     from .._namespace import known_namespaces
 
@@ -88,7 +90,7 @@ def _forget_plugin_modules(imported: set[str]) -> None:
     packages = {
         ep.module.split(".")[0]
         for ns in known_namespaces()
-        for group in (ns.plugin_group, ns.startup_group)
+        for group in (ns.platform_group, ns.plugin_group, ns.startup_group)
         if group
         for ep in found.group(group)
     }

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..._lazy_exports import old_attribute
 from ._types import (
     MISSING,
     HookType,
@@ -47,6 +48,10 @@ class HookReport(_Report):
     target: str = ""
     """The target it was registered on: another one than the report's when both name one function (a
     re-export) or one attribute (a module under two names)."""
+
+
+# old attribute names, deprecated
+HookReport.__getattr__ = old_attribute  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ from importlib.machinery import ModuleSpec
 from typing import TYPE_CHECKING, NamedTuple
 
 from ..._forking import after_fork_in_child
-from ..._plugin_code import attach_registry, describe_failure, guarded, plugin_source
+from ..._plugin_code import attach_registry, current_source, describe_failure, guarded
 from ._types import (
     MISSING,
     Hook,
@@ -324,7 +324,7 @@ class Registry:
         parsed = Target.parse(target)
         with self.lock:
             record = self.targets.setdefault(parsed.dotted, TargetRecord(parsed))
-            source = source or plugin_source.get()
+            source = source or current_source()
             new = Registration(next(self._seq), hook_type, hook, source, priority)
             before = {message for _, message in self._conflicts(record)}
             record.registrations.append(new)

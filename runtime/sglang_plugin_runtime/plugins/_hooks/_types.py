@@ -69,6 +69,9 @@ class HookApplyError(RuntimeError):
         lines = "".join(f"\n  - {failure}" for failure in self.failures)
         super().__init__(f"{len(self.failures)} hook target(s) could not be applied:{lines}")
 
+    def __reduce__(self) -> tuple[type[HookApplyError], tuple[tuple[HookFailure, ...]]]:
+        return HookApplyError, (self.failures,)  # pickled with its failures, not its message
+
 
 def format_source(source: HookSource | None) -> str:
     """A source for log lines and reports (SGLang's wording)."""
@@ -81,14 +84,15 @@ def format_source(source: HookSource | None) -> str:
 
 def describe_callable(obj: object) -> str:
     """A stable, human-readable name for a hook: ``module.qualname`` when available. A
-    ``functools.partial`` is named by its function and the names it binds, never their values (a
-    rank's own number differs per rank)."""
+    ``functools.partial`` is named by its function and the names it binds, a callable object by its
+    class (``mod.Scale(...)``), never by their values or ``repr()`` (a rank's own number differs per
+    rank)."""
     if isinstance(obj, functools.partial):
         bound = ["..."] * len(obj.args) + [f"{key}=..." for key in obj.keywords]
         return f"functools.partial({', '.join([describe_callable(obj.func), *bound])})"
     qualname, module = getattr(obj, "__qualname__", None), getattr(obj, "__module__", None)
     if not isinstance(qualname, str):
-        return repr(obj)
+        return f"{describe_callable(type(obj))}(...)"
     return f"{module}.{qualname}" if isinstance(module, str) and module else qualname
 
 
@@ -106,17 +110,23 @@ class Target:
         if not isinstance(text, str):
             raise TypeError(f"Hook target must be a string, got {type(text).__name__}: {text!r}")
         dotted = text.replace(":", ".")
-        if text.count(":") > 1 or len(cls.names_of(dotted)) < 2:
-            raise ValueError(_INVALID.format(text))
+        if text.count(":") > 1:
+            raise ValueError(_INVALID.format(text, "it has more than one ':'"))
+        if len(cls.names_of(dotted, text)) < 2:
+            raise ValueError(_INVALID.format(text, "need at least module.attr"))
         return cls(dotted, text)
 
     @staticmethod
-    def names_of(path: str) -> list[str]:
+    def names_of(path: str, text: str | None = None) -> list[str]:
         """The names of a dotted path (a target's, or a module's); ``ValueError`` unless each is
-        an identifier."""
+        an identifier (``text``: the path as written, for the message)."""
         names = path.split(".")
-        if not all(name.isidentifier() for name in names):
-            raise ValueError(_INVALID.format(path))
+        bad = next((name for name in names if not name.isidentifier()), None)
+        if bad is not None:
+            meant = bad.replace("-", "_")
+            hint = f" (did you mean {meant!r}?)" if meant.isidentifier() else ""
+            why = f"{bad!r} is not a Python identifier{hint}" if bad else "it has an empty part"
+            raise ValueError(_INVALID.format(text or path, why))
         return names
 
     def splits(self) -> list[tuple[str, list[str]]]:
@@ -131,9 +141,7 @@ class Target:
         return self.text or self.dotted
 
 
-_INVALID = (
-    "Invalid target path {!r}: need at least module.attr (pkg.module.attr or pkg.module:Attr.path)"
-)
+_INVALID = "{!r} is not a hook target: {}; write pkg.module.attr or pkg.module:Attr.path"
 
 
 class Unwrapped(NamedTuple):
