@@ -225,11 +225,11 @@ def registry() -> _Registry | None:
     return _active_registry() if _active_registry else None
 
 
-def apply_hooks(strict: bool, *, loaded: bool) -> None:
-    """Apply the registered hooks; ``loaded``: after ``load_plugins()``, not after its startup phase
-    alone (the general plugins' hooks then still come in one batch)."""
+def apply_hooks(strict: bool) -> None:
+    """Apply the registered hooks (``load_plugins()`` does, once its plugins ran): hooks registered
+    from now on apply at once."""
     global _hooks_applied
-    _hooks_applied = _hooks_applied or loaded
+    _hooks_applied = True
     if hooks := registry():
         hooks.apply_hooks(strict)
 
@@ -313,6 +313,8 @@ class Policy(NamedTuple):
     level: int = logging.ERROR
     fatal: tuple[type[BaseException], ...] = ()
     """Errors that stop start-up as they are, whatever else the policy says."""
+    stops: bool = False
+    """Every failure stops start-up, for ``why`` (the startup phase's rule)."""
 
 
 def run_plugin_code(
@@ -383,8 +385,8 @@ def _apply_policy(
     if isinstance(error, policy.fatal) and isinstance(error, PluginError):
         error.outcomes += (outcome,)
         raise error
-    if required or policy.strict:
-        why = policy.why if required else f"{policy.strict_env}=1 makes it an error"
+    if required or policy.strict or policy.stops:
+        why = policy.why if required or policy.stops else f"{policy.strict_env}=1 makes it an error"
         raised = PluginLoadError(f"{message} ({why})", plugin=ep.name, distribution=ep.distribution)
         raised.outcomes = (outcome,)
         raise raised from error
