@@ -52,11 +52,15 @@ def main(model: str) -> dict[str, object]:
         found["actors"] = len(engine._scheduler_init_result.scheduler_actors)
     except Exception as exc:  # reported, and the test says what it expected
         found["engine"] = f"{type(exc).__name__}: {exc}"
-    children = psutil.Process().children()
-    detokenizer = [p.pid for p in children if "detokenizer" in " ".join(p.cmdline())]
-    found["detokenizer"] = detokenizer[0] if detokenizer else None
-    if detokenizer:
-        found["detokenizer_loaded"] = wait_for_mark(detokenizer[0], 240)
+    detokenizer = None  # named sglang::detokenizer once it has imported SGLang
+    deadline = time.monotonic() + 240
+    while detokenizer is None and time.monotonic() < deadline:
+        named = [p.pid for p in psutil.Process().children() if "detokenizer" in p.name()]
+        if named:
+            detokenizer = named[0]
+        time.sleep(0.5)
+    found["detokenizer"] = detokenizer
+    found["detokenizer_loaded"] = detokenizer is not None and wait_for_mark(detokenizer, 240)
     from sglang.srt.server_args import ServerArgs
 
     child = multiprocessing.get_context("spawn").Process(

@@ -62,6 +62,12 @@ def test_two_ranks_run_the_hooks_and_agree_on_their_plugins_by_themselves(
         assert server.generate()["status"] == 200
 
 
+@pytest.mark.fault(
+    "processes",
+    "a plugin registers a hook on rank 1 only, in a real --tp 2 server (launcher, adopted)",
+    "start-up stops in init_parallel_runtime: PluginConsistencyError naming rank 1, the plugin "
+    "and the hook, before the model loads",
+)
 @pytest.mark.parametrize("world_name", list(WORLDS))
 def test_a_plugin_that_hooks_one_rank_only_stops_start_up_naming_rank_plugin_and_hook(
     world_name: str, plugins: Plugins, logs_dir: Path

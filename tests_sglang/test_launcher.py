@@ -366,7 +366,7 @@ def test_the_launcher_reports_what_it_adopted() -> None:
         .rsplit("/", 1)[-1]
         .startswith("sglang-plugins-run-")
     )
-    assert "(8 modules adopted in memory; nothing installed is changed)" in completed.stderr
+    assert "(11 modules adopted in memory; nothing installed is changed)" in completed.stderr
 
 
 # --------------------------------------------------------------------------------------------------

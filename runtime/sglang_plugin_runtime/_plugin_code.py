@@ -236,9 +236,36 @@ def apply_hooks(strict: bool) -> None:
 
 def discard_hooks(ep: PluginEntryPoint) -> None:
     """Drop the hooks ``ep``'s code registered (it failed, or is a platform that was not
-    selected)."""
+    selected), its wrappers of the host's resolution steps too."""
+    source = HookSource(ep.name, ep.distribution)
     if hooks := registry():
-        hooks.discard_source(HookSource(ep.name, ep.distribution))
+        hooks.discard_source(source)
+    for wrappers in resolution_wrappers().values():
+        wrappers[:] = [w for w in wrappers if resolution_sources.get(id(w)) != source]
+
+
+# ---------------------------------------------------------------- the host's resolution steps
+
+#: Where SGLang (0.5.23 on) keeps the plugin wrappers of its named server-argument resolution steps
+#: (``register_resolution_hook(name)``): a dict of lists, step name -> wrappers in registration
+#: order, the last registered outermost.
+RESOLUTION_HOOKS_MODULE = "sglang.srt.arg_groups.resolution_hooks"
+#: The plugin whose code registered each of those wrappers, by ``id`` (SGLang's lists keep the
+#: wrappers alive).
+resolution_sources: dict[int, HookSource] = {}
+
+
+def resolution_wrappers() -> dict[str, list[object]]:
+    """SGLang's own lists of resolution-step wrappers (empty while its module is not imported)."""
+    wrappers = getattr(sys.modules.get(RESOLUTION_HOOKS_MODULE), "_HOOKS", None)
+    return wrappers if isinstance(wrappers, dict) else {}
+
+
+def _attribute_resolution_wrappers(before: set[int], source: HookSource) -> None:
+    for wrappers in resolution_wrappers().values():
+        for wrapper in wrappers:
+            if id(wrapper) not in before:
+                resolution_sources.setdefault(id(wrapper), source)
 
 
 # ---------------------------------------------------------------- one thread at a time
@@ -339,7 +366,9 @@ def run_plugin_code(
     what = "the import" if importing else step
     where = f"{what} of plugin {ep.name!r} (distribution {ep.label})"
     running = Running(ep, where)
-    token = plugin_source.set(HookSource(ep.name, ep.distribution))
+    source = HookSource(ep.name, ep.distribution)
+    token = plugin_source.set(source)
+    before = {id(w) for wrappers in resolution_wrappers().values() for w in wrappers}
     if gate:
         gate.running = running
     start = time.perf_counter()
@@ -351,6 +380,7 @@ def run_plugin_code(
         plugin_source.reset(token)
         if gate:
             gate.running = None
+        _attribute_resolution_wrappers(before, source)
     if honoured_exit(call.error):
         discard_hooks(ep)
         logger.error(

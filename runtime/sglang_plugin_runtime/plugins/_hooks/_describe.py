@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..._plugin_code import resolution_sources, resolution_wrappers
 from ._types import (
     MISSING,
     HookType,
@@ -45,6 +46,18 @@ class HookReport(_Report):
     target: str = ""
     """The target it was registered on: another one than the report's when both name one function (a
     re-export) or one attribute (a module under two names)."""
+
+
+@dataclass(frozen=True)
+class ResolutionHookReport(_Report):
+    """One wrapper of one of SGLang's named resolution steps (``register_resolution_hook``)."""
+
+    step: str
+    position: int
+    """1 for the outermost: the last registered runs first."""
+    hook: str
+    plugin: str | None
+    distribution: str | None
 
 
 @dataclass(frozen=True)
@@ -136,3 +149,24 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
         tuple(conflicts),
         rebound,
     )
+
+
+def describe_resolution_hooks(step: str | None = None) -> list[ResolutionHookReport]:
+    """The wrappers plugins registered on SGLang's named server-argument resolution steps
+    (``sglang.srt.arg_groups.resolution_hooks.register_resolution_hook(name)``, SGLang 0.5.23 on),
+    by step name (all steps, or ``step``), each with the plugin whose code registered it; the last
+    registered of a step runs outermost. Empty where SGLang's module is not imported."""
+    wrappers = resolution_wrappers()
+    return [
+        ResolutionHookReport(
+            name,
+            position,
+            describe_callable(wrapper),
+            getattr(source, "plugin_name", None),
+            getattr(source, "dist_name", None),
+        )
+        for name in sorted(wrappers)
+        if step in (None, name)
+        for position, wrapper in enumerate(reversed(wrappers[name]), start=1)
+        for source in [resolution_sources.get(id(wrapper))]
+    ]
