@@ -25,6 +25,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -97,6 +98,11 @@ def test_every_process_of_a_data_parallel_multi_tokenizer_server_loads_its_plugi
     layouts: SGLangServer, world: str
 ) -> None:
     assert layouts.generate()["status"] == 200
+    # a tokenizer worker names itself sglang::tokenizer_worker once its own start-up is done
+    deadline = time.monotonic() + 120
+    while sum("tokenizer_worker" in n for n in sglang_processes(layouts).values()) < 2:
+        assert time.monotonic() < deadline, sglang_processes(layouts)
+        time.sleep(1)
     processes = sglang_processes(layouts)
     kinds = {
         "server": [p for p, n in processes.items() if "sglang.launch_server" in n],

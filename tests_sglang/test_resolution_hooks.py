@@ -50,10 +50,10 @@ from sglang_plugin_runtime.plugins import load_plugins
 from sglang_plugin_runtime.plugins.hook_registry import describe_resolution_hooks
 import sglang.srt.arg_groups.resolution_hooks as steps
 
-report = load_plugins()
+loaded = load_plugins()
 report({"hooks": [r.to_dict() for r in describe_resolution_hooks()],
         "sglang": {name: len(w) for name, w in steps._HOOKS.items()},
-        "outcomes": [[o.plugin, o.status, o.reason] for o in report.outcomes]})
+        "outcomes": [[o.plugin, o.status, o.reason] for o in loaded.outcomes]})
 """
 
 
