@@ -265,7 +265,7 @@ def _attribute_resolution_wrappers(before: set[int], source: HookSource) -> None
     for wrappers in resolution_wrappers().values():
         for wrapper in wrappers:
             if id(wrapper) not in before:
-                resolution_sources.setdefault(id(wrapper), source)
+                resolution_sources[id(wrapper)] = source
 
 
 # ---------------------------------------------------------------- one thread at a time
