@@ -64,8 +64,9 @@ def _marker_arguments(decorator: ast.expr) -> tuple[str, ...] | None:
     return tuple(values)
 
 
-#: Where marked tests live: the project's tests, and the real-SGLang tier (the released wheel's).
-TREES = (TESTS, TESTS.parent / "tests_sglang")
+#: Where marked tests live: the project's tests, the real-SGLang tier (the released wheel's) and the
+#: real-server tier.
+TREES = (TESTS, TESTS.parent / "tests_sglang", TESTS.parent / "tests_serve")
 
 
 def collect(trees: tuple[Path, ...] = TREES) -> list[Fault]:

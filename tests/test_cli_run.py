@@ -92,6 +92,9 @@ def test_the_launcher_carries_the_adoption_patch_as_package_data() -> None:
         "sglang/srt/platforms/npu.py",
         "sglang/srt/plugins/__init__.py",
         "sglang/srt/plugins/hook_registry.py",
+        "sglang/srt/server_args.py",
+        "sglang/srt/ray/scheduler_actor.py",
+        "sglang/srt/distributed/bootstrap.py",
     }
 
 

@@ -47,7 +47,11 @@ WORLDS = {
 SCHEDULER_LINE = "Scheduler initialized!"
 SCHEDULER_TARGET = "sglang.srt.managers.scheduler.Scheduler.__init__"
 MISSPELLED_TARGET = "sglang.srt.managers.schedular.Scheduler.__init__"
-RANK_CHECK_TARGET = "sglang.srt.distributed.bootstrap.init_parallel_runtime"
+RANK_CHECK_TARGET = "sglang.srt.distributed.bootstrap._init_parallel_groups"
+ACTOR_INIT_TARGET = "sglang.srt.ray.scheduler_actor.SchedulerActor.__init__"
+#: What the process-kind probe prints.
+REGISTER_LINE = "serve-processes: register() ran"
+HOOK_LINE = "serve-processes: hook fired on"
 #: What the failure-policy and startup-phase plugins print (to stderr: some run before SGLang
 #: configures logging).
 BROKEN_REGISTER_LINE = "serve-broken-register: its hook fired"
@@ -186,27 +190,26 @@ serve_required_general = "serve_required_platform:register_general"
 
 RANK_CHECK_HOOK = f'''
 
-# Added by the real-server tier: the rank consistency check, inside SGLang's real ranks.
+# Added by the real-server tier: a plugin whose hooks may differ by rank (SERVE_DIVERGENT_RANK).
 import os as _os
 
 
-def check_ranks(result: Any, *args: Any, **kwargs: Any) -> Any:
-    """AFTER hook on SGLang's process-group set-up: each rank compares its plugins."""
+def _dumps_seen(result: Any, *args: Any, **kwargs: Any) -> Any:
+    return result
+
+
+def groups_ready(result: Any, *args: Any, **kwargs: Any) -> Any:
+    """AFTER hook on SGLang's process-group set-up: on the divergent rank, one more hook."""
     import torch.distributed as dist
-    from sglang_plugin_runtime.distributed import check_plugin_consistency
+    from sglang.srt.plugins.hook_registry import HookSource
 
     rank = dist.get_rank()
+    logger.info("rank %d: process groups ready", rank)
     if _os.environ.get("SERVE_DIVERGENT_RANK") == str(rank):
-        # This rank loads one hook its peers do not have, as a plugin installed on one node only
-        # would.
-        HookRegistry.register("json.dumps", lambda r, *a, **k: r, HookType.AFTER)
+        # As a plugin installed differently on one node would: a hook its peers do not have.
+        source = HookSource("serve_rank_check", "serve-rank-check")
+        HookRegistry.register("json.dumps", _dumps_seen, HookType.AFTER, source=source)
         HookRegistry.apply_hooks()
-    outcome = check_plugin_consistency()
-    assert outcome is not None
-    logger.info(
-        "rank %d: plugin fingerprint %s agrees on %d ranks", rank, outcome.fingerprint.digest[:12],
-        outcome.world_size
-    )
     return result
 
 
@@ -215,7 +218,47 @@ _register_example_hooks = register_hooks
 
 def register_hooks() -> None:
     _register_example_hooks()
-    HookRegistry.register("{RANK_CHECK_TARGET}", check_ranks, HookType.AFTER)
+    HookRegistry.register("{RANK_CHECK_TARGET}", groups_ready, HookType.AFTER)
+'''
+
+#: The process-kind probe: ``register()`` says in which process it ran (and leaves a mark in
+#: ``SERVE_PROBE_DIR``), and one AROUND hook on the class each kind of SGLang process builds says
+#: where it fired. A hook on the Ray actor class can never fire: the runtime says so.
+PROCESS_HOOK_TARGETS = (
+    "sglang.srt.managers.tokenizer_manager.TokenizerManager.__init__",
+    "sglang.srt.managers.multi_tokenizer_mixin.MultiTokenizerRouter.__init__",
+    "sglang.srt.managers.scheduler.Scheduler.__init__",
+    "sglang.srt.managers.detokenizer_manager.DetokenizerManager.__init__",
+    "sglang.srt.managers.data_parallel_controller.DataParallelController.__init__",
+    ACTOR_INIT_TARGET,
+)
+PROCESS_PROBE = f'''
+
+def register() -> None:
+    """Entry point of group ``sglang.srt.plugins``: says where it runs, then registers the
+    probe's hooks."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from .host import HookRegistry, HookType
+
+    print(f"{REGISTER_LINE} (pid {{os.getpid()}})", file=sys.stderr, flush=True)
+    if os.environ.get("SERVE_PROBE_DIR"):
+        Path(os.environ["SERVE_PROBE_DIR"], str(os.getpid())).touch()
+    for target in {PROCESS_HOOK_TARGETS!r}:
+        HookRegistry.register(target, _announcer(target.split(".")[-2]), HookType.AROUND)
+
+
+def _announcer(owner: str):
+    def announce(original, *args, **kwargs):
+        import os
+        import sys
+
+        print(f"{HOOK_LINE} {{owner}} (pid {{os.getpid()}})", file=sys.stderr, flush=True)
+        return original(*args, **kwargs)
+
+    return announce
 '''
 
 #: Makes the generated platform a platform for this machine's CPU: torch.cpu stands for the
@@ -317,6 +360,7 @@ class Plugins:
     rank_check: Path
     unselected_platform: Path
     required_platform: Path
+    processes: Path
 
 
 def _general(name: str) -> dict[str, str]:
@@ -423,6 +467,10 @@ def plugins(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Plu
                 entry_point_name="serve_required",
             ),
             required,
+        ),
+        processes=make(
+            _general("serve-processes"),
+            lambda p: _edit(p / "__init__.py", append=PROCESS_PROBE),
         ),
     )
 

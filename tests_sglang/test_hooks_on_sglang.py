@@ -124,3 +124,26 @@ def test_an_inherited_classmethod_is_hooked_through_the_subclass_only(
     registry.reset()
     assert "get_cpu_architecture" not in vars(SRTPlatform)  # the shadowing entry is gone again
     assert dict(vars(DeviceMixin)) == base_before
+
+
+@pytest.mark.fault(
+    "hooks",
+    "a hook on ServerArgs.__post_init__ (a msgspec Struct, which calls the __post_init__ it had "
+    "when the class was made)",
+    "the target fails, saying the patch would never run and what to hook instead; not applied",
+)
+def test_a_hook_on_a_msgspec_structs_post_init_fails_saying_it_would_never_run(
+    sglang_modules: types.ModuleType, registry: type[HookRegistry]
+) -> None:
+    from sglang.srt.server_args import ServerArgs
+
+    post_init = ServerArgs.__post_init__
+    registry.register(
+        "sglang.srt.server_args.ServerArgs.__post_init__",
+        lambda original, *args, **kwargs: original(*args, **kwargs),
+        HookType.AROUND,
+    )
+    registry.apply_hooks()
+    (report,) = registry.describe()
+    assert report.status == "failed" and ServerArgs.__post_init__ is post_init
+    assert "never runs: msgspec calls the __post_init__" in (report.error or "")

@@ -42,12 +42,15 @@ PLATFORM = {
 ADOPTED_FILES = (
     "sglang/__init__.py",
     "sglang/multimodal_gen/runtime/platforms/plugins.py",
+    "sglang/srt/distributed/bootstrap.py",
     "sglang/srt/platforms/__init__.py",
     "sglang/srt/platforms/device_mixin.py",
     "sglang/srt/platforms/interface.py",
     "sglang/srt/platforms/npu.py",
     "sglang/srt/plugins/__init__.py",
     "sglang/srt/plugins/hook_registry.py",
+    "sglang/srt/ray/scheduler_actor.py",
+    "sglang/srt/server_args.py",
 )
 GENERAL = {
     "plugin_kind": "general",
@@ -416,7 +419,7 @@ def test_the_launcher_reports_what_it_adopted() -> None:
         .rsplit("/", 1)[-1]
         .startswith("sglang-plugins-run-")
     )
-    assert "(8 modules adopted in memory; nothing installed is changed)" in completed.stderr
+    assert "(11 modules adopted in memory; nothing installed is changed)" in completed.stderr
 
 
 # --------------------------------------------------------------------------------------------------
@@ -594,8 +597,11 @@ def register():
 
 STARTUP_OBSERVED = """
 import sglang, early_shim
+from sglang.srt.plugins import load_plugins
 from sglang.srt.utils.common import get_bool_env_var
-report({**early_shim.SEEN, "hooked": get_bool_env_var("SGLANG_NO_SUCH_VARIABLE")})
+seen = dict(early_shim.SEEN)
+load_plugins()  # the startup phase applies no hooks: load_plugins() applies them
+report({**seen, "hooked": get_bool_env_var("SGLANG_NO_SUCH_VARIABLE")})
 """
 
 

@@ -258,20 +258,47 @@ def registry() -> _Registry | None:
     return _active_registry() if _active_registry else None
 
 
-def apply_hooks(strict: bool, *, loaded: bool) -> None:
-    """Apply the registered hooks; ``loaded``: after ``load_plugins()``, not after its startup phase
-    alone (the general plugins' hooks then still come in one batch)."""
+def apply_hooks(strict: bool) -> None:
+    """Apply the registered hooks (``load_plugins()`` does, once its plugins ran): hooks registered
+    from now on apply at once."""
     global _hooks_applied
-    _hooks_applied = _hooks_applied or loaded
+    _hooks_applied = True
     if hooks := registry():
         hooks.apply_hooks(strict)
 
 
 def discard_hooks(ep: PluginEntryPoint) -> None:
     """Drop the hooks ``ep``'s code registered (it failed, or is a platform that was not
-    selected)."""
+    selected), its wrappers of the host's resolution steps too."""
+    source = HookSource(ep.name, ep.distribution)
     if hooks := registry():
-        hooks.discard_source(HookSource(ep.name, ep.distribution))
+        hooks.discard_source(source)
+    for wrappers in resolution_wrappers().values():
+        wrappers[:] = [w for w in wrappers if resolution_sources.get(id(w)) != source]
+
+
+# ---------------------------------------------------------------- the host's resolution steps
+
+#: Where SGLang (0.5.23 on) keeps the plugin wrappers of its named server-argument resolution steps
+#: (``register_resolution_hook(name)``): a dict of lists, step name -> wrappers in registration
+#: order, the last registered outermost.
+RESOLUTION_HOOKS_MODULE = "sglang.srt.arg_groups.resolution_hooks"
+#: The plugin whose code registered each of those wrappers, by ``id`` (SGLang's lists keep the
+#: wrappers alive).
+resolution_sources: dict[int, HookSource] = {}
+
+
+def resolution_wrappers() -> dict[str, list[object]]:
+    """SGLang's own lists of resolution-step wrappers (empty while its module is not imported)."""
+    wrappers = getattr(sys.modules.get(RESOLUTION_HOOKS_MODULE), "_HOOKS", None)
+    return wrappers if isinstance(wrappers, dict) else {}
+
+
+def _attribute_resolution_wrappers(before: set[int], source: HookSource) -> None:
+    for wrappers in resolution_wrappers().values():
+        for wrapper in wrappers:
+            if id(wrapper) not in before:
+                resolution_sources[id(wrapper)] = source
 
 
 # ---------------------------------------------------------------- one thread at a time
@@ -363,6 +390,8 @@ class Policy(NamedTuple):
     level: int = logging.ERROR
     fatal: tuple[type[BaseException], ...] = ()
     """Errors that stop start-up as they are, whatever else the policy says."""
+    stops: bool = False
+    """Every failure stops start-up, for ``why`` (the startup phase's rule)."""
 
 
 def run_plugin_code(
@@ -389,7 +418,9 @@ def run_plugin_code(
     global _running
     outer = _running
     running = _running = Running(ep, where)
-    token = plugin_source.set(HookSource(ep.name, ep.distribution))
+    source = HookSource(ep.name, ep.distribution)
+    token = plugin_source.set(source)
+    before = {id(w) for wrappers in resolution_wrappers().values() for w in wrappers}
     if gate:
         gate.running = running
     start = time.perf_counter()
@@ -405,6 +436,7 @@ def run_plugin_code(
         _running = outer
         if gate:
             gate.running = None
+        _attribute_resolution_wrappers(before, source)
     if honoured_exit(call.error):
         discard_hooks(ep)
         logger.error(
@@ -439,8 +471,8 @@ def _apply_policy(
     if isinstance(error, policy.fatal) and isinstance(error, PluginError):
         error.outcomes += (outcome,)
         raise error
-    if required or policy.strict:
-        why = policy.why if required else f"{policy.strict_env}=1 makes it an error"
+    if required or policy.strict or policy.stops:
+        why = policy.why if required or policy.stops else f"{policy.strict_env}=1 makes it an error"
         raised = PluginLoadError(f"{message} ({why})", plugin=ep.name, distribution=ep.distribution)
         raised.outcomes = (outcome,)
         raise raised from error

@@ -571,7 +571,15 @@ def hooks_step(
         # when it is imported. Information, in the hooks table; --import-targets checks them now.
         for conflict in t["conflicts"]:
             problems.add(WARNING, "hooks", f"{name}: {conflict['message']}", *where)
-    return {"available": True, "unavailable_reason": None, "targets": targets}
+    from ..plugins.hook_registry import describe_resolution_hooks
+
+    steps = [r.to_dict() for r in describe_resolution_hooks(target)]
+    return {
+        "available": True,
+        "unavailable_reason": None,
+        "targets": targets,
+        "resolution_hooks": steps,
+    }
 
 
 def _sglang_registry() -> dict[str, list[Any]]:
@@ -761,7 +769,7 @@ def explain_step(
 
     target = args.target
     try:
-        wanted = Target.parse(target)
+        wanted = None if target.isidentifier() else Target.parse(target)  # a resolution step
     except (ValueError, TypeError) as exc:
         raise InputError(f"explain: {exc}") from None
     strict = args.strict or ns.strict()
@@ -777,13 +785,17 @@ def explain_step(
         )
     plugins = plugins_step(ns, problems, strict)
     judged = _judged(discover_entry_points(), ns, problems)
-    targets = hooks_step(problems, args.import_targets, judged, target)["targets"]
-    found = next((t for t in targets if Target.parse(t["target"]) == wanted), None)
+    hooks = hooks_step(problems, args.import_targets, judged, target)
+    found = next((t for t in hooks["targets"] if Target.parse(t["target"]) == wanted), None)
     # Only the problems about this target (or about loading) matter here.
     problems[:] = [
         p for p in problems if p["target"] in (None, found["target"] if found else target)
     ]
-    if found is None:
+    steps = hooks["resolution_hooks"]
+    if wanted is None and not steps:
+        message = f"no plugin wraps SGLang's resolution step {target!r}"
+        problems.add(WARNING, "explain", message, target=target)
+    elif found is None and wanted is not None:
         message = f"no hook is registered on {target!r} by any loaded plugin"
         if wanted.dotted in {t.replace(":", ".") for t in _sglang_registry()}:
             message = (
@@ -800,11 +812,12 @@ def explain_step(
 
     return {
         "target": target,
-        "found": found is not None,
+        "found": found is not None or bool(steps),
         "report": found,
         "releases": [r for r in data.releases() if data.missing(target, r) is None]
         if re.split("[.:]", target)[0] == "sglang"
         else None,
+        "resolution_hooks": steps,
         "plugins": plugins,
         "log": logs.records,
     }

@@ -179,6 +179,8 @@ def _doctor(report: dict[str, Any]) -> list[str]:
         ],
         "(none here: see released SGLang's registry)" if theirs else "(no hooks registered)",
     )
+    if hooks.get("resolution_hooks"):
+        lines += _resolution_hooks(hooks["resolution_hooks"], "SGLang resolution steps wrapped")
     said = {p["target"] for p in report["problems"]}
     lines += _section(
         "Hooks in released SGLang's registry (its load_plugins() applies them at start-up)",
@@ -211,8 +213,18 @@ def _doctor(report: dict[str, Any]) -> list[str]:
     )
 
 
+def _resolution_hooks(hooks: list[dict[str, Any]], title: str) -> list[str]:
+    return _section(
+        title,
+        ("STEP", "#", "HOOK", "PLUGIN", "DISTRIBUTION"),
+        [(h["step"], h["position"], h["hook"], h["plugin"], h["distribution"]) for h in hooks],
+    )
+
+
 def _explain(report: dict[str, Any]) -> list[str]:
     found = report["report"]
+    if report["resolution_hooks"]:
+        return _resolution_hooks(report["resolution_hooks"], "Resolution step, outermost first")
     # the SGLang releases that have the target (none for a target outside SGLang)
     releases = [] if report["releases"] is None else [f"Releases  {describe(report['releases'])}"]
     if found is None:

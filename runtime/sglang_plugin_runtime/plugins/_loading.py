@@ -46,6 +46,12 @@ from ..platforms._selection import platform_state
 
 logger = logging.getLogger(__name__)
 
+#: Why a failing startup plugin stops start-up (SGLang's open proposal for the phase: its load and
+#: run errors propagate).
+STARTUP_FAILURE = (
+    "a startup plugin's failure stops start-up: what it prepares, the host's own imports rely on"
+)
+
 
 class LoadReport:
     """What one phase of loading (one entry-point group) did in this process for one namespace."""
@@ -295,6 +301,8 @@ def _load(
     that raised already completed."""
     discovery = discover_entry_points()
     policy = Policy(strict, namespace.strict_env, report.required)
+    if group == namespace.startup_group:  # what it patches, the host's own imports then rely on
+        policy = policy._replace(stops=True, why=STARTUP_FAILURE)
     if namespace.allowed_plugins() == frozenset() and discovery.group(group):
         env = namespace.plugins_env
         logger.warning(
@@ -337,8 +345,13 @@ def load_plugins(
 def load_startup_plugins(
     namespace: str | PluginNamespace = SRT, *, strict: bool | None = None
 ) -> LoadReport:
-    """Run the startup plugins once per process (the first phase of :func:`load_plugins`), then
-    apply the hooks, so those on modules not imported yet wait for their import."""
+    """Run the startup plugins once per process (the first phase of :func:`load_plugins`).
+
+    SGLang's open proposal for the phase is followed: the group is filtered by ``SGLANG_PLUGINS``
+    and ``SGLANG_PLATFORM``, a failure stops start-up (:class:`~.errors.PluginLoadError`), the next
+    call retries what failed, and no hooks are applied: those a startup plugin registers are applied
+    by :func:`load_plugins` with the general plugins' (to modules imported by then, and to the
+    others at their import)."""
     return _load_all(namespace, strict, startup_only=True)
 
 
@@ -351,7 +364,9 @@ def _load_all(
     for group in (namespace.startup_group, None if startup_only else namespace.plugin_group):
         if group:
             report = _load_phase(namespace, group, strict)
-    apply_hooks(strict, loaded=not startup_only)
+    if startup_only:  # the startup phase applies no hooks: load_plugins() applies them all at once
+        return report
+    apply_hooks(strict)
     # The selected platform's distribution cannot run without its hooks.
     discovery = discover_entry_points()
     required = _required_distribution(namespace, discovery)

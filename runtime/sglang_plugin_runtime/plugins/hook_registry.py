@@ -20,10 +20,22 @@ from typing import TYPE_CHECKING, TypeVar
 from .. import _plugin_code
 from .._plugin_code import HookSource
 from ._hooks._registry import Registry, _missing_module, active_registry, isolated_registry
-from ._hooks._types import HookApplyError, HookFailure, HookStatus, HookType, Target
+from ._hooks._types import (
+    HookApplyError,
+    HookFailure,
+    HookStatus,
+    HookType,
+    Target,
+)
 
 if TYPE_CHECKING:
-    from ._hooks._describe import Conflict, HookReport, TargetReport
+    from ._hooks._describe import (
+        Conflict,
+        HookReport,
+        ResolutionHookReport,
+        TargetReport,
+        describe_resolution_hooks,
+    )
 
 #: The plugin whose code runs now (SGLang's name): plugin loaders set it, ``register()`` reads it.
 _current_plugin_source = _plugin_code.plugin_source
@@ -43,8 +55,10 @@ __all__ = [
     "HookStatus",
     "HookType",
     "Registry",
+    "ResolutionHookReport",
     "Target",
     "TargetReport",
+    "describe_resolution_hooks",
     "isolated_registry",
     "plugin_hook",
 ]
@@ -194,7 +208,13 @@ def plugin_hook(
 
 def __getattr__(name: str) -> object:
     # The report classes are imported on first use: a serving process never needs them.
-    if name in ("TargetReport", "HookReport", "Conflict"):
+    if name in (
+        "TargetReport",
+        "HookReport",
+        "Conflict",
+        "ResolutionHookReport",
+        "describe_resolution_hooks",
+    ):
         from ._hooks import _describe
 
         return getattr(_describe, name)

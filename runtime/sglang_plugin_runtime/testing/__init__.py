@@ -26,6 +26,7 @@ pytest_plugins = ["sglang_plugin_runtime.testing._fixtures"]
 
 if TYPE_CHECKING:
     from .._simulated_device import SimulatedDevice, simulated_device
+    from ..plugins.hook_registry import describe_resolution_hooks
     from ._conformance import (
         ConformanceProblem,
         assert_platform_conformance,
@@ -51,6 +52,7 @@ __all__ = [
     "StandInModules",
     "assert_platform_conformance",
     "check_platform_conformance",
+    "describe_resolution_hooks",
     "isolated_hooks",
     "missing_hook_target",
     "resolve_target",
@@ -69,6 +71,7 @@ _LAZY = {
     "ConformanceProblem": "._conformance",
     "assert_platform_conformance": "._conformance",
     "check_platform_conformance": "._conformance",
+    "describe_resolution_hooks": "..plugins.hook_registry",
     "SGLangServer": "._sglang_server",
     "SGLangServerError": "._sglang_server",
     "running_sglang_server": "._sglang_server",

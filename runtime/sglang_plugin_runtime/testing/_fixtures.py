@@ -62,15 +62,18 @@ def plugin_env() -> Iterator[PluginEnv]:
 @pytest.fixture
 def hook_registry() -> Iterator[Any]:
     """An empty hook registry for this test; every patch it applied is undone and the previous
-    registry state comes back afterwards, with the ``load_plugins()`` state and the current
-    platforms (a load or a selection the test ran is not remembered: the session's first one,
-    later, registers the installed plugins' hooks, also those their modules register as they are
-    imported). Yields the registry to call ``register()`` / ``apply_hooks()`` on."""
+    registry state comes back afterwards (SGLang's resolution-step wrappers too), with the
+    ``load_plugins()`` state and the current platforms (a load or a selection the test ran is not
+    remembered: the session's first one, later, registers the installed plugins' hooks, also those
+    their modules register as they are imported). Yields the registry to call ``register()`` /
+    ``apply_hooks()`` on."""
+    from .._plugin_code import resolution_wrappers
     from ..plugins._loading import saved_load_state
     from ..plugins.hook_registry import isolated_registry
 
     restore, before = saved_load_state(), set(sys.modules)
     platforms = PlatformOverride().start()
+    steps = {name: list(wrappers) for name, wrappers in resolution_wrappers().items()}
     try:
         with isolated_registry() as registry:
             yield registry
@@ -78,6 +81,9 @@ def hook_registry() -> Iterator[Any]:
         platforms.stop()
         restore()
         _forget_plugin_modules(set(sys.modules) - before)
+        wrappers = resolution_wrappers()  # SGLang's resolution-step wrappers, as they were
+        wrappers.clear()
+        wrappers.update(steps)
 
 
 def _forget_plugin_modules(imported: set[str]) -> None:

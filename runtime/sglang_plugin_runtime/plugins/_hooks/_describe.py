@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..._lazy_exports import old_attribute
+from ..._plugin_code import resolution_sources, resolution_wrappers
 from ._types import (
     MISSING,
     HookType,
@@ -52,6 +53,18 @@ class HookReport(_Report):
 
 # old attribute names, deprecated
 HookReport.__getattr__ = old_attribute  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class ResolutionHookReport(_Report):
+    """One wrapper of one of SGLang's named resolution steps (``register_resolution_hook``)."""
+
+    step: str
+    position: int
+    """1 for the outermost: the last registered runs first."""
+    hook: str
+    plugin: str | None
+    distribution: str | None
 
 
 @dataclass(frozen=True)
@@ -168,3 +181,24 @@ def find_conflicts(
             )
             found.append(("same_hook_twice", message))
     return found
+
+
+def describe_resolution_hooks(step: str | None = None) -> list[ResolutionHookReport]:
+    """The wrappers plugins registered on SGLang's named server-argument resolution steps
+    (``sglang.srt.arg_groups.resolution_hooks.register_resolution_hook(name)``, SGLang 0.5.23 on),
+    by step name (all steps, or ``step``), each with the plugin whose code registered it; the last
+    registered of a step runs outermost. Empty where SGLang's module is not imported."""
+    wrappers = resolution_wrappers()
+    return [
+        ResolutionHookReport(
+            name,
+            position,
+            describe_callable(wrapper),
+            getattr(source, "plugin_name", None),
+            getattr(source, "dist_name", None),
+        )
+        for name in sorted(wrappers)
+        if step in (None, name)
+        for position, wrapper in enumerate(reversed(wrappers[name]), start=1)
+        for source in [resolution_sources.get(id(wrapper))]
+    ]

@@ -197,6 +197,22 @@ def unwrap(raw: object, owner: object) -> Unwrapped:
     return Unwrapped(raw, raw, _as_is if binds else staticmethod)
 
 
+def never_called(owner: object, name: str) -> str | None:
+    """Why the host never calls ``owner``'s attribute ``name`` through the attribute, for the owners
+    known to call something else: a hook there would be applied and never fire."""
+    if "__ray_metadata__" in getattr(owner, "__dict__", ()):
+        return (
+            "it is an attribute of a Ray actor class (@ray.remote), and Ray runs the actor in its "
+            "own process from a copy of the class it wrapped; hook what the actor's methods call"
+        )
+    if name == "__post_init__" and type(owner).__module__.startswith("msgspec"):
+        return (
+            "msgspec calls the __post_init__ a Struct class had when it was made, not the "
+            "attribute; hook the function that builds the object"
+        )
+    return None
+
+
 def _as_is(wrapper: object) -> object:
     return wrapper
 
@@ -449,6 +465,8 @@ class Registry:
                 else found.owner is slot.owner
             ):
                 return slot
+        if never := never_called(found.owner, found.name):
+            raise TypeError(f"a patch there never runs: {never}")
         inherited = isinstance(found.owner, type) and not found.owned  # a module is not a type
         original = unwrap(found.raw, found.owner)
         slot = Slot(found.key, found.owner, found.name, original, inherited, module_level)
