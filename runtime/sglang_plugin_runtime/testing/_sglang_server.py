@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -28,8 +31,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: Where the tiny model and the vllm placeholder are kept (``SGLANG_SERVER_CACHE`` overrides it).
+#: Where the serving venv, the tiny model and the vllm placeholder are kept (default
+#: ``~/.cache/sglang-plugin-runtime``).
 CACHE_ENV = "SGLANG_SERVER_CACHE"
+#: The Python that runs the ``sglang_server`` fixture's server, when set (SGLang's server and the
+#: plugin under test installed in it).
+PYTHON_ENV = "SGLANG_SERVER_PYTHON"
+#: What a hook logs on its first call in each process (a generated package's ``logs_first_call``).
+FIRST_CALL = re.compile(r"first call of hook (?P<hook>[\w.]+) in pid (?P<pid>\d+)")
 #: Every process of a server started here carries this variable (its value is the server's own id),
 #: so that a process left behind can be found and ended.
 TAG_ENV = "SGLANG_SERVER_FIXTURE_ID"
@@ -134,6 +143,17 @@ class SGLangServer:
     def log_text(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
+    def hook_first_calls(self) -> dict[str, dict[int, str]]:
+        """Each hook whose first call in a process the log records (:data:`FIRST_CALL`): the pids
+        of those processes, each with its name while it runs (``sglang::scheduler...``; ``""``
+        once gone)."""
+        names = server_processes(self)
+        calls: dict[str, dict[int, str]] = {}
+        for match in FIRST_CALL.finditer(self.log_text()):
+            pid = int(match["pid"])
+            calls.setdefault(match["hook"], {})[pid] = names.get(pid, "")
+        return calls
+
     def generate(
         self,
         text: str = "Hello",
@@ -183,7 +203,33 @@ class SGLangServer:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sglang-plugin-runtime")
+    xdg = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return Path(os.environ.get(CACHE_ENV) or xdg / "sglang-plugin-runtime")
+
+
+def server_options(project: Path, report: Any, launcher: bool = False) -> dict[str, Any]:
+    """How to run the server with ``project`` (a folder with ``pyproject.toml``) installed: with the
+    Python of :data:`PYTHON_ENV`, or this one where it has SGLang's server; else with the serving
+    venv (built on first use), the project pip-installed into a folder of its own on its
+    ``PYTHONPATH`` (beside a copy of this runtime for the ``launcher``). ``report`` gets a line per
+    step."""
+    if os.environ.get(PYTHON_ENV):
+        return {"python": os.environ[PYTHON_ENV]}
+    if all(importlib.util.find_spec(name) for name in ("sglang", "uvicorn", "transformers")):
+        return {}
+    from .serving import _run, serving_venv
+
+    python = str(serving_venv(report=report) / "bin" / "python")
+    site = cache_root() / "projects" / hashlib.sha256(bytes(project.resolve())).hexdigest()[:12]
+    shutil.rmtree(site, ignore_errors=True)
+    if (project / "pyproject.toml").is_file():
+        report(f"installing {project} for the server (pip install --target {site})")
+        pip = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
+        _run(*pip, "--target", str(site), str(project))
+    if launcher:
+        runtime = Path(__file__).resolve().parents[1]
+        shutil.copytree(runtime, site / runtime.name, ignore=shutil.ignore_patterns("__pycache__"))
+    return {"python": python, "paths": [site]}
 
 
 def tiny_model(
