@@ -162,11 +162,13 @@ def sglang_server(request: pytest.FixtureRequest) -> Iterator[SGLangServer]:
     ``sglang-plugins run``; ``SGLANG_SERVER_PYTHON`` names the Python that runs it."""
     from ._sglang_server import running_sglang_server, server_options
 
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
 
-    def report(line: str) -> None:
-        if reporter is not None:
-            reporter.write_line(f"sglang_server: {line}")
+    def report(line: str) -> None:  # shown as it happens: building the venv takes minutes
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(f"sglang_server: {line}")
 
     root, launcher = request.config.rootpath, os.environ.get("SGLANG_SERVER_LAUNCHER") == "1"
     log = request.config.stash[_LOG] = root / SERVER_LOG
