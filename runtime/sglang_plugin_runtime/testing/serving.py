@@ -34,8 +34,9 @@ logger = logging.getLogger(__name__)
 REQUIREMENTS = Path(__file__).with_name("serve-requirements.txt")
 #: Where pip finds torch's CPU build (PyPI's torch is built for CUDA, gigabytes larger).
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-#: pip's patience with each index: bounded (its default retries 5 times).
-PIP_PATIENCE = ("--retries", "1", "--timeout", "20")
+#: pip's patience with each index: bounded (its default retries 5 times). No byte-compiling: the
+#: server compiles the modules it imports (a fraction of torch's) on first use.
+PIP_OPTIONS = ("--retries", "1", "--timeout", "20", "--no-compile")
 _RECIPE = "serve-venv 2"  # change it when the way the venv is built changes
 
 #: Run by the venv's Python once everything is installed: guards torchvision's registrations, checks
@@ -92,7 +93,7 @@ def serving_venv(cache: Path | None = None, report: Callable[[str], object] = lo
             where = "the PyTorch CPU index"
         except OSError as exc:
             index, where = (), f"pip's other indexes ({TORCH_CPU_INDEX} cannot be reached: {exc})"
-        pip = (python, "-m", "pip", "install", "--quiet", "--no-deps", *PIP_PATIENCE)
+        pip = (python, "-m", "pip", "install", "--quiet", "--no-deps", *PIP_OPTIONS)
         _run(*pip, *index, *torch)
         _run(*pip, "-r", REQUIREMENTS)
         version = _run(python, "-c", _FINISH).strip()
