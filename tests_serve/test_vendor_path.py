@@ -29,8 +29,8 @@ from template_support import (
 pytestmark = pytest.mark.serve
 
 SECTION = "## Run your plugin in a real SGLang server on your laptop"
-#: What the vendor adds: a hook of their own on the Scheduler's constructor, named in the real-server
-#: test's SCHEDULER_HOOKS.
+#: What the vendor adds: a hook of their own on the Scheduler's constructor, named in the
+#: real-server test's SCHEDULER_HOOKS.
 OWN_HOOK = '''
 
 def log_scheduler_start(original: Any, *args: Any, **kwargs: Any) -> Any:
@@ -122,7 +122,5 @@ def test_the_generated_ci_sglang_server_job_passes(kit: Path, tmp_path: Path) ->
     steps = workflow_run_steps(checkout / ".github" / "workflows" / "ci.yml", "sglang-server")
     assert [step.name for step in steps] == ["Install", "Real-server tests"]
     env = {"SGLANG_SERVER_CACHE": str(VENV.parent), **MACHINE}
-    outputs = [
-        run_workflow_step(step, venv=runner, cwd=checkout, env=env).stdout for step in steps
-    ]
+    outputs = [run_workflow_step(step, venv=runner, cwd=checkout, env=env).stdout for step in steps]
     assert re.search(r"\b3 passed, \d+ deselected\b", outputs[-1]), outputs[-1][-3000:]

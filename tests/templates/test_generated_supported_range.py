@@ -1,5 +1,5 @@
-"""The generated ``supported.py``: the SGLang range it reads from the installed metadata, and the check
-it runs when the plugin loads.
+"""The generated ``supported.py``: the SGLang range it reads from the installed metadata, and the
+check it runs when the plugin loads.
 
 Each case installs a generated package with a real ``pip install --target`` and runs it in a fresh
 interpreter beside a fake installed ``sglang`` distribution of a chosen version (metadata only: the

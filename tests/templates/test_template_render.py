@@ -775,4 +775,3 @@ def test_empty_runtime_source_takes_the_runtime_from_the_index(render: Render) -
     assert RUNTIME_REQUIREMENTS not in _ci_install(project)
     assert RUNTIME_REQUIREMENTS not in (project / "README.md").read_text(encoding="utf-8")
     assert _pyproject(project)["project"]["dependencies"] == HOST_REQUIREMENTS["auto"]
-

@@ -34,9 +34,8 @@ logger = logging.getLogger(__name__)
 REQUIREMENTS = Path(__file__).with_name("serve-requirements.txt")
 #: Where pip finds torch's CPU build (PyPI's torch is built for CUDA, gigabytes larger).
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-#: pip's patience with each index: bounded (its default retries 5 times). No byte-compiling: the
-#: server compiles the modules it imports (a fraction of torch's) on first use.
-PIP_OPTIONS = ("--retries", "1", "--timeout", "20", "--no-compile")
+#: pip's patience with each index: bounded (its default retries 5 times).
+PIP_OPTIONS = ("--retries", "1", "--timeout", "20")
 _RECIPE = "serve-venv 2"  # change it when the way the venv is built changes
 
 #: Run by the venv's Python once everything is installed: guards torchvision's registrations, checks
