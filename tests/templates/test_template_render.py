@@ -775,3 +775,20 @@ def test_empty_runtime_source_takes_the_runtime_from_the_index(render: Render) -
     assert RUNTIME_REQUIREMENTS not in _ci_install(project)
     assert RUNTIME_REQUIREMENTS not in (project / "README.md").read_text(encoding="utf-8")
     assert _pyproject(project)["project"]["dependencies"] == HOST_REQUIREMENTS["auto"]
+
+
+@pytest.mark.parametrize("kind", ["platform", "general"])
+def test_the_readme_of_a_package_from_a_local_kit_holds_no_local_path(
+    template_dir: Path, tmp_path: Path, kind: str
+) -> None:
+    # Issue 36: README.md is the wheel's description; its git+file:// lines and the contract's
+    # file:// link published the folder the vendor generated from. The contract is named instead.
+    project = render_template(template_dir, tmp_path / "out", plugin_kind=kind)
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    assert "file://" not in readme and str(template_dir.resolve()) not in readme
+    if kind == "platform":
+        assert "plugin kit this package was generated from (`docs/platform-contract.md`)" in readme
+    assert (
+        _runtime_requirement(project)
+        == f"sglang-plugin-runtime @ {template_dir.resolve().as_uri()}"
+    )
