@@ -229,6 +229,6 @@ def test_the_default_hooks_land_on_sglang_and_change_nothing_it_does(
     out = run_python(LOAD, paths=[pip_install_target(project, tmp_path / "site")])
     assert "Failed to execute general plugin" not in out.stderr, out.stderr
     assert len(out["targets"]) == 3  # BEFORE, AFTER, AROUND: no class REPLACE
-    assert out["policy"] == "LRUEvictionPolicy" and out["victim"] is None  # SGLang's own
+    assert out["policy"] == "LRUEvictionPolicy"  # SGLang's own class
     before, after = out["image_tokens"]
     assert after == before and out["counted"] == {"image tokens": after}  # AFTER fired, kept it
