@@ -188,12 +188,13 @@ policy = get_eviction_policy("lru")
 policy.mark_used(None)
 policy.mark_used("adapter-a")
 hooks = importlib.import_module("sglang_example_hooks.hooks")
+after = image_processing.num_image_tokens(2, 3)
 report({
     "counted": dict(getattr(hooks, "COUNTS", {})),
     "targets": sorted(HookRegistry._hooks),
     "policy": type(policy).__name__,
     "victim": policy.select_victim({None, "adapter-a"}),
-    "image_tokens": [before, image_processing.num_image_tokens(2, 3)],
+    "image_tokens": [before, after],
     "unimportable": unimportable,
 })
 """
