@@ -71,7 +71,7 @@ exec 9>"$CACHE_DIR/test-serve.lock"
 flock 9 # one builder at a time; a second run waits and then reuses the venvs
 if [[ "${SGLANG_VENV_REBUILD:-0}" == 1 ]]; then rm -rf "$CACHE_DIR"/serve-venv-*; fi
 VENV="$(PYTHONPATH="$REPO_ROOT/runtime" "$PYTHON" -m sglang_plugin_runtime.testing.serving "$CACHE_DIR" \
-    2> >(sed "s/^/$LOG_PREFIX: /" >&2))"
+    2> >(sed -u "s/^/$LOG_PREFIX: /" >&2))"
 ADOPTED_VENV="$CACHE_DIR/serve-adopted-venv-$(cache_key "$RECIPE_VERSION $(basename "$VENV")" "$ADOPTION_PATCH")"
 build_adopted_venv
 snapshot="$(runtime_snapshot "$REPO_ROOT")"

@@ -110,7 +110,7 @@ def _run(*command: str | Path) -> str:
     done = subprocess.run([str(c) for c in command], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SGLangServerError(
-            f"building the serving venv failed: {' '.join(map(str, command))}\n"
+            f"{' '.join(map(str, command))} failed (exit {done.returncode}):\n"
             f"{done.stdout[-3000:]}{done.stderr[-5000:]}"
         )
     return done.stdout
