@@ -212,10 +212,10 @@ HOOKS_CODE = f"""
 SERVE_COMMANDS = ("make serve-venv", "make demo SERVE=1")
 
 
-def real_server(general_dir: Path, scratch: Path, build: bool) -> None:
+def real_server(general_dir: Path, scratch: Path, build: bool) -> bool:
     """SGLang's real server with the generated general plugin; the line its hook logs from the
-    scheduler. Skipped, with the command that shows it, where no serving venv is cached (and not
-    ``build``)."""
+    scheduler. Skipped (False), with the command that shows it, where no serving venv is cached
+    (and not ``build``)."""
     import os
 
     # The serving venv of make serve-venv and make test-serve (.cache/); the tiny model beside it.
@@ -229,7 +229,7 @@ def real_server(general_dir: Path, scratch: Path, build: bool) -> None:
             f"general plugin's hook log from SGLang's scheduler: {SERVE_COMMANDS[1]} (the first\n"
             f"time builds the serving venv, a few minutes; {SERVE_COMMANDS[0]} builds only that)."
         )
-        return
+        return False
     options = server_options(general_dir, say)
     with running_sglang_server(log=scratch / "server.log", **options) as server:
         say(f"python -m sglang.launch_server ready in {server.ready_after:.0f} s; log {server.log}")
@@ -243,6 +243,7 @@ def real_server(general_dir: Path, scratch: Path, build: bool) -> None:
             say(f"hook {hook} ran in pid {pid}: {name or 'ended'}")
     if not any(n.startswith("sglang::scheduler") for p in calls.values() for n in p.values()):
         raise DemoError(f"no hook of the general plugin ran in SGLang's scheduler: {server.log}")
+    return True
 
 
 def show_selection(title: str, data: dict) -> None:
@@ -273,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="sglang-plugin-demo-"))
     installed: list[str] = []
-    failed = False
+    failed = served = False
     try:
         with step(
             "Generate one package of each kind from the Copier template (default answers, no "
@@ -323,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"{expression:50} -> {value!r}")
 
         with step("The general plugin inside SGLang's real server (the seed's acceptance)"):
-            real_server(general_dir, scratch, args.serve)
+            served = real_server(general_dir, scratch, args.serve)
     except RuntimeError as exc:  # DemoError, or the real server's SGLangServerError
         failed = True
         print(f"\nDEMO FAILED: {exc}", file=sys.stderr)
@@ -347,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"\nDemo passed in {time.monotonic() - started:.0f} s: template -> packages -> tests -> "
-        "wheels -> discovered, selected (simulated device) and hooks applied."
+        "wheels -> discovered, selected (simulated device) and hooks applied"
+        + (" -> the hook in SGLang's real server." if served else ".")
     )
     return 0
 
