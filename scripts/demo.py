@@ -220,8 +220,8 @@ def real_server(general_dir: Path, scratch: Path, build: bool) -> bool:
 
     # The serving venv of make serve-venv and make test-serve (.cache/); the tiny model beside it.
     os.environ.setdefault("SGLANG_SERVER_CACHE", str(REPO_ROOT / ".cache"))
-    from sglang_plugin_runtime.testing._sglang_server import running_sglang_server, server_options
-    from sglang_plugin_runtime.testing.serving import serving_venv_path
+    from sglang_plugin_runtime.testing._sglang_server import running_sglang_server
+    from sglang_plugin_runtime.testing.serving import server_options, serving_venv_path
 
     if not build and not (serving_venv_path() / ".complete").exists():
         say(

@@ -160,7 +160,8 @@ def sglang_server(request: pytest.FixtureRequest) -> Iterator[SGLangServer]:
     Yields its ``.url`` and ``.log`` (``.generate()``, ``.log_text()``, ``.hook_first_calls()``).
     ``SGLANG_SERVER_ARGS`` adds server options; ``SGLANG_SERVER_LAUNCHER=1`` runs it under
     ``sglang-plugins run``; ``SGLANG_SERVER_PYTHON`` names the Python that runs it."""
-    from ._sglang_server import running_sglang_server, server_options
+    from ._sglang_server import running_sglang_server
+    from .serving import server_options
 
     plugins = request.config.pluginmanager
     reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")

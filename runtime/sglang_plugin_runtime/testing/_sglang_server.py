@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -34,9 +32,6 @@ from typing import Any
 #: Where the serving venv, the tiny model and the vllm placeholder are kept (default
 #: ``~/.cache/sglang-plugin-runtime``).
 CACHE_ENV = "SGLANG_SERVER_CACHE"
-#: The Python that runs the ``sglang_server`` fixture's server, when set (SGLang's server and the
-#: plugin under test installed in it).
-PYTHON_ENV = "SGLANG_SERVER_PYTHON"
 #: What a hook logs on its first call in each process (a generated package's ``logs_first_call``).
 FIRST_CALL = re.compile(r"first call of hook (?P<hook>[\w.]+) in pid (?P<pid>\d+)")
 #: Every process of a server started here carries this variable (its value is the server's own id),
@@ -205,31 +200,6 @@ class SGLangServer:
 def cache_root() -> Path:
     xdg = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return Path(os.environ.get(CACHE_ENV) or xdg / "sglang-plugin-runtime")
-
-
-def server_options(project: Path, report: Any, launcher: bool = False) -> dict[str, Any]:
-    """How to run the server with ``project`` (a folder with ``pyproject.toml``) installed: with the
-    Python of :data:`PYTHON_ENV`, or this one where it has SGLang's server; else with the serving
-    venv (built on first use), the project pip-installed into a folder of its own on its
-    ``PYTHONPATH`` (beside a copy of this runtime for the ``launcher``). ``report`` gets a line per
-    step."""
-    if os.environ.get(PYTHON_ENV):
-        return {"python": os.environ[PYTHON_ENV]}
-    if all(importlib.util.find_spec(name) for name in ("sglang", "uvicorn", "transformers")):
-        return {}
-    from .serving import _run, serving_venv
-
-    python = str(serving_venv(report=report) / "bin" / "python")
-    site = cache_root() / "projects" / hashlib.sha256(bytes(project.resolve())).hexdigest()[:12]
-    shutil.rmtree(site, ignore_errors=True)
-    if (project / "pyproject.toml").is_file():
-        report(f"installing {project} for the server (pip install --target {site})")
-        pip = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
-        _run(*pip, "--target", str(site), str(project))
-    if launcher:
-        runtime = Path(__file__).resolve().parents[1]
-        shutil.copytree(runtime, site / runtime.name, ignore=shutil.ignore_patterns("__pycache__"))
-    return {"python": python, "paths": [site]}
 
 
 def tiny_model(

@@ -11,13 +11,16 @@ a CPU build. pip gets bounded retries and timeouts. torchvision's two fake-op re
 then guarded (PyPI's torchvision is a CUDA build whose compiled ops do not load beside a CPU
 torch). The venv lives in the cache folder (``~/.cache/sglang-plugin-runtime``, or
 ``SGLANG_SERVER_CACHE``), named by a hash of the pins, this recipe and the Python version; building
-a new one removes the older ones.
+a new one removes the older ones. :func:`server_options` says how the fixture runs the server with
+the project under test installed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -25,11 +28,15 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ._sglang_server import SGLangServerError, cache_root
 
 logger = logging.getLogger(__name__)
 
+#: The Python that runs the ``sglang_server`` fixture's server, when set (SGLang's server and the
+#: plugin under test installed in it).
+PYTHON_ENV = "SGLANG_SERVER_PYTHON"
 #: The pinned set (data shipped with the runtime).
 REQUIREMENTS = Path(__file__).with_name("serve-requirements.txt")
 #: Where pip finds torch's CPU build (PyPI's torch is built for CUDA, gigabytes larger).
@@ -104,6 +111,29 @@ def serving_venv(cache: Path | None = None, report: Callable[[str], object] = lo
             shutil.rmtree(old, ignore_errors=True)
     report(f"built the serving venv in {time.monotonic() - began:.0f} s; {said}")
     return venv
+
+
+def server_options(project: Path, report: Any, launcher: bool = False) -> dict[str, Any]:
+    """How to run the server with ``project`` (a folder with ``pyproject.toml``) installed: with the
+    Python of :data:`PYTHON_ENV`, or this one where it has SGLang's server; else with the serving
+    venv (built on first use), the project pip-installed into a folder of its own on its
+    ``PYTHONPATH`` (beside a copy of this runtime for the ``launcher``). ``report`` gets a line per
+    step."""
+    if os.environ.get(PYTHON_ENV):
+        return {"python": os.environ[PYTHON_ENV]}
+    if all(importlib.util.find_spec(name) for name in ("sglang", "uvicorn", "transformers")):
+        return {}
+    python = str(serving_venv(report=report) / "bin" / "python")
+    site = cache_root() / "projects" / hashlib.sha256(bytes(project.resolve())).hexdigest()[:12]
+    shutil.rmtree(site, ignore_errors=True)
+    if (project / "pyproject.toml").is_file():
+        report(f"installing {project} for the server (pip install --target {site})")
+        pip = [python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation"]
+        _run(*pip, "--target", str(site), str(project))
+    if launcher:
+        runtime = Path(__file__).resolve().parents[1]
+        shutil.copytree(runtime, site / runtime.name, ignore=shutil.ignore_patterns("__pycache__"))
+    return {"python": python, "paths": [site]}
 
 
 def _run(*command: str | Path) -> str:
