@@ -235,12 +235,12 @@ def test_the_build_leaves_an_sdist_and_a_wheel(readme_run: ReadmeRun) -> None:
     assert built == [".gz", ".whl"]
 
 
-def test_the_platform_readme_says_which_torch_came(readme_run: ReadmeRun) -> None:
-    if readme_run.answers["plugin_kind"] != "platform":
-        pytest.skip("only a platform package's README installs torch")
-    said = next(s for s in readme_run.steps if s.startswith('python -c "import torch'))
+@pytest.mark.xdist_group("readme-path-platform")
+def test_the_platform_readme_says_which_torch_came(request: pytest.FixtureRequest) -> None:
+    platform = _readme_run(request, "platform")  # only a platform package's README installs torch
+    said = next(s for s in platform.steps if s.startswith('python -c "import torch'))
     # the PyTorch CPU index is out of this machine's reach; its pip configuration has a +cpu wheel
-    assert readme_run.output_of(said).strip().endswith("2.13.0+cpu (a CPU build)")
+    assert platform.output_of(said).strip().endswith("2.13.0+cpu (a CPU build)")
 
 
 def test_the_built_wheel_carries_no_local_path(
