@@ -4,12 +4,21 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench bench-quick bench-serve test-sglang test-serve test-pythons \
+.PHONY: demo test lint venv clean bench bench-quick bench-serve test-sglang test-serve serve-venv test-pythons \
 	test-hooks-model docs docs-serve docs-check
+
+# torch first: its CPU build from the PyTorch CPU index where pip can reach it (one retry, 20 s timeouts), else
+# from the configured index (PyPI's is a CUDA build, larger; it runs on the CPU too); the line after says which.
+TORCH_PIN := $(shell grep '^torch==' requirements-dev.txt)
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_SAYS := import importlib.metadata as m; v = m.version('torch'); print('make venv: torch', v, \
+	'(a CPU build)' if v.endswith('+cpu') else '(not a CPU build: $(TORCH_CPU_INDEX) was not reached)')
 
 $(STAMP): requirements-dev.txt requirements-docs.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --retries 1 --timeout 20 "$(TORCH_PIN)" --extra-index-url $(TORCH_CPU_INDEX)
+	@$(PY) -c "$(TORCH_SAYS)"
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-docs.txt
 	$(PY) -m pip install --quiet -e .
@@ -17,13 +26,15 @@ $(STAMP): requirements-dev.txt requirements-docs.txt pyproject.toml
 
 venv: $(STAMP)
 
-# `make demo KEEP=1` keeps the generated packages and their wheels, and prints where they are.
+# `make demo KEEP=1` keeps the generated packages and their wheels, and prints where they are. The demo ends in
+# SGLang's real server with the generated general plugin where the serving venv is cached (make serve-venv), or
+# with SERVE=1 (which builds it first).
 demo:
 	@if [ ! -f $(STAMP) ]; then \
 		echo "== 0. Build .venv first: the pinned packages of requirements-dev.txt (about a minute on a fresh clone)"; \
 		start=$$(date +%s); $(MAKE) --no-print-directory venv && echo "   -- step 0 took $$(( $$(date +%s) - start )) s"; \
 	fi
-	$(PY) scripts/demo.py $(if $(filter 1 yes true,$(KEEP)),--keep)
+	$(PY) scripts/demo.py $(if $(filter 1 yes true,$(KEEP)),--keep) $(if $(filter 1 yes true,$(SERVE)),--serve)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadgroup tests
@@ -53,6 +64,11 @@ test-sglang: $(STAMP)
 # serving venv (scripts/test-serve.sh; SGLANG_SERVE_DIR moves the cache). It needs no dev venv.
 test-serve:
 	bash scripts/test-serve.sh
+
+# Only the serving venv of test-serve (SGLang's real server on the CPU), as the testing kit builds it for plugin
+# authors (sglang_plugin_runtime.testing.serving), under .cache/ or SGLANG_SERVE_DIR. It needs no dev venv.
+serve-venv:
+	PYTHONPATH=runtime $(PYTHON) -m sglang_plugin_runtime.testing.serving $(or $(SGLANG_SERVE_DIR),.cache)
 
 # Time to ready and scheduler start-up of the real server in the three worlds, side by side (not a test).
 bench-serve:

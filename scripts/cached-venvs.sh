@@ -50,11 +50,25 @@ build_pinned_venv() {
     # A venv's scripts hard-code its path: build under the final name, mark it complete only at the
     # end.
     "$PYTHON" -m venv "$venv"
+    install_cpu_torch "$venv" "$requirements"
     pip_quiet "$venv" install --quiet --no-deps -r "$requirements"
     if [[ -n "$finish" ]]; then "$finish" "$venv"; fi
     touch "$venv/.complete"
     remove_other_venvs "$venv" "$prefix"
     echo "$LOG_PREFIX: $label venv built in $((SECONDS - began)) s"
+}
+
+# install_cpu_torch VENV REQUIREMENTS: the file's torch pin first, its CPU build from the PyTorch CPU
+# index where pip can reach it (one retry, 20 s timeouts), else from the configured index (PyPI's is
+# a CUDA build; it runs on the CPU too); one line says which came. The file's pin is then satisfied.
+install_cpu_torch() {
+    local venv="$1" pin
+    pin="$(grep -E '^torch==' "$2")"
+    pip_quiet "$venv" install --quiet --no-deps --retries 1 --timeout 20 "$pin" \
+        --extra-index-url https://download.pytorch.org/whl/cpu
+    "$venv/bin/python" -c 'import importlib.metadata as m; v = m.version("torch")
+print(f"'"$LOG_PREFIX"': torch {v}", "(a CPU build)" if v.endswith("+cpu") else
+      "(not a CPU build: https://download.pytorch.org/whl/cpu was not reached)")'
 }
 
 # remove_other_venvs KEEP PREFIX: every CACHE_DIR/PREFIX-* but KEEP (venvs of an older key).

@@ -11,6 +11,11 @@ first on this machine as it is (no accelerator), then on a SIMULATED device so t
 activates. Each step prints its time. At the end both demo packages are uninstalled again, so the
 environment is left as it was; --keep (KEEP=1) keeps the generated packages and their wheels in the
 scratch folder and prints where it is.
+
+Last, where the serving venv is cached (``make serve-venv``, under .cache/) or with --serve
+(SERVE=1, which builds it first), SGLang's own server (``python -m sglang.launch_server``, released
+SGLang on the CPU) runs with the generated general plugin, and the demo shows the line its hook logs
+from SGLang's scheduler process; otherwise it prints the one command that shows it.
 """
 
 from __future__ import annotations
@@ -187,18 +192,13 @@ HOOKS_CODE = f"""
     from sglang_plugin_runtime.plugins import load_plugins
     report = load_plugins()
     from {GENERAL["package"]} import hooks
-    policy = resolve_target(hooks.EVICTION_TARGET)()
-    policy.mark_used(None)
-    policy.mark_used("adapter-a")
     results = {{{{
         "generate_completion_prompt('  hi  ')  (BEFORE)":
-            resolve_target(hooks.NORMALIZE_TARGET)("  hi  "),
+            resolve_target(hooks.PROMPT_TARGET)("  hi  "),
         "num_image_tokens('a b')  (AFTER)": resolve_target(hooks.COUNT_TARGET)("a b"),
-        "LRUEvictionPolicy is now (class REPLACE)": resolve_target(hooks.EVICTION_TARGET).__name__,
-        "policy.select_victim({{{{None, 'adapter-a'}}}})":
-            policy.select_victim({{{{None, "adapter-a"}}}}),
         "Scheduler().run_batch(['a', 'b'])  (AROUND)":
             target_owner(hooks.TIMER_TARGET)().run_batch(["a", "b"]),
+        "what the hooks counted": dict(hooks.COUNTS),
         "timer: calls counted": hooks.TIMINGS[hooks.TIMER_TARGET].calls,
     }}}}
     from sglang_plugin_runtime.plugins.hook_registry import HookRegistry
@@ -207,6 +207,43 @@ HOOKS_CODE = f"""
         resolve_target(hooks.COUNT_TARGET)("a b"))
     print(json.dumps({{{{"report": repr(report)[:300], "results": results}}}}))
 """
+
+#: The command that builds the serving venv for the last step, and the one that shows it in one go.
+SERVE_COMMANDS = ("make serve-venv", "make demo SERVE=1")
+
+
+def real_server(general_dir: Path, scratch: Path, build: bool) -> bool:
+    """SGLang's real server with the generated general plugin; the line its hook logs from the
+    scheduler. Skipped (False), with the command that shows it, where no serving venv is cached
+    (and not ``build``)."""
+    import os
+
+    # The serving venv of make serve-venv and make test-serve (.cache/); the tiny model beside it.
+    os.environ.setdefault("SGLANG_SERVER_CACHE", str(REPO_ROOT / ".cache"))
+    from sglang_plugin_runtime.testing._sglang_server import running_sglang_server
+    from sglang_plugin_runtime.testing.serving import server_options, serving_venv_path
+
+    if not build and not (serving_venv_path() / ".complete").exists():
+        say(
+            "No serving venv is cached, so SGLang's real server is left out. To see the\n"
+            f"general plugin's hook log from SGLang's scheduler: {SERVE_COMMANDS[1]} (the first\n"
+            f"time builds the serving venv, a few minutes; {SERVE_COMMANDS[0]} builds only that)."
+        )
+        return False
+    options = server_options(general_dir, say)
+    with running_sglang_server(log=scratch / "server.log", **options) as server:
+        say(f"python -m sglang.launch_server ready in {server.ready_after:.0f} s; log {server.log}")
+        say(f"POST /generate -> {server.generate('Hello')['status']}")
+        calls = server.hook_first_calls()
+        lines = [line for line in server.log_text().splitlines() if "first call of hook" in line]
+    for line in lines:
+        say(f"log: {line.strip()}")
+    for hook, processes in calls.items():
+        for pid, name in processes.items():
+            say(f"hook {hook} ran in pid {pid}: {name or 'ended'}")
+    if not any(n.startswith("sglang::scheduler") for p in calls.values() for n in p.values()):
+        raise DemoError(f"no hook of the general plugin ran in SGLang's scheduler: {server.log}")
+    return True
 
 
 def show_selection(title: str, data: dict) -> None:
@@ -227,12 +264,17 @@ def show_selection(title: str, data: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    parser.add_argument(
+        "--serve",
+        action="store_true",
+        help="end in SGLang's real server, building the serving venv first if none is cached",
+    )
     args = parser.parse_args(argv)
 
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="sglang-plugin-demo-"))
     installed: list[str] = []
-    failed = False
+    failed = served = False
     try:
         with step(
             "Generate one package of each kind from the Copier template (default answers, no "
@@ -280,7 +322,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             for expression, value in hooks["results"].items():
                 say(f"{expression:50} -> {value!r}")
-    except DemoError as exc:
+
+        with step("The general plugin inside SGLang's real server (the seed's acceptance)"):
+            served = real_server(general_dir, scratch, args.serve)
+    except RuntimeError as exc:  # DemoError, or the real server's SGLangServerError
         failed = True
         print(f"\nDEMO FAILED: {exc}", file=sys.stderr)
     finally:
@@ -303,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"\nDemo passed in {time.monotonic() - started:.0f} s: template -> packages -> tests -> "
-        "wheels -> discovered, selected (simulated device) and hooks applied."
+        "wheels -> discovered, selected (simulated device) and hooks applied"
+        + (" -> the hook in SGLang's real server." if served else ".")
     )
     return 0
 

@@ -3,14 +3,15 @@
 # CPU, in the three worlds the kit supports: released SGLang, the launcher (`sglang-plugins run`)
 # and the adopted SGLang.
 #
-# 1. Builds (once, cached) the *serving* venv: released `sglang==0.5.23`, the CPU build of torch
-#    2.13.0 and what the server imports on the CPU path, all pinned in
-#    scripts/serve-requirements.txt and installed with --no-deps from the package index only; then
-#    scripts/serve-torchvision-guard.patch guards torchvision's two fake-op registrations (the
-#    index's torchvision is a CUDA build whose compiled ops do not load beside a CPU torch;
-#    docs/real-server.md says why this and not torch 2.14.1). The cache key is a hash of both files,
-#    the recipe version and the Python version (scripts/cached-venvs.sh, shared with make
-#    test-sglang).
+# 1. Builds (once, cached) the *serving* venv exactly as the testing kit builds it for plugin authors
+#    (`python -m sglang_plugin_runtime.testing.serving`, run from this checkout's runtime/; make
+#    serve-venv runs only this step): released `sglang==0.5.23`, torch 2.13.0 (its CPU build from the
+#    PyTorch CPU index where pip reaches it) and what the server imports on the CPU path, all pinned
+#    in runtime/sglang_plugin_runtime/testing/serve-requirements.txt (data the runtime ships) and
+#    installed with --no-deps; then torchvision's two fake-op registrations guarded (PyPI's
+#    torchvision is a CUDA build whose compiled ops do not load beside a CPU torch;
+#    docs/real-server.md says why this and not torch 2.14.1). The kit names it by a hash of the pins,
+#    its recipe and the Python version.
 # 2. Makes (once, cached) the *adopted* venv from it: a hard-linked copy (no second download, little
 #    disk) whose sglang package is a real copy with the adoption patch
 #    (runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch) applied. Its key covers
@@ -28,13 +29,11 @@
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-REQUIREMENTS="$REPO_ROOT/scripts/serve-requirements.txt"
-TORCHVISION_GUARD="$REPO_ROOT/scripts/serve-torchvision-guard.patch"
 ADOPTION_PATCH="$REPO_ROOT/runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch"
 PYTHON="${PYTHON:-python3.11}"
 CACHE_DIR="${SGLANG_SERVE_DIR:-$REPO_ROOT/.cache}"
 LOG_PREFIX=test-serve
-RECIPE_VERSION=1 # bump when the way the venvs are built changes
+RECIPE_VERSION=2 # bump when the way the venvs are built changes
 # shellcheck source=scripts/cached-venvs.sh
 source "$REPO_ROOT/scripts/cached-venvs.sh"
 
@@ -44,27 +43,6 @@ if ! command -v "$PYTHON" >/dev/null; then
     exit 2
 fi
 command -v patch >/dev/null || { echo "test-serve: the 'patch' program is needed" >&2; exit 2; }
-key="$(cache_key "$RECIPE_VERSION" "$REQUIREMENTS" "$TORCHVISION_GUARD")"
-VENV="$CACHE_DIR/serve-venv-$key"
-ADOPTED_VENV="$CACHE_DIR/serve-adopted-venv-$(cache_key "$key" "$ADOPTION_PATCH")"
-
-# The serving venv's last step: the guard, and a check that no CUDA torch and no CUDA-only package
-# came in.
-finish_serving_venv() {
-    local venv="$1"
-    patch --directory="$(purelib "$venv")" --strip=1 --forward --batch --fuzz=0 \
-        --no-backup-if-mismatch --reject-file=- --input="$TORCHVISION_GUARD" >/dev/null
-    "$venv/bin/python" - <<'PYTHON'
-import importlib.metadata as md, sys
-assert md.version("torch") == "2.13.0+cpu", f"not the CPU torch 2.13.0: {md.version('torch')}"
-assert md.version("sglang") == "0.5.23", md.version("sglang")
-cuda_only = ("sglang-kernel", "flashinfer-python", "cuda-python", "nvidia-cuda-runtime-cu12",
-             "nvidia-cuda-runtime", "torchaudio", "torch_memory_saver", "flash-attn-4", "deep-gemm")
-present = [name for name in cuda_only if any(True for _ in md.distributions(name=name))]
-if present:
-    sys.exit(f"test-serve: CUDA-only packages in the serving venv: {present}")
-PYTHON
-}
 
 # The adopted venv: hard links to the serving venv's files, but sglang/ copied for real and patched
 # (patch and pip write new files, so the serving venv is never changed through a link).
@@ -89,9 +67,20 @@ build_adopted_venv() {
 
 start=$SECONDS
 mkdir -p "$CACHE_DIR"
-exec 9>"$CACHE_DIR/serve-venv.lock"
+exec 9>"$CACHE_DIR/test-serve.lock"
 flock 9 # one builder at a time; a second run waits and then reuses the venvs
-build_pinned_venv "$VENV" serve-venv serving "$REQUIREMENTS" finish_serving_venv
+if [[ "${SGLANG_VENV_REBUILD:-0}" == 1 ]]; then rm -rf "$CACHE_DIR"/serve-venv-*; fi
+VENV="$(PYTHONPATH="$REPO_ROOT/runtime" "$PYTHON" -m sglang_plugin_runtime.testing.serving "$CACHE_DIR" \
+    2> >(sed -u "s/^/$LOG_PREFIX: /" >&2))"
+# Ray for the process tier's RayEngine checks: the kit's own addition to the serving venv, before the adopted
+# venv is linked from it (a plugin author's serving venv has no Ray).
+RAY_REQUIREMENTS="$REPO_ROOT/scripts/serve-ray-requirements.txt"
+ray_key="$(cache_key ray "$RAY_REQUIREMENTS")"
+if [[ "$(cat "$VENV/.ray" 2>/dev/null)" != "$ray_key" ]]; then
+    pip_quiet "$VENV" install --quiet --no-deps -r "$RAY_REQUIREMENTS"
+    echo "$ray_key" >"$VENV/.ray"
+fi
+ADOPTED_VENV="$CACHE_DIR/serve-adopted-venv-$(cache_key "$RECIPE_VERSION $(basename "$VENV") $ray_key" "$ADOPTION_PATCH")"
 build_adopted_venv
 snapshot="$(runtime_snapshot "$REPO_ROOT")"
 trap 'rm -rf "$snapshot"' EXIT

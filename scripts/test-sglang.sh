@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # `make test-sglang`: the plugin kit proven against the real, released SGLang, as released and as adopted.
 #
-# 1. Builds (once, cached under .cache/) the *plain* venv: the real `sglang==0.5.23` wheel, the CPU build of
-#    torch 2.13.0 and the few light packages sglang's plugin and platform layers import, all pinned in
-#    scripts/sglang-requirements.txt and installed with --no-deps (pip resolves nothing by itself, so it can
-#    never pull torchvision or a CUDA torch). The cache key is a hash of that file, this script's venv
+# 1. Builds (once, cached under .cache/) the *plain* venv: the real `sglang==0.5.23` wheel, torch 2.13.0 (its CPU
+#    build from the PyTorch CPU index where pip reaches it; one line says which came) and the few light
+#    packages sglang's plugin and platform layers import, all pinned in scripts/sglang-requirements.txt and
+#    installed with --no-deps (pip resolves nothing by itself, so it can never pull torchvision or a CUDA package). The cache key is a hash of that file, this script's venv
 #    recipe version and the Python version: change any of them and the venv is rebuilt; old ones are removed.
 # 2. Builds (once, cached the same way, its key also covering the patch) the *adopted* venv: its own install of
 #    the same pinned set, then runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch applied to its sglang package with a
@@ -26,7 +26,7 @@ ADOPTION_PATCH="$REPO_ROOT/runtime/sglang_plugin_runtime/_launcher/patches/sglan
 PYTHON="${PYTHON:-python3.11}"
 CACHE_DIR="${SGLANG_VENV_DIR:-$REPO_ROOT/.cache}"
 LOG_PREFIX=test-sglang
-RECIPE_VERSION=1 # bump when the way the venv is built changes
+RECIPE_VERSION=2 # bump when the way the venv is built changes
 # shellcheck source=scripts/cached-venvs.sh
 source "$REPO_ROOT/scripts/cached-venvs.sh"
 

@@ -45,3 +45,19 @@ def test_demo_offers_keep() -> None:
 
 def test_readme_tells_how_to_keep_the_demo_packages() -> None:
     assert "make demo KEEP=1" in (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_make_demo_serve_1_ends_in_the_real_server() -> None:
+    assert "--serve" in _make_dry_run("SERVE=1").split("scripts/demo.py", 1)[1]
+    assert "--serve" not in _make_dry_run()
+
+
+def test_make_serve_venv_builds_only_the_kits_serving_venv() -> None:
+    result = subprocess.run(
+        ["make", "-n", "--no-print-directory", "serve-venv"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "-m sglang_plugin_runtime.testing.serving" in result.stdout

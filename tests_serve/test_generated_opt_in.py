@@ -67,7 +67,7 @@ def test_the_real_server_test_is_off_in_a_plain_run(
 ) -> None:
     completed = _pytest(*clean_venv_with_the_package)
     assert completed.returncode == 0, completed.stdout[-3000:]
-    assert re.search(r"\d+ passed, 2 deselected in", completed.stdout), completed.stdout[-1000:]
+    assert re.search(r"\d+ passed, 3 deselected in", completed.stdout), completed.stdout[-1000:]
 
 
 def test_the_generated_real_server_test_passes_with_the_kits_fixture(
@@ -75,4 +75,5 @@ def test_the_generated_real_server_test_passes_with_the_kits_fixture(
 ) -> None:
     completed = _pytest(*clean_venv_with_the_package, "-m", "sglang_server")
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
-    assert re.search(r"\b2 passed\b", completed.stdout), completed.stdout[-1000:]
+    # served, the timer hook ran in SGLang's scheduler, no failure logged
+    assert re.search(r"\b3 passed\b", completed.stdout), completed.stdout[-1000:]

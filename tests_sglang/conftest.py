@@ -41,6 +41,9 @@ GENERAL_ANSWERS = {
     "distribution_name": "sglang-probe-hooks",
     "package_name": "sglang_probe_hooks",
     "entry_point_name": "probe",
+    # Every example, in the variants that change what SGLang does: their effects are checked.
+    "example_hooks": ["before", "after", "around_timer", "replace_class"],
+    "example_hooks_change_behaviour": True,
 }
 
 

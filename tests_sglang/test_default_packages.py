@@ -98,17 +98,13 @@ from sglang.srt.plugins.hook_registry import HookRegistry
 load_plugins()
 from sglang_example_hooks import hooks
 from sglang_example_hooks.host import HOST_PACKAGE
-policy = resolve_target(hooks.EVICTION_TARGET)()
-policy.mark_used(None)
-policy.mark_used("adapter-a")
 report({
     "host": HOST_PACKAGE,
-    "normalize": resolve_target(hooks.NORMALIZE_TARGET)("  hello  "),
+    "prompt": resolve_target(hooks.PROMPT_TARGET)("  hello  "),
     "count": resolve_target(hooks.COUNT_TARGET)("two tokens"),
     "batch": target_owner(hooks.TIMER_TARGET)().run_batch(["a", "b"]),
     "timings": hooks.TIMINGS[hooks.TIMER_TARGET].calls,
-    "replaced": type(policy).__name__,
-    "victim": policy.select_victim({None, "adapter-a"}),
+    "counted": dict(hooks.COUNTS),
     "sources": sorted({tuple(src)
                        for hooks_ in HookRegistry._hooks.values() for _t, _h, src in hooks_}),
     "targets": len(HookRegistry._hooks),
@@ -116,17 +112,17 @@ report({
 """
 
 
-def test_sglangs_load_plugins_fires_every_default_hook(default_general: Default) -> None:
+def test_sglangs_load_plugins_fires_every_default_hook_and_they_change_nothing(
+    default_general: Default,
+) -> None:
     out = run_python(
         generated_stand_ins(default_general.project) + LOAD, paths=[default_general.site]
     )
     assert out["host"] == "sglang.srt"  # registered with SGLang's own HookRegistry
-    assert out["normalize"] == "hello"  # BEFORE
-    assert out["count"] == 3  # AFTER
+    assert out["prompt"] == "  hello  " and out["count"] == 2  # BEFORE and AFTER only observe
+    assert out["counted"] == {"prompts": 1, "prompt characters": 9, "image tokens": 2}
     assert out["batch"] == 2 and out["timings"] == 1  # AROUND, by @plugin_hook
-    # class REPLACE
-    assert out["replaced"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"
-    assert out["targets"] == 4
+    assert out["targets"] == 3  # no class REPLACE unless asked for
     # SGLang attributes them to the plugin
     assert out["sources"] == [["example", "sglang-example-hooks"]]
 
@@ -193,12 +189,21 @@ def _wheel_from_an_index_without_the_runtime(project: Path, tmp: pytest.TempPath
     """Build the wheel, then ``pip install --no-index --find-links`` it from a folder holding it
     alone (this venv has SGLang and what it needs): any requirement the folder cannot meet fails the
     install."""
+    import importlib.metadata
     import subprocess
     import sys
 
     from scenarios import clean_env
 
     index = tmp.mktemp("find-links")
+    PACKAGING = f"packaging=={importlib.metadata.version('packaging')}"
+    # The index has what the wheel requires besides the runtime (packaging, as PyPI has it).
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--dest", str(index), PACKAGING],
+        check=True,
+        capture_output=True,
+        env=clean_env(),
+    )
     subprocess.run(
         [
             sys.executable,
@@ -281,7 +286,48 @@ def test_the_default_wheels_install_without_the_runtime_and_run_on_released_sgla
         paths=[general_site],
         env={"SGLANG_PLUGINS_STRICT": "1"},
     )
-    assert loaded["count"] == 3 and loaded["replaced"] == "KeepBaseModelEvictionPolicy"
+    assert loaded["count"] == 2 and loaded["counted"]["image tokens"] == 2
+
+
+#: Nothing of the runtime can be imported from here on, as where it is not installed.
+WITHOUT_ANY_OF_THE_RUNTIME = """
+import sys
+sys.modules["sglang_plugin_runtime"] = None
+"""
+
+DIFFUSION_PROBE = """
+import importlib
+from sglang.srt.platforms.interface import SRTPlatform
+from sglang_mydevice_platform import host
+from sglang_mydevice_platform.platform import MydeviceSRTPlatform
+try:
+    importlib.import_module("sglang_mydevice_platform.diffusion")
+    diffusion = "imported"
+except ImportError as exc:
+    diffusion = str(exc)
+report({"srt": issubclass(MydeviceSRTPlatform, SRTPlatform), "host": host.HOST_PACKAGE,
+        "supported": host.DIFFUSION_SUPPORTED, "diffusion": diffusion})
+"""
+
+
+@pytest.mark.fault(
+    "templates",
+    "a platform package generated with with_mm_platform=true, on released SGLang without the "
+    "plugin kit's runtime",
+    "its SRT platform class imports, built on SGLang's own classes; only the diffusion module says "
+    "it needs the runtime (host.py imported sglang_plugin_runtime unconditionally: nothing of the "
+    "package could be imported)",
+)
+def test_a_platform_with_diffusion_imports_on_released_sglang_without_the_runtime(
+    template_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    project = render(
+        template_dir, tmp_path_factory.mktemp("mm"), plugin_kind="platform", with_mm_platform=True
+    )
+    site = _wheel_from_an_index_without_the_runtime(project, tmp_path_factory)
+    out = run_python(WITHOUT_ANY_OF_THE_RUNTIME + DIFFUSION_PROBE, paths=[site])
+    assert out["srt"] and out["host"] == "sglang.srt" and out["supported"] is False, out.result
+    assert "the runtime is not installed here" in out["diffusion"], out["diffusion"]
 
 
 # ---- the gate where released SGLang is installed -------------------------------------------------

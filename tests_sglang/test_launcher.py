@@ -58,6 +58,9 @@ GENERAL = {
     "distribution_name": "launched-hooks",
     "package_name": "launched_hooks",
     "entry_point_name": "launched_hooks",
+    # Every example, in the variants that change what SGLang does: their effects are checked.
+    "example_hooks": ["before", "after", "around_timer", "replace_class"],
+    "example_hooks_change_behaviour": True,
 }
 
 

@@ -27,9 +27,19 @@ PACKAGE = "sglang_example_hooks"
 TARGET = re.compile(r'^(?P<name>\w+_TARGET) = "(?P<target>[^"]+)"$', re.MULTILINE)
 
 
+#: Every example hook, in the variants that change what SGLang does (their targets are the same in
+#: both variants; their effects show that they fired).
+EVERY_EXAMPLE = {
+    "example_hooks": ["before", "after", "around_timer", "replace_class"],
+    "example_hooks_change_behaviour": True,
+}
+
+
 @pytest.fixture(scope="module")
 def project(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return render(template_dir, tmp_path_factory.mktemp("suggestions"), plugin_kind="general")
+    return render(
+        template_dir, tmp_path_factory.mktemp("suggestions"), plugin_kind="general", **EVERY_EXAMPLE
+    )
 
 
 def _hooks_py(project: Path) -> str:
@@ -105,7 +115,7 @@ def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.arg]:
 def test_every_example_hook_has_a_suggestion_and_the_readme_repeats_them(project: Path) -> None:
     suggestions = _suggestions(project)
     assert set(suggestions) == {
-        "NORMALIZE_TARGET",
+        "PROMPT_TARGET",
         "COUNT_TARGET",
         "TIMER_TARGET",
         "EVICTION_TARGET",
@@ -116,9 +126,10 @@ def test_every_example_hook_has_a_suggestion_and_the_readme_repeats_them(project
 
 
 def test_before_suggestion_takes_the_prompt_text_first(project: Path) -> None:
-    # strip_prompt(prompt, *args, **kwargs) rewrites the first positional argument: a plain function
+    # count_prompt / strip_prompt(prompt, *args, **kwargs) read or rewrite the first positional
+    # argument: a plain function
     # (a method would hand it `self`) whose first parameter is the text.
-    definition = _resolve(_suggestions(project)["NORMALIZE_TARGET"])
+    definition = _resolve(_suggestions(project)["PROMPT_TARGET"])
     node = definition.node
     assert isinstance(node, ast.FunctionDef) and not definition.in_class
     first = _positional(node)[0]
@@ -128,7 +139,8 @@ def test_before_suggestion_takes_the_prompt_text_first(project: Path) -> None:
 
 
 def test_after_suggestion_returns_a_token_count(project: Path) -> None:
-    # add_special_token(result, ...) returns result + 1: the target must return an int.
+    # count_image_tokens / add_special_token(result, ...) add it up or return result + 1: the
+    # target must return an int.
     node = _resolve(_suggestions(project)["COUNT_TARGET"]).node
     assert isinstance(node, ast.FunctionDef)
     assert node.returns is not None and ast.unparse(node.returns) == "int"
@@ -142,7 +154,7 @@ def test_around_suggestion_is_a_synchronous_method(project: Path) -> None:
 
 
 def test_replace_suggestion_is_a_class_with_the_overridden_method(project: Path) -> None:
-    # KeepBaseModelEvictionPolicy subclasses it and overrides select_victim(self, candidates).
+    # The REPLACE example subclasses it and overrides select_victim(self, candidates).
     node = _resolve(_suggestions(project)["EVICTION_TARGET"]).node
     assert isinstance(node, ast.ClassDef)
     (method,) = [
@@ -175,11 +187,14 @@ for target in HookRegistry._hooks:
 policy = get_eviction_policy("lru")
 policy.mark_used(None)
 policy.mark_used("adapter-a")
+hooks = importlib.import_module("sglang_example_hooks.hooks")
+after = image_processing.num_image_tokens(2, 3)
 report({
+    "counted": dict(getattr(hooks, "COUNTS", {})),
     "targets": sorted(HookRegistry._hooks),
     "policy": type(policy).__name__,
     "victim": policy.select_victim({None, "adapter-a"}),
-    "image_tokens": [before, image_processing.num_image_tokens(2, 3)],
+    "image_tokens": [before, after],
     "unimportable": unimportable,
 })
 """
@@ -198,10 +213,23 @@ def test_the_generated_hooks_land_on_sglang(project: Path, tmp_path: Path) -> No
         assert not missing.startswith("sglang"), (target, missing)
         assert f"Failed to apply hooks to {target}" in out.stderr
     assert set(out["unimportable"]) == {
-        suggestions["NORMALIZE_TARGET"],
+        suggestions["PROMPT_TARGET"],
         suggestions["TIMER_TARGET"],
     }
     # REPLACE fired
     assert out["policy"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"
     before, after = out["image_tokens"]
     assert after == before + 1  # AFTER fired
+
+
+def test_the_default_hooks_land_on_sglang_and_change_nothing_it_does(
+    template_dir: Path, tmp_path: Path
+) -> None:
+    # Issue 36: a package generated with every default only observes.
+    project = render(template_dir, tmp_path / "defaults", plugin_kind="general")
+    out = run_python(LOAD, paths=[pip_install_target(project, tmp_path / "site")])
+    assert "Failed to execute general plugin" not in out.stderr, out.stderr
+    assert len(out["targets"]) == 3  # BEFORE, AFTER, AROUND: no class REPLACE
+    assert out["policy"] == "LRUEvictionPolicy"  # SGLang's own class
+    before, after = out["image_tokens"]
+    assert after == before and out["counted"] == {"image tokens": after}  # AFTER fired, kept it

@@ -27,9 +27,13 @@ Render = Callable[..., Path]
 #: default.
 RUNTIME_REQUIREMENT = "sglang-plugin-runtime>=0.1,<0.2"
 SGLANG_REQUIREMENT = "sglang>=0.5.23,<0.6"
-#: What a generated package requires, per ``host_api`` answer: nothing (auto), or the released
-#: SGLang.
-HOST_REQUIREMENTS: dict[str, list[str]] = {"auto": [], "sglang": [SGLANG_REQUIREMENT]}
+#: What a generated package requires, per ``host_api`` answer: packaging (supported.py reads the
+#: SGLang range with it), and the released SGLang with host_api=sglang.
+PACKAGING_REQUIREMENT = "packaging>=22"
+HOST_REQUIREMENTS: dict[str, list[str]] = {
+    "auto": [PACKAGING_REQUIREMENT],
+    "sglang": [SGLANG_REQUIREMENT, PACKAGING_REQUIREMENT],
+}
 #: Answers a vendor would give (a device, an author, a license): nothing of the template's defaults
 #: must show.
 PLATFORM_REALISTIC = {

@@ -10,9 +10,10 @@ with Python 3.11 first on ``PATH`` and nothing installed: the README's own first
 virtual environment (Python 3.11's ``venv``, with the pip it bundles: 23.2 for 3.11.7), and every
 later step runs in it.
 
-This machine reaches no index but its local one (pip's configuration: a find-links folder and local
-indexes); ``--index-url https://download.pytorch.org/whl/cpu`` is tried as written, fails to
-resolve, and pip takes torch's CPU wheel from the find-links folder, as it would from that index.
+This machine does not reach the PyTorch CPU index (pip's configuration adds a find-links folder);
+``--extra-index-url https://download.pytorch.org/whl/cpu`` is tried as written, fails to resolve,
+and pip takes torch's CPU wheel from the find-links folder, as it would from that index; the next
+step says which torch came.
 ``PIP_RETRIES=1`` and ``PIP_NO_COMPILE=1`` are settings of this machine (``RUNNER_PIP_ENV``), not of
 the README.
 """
@@ -23,6 +24,7 @@ import os
 import re
 import shutil
 import subprocess
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,11 +178,18 @@ def test_the_path_is_complete_in_order(
         "python -m pip install --upgrade pip",
     ]
     if readme_run.answers["plugin_kind"] == "platform":
-        expected.append(
-            "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
-        )
+        expected += [
+            "pip install --retries 1 --timeout 20 torch==2.13.0 "
+            "--extra-index-url https://download.pytorch.org/whl/cpu",
+            "python -c \"import torch; print('torch', torch.__version__, '(a CPU build)' if "
+            "torch.__version__.endswith('+cpu') else '(not a CPU build)')\"",
+        ]
+    requirement = f"sglang-plugin-runtime @ {readme_run.answers['runtime_source']}@{commit}"
+    assert requirement in (readme_run.project / ".github" / "runtime-requirements.txt").read_text(
+        encoding="utf-8"
+    )
     expected += [
-        f'pip install "sglang-plugin-runtime @ {readme_run.answers["runtime_source"]}@{commit}"',
+        "pip install -r .github/runtime-requirements.txt",
         'pip install -e ".[test]"',
         "pytest",
         "sglang-plugins doctor --strict --simulate mydevice --simulate-backend torch_mydevice"
@@ -224,3 +233,23 @@ def test_the_doctor_gate_passes(readme_run: ReadmeRun) -> None:
 def test_the_build_leaves_an_sdist_and_a_wheel(readme_run: ReadmeRun) -> None:
     built = sorted(p.suffix for p in (readme_run.project / "dist").iterdir())
     assert built == [".gz", ".whl"]
+
+
+@pytest.mark.xdist_group("readme-path-platform")
+def test_the_platform_readme_says_which_torch_came(request: pytest.FixtureRequest) -> None:
+    platform = _readme_run(request, "platform")  # only a platform package's README installs torch
+    said = next(s for s in platform.steps if s.startswith('python -c "import torch'))
+    # the PyTorch CPU index is out of this machine's reach; its pip configuration has a +cpu wheel
+    assert platform.output_of(said).strip().endswith("2.13.0+cpu (a CPU build)")
+
+
+def test_the_built_wheel_carries_no_local_path(
+    readme_run: ReadmeRun, kit_repository: dict[str, str]
+) -> None:
+    # Issue 36: the README is the long description; its git+file:// lines reached the wheel.
+    (wheel,) = (readme_run.project / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(name).decode("utf-8")
+    assert "Description-Content-Type: text/markdown" in metadata  # the README is in it
+    assert "file://" not in metadata and kit_repository["path"] not in metadata

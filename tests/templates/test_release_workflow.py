@@ -75,6 +75,8 @@ def test_wheel_carries_the_runtime_its_data_its_entry_points_and_the_license(
         "sglang_plugin_runtime/__init__.py",
         "sglang_plugin_runtime/py.typed",
         "sglang_plugin_runtime/cli-schema.json",
+        # the serving venv's pins: the sglang_server fixture needs no checkout of the kit
+        "sglang_plugin_runtime/testing/serve-requirements.txt",
     } <= names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert not [

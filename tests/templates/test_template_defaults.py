@@ -56,7 +56,7 @@ def test_platform_names_derive_from_the_device_asked_first(
             "backend_module",
         )
     } == {
-        "project_name": "SGLang acme_npu Platform",
+        "project_name": "SGLang Acme NPU Platform",
         "distribution_name": "sglang-acme-npu-platform",
         "package_name": "sglang_acme_npu_platform",
         "entry_point_name": "acme_npu",
@@ -150,6 +150,23 @@ def test_every_device_name_gives_valid_defaults(
     answers = _answers(render_template(template_dir, tmp_path / "out", device_name=device_name))
     assert answers["device_name"] == device_name
     assert answers["device_type"] == device_name.lower().replace(".", "_").replace("-", "_")
+
+
+@pytest.mark.parametrize(
+    ("device_name", "title", "distribution"),
+    [
+        ("acme_npu", "SGLang Acme NPU Platform", "sglang-acme-npu-platform"),
+        ("mydevice", "SGLang Mydevice Platform", "sglang-mydevice-platform"),
+        ("MyDevice", "SGLang MyDevice Platform", "sglang-mydevice-platform"),
+        ("Gaudi-2.x", "SGLang Gaudi 2 X Platform", "sglang-gaudi-2-x-platform"),
+    ],
+)
+def test_the_platform_project_name_is_a_title_of_the_device_names_words(
+    template_dir: Path, tmp_path: Path, device_name: str, title: str, distribution: str
+) -> None:
+    # Issue 36: it read "SGLang acme_npu Platform", the identifier; the names derived from it stay.
+    answers = _answers(render_template(template_dir, tmp_path / "out", device_name=device_name))
+    assert (answers["project_name"], answers["distribution_name"]) == (title, distribution)
 
 
 @pytest.mark.fault(

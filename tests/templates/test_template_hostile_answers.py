@@ -92,14 +92,51 @@ def test_runtime_source_with_credentials_is_refused_without_echoing_them(
     assert not (tmp_path / "out" / "README.md").exists()
 
 
+QUERY_TOKEN_SOURCES = [
+    "https://gitlab.example.com/api/v4/projects/7/packages/kit.whl?private_token=s3cr3t-t0ken",
+    "https://bucket.s3.amazonaws.com/kit-0.1.0-py3-none-any.whl?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+    "&X-Amz-Credential=AKIAs3cr3t&X-Amz-Signature=s3cr3t",
+    "https://acct.blob.core.windows.net/wheels/kit.whl?sv=2024-01-01&sig=s3cr3t",
+    "git+https://git.example.com/kit.git?access_token=s3cr3t",
+]
+
+
+@pytest.mark.fault(
+    "templates",
+    "runtime_source with a token in its query (?private_token=..., a presigned or SAS URL's "
+    "signature)",
+    "refused at generation like user:token@ credentials, with a message that never echoes it; "
+    "nothing is written, so it reaches neither README.md, ci.yml nor .copier-answers.yml",
+)
+@pytest.mark.parametrize("source", QUERY_TOKEN_SOURCES)
+def test_runtime_source_with_a_token_in_its_query_is_refused(
+    template_dir: Path, tmp_path: Path, source: str
+) -> None:
+    with pytest.raises(ValueError, match="runtime_source") as excinfo:
+        render_template(
+            template_dir, tmp_path / "out", plugin_kind="general", runtime_source=source
+        )
+    assert "query carries a token or signature" in str(excinfo.value)
+    assert "s3cr3t" not in str(excinfo.value)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_query_without_a_secret_is_accepted(template_dir: Path, tmp_path: Path) -> None:
+    source = "https://example.com/dl/sglang_plugin_runtime-0.1.0-py3-none-any.whl?raw=true"
+    project = render_template(
+        template_dir, tmp_path / "out", plugin_kind="general", runtime_source=source
+    )
+    assert source in (project / ".github" / "runtime-requirements.txt").read_text(encoding="utf-8")
+
+
 def test_an_ssh_user_name_is_not_a_credential(template_dir: Path, tmp_path: Path) -> None:
     source = "git+ssh://git@github.com/org/sglang-plugin-kit.git"
     project = render_template(
         template_dir, tmp_path / "out", plugin_kind="general", runtime_source=source
     )
-    assert f"sglang-plugin-runtime @ {source}" in (project / "README.md").read_text(
-        encoding="utf-8"
-    )
+    assert f"sglang-plugin-runtime @ {source}" in (
+        project / ".github" / "runtime-requirements.txt"
+    ).read_text(encoding="utf-8")
 
 
 def _derived(name: str, **context: object) -> str:

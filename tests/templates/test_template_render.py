@@ -369,7 +369,7 @@ def test_platform_without_mm_has_no_diffusion_class(render: Render) -> None:
 def test_platform_with_diffusion_keeps_it_in_its_own_module(render: Render) -> None:
     project = _RENDERED.get("platform-with-diffusion") or render(**CASES["platform-with-diffusion"])
     package = project / _answers(project)["package_name"]
-    assert "class MydeviceMMPlatform(MMPlatform, MydeviceDeviceMixin):" in (
+    assert "class MydeviceMMPlatform(host.MMPlatform, MydeviceDeviceMixin):" in (
         package / "diffusion.py"
     ).read_text(encoding="utf-8")
     assert "MMPlatform" not in (package / "platform.py").read_text(encoding="utf-8")
@@ -482,7 +482,7 @@ def test_description_and_author_are_derived_from_the_answers(render: Render) -> 
     assert platform["description"] == (
         'Runs SGLang on mydevice hardware (torch device type "mydevice") as a platform plugin'
     )
-    assert platform["author_name"] == "SGLang mydevice Platform authors"
+    assert platform["author_name"] == "SGLang Mydevice Platform authors"
     general = _answers(_RENDERED.get("general-defaults") or render(**CASES["general-defaults"]))
     assert general["description"].startswith("SGLang Example Hooks: ")
     assert general["author_name"] == "SGLang Example Hooks authors"
@@ -705,16 +705,28 @@ def _ci_install(project: Path) -> str:
     return (project / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8")
 
 
+#: Where the README and CI take the runtime's requirement from (kept out of README.md).
+RUNTIME_REQUIREMENTS = ".github/runtime-requirements.txt"
+
+
+def _runtime_requirement(project: Path) -> str | None:
+    """The requirement line of the project's runtime requirements file (``None``: no such file)."""
+    path = project / RUNTIME_REQUIREMENTS
+    if not path.exists():
+        return None
+    (line,) = [x for x in path.read_text(encoding="utf-8").splitlines() if not x.startswith("#")]
+    return line
+
+
 def test_runtime_source_defaults_to_the_template_folder(render: Render, template_dir: Path) -> None:
     project = _RENDERED.get("platform-defaults") or render(**CASES["platform-defaults"])
-    assert _answers(project)["runtime_source"] == template_dir.resolve().as_uri()
-    assert (
-        f'python -m pip install "sglang-plugin-runtime @ {template_dir.resolve().as_uri()}"'
-        in _ci_install(project)
+    source = template_dir.resolve().as_uri()
+    assert _answers(project)["runtime_source"] == source
+    assert _runtime_requirement(project) == f"sglang-plugin-runtime @ {source}"
+    assert f"python -m pip install -r {RUNTIME_REQUIREMENTS}" in _ci_install(project)
+    assert f"pip install -r {RUNTIME_REQUIREMENTS}" in (project / "README.md").read_text(
+        encoding="utf-8"
     )
-    assert f'pip install "sglang-plugin-runtime @ {template_dir.resolve().as_uri()}"' in (
-        project / "README.md"
-    ).read_text(encoding="utf-8")
 
 
 def test_runtime_source_from_a_git_template_is_pinned_to_its_commit(
@@ -727,8 +739,8 @@ def test_runtime_source_from_a_git_template_is_pinned_to_its_commit(
     )
     source = _answers(project)["runtime_source"]
     assert source == "git+" + Path(kit_repository["path"]).resolve().as_uri()
-    assert f'"sglang-plugin-runtime @ {source}@{_tagged_commit(kit_repository)}"' in _ci_install(
-        project
+    assert _runtime_requirement(project) == (
+        f"sglang-plugin-runtime @ {source}@{_tagged_commit(kit_repository)}"
     )
 
 
@@ -752,27 +764,31 @@ def test_runtime_source_keeps_a_ref_or_file_the_vendor_names(
     project = render_template(
         template_dir, tmp_path / "out", plugin_kind="general", runtime_source=source
     )
-    assert f'"{requirement}"' in _ci_install(project)
+    assert _runtime_requirement(project) == requirement
 
 
 def test_empty_runtime_source_takes_the_runtime_from_the_index(render: Render) -> None:
     project = _RENDERED.get("general-runtime-from-the-index") or render(
         **CASES["general-runtime-from-the-index"]
     )
-    assert "sglang-plugin-runtime @" not in _ci_install(project)
-    assert "sglang-plugin-runtime @" not in (project / "README.md").read_text(encoding="utf-8")
+    assert _runtime_requirement(project) is None
+    assert RUNTIME_REQUIREMENTS not in _ci_install(project)
+    assert RUNTIME_REQUIREMENTS not in (project / "README.md").read_text(encoding="utf-8")
     assert _pyproject(project)["project"]["dependencies"] == HOST_REQUIREMENTS["auto"]
 
 
-def test_platform_readme_links_the_contract_of_a_local_kit_by_url(
-    template_dir: Path, tmp_path: Path
+@pytest.mark.parametrize("kind", ["platform", "general"])
+def test_the_readme_of_a_package_from_a_local_kit_holds_no_local_path(
+    template_dir: Path, tmp_path: Path, kind: str
 ) -> None:
-    # A path in prose is no link (issue 28): a local checkout's contract page is a file:// URL that
-    # opens.
-    from urllib.parse import urlparse
-
-    readme = (render_template(template_dir, tmp_path / "out") / "README.md").read_text(
-        encoding="utf-8"
+    # Issue 36: README.md is the wheel's description; its git+file:// lines and the contract's
+    # file:// link published the folder the vendor generated from. The contract is named instead.
+    project = render_template(template_dir, tmp_path / "out", plugin_kind=kind)
+    readme = (project / "README.md").read_text(encoding="utf-8")
+    assert "file://" not in readme and str(template_dir.resolve()) not in readme
+    if kind == "platform":
+        assert "plugin kit this package was generated from (`docs/platform-contract.md`)" in readme
+    assert (
+        _runtime_requirement(project)
+        == f"sglang-plugin-runtime @ {template_dir.resolve().as_uri()}"
     )
-    (url,) = re.findall(r"file://\S+/docs/platform-contract\.md", readme)
-    assert Path(urlparse(url).path) == template_dir.resolve() / "docs" / "platform-contract.md"

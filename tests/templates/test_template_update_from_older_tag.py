@@ -204,7 +204,7 @@ def test_platform_update_moves_the_diffusion_class_into_its_own_module(
     assert platform_update.answers_after["with_mm_platform"] is True  # the older default, kept
     package = platform_update.project / "sglang_mydevice_platform"
     assert "MMPlatform" not in (package / "platform.py").read_text(encoding="utf-8")
-    assert "class AcmeMMPlatform(MMPlatform, AcmeDeviceMixin):" in (
+    assert "class AcmeMMPlatform(host.MMPlatform, AcmeDeviceMixin):" in (
         package / "diffusion.py"
     ).read_text(encoding="utf-8")
 

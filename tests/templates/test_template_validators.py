@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keyword
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -269,3 +270,49 @@ def test_an_unreserved_name_is_the_diffusion_entry_point_too(
         "entry-points"
     ]
     assert list(groups["sglang.multimodal_gen.platforms"]) == ["acme_npu"]
+
+
+def _validator_messages() -> dict[str, list[str]]:
+    """Each validator's messages: the text between its Jinja tags."""
+    questions = yaml.safe_load((REPO_ROOT / "copier.yml").read_text(encoding="utf-8"))
+    return {
+        name: [
+            text.strip()
+            for text in re.split(r"\{%.*?%\}", question["validator"], flags=re.S)
+            if text.strip()
+        ]
+        for name, question in questions.items()
+        if isinstance(question, dict) and "validator" in question
+    }
+
+
+@pytest.mark.fault(
+    "templates",
+    "a bad answer whose validator message is long (credentials in runtime_source: 80 characters) "
+    "or repeats the answer (a standard-library package name: 70 characters plus the name)",
+    "every validator message is fixed text of at most 76 characters, so Copier's one-line "
+    "prompt shows all of it whatever the answer",
+)
+def test_every_validator_message_is_fixed_text_that_fits_one_line() -> None:
+    messages = _validator_messages()
+    assert messages and all(messages.values())
+    for name, lines in messages.items():
+        for line in lines:
+            assert "{{" not in line and len(line) <= FITS_ONE_LINE, (name, len(line), line)
+
+
+@pytest.mark.parametrize(
+    ("answers", "question"),
+    [
+        ({"plugin_kind": "general", "package_name": "_frozen_importlib_external"}, "package_name"),
+        ({"runtime_source": "git+https://user:s3cr3t@git.example.com/kit.git"}, "runtime_source"),
+    ],
+    ids=["longest-stdlib-name", "credentials"],
+)
+def test_the_longest_messages_fit_one_line_as_copier_shows_them(
+    template_dir: Path, tmp_path: Path, answers: dict[str, Any], question: str
+) -> None:
+    with pytest.raises(ValueError, match=question) as excinfo:
+        render_template(template_dir, tmp_path / "out", **answers)
+    shown = str(excinfo.value).split(f"question '{question}': ", 1)[-1]
+    assert "\n" not in shown and len(shown) <= FITS_ONE_LINE, shown

@@ -152,8 +152,8 @@ load_plugins()
 from sglang.srt.plugins.hook_registry import HookRegistry
 hooks = importlib.import_module(PACKAGE + ".hooks")
 out = {}
-if hasattr(hooks, "NORMALIZE_TARGET"):
-    out["normalize"] = resolve_target(hooks.NORMALIZE_TARGET)("  hi  ")
+if hasattr(hooks, "PROMPT_TARGET"):
+    out["normalize"] = resolve_target(hooks.PROMPT_TARGET)("  hi  ")
 if hasattr(hooks, "COUNT_TARGET"):
     out["count"] = resolve_target(hooks.COUNT_TARGET)("a b")
 if hasattr(hooks, "EVICTION_TARGET"):
@@ -170,12 +170,20 @@ out["targets"] = sorted((r.target.rsplit(".", 1)[-1].rsplit(":", 1)[-1], r.statu
 report(out)
 """
 
-# What each example hook does to its stand-in, as (key, value with the hook applied).
-HOOK_EFFECTS: dict[str, list[tuple[str, Any]]] = {
-    "before": [("normalize", "hi")],
-    "after": [("count", 3)],
-    "around_timer": [("timed_calls", 1)],
-    "replace_class": [("policy_class", "KeepBaseModelEvictionPolicy"), ("victim", "adapter")],
+# What each example hook does to its stand-in, as (key, value with the hook applied): the variant
+# that changes what SGLang does, and the one that only observes (the default).
+HOOK_EFFECTS: dict[tuple[str, bool], list[tuple[str, Any]]] = {
+    ("before", True): [("normalize", "hi")],
+    ("after", True): [("count", 3)],
+    ("around_timer", True): [("timed_calls", 1)],
+    ("replace_class", True): [
+        ("policy_class", "KeepBaseModelEvictionPolicy"),
+        ("victim", "adapter"),
+    ],
+    ("before", False): [("normalize", "  hi  ")],
+    ("after", False): [("count", 2)],
+    ("around_timer", False): [("timed_calls", 1)],
+    ("replace_class", False): [("policy_class", "CountingLRUEvictionPolicy"), ("victim", None)],
 }
 
 
@@ -199,8 +207,9 @@ def test_each_generated_general_plugins_hooks_fire_under_sglangs_load_plugins(
     problems = []
     for combination in installed.of_kind("general"):
         options = dict(combination.answers).get("example_hooks", [])
+        change = bool(dict(combination.answers).get("example_hooks_change_behaviour"))
         out = loaded[combination.package]
-        expected = {key: value for option in options for key, value in HOOK_EFFECTS[option]}
+        expected = {k: v for option in options for k, v in HOOK_EFFECTS[option, change]}
         problems += [
             f"{combination.label}: {key} is {out.get(key)!r}, expected {value!r}"
             for key, value in expected.items()

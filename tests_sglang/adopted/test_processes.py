@@ -44,6 +44,7 @@ def test_spawned_forked_and_forkserver_children_see_the_platform_and_the_hooks(
         c
         for c in installed.of_kind("general")
         if {"after", "replace_class"} <= set(dict(c.answers).get("example_hooks", []))
+        and dict(c.answers).get("example_hooks_change_behaviour")
     )
     (tmp_path / "adopted_child.py").write_text(textwrap.dedent(CHILD), encoding="utf-8")
     out = run_python(

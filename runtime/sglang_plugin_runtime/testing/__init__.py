@@ -4,10 +4,11 @@ point).
 Fixtures (in every pytest run where the runtime is installed): ``plugin_env``,
 ``fake_distributions``, ``hook_registry``, ``platform_override``, ``simulated_device``,
 ``stand_in_module`` and ``sglang_server`` (a real SGLang server on the CPU, for tests marked
-``sglang_server``: they run only with ``pytest -m sglang_server``). Helpers: fake distributions on
-``sys.path`` without installing, stand-in modules for a hook's target (SGLang's code without
-SGLang), a simulated torch device module, a conformance check for platform classes (also against
-one SGLang release), and the SGLang releases a range holds.
+``sglang_server``: they run only with ``pytest -m sglang_server``; where this Python has no SGLang
+server, the serving venv is built once and cached, see ``serving_venv``). Helpers: fake
+distributions on ``sys.path`` without installing, stand-in modules for a hook's target (SGLang's
+code without SGLang), a simulated torch device module, a conformance check for platform classes
+(also against one SGLang release), and the SGLang releases a range holds.
 
 Importing this module is cheap (pytest imports it at start-up in every project where the runtime is
 installed): it imports neither pytest nor torch, and the helpers are imported on first use. See
@@ -38,8 +39,15 @@ if TYPE_CHECKING:
     from ._host_registry import isolated_hooks, resolve_target, target_owner
     from ._platform_override import PlatformOverride
     from ._releases import missing_hook_target, sglang_releases
-    from ._sglang_server import SGLangServer, SGLangServerError, running_sglang_server, tiny_model
+    from ._sglang_server import (
+        SGLangServer,
+        SGLangServerError,
+        running_sglang_server,
+        tiny_model,
+        vllm_placeholder,
+    )
     from ._stand_in import StandInModules
+    from .serving import serving_venv
 
 __all__ = [
     "ConformanceProblem",
@@ -57,10 +65,12 @@ __all__ = [
     "missing_hook_target",
     "resolve_target",
     "running_sglang_server",
+    "serving_venv",
     "sglang_releases",
     "simulated_device",
     "target_owner",
     "tiny_model",
+    "vllm_placeholder",
     "write_fake_distribution",
 ]
 
@@ -76,6 +86,8 @@ _LAZY = {
     "SGLangServerError": "._sglang_server",
     "running_sglang_server": "._sglang_server",
     "tiny_model": "._sglang_server",
+    "vllm_placeholder": "._sglang_server",
+    "serving_venv": ".serving",
     "SimulatedDevice": ".._simulated_device",
     "StandInModules": "._stand_in",
     "simulated_device": ".._simulated_device",

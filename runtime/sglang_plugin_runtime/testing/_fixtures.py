@@ -12,7 +12,7 @@ import contextlib
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -154,19 +154,51 @@ def stand_in_module() -> Iterator[StandInModules]:
         yield stand_ins
 
 
-@pytest.fixture(scope="session")
-def sglang_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SGLangServer]:
-    """A real SGLang server on the CPU (``python -m sglang.launch_server`` with a tiny model built
-    offline), run by this Python, so the plugin under test is installed in it; one per test session,
-    always stopped. Yields its ``.url`` and ``.log`` (``.generate()``, ``.log_text()``).
-    ``SGLANG_SERVER_ARGS`` adds server options; ``SGLANG_SERVER_LAUNCHER=1`` runs it under
-    ``sglang-plugins run``."""
-    from ._sglang_server import running_sglang_server
+#: Where the ``sglang_server`` fixture keeps its server's log, below the project's root folder.
+SERVER_LOG = Path(".sglang-server") / "server.log"
 
-    log = tmp_path_factory.mktemp("sglang-server") / "server.log"
+
+@pytest.fixture(scope="session")
+def sglang_server(request: pytest.FixtureRequest) -> Iterator[SGLangServer]:
+    """A real SGLang server on the CPU (``python -m sglang.launch_server`` with a tiny model built
+    offline) with the project under test installed; one per test session, always stopped. Where
+    this Python has no SGLang server, the serving venv is built once and cached
+    (``sglang_plugin_runtime.testing.serving``) and the project is installed for it. Its log
+    is ``.sglang-server/server.log`` in the project, shown with every failed test that used it.
+    Yields its ``.url`` and ``.log`` (``.generate()``, ``.log_text()``, ``.hook_first_calls()``).
+    ``SGLANG_SERVER_ARGS`` adds server options; ``SGLANG_SERVER_LAUNCHER=1`` runs it under
+    ``sglang-plugins run``; ``SGLANG_SERVER_PYTHON`` names the Python that runs it."""
+    from ._sglang_server import running_sglang_server
+    from .serving import server_options
+
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+
+    def report(line: str) -> None:  # shown as it happens: building the venv takes minutes
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.write_line(f"sglang_server: {line}")
+
+    root, launcher = request.config.rootpath, os.environ.get("SGLANG_SERVER_LAUNCHER") == "1"
+    log = request.config.stash[_LOG] = root / SERVER_LOG
+    report(f"the server's log: {log}")
     with running_sglang_server(
         log=log,
-        launcher=os.environ.get("SGLANG_SERVER_LAUNCHER") == "1",
+        launcher=launcher,
         extra_args=shlex.split(os.environ.get("SGLANG_SERVER_ARGS", "")),
+        **server_options(root, report, launcher),
     ) as server:
         yield server
+
+
+_LOG = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Generator[None, Any, None]:
+    """A failed test that used the ``sglang_server`` fixture shows the end of the server's log."""
+    report = (yield).get_result()
+    log = item.config.stash.get(_LOG, None)
+    if report.failed and log and "sglang_server" in getattr(item, "fixturenames", ()):
+        tail = log.read_text(encoding="utf-8", errors="replace")[-6000:]
+        report.sections.append((f"SGLang server log (the end of {log})", tail))

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -28,8 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: Where the tiny model and the vllm placeholder are kept (``SGLANG_SERVER_CACHE`` overrides it).
+#: Where the serving venv, the tiny model and the vllm placeholder are kept (default
+#: ``~/.cache/sglang-plugin-runtime``).
 CACHE_ENV = "SGLANG_SERVER_CACHE"
+#: What a hook logs on its first call in each process (a generated package's ``logs_first_call``).
+FIRST_CALL = re.compile(r"first call of hook (?P<hook>[\w.]+) in pid (?P<pid>\d+)")
 #: Every process of a server started here carries this variable (its value is the server's own id),
 #: so that a process left behind can be found and ended.
 TAG_ENV = "SGLANG_SERVER_FIXTURE_ID"
@@ -134,6 +138,17 @@ class SGLangServer:
     def log_text(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
+    def hook_first_calls(self) -> dict[str, dict[int, str]]:
+        """Each hook whose first call in a process the log records (:data:`FIRST_CALL`): the pids
+        of those processes, each with its name while it runs (``sglang::scheduler...``; ``""``
+        once gone)."""
+        names = server_processes(self)
+        calls: dict[str, dict[int, str]] = {}
+        for match in FIRST_CALL.finditer(self.log_text()):
+            pid = int(match["pid"])
+            calls.setdefault(match["hook"], {})[pid] = names.get(pid, "")
+        return calls
+
     def generate(
         self,
         text: str = "Hello",
@@ -183,7 +198,8 @@ class SGLangServer:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sglang-plugin-runtime")
+    xdg = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return Path(os.environ.get(CACHE_ENV) or xdg / "sglang-plugin-runtime")
 
 
 def tiny_model(
