@@ -20,7 +20,8 @@
 #    `make test-sglang`'s. Prints each release's time and exit status, then the total.
 #
 # Environment: PYTHON (default python3.11), SGLANG_VENV_DIR (default <repo>/.cache), SGLANG_RELEASES
-# (the versions to test, space-separated; default every release in releases.json), SGLANG_WHEELS (a
+# (the versions to test, space-separated; default every release in releases.json; "older": all but
+# the newest, whose tests make test-sglang runs: what CI runs), SGLANG_WHEELS (a
 # folder that already holds the wheels), SGLANG_VENV_REBUILD=1, SGLANG_TEST_WORKERS (pytest-xdist
 # workers, default 2). Extra arguments go to pytest in every release.
 set -euo pipefail
@@ -47,8 +48,8 @@ import json, sys
 releases = json.load(open(sys.argv[1]))["releases"]
 if sys.argv[2] == "all":  # every version, the post releases too
     print(" ".join(v for r in releases for v in (r["version"], *r["same_plugin_layer"])))
-elif sys.argv[2] == "main":
-    print(" ".join(r["version"] for r in releases))
+elif sys.argv[2] in ("main", "older"):  # older: all but the newest (make test-sglang's)
+    print(" ".join(r["version"] for r in releases[: -1 if sys.argv[2] == "older" else None]))
 else:
     print(next((r[sys.argv[3]] for r in releases if r["version"] == sys.argv[2]), ""))
 PYTHON
@@ -68,7 +69,8 @@ trap 'rm -rf "$requirements" "$snapshot" "$built"' EXIT
 } >"$requirements"
 BASE="$CACHE_DIR/sglang-releases-base-$(cache_key "$RECIPE_VERSION" "$requirements" "$TORCHVISION_GUARD")"
 WHEELS="${SGLANG_WHEELS:-$CACHE_DIR/sglang-wheels}"
-RELEASES="${SGLANG_RELEASES:-$(release_field main)}"
+RELEASES="${SGLANG_RELEASES:-main}"
+if [[ "$RELEASES" == main || "$RELEASES" == older ]]; then RELEASES="$(release_field "$RELEASES")"; fi
 
 finish_base() {
     patch --directory="$(purelib "$1")" --strip=1 --forward --batch --fuzz=0 \

@@ -606,8 +606,8 @@ def launch_with(python: Path, code: str) -> subprocess.CompletedProcess[str]:
     "cli",
     "sglang-plugins run with SGLang 0.5.23 installed from source at the release (pip install -e, "
     "setuptools' lenient, strict and compat editable modes)",
-    "the checkout's files are checked against the patch where Python imports them from, and "
-    "adopted "
+    "the checkout's files are checked (by their release's hashes) where Python imports them from, "
+    "and adopted "
     "(it was refused as 'differs from the released files ... reinstall': the files were looked for "
     "beside the dist-info)",
 )
