@@ -5,7 +5,8 @@
 serving venv with that release's wheel and the few pins it needs instead of 0.5.23's
 (``scripts/serve-oldest-release.txt``). docs/real-server.md says why the releases before it do not
 serve here. One server per world carries the generated hooks plugin and the CPU platform plugin, as
-the serving venv's servers do; the release has no adoption patch, so there is no adopted world.
+the serving venv's servers do (the platform with the two methods 0.5.13 asks that 0.5.23 retired);
+the release has no adoption patch, so there is no adopted world.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def oldest(
     """One server of the oldest release per world, with the generated hooks and CPU platform."""
     with running_sglang_server(
         python=str(oldest_venv / "bin" / "python"),
-        paths=[plugins.hooks, plugins.platform],
+        paths=[plugins.hooks, plugins.oldest_release_platform],
         launcher=oldest_world == "launcher",
         attention_backend=None,
         device=None,
