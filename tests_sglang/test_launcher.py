@@ -222,9 +222,8 @@ def test_spawned_forked_and_forkserver_children_run_the_runtime_too(
 
 
 FALLBACK = """
-import os
 from sglang.srt.platforms import current_platform
-report(f"{type(current_platform).__module__}.{type(current_platform).__qualname__}")
+report([type(current_platform).__module__, type(current_platform).__qualname__])
 """
 
 
@@ -246,8 +245,9 @@ def test_with_no_platform_plugin_the_launcher_falls_back_to_the_releases_own_pla
         env=env,
         launcher=True,
     ).result
-    assert launched == released
-    assert released.startswith("sglang.srt.platforms.")
+    # (on 0.5.23 the adopted base class is the runtime's SRTPlatform, under SGLang's own name)
+    assert launched[1] == released[1]
+    assert released[0].startswith("sglang.srt.platforms.")
 
 
 @every_release
