@@ -4,8 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint venv clean bench bench-quick bench-serve test-sglang test-serve serve-venv test-pythons \
-	test-hooks-model docs docs-serve docs-check
+.PHONY: demo test lint venv clean bench bench-quick bench-serve test-sglang test-releases test-serve serve-venv \
+	test-pythons test-hooks-model docs docs-serve docs-check
 
 # torch first: its CPU build from the PyTorch CPU index where pip can reach it (one retry, 20 s timeouts), else
 # from the configured index (PyPI's is a CUDA build, larger; it runs on the CPU too); the line after says which.
@@ -59,6 +59,12 @@ bench-quick: $(STAMP)
 
 test-sglang: $(STAMP)
 	bash scripts/test-sglang.sh
+
+# The release-generic tests of tests_sglang against every SGLang release with a plugin system (0.5.11 to
+# 0.5.23), each in a cached venv that holds only its wheel and shares one base venv (one CPU torch);
+# SGLANG_RELEASES="0.5.11 0.5.17" picks releases (scripts/test-releases.sh).
+test-releases:
+	bash scripts/test-releases.sh
 
 # Plugins inside SGLang's real server on the CPU, in the three worlds (released, launcher, adopted), in a cached
 # serving venv (scripts/test-serve.sh; SGLANG_SERVE_DIR moves the cache). It needs no dev venv.

@@ -16,8 +16,13 @@
 #    disk) whose sglang package is a real copy with the adoption patch
 #    (runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch) applied. Its key covers
 #    the patch.
-# 3. Installs this checkout's runtime into both (a real `pip install`, every run).
-# 4. Runs `pytest tests_serve` in the serving venv. The tiny model is built offline by the testing
+# 3. Makes (once, cached) the *oldest* venv the same way: a hard-linked copy of the serving venv
+#    with the pins of scripts/serve-oldest-release.txt (the oldest SGLang release whose server starts
+#    on this CPU machine, and what it needs instead of 0.5.23's) installed with --no-deps (pip and
+#    patch write new files, so the serving venv is never changed through a link). Its key covers
+#    that file.
+# 4. Installs this checkout's runtime into the three (a real `pip install`, every run).
+# 5. Runs `pytest tests_serve` in the serving venv. The tiny model is built offline by the testing
 #    kit's sglang_server module on first use and cached beside the venvs.
 #
 # `bash scripts/test-serve.sh bench [--rounds N] [--update-docs]` (make bench-serve) runs
@@ -65,6 +70,24 @@ build_adopted_venv() {
     echo "test-serve: adopted venv made in $((SECONDS - began)) s"
 }
 
+# The oldest release's venv: hard links to the serving venv's files, its release's pins reinstalled
+# (pip removes the linked files and writes new ones).
+build_oldest_venv() {
+    local began=$SECONDS
+    if [[ "${SGLANG_VENV_REBUILD:-0}" == 1 ]]; then rm -rf "$OLDEST_VENV"; fi
+    if [[ -f "$OLDEST_VENV/.complete" ]]; then
+        echo "test-serve: reusing the cached oldest-release venv $OLDEST_VENV"
+        return
+    fi
+    rm -rf "$OLDEST_VENV"
+    cp -al "$VENV" "$OLDEST_VENV"
+    rm -f "$OLDEST_VENV/.complete"
+    pip_quiet "$OLDEST_VENV" install --quiet --no-deps --force-reinstall -r "$OLDEST_PINS"
+    touch "$OLDEST_VENV/.complete"
+    remove_other_venvs "$OLDEST_VENV" serve-oldest-venv
+    echo "test-serve: oldest-release venv made in $((SECONDS - began)) s"
+}
+
 start=$SECONDS
 mkdir -p "$CACHE_DIR"
 exec 9>"$CACHE_DIR/test-serve.lock"
@@ -81,15 +104,19 @@ if [[ "$(cat "$VENV/.ray" 2>/dev/null)" != "$ray_key" ]]; then
     echo "$ray_key" >"$VENV/.ray"
 fi
 ADOPTED_VENV="$CACHE_DIR/serve-adopted-venv-$(cache_key "$RECIPE_VERSION $(basename "$VENV") $ray_key" "$ADOPTION_PATCH")"
+OLDEST_PINS="$REPO_ROOT/scripts/serve-oldest-release.txt"
+OLDEST_VENV="$CACHE_DIR/serve-oldest-venv-$(cache_key "$RECIPE_VERSION $(basename "$VENV") $ray_key" "$OLDEST_PINS")"
 build_adopted_venv
+build_oldest_venv
 snapshot="$(runtime_snapshot "$REPO_ROOT")"
 trap 'rm -rf "$snapshot"' EXIT
-for venv in "$VENV" "$ADOPTED_VENV"; do install_runtime "$venv" "$snapshot"; done
+for venv in "$VENV" "$ADOPTED_VENV" "$OLDEST_VENV"; do install_runtime "$venv" "$snapshot"; done
 flock -u 9
 echo "test-serve: venvs ready in $((SECONDS - start)) s"
 
 cd "$REPO_ROOT"
 export SGLANG_SERVE_VENV="$VENV" SGLANG_SERVE_ADOPTED_VENV="$ADOPTED_VENV"
+export SGLANG_SERVE_OLDEST_VENV="$OLDEST_VENV"
 export SGLANG_SERVER_CACHE="$CACHE_DIR/serve-model"
 if [[ "${1:-}" == bench ]]; then
     shift

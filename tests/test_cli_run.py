@@ -7,6 +7,8 @@ distributions stand in for SGLang so every refusal and the loading mechanism run
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -18,16 +20,11 @@ import pytest
 from _plugin_site import RUNTIME_SRC, PluginSite
 from test_cli_doctor import cli
 
+from sglang_plugin_runtime._launcher._adoption import Adoption, LaunchError, adoptions, parse
 from sglang_plugin_runtime._launcher._finder import AdoptedSGLangFinder
-from sglang_plugin_runtime._launcher._patch import (
-    PatchError,
-    apply,
-    parse,
-    patch_text,
-    supported_versions,
-)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+RELEASES = REPO_ROOT / "runtime/sglang_plugin_runtime/_sglang_releases"
 
 DIFF = """\
 diff -u a/pkg/mod.py b/pkg/mod.py
@@ -44,46 +41,86 @@ diff -u a/pkg/mod.py b/pkg/mod.py
 +seventh = 7
 """
 SOURCE = "first = 1\nsecond = 2\nthird = 3\nfourth = 4\nfifth = 5\nsixth = 6\n"
+PATCHED = "first = 1\nsecond = 20\nthird = 3\nfourth = 4\nfifth = 5\nsixth = 6\nseventh = 7\n"
+WHOLE = """\
+--- a/pkg/whole.py
++++ b/pkg/whole.py
+@@ -1,2 +1,1 @@
+-old = 1
+-older = 2
++from elsewhere import new
+"""
 
 
-# ---- the patch, applied in memory ----------------------------------------------------------------
+def adoption(way: str, diff: str = DIFF, source: str = SOURCE) -> Adoption:
+    """How the launcher adopts ``source``: its way, its hash, the diff's hunks."""
+    digest = hashlib.sha256(source.encode()).hexdigest()
+    return Adoption(way, digest, next(iter(parse(diff).values())), "0.5.99")
 
 
-def test_a_patch_applies_exactly_as_written() -> None:
-    assert apply(SOURCE, parse(DIFF)["pkg/mod.py"], name="mod.py") == (
-        "first = 1\nsecond = 20\nthird = 3\nfourth = 4\nfifth = 5\nsixth = 6\nseventh = 7\n"
-    )
+# ---- the adoption of each release: data, and the one patch -------------------------------------
 
 
-def test_a_source_that_differs_where_a_hunk_applies_is_refused_naming_the_line() -> None:
+def test_a_patch_applies_as_written() -> None:
+    assert adoption("patch").source(SOURCE.encode(), "pkg/mod.py") == PATCHED
+
+
+def test_a_file_the_patch_replaces_whole_becomes_its_result_whatever_the_release_had() -> None:
+    replaced = adoption("replace", WHOLE, "old = 1\nolder = 2\n")
+    other = replaced._replace(sha256=hashlib.sha256(b"another release's file\n").hexdigest())
+    assert other.source(b"another release's file\n", "whole.py") == "from elsewhere import new\n"
+
+
+@pytest.mark.parametrize(
+    ("path", "way"),
+    [("sglang/__init__.py", "startup"), ("sglang/srt/platforms/__init__.py", "select")],
+)
+def test_the_release_keeps_its_own_file_where_the_way_changes_what_runs_around_it(
+    path: str, way: str
+) -> None:
+    kept = adoptions("0.5.11")[path]
+    assert kept.way == way and kept.hunks == ()
+
+
+def test_a_file_is_adopted_only_with_the_hash_of_its_release() -> None:
+    edited = SOURCE.replace("fourth = 4", "fourth = 44")  # outside every hunk
     with pytest.raises(
-        PatchError, match=r"mod\.py, line 2: expected 'second = 2', found 'second = 3'"
+        ImportError,
+        match=r"pkg/mod\.py is not the file of the released SGLang 0\.5\.99 .*reinstall "
+        r"sglang==0\.5\.99",
     ):
-        apply(SOURCE.replace("second = 2", "second = 3"), parse(DIFF)["pkg/mod.py"], name="mod.py")
+        adoption("patch").source(edited.encode(), "pkg/mod.py")
 
 
-def test_a_hunk_is_never_applied_at_another_line() -> None:
-    shifted = "# a new first line\n" + SOURCE
-    with pytest.raises(PatchError, match="line 1: expected 'first = 1'"):
-        apply(shifted, parse(DIFF)["pkg/mod.py"], name="mod.py")
+def test_the_launcher_adopts_every_release_with_a_plugin_system_and_its_post_releases() -> None:
+    releases = json.loads((RELEASES / "releases.json").read_text(encoding="utf-8"))["releases"]
+    versions = [v for r in releases for v in (r["version"], *r["same_plugin_layer"])]
+    data = json.loads((RELEASES / "launcher.json").read_text(encoding="utf-8"))
+    assert sorted(data["releases"]) == sorted(versions)
+    for release in releases:
+        for post in release["same_plugin_layer"]:  # byte-identical plugin layers
+            assert data["releases"][post] == data["releases"][release["version"]]
 
 
-def test_a_cut_short_hunk_is_a_malformed_patch() -> None:
-    with pytest.raises(PatchError, match="cut short"):
-        parse(DIFF.rsplit("\n", 3)[0] + "\n")
+def test_the_patchs_release_is_adopted_by_the_patch_and_the_others_at_their_plugin_layer() -> None:
+    ways = {path: a.way for path, a in adoptions("0.5.23").items()}
+    assert set(ways.values()) == {"patch"} and len(ways) == 8
+    assert {path: a.way for path, a in adoptions("0.5.11").items()} == {
+        "sglang/__init__.py": "startup",
+        "sglang/srt/platforms/__init__.py": "select",
+        "sglang/srt/plugins/__init__.py": "patch",
+        "sglang/srt/plugins/hook_registry.py": "replace",
+    }
 
 
 def test_the_launcher_carries_the_adoption_patch_as_package_data() -> None:
-    assert supported_versions() == ("0.5.23",)
-    packaged = patch_text("0.5.23")
     pyproject = (REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    assert '"_launcher/patches/*.patch"' in pyproject, (
-        "the wheel must ship the patches the launcher reads"
-    )
+    assert '"_launcher/patches/*.patch"' in pyproject, "the wheel must ship the patch"
+    assert '"_sglang_releases/*.json"' in pyproject, "the wheel must ship the launcher's data"
     assert not list((REPO_ROOT / "integrations").rglob("*.patch")), (
         "the adoption patch has one copy, the launcher's"
     )
-    assert set(parse(packaged)) == {
+    assert set(adoptions("0.5.23")) == {
         "sglang/__init__.py",
         "sglang/multimodal_gen/runtime/platforms/plugins.py",
         "sglang/srt/platforms/__init__.py",
@@ -98,12 +135,13 @@ def test_the_launcher_carries_the_adoption_patch_as_package_data() -> None:
     }
 
 
-def test_an_unknown_sglang_version_names_the_supported_ones() -> None:
+def test_an_unknown_sglang_version_names_the_adopted_ones() -> None:
     with pytest.raises(
-        LookupError,
-        match=r"no adoption patch for SGLang 0\.4\.0 \(this runtime carries: 0\.5\.23\)",
+        LaunchError,
+        match=r"SGLang 0\.4\.0 is not a release this launcher adopts "
+        r"\(it adopts 0\.5\.11, .*0\.5\.23\)",
     ):
-        patch_text("0.4.0")
+        adoptions("0.4.0")
 
 
 # ---- the finder, in one interpreter --------------------------------------------------------------
@@ -124,7 +162,7 @@ def fake_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def finder(monkeypatch: pytest.MonkeyPatch) -> AdoptedSGLangFinder:
-    found = AdoptedSGLangFinder(parse(DIFF))
+    found = AdoptedSGLangFinder({"pkg/mod.py": adoption("patch")})
     monkeypatch.setattr(sys, "meta_path", [found, *sys.meta_path])
     return found
 
@@ -138,17 +176,19 @@ def test_the_finder_loads_the_patched_module_and_leaves_the_others_to_disk(
     assert (pkg.mod.second, pkg.mod.seventh) == (20, 7)
     assert pkg.mod.__file__ == str(fake_package / "mod.py")
     assert pkg.other.value == "as on disk"
-    assert finder.modules == frozenset({"pkg.mod"})
+    assert set(finder.adoptions) == {"pkg.mod"}
 
 
 def test_the_finder_refuses_a_file_that_differs_with_an_import_error_naming_it(
     fake_package: Path, finder: AdoptedSGLangFinder
 ) -> None:
+    # outside every hunk: only the hash tells
     (fake_package / "mod.py").write_text(
-        SOURCE.replace("third = 3", "third = 33"), encoding="utf-8"
+        SOURCE.replace("fourth = 4", "fourth = 44"), encoding="utf-8"
     )
     with pytest.raises(
-        ImportError, match=r"cannot adopt pkg\.mod: .*mod\.py, line 3: expected 'third = 3'"
+        ImportError,
+        match=r"mod\.py is not the file of the released SGLang 0\.5\.99",
     ):
         import pkg.mod  # type: ignore[import-not-found]  # noqa: F401
 
@@ -166,11 +206,32 @@ def test_run_without_sglang_installed_is_a_usage_error(site: PluginSite) -> None
     assert result.code == 2 and "SGLang is not installed" in result.err
 
 
-def test_run_with_an_sglang_release_it_has_no_patch_for_is_a_usage_error(site: PluginSite) -> None:
+def test_run_with_an_sglang_release_it_does_not_adopt_is_a_usage_error(site: PluginSite) -> None:
     site.add("sglang", "0.4.0", modules={"sglang/__init__.py": ""})
     result = cli(site, "run", "--", sys.executable, "-c", "pass")
     assert result.code == 2
-    assert "no adoption patch for SGLang 0.4.0" in result.err and "0.5.23" in result.err
+    assert "SGLang 0.4.0 is not a release this launcher adopts" in result.err
+    assert "0.5.11" in result.err and "0.5.23" in result.err
+
+
+@pytest.mark.fault(
+    "cli",
+    "sglang-plugins run with an installed SGLang file that is not its release's (a vendor's edit, "
+    "a file of another release, a missing file)",
+    "refused before anything runs (exit 2), naming the file and the release, checked by the "
+    "sha256 the launcher's data records for that release's wheel; nothing runs half-adopted",
+)
+def test_run_refuses_a_file_that_is_not_its_releases_naming_the_file_and_release(
+    site: PluginSite,
+) -> None:
+    site.add("sglang", "0.5.11", modules={"sglang/__init__.py": "# a vendor's edit\n"})
+    result = cli(site, "run", "--", sys.executable, "-c", "print('ran')")
+    assert result.code == 2 and "ran" not in result.out
+    assert (
+        f"{site.root / 'sglang' / '__init__.py'} is not the file of the released SGLang 0.5.11"
+        in result.err
+    )
+    assert "reinstall sglang==0.5.11" in result.err
 
 
 def test_run_refuses_an_isolated_python_that_would_ignore_the_shim(site: PluginSite) -> None:

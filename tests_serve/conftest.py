@@ -321,6 +321,28 @@ class ServeCpuSRTPlatform(ServecpuSRTPlatform):
         return value
 '''
 
+#: What the oldest release that serves here (SGLang 0.5.13, test_oldest_release.py) asks of an
+#: out-of-tree platform beyond 0.5.23's contract, where its base class raises NotImplementedError
+#: (srt/model_executor/model_runner_kv_cache_mixin.py:459 and :725): the KV pool and allocator
+#: classes its in-tree platforms use on a CPU.
+OLDEST_RELEASE_METHODS = """
+
+# Added by the real-server tier: the methods SGLang 0.5.13 calls that 0.5.23 retired.
+_ServeCpuSRTPlatform = ServeCpuSRTPlatform
+
+
+class ServeCpuSRTPlatform(_ServeCpuSRTPlatform):  # type: ignore[no-redef]
+    def get_mha_kv_pool_cls(self) -> type:
+        from sglang.srt.mem_cache.memory_pool import MHATokenToKVPool
+
+        return MHATokenToKVPool
+
+    def get_paged_allocator_cls(self) -> type:
+        from sglang.srt.mem_cache.allocator import PagedTokenToKVPoolAllocator
+
+        return PagedTokenToKVPoolAllocator
+"""
+
 ACTIVATE_PROBE = '''
 
 _generated_activate = activate
@@ -361,6 +383,7 @@ class Plugins:
     unselected_platform: Path
     required_platform: Path
     processes: Path
+    oldest_release_platform: Path  # the CPU platform, with what SGLang 0.5.13 asks too
 
 
 def _general(name: str) -> dict[str, str]:
@@ -471,6 +494,17 @@ def plugins(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Plu
         processes=make(
             _general("serve-processes"),
             lambda p: _edit(p / "__init__.py", append=PROCESS_PROBE),
+        ),
+        oldest_release_platform=make(
+            dict(
+                PLATFORM_ANSWERS,
+                distribution_name="serve-oldest-release-platform",
+                package_name="serve_oldest_release_platform",
+            ),
+            lambda p: (
+                platform(p, methods=True),
+                _edit(p / "platform.py", append=OLDEST_RELEASE_METHODS),
+            ),
         ),
     )
 

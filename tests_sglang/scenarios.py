@@ -15,10 +15,13 @@ import sys
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 RESULT_MARK = "@@SCENARIO@@"
+#: The release of this venv (``make test-releases`` runs the ``every_release`` tests in each).
+SGLANG_VERSION = metadata.version("sglang")
 
 
 def clean_env(paths: Iterable[Path | str] = (), **overrides: str) -> dict[str, str]:

@@ -26,6 +26,8 @@ from scenarios import ADOPTION_PATCH as PATCH
 from scenarios import REPO_ROOT
 from wheel_unit_tests import DIFFUSION_TESTS, run_wheel_tests, sglang_package_dir
 
+from sglang_plugin_runtime._launcher._adoption import adoptions
+
 
 @dataclass(frozen=True)
 class FileChange:
@@ -75,7 +77,7 @@ def test_the_plain_venv_holds_the_wheels_files_unmodified() -> None:
         assert base64.urlsafe_b64encode(digest).rstrip(b"=").decode() == expected, change.path
 
 
-def test_the_patch_applies_to_the_released_wheel_exactly(tmp_path: Path) -> None:
+def test_the_patch_and_the_launcher_apply_to_the_released_wheel_exactly(tmp_path: Path) -> None:
     for change in patch_files():
         destination = tmp_path / change.path
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -98,6 +100,11 @@ def test_the_patch_applies_to_the_released_wheel_exactly(tmp_path: Path) -> None
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert not re.search(r"offset|fuzz", completed.stdout, re.IGNORECASE), completed.stdout
+    # What the launcher compiles in memory is what the patch wrote, file for file.
+    for path, adoption in adoptions("0.5.23").items():
+        released = (site_packages() / path).read_bytes()
+        patched = (tmp_path / path).read_text(encoding="utf-8")
+        assert adoption.source(released, path) == patched, path
 
 
 @pytest.mark.subprocess

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 from conftest import render
-from scenarios import generated_stand_ins, pip_install_target, run_python
+from scenarios import SGLANG_VERSION, generated_stand_ins, pip_install_target, run_python
 
-pytestmark = pytest.mark.subprocess
+# Release-generic: make test-releases runs them against every SGLang release.
+pytestmark = [pytest.mark.subprocess, pytest.mark.every_release]
 
 SIMULATE = """
 from sglang_plugin_runtime.testing import simulated_device
@@ -403,8 +404,8 @@ def test_a_package_for_another_sglang_warns_once_on_released_sglang(
     warnings = [line for line in out.stderr.splitlines() if "supports SGLang" in line]
     assert len(warnings) == 1, out.stderr
     assert (
-        "plugin 'example' (sglang-example-hooks 0.1.0) supports SGLang >=0.6, but SGLang 0.5.23"
-        in warnings[0]
+        "plugin 'example' (sglang-example-hooks 0.1.0) supports SGLang >=0.6, but SGLang "
+        f"{SGLANG_VERSION}" in warnings[0]
     )
     doctor_code, report = _doctor(site, "--strict")
     assert doctor_code == 1 and report["sglang"]["plugins"][0]["status"] == "unsupported"

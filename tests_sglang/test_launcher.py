@@ -2,10 +2,13 @@
 layer.
 
 Runs in the plain venv (the released wheel; test_adoption_patch.py proves its files stay the
-wheel's). A package generated for the runtime host, which released SGLang refuses on its own, is
-selected and its hooks fire when the command runs under the launcher, in the command's process and
-in children started by spawn, fork and forkserver. The same code without the launcher still sees the
-released SGLang: the effect ends with the process tree.
+wheel's), and, for the tests marked ``every_release``, in the venv of every release with a plugin
+system (``make test-releases``). A package generated for the runtime host, which released SGLang
+refuses on its own, is selected and a general plugin's hook fires when the command runs under the
+launcher, in the command's process and in children started by spawn, fork and forkserver; with no
+platform plugin the release's own chain of in-tree platforms is the fallback, as released SGLang
+chooses it. The same code without the launcher still sees the released SGLang: the effect ends with
+the process tree.
 """
 
 from __future__ import annotations
@@ -20,13 +23,16 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import pin_to_runtime_classes
-from scenarios import clean_env, pip_install_target, render, run_python
+from conftest import REPO_ROOT, GeneratedPackage, pin_to_runtime_classes
+from generated_docs import sync_section
+from scenarios import SGLANG_VERSION, clean_env, pip_install_target, render, run_python
 from sglang_import_probe import IMPORT_PROBE, ImportProbe
 
+from sglang_plugin_runtime._launcher._adoption import adoptions
 from sglang_plugin_runtime.testing import write_fake_distribution
 
 pytestmark = pytest.mark.subprocess
+every_release = pytest.mark.every_release
 
 PLATFORM = {
     "plugin_kind": "platform",
@@ -38,20 +44,6 @@ PLATFORM = {
     "device_type": "launched",
     "backend_module": "torch_launched",
 }
-#: The files the adoption patch changes (relative to site-packages).
-ADOPTED_FILES = (
-    "sglang/__init__.py",
-    "sglang/multimodal_gen/runtime/platforms/plugins.py",
-    "sglang/srt/distributed/bootstrap.py",
-    "sglang/srt/platforms/__init__.py",
-    "sglang/srt/platforms/device_mixin.py",
-    "sglang/srt/platforms/interface.py",
-    "sglang/srt/platforms/npu.py",
-    "sglang/srt/plugins/__init__.py",
-    "sglang/srt/plugins/hook_registry.py",
-    "sglang/srt/ray/scheduler_actor.py",
-    "sglang/srt/server_args.py",
-)
 GENERAL = {
     "plugin_kind": "general",
     "project_name": "Launched Hooks",
@@ -62,20 +54,37 @@ GENERAL = {
     "example_hooks": ["before", "after", "around_timer", "replace_class"],
     "example_hooks_change_behaviour": True,
 }
+#: A general plugin whose AFTER hook answers True for one variable, on a function every release
+#: has (``sglang.srt.utils.common.get_bool_env_var``).
+PROBE_HOOK = """
+from sglang_plugin_runtime.plugins.hook_registry import HookType, plugin_hook
+
+def register():
+    @plugin_hook("sglang.srt.utils.common.get_bool_env_var", type=HookType.AFTER)
+    def probe(result, name, *args, **kwargs):
+        return True if name == "SGLANG_LAUNCHED_PROBE" else result
+"""
 
 
 @pytest.fixture(scope="module")
 def launched_site(template_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A platform and a general package built on the runtime's classes even where SGLang is
     installed (a default package pinned to them), which released SGLang refuses and the launcher
-    runs."""
+    runs, and the probe hook's plugin."""
     projects = [
         render(template_dir, tmp_path_factory.mktemp(f"launched-{a['plugin_kind']}"), a)
         for a in (PLATFORM, GENERAL)
     ]
     for project, answers in zip(projects, (PLATFORM, GENERAL), strict=True):
         pin_to_runtime_classes(project, answers["package_name"])
-    return pip_install_target(projects, tmp_path_factory.mktemp("launched-site"))
+    site = pip_install_target(projects, tmp_path_factory.mktemp("launched-site"))
+    write_fake_distribution(
+        site,
+        "launched-probe",
+        entry_points={"sglang.srt.plugins": {"launched_probe": "launched_probe:register"}},
+        modules={"launched_probe.py": PROBE_HOOK},
+    )
+    return site
 
 
 _PROBE: list[ImportProbe] = []
@@ -104,18 +113,18 @@ import sglang.srt.plugins.hook_registry as theirs
 import sglang_plugin_runtime.plugins.hook_registry as ours
 from sglang.srt.platforms import current_platform
 from sglang.srt.plugins import load_plugins
-load_plugins()
-import sglang.srt.lora.eviction_policy as eviction
-import sglang.srt.multimodal.deepseek_v41_image_processing as images
+from sglang.srt.utils.common import get_bool_env_var
+loaded = load_plugins()
 report({
     "runtime_registry": theirs.HookRegistry is ours.HookRegistry,
     "platform": type(current_platform).__name__,
-    "count": images.num_image_tokens(2, 3),  # 10, and the AFTER hook's one
-    "policy": eviction.LRUEvictionPolicy.__name__,
+    "hooked": get_bool_env_var("SGLANG_LAUNCHED_PROBE"),
+    "loaded": sorted(o.plugin for o in loaded.outcomes if o.ok),
 })
 """
 
 
+@every_release
 @pytest.mark.usefixtures("sglang_imports_under_the_launcher")
 def test_a_runtime_host_platform_and_general_plugin_work_on_released_sglang_under_the_launcher(
     launched_site: Path,
@@ -124,12 +133,17 @@ def test_a_runtime_host_platform_and_general_plugin_work_on_released_sglang_unde
     assert out.result == {
         "runtime_registry": True,
         "platform": "LaunchedSRTPlatform",
-        "count": 11,
-        "policy": "KeepBaseModelEvictionPolicy",
+        "hooked": True,
+        "loaded": ["launched_hooks", "launched_probe"],
     }
-    assert "sglang-plugins run: SGLang 0.5.23 runs with sglang_plugin_runtime" in out.stderr
+    assert f"sglang-plugins run: SGLang {SGLANG_VERSION} runs with sglang_plugin_runtime" in (
+        out.stderr
+    )
+    adopted = len(adoptions(SGLANG_VERSION))  # 8 on 0.5.23, 4 or 5 on the others
+    assert f"({adopted} modules adopted in memory; nothing installed is changed)" in out.stderr
 
 
+@every_release
 def test_without_the_launcher_the_same_venv_runs_the_released_sglang(launched_site: Path) -> None:
     out = run_python(
         SIMULATE
@@ -162,9 +176,6 @@ def test_without_the_launcher_sglangs_hook_registry_is_its_own() -> None:
 
 
 CHILD = """
-import importlib
-
-
 def observe(call_load_plugins):
     import torch
     from sglang_plugin_runtime.testing import simulated_device
@@ -176,12 +187,13 @@ def observe(call_load_plugins):
     if call_load_plugins:
         from sglang.srt.plugins import load_plugins
         load_plugins()
-    images = importlib.import_module("sglang.srt.multimodal.deepseek_v41_image_processing")
+    from sglang.srt.utils.common import get_bool_env_var
     return [theirs.HookRegistry is ours.HookRegistry, type(current_platform).__name__,
-            images.num_image_tokens(2, 3)]
+            get_bool_env_var("SGLANG_LAUNCHED_PROBE")]
 """
 
 
+@every_release
 @pytest.mark.usefixtures("sglang_imports_under_the_launcher")
 def test_spawned_forked_and_forkserver_children_run_the_runtime_too(
     launched_site: Path, tmp_path: Path
@@ -203,13 +215,92 @@ def test_spawned_forked_and_forkserver_children_run_the_runtime_too(
         paths=[launched_site, tmp_path],
         launcher=True,
     )
-    expected = [True, "LaunchedSRTPlatform", 11]
+    expected = [True, "LaunchedSRTPlatform", True]
     assert out.result == {
         "parent": expected,
         "fork": expected,
         "spawn": expected,
         "forkserver": expected,
     }
+
+
+FALLBACK = """
+from sglang.srt.platforms import current_platform
+report([type(current_platform).__module__, type(current_platform).__qualname__])
+"""
+
+
+@pytest.mark.parametrize(
+    # the CPU engine's class exists from 0.5.14 only: the case that tells the releases apart
+    "cpu_engine",
+    ["0", pytest.param("1", marks=pytest.mark.every_release)],
+)
+def test_with_no_platform_plugin_the_launcher_falls_back_to_the_releases_own_platform(
+    cpu_engine: str,
+) -> None:
+    """The release's own chain (``SGLANG_USE_CPU_ENGINE``, then the devices it knows, then its base
+    class): the class released SGLang picks is the class the launcher picks."""
+    env = {"SGLANG_USE_CPU_ENGINE": cpu_engine}
+    released = run_python(FALLBACK, env=env).result
+    launched = run_python(
+        FALLBACK + "from sglang_plugin_runtime.platforms import current_platform_selection\n"
+        "assert current_platform_selection().rule == 'fallback'\n",
+        env=env,
+        launcher=True,
+    ).result
+    # (on 0.5.23 the adopted base class is the runtime's SRTPlatform, under SGLang's own name)
+    assert launched[1] == released[1]
+    assert released[0].startswith("sglang.srt.platforms.")
+
+
+@every_release
+def test_a_platform_built_on_the_releases_own_classes_is_selected_under_the_launcher(
+    platform_plugin: GeneratedPackage,
+) -> None:
+    """A vendor's plugin for this release subclasses its ``SRTPlatform``: the runtime's selection
+    accepts the host's base class."""
+    simulate = SIMULATE.replace("launched", platform_plugin.entry_point)
+    out = run_python(
+        simulate
+        + textwrap.dedent("""
+        from sglang.srt.platforms import current_platform
+        from sglang.srt.platforms.interface import SRTPlatform
+        from sglang_plugin_runtime.platforms import current_platform_selection
+        report([type(current_platform).__name__, isinstance(current_platform, SRTPlatform),
+                current_platform_selection().plugin])
+        """),
+        paths=[platform_plugin.site],
+        launcher=True,
+    )
+    assert out.result == ["SimdevSRTPlatform", True, platform_plugin.entry_point]
+
+
+@every_release
+@pytest.mark.fault(
+    "cli",
+    "sglang-plugins run: SGLANG_PLATFORM names a plugin that is not installed, on any adopted "
+    "release",
+    "the runtime's PlatformNotFoundError (a RuntimeError, as the release raised) listing the "
+    "installed platform plugins and how to install one, before SGLang's import finishes",
+)
+def test_the_runtimes_selection_errors_replace_the_releases_under_the_launcher(
+    platform_plugin: GeneratedPackage,
+) -> None:
+    out = run_python(
+        """
+        from sglang_plugin_runtime import errors
+        try:
+            from sglang.srt.platforms import current_platform
+        except RuntimeError as exc:
+            report([type(exc).__name__, isinstance(exc, errors.PlatformNotFoundError), str(exc)])
+        """,
+        paths=[platform_plugin.site],
+        env={"SGLANG_PLATFORM": "nosuch"},
+        launcher=True,
+    )
+    name, ours, message = out.result
+    assert (name, ours) == ("PlatformNotFoundError", True)
+    assert "'nosuch'" in message and platform_plugin.entry_point in message
 
 
 # --------------------------------------------------------------------------------------------------
@@ -374,29 +465,36 @@ def test_run_blames_the_plugin_not_an_isolated_python_when_the_adopted_import_fa
     assert "-I" not in failed.stderr
 
 
-def test_a_modified_sglang_is_refused_naming_the_file_and_line(tmp_path: Path) -> None:
-    """A fork whose files differ where the patch applies: refused before anything runs."""
+@every_release
+@pytest.mark.fault(
+    "cli",
+    "sglang-plugins run with one of the release's files edited (a vendor fork of that release)",
+    "refused before anything runs (exit 2), naming the file and the release: each file the "
+    "launcher adopts must have the sha256 its release's wheel has (an edit outside the patch's "
+    "hunks was accepted)",
+)
+def test_a_modified_sglang_is_refused_naming_the_file_and_release(tmp_path: Path) -> None:
+    """A fork whose file differs from the release's, where no hunk of the patch touches it."""
     real = Path(importlib.util.find_spec("sglang").submodule_search_locations[0]).parent
     # With its own sglang/__init__.py the fork is the package Python imports (as when installed).
-    files = ("sglang/__init__.py", *ADOPTED_FILES)
+    files = adoptions(SGLANG_VERSION)
     modules = {path: (real / path).read_text(encoding="utf-8") for path in files}
-    modules["sglang/srt/plugins/__init__.py"] = modules["sglang/srt/plugins/__init__.py"].replace(
-        "import logging\n", "import logging  # a vendor fork\n"
-    )
-    write_fake_distribution(tmp_path, "sglang", "0.5.23", modules=modules)
-    completed = launch(sys.executable, "-c", "pass", paths=[tmp_path])
-    assert completed.returncode == 2
-    assert "differs from the released files the adoption patch was made for" in completed.stderr
-    assert "sglang/srt/plugins/__init__.py, line 13: expected 'import logging'" in completed.stderr
+    modules["sglang/srt/plugins/__init__.py"] += "# a vendor fork\n"
+    write_fake_distribution(tmp_path, "sglang", SGLANG_VERSION, modules=modules)
+    completed = launch(sys.executable, "-c", "print('ran')", paths=[tmp_path])
+    assert completed.returncode == 2 and completed.stdout == ""
+    changed = tmp_path / "sglang/srt/plugins/__init__.py"
+    assert f"{changed} is not the file of the released SGLang {SGLANG_VERSION}" in completed.stderr
 
 
-def test_an_sglang_release_without_a_patch_is_refused_naming_the_supported_ones(
+def test_an_sglang_release_it_does_not_adopt_is_refused_naming_the_adopted_ones(
     tmp_path: Path,
 ) -> None:
     write_fake_distribution(tmp_path, "sglang", "0.4.0", modules={"sglang/__init__.py": ""})
     completed = launch(sys.executable, "-c", "pass", paths=[tmp_path])
     assert completed.returncode == 2
-    assert "no adoption patch for SGLang 0.4.0" in completed.stderr and "0.5.23" in completed.stderr
+    assert "SGLang 0.4.0 is not a release this launcher adopts" in completed.stderr
+    assert "0.5.11" in completed.stderr and "0.5.23" in completed.stderr
 
 
 def test_a_missing_command_is_a_usage_error() -> None:
@@ -422,7 +520,10 @@ def test_the_launcher_reports_what_it_adopted() -> None:
         .rsplit("/", 1)[-1]
         .startswith("sglang-plugins-run-")
     )
-    assert "(11 modules adopted in memory; nothing installed is changed)" in completed.stderr
+    adopted = len(adoptions(SGLANG_VERSION))  # 11 on 0.5.23, 4 or 5 on the others
+    assert (
+        f"({adopted} modules adopted in memory; nothing installed is changed)" in completed.stderr
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -558,8 +659,8 @@ def launch_with(python: Path, code: str) -> subprocess.CompletedProcess[str]:
     "cli",
     "sglang-plugins run with SGLang 0.5.23 installed from source at the release (pip install -e, "
     "setuptools' lenient, strict and compat editable modes)",
-    "the checkout's files are checked against the patch where Python imports them from, and "
-    "adopted "
+    "the checkout's files are checked (by their release's hashes) where Python imports them from, "
+    "and adopted "
     "(it was refused as 'differs from the released files ... reinstall': the files were looked for "
     "beside the dist-info)",
 )
@@ -575,13 +676,13 @@ def test_sglang_installed_from_source_at_the_release_is_adopted(mode: str, tmp_p
     assert "SGLang 0.5.23 runs with sglang_plugin_runtime" in completed.stderr
 
 
-def test_a_changed_checkout_of_sglang_is_refused_naming_the_line(tmp_path: Path) -> None:
+def test_a_changed_checkout_of_sglang_is_refused_naming_the_file(tmp_path: Path) -> None:
     edit = ("sglang/srt/plugins/__init__.py", "import logging\n", "import logging  # changed\n")
     python = install_sglang_from_source(tmp_path, "lenient", edit)
     completed = launch_with(python, "print('ran')")
     assert completed.returncode == 2 and completed.stdout == ""
     checked = tmp_path / "checkout" / "python" / "sglang" / "srt" / "plugins" / "__init__.py"
-    assert f"{checked}, line 13: expected 'import logging'" in completed.stderr
+    assert f"{checked} is not the file of the released SGLang 0.5.23" in completed.stderr
 
 
 #: A startup plugin that records what SGLang had imported when it ran, and hooks a module SGLang
@@ -608,6 +709,7 @@ report({**seen, "hooked": get_bool_env_var("SGLANG_NO_SUCH_VARIABLE")})
 """
 
 
+@every_release
 def test_startup_plugins_run_before_sglangs_own_imports_under_the_launcher(tmp_path: Path) -> None:
     write_fake_distribution(
         tmp_path,
@@ -629,3 +731,43 @@ def test_released_sglang_runs_no_startup_plugins(tmp_path: Path) -> None:
         modules={"early_shim.py": EARLY_SHIM},
     )
     assert run_python(STARTUP_OBSERVED, paths=[tmp_path]).result == {"hooked": False}
+
+
+# --------------------------------------------------------------------------------------------------
+# What the launcher does to each release, in docs/sglang.md
+# --------------------------------------------------------------------------------------------------
+
+#: The columns of the table: the files a release other than 0.5.23 has adopted, in this order.
+LAYER_FILES = (
+    "sglang/__init__.py",
+    "sglang/srt/plugins/__init__.py",
+    "sglang/srt/plugins/hook_registry.py",
+    "sglang/srt/platforms/__init__.py",
+    "sglang/multimodal_gen/runtime/platforms/plugins.py",
+)
+
+
+def test_the_doc_states_what_the_launcher_does_to_each_release() -> None:
+    data = json.loads(
+        (REPO_ROOT / "runtime/sglang_plugin_runtime/_sglang_releases/launcher.json").read_text(
+            encoding="utf-8"
+        )
+    )
+    rows: list[
+        tuple[list[str], str]
+    ] = []  # (releases, the row's cells), consecutive equal rows merged
+    for version, files in data["releases"].items():
+        ways = [f"`{files[path][0]}`" if path in files else "-" for path in LAYER_FILES]
+        others = sorted(set(files) - set(LAYER_FILES))
+        classes = ", ".join(f"`{p.rsplit('/', 1)[1]}` `{files[p][0]}`" for p in others) or "its own"
+        cells = " | ".join([*ways, classes])
+        if rows and rows[-1][1] == cells:
+            rows[-1][0].append(version)
+        else:
+            rows.append(([version], cells))
+    names = " | ".join(f"`{p.removeprefix('sglang/')}`" for p in LAYER_FILES)
+    lines = [f"| SGLang | {names} | platform classes |", "|---|" + "---|" * (len(LAYER_FILES) + 1)]
+    for versions, cells in rows:
+        span = versions[0] if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
+        lines.append(f"| {span} | {cells} |")
+    sync_section("launcher-releases", "\n".join(lines), "tests_sglang/test_launcher.py")

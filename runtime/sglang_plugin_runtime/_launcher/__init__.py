@@ -2,8 +2,8 @@
 one process tree.
 
 Nothing installed is modified and nothing outside the command's process tree changes. :func:`plan`
-checks, before anything runs, that the installed SGLang is a release this runtime carries the
-adoption patch for and that the patch applies to its files exactly; it then writes a shim folder
+checks, before anything runs, that the installed SGLang is a release the launcher adopts and that
+each file it adopts is that release's (by hash, ``_adoption``); it then writes a shim folder
 (one ``sglang/__init__.py``) to a fresh temporary directory and puts it first on the command's
 ``PYTHONPATH``. In every interpreter of the tree the shim installs
 :class:`~._finder.AdoptedSGLangFinder` and hands over to the real ``sglang`` package (see
@@ -23,8 +23,9 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
+from ._adoption import LaunchError as LaunchError
+from ._adoption import adoptions
 from ._finder import ADOPTED_MARKER, ENTERED_MARKER, MARKERS, SHIM_ENV, VERSION_ENV, find_sglang
-from ._patch import PatchError, apply, parse, patch_text
 
 SHIM_SOURCE = """\
 # Written by `sglang-plugins run` for one process tree, and removed when the command ends.
@@ -41,11 +42,6 @@ enter_from_shim(sys.modules[__name__])
 #: ``si_code`` of a signal the kernel sent, as a terminal sends Ctrl-C to its whole foreground
 #: process group: the command got it too, so it is not sent again.
 _SI_KERNEL = 0x80
-
-
-class LaunchError(Exception):
-    """The command cannot run with the runtime as SGLang's plugin layer; the message says why and
-    what to do."""
 
 
 def isolating_option(command: list[str]) -> str | None:
@@ -127,21 +123,12 @@ def plan(command: list[str]) -> tuple[dict[str, str], Path | None]:
             flush=True,
         )
         return env, None
-    try:
-        patches = parse(patch_text(version))
-    except LookupError as exc:
-        raise LaunchError(
-            f"sglang-plugins run: {exc}; install a supported SGLang release"
-        ) from None
-    for path, hunks in patches.items():
+    for path, adoption in adoptions(version).items():
+        file = site / path
         try:
-            apply((site / path).read_text(encoding="utf-8"), hunks, name=str(site / path))
-        except (OSError, PatchError) as exc:
-            raise LaunchError(
-                f"sglang-plugins run: the installed SGLang {version} differs from the released "
-                f"files the adoption patch was made for ({exc}); reinstall sglang=={version}, or "
-                "run the command without the launcher"
-            ) from None
+            adoption.source(file.read_bytes() if file.is_file() else b"", file)
+        except ImportError as exc:
+            raise LaunchError(str(exc)) from None
     shim_dir = Path(tempfile.mkdtemp(prefix="sglang-plugins-run-"))
     (shim_dir / "sglang").mkdir()
     (shim_dir / "sglang/__init__.py").write_text(SHIM_SOURCE, encoding="utf-8")
@@ -173,9 +160,11 @@ def _not_adopted(command: list[str], shim_dir: Path) -> str:
     words = " ".join(command).split()
     isolated = next(filter(None, (isolating_option(words[i:]) for i in range(len(words)))), None)
     said = "no process of the command imported SGLang through the launcher"
-    if not isolated:
-        return said
-    return f"{said}: its {isolated} ignores PYTHONPATH, so SGLang is imported without the launcher"
+    return (
+        f"{said}: its {isolated} ignores PYTHONPATH, so SGLang is imported without the launcher"
+        if isolated
+        else said
+    )
 
 
 def execute(command: list[str], env: dict[str, str], shim_dir: Path | None) -> int:

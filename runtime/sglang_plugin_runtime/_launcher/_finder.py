@@ -1,12 +1,13 @@
 """In one interpreter started by ``sglang-plugins run``: load SGLang's plugin modules as the
-adoption patch makes them.
+launcher adopts them.
 
 The launcher puts a shim folder first on ``PYTHONPATH``; its only module is a ``sglang`` package
 whose ``__init__`` calls :func:`enter_from_shim`. That installs :class:`AdoptedSGLangFinder` in
-front of ``sys.meta_path`` and loads the real ``sglang`` package in the shim's place, patched too
-(its change runs the startup plugins before SGLang's own imports). From then on, the modules the
-patch changes are compiled from the installed files with the patch applied in memory (exactly, or an
-``ImportError`` that says why); every other module is SGLang's own file. Children inherit
+front of ``sys.meta_path`` and loads the real ``sglang`` package in the shim's place, adopted too
+(its startup plugins run before SGLang's own imports). From then on, the modules the launcher adopts
+(``_adoption``) are compiled from the installed files, each checked against its release's hash and
+changed its way in memory (or an ``ImportError`` that says why); every other module is SGLang's own
+file. Children inherit
 ``PYTHONPATH`` (spawn, forkserver, subprocesses) or the loaded modules (fork), so the whole process
 tree runs the same code. The first interpreter that adopts SGLang says so (the launcher never claims
 it for a command that does not get here, such as an isolated ``python -I``).
@@ -24,9 +25,9 @@ from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
 from types import CodeType, ModuleType
 
-from ._patch import Hunk, PatchError, apply, parse, patch_text
+from ._adoption import Adoption, adoptions
 
-#: Set by the launcher: the SGLang version whose patch the processes apply, and the shim folder.
+#: Set by the launcher: the SGLang version the processes adopt, and the shim folder.
 VERSION_ENV = "SGLANG_PLUGINS_RUN_SGLANG_VERSION"
 SHIM_ENV = "SGLANG_PLUGINS_RUN_SHIM"
 #: The shim's folder for the markers below: every user may create files in it (a command that
@@ -38,58 +39,65 @@ ADOPTED_MARKER = "adopted"
 ENTERED_MARKER = "entered"
 
 
-class _PatchedSourceLoader(importlib.machinery.SourceFileLoader):
-    """SGLang's installed file, with its hunks applied in memory; never cached as bytecode."""
+class _AdoptedLoader(importlib.machinery.SourceFileLoader):
+    """SGLang's installed file, checked against its release's hash and adopted its way; never
+    cached as bytecode."""
 
-    def __init__(self, fullname: str, path: str, hunks: tuple[Hunk, ...]) -> None:
+    def __init__(self, fullname: str, path: str, adoption: Adoption) -> None:
         super().__init__(fullname, path)
-        self._hunks = hunks
+        self.adoption = adoption
 
     def get_source(self, fullname: str) -> str:
-        try:  # the file as the import system reads it (PEP 263, universal newlines), then patched
-            patched = apply(
-                importlib.util.decode_source(self.get_data(self.path)), self._hunks, name=self.path
-            )
-        except PatchError as exc:
-            raise ImportError(
-                f"sglang-plugins run: cannot adopt {fullname}: {exc}. The installed SGLang is not "
-                "the release the patch was made for; run without 'sglang-plugins run', or install "
-                "that release.",
-                name=fullname,
-            ) from exc
+        source = self.adoption.source(self.get_data(self.path), self.path)
         # Tracebacks show the lines that run, not the file's.
         linecache.cache[self.path] = (
-            len(patched),
+            len(source),
             None,
-            patched.splitlines(keepends=True),
+            source.splitlines(keepends=True),
             self.path,
         )
-        return patched
+        return source
 
     def get_code(self, fullname: str) -> CodeType:
         return self.source_to_code(self.get_source(fullname), self.path)
 
+    def exec_module(self, module: ModuleType) -> None:
+        if self.adoption.way == "startup":  # before SGLang's own imports, as the patch does
+            from ..plugins import load_startup_plugins
+
+            load_startup_plugins()
+        super().exec_module(module)
+        if self.adoption.way == "select":
+            from ..platforms import get_current_platform, set_fallback_platform
+
+            # The release's resolver, with no platform plugin to load, is its in-tree chain.
+            resolve = module._resolve_platform
+            set_fallback_platform(lambda: type(resolve()))
+            vars(module).update(
+                load_plugins_by_group=lambda *_args, **_kwargs: {},
+                _resolve_platform=get_current_platform,
+            )
+
 
 class AdoptedSGLangFinder(importlib.abc.MetaPathFinder):
-    """Finds the modules the adoption patch changes and loads them patched."""
+    """Finds the modules the launcher adopts and loads them adopted."""
 
-    def __init__(self, patches: dict[str, tuple[Hunk, ...]]) -> None:
+    def __init__(self, adoptions: dict[str, Adoption]) -> None:
         # sglang/srt/plugins/__init__.py -> sglang.srt.plugins
-        self.patches = {
-            path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"): h
-            for path, h in patches.items()
+        self.adoptions = {
+            path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"): a
+            for path, a in adoptions.items()
         }
-        self.modules = frozenset(self.patches)
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: object = None
     ) -> ModuleSpec | None:
-        if fullname not in self.patches:
+        if fullname not in self.adoptions:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        if spec is None or spec.origin is None:
             return None
-        spec.loader = _PatchedSourceLoader(fullname, spec.origin, self.patches[fullname])
+        spec.loader = _AdoptedLoader(fullname, spec.origin, self.adoptions[fullname])
         spec.cached = None
         return spec
 
@@ -125,22 +133,21 @@ def enter_from_shim(shim_module: ModuleType) -> None:
     _mark(shim_dir, ENTERED_MARKER)  # the launcher's report: SGLang was imported here
     finder = next((f for f in sys.meta_path if isinstance(f, AdoptedSGLangFinder)), None)
     if finder is None:  # once per interpreter: first on sys.meta_path
-        finder = AdoptedSGLangFinder(parse(patch_text(version)))
+        finder = AdoptedSGLangFinder(adoptions(version))
         sys.meta_path.insert(0, finder)
     spec = find_sglang(shim_dir)
-    if spec is None or spec.loader is None or spec.origin is None:
+    if spec is None or spec.origin is None:
         raise ImportError(
             "sglang-plugins run: no sglang package is installed besides the launcher's shim"
         )
     # the package's own change: its startup plugins run before its imports
-    if "sglang" in finder.modules:
-        spec.loader = _PatchedSourceLoader("sglang", spec.origin, finder.patches["sglang"])
-        spec.cached = None
+    spec.loader = loader = _AdoptedLoader("sglang", spec.origin, finder.adoptions["sglang"])
+    spec.cached = None
     real = importlib.util.module_from_spec(spec)
     # The import system hands out whatever sys.modules holds once the shim's body returns.
     sys.modules["sglang"] = real
     try:
-        spec.loader.exec_module(real)
+        loader.exec_module(real)
     except BaseException:
         sys.modules.pop("sglang", None)
         raise
@@ -150,8 +157,8 @@ def enter_from_shim(shim_module: ModuleType) -> None:
 
     sys.stderr.write(
         f"sglang-plugins run: SGLang {version} runs with sglang_plugin_runtime {__version__} as "
-        f"its plugin layer in this process tree ({len(finder.modules)} modules adopted in memory; "
-        "nothing installed is changed)\n"
+        f"its plugin layer in this process tree ({len(finder.adoptions)} modules adopted in "
+        "memory; nothing installed is changed)\n"
     )
 
 

@@ -284,9 +284,13 @@ def start_sglang_server(
         "--model-path",
         str(model or tiny_model(python)),
     ]
-    with socket.socket() as sock:  # a TCP port free on 127.0.0.1 now
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    port = 65535
+    # A TCP port free on 127.0.0.1 now, below 55536: SGLang 0.5.13 to 0.5.16 refuse a --port whose
+    # port + 10000 (their gRPC port, unused here) is past 65535.
+    while port > 55535:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
     command += ["--host", "127.0.0.1", "--port", str(port)]
     command += ["--mem-fraction-static", "0.1", "--max-total-tokens", "2048"]
     if device is not None:
