@@ -68,6 +68,20 @@ def test_an_old_export_works_and_warns_naming_the_new_one(module: object, old: s
 
 
 @pytest.mark.parametrize(
+    ("old", "rule"),
+    [
+        ("RULE_EXPLICIT", "EXPLICIT"),
+        ("RULE_SINGLE", "SINGLE"),
+        ("RULE_FALLBACK", "FALLBACK"),
+        ("RULE_OVERRIDE", "OVERRIDE"),
+    ],
+)
+def test_an_old_rule_constant_is_its_enum_member_and_warns(old: str, rule: str) -> None:
+    with pytest.warns(DeprecationWarning, match=rf"\.{old} is deprecated .*\.Rule\.{rule}$"):
+        assert getattr(platforms, old) is getattr(platforms.Rule, rule)
+
+
+@pytest.mark.parametrize(
     ("old", "now", "same"),
     [
         ("failed-register", Status.FAILED_CALL, True),

@@ -2,7 +2,7 @@
 
 - selection.md: the two decision-tree flowcharts are walked, way by way; each way is a real
   selection over fake installed plugins in a fresh process, which must end in the rule or error the
-  diagram ends in. Every arrow is taken by some way; the rules are the code's ``RULE_*`` constants
+  diagram ends in. Every arrow is taken by some way; the rules are the code's ``Rule`` members
   and the errors are the ones the prose names.
 - hooks.md: the sequence diagram's hooks are registered on a real ``HookRegistry`` in the order it
   states; a call must run them in the order of its notes, and ``describe()`` must list them in the
@@ -220,7 +220,7 @@ def _decision_tree_prose() -> str:
 def test_the_selection_diagrams_name_exactly_the_codes_rules() -> None:
     import sglang_plugin_runtime.platforms as platforms
 
-    rules = {value for name, value in vars(platforms).items() if name.startswith("RULE_")}
+    rules = {rule.value for rule in platforms.Rule}
     chart = selection_chart()
     drawn = {
         outcome_of(chart.labels[end]) for end in chart.terminals() if "rule:" in chart.labels[end]

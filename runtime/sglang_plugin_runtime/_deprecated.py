@@ -29,7 +29,13 @@ _ATTRIBUTES = {
 }
 #: By package: old export -> new one.
 _EXPORTS = {
-    "sglang_plugin_runtime.platforms": {"Activation": "PluginOutcome"},
+    "sglang_plugin_runtime.platforms": {
+        "Activation": "PluginOutcome",
+        "RULE_EXPLICIT": "Rule.EXPLICIT",
+        "RULE_SINGLE": "Rule.SINGLE",
+        "RULE_FALLBACK": "Rule.FALLBACK",
+        "RULE_OVERRIDE": "Rule.OVERRIDE",
+    },
     "sglang_plugin_runtime.plugins": {"PluginRecord": "PluginOutcome"},
 }
 #: Retired statuses: what each became.
@@ -67,7 +73,8 @@ def renamed_export(package: str, namespace: dict[str, Any], name: str) -> Any:
     if (new := _EXPORTS.get(package, {}).get(name)) is None:
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
     _warn(f"{package}.{name}", f"{package}.{new}")
-    return namespace[new]
+    export, _, member = new.partition(".")  # (an enum's member: Rule.EXPLICIT)
+    return getattr(namespace[export], member) if member else namespace[export]
 
 
 def is_retired_status(status: str, old: str) -> bool:

@@ -18,11 +18,8 @@ from .._lazy_exports import lazy_exports
 from .._namespace import MULTIMODAL, SRT, PluginNamespace, register_namespace
 from .._plugin_code import PluginOutcome
 from ._selection import (
-    RULE_EXPLICIT,
-    RULE_FALLBACK,
-    RULE_OVERRIDE,
-    RULE_SINGLE,
     PlatformSelection,
+    Rule,
     current_platform_selection,
     get_current_platform,
     plan_platforms,
@@ -51,10 +48,6 @@ __all__ = [
     "GENERAL_PLUGINS_GROUP",
     "MM_PLATFORM_PLUGINS_GROUP",
     "PLATFORM_PLUGINS_GROUP",
-    "RULE_EXPLICIT",
-    "RULE_FALLBACK",
-    "RULE_OVERRIDE",
-    "RULE_SINGLE",
     "CpuArchEnum",
     "DeviceCapability",
     "DeviceMixin",
@@ -63,6 +56,7 @@ __all__ = [
     "PlatformSelection",
     "PluginNamespace",
     "PluginOutcome",
+    "Rule",
     "SRTPlatform",
     "current_platform",
     "current_platform_selection",

@@ -15,6 +15,7 @@ is instantiated. The hooks a platform plugin's code registered stay only when it
 # No ``from __future__ import annotations`` here: typing.NamedTuple would compile a ForwardRef for
 # every string annotation of its fields, a cost paid by every process at start-up.
 import contextlib
+import enum
 import logging
 import sys
 from collections import defaultdict
@@ -57,11 +58,17 @@ from .._plugin_code import (
 
 logger = logging.getLogger(__name__)
 
-#: How a platform was chosen; part of the CLI's JSON schema, so values only ever get added.
-RULE_EXPLICIT = "explicit"  # SGLANG_PLATFORM named it
-RULE_SINGLE = "single-activated"  # auto mode, exactly one plugin activated
-RULE_FALLBACK = "fallback"  # auto mode, none activated
-RULE_OVERRIDE = "override"  # set by code (tests, a host) through set_current_platform()
+
+class Rule(str, enum.Enum):
+    """How a platform was chosen; values are in the CLI's schema, so they only ever get added."""
+
+    EXPLICIT = "explicit"  # SGLANG_PLATFORM named it
+    SINGLE = "single-activated"  # auto mode, exactly one plugin activated
+    FALLBACK = "fallback"  # auto mode, none activated (or SGLANG_PLATFORM names a host's own)
+    OVERRIDE = "override"  # set by code (tests, a host) through set_current_platform()
+
+    __str__ = str.__str__  # "explicit", not "Rule.EXPLICIT"
+
 
 #: Failures that stop selection even in auto mode: the plugin says its hardware is here but hands
 #: over an unusable class, or its activate() depends on the selection it is part of. Falling back
@@ -77,7 +84,7 @@ class PlatformSelection(NamedTuple):
 
     namespace: str
     platform_class: type
-    rule: str
+    rule: Rule
     reason: str
     plugin: str | None = None
     distribution: str | None = None
@@ -298,8 +305,14 @@ def _select(
     activated: list[tuple[PluginEntryPoint, type]] = []
     try:
         for ep in candidates:
-            why, required = f"{env}={selected!r} selects it", selected and ep.distribution
-            policy = Policy(strict, namespace.strict_env, required, why, logging.WARNING, _FATAL)
+            policy = Policy(
+                strict=strict,
+                strict_env=namespace.strict_env,
+                required=ep.distribution if selected else None,
+                why=f"{env}={selected!r} selects it",
+                level=logging.WARNING,
+                fatal=_FATAL,
+            )
             outcome, cls = _activate(namespace, ep, gate, runs, policy)
             outcomes.append(outcome)
             if cls is not None:
@@ -334,31 +347,38 @@ def _select(
     if chosen is None:
         fallback = namespace.fallback_class or platform_state(namespace).fallback
         cls = resolve_class_ref(fallback or namespace.base_class)
-        why = (
-            # a name of the host's own platforms (the only way here with one)
-            f"{env}={selected!r} names a built-in platform of the host, which selects it itself; "
-            "no platform plugin is imported"
-            if selected
-            else f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
-            if candidates
-            else f"no platform plugin is installed in group {namespace.platform_group!r}"
-        )
-        (logger.warning if problems else logger.info)("Using fallback %s: %s.", cls.__name__, why)
-        rule, reason = RULE_FALLBACK, why if selected else f"{env} unset; {why}"
-    else:
-        cls, rule = activated[0][1], RULE_EXPLICIT
-        reason = f"{env}={selected!r}; only that plugin was imported and activated"
-        if not selected:
-            rule, reason = (
-                RULE_SINGLE,
-                (
-                    f"{env} unset; {chosen.name!r} was the only plugin whose activate() returned a "
-                    f"class (of {len(candidates)} installed){note}"
-                ),
+        if selected:  # a name of the host's own platforms (the only way here with one)
+            why = (
+                f"{env}={selected!r} names a built-in platform of the host, which selects it "
+                "itself; no platform plugin is imported"
             )
-    who = (chosen.name, chosen.distribution, chosen.version) if chosen else (None, None, None)
-    selection = PlatformSelection(namespace.name, cls, rule, reason, *who)
-    return selection._replace(activations=tuple(outcomes), problems=problems), chosen
+        elif candidates:
+            why = f"none of the {len(candidates)} installed platform plugin(s) activated{note}"
+        else:
+            why = f"no platform plugin is installed in group {namespace.platform_group!r}"
+        (logger.warning if problems else logger.info)("Using fallback %s: %s.", cls.__name__, why)
+        rule, reason = Rule.FALLBACK, why if selected else f"{env} unset; {why}"
+    elif selected:
+        cls, rule = activated[0][1], Rule.EXPLICIT
+        reason = f"{env}={selected!r}; only that plugin was imported and activated"
+    else:
+        cls, rule = activated[0][1], Rule.SINGLE
+        reason = (
+            f"{env} unset; {chosen.name!r} was the only plugin whose activate() returned a class "
+            f"(of {len(candidates)} installed){note}"
+        )
+    selection = PlatformSelection(
+        namespace=namespace.name,
+        platform_class=cls,
+        rule=rule,
+        reason=reason,
+        plugin=chosen.name if chosen else None,
+        distribution=chosen.distribution if chosen else None,
+        version=chosen.version if chosen else None,
+        activations=tuple(outcomes),
+        problems=problems,
+    )
+    return selection, chosen
 
 
 @contextlib.contextmanager
@@ -438,7 +458,11 @@ def get_current_platform(
             else:  # the selected plugin's code: hooks it registers are its own, and go if it raises
                 step = f"the constructor of platform class {selection.class_path}"
                 policy = Policy(
-                    strict, ns.strict_env, ep.distribution, "it is selected", fatal=_FATAL
+                    strict=strict,
+                    strict_env=ns.strict_env,
+                    required=ep.distribution,
+                    why="it is selected",
+                    fatal=_FATAL,
                 )
                 platform, _ = run_plugin_code(ep, cls, step=step, policy=policy, gate=gate)
             state.selection, state.platform = selection, platform  # published together
@@ -460,7 +484,10 @@ def set_current_platform(platform: Any, namespace: str | PluginNamespace = SRT) 
     state, instance = platform_state(ns), platform() if isinstance(platform, type) else platform
     with state.gate.lock:
         state.selection = PlatformSelection(
-            ns.name, type(instance), RULE_OVERRIDE, "set by code through set_current_platform()"
+            namespace=ns.name,
+            platform_class=type(instance),
+            rule=Rule.OVERRIDE,
+            reason="set by code through set_current_platform()",
         )
         state.platform = instance
 
@@ -489,7 +516,7 @@ def set_fallback_platform(
     ns = get_namespace(namespace)
     state = platform_state(ns)
     state.fallback, chosen = fallback, state.selection
-    if chosen is not None and chosen.rule == RULE_FALLBACK:
+    if chosen is not None and chosen.rule == Rule.FALLBACK:
         logger.warning(
             "set_fallback_platform(%r) for namespace %r came after the platform was resolved to "
             "the fallback %s; it applies from the next selection (reset_current_platform()).",

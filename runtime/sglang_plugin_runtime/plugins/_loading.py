@@ -300,7 +300,7 @@ def _load(
     """Import and run the plugins of ``group`` into ``report``, skipping the functions a load
     that raised already completed."""
     discovery = discover_entry_points()
-    policy = Policy(strict, namespace.strict_env, report.required)
+    policy = Policy(strict=strict, strict_env=namespace.strict_env, required=report.required)
     if group == namespace.startup_group:  # what it patches, the host's own imports then rely on
         policy = policy._replace(stops=True, why=STARTUP_FAILURE)
     if namespace.allowed_plugins() == frozenset() and discovery.group(group):
@@ -411,7 +411,9 @@ def load_plugins_by_group(
     plan = plan_entry_points(
         group, namespace, discover_entry_points(), excluded_dists or (), allowed
     )
-    imported, _ = import_plugins(plan, Policy(namespace.strict(), namespace.strict_env), group)
+    imported, _ = import_plugins(
+        plan, Policy(strict=namespace.strict(), strict_env=namespace.strict_env), group
+    )
     return {ep.name: (function, ep.distribution) for ep, function in imported}
 
 
