@@ -7,6 +7,9 @@
 # same prefix are removed when a new one is done. The caller sets PYTHON, CACHE_DIR and LOG_PREFIX
 # before using these functions.
 
+# The adoption patch (the change SGLang 0.5.23 would merge), which the adopted venvs apply.
+ADOPTION_PATCH="$REPO_ROOT/runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch"
+
 # Nothing from the caller's environment may steer a venv or the tests, except the SGLANG_* names
 # given.
 clean_caller_environment() {

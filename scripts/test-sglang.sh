@@ -22,7 +22,6 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REQUIREMENTS="$REPO_ROOT/scripts/sglang-requirements.txt"
-ADOPTION_PATCH="$REPO_ROOT/runtime/sglang_plugin_runtime/_launcher/patches/sglang-0.5.23.patch"
 PYTHON="${PYTHON:-python3.11}"
 CACHE_DIR="${SGLANG_VENV_DIR:-$REPO_ROOT/.cache}"
 LOG_PREFIX=test-sglang

@@ -311,18 +311,14 @@ def misspelling(name: str, contract: Collection[str]) -> str | None:
     no known name, at most two edits away from one and at least 85% similar (``difflib``): close
     enough for ``synchronise`` or ``get_devce_name``, far enough for ``vendor_name`` or
     ``get_device_count``."""
-    import difflib
+    from ._unknown_name import near_misses
 
-    if is_known_name(name):
+    if is_known_name(name) or not (guess := near_misses(name, contract, cutoff=0.85, max_edits=2)):
         return None
-    for guess in difflib.get_close_matches(name, list(contract), n=3, cutoff=0.85):
-        opcodes = difflib.SequenceMatcher(None, name, guess).get_opcodes()
-        if sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal") <= 2:
-            return (
-                f"not a name SGLang calls; did you mean {guess!r}? (a vendor helper that is no "
-                f"typo can start with an underscore: '_{name}')"
-            )
-    return None
+    return (
+        f"not a name SGLang calls; did you mean {guess[0]!r}? (a vendor helper that is no typo "
+        f"can start with an underscore: '_{name}')"
+    )
 
 
 def enforce(cls: type) -> None:
