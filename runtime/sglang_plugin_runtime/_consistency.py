@@ -301,7 +301,12 @@ def format_groups(groups: Sequence[RankGroup], *, show_hosts: bool = True) -> li
 
 
 def judge(
-    ns: Any, rank: int, world: int, entries: list[dict[str, Any]], mode: str, logger: logging.Logger
+    namespace: Any,
+    rank: int,
+    world: int,
+    entries: list[dict[str, Any]],
+    mode: str,
+    logger: logging.Logger,
 ) -> Any:
     """The ranks' gathered fingerprints differ: raise :class:`PluginConsistencyError` on every rank
     alike, or (in ``warn`` mode, or with warnings only) log the report and return the differences
@@ -314,7 +319,7 @@ def judge(
             "Plugin consistency could not be checked: building the plugin fingerprint failed on "
             f"{broken}. This is a bug in sglang-plugin-runtime (every rank raises this error); "
             f"please report it with the log of those ranks. {_ENV}=off skips the check meanwhile.",
-            namespace=ns.name,
+            namespace=namespace.name,
         )
     # rank and host as every rank sent them (an int, a str)
     participants = [Participant(e["rank"], e["host"], e["fingerprint"]) for e in entries]
@@ -342,18 +347,18 @@ def judge(
     where = f"on {len(hosts)} hosts" if many_hosts else f"all on host {hosts[0]}"
     lines = [
         f"Plugins differ across the {world} ranks of the process group ({where}; namespace "
-        f"{ns.name!r}); {verdict}.",
+        f"{namespace.name!r}); {verdict}.",
         *format_groups(groups, show_hosts=many_hosts),
         *format_differences(differences, show_hosts=many_hosts),
         f"Fix: install the same plugin distributions and versions on every node and give every "
-        f"rank the same {ns.platform_env} and {ns.plugins_env}. To compare nodes without a job, "
-        f"run `sglang-plugins fingerprint --namespace {ns.name}` on each (the digests above are "
-        f"its first 12 digits; `--compare FILE` lists the differences).",
+        f"rank the same {namespace.platform_env} and {namespace.plugins_env}. To compare nodes "
+        f"without a job, run `sglang-plugins fingerprint --namespace {namespace.name}` on each "
+        f"(the digests above are its first 12 digits; `--compare FILE` lists the differences).",
     ]
     if raising:
         lines.append(f"To log this instead of raising, set {_ENV}=warn on every rank.")
         raise PluginConsistencyError(
-            "\n".join(lines), differences=differences, groups=groups, namespace=ns.name
+            "\n".join(lines), differences=differences, groups=groups, namespace=namespace.name
         )
     lowest = min(p.rank for p in participants)
     logger.warning(

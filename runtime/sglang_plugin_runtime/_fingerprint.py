@@ -95,9 +95,9 @@ def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFinger
     from .platforms import current_platform_selection
     from .plugins import plugin_load_report
 
-    ns = get_namespace(namespace)
+    namespace = get_namespace(namespace)
     try:
-        selection = current_platform_selection(ns)
+        selection = current_platform_selection(namespace)
         platform: dict[str, Any] = {
             "status": "selected",
             "class": selection.class_path,
@@ -117,7 +117,7 @@ def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFinger
             "error_type": type(exc).__name__,
         }
     platform["activations"] = _by_plugin(activations)
-    report = plugin_load_report(ns)
+    report = plugin_load_report(namespace)
     plugins = None if report is None else _by_plugin(report.outcomes)
     hooks = []
     if registry() is not None:  # a plugin or the host registered a hook
@@ -134,7 +134,7 @@ def plugin_fingerprint(namespace: str | PluginNamespace = "srt") -> PluginFinger
         )
         hooks = sorted(entries, key=itemgetter("target"))
 
-    return PluginFingerprint(FORMAT, __version__, ns.name, platform, plugins, hooks)
+    return PluginFingerprint(FORMAT, __version__, namespace.name, platform, plugins, hooks)
 
 
 def _by_plugin(outcomes: Iterable[Any]) -> list[dict[str, Any]]:

@@ -136,15 +136,15 @@ def check_plugin_consistency(
             "it after torch.distributed.init_process_group() (in SGLang: after "
             "init_distributed_environment())."
         )
-    ns = get_namespace(namespace)
+    namespace = get_namespace(namespace)
     world = dist.get_world_size(group)
     rank = dist.get_rank()
     if world == 1:
-        return ConsistencyResult(plugin_fingerprint(ns), 1, mode)
+        return ConsistencyResult(plugin_fingerprint(namespace), 1, mode)
     # Where building the fingerprint fails, ``fingerprint`` is never read: judge() raises.
     failure = None
     try:
-        fingerprint = plugin_fingerprint(ns)
+        fingerprint = plugin_fingerprint(namespace)
         data = fingerprint.to_dict()
     # a bug here must not keep this rank out of the collective its peers wait in
     except Exception as exc:
@@ -168,7 +168,9 @@ def check_plugin_consistency(
     entries = [json.loads(raw[:length]) for raw, length in gathered]
     from ._consistency import judge
 
-    differences, groups = judge(ns, rank, world, entries, effective, logger)  # raises, or logs
+    differences, groups = judge(
+        namespace, rank, world, entries, effective, logger
+    )  # raises, or logs
     return ConsistencyResult(fingerprint, world, effective, differences, groups)
 
 

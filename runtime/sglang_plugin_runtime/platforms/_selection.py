@@ -419,10 +419,10 @@ def select_platform(
 ) -> PlatformSelection:
     """Run the decision tree for ``namespace`` and return the chosen class with its provenance; the
     class is neither instantiated nor kept. ``strict``: default, the namespace's variable."""
-    ns = get_namespace(namespace)
-    strict = ns.strict() if strict is None else strict
-    with _selecting(ns) as gate:
-        return _select(ns, discovery or discover_entry_points(), strict, gate, {})[0]
+    namespace = get_namespace(namespace)
+    strict = namespace.strict() if strict is None else strict
+    with _selecting(namespace) as gate:
+        return _select(namespace, discovery or discover_entry_points(), strict, gate, {})[0]
 
 
 def get_current_platform(
@@ -430,28 +430,30 @@ def get_current_platform(
 ) -> Any:
     """The platform instance of ``namespace`` (``"srt"`` by default), selected and instantiated on
     first use, once per process. ``strict``: default, the namespace's variable."""
-    ns = get_namespace(namespace)
-    state = platform_state(ns)
+    namespace = get_namespace(namespace)
+    state = platform_state(namespace)
     if state.platform is not None:
         return state.platform
-    with _selecting(ns) as gate:
+    with _selecting(namespace) as gate:
         discovery, runs = discover_entry_points(), dict[str, Replay]()
-        host = (ns.host_base_class or "").partition(":")[0]
+        host = (namespace.host_base_class or "").partition(":")[0]
         unloaded = (
-            host and host not in sys.modules and ns.host_distribution in discovery.distributions
+            host
+            and host not in sys.modules
+            and namespace.host_distribution in discovery.distributions
         )
         # The installed host goes first when a platform plugin may be built on its classes.
-        if state.platform is None and unloaded and discovery.group(ns.platform_group):
+        if state.platform is None and unloaded and discovery.group(namespace.platform_group):
             from ._host import import_host
 
             state.hosting = True
             try:
-                runs = import_host(ns, host)
+                runs = import_host(namespace, host)
             finally:
                 state.hosting = False
         if state.platform is None:
-            strict = ns.strict() if strict is None else strict
-            selection, ep = _select(ns, discovery, strict, gate, runs)
+            strict = namespace.strict() if strict is None else strict
+            selection, ep = _select(namespace, discovery, strict, gate, runs)
             cls = selection.platform_class
             if ep is None:  # the fallback: the host's (or this runtime's) class, no plugin's code
                 platform = cls()
@@ -459,7 +461,7 @@ def get_current_platform(
                 step = f"the constructor of platform class {selection.class_path}"
                 policy = Policy(
                     strict=strict,
-                    strict_env=ns.strict_env,
+                    strict_env=namespace.strict_env,
                     required=ep.distribution,
                     why="it is selected",
                     fatal=_FATAL,
@@ -480,11 +482,14 @@ def current_platform_selection(namespace: str | PluginNamespace = SRT) -> Platfo
 
 def set_current_platform(platform: Any, namespace: str | PluginNamespace = SRT) -> None:
     """Override the current platform with an instance or a class (tests; hosts that choose it)."""
-    ns = get_namespace(namespace)
-    state, instance = platform_state(ns), platform() if isinstance(platform, type) else platform
+    namespace = get_namespace(namespace)
+    state, instance = (
+        platform_state(namespace),
+        platform() if isinstance(platform, type) else platform,
+    )
     with state.gate.lock:
         state.selection = PlatformSelection(
-            namespace=ns.name,
+            namespace=namespace.name,
             platform_class=type(instance),
             rule=Rule.OVERRIDE,
             reason="set by code through set_current_platform()",
@@ -513,12 +518,12 @@ def set_fallback_platform(
     platform is first resolved: a platform already chosen by fallback stays in place (a WARNING
     says so).
     """
-    ns = get_namespace(namespace)
-    state = platform_state(ns)
+    namespace = get_namespace(namespace)
+    state = platform_state(namespace)
     state.fallback, chosen = fallback, state.selection
     if chosen is not None and chosen.rule == Rule.FALLBACK:
         logger.warning(
             "set_fallback_platform(%r) for namespace %r came after the platform was resolved to "
             "the fallback %s; it applies from the next selection (reset_current_platform()).",
-            *(fallback, ns.name, chosen.class_path),
+            *(fallback, namespace.name, chosen.class_path),
         )

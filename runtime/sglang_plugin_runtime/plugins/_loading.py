@@ -178,17 +178,19 @@ def plan_entry_points(
 
 
 def plan_plugins(
-    ns: PluginNamespace, discovery: DiscoveryResult, group: str, required: str | None = None
+    namespace: PluginNamespace, discovery: DiscoveryResult, group: str, required: str | None = None
 ) -> list[PlannedPlugin]:
     """What a load of ``group`` (the general or the startup group) will do with each plugin:
     distributions offering only platforms other than the one ``SGLANG_PLATFORM`` selects are
     skipped (one that offers the selected platform never is, even when it offers others too)."""
-    selected = ns.selected_platform()
-    eps = discovery.group(ns.platform_group) if selected else ()
+    selected = namespace.selected_platform()
+    eps = discovery.group(namespace.platform_group) if selected else ()
     excluded = {ep.distribution for ep in eps} - {
         ep.distribution for ep in eps if ep.name == selected
     }
-    return plan_entry_points(group, ns, discovery, excluded, ns.allowed_plugins(), required)
+    return plan_entry_points(
+        group, namespace, discovery, excluded, namespace.allowed_plugins(), required
+    )
 
 
 def _callable(value: object) -> str | None:
@@ -389,8 +391,8 @@ def plugin_load_report(
     namespace: str | PluginNamespace = SRT, group: str | None = None
 ) -> LoadReport | None:
     """What this process's ``load_plugins()`` did to ``group`` (default: the general plugins)."""
-    ns = get_namespace(namespace)
-    return load_state(ns).reports.get(group or ns.plugin_group)
+    namespace = get_namespace(namespace)
+    return load_state(namespace).reports.get(group or namespace.plugin_group)
 
 
 def load_plugins_by_group(
@@ -405,7 +407,12 @@ def load_plugins_by_group(
     normalised.
     """
     namespace = next(
-        (ns for ns in known_namespaces() if group in (ns.plugin_group, ns.platform_group)), SRT
+        (
+            known
+            for known in known_namespaces()
+            if group in (known.plugin_group, known.platform_group)
+        ),
+        SRT,
     )
     allowed = None if group == namespace.platform_group else namespace.allowed_plugins()
     plan = plan_entry_points(

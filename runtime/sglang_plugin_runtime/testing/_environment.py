@@ -29,7 +29,9 @@ class PluginEnv:
     def __init__(self, extra: Iterable[str] = ()) -> None:
         # every variable that steers plugin selection, in any known namespace
         steering = [
-            n for ns in known_namespaces() for n in (ns.platform_env, ns.plugins_env, ns.strict_env)
+            name
+            for namespace in known_namespaces()
+            for name in (namespace.platform_env, namespace.plugins_env, namespace.strict_env)
         ]
         self.variables = tuple(dict.fromkeys([*BASE_VARIABLES, *steering, *extra]))
         self._saved: dict[str, str | None] | None = None

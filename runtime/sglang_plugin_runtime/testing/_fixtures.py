@@ -95,8 +95,8 @@ def _forget_plugin_modules(imported: set[str]) -> None:
     found = discover_entry_points()
     packages = {
         ep.module.split(".")[0]
-        for ns in known_namespaces()
-        for group in (ns.platform_group, ns.plugin_group, ns.startup_group)
+        for namespace in known_namespaces()
+        for group in (namespace.platform_group, namespace.plugin_group, namespace.startup_group)
         if group
         for ep in found.group(group)
     }

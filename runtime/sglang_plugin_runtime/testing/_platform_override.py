@@ -27,19 +27,19 @@ class PlatformOverride:
         return self
 
     def _remember(self, namespace: str | PluginNamespace) -> PluginNamespace:
-        ns = get_namespace(namespace)
-        if ns.name not in self._saved:
-            state = _selection.platform_state(ns)
+        namespace = get_namespace(namespace)
+        if namespace.name not in self._saved:
+            state = _selection.platform_state(namespace)
             with state.gate.lock:
-                self._saved[ns.name] = (state, state.platform, state.selection)
-        return ns
+                self._saved[namespace.name] = (state, state.platform, state.selection)
+        return namespace
 
     def set(self, platform: Any, namespace: str | PluginNamespace = "srt") -> Any:
         """Make ``platform`` (an instance, or a class to instantiate) current; returns the
         instance."""
-        ns = self._remember(namespace)
-        _selection.set_current_platform(platform, ns)
-        return _selection.get_current_platform(ns)
+        namespace = self._remember(namespace)
+        _selection.set_current_platform(platform, namespace)
+        return _selection.get_current_platform(namespace)
 
     def reset(self, namespace: str | PluginNamespace = "srt", *, rescan: bool = False) -> None:
         """Forget the current platform, so the next access runs the real selection (``rescan``:
@@ -52,9 +52,9 @@ class PlatformOverride:
 
     def select(self, namespace: str | PluginNamespace = "srt") -> PlatformSelection:
         """Run the real selection now (with the current environment) and return its provenance."""
-        ns = self._remember(namespace)
-        _selection.reset_current_platform(ns)
-        return _selection.current_platform_selection(ns)
+        namespace = self._remember(namespace)
+        _selection.reset_current_platform(namespace)
+        return _selection.current_platform_selection(namespace)
 
     def current(self, namespace: str | PluginNamespace = "srt") -> Any:
         """The current platform instance, selecting it if needed."""
