@@ -759,14 +759,14 @@ def test_the_doc_states_what_the_launcher_does_to_each_release() -> None:
     for version, files in data["releases"].items():
         ways = [f"`{files[path][0]}`" if path in files else "-" for path in LAYER_FILES]
         others = sorted(set(files) - set(LAYER_FILES))
-        classes = ", ".join(f"`{p.rsplit('/', 1)[1]}` `{files[p][0]}`" for p in others) or "its own"
-        cells = " | ".join([*ways, classes])
+        rest = ", ".join(f"`{p.removeprefix('sglang/')}` `{files[p][0]}`" for p in others) or "-"
+        cells = " | ".join([*ways, rest])
         if rows and rows[-1][1] == cells:
             rows[-1][0].append(version)
         else:
             rows.append(([version], cells))
     names = " | ".join(f"`{p.removeprefix('sglang/')}`" for p in LAYER_FILES)
-    lines = [f"| SGLang | {names} | platform classes |", "|---|" + "---|" * (len(LAYER_FILES) + 1)]
+    lines = [f"| SGLang | {names} | other files |", "|---|" + "---|" * (len(LAYER_FILES) + 1)]
     for versions, cells in rows:
         span = versions[0] if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
         lines.append(f"| {span} | {cells} |")

@@ -132,9 +132,14 @@ def enter_from_shim(shim_module: ModuleType) -> None:
     shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
     _mark(shim_dir, ENTERED_MARKER)  # the launcher's report: SGLang was imported here
     finder = next((f for f in sys.meta_path if isinstance(f, AdoptedSGLangFinder)), None)
-    if finder is None:  # once per interpreter: first on sys.meta_path
+    if finder is None:  # once per interpreter
         finder = AdoptedSGLangFinder(adoptions(version))
-        sys.meta_path.insert(0, finder)
+        # Just before the path finder: a finder a vendor's sitecustomize put first to wrap an
+        # SGLang module as it loads (sglang-kunlun's, on server_args) still wraps the adopted one.
+        path_finder = importlib.machinery.PathFinder
+        sys.meta_path.insert(
+            sys.meta_path.index(path_finder) if path_finder in sys.meta_path else 0, finder
+        )
     spec = find_sglang(shim_dir)
     if spec is None or spec.origin is None:
         raise ImportError(
