@@ -22,7 +22,8 @@
 #
 # Environment: PYTHON (default python3.11), SGLANG_VENV_DIR (default <repo>/.cache), SGLANG_RELEASES
 # (the versions to test, space-separated; default every release in releases.json; "older": all but
-# the newest, whose tests make test-sglang runs: what CI runs), SGLANG_WHEELS (a
+# the newest, whose tests make test-sglang runs; "changed": of those, each whose platform contract
+# or adopted files differ from the release's before: what CI runs), SGLANG_WHEELS (a
 # folder that already holds the wheels), SGLANG_VENV_REBUILD=1, SGLANG_TEST_WORKERS (pytest-xdist
 # workers, default 2). Extra arguments go to pytest in every release.
 set -euo pipefail
@@ -51,6 +52,13 @@ if sys.argv[2] == "all":  # every version, the post releases too
     print(" ".join(v for r in releases for v in (r["version"], *r["same_plugin_layer"])))
 elif sys.argv[2] in ("main", "older"):  # older: all but the newest (make test-sglang's)
     print(" ".join(r["version"] for r in releases[: -1 if sys.argv[2] == "older" else None]))
+elif sys.argv[2] == "changed":  # older, but not one whose contract and files equal the one's before
+    sys.path.insert(0, sys.argv[3])
+    from sglang_plugin_runtime._sglang_releases import diff
+    adopted = json.load(open(sys.argv[4]))["releases"]
+    older = [r["version"] for r in releases[:-1]]
+    changed = [b for a, b in zip(older, older[1:]) if diff(a, b) or adopted[a] != adopted[b]]
+    print(" ".join(older[:1] + changed))
 else:
     print(next((r[sys.argv[3]] for r in releases if r["version"] == sys.argv[2]), ""))
 PYTHON
@@ -72,6 +80,9 @@ BASE="$CACHE_DIR/sglang-releases-base-$(cache_key "$RECIPE_VERSION" "$requiremen
 WHEELS="${SGLANG_WHEELS:-$CACHE_DIR/sglang-wheels}"
 RELEASES="${SGLANG_RELEASES:-main}"
 if [[ "$RELEASES" == main || "$RELEASES" == older ]]; then RELEASES="$(release_field "$RELEASES")"; fi
+if [[ "$RELEASES" == changed ]]; then
+    RELEASES="$(release_field changed "$REPO_ROOT/runtime" "${RELEASES_JSON%/*}/launcher.json")"
+fi
 
 finish_base() {
     patch --directory="$(purelib "$1")" --strip=1 --forward --batch --fuzz=0 \
