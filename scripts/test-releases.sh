@@ -3,7 +3,7 @@
 #
 # 1. Builds (once, cached under .cache/) the *base* venv every release shares: the pinned set of
 #    scripts/sglang-requirements.txt without sglang (the CPU build of torch 2.13.0, the light
-#    packages, pytest, copier), plus torchvision at scripts/serve-requirements.txt's pin with
+#    packages, pytest, copier), plus torchvision at the testing kit's serve-requirements.txt pin with
 #    scripts/serve-torchvision-guard.patch (releases up to 0.5.19 import torchvision at the top of
 #    sglang.srt.utils), pytest-xdist and execnet; all installed with --no-deps.
 # 2. Fetches each release's wheel (`pip download --no-deps`, or from SGLANG_WHEELS) and checks it
@@ -63,7 +63,7 @@ trap 'rm -rf "$requirements" "$snapshot" "$built"' EXIT
 # The base set: SGLang's tier without sglang, with the serving tier's torchvision and the tools.
 {
     grep -v '^sglang==' "$REPO_ROOT/scripts/sglang-requirements.txt"
-    grep '^torchvision==' "$REPO_ROOT/scripts/serve-requirements.txt"
+    grep '^torchvision==' "$REPO_ROOT/runtime/sglang_plugin_runtime/testing/serve-requirements.txt"
     grep -E '^pytest-xdist==' "$REPO_ROOT/requirements-dev.txt"
     echo "execnet==2.1.2"
 } >"$requirements"

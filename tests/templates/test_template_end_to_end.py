@@ -426,7 +426,7 @@ def test_a_package_outside_its_supported_sglang_warns_once_and_fails_in_strict_m
     )
     assert warnings == [
         f"WARNING {package}.supported: plugin '{plugin}' ({dist} 0.1.0) supports SGLang "
-        "<0.6,>=0.5.23, but SGLang 0.6.1 is installed; install a supported SGLang or a version of "
+        "<0.6,>=0.5.11, but SGLang 0.6.1 is installed; install a supported SGLang or a version of "
         f"{dist} made for SGLang 0.6.1"
     ], relaxed.stderr
     assert "'loaded'" in relaxed.stdout
