@@ -102,7 +102,7 @@ from sglang_example_hooks.host import HOST_PACKAGE
 report({
     "host": HOST_PACKAGE,
     "prompt": resolve_target(hooks.PROMPT_TARGET)("  hello  "),
-    "count": resolve_target(hooks.COUNT_TARGET)("two tokens"),
+    "count": resolve_target(hooks.COUNT_TARGET)(1, 2, 0.0),
     "batch": target_owner(hooks.TIMER_TARGET)().run_batch(["a", "b"]),
     "timings": hooks.TIMINGS[hooks.TIMER_TARGET].calls,
     "counted": dict(hooks.COUNTS),
@@ -121,7 +121,7 @@ def test_sglangs_load_plugins_fires_every_default_hook_and_they_change_nothing(
     )
     assert out["host"] == "sglang.srt"  # registered with SGLang's own HookRegistry
     assert out["prompt"] == "  hello  " and out["count"] == 2  # BEFORE and AFTER only observe
-    assert out["counted"] == {"prompts": 1, "prompt characters": 9, "image tokens": 2}
+    assert out["counted"] == {"prompts": 1, "prompt characters": 9, "video tokens": 2}
     assert out["batch"] == 2 and out["timings"] == 1  # AROUND, by @plugin_hook
     assert out["targets"] == 3  # no class REPLACE unless asked for
     # SGLang attributes them to the plugin
@@ -287,7 +287,7 @@ def test_the_default_wheels_install_without_the_runtime_and_run_on_released_sgla
         paths=[general_site],
         env={"SGLANG_PLUGINS_STRICT": "1"},
     )
-    assert loaded["count"] == 2 and loaded["counted"]["image tokens"] == 2
+    assert loaded["count"] == 2 and loaded["counted"]["video tokens"] == 2
 
 
 #: Nothing of the runtime can be imported from here on, as where it is not installed.

@@ -381,7 +381,7 @@ def test_runtime_loads_the_general_plugin_whose_hooks_wait_for_sglang(
     )
     result = general_realistic.venv.run("-c", code)
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [
-        ["sglang.srt.multimodal.deepseek_v41_image_processing.num_image_tokens", "pending"],
+        ["sglang.srt.multimodal.evs.evs_core.compute_retained_tokens_count", "pending"],
         ["sglang.srt.parser.code_completion_parser.generate_completion_prompt", "pending"],
     ]
     assert (
