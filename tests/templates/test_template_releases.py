@@ -1,9 +1,10 @@
 """What a template generates holds on every SGLang release of the range it declares, judged from the
 runtime's data of the released wheels (no SGLang installed).
 
-The range question (``sglang_versions``) defaults to every release with a plugin system; the template
-knows those releases by number (``kit_sglang_releases`` in ``copier.yml``) and picks the ones a range
-holds in Jinja (``sglang_releases_in_range``), for the platform class, its README and the CI pins.
+The range question (``sglang_versions``) defaults to every release with a plugin system; the
+template knows those releases by number (``kit_sglang_releases`` in ``copier.yml``) and picks the
+ones a range holds in Jinja (``sglang_releases_in_range``), for the platform class, its README and
+the CI pins.
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ from sglang_plugin_runtime.testing import missing_hook_target, sglang_releases
 
 COPIER = yaml.safe_load((REPO_ROOT / "copier.yml").read_text(encoding="utf-8"))
 DEFAULT_RANGE = COPIER["sglang_versions"]["default"]
+#: The testing kit's serving venv's torchvision, the one of its torch.
+TORCHVISION = next(
+    line
+    for line in (REPO_ROOT / "runtime/sglang_plugin_runtime/testing/serve-requirements.txt")
+    .read_text(encoding="utf-8")
+    .splitlines()
+    if line.startswith("torchvision==")
+)
 TARGET = re.compile(r'^(?P<name>\w+_TARGET) = "(?P<target>[^"]+)"$', re.MULTILINE)
 
 
@@ -169,3 +178,33 @@ def test_a_platform_generated_for_a_range_conforms_to_each_release_of_it(
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == repr(overrides)
+
+
+@pytest.mark.parametrize("supported", [DEFAULT_RANGE, ">=0.5.21,<0.6", "==0.5.17"])
+def test_ci_pins_the_oldest_and_the_newest_release_of_the_range(
+    render: Render, supported: str
+) -> None:
+    project = render(plugin_kind="general", sglang_versions=supported)
+    held = sglang_releases(supported)
+    for which, release in (("oldest", held[0]), ("newest", held[-1])):
+        pins = (project / ".github" / f"sglang-requirements-{which}.txt").read_text()
+        requirements = [line for line in pins.splitlines() if not line.startswith("#")]
+        # SGLang up to 0.5.20 imports torchvision at the top of sglang.srt.utils
+        torchvision = (
+            [TORCHVISION]
+            if missing_hook_target("sglang.srt.utils.common.decode_jpeg", release) is None
+            else []
+        )
+        assert requirements == [f"sglang=={release}", *torchvision], which
+    shared = (project / ".github" / "sglang-requirements.txt").read_text()
+    assert "\nsglang==" not in shared  # the releases are the two files' alone
+
+
+def test_a_range_of_no_known_release_has_no_pins_and_no_release_proposals(
+    render: Render,
+) -> None:
+    project = render(plugin_kind="general", sglang_versions=">=0.6")
+    assert not list((project / ".github").glob("sglang-requirements-*.txt"))
+    assert not (project / ".github" / "workflows" / "sglang-release.yml").exists()
+    jobs = yaml.safe_load((project / ".github" / "workflows" / "ci.yml").read_text())["jobs"]
+    assert "test-sglang" not in jobs and "sglang-main" in jobs

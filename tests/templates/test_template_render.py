@@ -229,7 +229,9 @@ def test_only_host_py_imports_sglang_or_the_runtime(case: tuple[dict[str, Any], 
         elif path.name == "platform.py":
             lazy = re.findall(r"(?m)^ +from (sglang\.srt\.[\w.]+) import", path.read_text())
             assert imports == lazy, path
-            assert not [m for m in lazy if m.startswith(("sglang.srt.platforms", "sglang.srt.plugins"))]
+            assert not [
+                m for m in lazy if m.startswith(("sglang.srt.platforms", "sglang.srt.plugins"))
+            ]
         elif path.name != "host.py":
             assert not imports, path
 
@@ -255,7 +257,10 @@ def test_platform_tests_check_conformance_directly(render: Render, name: str) ->
     # test.
     project = _RENDERED.get(name) or render(**CASES[name])
     text = (project / "tests" / "test_platform.py").read_text(encoding="utf-8")
-    assert "from sglang_plugin_runtime.testing import assert_platform_conformance, sglang_releases\n" in text
+    assert (
+        "from sglang_plugin_runtime.testing import assert_platform_conformance, sglang_releases\n"
+        in text
+    )
     assert "assert_platform_conformance(MydeviceSRTPlatform)" in text
     assert "assert_platform_conformance(MydeviceSRTPlatform, release=release)" in text
     assert "type(cls.__name__" not in text and "twin" not in text
