@@ -1,4 +1,4 @@
-"""Packages generated with every default work, unchanged, on the released SGLang 0.5.23.
+"""Packages generated with every default work, unchanged, on each SGLang release (0.5.11 on).
 
 Only ``plugin_kind`` is answered. Installed next to SGLang, such a package builds on SGLang's own
 classes (its ``host.py`` finds ``sglang`` installed), so SGLang's real ``current_platform`` selects
@@ -350,6 +350,26 @@ def _doctor(site: Path, *args: str) -> tuple[int, dict]:
         check=False,
     )
     return completed.returncode, json.loads(completed.stdout)
+
+
+def test_doctor_strict_passes_the_default_packages_on_this_release(
+    default_platform: Default, default_general: Default
+) -> None:
+    # Issue 35: the gate passes what every default generates, on every release of the default range
+    # (make test-releases runs this file on each).
+    code, report = _doctor(
+        default_platform.site,
+        "--strict",
+        "--simulate",
+        "mydevice",
+        "--simulate-backend",
+        "torch_mydevice",
+    )
+    assert code == 0, report["problems"]
+    assert report["platform"]["status"] == "selected", report["platform"]
+    code, report = _doctor(default_general.site, "--strict")
+    assert code == 0, report["problems"]
+    assert len(report["hooks"]["sglang_registry_targets"]) == 3
 
 
 @pytest.mark.parametrize(
