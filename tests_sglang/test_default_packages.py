@@ -1,4 +1,4 @@
-"""Packages generated with every default work, unchanged, on the released SGLang 0.5.23.
+"""Packages generated with every default work, unchanged, on each SGLang release (0.5.11 on).
 
 Only ``plugin_kind`` is answered. Installed next to SGLang, such a package builds on SGLang's own
 classes (its ``host.py`` finds ``sglang`` installed), so SGLang's real ``current_platform`` selects
@@ -102,7 +102,7 @@ from sglang_example_hooks.host import HOST_PACKAGE
 report({
     "host": HOST_PACKAGE,
     "prompt": resolve_target(hooks.PROMPT_TARGET)("  hello  "),
-    "count": resolve_target(hooks.COUNT_TARGET)("two tokens"),
+    "count": resolve_target(hooks.COUNT_TARGET)(1, 2, 0.0),
     "batch": target_owner(hooks.TIMER_TARGET)().run_batch(["a", "b"]),
     "timings": hooks.TIMINGS[hooks.TIMER_TARGET].calls,
     "counted": dict(hooks.COUNTS),
@@ -121,7 +121,7 @@ def test_sglangs_load_plugins_fires_every_default_hook_and_they_change_nothing(
     )
     assert out["host"] == "sglang.srt"  # registered with SGLang's own HookRegistry
     assert out["prompt"] == "  hello  " and out["count"] == 2  # BEFORE and AFTER only observe
-    assert out["counted"] == {"prompts": 1, "prompt characters": 9, "image tokens": 2}
+    assert out["counted"] == {"prompts": 1, "prompt characters": 9, "video tokens": 2}
     assert out["batch"] == 2 and out["timings"] == 1  # AROUND, by @plugin_hook
     assert out["targets"] == 3  # no class REPLACE unless asked for
     # SGLang attributes them to the plugin
@@ -287,7 +287,7 @@ def test_the_default_wheels_install_without_the_runtime_and_run_on_released_sgla
         paths=[general_site],
         env={"SGLANG_PLUGINS_STRICT": "1"},
     )
-    assert loaded["count"] == 2 and loaded["counted"]["image tokens"] == 2
+    assert loaded["count"] == 2 and loaded["counted"]["video tokens"] == 2
 
 
 #: Nothing of the runtime can be imported from here on, as where it is not installed.
@@ -350,6 +350,26 @@ def _doctor(site: Path, *args: str) -> tuple[int, dict]:
         check=False,
     )
     return completed.returncode, json.loads(completed.stdout)
+
+
+def test_doctor_strict_passes_the_default_packages_on_this_release(
+    default_platform: Default, default_general: Default
+) -> None:
+    # Issue 35: the gate passes what every default generates, on every release of the default range
+    # (make test-releases runs this file on each).
+    code, report = _doctor(
+        default_platform.site,
+        "--strict",
+        "--simulate",
+        "mydevice",
+        "--simulate-backend",
+        "torch_mydevice",
+    )
+    assert code == 0, report["problems"]
+    assert report["platform"]["status"] == "selected", report["platform"]
+    code, report = _doctor(default_general.site, "--strict")
+    assert code == 0, report["problems"]
+    assert len(report["hooks"]["sglang_registry_targets"]) == 3
 
 
 @pytest.mark.parametrize(

@@ -81,7 +81,7 @@ LOAD = textwrap.dedent(
     from sglang_probe_hooks import hooks, sglang_targets
     result = {
         "normalize": resolve_target(hooks.PROMPT_TARGET)("  hello  "),
-        "count": resolve_target(hooks.COUNT_TARGET)("two tokens"),
+        "count": resolve_target(hooks.COUNT_TARGET)(1, 2, 0.0),
         "batch": target_owner(hooks.TIMER_TARGET)().run_batch(["a", "b"]),
         "timings": hooks.TIMINGS[hooks.TIMER_TARGET].calls,
         "policy_replaced":

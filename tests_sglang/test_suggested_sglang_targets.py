@@ -139,7 +139,7 @@ def test_before_suggestion_takes_the_prompt_text_first(project: Path) -> None:
 
 
 def test_after_suggestion_returns_a_token_count(project: Path) -> None:
-    # count_image_tokens / add_special_token(result, ...) add it up or return result + 1: the
+    # count_video_tokens / add_special_token(result, ...) add it up or return result + 1: the
     # target must return an int.
     node = _resolve(_suggestions(project)["COUNT_TARGET"]).node
     assert isinstance(node, ast.FunctionDef)
@@ -168,11 +168,19 @@ def test_replace_suggestion_is_a_class_with_the_overridden_method(project: Path)
 
 LOAD = """
 import logging
+import sys
+import types
 logging.basicConfig(level=logging.WARNING)
-import sglang.srt.multimodal.deepseek_v41_image_processing as image_processing
+# The AFTER target's module without its package's __init__ (which needs transformers, which this
+# venv leaves out): the package is a bare module over the same folder.
+import sglang.srt.multimodal as multimodal
+evs = types.ModuleType("sglang.srt.multimodal.evs")
+evs.__path__ = [p + "/evs" for p in multimodal.__path__]
+sys.modules[evs.__name__] = evs
+import sglang.srt.multimodal.evs.evs_core as evs_core
 from sglang.srt.plugins import load_plugins
 from sglang.srt.plugins.hook_registry import HookRegistry
-before = image_processing.num_image_tokens(2, 3)
+before = evs_core.compute_retained_tokens_count(5, 2, 0.0)
 load_plugins()
 from sglang.srt.lora.eviction_policy import get_eviction_policy
 import importlib
@@ -188,13 +196,13 @@ policy = get_eviction_policy("lru")
 policy.mark_used(None)
 policy.mark_used("adapter-a")
 hooks = importlib.import_module("sglang_example_hooks.hooks")
-after = image_processing.num_image_tokens(2, 3)
+after = evs_core.compute_retained_tokens_count(5, 2, 0.0)
 report({
     "counted": dict(getattr(hooks, "COUNTS", {})),
     "targets": sorted(HookRegistry._hooks),
     "policy": type(policy).__name__,
     "victim": policy.select_victim({None, "adapter-a"}),
-    "image_tokens": [before, after],
+    "video_tokens": [before, after],
     "unimportable": unimportable,
 })
 """
@@ -218,7 +226,7 @@ def test_the_generated_hooks_land_on_sglang(project: Path, tmp_path: Path) -> No
     }
     # REPLACE fired
     assert out["policy"] == "KeepBaseModelEvictionPolicy" and out["victim"] == "adapter-a"
-    before, after = out["image_tokens"]
+    before, after = out["video_tokens"]
     assert after == before + 1  # AFTER fired
 
 
@@ -231,5 +239,5 @@ def test_the_default_hooks_land_on_sglang_and_change_nothing_it_does(
     assert "Failed to execute general plugin" not in out.stderr, out.stderr
     assert len(out["targets"]) == 3  # BEFORE, AFTER, AROUND: no class REPLACE
     assert out["policy"] == "LRUEvictionPolicy"  # SGLang's own class
-    before, after = out["image_tokens"]
-    assert after == before and out["counted"] == {"image tokens": after}  # AFTER fired, kept it
+    before, after = out["video_tokens"]
+    assert after == before and out["counted"] == {"video tokens": after}  # AFTER fired, kept it

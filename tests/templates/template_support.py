@@ -26,7 +26,7 @@ Render = Callable[..., Path]
 #: The plugin kit's runtime and the supported SGLang releases, as generated packages name them by
 #: default.
 RUNTIME_REQUIREMENT = "sglang-plugin-runtime>=0.1,<0.2"
-SGLANG_REQUIREMENT = "sglang>=0.5.23,<0.6"
+SGLANG_REQUIREMENT = "sglang>=0.5.11,<0.6"
 #: What a generated package requires, per ``host_api`` answer: packaging (supported.py reads the
 #: SGLang range with it), and the released SGLang with host_api=sglang.
 PACKAGING_REQUIREMENT = "packaging>=22"

@@ -80,6 +80,7 @@ def test_generated_workflows_pass_actionlint(template_dir: Path, tmp_path: Path,
     assert sorted(p.name for p in (project / ".github" / "workflows").iterdir()) == [
         "ci.yml",
         "release.yml",
+        "sglang-release.yml",
     ]
 
 
@@ -94,8 +95,13 @@ def test_ci_has_a_job_per_world_and_the_opt_in_ones_wait_to_be_asked(
     render: Callable[..., Path], kind: str
 ) -> None:
     jobs = _jobs(render(plugin_kind=kind))
-    expected = {"test", "test-sglang"} | ({"device"} if kind == "platform" else {"sglang-server"})
+    expected = {"test", "test-sglang", "sglang-main"} | (
+        {"device"} if kind == "platform" else {"sglang-server"}
+    )
     assert set(jobs) == expected
+    assert jobs["test-sglang"]["strategy"]["matrix"]["release"] == ["oldest", "newest"]
+    assert jobs["sglang-main"]["continue-on-error"] is True
+    assert "schedule" in jobs["sglang-main"]["if"]
     if kind == "platform":
         assert jobs["device"]["runs-on"] == ["self-hosted", "mydevice"]
         assert jobs["device"]["if"] == "vars.MYDEVICE_RUNNER == 'true'"
@@ -161,7 +167,11 @@ def sglang_job(
                 plugin_kind=kind,
             )
             checkout = _checkout(project, folder / f"checkout-{kind}")
-            steps = workflow_run_steps(checkout / ".github" / "workflows" / "ci.yml", "test-sglang")
+            steps = workflow_run_steps(
+                checkout / ".github" / "workflows" / "ci.yml",
+                "test-sglang",
+                {"matrix.release": "newest"},
+            )
             outputs[kind] = _run_job(steps, runner, checkout)
             # The next kind's job starts as on a fresh runner, but for the pinned set (installed
             # once, here).

@@ -381,7 +381,7 @@ def test_runtime_loads_the_general_plugin_whose_hooks_wait_for_sglang(
     )
     result = general_realistic.venv.run("-c", code)
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [
-        ["sglang.srt.multimodal.deepseek_v41_image_processing.num_image_tokens", "pending"],
+        ["sglang.srt.multimodal.evs.evs_core.compute_retained_tokens_count", "pending"],
         ["sglang.srt.parser.code_completion_parser.generate_completion_prompt", "pending"],
     ]
     assert (
@@ -426,7 +426,7 @@ def test_a_package_outside_its_supported_sglang_warns_once_and_fails_in_strict_m
     )
     assert warnings == [
         f"WARNING {package}.supported: plugin '{plugin}' ({dist} 0.1.0) supports SGLang "
-        "<0.6,>=0.5.23, but SGLang 0.6.1 is installed; install a supported SGLang or a version of "
+        "<0.6,>=0.5.11, but SGLang 0.6.1 is installed; install a supported SGLang or a version of "
         f"{dist} made for SGLang 0.6.1"
     ], relaxed.stderr
     assert "'loaded'" in relaxed.stdout

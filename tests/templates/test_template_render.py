@@ -219,15 +219,21 @@ def _is_host_api(module: str) -> bool:
 def test_only_host_py_imports_sglang_or_the_runtime(case: tuple[dict[str, Any], Path]) -> None:
     _, project = case
     # The class REPLACE example subclasses the SGLang class it replaces: that import is its
-    # target's, not the host's.
+    # target's, not the host's. The platform class returns SGLang's own classes to the releases that
+    # ask for them (0.5.11 to 0.5.21), imported when asked: never SGLang's plugin or platform layer.
     package = project / _answers(project)["package_name"]
     for path in sorted(package.rglob("*.py")):
+        imports = [m for m in _imports(path) if _is_host_api(m)]
         if path.name == "eviction.py":
-            assert [m for m in _imports(path) if _is_host_api(m)] == [
-                "sglang.srt.lora.eviction_policy"
+            assert imports == ["sglang.srt.lora.eviction_policy"]
+        elif path.name == "platform.py":
+            lazy = re.findall(r"(?m)^ +from (sglang\.srt\.[\w.]+) import", path.read_text())
+            assert imports == lazy, path
+            assert not [
+                m for m in lazy if m.startswith(("sglang.srt.platforms", "sglang.srt.plugins"))
             ]
         elif path.name != "host.py":
-            assert not [m for m in _imports(path) if _is_host_api(m)], path
+            assert not imports, path
 
 
 def test_host_py_binds_to_what_is_installed_unless_pinned_to_sglang(
@@ -251,8 +257,12 @@ def test_platform_tests_check_conformance_directly(render: Render, name: str) ->
     # test.
     project = _RENDERED.get(name) or render(**CASES[name])
     text = (project / "tests" / "test_platform.py").read_text(encoding="utf-8")
-    assert "from sglang_plugin_runtime.testing import assert_platform_conformance\n" in text
+    assert (
+        "from sglang_plugin_runtime.testing import assert_platform_conformance, sglang_releases\n"
+        in text
+    )
     assert "assert_platform_conformance(MydeviceSRTPlatform)" in text
+    assert "assert_platform_conformance(MydeviceSRTPlatform, release=release)" in text
     assert "type(cls.__name__" not in text and "twin" not in text
 
 
@@ -429,7 +439,7 @@ def test_general_package_ships_only_the_chosen_example_hooks(render: Render, hoo
     }
     stand_ins = {
         "before": "generate_completion_prompt",
-        "after": "num_image_tokens",
+        "after": "compute_retained_tokens_count",
         "around_timer": "Scheduler",
         "replace_class": "LRUEvictionPolicy",
     }
@@ -666,7 +676,9 @@ def test_platform_readme_lists_each_override_with_its_contract_status(
         m.group(1): (m.group(2), m.group(3))
         for m in re.finditer(r"(?m)^\| `(\w+)` \| (today|reserved) \| (.*) \|$", readme)
     }
-    assert sorted(rows) == found["defined"]  # exactly what the classes override
+    # The methods only older releases ask for have their own table, with the releases.
+    older = re.findall(r"(?m)^\| `(\w+)` \| 0\.5\.\d+[^|]* \| ", readme)
+    assert sorted({*rows, *older}) == found["defined"]  # exactly what the classes override
     for method, (called, why) in rows.items():
         entry = found["contract"][method]
         assert called == {"active": "today", "reserved": "reserved"}[entry["status"]], method

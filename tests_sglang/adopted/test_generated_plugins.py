@@ -143,8 +143,8 @@ class Scheduler:
 stand_in = StandInModules().start()
 stand_in("sglang.srt.parser.code_completion_parser",
          generate_completion_prompt=lambda prompt: prompt)
-stand_in("sglang.srt.multimodal.deepseek_v41_image_processing",
-         num_image_tokens=lambda text: len(text.split()))
+stand_in("sglang.srt.multimodal.evs.evs_core",
+         compute_retained_tokens_count=lambda per_frame, frames, q: per_frame * frames)
 stand_in("sglang.srt.managers.scheduler", Scheduler=Scheduler)
 stand_in("sglang.srt.lora.eviction_policy", LRUEvictionPolicy=LRUEvictionPolicy)
 from sglang.srt.plugins import load_plugins                    # SGLang's own import path
@@ -155,7 +155,7 @@ out = {}
 if hasattr(hooks, "PROMPT_TARGET"):
     out["normalize"] = resolve_target(hooks.PROMPT_TARGET)("  hi  ")
 if hasattr(hooks, "COUNT_TARGET"):
-    out["count"] = resolve_target(hooks.COUNT_TARGET)("a b")
+    out["count"] = resolve_target(hooks.COUNT_TARGET)(1, 2, 0.0)
 if hasattr(hooks, "EVICTION_TARGET"):
     policy = resolve_target(hooks.EVICTION_TARGET)()
     policy.mark_used(None)
