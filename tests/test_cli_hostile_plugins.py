@@ -289,23 +289,35 @@ class CountedMessage(str):
     "text report)",
 )
 def test_problems_and_their_cells_cost_constant_work_each(site: PluginSite) -> None:
-    from sglang_plugin_runtime._cli._reports import Problems
+    from sglang_plugin_runtime._cli import _reports as r
     from sglang_plugin_runtime._cli._text import render
+    from sglang_plugin_runtime._plugin_code import PluginOutcome
 
     add_general(site, "broken-dist", "broken", body="raise RuntimeError('broken on purpose')")
     one = cli(site, "doctor", "--json").json
     [record], [problem] = one["plugins"]["plugins"], one["problems"]
     count = 10_000
-    problems = Problems()
+    problems = r.Problems()
     CountedMessage.uses = 0
     for i in range(count):
         message = CountedMessage(problem["message"].replace("'broken'", f"'broken_{i}'"))
-        problems.add("error", "plugins", message, f"broken_{i}", "broken-dist")
-        # the same fault reached twice
-        problems.add("error", "plugins", message, f"broken_{i}", "broken-dist")
+        who = {"plugin": f"broken_{i}", "distribution": "broken-dist"}
+        problems.add("error", "plugins", message, **who)
+        problems.add("error", "plugins", message, **who)  # the same fault reached twice
     assert len(problems) == count and CountedMessage.uses <= 2 * count
-    records = [{**record, "plugin": f"broken_{i}"} for i in range(count)]
-    report = {**one, "problems": problems, "plugins": {**one["plugins"], "plugins": records}}
+    outcomes = [PluginOutcome(**{**record, "plugin": f"broken_{i}"}) for i in range(count)]
+    platform = r.FailedPlatform(
+        plugin=None, distribution=None, error="", error_type="", seconds=0.0, activations=[]
+    )
+    doctor = r.DoctorDocument(
+        r.Discovery(1, 0, None, 1, r.Found([], [])),
+        platform,
+        r.Plugins("loaded", None, [], outcomes),
+        r.Hooks(True, None, [], []),
+        r.SGLangSupport(None, None, []),
+        [],
+    )
+    report = r.Report(2, "doctor", "srt", False, None, {}, False, 1, problems, doctor)
     CountedMessage.uses = 0
     text = render(report)
     assert text.count("(see Problems)") >= count

@@ -242,7 +242,7 @@ def _run(argv: Sequence[str] | None) -> int:
                 level=logging.INFO if args.verbose == 1 else logging.DEBUG,
                 format="%(levelname)s %(name)s: %(message)s",
             )
-        from ._reports import InputError, report
+        from ._reports import InputError, encode, report
         from ._text import render
 
         with _plugins_running(for_good=argv is None) as out:
@@ -250,8 +250,10 @@ def _run(argv: Sequence[str] | None) -> int:
                 document = report(args)
             except InputError as exc:
                 raise UsageError(str(exc)) from None
-            out.append(json.dumps(document, indent=2) + "\n" if args.json else render(document))
-        return int(document["exit_status"])
+            out.append(
+                json.dumps(encode(document), indent=2) + "\n" if args.json else render(document)
+            )
+        return document.exit_status
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0)
     except (UsageError, _launcher.LaunchError) as exc:

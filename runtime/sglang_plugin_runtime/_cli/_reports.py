@@ -1,15 +1,18 @@
-"""The documents ``list``, ``doctor``, ``explain`` and ``fingerprint`` print: the runtime's records,
-as the CLI's JSON schema (``cli-schema.json``: within a schema version fields are only ever added,
-never renamed or removed) names them.
+"""The documents ``list``, ``doctor``, ``explain``, ``fingerprint`` and ``contract`` print: trees of
+typed records that mirror the CLI's JSON schema (``cli-schema.json``: within a schema version fields
+are only ever added, never renamed or removed), turned into JSON by :func:`encode` alone and into
+text by ``_text`` from the same objects.
 
-A record becomes JSON through its ``to_dict()``, under its Python field names, so a hook, a plugin's
-outcome or an entry point has one shape wherever it appears. Each command is one step
-(``<command>_step``) run inside :func:`report`, which adds the envelope every document shares.
+A record's JSON is its fields in order, under their Python names, so a hook, a plugin's outcome or
+an entry point has one shape wherever it appears. Each command is one step (``<command>_step``) run
+inside :func:`report`, which adds the envelope every document shares.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -19,14 +22,21 @@ import stat
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from importlib.util import find_spec
 from typing import Any
 
-from .._discovery import DiscoveryResult, discover_entry_points, duplicate_reason
+from .._discovery import (
+    DiscoveryResult,
+    MalformedDistribution,
+    discover_entry_points,
+    duplicate_reason,
+)
 from .._fingerprint import fingerprint_hook
 from .._namespace import PluginNamespace, get_namespace, import_if_module
 from .._plugin_code import (
+    PluginOutcome,
     Status,
     describe_failure,
     guarded,
@@ -36,13 +46,42 @@ from .._plugin_code import (
 from .._simulated_device import TORCH_INSTALL, simulated_device
 from ..errors import DuplicatePluginError
 from ..platforms import _selection
+from ..plugins._hooks._describe import Conflict, ResolutionHookReport, TargetReport
 
 ERROR, WARNING = "error", "warning"
 _MAX_FINGERPRINT_BYTES = 16 << 20  # a fingerprint of thousands of hooks is well under 1 MiB
-_PROBLEM_KEYS = ("severity", "step", "message", "plugin", "distribution", "target")
 #: The version of the JSON documents (``cli-schema.json``): a field renamed or removed makes a new
 #: one.
 SCHEMA_VERSION = 2
+#: Field metadata: the field's own fields stand in its record's place (a document's body in the
+#: envelope, a plugin's outcome beside its log).
+FLAT = {"flat": True}
+#: Field metadata: the field is left out while it is ``None``.
+OPTIONAL = {"optional": True}
+#: Field metadata: the field is for the text only.
+TEXT = {"text": True}
+
+
+def encode(value: Any) -> Any:
+    """``value`` as JSON: a record (a dataclass, or a named tuple) as its fields in order (a name
+    that is a Python keyword without its trailing ``_``), as :data:`FLAT`, :data:`OPTIONAL` and
+    :data:`TEXT` say."""
+    if dataclasses.is_dataclass(value):
+        data: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if f.metadata.get("flat"):
+                data.update(encode(item))
+            elif not (f.metadata.get("text") or (f.metadata.get("optional") and item is None)):
+                data[f.name.rstrip("_")] = encode(item)
+        return data
+    if hasattr(value, "_asdict"):
+        return encode(value._asdict())
+    if isinstance(value, dict):
+        return {key: encode(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [encode(item) for item in value]
+    return value
 
 
 class InputError(ValueError):
@@ -50,28 +89,313 @@ class InputError(ValueError):
     message says why. The CLI reports it as a usage error."""
 
 
-class Problems(list[dict[str, Any]]):
+@dataclass(frozen=True, kw_only=True)
+class Problem:
+    severity: str
+    step: str
+    message: str
+    plugin: str | None = None
+    distribution: str | None = None
+    target: str | None = None
+
+
+class Problems(list[Problem]):
     """Problems found while building a report, in the order found; one fault reached twice is one
     problem."""
 
     def __init__(self) -> None:
         super().__init__()
-        # one lookup per problem: a report may hold thousands
-        self._seen: set[tuple[Any, ...]] = set()
+        self._seen: set[Problem] = set()  # one lookup per problem: a report may hold thousands
 
-    def add(
-        self,
-        severity: str,
-        step: str,
-        message: str,
-        plugin: str | None = None,
-        distribution: str | None = None,
-        target: str | None = None,
-    ) -> None:
-        key = (severity, step, message, plugin, distribution, target)
-        if key not in self._seen:
-            self._seen.add(key)
-            self.append(dict(zip(_PROBLEM_KEYS, key, strict=True)))
+    def add(self, severity: str, step: str, message: str, **who: str | None) -> None:
+        """Add the problem; ``who``: the plugin, distribution and target it is about."""
+        problem = Problem(severity=severity, step=step, message=message, **who)
+        if problem not in self._seen:
+            self._seen.add(problem)
+            self.append(problem)
+
+
+@dataclass
+class Simulation:
+    device_type: str
+    device_count: int
+    backend_module: str | None
+
+
+@dataclass
+class LogLine:
+    level: str
+    logger: str
+    message: str
+
+
+@dataclass
+class EntryPoint:
+    """A planned plugin; a listed name that is not installed has no distribution, version, ..."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+    value: str | None
+    path: str | None
+    status: str
+    reason: str
+
+
+@dataclass
+class Group:
+    group: str
+    kind: str
+    entry_points: list[EntryPoint]
+
+
+@dataclass
+class Duplicate:
+    group: str
+    name: str
+    distributions: list[str]
+
+
+@dataclass
+class Found:
+    """What the scan found that is wrong (malformed distributions, duplicate names)."""
+
+    malformed: list[MalformedDistribution]
+    duplicates: list[Duplicate]
+
+
+@dataclass
+class ListDocument:
+    distribution_count: int
+    groups: list[Group]
+    found: Found = field(metadata=FLAT)
+
+
+@dataclass
+class Discovery:
+    distribution_count: int
+    platform_plugins: int
+    startup_plugins: int | None = field(metadata=OPTIONAL)
+    general_plugins: int
+    found: Found = field(metadata=FLAT)
+
+
+@dataclass
+class Run:
+    """A plugin's outcome, with what the plugin logged while its code ran."""
+
+    outcome: PluginOutcome = field(metadata=FLAT)
+    log: list[str]
+
+
+@dataclass
+class Override:
+    attribute: str
+    kind: str
+    message: str
+    meaning: str = field(metadata=TEXT)
+    """The message without the name it is about."""
+
+
+@dataclass(kw_only=True)
+class Platform:
+    """The platform selected."""
+
+    status: str = "selected"
+    platform_class: str
+    rule: str
+    reason: str
+    plugin: str | None
+    distribution: str | None
+    version: str | None
+    error: None = None
+    error_type: None = None
+    seconds: float
+    activations: list[Run]
+    overrides: list[Override]
+
+
+@dataclass(kw_only=True)
+class FailedPlatform:
+    """No platform selected: the fields of :class:`Platform` but the overrides, in the order
+    schema version 2 prints them."""
+
+    platform_class: None = None
+    rule: None = None
+    reason: None = None
+    plugin: str | None
+    distribution: str | None
+    version: None = None
+    status: str = "failed"
+    error: str
+    error_type: str
+    seconds: float
+    activations: list[Run]
+
+
+@dataclass
+class Plugins:
+    status: str
+    error: str | None
+    startup: list[PluginOutcome]
+    plugins: list[PluginOutcome]
+
+
+@dataclass
+class Source:
+    plugin: str | None
+    distribution: str | None
+
+
+@dataclass
+class Hook:
+    """A registered hook, numbered outermost first, as the fingerprint shows it."""
+
+    position: int
+    type: str
+    hook: str
+    priority: int
+    active: bool
+    source: Source | None
+
+
+@dataclass
+class CallStep:
+    phase: str
+    position: int | None
+    type: str
+    hook: str
+
+
+@dataclass
+class Target:
+    """One target's ``TargetReport``, with its hooks numbered and one call step by step."""
+
+    target: str
+    status: str
+    error: str | None
+    resolved: str | None
+    hooks: list[Hook]
+    conflicts: tuple[Conflict, ...]
+    rebound: int
+    call_flow: list[CallStep]
+
+
+@dataclass
+class Hooks:
+    available: bool
+    unavailable_reason: str | None
+    targets: list[Target]
+    resolution_hooks: list[ResolutionHookReport]
+    sglang_registry_targets: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Support:
+    plugin: str
+    distribution: str
+    version: str
+    supports: str | None
+    status: str
+    releases: list[str]
+
+
+@dataclass
+class SGLangSupport:
+    installed: str | None
+    installed_release: str | None
+    plugins: list[Support]
+
+
+@dataclass
+class DoctorDocument:
+    discovery: Discovery
+    platform: Platform | FailedPlatform
+    plugins: Plugins
+    hooks: Hooks
+    sglang: SGLangSupport
+    log: list[LogLine]
+
+
+@dataclass
+class ExplainDocument:
+    target: str
+    found: bool
+    report: Target | None
+    releases: list[str] | None
+    """The SGLang releases that have the target (``None``: a target outside SGLang)."""
+    resolution_hooks: list[ResolutionHookReport]
+    plugins: Plugins
+    log: list[LogLine]
+
+
+@dataclass
+class Change:
+    section: str
+    name: str
+    change: str
+    before: Any
+    after: Any
+
+
+@dataclass
+class Diff:
+    from_: str
+    to: str
+    changes: list[Change]
+
+
+@dataclass
+class ContractDocument:
+    releases: list[str]
+    installed: str | None
+    installed_release: str | None
+    diff: Diff | None
+
+
+@dataclass
+class Difference:
+    kind: str
+    item: str
+    severity: str
+    here: Any
+    there: Any
+
+
+@dataclass
+class Comparison:
+    source: str
+    digest: str | None
+    host: str | None
+    same: bool = False
+    differences: list[Difference] = field(default_factory=list)
+
+
+@dataclass
+class FingerprintDocument:
+    digest: str
+    host: str
+    fingerprint: dict[str, Any]
+    compared_with: Comparison | None
+
+
+Document = ListDocument | DoctorDocument | ExplainDocument | FingerprintDocument | ContractDocument
+
+
+@dataclass
+class Report:
+    """The envelope every document shares, around its body."""
+
+    schema_version: int
+    command: str
+    namespace: str
+    simulated: bool
+    simulation: Simulation | None
+    environment: dict[str, str | None]
+    healthy: bool
+    exit_status: int
+    problems: list[Problem]
+    body: Document = field(metadata=FLAT)
 
 
 class LogCapture(logging.Handler):
@@ -81,7 +405,7 @@ class LogCapture(logging.Handler):
 
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
-        self.records: list[dict[str, str]] = []
+        self.records: list[LogLine] = []
         self.plugin_lines: dict[tuple[str, str | None], list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
@@ -96,13 +420,11 @@ class LogCapture(logging.Handler):
                 f"{record.levelname} {record.name}: {message}"
             )
         if record.levelno >= logging.WARNING:
-            self.records.append(
-                {"level": record.levelname, "logger": record.name, "message": message}
-            )
+            self.records.append(LogLine(record.levelname, record.name, message))
 
 
 @contextlib.contextmanager
-def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
+def _captured(simulation: Simulation | None) -> Iterator[LogCapture]:
     """Logs captured (see :class:`LogCapture`), on a simulated device if asked. The root logger is
     lowered to DEBUG for the capture only: every other handler on it is raised to the root's level,
     so the terminal sees no more."""
@@ -117,7 +439,7 @@ def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
         # PrivateUse1 is renamed to it, which lasts for this process only, as a generated package's
         # own tests do.
         with (
-            simulated_device(**simulation, privateuse1=True)
+            simulated_device(**encode(simulation), privateuse1=True)
             if simulation
             else contextlib.nullcontext()
         ):
@@ -129,7 +451,7 @@ def _captured(simulation: dict[str, Any] | None) -> Iterator[LogCapture]:
             other.setLevel(logging.NOTSET)
 
 
-def _simulation(args: Any) -> dict[str, Any] | None:
+def _simulation(args: argparse.Namespace) -> Simulation | None:
     """``--simulate``'s device, checked: a device type torch lacks, a backend module that is not
     installed."""
     device, backend, count = args.simulate, args.simulate_backend, args.simulate_count
@@ -182,7 +504,7 @@ def _simulation(args: Any) -> dict[str, Any] | None:
                 "of a vendor module that is not installed here (e.g. torch_npu)"
             )
     # count is None or at least 1 here
-    return {"device_type": device, "device_count": count or 1, "backend_module": backend}
+    return Simulation(device, count or 1, backend)
 
 
 def _parses_as_device(torch: Any, name: str) -> bool:
@@ -195,35 +517,34 @@ def _parses_as_device(torch: Any, name: str) -> bool:
     return True
 
 
-def report(args: Any) -> dict[str, Any]:
+def report(args: argparse.Namespace) -> Report:
     """The envelope every document shares, around what ``args.command``'s step makes of this
-    process's plugins;
-    :class:`InputError` when an argument is unusable."""
-    step = {
+    process's plugins; :class:`InputError` when an argument is unusable."""
+    steps: dict[str, Callable[..., Document]] = {
         "list": list_step,
         "doctor": doctor_step,
         "explain": explain_step,
         "fingerprint": fingerprint_step,
         "contract": contract_step,
-    }[args.command]
+    }
     ns, simulation, problems = get_namespace(args.namespace), _simulation(args), Problems()
     with _captured(simulation) as logs:
-        body = step(ns, problems, logs, args)
-    failing = problems if args.strict else [p for p in problems if p["severity"] == ERROR]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "command": args.command,
-        "namespace": ns.name,
-        "simulated": bool(simulation),
-        "simulation": simulation,
-        "environment": {
+        body = steps[args.command](ns, problems, logs, args)
+    failing = problems if args.strict else [p for p in problems if p.severity == ERROR]
+    return Report(
+        schema_version=SCHEMA_VERSION,
+        command=args.command,
+        namespace=ns.name,
+        simulated=bool(simulation),
+        simulation=simulation,
+        environment={
             name: os.environ.get(name) for name in (ns.platform_env, ns.plugins_env, ns.strict_env)
         },
-        "healthy": not failing,
-        "exit_status": 1 if failing else 0,
-        "problems": problems,
-        **body,
-    }
+        healthy=not failing,
+        exit_status=1 if failing else 0,
+        problems=problems,
+        body=body,
+    )
 
 
 def error_text(exc: BaseException) -> str:
@@ -234,9 +555,7 @@ def error_text(exc: BaseException) -> str:
     return f"{describe_failure(exc)} (caused by {describe_failure(cause)})"
 
 
-def _discovery(
-    discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems
-) -> dict[str, Any]:
+def _discovery(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> Found:
     """What the scan found, and what is wrong with it (malformed distributions, duplicate names)."""
     for _kind, group in _groups(ns):  # reads the versions: a METADATA may prove unreadable
         discovery.group(group)
@@ -249,17 +568,15 @@ def _discovery(
     duplicates = []
     for group in (ns.platform_group, ns.plugin_group):
         for name, eps in discovery.duplicates(group).items():
-            duplicates.append(
-                {"group": group, "name": name, "distributions": [ep.distribution for ep in eps]}
-            )
+            duplicates.append(Duplicate(group, name, [ep.distribution for ep in eps]))
             problems.add(
                 ERROR,
                 "discovery",
                 f"entry point {name!r} in group {group!r}: {duplicate_reason(eps)}",
-                name,
-                eps[0].distribution,
+                plugin=name,
+                distribution=eps[0].distribution,
             )
-    return {"malformed": [bad._asdict() for bad in discovery.malformed], "duplicates": duplicates}
+    return Found(list(discovery.malformed), duplicates)
 
 
 def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
@@ -270,8 +587,9 @@ def _allowlist(ns: PluginNamespace, problems: Problems) -> None:
         problems.add(
             WARNING,
             "plugins",
-            f"{env}={os.environ.get(env, '')!r} names no plugin, so no general plugin is loaded; "
-            f"unset it to load them all, or list the ones to load ({env}=name1,name2)",
+            f"{env}={os.environ.get(env, '')!r} names no plugin, so no general "
+            "plugin is loaded; unset it to load them all, or list the ones to load "
+            f"({env}=name1,name2)",
         )
 
 
@@ -282,8 +600,8 @@ def _groups(ns: PluginNamespace) -> list[tuple[str, str]]:
 
 
 def list_step(
-    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
-) -> dict[str, Any]:
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: argparse.Namespace
+) -> ListDocument:
     """Every entry point of ``ns`` and what the environment would make of it (the plans selection
     and loading follow); imports nothing."""
     from ..plugins._loading import plan_plugins
@@ -293,7 +611,9 @@ def list_step(
     platforms, error = _selection.plan_platforms(ns, discovery)
     # duplicates: a discovery problem
     if error is not None and not isinstance(error, DuplicatePluginError):
-        problems.add(ERROR, "selection", str(error), error.plugin, error.distribution)
+        problems.add(
+            ERROR, "selection", str(error), plugin=error.plugin, distribution=error.distribution
+        )
     _allowlist(ns, problems)
     groups = []
     for kind, group in _groups(ns):
@@ -301,39 +621,31 @@ def list_step(
         for p in plan:
             if p.entry_point is None:
                 problems.add(
-                    WARNING,
-                    "plugins",
-                    f"plugin {p.name!r} {p.status}: {p.reason}",
-                    p.name,
+                    WARNING, "plugins", f"plugin {p.name!r} {p.status}: {p.reason}", plugin=p.name
                 )
-        # each plan as JSON; a listed name that is not installed has no distribution, version, ...
         entry_points = [
-            {
-                "name": p.name,
+            EntryPoint(
+                name=p.name,
+                status=p.status,
+                reason=p.reason,
                 **{
                     key: getattr(p.entry_point, key, None)
                     for key in ("distribution", "version", "value", "path")
                 },
-                "status": p.status,
-                "reason": p.reason,
-            }
+            )
             for p in plan
         ]
-        groups.append({"group": group, "kind": kind, "entry_points": entry_points})
-    return {"distribution_count": len(discovery.distributions), "groups": groups, **found}
+        groups.append(Group(group, kind, entry_points))
+    return ListDocument(len(discovery.distributions), groups, found)
 
 
-def _outcomes(outcomes: Any, logs: LogCapture) -> list[dict[str, Any]]:
-    """Plugin outcomes as JSON, each with what the plugin logged while its code ran."""
-    return [
-        {**o.to_dict(), "log": logs.plugin_lines.get((o.plugin, o.distribution), [])}
-        for o in outcomes
-    ]
+def _runs(outcomes: Any, logs: LogCapture) -> list[Run]:
+    return [Run(o, logs.plugin_lines.get((o.plugin, o.distribution), [])) for o in outcomes]
 
 
 def _platform(
     ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool, judged: Judged
-) -> dict[str, Any]:
+) -> Platform | FailedPlatform:
     _selection.reset_current_platform(ns)
     start = time.perf_counter()
     try:
@@ -342,19 +654,20 @@ def _platform(
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
         error = error_text(exc)
         problems.add(
-            ERROR, "selection", f"no platform could be selected: {error}", plugin, distribution
+            ERROR,
+            "selection",
+            f"no platform could be selected: {error}",
+            plugin=plugin,
+            distribution=distribution,
         )
-        return {
-            **dict.fromkeys(("platform_class", "rule", "reason")),
-            "plugin": plugin,
-            "distribution": distribution,
-            "version": None,
-            "status": "failed",
-            "error": error,
-            "error_type": type(exc).__name__,
-            "seconds": time.perf_counter() - start,
-            "activations": _outcomes(getattr(exc, "outcomes", ()), logs),
-        }
+        return FailedPlatform(
+            plugin=plugin,
+            distribution=distribution,
+            error=error,
+            error_type=type(exc).__name__,
+            seconds=time.perf_counter() - start,
+            activations=_runs(getattr(exc, "outcomes", ()), logs),
+        )
     seconds, selection = time.perf_counter() - start, _selection.current_platform_selection(ns)
     for a in selection.activations:
         if not a.ok:
@@ -362,8 +675,8 @@ def _platform(
                 ERROR,
                 "selection",
                 f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}",
-                a.plugin,
-                a.distribution,
+                plugin=a.plugin,
+                distribution=a.distribution,
             )
     if selection.rule == "fallback" and selection.activations and not selection.problems:
         problems.add(
@@ -386,8 +699,13 @@ def _platform(
             if finding.kind == "uncalled" and len(finding.releases) < len(releases):
                 findings.append(finding)  # information: other judged releases call it
             else:
-                where = (selection.plugin, selection.distribution)
-                problems.add(WARNING, "sglang", finding.message, *where)
+                problems.add(
+                    WARNING,
+                    "sglang",
+                    finding.message,
+                    plugin=selection.plugin,
+                    distribution=selection.distribution,
+                )
     # what a deployment gates on: the check the plugin's own tests run
     if strict and selection.plugin is not None:
         from ..testing._conformance import check_platform_conformance
@@ -400,24 +718,23 @@ def _platform(
                     ERROR,
                     "selection",
                     f"conformance check: {problem.message}",
-                    selection.plugin,
-                    selection.distribution,
+                    plugin=selection.plugin,
+                    distribution=selection.distribution,
                 )
-    return {
-        "status": "selected",
-        "platform_class": selection.class_path,
-        **{
-            key: getattr(selection, key)
-            for key in ("rule", "reason", "plugin", "distribution", "version")
-        },
-        "error": None,
-        "error_type": None,
-        "seconds": seconds,
-        "activations": _outcomes(selection.activations, logs),
-        "overrides": [
-            {"attribute": f.attribute, "kind": f.kind, "message": f.message} for f in findings
+    return Platform(
+        platform_class=selection.class_path,
+        rule=selection.rule,
+        reason=selection.reason,
+        plugin=selection.plugin,
+        distribution=selection.distribution,
+        version=selection.version,
+        seconds=seconds,
+        activations=_runs(selection.activations, logs),
+        # the finding's message names its class and member: the table's rows name them already
+        overrides=[
+            Override(f.attribute, f.kind, f.message, f.message.partition(": ")[2]) for f in findings
         ],
-    }
+    )
 
 
 def _stopped(load: Any, ns: PluginNamespace, problems: Problems, strict: bool) -> str | None:
@@ -427,7 +744,13 @@ def _stopped(load: Any, ns: PluginNamespace, problems: Problems, strict: bool) -
     except Exception as exc:
         error = error_text(exc)
         plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
-        problems.add(ERROR, "plugins", f"loading plugins stopped: {error}", plugin, distribution)
+        problems.add(
+            ERROR,
+            "plugins",
+            f"loading plugins stopped: {error}",
+            plugin=plugin,
+            distribution=distribution,
+        )
         return error
     return None
 
@@ -443,14 +766,14 @@ def startup_step(ns: PluginNamespace, problems: Problems, strict: bool) -> None:
     _stopped(load_startup_plugins, ns, problems, strict)
 
 
-def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[str, Any]:
+def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> Plugins:
     """Run ``load_plugins()`` here (after :func:`startup_step` and selection), and report what each
     plugin did."""
     from ..plugins._loading import load_plugins, plugin_load_report
 
     error = _stopped(load_plugins, ns, problems, strict)
-    phases = {}
-    for key, group in (("startup", ns.startup_group), ("plugins", ns.plugin_group)):
+    phases = []
+    for group in (ns.startup_group, ns.plugin_group):
         # no startup group: no report (plugin_load_report(ns, None) is the general plugins')
         report = plugin_load_report(ns, group) if group else None
         outcomes, required = (report.outcomes, report.required) if report else ((), None)
@@ -461,44 +784,63 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> dict[
                     ERROR if not o.ok and o.status is not Status.NOT_INSTALLED else WARNING,
                     "plugins",
                     f"plugin {o.plugin!r} {o.status}: {o.reason}",
-                    o.plugin,
-                    o.distribution,
+                    plugin=o.plugin,
+                    distribution=o.distribution,
                 )
-        phases[key] = [o.to_dict() for o in outcomes]
-    return {"status": "failed" if error else "loaded", "error": error, **phases}
+        phases.append(list(outcomes))
+    return Plugins("failed" if error else "loaded", error, *phases)
 
 
-def _target(report: Any) -> dict[str, Any]:
-    """One ``TargetReport`` as JSON, with its hooks numbered outermost first and one call step by
-    step."""
-    data: dict[str, Any] = report.to_dict()  # its conflicts as JSON already
+def _target(report: TargetReport) -> Target:
+    """One ``TargetReport`` with its hooks numbered outermost first and one call step by step."""
     hooks = []
     for position, hook in enumerate(report.hooks, start=1):
         h = fingerprint_hook(hook)
-        source = {"plugin": h.pop("plugin"), "distribution": h.pop("distribution")}
+        source = Source(h["plugin"], h["distribution"])
         hooks.append(
-            {"position": position, **h, "source": source if any(source.values()) else None}
+            Hook(
+                position,
+                h["type"],
+                h["hook"],
+                h["priority"],
+                h["active"],
+                source if source.plugin or source.distribution else None,
+            )
         )
-    data["hooks"] = hooks
     # BEFORE and AROUND hooks on the way in (outermost first), the active REPLACE (or the original),
     # AFTER hooks on the way out, innermost first.
-    active = [h for h in hooks if h["active"]]
-    original = {"position": None, "type": "original", "hook": data["resolved"] or data["target"]}
-    steps = [("enter", h) for h in active if h["type"] in ("before", "around")]
-    steps.append(("call", next((h for h in reversed(active) if h["type"] == "replace"), original)))
-    steps += [("exit", h) for h in reversed(active) if h["type"] == "after"]
-    data["call_flow"] = [
-        {"phase": p, "position": h["position"], "type": h["type"], "hook": h["hook"]}
-        for p, h in steps
+    active = [h for h in hooks if h.active]
+    flow = [
+        CallStep("enter", h.position, h.type, h.hook)
+        for h in active
+        if h.type in ("before", "around")
     ]
-    return data
+    call = next((h for h in reversed(active) if h.type == "replace"), None)
+    flow.append(
+        CallStep("call", call.position, call.type, call.hook)
+        if call
+        else CallStep("call", None, "original", report.resolved or report.target)
+    )
+    flow += [
+        CallStep("exit", h.position, h.type, h.hook) for h in active[::-1] if h.type == "after"
+    ]
+    return Target(
+        report.target,
+        report.status,
+        report.error,
+        report.resolved,
+        hooks,
+        report.conflicts,
+        report.rebound,
+        flow,
+    )
 
 
-def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
+def _import_modules(targets: list[Target], problems: Problems) -> None:
     """Import the modules of pending targets so their hooks apply now (``--import-targets``)."""
     from ..plugins.hook_registry import HookRegistry
 
-    for target in (t["target"] for t in targets if t["status"] == "pending"):
+    for target in (t.target for t in targets if t.status == "pending"):
         module, colon, _ = target.partition(":")
         parts = target.split(".")
         for name in (
@@ -522,13 +864,14 @@ def _import_modules(targets: list[dict[str, Any]], problems: Problems) -> None:
 
 def _hooks_on(
     target: str, plugins: set[str], distributions: set[Any]
-) -> tuple[str, tuple[Any, Any, str]]:
+) -> tuple[str, dict[str, Any]]:
     """How a problem about the hooks on ``target`` begins, and the plugin, distribution and target
     it names (a plugin or a distribution only where the hooks come from one)."""
     names = sorted(plugins)
     said = f"hooks on {target!r}" + (f" (from {', '.join(names)})" if names else "")
     plugin = names[0] if len(names) == 1 else None
-    return said, (plugin, distributions.pop() if len(distributions) == 1 else None, target)
+    distribution = distributions.pop() if len(distributions) == 1 else None
+    return said, {"plugin": plugin, "distribution": distribution, "target": target}
 
 
 #: Why a module cannot be found, most of the time.
@@ -537,7 +880,7 @@ _NOT_FOUND = "a misspelled module, or a package that is not installed here"
 
 def hooks_step(
     problems: Problems, import_targets: bool, judged: Judged, target: str | None = None
-) -> dict[str, Any]:
+) -> Hooks:
     from ..plugins.hook_registry import HookRegistry
     from ._gate import host_not_installed, missing_module
 
@@ -546,40 +889,32 @@ def hooks_step(
         _import_modules(targets, problems)
         targets = [_target(r) for r in HookRegistry.describe(target)]
     for t in targets:
-        name, status = t["target"], t["status"]
-        sources = [h["source"] for h in t["hooks"] if h["source"]]
-        releases = {r for s in sources for r in judged.get(s["distribution"], judged[None])[1]}
-        hooks, where = _hooks_on(
-            name,
-            {s["plugin"] for s in sources if s["plugin"]},
-            {s["distribution"] for s in sources},
+        name, status = t.target, t.status
+        sources = [h.source for h in t.hooks if h.source]
+        releases = {r for s in sources for r in judged.get(s.distribution, judged[None])[1]}
+        hooks, who = _hooks_on(
+            name, {s.plugin for s in sources if s.plugin}, {s.distribution for s in sources}
         )
         missing = missing_module(name) if status == "pending" else None
         never = f"{hooks} never apply: module {missing!r} cannot be found"
+        severity, message = ERROR, ""
         if status == "failed":
-            problems.add(
-                ERROR, "hooks", f"{hooks} failed: {t['error'] or 'see the registry log'}", *where
-            )
+            message = f"{hooks} failed: {t.error or 'see the registry log'}"
         elif status == "pending" and import_targets:  # the deep check imported what it could
-            why = never if missing else f"{hooks} never apply: {t['error'] or 'no resolution'}"
-            problems.add(ERROR, "hooks", f"{why} (checked by importing the targets)", *where)
+            why = never if missing else f"{hooks} never apply: {t.error or 'no resolution'}"
+            message = f"{why} (checked by importing the targets)"
         elif missing is not None and not host_not_installed(name):
-            problems.add(ERROR, "hooks", f"{never} ({_NOT_FOUND})", *where)
+            message = f"{never} ({_NOT_FOUND})"
         elif absent := _absent(name, judged, releases | set(judged[None][1])):
-            problems.add(WARNING, "hooks", f"{hooks} never apply{absent}", *where)
+            severity, message = WARNING, f"{hooks} never apply{absent}"
         # Pending on a module that can be found (or on SGLang, not installed here): they apply
         # when it is imported. Information, in the hooks table; --import-targets checks them now.
-        for conflict in t["conflicts"]:
-            problems.add(WARNING, "hooks", f"{name}: {conflict['message']}", *where)
+        found = [(severity, message)] if message else []
+        for severity, message in found + [(WARNING, f"{name}: {c.message}") for c in t.conflicts]:
+            problems.add(severity, "hooks", message, **who)
     from ..plugins.hook_registry import describe_resolution_hooks
 
-    steps = [r.to_dict() for r in describe_resolution_hooks(target)]
-    return {
-        "available": True,
-        "unavailable_reason": None,
-        "targets": targets,
-        "resolution_hooks": steps,
-    }
+    return Hooks(True, None, targets, list(describe_resolution_hooks(target)))
 
 
 def _sglang_registry() -> dict[str, list[Any]]:
@@ -602,7 +937,7 @@ def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str
     registry = _sglang_registry()
     for target, entries in registry.items():
         sources = [s for *_, s in entries if s is not None]
-        hooks, where = _hooks_on(
+        hooks, who = _hooks_on(
             target,
             {str(getattr(s, "plugin_name", s)) for s in sources},
             {getattr(s, "dist_name", None) for s in sources},
@@ -611,14 +946,14 @@ def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str
         missing = missing_module(target)
         if missing is not None:
             problems.add(
-                ERROR, "hooks", f"{said}: module {missing!r} cannot be found ({_NOT_FOUND})", *where
+                ERROR, "hooks", f"{said}: module {missing!r} cannot be found ({_NOT_FOUND})", **who
             )
         elif import_targets:
             owner, _, attribute = target.rpartition(".")
             with guarded(f"resolving {target!r} as SGLang's apply_hooks() does") as call:
                 getattr(pkgutil.resolve_name(owner), attribute)
             if call.error is not None:
-                problems.add(ERROR, "hooks", f"{said}: {error_text(call.error)}", *where)
+                problems.add(ERROR, "hooks", f"{said}: {error_text(call.error)}", **who)
     return list(registry)
 
 
@@ -645,11 +980,11 @@ def _judged(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems)
                 problems.add(
                     WARNING,
                     "sglang",
-                    f"cannot read the requirements of plugin {ep.name!r} ({ep.label}) in {where}: "
-                    f"{describe_failure(exc)}; its SGLang range is not checked. Save that file as "
-                    "UTF-8, or reinstall the distribution",
-                    ep.name,
-                    ep.distribution,
+                    f"cannot read the requirements of plugin {ep.name!r} ({ep.label}) "
+                    f"in {where}: {describe_failure(exc)}; its SGLang range is not checked. "
+                    "Save that file as UTF-8, or reinstall the distribution",
+                    plugin=ep.name,
+                    distribution=ep.distribution,
                 )
                 declared = None
             held = (data.releases_in(declared) or ()) if declared is not None else ()
@@ -692,7 +1027,7 @@ def _absent(target: str, judged: Judged, releases: set[str]) -> str | None:
 
 def _sglang_support(
     discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems, judged: Judged
-) -> Any:
+) -> SGLangSupport:
     """The installed SGLang against the range each plugin's distribution declares (its requirement
     on ``sglang``: a generated package's extra ``sglang``), by the rule packages check at load."""
     from .. import _sglang_releases as data
@@ -705,35 +1040,23 @@ def _sglang_support(
         seen.add(key)
         declared, releases = judged[ep.distribution]
         ok = None if installed is None or declared is None else data.in_range(installed, declared)
-        rows.append(
-            {
-                "plugin": ep.name,
-                "distribution": ep.distribution,
-                "version": ep.version,
-                "supports": declared,
-                "status": {None: "not-checked", True: "supported", False: "unsupported"}[ok],
-                "releases": list(releases),
-            }
-        )
+        status = {None: "not-checked", True: "supported", False: "unsupported"}[ok]
+        rows.append(Support(ep.name, ep.distribution, ep.version, declared, status, list(releases)))
         if ok is False:
             problems.add(
                 WARNING,
                 "sglang",
-                f"plugin {ep.name!r} ({ep.distribution} {ep.version}) supports SGLang {declared}, "
-                f"but SGLang {installed} is installed",
-                ep.name,
-                ep.distribution,
+                f"plugin {ep.name!r} ({ep.distribution} {ep.version}) supports SGLang "
+                f"{declared}, but SGLang {installed} is installed",
+                plugin=ep.name,
+                distribution=ep.distribution,
             )
-    return {
-        "installed": installed,
-        "installed_release": judged[None][1][0] if judged[None][1] else None,
-        "plugins": rows,
-    }
+    return SGLangSupport(installed, judged[None][1][0] if judged[None][1] else None, rows)
 
 
 def doctor_step(
-    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
-) -> dict[str, Any]:
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: argparse.Namespace
+) -> DoctorDocument:
     """Run the startup phase, selection, ``load_plugins()`` and hook application here, in a
     server process's order, and report every step."""
     discovery = discover_entry_points()
@@ -746,30 +1069,34 @@ def doctor_step(
     plugins = plugins_step(ns, problems, strict)
     theirs = _check_sglang_registry(problems, args.import_targets)
     hooks = hooks_step(problems, args.import_targets, judged)
-    return {
-        "discovery": {
-            "distribution_count": len(discovery.distributions),
-            **{f"{kind}_plugins": len(discovery.group(group)) for kind, group in _groups(ns)},
-            **found,
-        },
-        "platform": platform,
-        "plugins": plugins,
-        "hooks": {**hooks, "sglang_registry_targets": theirs},
-        "sglang": _sglang_support(discovery, ns, problems, judged),
-        "log": logs.records,
-    }
+    hooks.sglang_registry_targets = theirs
+    count = {kind: len(discovery.group(group)) for kind, group in _groups(ns)}
+    return DoctorDocument(
+        Discovery(
+            len(discovery.distributions),
+            count["platform"],
+            count.get("startup"),
+            count["general"],
+            found,
+        ),
+        platform,
+        plugins,
+        hooks,
+        _sglang_support(discovery, ns, problems, judged),
+        logs.records,
+    )
 
 
 def explain_step(
-    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
-) -> dict[str, Any]:
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: argparse.Namespace
+) -> ExplainDocument:
     """Load the general plugins, then describe the hooks on ``args.target`` in the order they
     run."""
-    from ..plugins.hook_registry import Target
+    from ..plugins.hook_registry import Target as TargetName
 
     target = args.target
     try:
-        wanted = None if target.isidentifier() else Target.parse(target)  # a resolution step
+        wanted = None if target.isidentifier() else TargetName.parse(target)  # a resolution step
     except (ValueError, TypeError) as exc:
         raise InputError(f"explain: {exc}") from None
     strict = args.strict or ns.strict()
@@ -780,21 +1107,19 @@ def explain_step(
         problems.add(
             WARNING,
             "selection",
-            f"no platform could be selected ({error_text(exc)}): hooks its plugin registers are "
-            "missing here; 'sglang-plugins doctor' says more",
+            f"no platform could be selected ({error_text(exc)}): hooks its plugin "
+            "registers are missing here; 'sglang-plugins doctor' says more",
         )
     plugins = plugins_step(ns, problems, strict)
     judged = _judged(discover_entry_points(), ns, problems)
     hooks = hooks_step(problems, args.import_targets, judged, target)
-    found = next((t for t in hooks["targets"] if Target.parse(t["target"]) == wanted), None)
+    found = next((t for t in hooks.targets if TargetName.parse(t.target) == wanted), None)
     # Only the problems about this target (or about loading) matter here.
-    problems[:] = [
-        p for p in problems if p["target"] in (None, found["target"] if found else target)
-    ]
-    steps = hooks["resolution_hooks"]
+    problems[:] = [p for p in problems if p.target in (None, found.target if found else target)]
+    steps = hooks.resolution_hooks
+    messages = []
     if wanted is None and not steps:
-        message = f"no plugin wraps SGLang's resolution step {target!r}"
-        problems.add(WARNING, "explain", message, target=target)
+        messages.append(f"no plugin wraps SGLang's resolution step {target!r}")
     elif found is None and wanted is not None:
         message = f"no hook is registered on {target!r} by any loaded plugin"
         if wanted.dotted in {t.replace(":", ".") for t in _sglang_registry()}:
@@ -803,54 +1128,47 @@ def explain_step(
                 "keeps its own registry, which has hooks on it: run sglang-plugins run -- "
                 f"sglang-plugins explain {target}"
             )
-        problems.add(WARNING, "explain", message, target=target)
+        messages.append(message)
         if absent := _absent(target, judged, set(judged[None][1])):
-            problems.add(
-                WARNING, "explain", f"hooks on {target!r} would never apply{absent}", target=target
-            )
+            messages.append(f"hooks on {target!r} would never apply{absent}")
+    for message in messages:
+        problems.add(WARNING, "explain", message, target=target)
     from .. import _sglang_releases as data
 
-    return {
-        "target": target,
-        "found": found is not None or bool(steps),
-        "report": found,
-        "releases": [r for r in data.releases() if data.missing(target, r) is None]
-        if re.split("[.:]", target)[0] == "sglang"
-        else None,
-        "resolution_hooks": steps,
-        "plugins": plugins,
-        "log": logs.records,
-    }
+    in_sglang = re.split("[.:]", target)[0] == "sglang"
+    return ExplainDocument(
+        target,
+        found is not None or bool(steps),
+        found,
+        [r for r in data.releases() if data.missing(target, r) is None] if in_sglang else None,
+        steps,
+        plugins,
+        logs.records,
+    )
 
 
 def contract_step(
-    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
-) -> dict[str, Any]:
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: argparse.Namespace
+) -> ContractDocument:
     """The SGLang releases the runtime has data of, and with ``--diff`` what changed in the
     platform contract from one to another."""
     from .. import _sglang_releases as data
 
-    changes = None
+    diff = None
     if args.diff:
         try:
-            changes = data.diff(*args.diff)
+            before, after = args.diff
+            diff = Diff(before, after, [Change(**c) for c in data.diff(before, after)])
         except ValueError as exc:
             raise InputError(f"contract --diff: {exc}") from None
     installed, release = data.installed()
-    return {
-        "releases": list(data.releases()),
-        "installed": installed,
-        "installed_release": release,
-        "diff": None
-        if changes is None
-        else {"from": args.diff[0], "to": args.diff[1], "changes": changes},
-    }
+    return ContractDocument(list(data.releases()), installed, release, diff)
 
 
-def _comparison(argument: str) -> dict[str, Any]:
+def _comparison(argument: str) -> tuple[Comparison, dict[str, Any] | None]:
     """What ``--compare`` names: a file written by ``fingerprint --json`` (or a saved
-    ``PluginFingerprint.to_dict()``), or a digest (at least its first 12 hex digits)."""
-    other: dict[str, Any] = {"source": argument, "digest": None, "host": None, "fingerprint": None}
+    ``PluginFingerprint.to_dict()``), or a digest (at least its first 12 hex digits); and the
+    fingerprint the file holds."""
     where = f"fingerprint: --compare {argument!r}"
     how = (
         "give a file written by 'sglang-plugins fingerprint --json' on the other node, or its "
@@ -858,7 +1176,7 @@ def _comparison(argument: str) -> dict[str, Any]:
     )
     if re.fullmatch(r"[0-9a-fA-F]+", argument) and not os.path.exists(argument):
         if 12 <= len(argument) <= 64:
-            return {**other, "digest": argument.lower()}
+            return Comparison(argument, argument.lower(), None), None
         raise InputError(
             f"{where}: no such file, and {argument!r} is {len(argument)} hex digits, no digest "
             f"(give at least its first 12, of 64); {how}"
@@ -879,26 +1197,27 @@ def _comparison(argument: str) -> dict[str, Any]:
         document = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deeply
         raise InputError(f"{where}: not a fingerprint ({exc})") from None
+    other = Comparison(argument, None, None)
     if isinstance(document, dict) and document.get("command") == "fingerprint":
-        other["host"] = document.get("host") if isinstance(document.get("host"), str) else None
+        other.host = document.get("host") if isinstance(document.get("host"), str) else None
         document = document.get("fingerprint")
     if not isinstance(document, dict) or not {"format", "platform", "hooks"} <= set(document):
         raise InputError(
             f"{where}: not a fingerprint; write one with 'sglang-plugins fingerprint --json > FILE'"
         )
-    return {**other, "fingerprint": document}
+    return other, document
 
 
 def fingerprint_step(
-    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: Any
-) -> dict[str, Any]:
+    ns: PluginNamespace, problems: Problems, logs: LogCapture, args: argparse.Namespace
+) -> FingerprintDocument:
     """Select the platform and run ``load_plugins()`` here (as a fresh rank would), fingerprint the
     result, and compare it with what ``--compare`` names, when given."""
     from .._consistency import Participant, compare
     from .._fingerprint import digest_of, plugin_fingerprint
     from ..plugins import load_plugins
 
-    other = _comparison(args.compare) if args.compare is not None else None
+    other, theirs = _comparison(args.compare) if args.compare is not None else (None, None)
     try:
         load_plugins(ns, strict=args.strict or None)
     # strict mode: the fingerprint then says load_plugins() did not complete
@@ -907,52 +1226,36 @@ def fingerprint_step(
             ERROR,
             "plugins",
             f"load_plugins() raised {type(exc).__name__}: {exc}",
-            getattr(exc, "plugin", None),
+            plugin=getattr(exc, "plugin", None),
         )
     fingerprint, host = plugin_fingerprint(ns), socket.gethostname()
     mine, source = fingerprint.to_dict(), args.compare
-    document = {
-        "digest": fingerprint.digest,
-        "host": host,
-        "fingerprint": mine,
-        "compared_with": None,
-    }
+    document = FingerprintDocument(fingerprint.digest, host, mine, other)
     if other is None:
         return document
-    theirs, rows = other.pop("fingerprint"), []
     if theirs is not None:  # a file: each item that differs (a digest only: the same or not)
         try:  # anyone's JSON: a damaged inner structure makes it no fingerprint (not a bug here)
-            other["digest"], differences = (
+            other.digest, differences = (
                 digest_of(theirs),
-                compare(
-                    [Participant(0, other["host"] or source, theirs), Participant(1, host, mine)]
-                ),
+                compare([Participant(0, other.host or source, theirs), Participant(1, host, mine)]),
             )
         except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
             raise InputError(
                 f"fingerprint: --compare {source!r}: not a fingerprint (damaged: "
                 f"{type(exc).__name__})"
             ) from None
-        where = f"{source} (host {other['host']})" if other["host"] else source
+        where = f"{source} (host {other.host})" if other.host else source
         for d in differences:
             value = {rank: v.value for v in d.variants for rank in v.ranks}
             problems.add(d.severity, "compare", f"{d.item}: here {value[1]}; in {where} {value[0]}")
-            rows.append(
-                {
-                    "kind": d.kind,
-                    "item": d.item,
-                    "severity": d.severity,
-                    "here": value[1],
-                    "there": value[0],
-                }
-            )
-    same = fingerprint.digest.startswith(other["digest"])
-    if not same and theirs is None:
+            other.differences.append(Difference(d.kind, d.item, d.severity, value[1], value[0]))
+    other.same = fingerprint.digest.startswith(str(other.digest))
+    if not other.same and theirs is None:
         problems.add(
             ERROR,
             "compare",
             f"this node's fingerprint {fingerprint.digest[:12]} differs from "
-            f"{other['digest'][:12]}; compare with the other node's 'sglang-plugins fingerprint "
-            "--json' file to see which items differ",
+            f"{str(other.digest)[:12]}; compare with the other node's 'sglang-plugins "
+            "fingerprint --json' file to see which items differ",
         )
-    return {**document, "compared_with": {**other, "same": same, "differences": rows}}
+    return document

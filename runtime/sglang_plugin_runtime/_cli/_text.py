@@ -9,7 +9,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._consistency import dist_label
+from .._plugin_code import PluginOutcome
 from .._sglang_releases import describe
+from ..plugins._hooks._describe import ResolutionHookReport
+from ._reports import (
+    ContractDocument,
+    DoctorDocument,
+    ExplainDocument,
+    FingerprintDocument,
+    ListDocument,
+    Report,
+    Run,
+)
 
 SEE = "(see Problems)"
 
@@ -36,15 +47,20 @@ def _section(
     )
 
 
-def _cell(record: dict[str, Any], key: str) -> object:
+def _dist(record: Any) -> str | None:
+    """``name version`` of the distribution a record names, or ``None``."""
+    return dist_label({"distribution": record.distribution, "version": record.version})
+
+
+def _cell(run: Run, value: object) -> object:
     """The last cell of a plugin's row: a pointer to its problem (a failed or missing plugin is
-    one: the Problems table says it), ``record[key]``, or why ``activate()`` returned ``None``."""
-    status = str(record["status"])
+    one: the Problems table says it), ``value``, or why ``activate()`` returned ``None``."""
+    status = str(run.outcome.status)
     if status.startswith(("failed", "not-installed")):
         return SEE
     if status != "unavailable":
-        return record[key]
-    logged = record.get("log")
+        return value
+    logged = run.log
     return (
         f"None: {logged[-1]}"
         if logged
@@ -52,9 +68,7 @@ def _cell(record: dict[str, Any], key: str) -> object:
     )
 
 
-def _runs(
-    kind: str, records: list[dict[str, Any]], last: str, key: str, stopped: object = None
-) -> list[str]:
+def _runs(kind: str, runs: Sequence[Run], last: str, key: str, stopped: object = None) -> list[str]:
     """The table of plugins that ran (their ``key`` in the ``last`` column), then their tracebacks;
     the last message of each traceback (a problem says it) replaced by a pointer."""
     titles = {
@@ -66,17 +80,18 @@ def _runs(
         titles[kind],
         ("PLUGIN", "DISTRIBUTION", "STATUS", "TIME", last),
         [
-            (r["plugin"], dist_label(r), r["status"], f"{r['seconds'] * 1e3:.1f} ms", _cell(r, key))
-            for r in records
+            (o.plugin, _dist(o), o.status, f"{o.seconds * 1e3:.1f} ms", _cell(r, getattr(o, key)))
+            for r in runs
+            for o in [r.outcome]
         ],
         "(no platform plugin was activated)" if kind == "platform" else "(none installed)",
     )
     if stopped:
         out.append(f"  loading stopped: {SEE}")
-    for record in records:
-        if not record.get("traceback"):
+    for o in (r.outcome for r in runs):
+        if not o.traceback:
             continue
-        lines = record["traceback"].rstrip().splitlines()
+        lines = o.traceback.rstrip().splitlines()
         start = max(
             (i for i, line in enumerate(lines) if line.startswith("Traceback (")), default=0
         )
@@ -86,66 +101,67 @@ def _runs(
                 break
         out += [
             "",
-            f"Traceback of {kind} plugin {record['plugin']!r} (without the runtime's frames)",
+            f"Traceback of {kind} plugin {o.plugin!r} (without the runtime's frames)",
             *("  " + line for line in lines),
         ]
     return out
 
 
-def _list(report: dict[str, Any]) -> list[str]:
+def _logged(outcomes: Sequence[PluginOutcome]) -> list[Run]:
+    return [Run(o, []) for o in outcomes]
+
+
+def _list(report: ListDocument) -> list[str]:
     lines = []
-    for g in report["groups"]:
+    for g in report.groups:
         lines += _section(
-            f"{g['kind'].capitalize()} plugins: group {g['group']} ({len(g['entry_points'])} entry "
+            f"{g.kind.capitalize()} plugins: group {g.group} ({len(g.entry_points)} entry "
             "point(s))",
             ("NAME", "DISTRIBUTION", "TARGET", "STATUS", "WHY"),
-            [
-                (e["name"], dist_label(e), e["value"], e["status"], e["reason"])
-                for e in g["entry_points"]
-            ],
+            [(e.name, _dist(e), e.value, e.status, e.reason) for e in g.entry_points],
             "(none installed)",
         )
     lines += _section(
         "Malformed distributions (skipped)",
         ("PATH", "REASON"),
-        [tuple(m.values()) for m in report["malformed"]],  # path, reason
+        [(m.path, m.reason) for m in report.found.malformed],
     )
     lines += _section(
         "Duplicate entry-point names",
         ("GROUP", "NAME", "DISTRIBUTIONS"),
-        [(d["group"], d["name"], ", ".join(d["distributions"])) for d in report["duplicates"]],
+        [(d.group, d.name, ", ".join(d.distributions)) for d in report.found.duplicates],
     )
     return [
         *lines,
         "",
-        f"{report['distribution_count']} installed distribution(s) scanned; no plugin was "
-        "imported.",
+        f"{report.distribution_count} installed distribution(s) scanned; no plugin was imported.",
     ]
 
 
-def _doctor(report: dict[str, Any]) -> list[str]:
-    found, platform, hooks = report["discovery"], report["platform"], report["hooks"]
-    counts = ", ".join(
-        f"{found[key]} {key.replace('_', ' ')}" for key in found if key.endswith("_plugins")
-    )
+def _doctor(report: DoctorDocument, simulated: bool, said: set[str | None]) -> list[str]:
+    found, platform, hooks = report.discovery, report.platform, report.hooks
+    counts = [
+        (found.platform_plugins, "platform"),
+        (found.startup_plugins, "startup"),
+        (found.general_plugins, "general"),
+    ]
     lines = [
         "",
-        f"Discovery: {found['distribution_count']} installed distribution(s) scanned, {counts}, "
-        f"{len(found['malformed'])} malformed",
-        *_runs("platform", platform["activations"], "RESULT / ERROR", "result"),
+        f"Discovery: {found.distribution_count} installed distribution(s) scanned, "
+        + ", ".join(f"{n} {kind} plugins" for n, kind in counts if n is not None)
+        + f", {len(found.found.malformed)} malformed",
+        *_runs("platform", platform.activations, "RESULT / ERROR", "result"),
     ]
-    if platform["status"] == "selected":
-        title = "Selected platform" + (" [SIMULATED]" if report["simulated"] else "")
+    if platform.status == "selected":
+        title = "Selected platform" + (" [SIMULATED]" if simulated else "")
         pairs = [
-            ("class", platform["platform_class"]),
+            ("class", platform.platform_class),
             (
                 "plugin",
-                f"{platform['plugin']} ({dist_label(platform)})"
-                if platform["plugin"]
-                else "(none: fallback)",
+                f"{platform.plugin} ({_dist(platform)})" if platform.plugin else "(none: fallback)",
             ),
-            ("rule", platform["rule"]),
-            ("reason", platform["reason"]),
+            ("rule", platform.rule),
+            ("reason", platform.reason),
         ]
     else:
         title, pairs = "Selected platform: NONE (selection failed)", [("error", SEE)]
@@ -154,96 +170,94 @@ def _doctor(report: dict[str, Any]) -> list[str]:
         "Platform class: public names SGLang does not call",
         ("NAME", "KIND", "WHAT IT MEANS"),
         [
-            (o["attribute"], o["kind"], o["message"].partition(": ")[2])
-            for o in platform.get("overrides", ())  # none when selection failed
+            (o.attribute, o.kind, o.meaning)
+            for o in getattr(platform, "overrides", ())  # none when selection failed
         ],
     )
-    plugins = report["plugins"]
-    if plugins["startup"]:
-        lines += _runs("startup", plugins["startup"], "REASON", "reason")
-    lines += _runs("general", plugins["plugins"], "REASON", "reason", plugins["error"])
-    theirs = hooks["sglang_registry_targets"]
+    plugins = report.plugins
+    if plugins.startup:
+        lines += _runs("startup", _logged(plugins.startup), "REASON", "reason")
+    lines += _runs("general", _logged(plugins.plugins), "REASON", "reason", plugins.error)
+    theirs = hooks.sglang_registry_targets
     lines += _section(
         "Hooks",
         ("TARGET", "STATUS", "HOOKS (outermost first)", "PLUGINS", "NOTE"),
         [
             (
-                t["target"],
-                t["status"],
-                ", ".join(h["type"] for h in t["hooks"]) or "-",
-                ", ".join(sorted({h["source"]["plugin"] or "?" for h in t["hooks"] if h["source"]}))
+                t.target,
+                t.status,
+                ", ".join(h.type for h in t.hooks) or "-",
+                ", ".join(sorted({h.source.plugin or "?" for h in t.hooks if h.source}))
                 or "unknown",
-                SEE if t["status"] == "failed" or t["conflicts"] else t["error"],
+                SEE if t.status == "failed" or t.conflicts else t.error,
             )
-            for t in hooks["targets"]
+            for t in hooks.targets
         ],
         "(none here: see released SGLang's registry)" if theirs else "(no hooks registered)",
     )
-    if hooks.get("resolution_hooks"):
-        lines += _resolution_hooks(hooks["resolution_hooks"], "SGLang resolution steps wrapped")
-    said = {p["target"] for p in report["problems"]}
+    if hooks.resolution_hooks:
+        lines += _resolution_hooks(hooks.resolution_hooks, "SGLang resolution steps wrapped")
     lines += _section(
         "Hooks in released SGLang's registry (its load_plugins() applies them at start-up)",
         ("TARGET", "CHECK"),
         [(target, SEE if target in said else "module found") for target in theirs],
     )
-    support = report["sglang"]
+    support = report.sglang
     lines += _section(
-        f"Supported SGLang (installed: {support['installed'] or 'none'})",
+        f"Supported SGLang (installed: {support.installed or 'none'})",
         ("PLUGIN", "DISTRIBUTION", "SUPPORTS", "STATUS", "JUDGED AGAINST"),
         [
             (
-                r["plugin"],
-                dist_label(r),
-                "(not declared)" if r["supports"] is None else r["supports"],
-                r["status"],
-                describe(r["releases"]),
+                r.plugin,
+                _dist(r),
+                "(not declared)" if r.supports is None else r.supports,
+                r.status,
+                describe(r.releases),
             )
-            for r in support["plugins"]
+            for r in support.plugins
         ],
     )
     return lines + _section(
         "Warnings logged by plugins",
         ("LEVEL", "LOGGER", "MESSAGE"),
         [
-            tuple(r.values())  # level, logger, message
-            for r in report["log"]
-            if not r["logger"].startswith("sglang_plugin_runtime")
+            (r.level, r.logger, r.message)
+            for r in report.log
+            if not r.logger.startswith("sglang_plugin_runtime")
         ],
     )
 
 
-def _resolution_hooks(hooks: list[dict[str, Any]], title: str) -> list[str]:
+def _resolution_hooks(hooks: Sequence[ResolutionHookReport], title: str) -> list[str]:
     return _section(
         title,
         ("STEP", "#", "HOOK", "PLUGIN", "DISTRIBUTION"),
-        [(h["step"], h["position"], h["hook"], h["plugin"], h["distribution"]) for h in hooks],
+        [(h.step, h.position, h.hook, h.plugin, h.distribution) for h in hooks],
     )
 
 
-def _explain(report: dict[str, Any]) -> list[str]:
-    found = report["report"]
-    if report["resolution_hooks"]:
-        return _resolution_hooks(report["resolution_hooks"], "Resolution step, outermost first")
+def _explain(report: ExplainDocument) -> list[str]:
+    found = report.report
+    if report.resolution_hooks:
+        return _resolution_hooks(report.resolution_hooks, "Resolution step, outermost first")
     # the SGLang releases that have the target (none for a target outside SGLang)
-    releases = [] if report["releases"] is None else [f"Releases  {describe(report['releases'])}"]
+    releases = [] if report.releases is None else [f"Releases  {describe(report.releases)}"]
     if found is None:
         loaded = (
-            ", ".join(p["plugin"] for p in report["plugins"]["plugins"] if p["status"] == "loaded")
-            or "none"
+            ", ".join(p.plugin for p in report.plugins.plugins if p.status == "loaded") or "none"
         )
         return [
             "",
-            f"No hook is registered on {report['target']} by the loaded plugins.",
+            f"No hook is registered on {report.target} by the loaded plugins.",
             f"Plugins loaded: {loaded}",
             *releases,
         ]
-    error = f": {found['error']}" if found["error"] else ""
+    error = f": {found.error}" if found.error else ""
     lines = [
         "",
-        f"Target    {found['target']}",
-        f"Resolved  {found['resolved'] or '(not yet: its module is not imported)'}",
-        f"Status    {found['status']}{error}",
+        f"Target    {found.target}",
+        f"Resolved  {found.resolved or '(not yet: its module is not imported)'}",
+        f"Status    {found.status}{error}",
         *releases,
     ]
     lines += _section(
@@ -251,14 +265,15 @@ def _explain(report: dict[str, Any]) -> list[str]:
         ("#", "TYPE", "HOOK", "PLUGIN", "DISTRIBUTION", "PRIORITY", "NOTE"),
         [
             (
-                h["position"],
-                h["type"],
-                h["hook"],
-                *((h["source"] or {}).get(key) for key in ("plugin", "distribution")),
-                h["priority"],
-                None if h["active"] else "overridden: does not run",
+                h.position,
+                h.type,
+                h.hook,
+                h.source and h.source.plugin,
+                h.source and h.source.distribution,
+                h.priority,
+                None if h.active else "overridden: does not run",
             )
-            for h in found["hooks"]
+            for h in found.hooks
         ],
     )
     arrows = {"enter": "->", "call": "==", "exit": "<-"}
@@ -266,31 +281,26 @@ def _explain(report: dict[str, Any]) -> list[str]:
         "One call, step by step",
         ("STEP", "", "TYPE", "HOOK"),
         [
-            (
-                i,
-                arrows[s["phase"]],
-                s["type"],
-                s["hook"] + (f"  [#{s['position']}]" if s["position"] else ""),
-            )
-            for i, s in enumerate(found["call_flow"], 1)
+            (i, arrows[s.phase], s.type, s.hook + (f"  [#{s.position}]" if s.position else ""))
+            for i, s in enumerate(found.call_flow, 1)
         ],
     )
     return lines + _section(
-        "Conflicts", ("KIND", "MESSAGE"), [tuple(c.values()) for c in found["conflicts"]]
-    )  # a conflict's values: kind, message
+        "Conflicts", ("KIND", "MESSAGE"), [(c.kind, c.message) for c in found.conflicts]
+    )
 
 
-def _fingerprint(report: dict[str, Any]) -> list[str]:
+def _fingerprint(report: FingerprintDocument) -> list[str]:
     """The fingerprint as the items ranks compare, in the words their differences are reported
     in."""
     from .._consistency import describe
 
-    compared = report["compared_with"]
+    compared = report.compared_with
     lines = [
         "",
-        f"Digest: {report['digest']}",
-        f"Host:   {report['host']} (not part of the fingerprint)",
-        *_section("Fingerprint", ("ITEM", "VALUE"), describe(report["fingerprint"])),
+        f"Digest: {report.digest}",
+        f"Host:   {report.host} (not part of the fingerprint)",
+        *_section("Fingerprint", ("ITEM", "VALUE"), describe(report.fingerprint)),
     ]
     if compared is None:
         return [
@@ -300,13 +310,9 @@ def _fingerprint(report: dict[str, Any]) -> list[str]:
             "--json and run 'sglang-plugins fingerprint --compare FILE' on another node to list "
             "what differs.",
         ]
-    where = (
-        f"{compared['source']}, host {compared['host']}" if compared["host"] else compared["source"]
-    )
-    rows = [
-        (d["severity"].upper(), d["item"], d["here"], d["there"]) for d in compared["differences"]
-    ]
-    title = f"Compared with {where}: {'SAME' if compared['same'] else 'DIFFERENT'}"
+    where = f"{compared.source}, host {compared.host}" if compared.host else compared.source
+    rows = [(d.severity.upper(), d.item, d.here, d.there) for d in compared.differences]
+    title = f"Compared with {where}: {'SAME' if compared.same else 'DIFFERENT'}"
     # no differences: the title alone
     return lines + (_section(title, ("SEVERITY", "ITEM", "HERE", "THERE"), rows) or ["", title])
 
@@ -329,27 +335,25 @@ def _shape(value: Any, name: str) -> str:
     return said
 
 
-def _contract(report: dict[str, Any]) -> list[str]:
-    installed = report["installed"] or "none"
-    if report["installed"] and not report["installed_release"]:
+def _contract(report: ContractDocument) -> list[str]:
+    installed = report.installed or "none"
+    if report.installed and not report.installed_release:
         installed += ", no release with a plugin system"
     lines = [
         "",
         f"SGLang releases with a plugin system (installed: {installed}):",
-        f"  {', '.join(report['releases'])}",
+        f"  {', '.join(report.releases)}",
     ]
-    diff = report["diff"]
+    diff = report.diff
     if diff is None:
         return [*lines, "", "'sglang-plugins contract --diff FROM TO' shows what changed."]
     rows = []
-    for c in diff["changes"]:
-        was, now = (None if v is None else _shape(v, c["name"]) for v in (c["before"], c["after"]))
-        rows.append(
-            (c["section"], c["name"], c["change"], f"{was} => {now}" if was and now else was or now)
-        )
+    for c in diff.changes:
+        was, now = (None if v is None else _shape(v, c.name) for v in (c.before, c.after))
+        rows.append((c.section, c.name, c.change, f"{was} => {now}" if was and now else was or now))
     return lines + _section(
-        f"The platform contract from SGLang {diff['from']} to {diff['to']}: "
-        f"{len(diff['changes'])} change(s)",
+        f"The platform contract from SGLang {diff.from_} to {diff.to}: "
+        f"{len(diff.changes)} change(s)",
         ("SECTION", "NAME", "CHANGE", "WHAT"),
         rows,
         "(no change)",
@@ -367,40 +371,41 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda match: ascii(match[0])[1:-1], text)
 
 
-def render(report: dict[str, Any]) -> str:
-    command, sim = report["command"], report["simulation"]
-    target = f" {report['target']}" if command == "explain" else ""
-    lines = [f"sglang-plugins {command}{target} (namespace {report['namespace']})"]
+def render(report: Report) -> str:
+    command, sim, body = report.command, report.simulation, report.body
+    target = f" {body.target}" if isinstance(body, ExplainDocument) else ""
+    lines = [f"sglang-plugins {command}{target} (namespace {report.namespace})"]
     if sim:
-        backend = f", backend module {sim['backend_module']}" if sim["backend_module"] else ""
+        backend = f", backend module {sim.backend_module}" if sim.backend_module else ""
         lines.append(
-            f"SIMULATED device: torch.{sim['device_type']} ({sim['device_count']} device(s)"
+            f"SIMULATED device: torch.{sim.device_type} ({sim.device_count} device(s)"
             f"{backend}); nothing below was checked on real hardware"
         )
     if command in ("list", "doctor"):
         lines += _section(
             "Environment",
             ("VARIABLE", "VALUE"),
-            [(k, "(unset)" if v is None else repr(v)) for k, v in report["environment"].items()],
+            [(k, "(unset)" if v is None else repr(v)) for k, v in report.environment.items()],
         )
-    lines += {
-        "list": _list,
-        "doctor": _doctor,
-        "explain": _explain,
-        "fingerprint": _fingerprint,
-        "contract": _contract,
-    }[command](report)
+    if isinstance(body, ListDocument):
+        lines += _list(body)
+    elif isinstance(body, DoctorDocument):
+        lines += _doctor(body, report.simulated, {p.target for p in report.problems})
+    elif isinstance(body, ExplainDocument):
+        lines += _explain(body)
+    elif isinstance(body, FingerprintDocument):
+        lines += _fingerprint(body)
+    else:
+        lines += _contract(body)
     # The comparison's differences are its table: not repeated as problems.
     problems = [
-        (p["severity"].upper(), p["step"], p["message"])
-        for p in report["problems"]
-        if p["step"] != "compare"
+        (p.severity.upper(), p.step, p.message) for p in report.problems if p.step != "compare"
     ]
     lines += _section(f"Problems ({len(problems)})", ("SEVERITY", "STEP", "MESSAGE"), problems)
-    errors = sum(p["severity"] == "error" for p in report["problems"])
-    verdict = "OK" if report["healthy"] else "PROBLEMS FOUND"
+    errors = sum(p.severity == "error" for p in report.problems)
+    verdict = "OK" if report.healthy else "PROBLEMS FOUND"
     result = (
-        f"Result: {verdict}{' [SIMULATED]' if report['simulated'] else ''}: {errors} error(s), "
-        f"{len(report['problems']) - errors} warning(s); exit status {report['exit_status']}"
+        f"Result: {verdict}{' [SIMULATED]' if report.simulated else ''}: {errors} error(s), "
+        f"{len(report.problems) - errors} warning(s); exit status {report.exit_status}"
     )
     return printable("\n".join([*lines, "", result, ""]))
