@@ -755,6 +755,26 @@ def test_simulate_backend_naming_an_installed_module_is_a_usage_error(site: Plug
 
 @pytest.mark.fault(
     "cli",
+    "doctor --simulate npu where an installed distribution's entry_points.txt has a line that is "
+    "no entry point (torch's own import reads every distribution's entry points: TypeError)",
+    "exit 2 naming torch's error and the malformed distribution's path (it was 'internal error: "
+    "TypeError: Pair.__new__() ...', exit 3)",
+)
+def test_simulate_where_torchs_import_fails_names_the_malformed_distribution(
+    site: PluginSite,
+) -> None:
+    pytest.importorskip("torch")
+    site.add("broken", entry_points_text="[sglang.srt.plugins]\nnot an entry point\n")
+    result = cli(site, "doctor", "--simulate", "npu")
+    assert result.code == 2, result.err
+    assert (
+        "importing torch failed (TypeError" in result.err and "broken-1.0.dist-info" in result.err
+    )
+    assert "internal error" not in result.err
+
+
+@pytest.mark.fault(
+    "cli",
     "a plugin's error text holds characters the terminal cannot encode (PYTHONIOENCODING=ascii, a "
     "C locale without UTF-8 mode)",
     "text doctor prints the whole report with those characters escaped (it exited 3 with no "

@@ -475,6 +475,19 @@ def _simulation(args: argparse.Namespace) -> Simulation | None:
         raise InputError(
             f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}"
         ) from None
+    except (
+        Exception
+    ) as exc:  # torch's own import failed (it reads every distribution's entry points)
+        bad = "; ".join(f"{m.path} ({m.reason})" for m in discover_entry_points().malformed)
+        raise InputError(
+            f"--simulate: importing torch failed ({type(exc).__name__}: {exc}), as it will in "
+            "SGLang's processes; "
+            + (
+                f"fix or remove the malformed distributions: {bad}"
+                if bad
+                else "fix torch's install"
+            )
+        ) from None
     free = ", ".join(
         name for name in ("npu", "mlu", "musa", "hpu", "gcu") if not hasattr(torch, name)
     )
@@ -678,7 +691,8 @@ def _platform(
                 plugin=a.plugin,
                 distribution=a.distribution,
             )
-    if selection.rule == "fallback" and selection.activations and not selection.problems:
+    fallback = selection.rule == _selection.Rule.FALLBACK
+    if fallback and selection.activations and not selection.problems:
         problems.add(
             WARNING,
             "selection",
