@@ -84,6 +84,8 @@ def sglang_verdict(cls: type) -> set[str]:
                     pass
         except NotImplementedError:
             problems.add(name)
+        except ModuleNotFoundError as exc:  # an older release's pool, in this venv's light SGLang
+            assert exc.name == "transformers", exc
     return problems
 
 
