@@ -67,7 +67,9 @@ def test_the_real_server_test_is_off_in_a_plain_run(
 ) -> None:
     completed = _pytest(*clean_venv_with_the_package)
     assert completed.returncode == 0, completed.stdout[-3000:]
-    assert re.search(r"\d+ passed, 3 deselected in", completed.stdout), completed.stdout[-1000:]
+    # (SGLang's own import warns on the CPU where a test imports the example hook's module)
+    summary = r"\d+ passed, 3 deselected(, \d+ warnings?)? in"
+    assert re.search(summary, completed.stdout), completed.stdout[-1000:]
 
 
 def test_the_generated_real_server_test_passes_with_the_kits_fixture(
