@@ -27,30 +27,12 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DOC = REPO_ROOT / "docs" / "real-server.md"
+sys.path.insert(0, str(REPO_ROOT / "tests" / "templates"))
+from vendor_recipe import HOOK_LINE, add_own_hook, section_commands  # noqa: E402
+
 START, END = "<!-- vendor-path:start -->", "<!-- vendor-path:end -->"
-SECTION = "## Run your plugin in a real SGLang server on your laptop"
 #: A row that is part of the step above it (not added to the total).
 SUBSTEP = "of which: "
-OWN_HOOK = '''
-
-def log_scheduler_start(original: Any, *args: Any, **kwargs: Any) -> Any:
-    """The vendor's own AROUND hook: SGLang's Scheduler is built, then it says so."""
-    result = original(*args, **kwargs)
-    logger.info("my hook: the Scheduler is built (pid %d)", os.getpid())
-    return result
-
-
-_register_examples = register_hooks
-
-
-def register_hooks() -> None:
-    _register_examples()
-    HookRegistry.register(
-        "sglang.srt.managers.scheduler.Scheduler.__init__",
-        logs_first_call(log_scheduler_start),
-        HookType.AROUND,
-    )
-'''
 
 
 def timed(steps: list[tuple[str, float]], title: str, command: str, cwd: Path, env: dict) -> str:
@@ -96,30 +78,18 @@ def walk(scratch: Path) -> list[tuple[str, float]]:
     )
     project = scratch / "my-hooks"
     began = time.monotonic()
-    hooks = next(project.glob("*/hooks.py"))
-    hooks.write_text(hooks.read_text(encoding="utf-8") + OWN_HOOK, encoding="utf-8")
-    test = project / "tests" / "test_real_server.py"
-    test.write_text(
-        test.read_text(encoding="utf-8").replace(
-            '["time_run_batch"]', '["time_run_batch", "log_scheduler_start"]'
-        ),
-        encoding="utf-8",
-    )
+    add_own_hook(project)
     steps.append(("add my own hook (an AROUND hook on Scheduler.__init__)", 0.0))
     print(f"{time.monotonic() - began:7.1f} s  {steps[-1][0]}", flush=True)
-    readme = (project / "README.md").read_text(encoding="utf-8")
-    start = readme.index(SECTION)
-    section = readme[start : readme.find("\n## ", start + len(SECTION))]
-    (block,) = re.findall(r"^```bash\n(.*?)^```", section, re.M | re.S)
-    commands = [c for c in block.splitlines() if c.strip() and not c.startswith("#")]
     activate = ""
-    for command in commands:
+    for command in section_commands((project / "README.md").read_text(encoding="utf-8")):
         if command.startswith(". "):
             activate = command + " && "
             continue
         output = timed(steps, command, activate + command, project, env)
     log = (project / ".sglang-server" / "server.log").read_text(encoding="utf-8")
-    if not re.search(r"first call of hook log_scheduler_start in pid \d+", log):
+    first_call = re.search(r"first call of hook log_scheduler_start in pid \d+", log)
+    if not first_call or HOOK_LINE not in log:
         sys.exit(f"the vendor's hook left no line in the server's log:\n{output[-3000:]}")
     built = re.search(r"sglang_server: built the serving venv in (\d+) s", output)
     if built:  # the part of the last step that a later run no longer takes

@@ -25,32 +25,10 @@ from template_support import (
     snapshot_repository,
     workflow_run_steps,
 )
+from vendor_recipe import HOOK_LINE, add_own_hook, section_commands
 
 pytestmark = pytest.mark.serve
 
-SECTION = "## Run your plugin in a real SGLang server on your laptop"
-#: What the vendor adds: a hook of their own on the Scheduler's constructor, named in the
-#: real-server test's SCHEDULER_HOOKS.
-OWN_HOOK = '''
-
-def log_scheduler_start(original: Any, *args: Any, **kwargs: Any) -> Any:
-    """AROUND hook of the vendor's own: SGLang's Scheduler is built, then it says so."""
-    result = original(*args, **kwargs)
-    logger.info("the vendor's hook: Scheduler built in pid %d", os.getpid())
-    return result
-
-
-_register_example_hooks = register_hooks
-
-
-def register_hooks() -> None:
-    _register_example_hooks()
-    HookRegistry.register(
-        "sglang.srt.managers.scheduler.Scheduler.__init__",
-        logs_first_call(log_scheduler_start),
-        HookType.AROUND,
-    )
-'''
 #: Settings of this machine (no byte-compiling of installed wheels; one retry for an index it
 #: cannot reach), as in the template tests.
 MACHINE = {"PIP_NO_COMPILE": "1", "PIP_RETRIES": "1"}
@@ -67,13 +45,6 @@ def _generate(kit: Path, destination: Path) -> Path:
     return render_template(kit, destination, vcs_ref="v9", plugin_kind="general")
 
 
-def _section_commands(readme: str) -> list[str]:
-    start = readme.index(SECTION)
-    section = readme[start : readme.find("\n## ", start + len(SECTION))]
-    (block,) = re.findall(r"^```bash\n(.*?)^```", section, re.M | re.S)
-    return [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
-
-
 def _environment() -> dict[str, str]:
     """A clean machine's: Python 3.11 first on PATH (this venv's), the tier's cache folder."""
     path = f"{VENV / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -86,16 +57,8 @@ def test_the_readmes_real_server_section_takes_a_fresh_venv_to_the_vendors_own_h
     kit: Path, tmp_path: Path
 ) -> None:
     project = _generate(kit, tmp_path / "my-hooks")
-    hooks = project / "sglang_example_hooks" / "hooks.py"
-    hooks.write_text(hooks.read_text(encoding="utf-8") + OWN_HOOK, encoding="utf-8")
-    test = project / "tests" / "test_real_server.py"
-    text = test.read_text(encoding="utf-8")
-    assert 'SCHEDULER_HOOKS: list[str] = ["time_run_batch"]' in text
-    test.write_text(
-        text.replace('["time_run_batch"]', '["time_run_batch", "log_scheduler_start"]'),
-        encoding="utf-8",
-    )
-    commands = _section_commands((project / "README.md").read_text(encoding="utf-8"))
+    add_own_hook(project)
+    commands = section_commands((project / "README.md").read_text(encoding="utf-8"))
     assert commands[-1] == "pytest -m sglang_server"  # the one command
     completed = subprocess.run(
         ["bash", "--noprofile", "--norc", "-e", "-o", "pipefail", "-c", "\n".join(commands)],
@@ -112,7 +75,7 @@ def test_the_readmes_real_server_section_takes_a_fresh_venv_to_the_vendors_own_h
     assert re.search(r"\b4 passed\b", output), output[-3000:]
     log = (project / ".sglang-server" / "server.log").read_text(encoding="utf-8")
     assert re.search(r"first call of hook log_scheduler_start in pid \d+", log)
-    assert "the vendor's hook: Scheduler built in pid" in log
+    assert HOOK_LINE in log
     assert "sglang_server: reusing the serving venv" in output  # this tier's, found by its key
 
 
