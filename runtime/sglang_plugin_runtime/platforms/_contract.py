@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from functools import cache, cached_property, partialmethod, singledispatchmethod
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -306,13 +306,30 @@ def is_known_name(name: str) -> bool:
     )
 
 
+def near_misses(
+    name: str, known: Iterable[str], *, cutoff: float, max_edits: int | None = None
+) -> list[str]:
+    """The ``known`` names ``name`` is probably a typo of, best first: at least ``cutoff`` similar
+    (``difflib``'s ratio) and, with ``max_edits``, at most that many characters changed. Also the
+    "did you mean" of an unknown plugin name (``_unknown_name``)."""
+    import difflib  # (only where a name is no contract name)
+
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=cutoff)
+    if max_edits is None:
+        return close
+
+    def edits(guess: str) -> int:
+        opcodes = difflib.SequenceMatcher(None, name, guess).get_opcodes()
+        return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal")
+
+    return [guess for guess in close if edits(guess) <= max_edits]
+
+
 def misspelling(name: str, contract: Collection[str]) -> str | None:
     """Why public name ``name`` is likely a misspelling of a ``contract`` name, or ``None``: it is
     no known name, at most two edits away from one and at least 85% similar (``difflib``): close
     enough for ``synchronise`` or ``get_devce_name``, far enough for ``vendor_name`` or
     ``get_device_count``."""
-    from ._unknown_name import near_misses
-
     if is_known_name(name) or not (guess := near_misses(name, contract, cutoff=0.85, max_edits=2)):
         return None
     return (

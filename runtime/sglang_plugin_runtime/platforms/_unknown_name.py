@@ -1,7 +1,7 @@
 """What to tell a user whose ``SGLANG_PLATFORM`` names no installed platform plugin, or whose
 ``SGLANG_PLUGINS`` lists a name no plugin has: what is installed, and the name they probably meant
 (other case or separators, the distribution's name instead of the entry point's, a near miss).
-The near misses are also the platform contract's "did you mean" for a misspelled method.
+Its near misses are those of the platform contract's "did you mean" for a misspelled method.
 
 Loaded only when that happens (and by ``sglang-plugins list``): a correctly configured process never
 needs it.
@@ -9,12 +9,12 @@ needs it.
 
 from __future__ import annotations
 
-import difflib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from .._discovery import DiscoveryResult, PluginEntryPoint, normalize_distribution_name
 from .._namespace import PluginNamespace
+from ._contract import near_misses
 
 
 def unknown_platform_message(
@@ -93,19 +93,3 @@ def name_suggestions(candidates: Sequence[PluginEntryPoint], selected: str) -> l
     return sorted({ep.name for ep in candidates if ep.distribution == distribution}) or [
         by_fold[match] for match in near_misses(fold, by_fold, cutoff=0.75)
     ]
-
-
-def near_misses(
-    name: str, known: Iterable[str], *, cutoff: float, max_edits: int | None = None
-) -> list[str]:
-    """The ``known`` names ``name`` is probably a typo of, best first: at least ``cutoff`` similar
-    (``difflib``'s ratio) and, with ``max_edits``, at most that many characters changed."""
-    close = difflib.get_close_matches(name, list(known), n=3, cutoff=cutoff)
-    if max_edits is None:
-        return close
-
-    def edits(guess: str) -> int:
-        opcodes = difflib.SequenceMatcher(None, name, guess).get_opcodes()
-        return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in opcodes if tag != "equal")
-
-    return [guess for guess in close if edits(guess) <= max_edits]
