@@ -1,5 +1,5 @@
-"""What ``doctor`` can tell about a hook's target without importing it, and about the SGLang
-releases a plugin declares: the two checks a deployment gate needs beyond what the registry reports.
+"""What ``doctor`` can tell about a hook's target without importing it: the check a deployment gate
+needs beyond what the registry reports.
 
 A target whose module can be found (its spec, found without importing the module or its parents) is
 fine until it is imported: its hooks apply then. A target whose module cannot be found never
@@ -14,7 +14,6 @@ import re
 import sys
 from collections.abc import Sequence
 from importlib.machinery import ModuleSpec
-from importlib.metadata import PathDistribution
 from pathlib import Path
 from typing import Any
 
@@ -111,14 +110,3 @@ def host_not_installed(target: str) -> bool:
     """Whether ``target`` is in the host package, which is not installed in this environment."""
     top = re.split("[.:]", target)[0]
     return top == HOST_PACKAGE and top not in sys.modules and _find_spec(top, None) is None
-
-
-# ---- the SGLang releases a plugin declares -------------------------------------------------------
-
-
-def declared_sglang_range(path: str) -> str | None:
-    """The range of the requirement on ``sglang`` (an extra's or its own; ``""``: any) of the
-    distribution at ``path`` (its ``*.dist-info``), or ``None``."""
-    from .._sglang_releases import sglang_range
-
-    return sglang_range(PathDistribution(Path(path)).requires)

@@ -24,16 +24,20 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from importlib.metadata import PathDistribution
 from importlib.util import find_spec
+from pathlib import Path
 from typing import Any
 
+from .. import _sglang_releases as releases_data
+from .._consistency import Participant, compare
 from .._discovery import (
     DiscoveryResult,
     MalformedDistribution,
     discover_entry_points,
     duplicate_reason,
 )
-from .._fingerprint import fingerprint_hook
+from .._fingerprint import digest_of, fingerprint_hook, plugin_fingerprint
 from .._namespace import PluginNamespace, get_namespace, import_if_module
 from .._plugin_code import (
     PluginOutcome,
@@ -47,6 +51,14 @@ from .._simulated_device import TORCH_INSTALL, simulated_device
 from ..errors import DuplicatePluginError
 from ..platforms import _selection
 from ..plugins._hooks._describe import Conflict, ResolutionHookReport, TargetReport
+from ..plugins._loading import (
+    load_plugins,
+    load_startup_plugins,
+    plan_plugins,
+    plugin_load_report,
+    reset_load_state,
+)
+from ._gate import host_not_installed, missing_module
 
 ERROR, WARNING = "error", "warning"
 _MAX_FINGERPRINT_BYTES = 16 << 20  # a fingerprint of thousands of hooks is well under 1 MiB
@@ -99,20 +111,18 @@ class Problem:
     target: str | None = None
 
 
-class Problems(list[Problem]):
-    """Problems found while building a report, in the order found; one fault reached twice is one
-    problem."""
+class Problems(dict[Problem, None]):
+    """Problems found while building a report, in the order found (its keys); one fault reached
+    twice is one problem, found in one lookup (a report may hold thousands)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._seen: set[Problem] = set()  # one lookup per problem: a report may hold thousands
-
-    def add(self, severity: str, step: str, message: str, **who: str | None) -> None:
-        """Add the problem; ``who``: the plugin, distribution and target it is about."""
-        problem = Problem(severity=severity, step=step, message=message, **who)
-        if problem not in self._seen:
-            self._seen.add(problem)
-            self.append(problem)
+    def add(
+        self, severity: str, step: str, message: str, about: object = None, **who: str | None
+    ) -> None:
+        """Add the problem; ``who``: the plugin, distribution and target it is about, or ``about``'s
+        plugin and distribution (an exception, a plugin's outcome, the selection)."""
+        if about is not None:
+            who = {k: getattr(about, k, None) for k in ("plugin", "distribution")}
+        self.setdefault(Problem(severity=severity, step=step, message=message, **who))
 
 
 @dataclass
@@ -555,7 +565,7 @@ def report(args: argparse.Namespace) -> Report:
         },
         healthy=not failing,
         exit_status=1 if failing else 0,
-        problems=problems,
+        problems=list(problems),
         body=body,
     )
 
@@ -617,16 +627,12 @@ def list_step(
 ) -> ListDocument:
     """Every entry point of ``ns`` and what the environment would make of it (the plans selection
     and loading follow); imports nothing."""
-    from ..plugins._loading import plan_plugins
-
     discovery = discover_entry_points()
     found = _discovery(discovery, ns, problems)
     platforms, error = _selection.plan_platforms(ns, discovery)
     # duplicates: a discovery problem
     if error is not None and not isinstance(error, DuplicatePluginError):
-        problems.add(
-            ERROR, "selection", str(error), plugin=error.plugin, distribution=error.distribution
-        )
+        problems.add(ERROR, "selection", str(error), error)
     _allowlist(ns, problems)
     groups = []
     for kind, group in _groups(ns):
@@ -659,23 +665,18 @@ def _runs(outcomes: Any, logs: LogCapture) -> list[Run]:
 def _platform(
     ns: PluginNamespace, problems: Problems, logs: LogCapture, strict: bool, judged: Judged
 ) -> Platform | FailedPlatform:
+    from ..platforms._describe import find_override_problems, release_problems
+
     _selection.reset_current_platform(ns)
     start = time.perf_counter()
     try:
         cls = type(_selection.get_current_platform(ns, strict=strict))
     except Exception as exc:
-        plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
         error = error_text(exc)
-        problems.add(
-            ERROR,
-            "selection",
-            f"no platform could be selected: {error}",
-            plugin=plugin,
-            distribution=distribution,
-        )
+        problems.add(ERROR, "selection", f"no platform could be selected: {error}", exc)
         return FailedPlatform(
-            plugin=plugin,
-            distribution=distribution,
+            plugin=getattr(exc, "plugin", None),
+            distribution=getattr(exc, "distribution", None),
             error=error,
             error_type=type(exc).__name__,
             seconds=time.perf_counter() - start,
@@ -688,8 +689,7 @@ def _platform(
                 ERROR,
                 "selection",
                 f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}",
-                plugin=a.plugin,
-                distribution=a.distribution,
+                a,
             )
     fallback = selection.rule == _selection.Rule.FALLBACK
     if fallback and selection.activations and not selection.problems:
@@ -698,28 +698,18 @@ def _platform(
             "selection",
             f"no installed platform plugin activated; using the fallback {selection.class_path}",
         )
-    from ..platforms._describe import find_override_problems
-
     # What the class's public names mean to SGLang: a likely misspelling is a warning.
     findings = find_override_problems(cls)
     for finding in findings:
         if finding.kind == "misspelled":
             problems.add(WARNING, "selection", finding.message)
     if selection.plugin is not None:  # against the releases its distribution declares
-        from ..platforms._describe import release_problems
-
         releases = judged[selection.distribution][1]
         for finding in release_problems(cls, releases):
             if finding.kind == "uncalled" and len(finding.releases) < len(releases):
                 findings.append(finding)  # information: other judged releases call it
             else:
-                problems.add(
-                    WARNING,
-                    "sglang",
-                    finding.message,
-                    plugin=selection.plugin,
-                    distribution=selection.distribution,
-                )
+                problems.add(WARNING, "sglang", finding.message, selection)
     # what a deployment gates on: the check the plugin's own tests run
     if strict and selection.plugin is not None:
         from ..testing._conformance import check_platform_conformance
@@ -732,8 +722,7 @@ def _platform(
                     ERROR,
                     "selection",
                     f"conformance check: {problem.message}",
-                    plugin=selection.plugin,
-                    distribution=selection.distribution,
+                    selection,
                 )
     return Platform(
         platform_class=selection.class_path,
@@ -757,14 +746,7 @@ def _stopped(load: Any, ns: PluginNamespace, problems: Problems, strict: bool) -
         load(ns, strict=strict)
     except Exception as exc:
         error = error_text(exc)
-        plugin, distribution = getattr(exc, "plugin", None), getattr(exc, "distribution", None)
-        problems.add(
-            ERROR,
-            "plugins",
-            f"loading plugins stopped: {error}",
-            plugin=plugin,
-            distribution=distribution,
-        )
+        problems.add(ERROR, "plugins", f"loading plugins stopped: {error}", exc)
         return error
     return None
 
@@ -773,8 +755,6 @@ def startup_step(ns: PluginNamespace, problems: Problems, strict: bool) -> None:
     """Run the startup phase here before selection, as the launcher and an adopted SGLang do (when
     ``sglang`` is imported): a startup plugin may be what lets a platform's ``activate()`` find
     its device."""
-    from ..plugins._loading import load_startup_plugins, reset_load_state
-
     _allowlist(ns, problems)
     reset_load_state(ns)
     _stopped(load_startup_plugins, ns, problems, strict)
@@ -783,8 +763,6 @@ def startup_step(ns: PluginNamespace, problems: Problems, strict: bool) -> None:
 def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> Plugins:
     """Run ``load_plugins()`` here (after :func:`startup_step` and selection), and report what each
     plugin did."""
-    from ..plugins._loading import load_plugins, plugin_load_report
-
     error = _stopped(load_plugins, ns, problems, strict)
     phases = []
     for group in (ns.startup_group, ns.plugin_group):
@@ -798,8 +776,7 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> Plugi
                     ERROR if not o.ok and o.status is not Status.NOT_INSTALLED else WARNING,
                     "plugins",
                     f"plugin {o.plugin!r} {o.status}: {o.reason}",
-                    plugin=o.plugin,
-                    distribution=o.distribution,
+                    o,
                 )
         phases.append(list(outcomes))
     return Plugins("failed" if error else "loaded", error, *phases)
@@ -807,20 +784,17 @@ def plugins_step(ns: PluginNamespace, problems: Problems, strict: bool) -> Plugi
 
 def _target(report: TargetReport) -> Target:
     """One ``TargetReport`` with its hooks numbered outermost first and one call step by step."""
-    hooks = []
-    for position, hook in enumerate(report.hooks, start=1):
-        h = fingerprint_hook(hook)
-        source = Source(h["plugin"], h["distribution"])
-        hooks.append(
-            Hook(
-                position,
-                h["type"],
-                h["hook"],
-                h["priority"],
-                h["active"],
-                source if source.plugin or source.distribution else None,
-            )
+    hooks = [
+        Hook(
+            position,
+            h.type,
+            fingerprint_hook(h)["hook"],
+            h.priority,
+            h.active,
+            Source(h.plugin, h.distribution) if h.plugin or h.distribution else None,
         )
+        for position, h in enumerate(report.hooks, start=1)
+    ]
     # BEFORE and AROUND hooks on the way in (outermost first), the active REPLACE (or the original),
     # AFTER hooks on the way out, innermost first.
     active = [h for h in hooks if h.active]
@@ -838,16 +812,8 @@ def _target(report: TargetReport) -> Target:
     flow += [
         CallStep("exit", h.position, h.type, h.hook) for h in active[::-1] if h.type == "after"
     ]
-    return Target(
-        report.target,
-        report.status,
-        report.error,
-        report.resolved,
-        hooks,
-        report.conflicts,
-        report.rebound,
-        flow,
-    )
+    # the report's own fields, but its hooks numbered
+    return Target(**{**vars(report), "hooks": hooks, "call_flow": flow})
 
 
 def _import_modules(targets: list[Target], problems: Problems) -> None:
@@ -896,7 +862,6 @@ def hooks_step(
     problems: Problems, import_targets: bool, judged: Judged, target: str | None = None
 ) -> Hooks:
     from ..plugins.hook_registry import HookRegistry
-    from ._gate import host_not_installed, missing_module
 
     targets = [_target(r) for r in HookRegistry.describe(target)]
     if import_targets and targets:
@@ -923,9 +888,10 @@ def hooks_step(
             severity, message = WARNING, f"{hooks} never apply{absent}"
         # Pending on a module that can be found (or on SGLang, not installed here): they apply
         # when it is imported. Information, in the hooks table; --import-targets checks them now.
-        found = [(severity, message)] if message else []
-        for severity, message in found + [(WARNING, f"{name}: {c.message}") for c in t.conflicts]:
+        if message:
             problems.add(severity, "hooks", message, **who)
+        for c in t.conflicts:
+            problems.add(WARNING, "hooks", f"{name}: {c.message}", **who)
     from ..plugins.hook_registry import describe_resolution_hooks
 
     return Hooks(True, None, targets, list(describe_resolution_hooks(target)))
@@ -945,8 +911,6 @@ def _check_sglang_registry(problems: Problems, import_targets: bool) -> list[str
     at start-up: a module that cannot be found is an error; with ``--import-targets`` the module is
     imported and the attribute looked up, as SGLang will (``pkgutil.resolve_name``)."""
     import pkgutil
-
-    from ._gate import missing_module
 
     registry = _sglang_registry()
     for target, entries in registry.items():
@@ -977,17 +941,15 @@ Judged = dict[Any, tuple[Any, tuple[str, ...]]]
 
 
 def _judged(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems) -> Judged:
-    from .. import _sglang_releases as data
-    from ._gate import declared_sglang_range
-
-    installed = data.installed()[1]
+    installed = releases_data.installed()[1]
     judged: Judged = {None: (None, (installed,) if installed else ())}
     for _kind, group in _groups(ns):
         for ep in discovery.group(group):
             if ep.distribution in judged:
                 continue
             try:
-                declared = declared_sglang_range(ep.path)
+                # the range of its requirement on sglang (an extra's or its own; "": any), or None
+                declared = releases_data.sglang_range(PathDistribution(Path(ep.path)).requires)
             # discovery read its METADATA (PKG-INFO) already: an egg-info's requires.txt is left
             except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
                 where = getattr(exc, "filename", None) or os.path.join(ep.path, "requires.txt")
@@ -1001,8 +963,8 @@ def _judged(discovery: DiscoveryResult, ns: PluginNamespace, problems: Problems)
                     distribution=ep.distribution,
                 )
                 declared = None
-            held = (data.releases_in(declared) or ()) if declared is not None else ()
-            releases = tuple(r for r in data.releases() if r in held or r == installed)
+            held = (releases_data.releases_in(declared) or ()) if declared is not None else ()
+            releases = tuple(r for r in releases_data.releases() if r in held or r == installed)
             judged[ep.distribution] = (declared, releases)
     return judged
 
@@ -1011,12 +973,10 @@ def _absent(target: str, judged: Judged, releases: set[str]) -> str | None:
     """Why hooks on ``target`` (in SGLang) never apply on some release, from the releases' module
     index: it is in none of them, or not in some of ``releases`` (those judged); ``None`` when no
     release lacks it or the index cannot tell."""
-    from .. import _sglang_releases as data
-
     if re.split("[.:]", target)[0] != "sglang":
         return None
-    every = data.releases()
-    lacks = {release: data.missing(target, release) for release in every}
+    every = releases_data.releases()
+    lacks = {release: releases_data.missing(target, release) for release in every}
     present = [r for r in every if lacks[r] is None]
     if not present:
         return (
@@ -1032,10 +992,10 @@ def _absent(target: str, judged: Judged, releases: set[str]) -> str | None:
     elif gaps == ordered[: len(gaps)]:
         tail = f"the declared range starts at {ordered[0]}"
     else:
-        tail = f"the declared range holds {data.describe(gaps)}"
+        tail = f"the declared range holds {releases_data.describe(gaps)}"
     return (
-        f" on SGLang {data.describe(gaps)}: {lacks[gaps[0]]!r} exists in SGLang "
-        f"{data.describe(present)} only; {tail}"
+        f" on SGLang {releases_data.describe(gaps)}: {lacks[gaps[0]]!r} exists in SGLang "
+        f"{releases_data.describe(present)} only; {tail}"
     )
 
 
@@ -1044,16 +1004,18 @@ def _sglang_support(
 ) -> SGLangSupport:
     """The installed SGLang against the range each plugin's distribution declares (its requirement
     on ``sglang``: a generated package's extra ``sglang``), by the rule packages check at load."""
-    from .. import _sglang_releases as data
-
-    installed = data.installed()[0]
+    installed, release = releases_data.installed()
     rows, seen = [], set()
     for ep in [*discovery.group(ns.platform_group), *discovery.group(ns.plugin_group)]:
         if (key := (ep.name, ep.distribution)) in seen:
             continue
         seen.add(key)
         declared, releases = judged[ep.distribution]
-        ok = None if installed is None or declared is None else data.in_range(installed, declared)
+        ok = (
+            None
+            if installed is None or declared is None
+            else releases_data.in_range(installed, declared)
+        )
         status = {None: "not-checked", True: "supported", False: "unsupported"}[ok]
         rows.append(Support(ep.name, ep.distribution, ep.version, declared, status, list(releases)))
         if ok is False:
@@ -1065,7 +1027,7 @@ def _sglang_support(
                 plugin=ep.name,
                 distribution=ep.distribution,
             )
-    return SGLangSupport(installed, judged[None][1][0] if judged[None][1] else None, rows)
+    return SGLangSupport(installed, release, rows)
 
 
 def doctor_step(
@@ -1129,7 +1091,8 @@ def explain_step(
     hooks = hooks_step(problems, args.import_targets, judged, target)
     found = next((t for t in hooks.targets if TargetName.parse(t.target) == wanted), None)
     # Only the problems about this target (or about loading) matter here.
-    problems[:] = [p for p in problems if p.target in (None, found.target if found else target)]
+    for p in [p for p in problems if p.target not in (None, found.target if found else target)]:
+        del problems[p]
     steps = hooks.resolution_hooks
     messages = []
     if wanted is None and not steps:
@@ -1147,14 +1110,14 @@ def explain_step(
             messages.append(f"hooks on {target!r} would never apply{absent}")
     for message in messages:
         problems.add(WARNING, "explain", message, target=target)
-    from .. import _sglang_releases as data
-
     in_sglang = re.split("[.:]", target)[0] == "sglang"
     return ExplainDocument(
         target,
         found is not None or bool(steps),
         found,
-        [r for r in data.releases() if data.missing(target, r) is None] if in_sglang else None,
+        [r for r in releases_data.releases() if releases_data.missing(target, r) is None]
+        if in_sglang
+        else None,
         steps,
         plugins,
         logs.records,
@@ -1166,17 +1129,15 @@ def contract_step(
 ) -> ContractDocument:
     """The SGLang releases the runtime has data of, and with ``--diff`` what changed in the
     platform contract from one to another."""
-    from .. import _sglang_releases as data
-
     diff = None
     if args.diff:
         try:
             before, after = args.diff
-            diff = Diff(before, after, [Change(**c) for c in data.diff(before, after)])
+            diff = Diff(before, after, [Change(**c) for c in releases_data.diff(before, after)])
         except ValueError as exc:
             raise InputError(f"contract --diff: {exc}") from None
-    installed, release = data.installed()
-    return ContractDocument(list(data.releases()), installed, release, diff)
+    installed, release = releases_data.installed()
+    return ContractDocument(list(releases_data.releases()), installed, release, diff)
 
 
 def _comparison(argument: str) -> tuple[Comparison, dict[str, Any] | None]:
@@ -1227,10 +1188,6 @@ def fingerprint_step(
 ) -> FingerprintDocument:
     """Select the platform and run ``load_plugins()`` here (as a fresh rank would), fingerprint the
     result, and compare it with what ``--compare`` names, when given."""
-    from .._consistency import Participant, compare
-    from .._fingerprint import digest_of, plugin_fingerprint
-    from ..plugins import load_plugins
-
     other, theirs = _comparison(args.compare) if args.compare is not None else (None, None)
     try:
         load_plugins(ns, strict=args.strict or None)
