@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._consistency import dist_label
-from .._plugin_code import PluginOutcome
 from .._sglang_releases import describe
 from ..plugins._hooks._describe import ResolutionHookReport
 from ._reports import (
@@ -107,10 +106,6 @@ def _runs(kind: str, runs: Sequence[Run], last: str, key: str, stopped: object =
     return out
 
 
-def _logged(outcomes: Sequence[PluginOutcome]) -> list[Run]:
-    return [Run(o, []) for o in outcomes]
-
-
 def _list(report: ListDocument) -> list[str]:
     lines = []
     for g in report.groups:
@@ -176,8 +171,10 @@ def _doctor(report: DoctorDocument, simulated: bool, said: set[str | None]) -> l
     )
     plugins = report.plugins
     if plugins.startup:
-        lines += _runs("startup", _logged(plugins.startup), "REASON", "reason")
-    lines += _runs("general", _logged(plugins.plugins), "REASON", "reason", plugins.error)
+        lines += _runs("startup", [Run(o, []) for o in plugins.startup], "REASON", "reason")
+    lines += _runs(
+        "general", [Run(o, []) for o in plugins.plugins], "REASON", "reason", plugins.error
+    )
     theirs = hooks.sglang_registry_targets
     lines += _section(
         "Hooks",
