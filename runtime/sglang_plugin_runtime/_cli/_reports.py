@@ -88,8 +88,8 @@ def encode(value: Any) -> Any:
             elif not (f.metadata.get("text") or (f.metadata.get("optional") and item is None)):
                 data[f.name.rstrip("_")] = encode(item)
         return data
-    if hasattr(value, "_asdict"):
-        return encode(value._asdict())
+    if hasattr(value, "_asdict"):  # a named tuple
+        value = value._asdict()
     if isinstance(value, dict):
         return {key: encode(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -117,7 +117,7 @@ class Problems(dict[Problem, None]):
         """Add the problem; ``who``: the plugin, distribution and target it is about, or ``about``'s
         plugin and distribution (an exception, a plugin's outcome, the selection)."""
         if about is not None:
-            who = {k: getattr(about, k, None) for k in ("plugin", "distribution")}
+            who = {k: getattr(about, k, None) for k in ("plugin", "distribution")} | who
         self.setdefault(Problem(severity=severity, step=step, message=message, **who))
 
 
@@ -688,8 +688,11 @@ def _platform(
                 f"platform plugin {a.plugin!r} failed and was skipped: {a.reason}",
                 a,
             )
-    fallback = selection.rule == _selection.Rule.FALLBACK
-    if fallback and selection.activations and not selection.problems:
+    if (
+        selection.rule == _selection.Rule.FALLBACK
+        and selection.activations
+        and not selection.problems
+    ):
         problems.add(
             WARNING,
             "selection",
@@ -800,11 +803,15 @@ def _target(report: TargetReport) -> Target:
         for h in active
         if h.type in ("before", "around")
     ]
-    call = next((h for h in reversed(active) if h.type == "replace"), None)
     flow.append(
-        CallStep("call", call.position, call.type, call.hook)
-        if call
-        else CallStep("call", None, "original", report.resolved or report.target)
+        next(
+            (
+                CallStep("call", h.position, h.type, h.hook)
+                for h in reversed(active)
+                if h.type == "replace"
+            ),
+            CallStep("call", None, "original", report.resolved or report.target),
+        )
     )
     flow += [
         CallStep("exit", h.position, h.type, h.hook) for h in active[::-1] if h.type == "after"
