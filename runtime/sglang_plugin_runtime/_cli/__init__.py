@@ -242,11 +242,14 @@ def _run(argv: Sequence[str] | None) -> int:
                 level=logging.INFO if args.verbose == 1 else logging.DEBUG,
                 format="%(levelname)s %(name)s: %(message)s",
             )
-        from ._reports import encode, report
+        from ._reports import InputError, encode, report
         from ._text import render
 
         with _plugins_running(for_good=argv is None) as out:
-            document = report(args)
+            try:
+                document = report(args)
+            except InputError as exc:
+                raise UsageError(str(exc)) from None
             out.append(
                 json.dumps(encode(document), indent=2) + "\n" if args.json else render(document)
             )

@@ -58,7 +58,6 @@ from ..plugins._loading import (
     plugin_load_report,
     reset_load_state,
 )
-from . import UsageError
 from ._gate import host_not_installed, missing_module
 
 ERROR, WARNING = "error", "warning"
@@ -95,6 +94,11 @@ def encode(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [encode(item) for item in value]
     return value
+
+
+class InputError(ValueError):
+    """An argument names something the command cannot use (a target, a ``--compare`` file); the
+    message says why. The CLI reports it as a usage error."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -464,28 +468,28 @@ def _simulation(args: argparse.Namespace) -> Simulation | None:
     if device is None:
         for option, value in (("--simulate-backend", backend), ("--simulate-count", count)):
             if value is not None:
-                raise UsageError(f"{option} needs --simulate DEVICE_TYPE")
+                raise InputError(f"{option} needs --simulate DEVICE_TYPE")
         return None
     if not re.fullmatch(r"[a-z][a-z0-9_]*", device):
-        raise UsageError(
+        raise InputError(
             f"--simulate {device!r}: a device type is a lower-case identifier such as 'npu'"
         )
     if count is not None and count < 1:
-        raise UsageError(f"--simulate-count {count}: it must be at least 1")
+        raise InputError(f"--simulate-count {count}: it must be at least 1")
     try:
         # the CPU build of torch warns without NumPy, which nothing here needs
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Failed to initialize NumPy", UserWarning)
             import torch
     except ImportError:
-        raise UsageError(
+        raise InputError(
             f"--simulate needs torch to attach the simulated device to: {TORCH_INSTALL}"
         ) from None
     except (
         Exception
     ) as exc:  # torch's own import failed (it reads every distribution's entry points)
         bad = "; ".join(f"{m.path} ({m.reason})" for m in discover_entry_points().malformed)
-        raise UsageError(
+        raise InputError(
             f"--simulate: importing torch failed ({type(exc).__name__}: {exc}), as it will in "
             "SGLang's processes; "
             + (
@@ -501,24 +505,24 @@ def _simulation(args: argparse.Namespace) -> Simulation | None:
     if device in ("meta", "privateuseone") or (
         hasattr(torch, device) and _parses_as_device(torch, device)
     ):
-        raise UsageError(
+        raise InputError(
             f"--simulate {device}: {device} is one of torch's own device types, it cannot be "
             f"simulated; {how}"
         )
     if hasattr(torch, device):
-        raise UsageError(
+        raise InputError(
             f"--simulate {device}: torch.{device} already exists and a simulated device module "
             f"would hide it; {how}"
         )
     if backend is not None:
         if not all(part.isidentifier() for part in backend.split(".")):
-            raise UsageError(
+            raise InputError(
                 f"--simulate-backend {backend!r}: give a module name such as torch_npu"
             )
         top = backend.partition(".")[0]
         if top in sys.modules or find_spec(top) is not None:
             what = f"{top!r} is installed here" if top != backend else "it is installed here"
-            raise UsageError(
+            raise InputError(
                 f"--simulate-backend {backend}: {what}; a fake one would hide it; give the name "
                 "of a vendor module that is not installed here (e.g. torch_npu)"
             )
@@ -538,8 +542,7 @@ def _parses_as_device(torch: Any, name: str) -> bool:
 
 def report(args: argparse.Namespace) -> Report:
     """The envelope every document shares, around what ``args.command``'s step makes of this
-    process's plugins; :class:`UsageError` when an argument names something the command cannot use
-    (a target, a ``--compare`` file, a device to simulate), the message saying why."""
+    process's plugins; :class:`InputError` when an argument is unusable."""
     steps: dict[str, Callable[..., Document]] = {
         "list": list_step,
         "doctor": doctor_step,
@@ -1078,7 +1081,7 @@ def explain_step(
     try:
         wanted = None if target.isidentifier() else TargetName.parse(target)  # a resolution step
     except (ValueError, TypeError) as exc:
-        raise UsageError(f"explain: {exc}") from None
+        raise InputError(f"explain: {exc}") from None
     strict = args.strict or ns.strict()
     startup_step(ns, problems, strict)
     try:  # as in a host process: the selected platform plugin's own hooks are registered too
@@ -1139,7 +1142,7 @@ def contract_step(
             before, after = args.diff
             diff = Diff(before, after, [Change(**c) for c in releases_data.diff(before, after)])
         except ValueError as exc:
-            raise UsageError(f"contract --diff: {exc}") from None
+            raise InputError(f"contract --diff: {exc}") from None
     installed, release = releases_data.installed()
     return ContractDocument(list(releases_data.releases()), installed, release, diff)
 
@@ -1156,7 +1159,7 @@ def _comparison(argument: str) -> tuple[Comparison, dict[str, Any] | None]:
     if re.fullmatch(r"[0-9a-fA-F]+", argument) and not os.path.exists(argument):
         if 12 <= len(argument) <= 64:
             return Comparison(argument, argument.lower(), None), None
-        raise UsageError(
+        raise InputError(
             f"{where}: no such file, and {argument!r} is {len(argument)} hex digits, no digest "
             f"(give at least its first 12, of 64); {how}"
         )
@@ -1164,24 +1167,24 @@ def _comparison(argument: str) -> tuple[Comparison, dict[str, Any] | None]:
         with open(argument, "rb") as handle:
             # /dev/zero, a FIFO: endless or blocking
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise UsageError(f"{where}: not a regular file; {how}")
+                raise InputError(f"{where}: not a regular file; {how}")
             data = handle.read(_MAX_FINGERPRINT_BYTES + 1)
     except OSError as exc:
-        raise UsageError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
+        raise InputError(f"{where}: cannot read it ({exc.strerror or exc}); {how}") from None
     if len(data) > _MAX_FINGERPRINT_BYTES:
-        raise UsageError(
+        raise InputError(
             f"{where}: larger than {_MAX_FINGERPRINT_BYTES >> 20} MiB, so no fingerprint; {how}"
         )
     try:
         document = json.loads(data.decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deeply
-        raise UsageError(f"{where}: not a fingerprint ({exc})") from None
+        raise InputError(f"{where}: not a fingerprint ({exc})") from None
     other = Comparison(argument, None, None)
     if isinstance(document, dict) and document.get("command") == "fingerprint":
         other.host = document.get("host") if isinstance(document.get("host"), str) else None
         document = document.get("fingerprint")
     if not isinstance(document, dict) or not {"format", "platform", "hooks"} <= set(document):
-        raise UsageError(
+        raise InputError(
             f"{where}: not a fingerprint; write one with 'sglang-plugins fingerprint --json > FILE'"
         )
     return other, document
@@ -1215,7 +1218,7 @@ def fingerprint_step(
                 compare([Participant(0, other.host or source, theirs), Participant(1, host, mine)]),
             )
         except (LookupError, TypeError, AttributeError, ValueError, RecursionError) as exc:
-            raise UsageError(
+            raise InputError(
                 f"fingerprint: --compare {source!r}: not a fingerprint (damaged: "
                 f"{type(exc).__name__})"
             ) from None
