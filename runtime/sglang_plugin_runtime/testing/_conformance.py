@@ -29,7 +29,7 @@ from .._simulated_device import active_simulated_device
 from ..platforms import _contract
 from ..platforms._describe import ERROR_KINDS, ContractMethod
 from ..platforms._selection import out_of_tree_identity_problems
-from ._host_classes import RuntimePlatformView, has_member, platform_view
+from ._host_classes import PlatformView, has_member, platform_view
 
 _NO_RESULT = object()
 
@@ -63,7 +63,7 @@ _EXAMPLE_ARGUMENTS = {
 }
 
 
-def _probes(view: RuntimePlatformView, device: bool) -> list[_Probe]:
+def _probes(view: PlatformView, device: bool) -> list[_Probe]:
     """The probes of the class's contract: the calls its hosts make (the interface table), the
     cheap ones first, then (with ``device``) those that need the device.
 
@@ -212,7 +212,7 @@ def assert_platform_conformance(
 # --------------------------------------------------------------------------------------
 
 
-def _override_problems(view: RuntimePlatformView) -> list[ConformanceProblem]:
+def _override_problems(view: PlatformView) -> list[ConformanceProblem]:
     """The override findings the kit fails on: what breaks a host call, misspellings, and retired
     hooks the class relies on (it defines no replacement). A vendor's own API and other versions'
     names pass."""
@@ -229,7 +229,7 @@ def _override_problems(view: RuntimePlatformView) -> list[ConformanceProblem]:
     return problems
 
 
-def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[ConformanceProblem]:
+def _identity_problems(view: PlatformView, out_of_tree: bool) -> list[ConformanceProblem]:
     """What selection would refuse (``out_of_tree_identity_problems``), and identity left at
     DeviceMixin's."""
     cls = view.cls
@@ -254,7 +254,7 @@ def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[Con
     return [ConformanceProblem(a, "identity", m) for a, m in messages.items()]
 
 
-def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProblem]:
+def _attribute_type_problems(view: PlatformView) -> list[ConformanceProblem]:
     problems = []
     for member in view.contract.values():
         # identity is _identity_problems'; a contract attribute the host's base does not declare
@@ -271,7 +271,7 @@ def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProbl
 
 
 def _probe(
-    view: RuntimePlatformView,
+    view: PlatformView,
     instance: Any,
     member: ContractMethod,
     args: tuple[Any, ...],
@@ -295,7 +295,7 @@ def _probe(
     return ConformanceProblem(member.name, "return_type", message)
 
 
-def _mismatch(view: RuntimePlatformView, member: ContractMethod, value: Any) -> str | None:
+def _mismatch(view: PlatformView, member: ContractMethod, value: Any) -> str | None:
     """The contract's annotation of ``member`` (an attribute's, or a method's return) as text when
     ``value`` does not match it; ``None`` when it does, or when it cannot be evaluated (in the
     contract's module, which is imported: it defines the class; torch only where it is
