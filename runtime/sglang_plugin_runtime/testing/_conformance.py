@@ -31,8 +31,6 @@ from ..platforms._describe import ERROR_KINDS, ContractMethod
 from ..platforms._selection import out_of_tree_identity_problems
 from ._host_classes import PlatformView, has_member, platform_view
 
-_NO_RESULT = object()
-
 
 @dataclass(frozen=True)
 class ConformanceProblem:
@@ -63,7 +61,7 @@ _EXAMPLE_ARGUMENTS = {
 }
 
 
-def _probes(view: PlatformView, device: bool) -> list[_Probe]:
+def _probes(view: PlatformView, device: bool) -> list[tuple[Any, ...]]:
     """The probes of the class's contract: the calls its hosts make (the interface table), the
     cheap ones first, then (with ``device``) those that need the device.
 
@@ -71,7 +69,7 @@ def _probes(view: PlatformView, device: bool) -> list[_Probe]:
     member the hosts never call, with its leading example arguments. Members whose row has no
     ``probe`` (effects, or real inputs) are never called.
     """
-    probes: dict[str, dict[_Probe, None]] = {"cheap": {}, "device": {}}
+    probes: dict[str, dict[tuple[Any, ...], None]] = {"cheap": {}, "device": {}}
     for row in (r for h in view.hosts for r in _contract.interface_rows() if r.get("host") == h):
         member = view.contract.get(row["name"])
         # attributes and properties have no signature: they are read, not called
@@ -93,9 +91,6 @@ def _probes(view: PlatformView, device: bool) -> list[_Probe]:
                 named = tuple(zip(keywords, values[count:], strict=True))
                 probes[row["probe"]][(row["name"], values[:count], named)] = None
     return [*probes["cheap"], *(probes["device"] if device else ())]
-
-
-_Probe = tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]
 
 
 def check_platform_conformance(
@@ -130,11 +125,11 @@ def check_platform_conformance(
         *_attribute_type_problems(view),
     ]
     # Required reserved members are excused without include_reserved: not required, not probed.
-    excused = {
-        m.name
-        for m in contract.values()
-        if m.required and m.status == "reserved" and not include_reserved
-    }
+    excused = (
+        set()
+        if include_reserved
+        else {m.name for m in contract.values() if m.required and m.status == "reserved"}
+    )
     # A member whose override cannot take the host's call is not probed with that call again.
     reported = excused | {p.attribute for p in problems if p.kind in ERROR_KINDS}
     for member in contract.values():
