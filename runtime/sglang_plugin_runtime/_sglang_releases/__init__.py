@@ -224,7 +224,7 @@ def diff(before: str, after: str) -> list[dict[str, Any]]:
     old, new = sections(check_release(before)), sections(check_release(after))
     changes = []
     for section, members in new.items():
-        for name in [*members, *(n for n in old[section] if n not in members)]:
+        for name in members | old[section]:  # the release's order, then what it removed
             was, now = old[section].get(name), members.get(name)
             if was != now:
                 change = "added" if was is None else "removed" if now is None else "changed"
