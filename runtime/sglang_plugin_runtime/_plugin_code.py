@@ -413,8 +413,7 @@ def run_plugin_code(
     it is.
     """
     importing = step == "import"
-    what = "the import" if importing else step
-    where = f"{what} of plugin {ep.name!r} (distribution {ep.label})"
+    where = f"{'the import' if importing else step} of plugin {ep.name!r} (distribution {ep.label})"
     global _running
     outer = _running
     running = _running = Running(ep, where)
@@ -455,18 +454,12 @@ def run_plugin_code(
     trace = plugin_traceback(error) if error else None
     outcome = planned(ep, status, reason, seconds=seconds, traceback=trace)
     discard_hooks(ep)
-    if policy is None and error:
-        raise error
-    if policy is not None:
-        _apply_policy(ep, outcome, policy, error)
-    return None, outcome
-
-
-def _apply_policy(
-    ep: PluginEntryPoint, outcome: PluginOutcome, policy: Policy, error: BaseException | None
-) -> None:
-    """Apply ``policy`` to ``ep``'s failed ``outcome``: raise, or log that it was skipped."""
-    message = f"Plugin {ep.name!r} (distribution {ep.label}) failed: {outcome.reason}"
+    if policy is None:
+        if error:
+            raise error
+        return None, outcome
+    # the failure policy: raise, or log that the plugin was skipped
+    message = f"Plugin {ep.name!r} (distribution {ep.label}) failed: {reason}"
     required = ep.distribution == policy.required
     if isinstance(error, policy.fatal) and isinstance(error, PluginError):
         error.outcomes += (outcome,)
@@ -476,6 +469,7 @@ def _apply_policy(
         raised = PluginLoadError(f"{message} ({why})", plugin=ep.name, distribution=ep.distribution)
         raised.outcomes = (outcome,)
         raise raised from error
-    trace = f"\n{outcome.traceback.rstrip()}" if outcome.traceback else ""
+    trace = f"\n{trace.rstrip()}" if trace else ""
     skipped = f"It was skipped; set {policy.strict_env}=1 to stop instead."
     logger.log(policy.level, "%s. %s%s", message, skipped, trace)
+    return None, outcome

@@ -244,9 +244,8 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
             )
         problems = out_of_tree_identity_problems(cls)
     except BaseException as exc:  # its module failed (or exited), its metaclass raised, ...
-        if isinstance(exc, errors.InvalidPlatformError) or not is_plugin_failure(exc):
-            raise
-        if honoured_exit(exc):
+        passes = isinstance(exc, errors.InvalidPlatformError) or not is_plugin_failure(exc)
+        if passes or honoured_exit(exc):
             raise
         why = describe_failure(exc)
         raise _invalid(ep, f"{returned}, which cannot be imported or checked: {why}") from exc
@@ -483,10 +482,8 @@ def current_platform_selection(namespace: str | PluginNamespace = SRT) -> Platfo
 def set_current_platform(platform: Any, namespace: str | PluginNamespace = SRT) -> None:
     """Override the current platform with an instance or a class (tests; hosts that choose it)."""
     namespace = get_namespace(namespace)
-    state, instance = (
-        platform_state(namespace),
-        platform() if isinstance(platform, type) else platform,
-    )
+    state = platform_state(namespace)
+    instance = platform() if isinstance(platform, type) else platform
     with state.gate.lock:
         state.selection = PlatformSelection(
             namespace=namespace.name,
