@@ -371,9 +371,9 @@ def _select(
         platform_class=cls,
         rule=rule,
         reason=reason,
-        plugin=chosen.name if chosen else None,
-        distribution=chosen.distribution if chosen else None,
-        version=chosen.version if chosen else None,
+        plugin=chosen and chosen.name,
+        distribution=chosen and chosen.distribution,
+        version=chosen and chosen.version,
         activations=tuple(outcomes),
         problems=problems,
     )
@@ -457,15 +457,19 @@ def get_current_platform(
             if ep is None:  # the fallback: the host's (or this runtime's) class, no plugin's code
                 platform = cls()
             else:  # the selected plugin's code: hooks it registers are its own, and go if it raises
-                step = f"the constructor of platform class {selection.class_path}"
-                policy = Policy(
-                    strict=strict,
-                    strict_env=namespace.strict_env,
-                    required=ep.distribution,
-                    why="it is selected",
-                    fatal=_FATAL,
+                platform, _ = run_plugin_code(
+                    ep,
+                    cls,
+                    step=f"the constructor of platform class {selection.class_path}",
+                    policy=Policy(
+                        strict=strict,
+                        strict_env=namespace.strict_env,
+                        required=ep.distribution,
+                        why="it is selected",
+                        fatal=_FATAL,
+                    ),
+                    gate=gate,
                 )
-                platform, _ = run_plugin_code(ep, cls, step=step, policy=policy, gate=gate)
             state.selection, state.platform = selection, platform  # published together
         return state.platform
 
