@@ -307,13 +307,14 @@ def _attribute_resolution_wrappers(before: set[int], source: HookSource) -> None
 class Running:
     """Plugin code that runs now (a :class:`Gate`'s owner runs it, when it has one)."""
 
+    #: Set when the code re-entered the job it runs in (even if it caught the error).
+    reentered: PluginError | None = None
+
     def __init__(self, ep: PluginEntryPoint, where: str) -> None:
         self.ep = ep
         self.where = where
         #: Threads alive when it started: one born since then was started by that code.
         self.threads = frozenset(threading.enumerate())
-        #: Set when the code re-entered the job it runs in (even if it caught the error).
-        self.reentered: PluginError | None = None
 
 
 class Gate:
@@ -322,10 +323,11 @@ class Gate:
     thread it started while the owner waits for that thread (a ``join``, a future's ``result()``): a
     deadlock."""
 
+    owner: threading.Thread | None = None
+    running: Running | None = None
+
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.owner: threading.Thread | None = None
-        self.running: Running | None = None
 
     def enter(self, refuse: Callable[["Gate"], PluginError]) -> bool:
         """Own the gate (``True``), or ``False`` when this thread owns it already. A thread the

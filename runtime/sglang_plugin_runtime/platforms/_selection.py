@@ -114,12 +114,13 @@ class PlatformState:
     """What this process knows about one namespace's platform. Selection alone writes it, under
     its gate; a forked child keeps a finished selection and redoes an interrupted one."""
 
+    platform: object | None = None
+    selection: PlatformSelection | None = None  # published with ``platform``, together
+    fallback: ClassRef | None = None  # the host's (set_fallback_platform)
+    hosting = False  # the host is imported first: its selection may run in this thread
+
     def __init__(self) -> None:
         self.gate = Gate()
-        self.platform: object | None = None
-        self.selection: PlatformSelection | None = None  # published with ``platform``, together
-        self.fallback: ClassRef | None = None  # the host's (set_fallback_platform)
-        self.hosting = False  # the host is imported first: its selection may run in this thread
 
 
 _STATES: defaultdict[str, PlatformState] = defaultdict(PlatformState)
