@@ -281,8 +281,8 @@ def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadRep
                 o.distribution != required for o in report.outcomes if o.status is not Status.LOADED
             ):
                 return report
-            loaded = [o for o in report.outcomes if o.status is Status.LOADED]
-            state.done.update({(group, o.plugin): o for o in loaded})
+            loaded = {(group, o.plugin): o for o in report.outcomes if o.status is Status.LOADED}
+            state.done.update(loaded)
         if state.interrupted:
             discard_hooks(state.interrupted)
             state.interrupted = None
