@@ -294,11 +294,8 @@ def resolution_wrappers() -> dict[str, list[object]]:
     return wrappers if isinstance(wrappers, dict) else {}
 
 
-def _attribute_resolution_wrappers(before: set[int], source: HookSource) -> None:
-    for wrappers in resolution_wrappers().values():
-        for wrapper in wrappers:
-            if id(wrapper) not in before:
-                resolution_sources[id(wrapper)] = source
+def _wrapper_ids() -> set[int]:
+    return {id(wrapper) for wrappers in resolution_wrappers().values() for wrapper in wrappers}
 
 
 # ---------------------------------------------------------------- one thread at a time
@@ -421,7 +418,7 @@ def run_plugin_code(
     running = _running = Running(ep, where)
     source = HookSource(ep.name, ep.distribution)
     token = plugin_source.set(source)
-    before = {id(w) for wrappers in resolution_wrappers().values() for w in wrappers}
+    before = _wrapper_ids()
     if gate:
         gate.running = running
     start = time.perf_counter()
@@ -437,7 +434,7 @@ def run_plugin_code(
         _running = outer
         if gate:
             gate.running = None
-        _attribute_resolution_wrappers(before, source)
+        resolution_sources.update(dict.fromkeys(_wrapper_ids() - before, source))
     if honoured_exit(call.error):
         discard_hooks(ep)
         logger.error(
@@ -462,12 +459,12 @@ def run_plugin_code(
         return None, outcome
     # the failure policy: raise, or log that the plugin was skipped
     message = f"Plugin {ep.name!r} (distribution {ep.label}) failed: {reason}"
-    required = ep.distribution == policy.required
+    stops = policy.stops or ep.distribution == policy.required
     if isinstance(error, policy.fatal) and isinstance(error, PluginError):
         error.outcomes += (outcome,)
         raise error
-    if required or policy.strict or policy.stops:
-        why = policy.why if required or policy.stops else f"{policy.strict_env}=1 makes it an error"
+    if stops or policy.strict:
+        why = policy.why if stops else f"{policy.strict_env}=1 makes it an error"
         raised = PluginLoadError(f"{message} ({why})", plugin=ep.name, distribution=ep.distribution)
         raised.outcomes = (outcome,)
         raise raised from error
