@@ -105,14 +105,13 @@ def register_contract_class(cls: type) -> None:
     members = {name: active for name in annotations if not name.startswith("_")}
     for name, raw in public_names(cls):
         if name not in members:
-            members[name] = getattr(underlying(raw), _MARK, None) or _unmarked(cls, name)
+            mark = getattr(underlying(raw), _MARK, None)
+            if mark is None:
+                raise TypeError(
+                    f"invalid contract class: {cls.__name__}.{name} has no @active/@reserved marker"
+                )
+            members[name] = mark
     OWN_MEMBERS[cls] = members
-
-
-def _unmarked(cls: type, name: str) -> Mark:
-    raise TypeError(
-        f"invalid contract class: {cls.__name__}.{name} has no @active/@reserved marker"
-    )
 
 
 def contract_classes(cls: type) -> list[type]:
