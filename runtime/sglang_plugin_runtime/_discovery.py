@@ -278,11 +278,11 @@ class _DiscoveryCache:
     """The per-process scan, in memory: keyed by pid (so a forked child scans again) and by
     ``sys.path``."""
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.key: object = None
-        #: How many scans this process ran (tests prove the in-memory scan is reused with it).
-        self.scans = 0
+    lock = threading.Lock()
+    key: object = None
+    result: DiscoveryResult
+    #: How many scans this process ran (tests prove the in-memory scan is reused with it).
+    scans = 0
 
     def discover(self, refresh: bool = False) -> DiscoveryResult:
         """The scan of this process; ``refresh=True`` rescans (e.g. after installing a package)."""
