@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from .. import _plugin_code
 from .._plugin_code import HookSource
-from ._hooks._registry import Registry, _missing_module, active_registry, isolated_registry
+from ._hooks._registry import Registry, active_registry, isolated_registry, missing_module
 from ._hooks._types import (
     HookApplyError,
     HookFailure,
@@ -103,7 +103,7 @@ def _sglang_patched(registry: Registry) -> object:
         r.target.text
         for r in registry.targets.values()
         if r.status is HookStatus.APPLIED
-        or (r.status is HookStatus.PENDING and _missing_module(r.target.dotted) is None)
+        or (r.status is HookStatus.PENDING and missing_module(r.target) is None)
     )
 
 

@@ -50,7 +50,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import importlib.util
 import inspect
 import itertools
 import logging
@@ -79,6 +78,7 @@ from ._types import (
     Unwrapped,
     describe_callable,
     format_source,
+    module_dict,
     ordered,
     subclasses_left,
 )
@@ -90,7 +90,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _APPLIED, _PENDING, _REPLACE = HookStatus.APPLIED, HookStatus.PENDING, HookType.REPLACE
-_MODULE_GETATTR = types.ModuleType.__getattribute__
 _PASSES = 8  # a batch resolves again until nothing moves: a nested class REPLACE takes one more
 
 
@@ -103,15 +102,6 @@ class Unresolved(NamedTuple):
 
     reason: str
     watch: tuple[str, ...]
-
-
-def module_dict(obj: object) -> dict[str, object] | None:
-    """A module's namespace, read without running code: ``None`` for anything else, and for a
-    module whose class intercepts attribute access (``LazyLoader``'s, until it has executed)."""
-    kind = type(obj)
-    if issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR:
-        return vars(obj)
-    return None
 
 
 def resolve(target: Target) -> Resolution | Unresolved:
@@ -434,9 +424,14 @@ class Registry:
             self._fail([record], found.reason, batch)
         elif isinstance(found, Unresolved):
             record.status, record.error, record.watch = _PENDING, found.reason, found.watch
-            if missing := _missing_module(record.target.dotted):
-                record.error, certain = missing
-                if record.strict and certain:
+            if (missing := missing_module(record.target)) is not None:
+                package = missing.rpartition(".")[0]  # a module missing below it is misspelled
+                record.error = f"module {missing!r} cannot be found" + (
+                    f": {package!r} has no such module (misspelled?)"
+                    if package
+                    else " (is it installed?)"
+                )
+                if record.strict and package:  # a top-level one may be installed where hooks run
                     self._fail([record], record.error, batch)
                 else:
                     logger.warning(
@@ -578,7 +573,7 @@ class Registry:
                 )
                 and (
                     record.status is HookStatus.FAILED
-                    or (record.status is _PENDING and _missing_module(record.target.dotted))
+                    or (record.status is _PENDING and missing_module(record.target) is not None)
                 )
             ]
 
@@ -638,6 +633,14 @@ def _compose(slot: Slot) -> object:
     return original.put_back(new)
 
 
+def missing_module(target: Target) -> str | None:
+    """The module of a pending ``target`` that no import can bring, read from the modules imported
+    now (:func:`._missing.missing_module`, loaded only when a target waits)."""
+    from ._missing import missing_module
+
+    return missing_module(target.dotted, imported_only=True)
+
+
 def _rebind(walks: list[_Walk]) -> None:
     """Run ``walks`` in one pass over ``sys.modules`` and the namespaces their slots hold."""
     news = {  # by id: the walks keep them alive
@@ -694,32 +697,3 @@ def _after_fork() -> None:
     # A thread of the parent may have held a lock at fork time; the child has only one thread.
     for registry in (_default, _active):
         registry.lock = threading.RLock()
-
-
-def _missing_module(target: str) -> tuple[str, bool] | None:
-    """Why no import can bring ``target``'s module, and whether that is certain here: a module
-    missing below an installed package (misspelled) is; a top-level package that is not installed
-    may be installed where the hooks run (SGLang's targets in a plugin's own tests). None while an
-    import may bring it.
-
-    It reads only modules already imported: its answer can fail a strict start-up or, for the
-    selected platform's distribution, stop it, so it acts on certainties alone and never reads
-    files. ``doctor``'s deeper walk (``_cli/_gate.missing_module``: package specs not imported yet,
-    the source of their ``__init__``) reports suspicions, which may be wrong, to a person."""
-    parts = target.split(".")  # callers pass Target.dotted
-    if parts[0] not in sys.modules:
-        if importlib.util.find_spec(parts[0]) is None:
-            return f"module {parts[0]!r} cannot be found (is it installed?)", False
-        return None
-    for depth in range(1, len(parts)):
-        parent, child = ".".join(parts[:depth]), ".".join(parts[: depth + 1])
-        if child in sys.modules:
-            continue
-        namespace = module_dict(sys.modules[parent])  # never runs a lazily loaded module
-        if namespace is None or namespace.get("__path__") is None or parts[depth] in namespace:
-            return None
-        if importlib.util.find_spec(child) is None:
-            why = f"module {child!r} cannot be found: {parent!r} has no such module (misspelled?)"
-            return why, True
-        return None
-    return None

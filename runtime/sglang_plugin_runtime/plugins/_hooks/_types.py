@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 import operator
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -20,6 +21,19 @@ from ..._plugin_code import (
 
 #: A hook, or what it hooks.
 Hook = Callable[..., object]
+
+#: ``ModuleType``'s attribute access: a module class that overrides it (``LazyLoader``'s) runs code.
+_MODULE_GETATTR = types.ModuleType.__getattribute__
+
+
+def module_dict(obj: object) -> dict[str, object] | None:
+    """A module's namespace, read without running code: ``None`` for anything else, and for a
+    module whose class intercepts attribute access (``LazyLoader``'s, until it has executed)."""
+    kind = type(obj)
+    if issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR:
+        return vars(obj)
+    return None
+
 
 #: No such attribute (the value an attribute had before a patch: nothing to restore but a deletion).
 MISSING = object()
