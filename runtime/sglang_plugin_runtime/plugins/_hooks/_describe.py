@@ -23,7 +23,6 @@ from ._types import (
     describe_callable,
     format_source,
     ordered,
-    subclasses_left,
 )
 
 
@@ -155,11 +154,15 @@ def find_conflicts(
         message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, "
         found.append(("multiple_around", message + "the hooks inside it are bypassed"))
     if slot is not None and slot.raw is not None:
-        if left := subclasses_left(slot):
-            message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original "
-            found.append(
-                ("class_replace_subclasses", message + f"keep inheriting: {', '.join(left)}")
-            )
+        original, hooks = slot.original.func, [r.hook for r in slot.built]
+        # A class is installed as itself: ``raw`` is the class that replaced it; the subclasses
+        # made before keep inheriting from the original (``type``'s method: not a metaclass's).
+        if isinstance(original, type) and slot.raw is not original:
+            subclasses: list[type] = type.__subclasses__(original)
+            if left := [f"{c.__module__}.{c.__qualname__}" for c in subclasses if c not in hooks]:
+                message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the "
+                message += f"original keep inheriting: {', '.join(left)}"
+                found.append(("class_replace_subclasses", message))
         owner = next(
             (s for s in slots if s.raw is slot.owner and isinstance(s.original.raw, type)), None
         )

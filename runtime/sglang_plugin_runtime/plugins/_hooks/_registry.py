@@ -80,7 +80,6 @@ from ._types import (
     format_source,
     module_dict,
     ordered,
-    subclasses_left,
 )
 from ._wrappers import build_wrapper
 
@@ -90,6 +89,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _APPLIED, _PENDING, _REPLACE = HookStatus.APPLIED, HookStatus.PENDING, HookType.REPLACE
+#: The conflicts register() warns about when a registration makes them.
+_ON_REGISTER = ("multiple_replace", "same_hook_twice")
 _PASSES = 8  # a batch resolves again until nothing moves: a nested class REPLACE takes one more
 
 
@@ -332,26 +333,28 @@ class Registry:
             record = self.targets.setdefault(parsed.dotted, TargetRecord(parsed))
             source = source or current_source()
             new = Registration(next(self._seq), hook_type, hook, source, priority)
-            before = {message for _, message in self._conflicts(record)}
+            known = self._conflicts(record, _ON_REGISTER)
             record.registrations.append(new)
-            for kind, message in self._conflicts(record):
-                if kind in ("multiple_replace", "same_hook_twice") and message not in before:
+            for message in self._conflicts(record, _ON_REGISTER):
+                if message not in known:
                     logger.warning("Hooks on '%s': %s", target, message)
             # apply_hooks() already ran: apply now (a failure is logged, and raised by the next
             # apply_hooks(strict=True), which takes the target again)
             if self.applied:
                 self._apply([record])
 
-    def _conflicts(self, record: TargetRecord) -> list[tuple[str, str]]:
-        """What :func:`._describe.find_conflicts` finds on ``record``'s slot (none with one hook:
-        the analysis is loaded only when there is something to analyse)."""
+    def _conflicts(self, record: TargetRecord, kinds: tuple[str, ...]) -> list[str]:
+        """The messages of the conflicts of ``kinds`` on ``record``'s slot that
+        :func:`._describe.find_conflicts` finds (loaded only when there is something to analyse:
+        two hooks, or a class REPLACE)."""
         slot = record.slot
         regs = ordered(slot.records if slot else [record])
-        if len(regs) < 2 and not (slot and subclasses_left(slot)):
+        if len(regs) < 2 and not (slot and isinstance(slot.original.func, type)):
             return []
         from ._describe import find_conflicts
 
-        return find_conflicts(regs, slot, self.slots)
+        found = find_conflicts(regs, slot, self.slots)
+        return [message for kind, message in found if kind in kinds]
 
     # ------------------------------------------------------------------ applying
 
@@ -496,9 +499,8 @@ class Registry:
             kept = " (the previously applied hooks stay in place)" if old is not None else ""
             return self._fail(slot.records, describe_failure(call.error) + kept, batch)
         slot.raw = raw
-        for kind, message in self._conflicts(slot.records[0]):
-            if kind == "class_replace_subclasses":
-                logger.warning("Hooks on '%s': %s", slot.key, message)
+        for message in self._conflicts(slot.records[0], ("class_replace_subclasses",)):
+            logger.warning("Hooks on '%s': %s", slot.key, message)
         for record in slot.records:
             record.status, record.error = _APPLIED, None
         logger.info(

@@ -229,17 +229,6 @@ class Slot:
     raw: object = None  # the raw value installed (the callable, or a descriptor around it)
 
 
-def subclasses_left(slot: Slot) -> list[str]:
-    """The subclasses of a class that a class REPLACE replaced: they keep inheriting from it."""
-    original, hooks = slot.original.func, [r.hook for r in slot.built]
-    # A class is installed as itself: ``raw`` is the class that replaced it.
-    if not isinstance(original, type) or slot.raw in (None, original):
-        return []
-    subclasses: list[type] = type.__subclasses__(original)  # not a metaclass's override
-
-    return [f"{c.__module__}.{c.__qualname__}" for c in subclasses if c not in hooks]
-
-
 def ordered(records: Iterable[TargetRecord]) -> list[Registration]:
     """The registrations of ``records``, innermost first: by priority, then registration order."""
     return sorted(
