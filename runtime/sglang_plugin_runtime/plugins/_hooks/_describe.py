@@ -8,14 +8,18 @@ when the registry does.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ..._lazy_exports import old_attribute
 from ..._plugin_code import resolution_sources, resolution_wrappers
+from ._missing import missing_module
 from ._types import (
     MISSING,
+    HookStatus,
     HookType,
     Registration,
     Slot,
@@ -184,6 +188,35 @@ def find_conflicts(
             )
             found.append(("same_hook_twice", message))
     return found
+
+
+# ---- SGLang's private ``HookRegistry._hooks`` and ``._patched`` (hook_registry._SGLangStateView)
+
+
+def sglang_hooks(records: Iterable[TargetRecord]) -> object:
+    """``{target: [(hook type, hook, source), ...]}`` in registration order, each target spelled as
+    first registered; a missing target reads as ``[]``, as in SGLang's ``defaultdict``."""
+    # A record's registrations are kept in registration order (appended, filtered by a discard).
+    hooks = {
+        record.target.text: [(r.hook_type, r.hook, r.source) for r in record.registrations]
+        for record in records
+    }
+    return MappingProxyType(defaultdict(list, hooks))
+
+
+def sglang_patched(records: Iterable[TargetRecord]) -> object:
+    """The targets SGLang's ``apply_hooks()`` would have patched by now: those applied, and those
+    waiting for their module's first import, which can be found (SGLang imports it at once, this
+    registry patches it when the host does), each spelled as first registered."""
+    return frozenset(
+        r.target.text
+        for r in records
+        if r.status is HookStatus.APPLIED
+        or (
+            r.status is HookStatus.PENDING
+            and missing_module(r.target.dotted, imported_only=True) is None
+        )
+    )
 
 
 def describe_resolution_hooks(step: str | None = None) -> list[ResolutionHookReport]:
