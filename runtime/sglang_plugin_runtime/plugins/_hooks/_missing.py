@@ -63,6 +63,19 @@ def missing_module(target: str, imported_only: bool = False) -> str | None:
     return None
 
 
+def why_missing(target: str) -> tuple[str, bool] | None:
+    """The registry's answer for a pending dotted ``target``: why no import can bring its module,
+    and whether that is certain. A module missing below an installed package (misspelled) is; a
+    top-level package that is not installed may be installed where the hooks run (SGLang's targets
+    in a plugin's own tests). ``None`` while an import may bring it."""
+    if (missing := missing_module(target, imported_only=True)) is None:
+        return None
+    if package := missing.rpartition(".")[0]:
+        why = f"{package!r} has no such module (misspelled?)"
+        return f"module {missing!r} cannot be found: {why}", True
+    return f"module {missing!r} cannot be found (is it installed?)", False
+
+
 def find_spec(name: str, path: Sequence[str] | None) -> ModuleSpec | None:
     """What the import system's finders say about ``name`` (in ``path``, a parent package's search
     locations), asking each finder the way an import does. The runtime's own finders are skipped:

@@ -427,14 +427,9 @@ class Registry:
             self._fail([record], found.reason, batch)
         elif isinstance(found, Unresolved):
             record.status, record.error, record.watch = _PENDING, found.reason, found.watch
-            if (missing := missing_module(record.target)) is not None:
-                package = missing.rpartition(".")[0]  # a module missing below it is misspelled
-                record.error = f"module {missing!r} cannot be found" + (
-                    f": {package!r} has no such module (misspelled?)"
-                    if package
-                    else " (is it installed?)"
-                )
-                if record.strict and package:  # a top-level one may be installed where hooks run
+            if (missing := why_missing(record.target)) is not None:
+                record.error, certain = missing
+                if record.strict and certain:
                     self._fail([record], record.error, batch)
                 else:
                     logger.warning(
@@ -575,7 +570,7 @@ class Registry:
                 )
                 and (
                     record.status is HookStatus.FAILED
-                    or (record.status is _PENDING and missing_module(record.target) is not None)
+                    or (record.status is _PENDING and why_missing(record.target) is not None)
                 )
             ]
 
@@ -635,12 +630,12 @@ def _compose(slot: Slot) -> object:
     return original.put_back(new)
 
 
-def missing_module(target: Target) -> str | None:
-    """The module of a pending ``target`` that no import can bring, read from the modules imported
-    now (:func:`._missing.missing_module`, loaded only when a target waits)."""
-    from ._missing import missing_module
+def why_missing(target: Target) -> tuple[str, bool] | None:
+    """Why no import can bring a pending ``target``'s module, and whether that is certain here
+    (:func:`._missing.why_missing`, loaded only when a target waits)."""
+    from ._missing import why_missing
 
-    return missing_module(target.dotted, imported_only=True)
+    return why_missing(target.dotted)
 
 
 def _rebind(walks: list[_Walk]) -> None:
