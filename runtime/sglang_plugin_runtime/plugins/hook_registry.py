@@ -185,14 +185,9 @@ def plugin_hook(
 
 
 def __getattr__(name: str) -> object:
-    # The report classes are imported on first use: a serving process never needs them.
-    if name in (
-        "TargetReport",
-        "HookReport",
-        "Conflict",
-        "ResolutionHookReport",
-        "describe_resolution_hooks",
-    ):
+    # The names in __all__ not defined here, the reports, are imported on first use: a serving
+    # process never needs them.
+    if name in __all__:
         from ._hooks import _describe
 
         return getattr(_describe, name)

@@ -106,9 +106,10 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
     slot = record.slot
     records = slot.records if slot else [record]
     regs = ordered(records)
-    replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
-    others = [r for r in regs if r.hook_type is not HookType.REPLACE]
-    conflicts = [Conflict(kind, message) for kind, message in find_conflicts(regs, slot, slots)]
+    # Outermost first, REPLACEs last; the first of them is the one that runs.
+    nesting = sorted(reversed(regs), key=lambda r: r.hook_type is HookType.REPLACE)
+    winner = next((r for r in nesting if r.hook_type is HookType.REPLACE), None)
+    conflicts = [Conflict(*found) for found in find_conflicts(regs, slot, slots)]
     rebound = 0
     if slot and slot.raw is not None:
         resolved_in = {id(vars(r.found.owner)) for r in slot.records if r.found}
@@ -125,10 +126,10 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
             r.source and r.source.plugin_name,
             r.source and r.source.dist_name,
             r.priority,
-            active=r.hook_type is not HookType.REPLACE or r is replaces[-1],
+            active=r.hook_type is not HookType.REPLACE or r is winner,
             target=targets[id(r)],
         )
-        for r in [*reversed(others), *reversed(replaces)]
+        for r in nesting
     )
     return TargetReport(
         str(record.target),

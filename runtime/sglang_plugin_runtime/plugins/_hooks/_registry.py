@@ -331,10 +331,11 @@ class Registry:
         parsed = Target.parse(target)
         with self.lock:
             record = self.targets.setdefault(parsed.dotted, TargetRecord(parsed))
-            source = source or current_source()
-            new = Registration(next(self._seq), hook_type, hook, source, priority)
             known = self._conflicts(record, _ON_REGISTER)
-            record.registrations.append(new)
+            source = source or current_source()
+            record.registrations.append(
+                Registration(next(self._seq), hook_type, hook, source, priority)
+            )
             for message in self._conflicts(record, _ON_REGISTER):
                 if message not in known:
                     logger.warning("Hooks on '%s': %s", target, message)
@@ -373,7 +374,7 @@ class Registry:
         ends with one walk. Raise the failures of strict targets."""
         batch = _Batch([], [])
         for _pass in range(_PASSES):
-            attached = [r for r in self.targets.values() if r.slot]
+            attached = [r for r in self.targets.values() if r.slot is not None]
             moved = [r for r in dict.fromkeys([*records, *attached]) if self._place(r, batch)]
             if _pass and not moved:
                 break
