@@ -540,12 +540,10 @@ class Registry:
     def reset(self) -> None:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.reset`."""
         with self.lock:
-            batch = _Batch([], [])
-            for slot in reversed(self.slots):
-                self._undo(slot, batch)
-            _rebind(batch.walks)
-            self.targets, self.slots, self.applied = {}, [], False
-            self._watcher.watch(set())
+            for record in self.targets.values():
+                record.registrations = []
+            self.targets, self.applied = {}, False
+            self._apply([])  # every slot, left without a target, restores its original
 
     def discard_source(self, source: HookSource) -> int:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.discard_source`."""
