@@ -540,10 +540,12 @@ class Registry:
     def reset(self) -> None:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.reset`."""
         with self.lock:
-            for record in self.targets.values():
-                record.registrations = []
-            self.targets, self.applied = {}, False
-            self._apply([])  # every slot, left without a target, restores its original
+            batch = _Batch([], [])
+            for slot in reversed(self.slots):
+                self._undo(slot, batch)
+            _rebind(batch.walks)
+            self.targets, self.slots, self.applied = {}, [], False
+            self._watcher.watch(set())
 
     def discard_source(self, source: HookSource) -> int:
         """See :meth:`sglang_plugin_runtime.plugins.hook_registry.HookRegistry.discard_source`."""
