@@ -550,13 +550,26 @@ def served(world: str, plugins: Plugins, logs_dir: Path) -> Iterator[SGLangServe
 
 def sglang_processes(server: SGLangServer) -> dict[int, str]:
     """The server's SGLang processes (pid -> name): ``python -m sglang.launch_server`` and its
-    ``sglang::*`` children; not the launcher, nor multiprocessing's resource tracker."""
+    ``sglang::*`` children; not the launcher, nor multiprocessing's resource tracker, nor a fork
+    of one of them that has not (yet) exec'd a program: between ``fork()`` and ``exec()`` (a
+    ``subprocess`` call) it shows its parent's name, and it runs none of the process's start-up."""
+    named = server_processes(server)
     return {
         pid: name
-        for pid, name in server_processes(server).items()
-        if name.startswith("sglang::")
-        or ("sglang.launch_server" in name and "sglang_plugin_runtime" not in name)
+        for pid, name in named.items()
+        if (
+            name.startswith("sglang::")
+            or ("sglang.launch_server" in name and "sglang_plugin_runtime" not in name)
+        )
+        and named.get(_parent_pid(pid)) != name
     }
+
+
+def _parent_pid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):  # gone meanwhile
+        return None
 
 
 def failed_server_log(**options: Any) -> str:

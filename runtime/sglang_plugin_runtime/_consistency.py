@@ -234,9 +234,10 @@ def _render(kind: str, raw: Any) -> str:
     if kind == "platform":
         plugin = raw.get("plugin")
         source = ", ".join(filter(None, [plugin and f"plugin {plugin!r}", dist_label(raw)]))
+        where = f" ({source})" if source else ""
         if raw.get("status") == "failed":
-            return f"selection failed: {raw.get('error_type')}" + (f" ({source})" if source else "")
-        return f"{raw.get('class')}" + (f" ({source})" if source else " (no plugin: the fallback)")
+            return f"selection failed: {raw.get('error_type')}{where}"
+        return f"{raw.get('class')}{where or ' (no plugin: the fallback)'}"
     if kind != "hooks":
         status = str(raw.get("status"))
         return ", ".join(filter(None, [_STATUS_TEXT.get(status, status), dist_label(raw)]))

@@ -19,6 +19,7 @@ import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import PurePath
 from typing import TYPE_CHECKING, NamedTuple
 
 from ._forking import after_fork_in_child
@@ -217,6 +218,18 @@ def _folder_version(dist: "Distribution") -> list[int | str]:
     return parts
 
 
+def _entry_points_text(dist: "Distribution", where: str) -> str | None:
+    """``dist.read_text("entry_points.txt")``, read without pathlib from a folder: the scan reads
+    one per installed distribution, and pathlib's path objects cost more than the read."""
+    if not isinstance(getattr(dist, "_path", None), PurePath):  # a zip, another finder's
+        return dist.read_text("entry_points.txt")
+    try:
+        with open(os.path.join(where, "entry_points.txt"), encoding="utf-8") as file:
+            return file.read()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        return None  # as read_text: no such file
+
+
 def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
     """Scan ``path`` (default ``sys.path``) once, no caching; prefer
     :func:`discover_entry_points`."""
@@ -259,7 +272,7 @@ def scan_distributions(path: list[str] | None = None) -> DiscoveryResult:
                     continue
                 seen.add(name)
                 here[name] = where
-                text = dist.read_text("entry_points.txt")
+                text = _entry_points_text(dist, where)
                 parsed = list(parse_entry_points_text(text)) if text else []  # all, or nothing
             except Exception as exc:
                 reason = (
@@ -278,11 +291,11 @@ class _DiscoveryCache:
     """The per-process scan, in memory: keyed by pid (so a forked child scans again) and by
     ``sys.path``."""
 
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.key: object = None
-        #: How many scans this process ran (tests prove the in-memory scan is reused with it).
-        self.scans = 0
+    lock = threading.Lock()
+    key: object = None
+    result: DiscoveryResult
+    #: How many scans this process ran (tests prove the in-memory scan is reused with it).
+    scans = 0
 
     def discover(self, refresh: bool = False) -> DiscoveryResult:
         """The scan of this process; ``refresh=True`` rescans (e.g. after installing a package)."""

@@ -294,11 +294,8 @@ def resolution_wrappers() -> dict[str, list[object]]:
     return wrappers if isinstance(wrappers, dict) else {}
 
 
-def _attribute_resolution_wrappers(before: set[int], source: HookSource) -> None:
-    for wrappers in resolution_wrappers().values():
-        for wrapper in wrappers:
-            if id(wrapper) not in before:
-                resolution_sources[id(wrapper)] = source
+def _wrapper_ids() -> set[int]:
+    return {id(wrapper) for wrappers in resolution_wrappers().values() for wrapper in wrappers}
 
 
 # ---------------------------------------------------------------- one thread at a time
@@ -307,13 +304,14 @@ def _attribute_resolution_wrappers(before: set[int], source: HookSource) -> None
 class Running:
     """Plugin code that runs now (a :class:`Gate`'s owner runs it, when it has one)."""
 
+    #: Set when the code re-entered the job it runs in (even if it caught the error).
+    reentered: PluginError | None = None
+
     def __init__(self, ep: PluginEntryPoint, where: str) -> None:
         self.ep = ep
         self.where = where
         #: Threads alive when it started: one born since then was started by that code.
         self.threads = frozenset(threading.enumerate())
-        #: Set when the code re-entered the job it runs in (even if it caught the error).
-        self.reentered: PluginError | None = None
 
 
 class Gate:
@@ -322,10 +320,11 @@ class Gate:
     thread it started while the owner waits for that thread (a ``join``, a future's ``result()``): a
     deadlock."""
 
+    owner: threading.Thread | None = None
+    running: Running | None = None
+
     def __init__(self) -> None:
         self.lock = threading.RLock()
-        self.owner: threading.Thread | None = None
-        self.running: Running | None = None
 
     def enter(self, refuse: Callable[["Gate"], PluginError]) -> bool:
         """Own the gate (``True``), or ``False`` when this thread owns it already. A thread the
@@ -413,14 +412,13 @@ def run_plugin_code(
     it is.
     """
     importing = step == "import"
-    what = "the import" if importing else step
-    where = f"{what} of plugin {ep.name!r} (distribution {ep.label})"
+    where = f"{'the import' if importing else step} of plugin {ep.name!r} (distribution {ep.label})"
     global _running
     outer = _running
     running = _running = Running(ep, where)
     source = HookSource(ep.name, ep.distribution)
     token = plugin_source.set(source)
-    before = {id(w) for wrappers in resolution_wrappers().values() for w in wrappers}
+    before = _wrapper_ids()
     if gate:
         gate.running = running
     start = time.perf_counter()
@@ -436,7 +434,7 @@ def run_plugin_code(
         _running = outer
         if gate:
             gate.running = None
-        _attribute_resolution_wrappers(before, source)
+        resolution_sources.update(dict.fromkeys(_wrapper_ids() - before, source))
     if honoured_exit(call.error):
         discard_hooks(ep)
         logger.error(
@@ -455,27 +453,22 @@ def run_plugin_code(
     trace = plugin_traceback(error) if error else None
     outcome = planned(ep, status, reason, seconds=seconds, traceback=trace)
     discard_hooks(ep)
-    if policy is None and error:
-        raise error
-    if policy is not None:
-        _apply_policy(ep, outcome, policy, error)
-    return None, outcome
-
-
-def _apply_policy(
-    ep: PluginEntryPoint, outcome: PluginOutcome, policy: Policy, error: BaseException | None
-) -> None:
-    """Apply ``policy`` to ``ep``'s failed ``outcome``: raise, or log that it was skipped."""
-    message = f"Plugin {ep.name!r} (distribution {ep.label}) failed: {outcome.reason}"
-    required = ep.distribution == policy.required
+    if policy is None:
+        if error:
+            raise error
+        return None, outcome
+    # the failure policy: raise, or log that the plugin was skipped
+    message = f"Plugin {ep.name!r} (distribution {ep.label}) failed: {reason}"
+    stops = policy.stops or ep.distribution == policy.required
     if isinstance(error, policy.fatal) and isinstance(error, PluginError):
         error.outcomes += (outcome,)
         raise error
-    if required or policy.strict or policy.stops:
-        why = policy.why if required or policy.stops else f"{policy.strict_env}=1 makes it an error"
+    if stops or policy.strict:
+        why = policy.why if stops else f"{policy.strict_env}=1 makes it an error"
         raised = PluginLoadError(f"{message} ({why})", plugin=ep.name, distribution=ep.distribution)
         raised.outcomes = (outcome,)
         raise raised from error
-    trace = f"\n{outcome.traceback.rstrip()}" if outcome.traceback else ""
+    trace = f"\n{trace.rstrip()}" if trace else ""
     skipped = f"It was skipped; set {policy.strict_env}=1 to stop instead."
     logger.log(policy.level, "%s. %s%s", message, skipped, trace)
+    return None, outcome

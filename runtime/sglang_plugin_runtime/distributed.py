@@ -102,10 +102,7 @@ def consistency_mode() -> str:
         return raw
     if raw:
         logger.warning(
-            "%s=%r is not one of %s; checking in 'error' mode.",
-            CONSISTENCY_ENV,
-            raw,
-            "error, warn, off",
+            "%s=%r is not one of error, warn, off; checking in 'error' mode.", CONSISTENCY_ENV, raw
         )
     return "error"
 

@@ -36,7 +36,7 @@ except ImportError as exc:
     raise ImportError(f"sglang-plugins run: this Python ({sys.executable}) cannot import "
                       "sglang_plugin_runtime; install the runtime into the environment that runs "
                       "SGLang") from exc
-enter_from_shim(sys.modules[__name__])
+enter_from_shim()
 """
 
 #: ``si_code`` of a signal the kernel sent, as a terminal sends Ctrl-C to its whole foreground
@@ -54,8 +54,6 @@ def isolating_option(command: list[str]) -> str | None:
     for argument in arguments:
         if argument in ("-", "--") or not argument.startswith("-"):
             return None
-        if argument == "--check-hash-based-pycs":
-            next(arguments, None)
         flags = "" if argument.startswith("--") else argument[1:]
         # the flags after it are its value
         letter = next((flag for flag in flags if flag in "IEcmWX"), "")
@@ -63,8 +61,8 @@ def isolating_option(command: list[str]) -> str | None:
             return f"-{letter}"
         if letter in ("c", "m"):
             return None
-        # -W or -X last: the next argument is its value
-        if letter and flags.index(letter) == len(flags) - 1:
+        # -W or -X last, or --check-hash-based-pycs: the next argument is its value
+        if argument == "--check-hash-based-pycs" or (letter and not flags.partition(letter)[2]):
             next(arguments, None)
     return None
 

@@ -121,7 +121,7 @@ def find_sglang(shim_dir: str | None = None) -> ModuleSpec | None:
     return None
 
 
-def enter_from_shim(shim_module: ModuleType) -> None:
+def enter_from_shim() -> None:
     """Called by the shim's ``sglang/__init__.py``: install the finder, then load the real
     ``sglang`` in its place."""
     version = os.environ.get(VERSION_ENV)
@@ -129,7 +129,7 @@ def enter_from_shim(shim_module: ModuleType) -> None:
         raise ImportError(
             f"sglang-plugins run: {VERSION_ENV} is not set; this shim only works under the launcher"
         )
-    shim_dir = os.path.dirname(os.path.dirname(os.path.abspath(shim_module.__file__ or "")))
+    shim_dir = os.environ[SHIM_ENV]
     _mark(shim_dir, ENTERED_MARKER)  # the launcher's report: SGLang was imported here
     finder = next((f for f in sys.meta_path if isinstance(f, AdoptedSGLangFinder)), None)
     if finder is None:  # once per interpreter

@@ -89,7 +89,7 @@ def held(span: str) -> frozenset[str]:
     for piece in span.split(","):
         first, dash, last = piece.partition("-")
         start = listed.index(first)
-        stop = (listed.index(last) if last else len(listed) - 1) if dash else start
+        stop = listed.index(last or listed[-1]) if dash else start
         found.update(listed[start : stop + 1])
     return frozenset(found)
 
@@ -102,7 +102,7 @@ def describe(chosen: Iterable[str]) -> str:
         first, last = run[0], run[-1]
         if not kept:
             continue
-        if len(run) == 1:
+        if first == last:
             words.append(first)
         elif last == listed[-1]:
             words.append(f"from {first}")
@@ -224,7 +224,7 @@ def diff(before: str, after: str) -> list[dict[str, Any]]:
     old, new = sections(check_release(before)), sections(check_release(after))
     changes = []
     for section, members in new.items():
-        for name in [*members, *(n for n in old[section] if n not in members)]:
+        for name in members | old[section]:  # the release's order, then what it removed
             was, now = old[section].get(name), members.get(name)
             if was != now:
                 change = "added" if was is None else "removed" if now is None else "changed"
@@ -257,14 +257,13 @@ def _module(name: str) -> dict[str, frozenset[str]]:
     """Module ``name`` in the index, each entry with the releases that hold it: ``""`` the module,
     ``name`` a top-level name (``*``: any name), ``.Class`` a class, ``.Class member`` its own
     member, ``.Class (bases)`` its bases; empty when no release has the module."""
-    text = _index()
-    found = re.search(rf"\n{re.escape(name)}( [^\n]*)?\n", text)
+    # its line, and the indented lines after it
+    found = re.search(rf"\n{re.escape(name)}(?: .*)?$(?:\n .*)*", _index(), re.MULTILINE)
     if found is None:
         return {}
-    end = re.compile(r"\n(?! )").search(text, found.end() - 1)
     entries: dict[str, frozenset[str]] = {}
     owner = ""
-    for line in text[found.start() + 1 : end.start() if end else None].split("\n"):
+    for line in found[0].split("\n")[1:]:
         item, _, span = line.strip().partition(" ")
         depth = len(line) - len(line.lstrip(" "))
         key = ("", item, f"{owner} {item}")[depth]
@@ -284,13 +283,15 @@ def _members(path: str, qualname: str, release: str, depth: int = 0) -> set[str]
         item = key[len(owner) :]
         if not key.startswith(owner) or release not in where:
             continue
-        for base in item[1:-1].split(",") if item.startswith("(") else ():
+        if not item.startswith("("):
+            members.add(item)
+            continue
+        for base in item[1:-1].split(","):
             module, _, qualname = base.partition(":")  # "?": a base outside SGLang
             inherited = _members(module, qualname, release, depth + 1) if qualname else None
             if inherited is None:
                 return None
             members |= inherited
-        members |= set() if item.startswith("(") else {item}
     return members
 
 
@@ -305,7 +306,8 @@ def missing(target: str, release: str) -> str | None:
     cut = next((c for c in cuts if release in _module(".".join(parts[:c])).get("", ())), 0)
     if not cut:
         return module if colon else parts[0]
-    path, entries = ".".join(parts[:cut]), _module(".".join(parts[:cut]))
+    path = ".".join(parts[:cut])
+    entries = _module(path)
     if "*" in entries or cut == len(parts):
         return None
     if release not in entries.get(parts[cut], ()):

@@ -105,14 +105,13 @@ def register_contract_class(cls: type) -> None:
     members = {name: active for name in annotations if not name.startswith("_")}
     for name, raw in public_names(cls):
         if name not in members:
-            members[name] = getattr(underlying(raw), _MARK, None) or _unmarked(cls, name)
+            mark = getattr(underlying(raw), _MARK, None)
+            if mark is None:
+                raise TypeError(
+                    f"invalid contract class: {cls.__name__}.{name} has no @active/@reserved marker"
+                )
+            members[name] = mark
     OWN_MEMBERS[cls] = members
-
-
-def _unmarked(cls: type, name: str) -> Mark:
-    raise TypeError(
-        f"invalid contract class: {cls.__name__}.{name} has no @active/@reserved marker"
-    )
 
 
 def contract_classes(cls: type) -> list[type]:
@@ -234,35 +233,29 @@ def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[str, str] 
     kind, shown, on_class = kind_of(raw), render_call(call, name), bool(call.get("on_class"))
     if call.get("read"):
         if kind in ("method", "classmethod", "staticmethod"):
-            return "binding", f"the host reads it as data ({shown}); this defines a {kind}"
-        if kind == "property" and on_class:
-            return (
-                "binding",
-                f"the runtime reads it on the class ({shown}), where a property is no value",
-            )
-        return None
-    if kind == "property":
-        return "binding", f"the host calls it ({shown}); this defines a property"
-    if kind == "attribute":
-        return (
-            "binding",
-            f"the host calls it ({shown}); this sets it to a non-callable {type(raw).__name__}",
-        )
-    signature = bound_signature(kind, underlying(raw), on_class=on_class)
-    if signature is None:
-        return None
-    try:
-        signature.bind(*[None] * call.get("args", 0), **dict.fromkeys(call.get("kwargs", ())))
-    except TypeError as exc:
-        if kind == "method" and on_class:
-            return (
-                "binding",
-                f"the host calls it on the class ({shown}); this defines an instance method",
-            )
-        bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
-        shape = signature.replace(parameters=bare, return_annotation=signature.empty)
-        return "signature", f"{name}{shape} cannot accept the host's call {shown}: {exc}"
-    return None
+            why = f"the host reads it as data ({shown}); this defines a {kind}"
+        elif kind == "property" and on_class:
+            why = f"the runtime reads it on the class ({shown}), where a property is no value"
+        else:
+            return None
+    elif kind == "property":
+        why = f"the host calls it ({shown}); this defines a property"
+    elif kind == "attribute":
+        why = f"the host calls it ({shown}); this sets it to a non-callable {type(raw).__name__}"
+    else:
+        signature = bound_signature(kind, underlying(raw), on_class=on_class)
+        if signature is None:
+            return None
+        try:
+            signature.bind(*[None] * call.get("args", 0), **dict.fromkeys(call.get("kwargs", ())))
+            return None
+        except TypeError as exc:
+            if kind != "method" or not on_class:
+                bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
+                shape = signature.replace(parameters=bare, return_annotation=signature.empty)
+                return "signature", f"{name}{shape} cannot accept the host's call {shown}: {exc}"
+        why = f"the host calls it on the class ({shown}); this defines an instance method"
+    return "binding", why
 
 
 def host_call_problem(

@@ -114,12 +114,13 @@ class PlatformState:
     """What this process knows about one namespace's platform. Selection alone writes it, under
     its gate; a forked child keeps a finished selection and redoes an interrupted one."""
 
+    platform: object | None = None
+    selection: PlatformSelection | None = None  # published with ``platform``, together
+    fallback: ClassRef | None = None  # the host's (set_fallback_platform)
+    hosting = False  # the host is imported first: its selection may run in this thread
+
     def __init__(self) -> None:
         self.gate = Gate()
-        self.platform: object | None = None
-        self.selection: PlatformSelection | None = None  # published with ``platform``, together
-        self.fallback: ClassRef | None = None  # the host's (set_fallback_platform)
-        self.hosting = False  # the host is imported first: its selection may run in this thread
 
 
 _STATES: defaultdict[str, PlatformState] = defaultdict(PlatformState)
@@ -244,9 +245,8 @@ def _platform_class(ep: PluginEntryPoint, result: object, namespace: PluginNames
             )
         problems = out_of_tree_identity_problems(cls)
     except BaseException as exc:  # its module failed (or exited), its metaclass raised, ...
-        if isinstance(exc, errors.InvalidPlatformError) or not is_plugin_failure(exc):
-            raise
-        if honoured_exit(exc):
+        passes = isinstance(exc, errors.InvalidPlatformError) or not is_plugin_failure(exc)
+        if passes or honoured_exit(exc):
             raise
         why = describe_failure(exc)
         raise _invalid(ep, f"{returned}, which cannot be imported or checked: {why}") from exc
@@ -372,9 +372,9 @@ def _select(
         platform_class=cls,
         rule=rule,
         reason=reason,
-        plugin=chosen.name if chosen else None,
-        distribution=chosen.distribution if chosen else None,
-        version=chosen.version if chosen else None,
+        plugin=chosen and chosen.name,
+        distribution=chosen and chosen.distribution,
+        version=chosen and chosen.version,
         activations=tuple(outcomes),
         problems=problems,
     )
@@ -458,15 +458,19 @@ def get_current_platform(
             if ep is None:  # the fallback: the host's (or this runtime's) class, no plugin's code
                 platform = cls()
             else:  # the selected plugin's code: hooks it registers are its own, and go if it raises
-                step = f"the constructor of platform class {selection.class_path}"
-                policy = Policy(
-                    strict=strict,
-                    strict_env=namespace.strict_env,
-                    required=ep.distribution,
-                    why="it is selected",
-                    fatal=_FATAL,
+                platform, _ = run_plugin_code(
+                    ep,
+                    cls,
+                    step=f"the constructor of platform class {selection.class_path}",
+                    policy=Policy(
+                        strict=strict,
+                        strict_env=namespace.strict_env,
+                        required=ep.distribution,
+                        why="it is selected",
+                        fatal=_FATAL,
+                    ),
+                    gate=gate,
                 )
-                platform, _ = run_plugin_code(ep, cls, step=step, policy=policy, gate=gate)
             state.selection, state.platform = selection, platform  # published together
         return state.platform
 
@@ -483,10 +487,8 @@ def current_platform_selection(namespace: str | PluginNamespace = SRT) -> Platfo
 def set_current_platform(platform: Any, namespace: str | PluginNamespace = SRT) -> None:
     """Override the current platform with an instance or a class (tests; hosts that choose it)."""
     namespace = get_namespace(namespace)
-    state, instance = (
-        platform_state(namespace),
-        platform() if isinstance(platform, type) else platform,
-    )
+    state = platform_state(namespace)
+    instance = platform() if isinstance(platform, type) else platform
     with state.gate.lock:
         state.selection = PlatformSelection(
             namespace=namespace.name,

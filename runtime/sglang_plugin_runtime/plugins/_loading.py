@@ -56,12 +56,13 @@ STARTUP_FAILURE = (
 class LoadReport:
     """What one phase of loading (one entry-point group) did in this process for one namespace."""
 
+    completed = False
+    #: The selected platform's distribution when it loaded (``None``: not selected yet).
+    required: str | None = None
+
     def __init__(self, namespace: str, group: str) -> None:
         self.namespace, self.group = namespace, group
         self.outcomes: list[PluginOutcome] = []
-        self.completed = False
-        #: The selected platform's distribution when it loaded (``None``: not selected yet).
-        self.required: str | None = None
 
     @property
     def problems(self) -> list[PluginOutcome]:
@@ -92,6 +93,9 @@ class LoadState:
     """What this process remembers about one namespace's loads; loading alone writes it, under its
     gate."""
 
+    # ran in another thread when this child forked
+    interrupted: PluginEntryPoint | None = None
+
     def __init__(self) -> None:
         self.gate = Gate()
         # by group: complete, or in progress while it loads
@@ -99,8 +103,6 @@ class LoadState:
         #: Functions that completed in a load that did not (a strict retry; a child forked
         #: meanwhile).
         self.done: dict[tuple[str, str], PluginOutcome] = {}
-        # ran in another thread when this child forked
-        self.interrupted: PluginEntryPoint | None = None
 
 
 _STATES: dict[str, LoadState] = {}
@@ -279,8 +281,8 @@ def _load_phase(namespace: PluginNamespace, group: str, strict: bool) -> LoadRep
                 o.distribution != required for o in report.outcomes if o.status is not Status.LOADED
             ):
                 return report
-            loaded = [o for o in report.outcomes if o.status is Status.LOADED]
-            state.done.update({(group, o.plugin): o for o in loaded})
+            loaded = {(group, o.plugin): o for o in report.outcomes if o.status is Status.LOADED}
+            state.done.update(loaded)
         if state.interrupted:
             discard_hooks(state.interrupted)
             state.interrupted = None

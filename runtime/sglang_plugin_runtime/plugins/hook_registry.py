@@ -12,14 +12,12 @@ used.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable
-from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeVar
 
 from .. import _plugin_code
 from .._plugin_code import HookSource
-from ._hooks._registry import Registry, _missing_module, active_registry, isolated_registry
+from ._hooks._registry import Registry, active_registry, isolated_registry
 from ._hooks._types import (
     HookApplyError,
     HookFailure,
@@ -71,40 +69,20 @@ _H = TypeVar("_H", bound=Callable[..., object])
 
 class _SGLangStateView:
     """A class attribute with the shape of one of SGLang's private ``HookRegistry`` attributes,
-    computed from the active registry when read: real plugins read them (orbitkv checks ``_patched``
-    after applying, qsa-hisparse's tests read ``_hooks``). A snapshot: changing it changes no hook
-    (item assignment and ``add`` raise)."""
+    computed from the active registry when read, by ``_describe``'s function ``view`` (loaded
+    then): real plugins read them (orbitkv checks ``_patched`` after applying, qsa-hisparse's tests
+    read ``_hooks``). A snapshot: changing it changes no hook (item assignment and ``add``
+    raise)."""
 
-    def __init__(self, build: Callable[[Registry], object]) -> None:
-        self.build = build
+    def __init__(self, view: str) -> None:
+        self.view = view
 
     def __get__(self, instance: object, owner: type) -> object:
+        from ._hooks import _describe
+
         registry = active_registry()
         with registry.lock:
-            return self.build(registry)
-
-
-def _sglang_hooks(registry: Registry) -> object:
-    """``{target: [(hook type, hook, source), ...]}`` in registration order, each target spelled as
-    first registered; a missing target reads as ``[]``, as in SGLang's ``defaultdict``."""
-    # A record's registrations are kept in registration order (appended, filtered by a discard).
-    hooks = {
-        record.target.text: [(r.hook_type, r.hook, r.source) for r in record.registrations]
-        for record in registry.targets.values()
-    }
-    return MappingProxyType(defaultdict(list, hooks))
-
-
-def _sglang_patched(registry: Registry) -> object:
-    """The targets SGLang's ``apply_hooks()`` would have patched by now: those applied, and those
-    waiting for their module's first import, which can be found (SGLang imports it at once, this
-    registry patches it when the host does), each spelled as first registered."""
-    return frozenset(
-        r.target.text
-        for r in registry.targets.values()
-        if r.status is HookStatus.APPLIED
-        or (r.status is HookStatus.PENDING and _missing_module(r.target.dotted) is None)
-    )
+            return getattr(_describe, self.view)(registry.targets.values())
 
 
 class HookRegistry:
@@ -115,8 +93,8 @@ class HookRegistry:
     """
 
     # SGLang's private state, as read-only views (see _SGLangStateView).
-    _hooks = _SGLangStateView(_sglang_hooks)
-    _patched = _SGLangStateView(_sglang_patched)
+    _hooks = _SGLangStateView("sglang_hooks")
+    _patched = _SGLangStateView("sglang_patched")
 
     @classmethod
     def register(
@@ -207,14 +185,9 @@ def plugin_hook(
 
 
 def __getattr__(name: str) -> object:
-    # The report classes are imported on first use: a serving process never needs them.
-    if name in (
-        "TargetReport",
-        "HookReport",
-        "Conflict",
-        "ResolutionHookReport",
-        "describe_resolution_hooks",
-    ):
+    # The names in __all__ not defined here, the reports, are imported on first use: a serving
+    # process never needs them.
+    if name in __all__:
         from ._hooks import _describe
 
         return getattr(_describe, name)

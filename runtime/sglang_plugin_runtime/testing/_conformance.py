@@ -29,9 +29,7 @@ from .._simulated_device import active_simulated_device
 from ..platforms import _contract
 from ..platforms._describe import ERROR_KINDS, ContractMethod
 from ..platforms._selection import out_of_tree_identity_problems
-from ._host_classes import RuntimePlatformView, has_member, platform_view
-
-_NO_RESULT = object()
+from ._host_classes import PlatformView, has_member, platform_view
 
 
 @dataclass(frozen=True)
@@ -63,7 +61,7 @@ _EXAMPLE_ARGUMENTS = {
 }
 
 
-def _probes(view: RuntimePlatformView, device: bool) -> list[_Probe]:
+def _probes(view: PlatformView, device: bool) -> list[tuple[Any, ...]]:
     """The probes of the class's contract: the calls its hosts make (the interface table), the
     cheap ones first, then (with ``device``) those that need the device.
 
@@ -71,7 +69,7 @@ def _probes(view: RuntimePlatformView, device: bool) -> list[_Probe]:
     member the hosts never call, with its leading example arguments. Members whose row has no
     ``probe`` (effects, or real inputs) are never called.
     """
-    probes: dict[str, dict[_Probe, None]] = {"cheap": {}, "device": {}}
+    probes: dict[str, dict[tuple[Any, ...], None]] = {"cheap": {}, "device": {}}
     for row in (r for h in view.hosts for r in _contract.interface_rows() if r.get("host") == h):
         member = view.contract.get(row["name"])
         # attributes and properties have no signature: they are read, not called
@@ -93,9 +91,6 @@ def _probes(view: RuntimePlatformView, device: bool) -> list[_Probe]:
                 named = tuple(zip(keywords, values[count:], strict=True))
                 probes[row["probe"]][(row["name"], values[:count], named)] = None
     return [*probes["cheap"], *(probes["device"] if device else ())]
-
-
-_Probe = tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]
 
 
 def check_platform_conformance(
@@ -130,11 +125,11 @@ def check_platform_conformance(
         *_attribute_type_problems(view),
     ]
     # Required reserved members are excused without include_reserved: not required, not probed.
-    excused = {
-        m.name
-        for m in contract.values()
-        if m.required and m.status == "reserved" and not include_reserved
-    }
+    excused = (
+        set()
+        if include_reserved
+        else {m.name for m in contract.values() if m.required and m.status == "reserved"}
+    )
     # A member whose override cannot take the host's call is not probed with that call again.
     reported = excused | {p.attribute for p in problems if p.kind in ERROR_KINDS}
     for member in contract.values():
@@ -212,7 +207,7 @@ def assert_platform_conformance(
 # --------------------------------------------------------------------------------------
 
 
-def _override_problems(view: RuntimePlatformView) -> list[ConformanceProblem]:
+def _override_problems(view: PlatformView) -> list[ConformanceProblem]:
     """The override findings the kit fails on: what breaks a host call, misspellings, and retired
     hooks the class relies on (it defines no replacement). A vendor's own API and other versions'
     names pass."""
@@ -229,7 +224,7 @@ def _override_problems(view: RuntimePlatformView) -> list[ConformanceProblem]:
     return problems
 
 
-def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[ConformanceProblem]:
+def _identity_problems(view: PlatformView, out_of_tree: bool) -> list[ConformanceProblem]:
     """What selection would refuse (``out_of_tree_identity_problems``), and identity left at
     DeviceMixin's."""
     cls = view.cls
@@ -254,7 +249,7 @@ def _identity_problems(view: RuntimePlatformView, out_of_tree: bool) -> list[Con
     return [ConformanceProblem(a, "identity", m) for a, m in messages.items()]
 
 
-def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProblem]:
+def _attribute_type_problems(view: PlatformView) -> list[ConformanceProblem]:
     problems = []
     for member in view.contract.values():
         # identity is _identity_problems'; a contract attribute the host's base does not declare
@@ -271,7 +266,7 @@ def _attribute_type_problems(view: RuntimePlatformView) -> list[ConformanceProbl
 
 
 def _probe(
-    view: RuntimePlatformView,
+    view: PlatformView,
     instance: Any,
     member: ContractMethod,
     args: tuple[Any, ...],
@@ -295,7 +290,7 @@ def _probe(
     return ConformanceProblem(member.name, "return_type", message)
 
 
-def _mismatch(view: RuntimePlatformView, member: ContractMethod, value: Any) -> str | None:
+def _mismatch(view: PlatformView, member: ContractMethod, value: Any) -> str | None:
     """The contract's annotation of ``member`` (an attribute's, or a method's return) as text when
     ``value`` does not match it; ``None`` when it does, or when it cannot be evaluated (in the
     contract's module, which is imported: it defines the class; torch only where it is

@@ -53,10 +53,8 @@ def plugin_env() -> Iterator[PluginEnv]:
     """The plugin environment variables, all unset; set them with ``plugin_env.set()`` /
     ``.platform()`` / ``.plugins()`` / ``.strict()``; every one is restored after the test."""
     env = PluginEnv().start()
-    try:
-        yield env
-    finally:
-        env.stop()
+    yield env  # pytest resumes a fixture after its test, passed or failed
+    env.stop()
 
 
 @pytest.fixture
@@ -67,6 +65,8 @@ def hook_registry() -> Iterator[Any]:
     remembered: the session's first one, later, registers the installed plugins' hooks, also those
     their modules register as they are imported). Yields the registry to call ``register()`` /
     ``apply_hooks()`` on."""
+    from .._discovery import discover_entry_points
+    from .._namespace import known_namespaces
     from .._plugin_code import resolution_wrappers
     from ..plugins._loading import saved_load_state
     from ..plugins.hook_registry import isolated_registry
@@ -80,29 +80,23 @@ def hook_registry() -> Iterator[Any]:
     finally:
         platforms.stop()
         restore()
-        _forget_plugin_modules(set(sys.modules) - before)
+        # The modules of installed plugins imported during the test are forgotten: the next load or
+        # selection imports them again, so the hooks they register at import land in the session's
+        # registry.
+        found = discover_entry_points()
+        packages = {
+            ep.module.split(".")[0]
+            for namespace in known_namespaces()
+            for group in (namespace.platform_group, namespace.plugin_group, namespace.startup_group)
+            if group
+            for ep in found.group(group)
+        }
+        for name in set(sys.modules) - before:
+            if name.split(".")[0] in packages:
+                sys.modules.pop(name, None)
         wrappers = resolution_wrappers()  # SGLang's resolution-step wrappers, as they were
         wrappers.clear()
         wrappers.update(steps)
-
-
-def _forget_plugin_modules(imported: set[str]) -> None:
-    """Forget the modules of installed plugins among ``imported``: the next load or selection
-    imports them again, so the hooks they register at import land in the session's registry."""
-    from .._discovery import discover_entry_points
-    from .._namespace import known_namespaces
-
-    found = discover_entry_points()
-    packages = {
-        ep.module.split(".")[0]
-        for namespace in known_namespaces()
-        for group in (namespace.platform_group, namespace.plugin_group, namespace.startup_group)
-        if group
-        for ep in found.group(group)
-    }
-    for name in imported:
-        if name.split(".")[0] in packages:
-            sys.modules.pop(name, None)
 
 
 @pytest.fixture
@@ -111,10 +105,8 @@ def platform_override() -> Iterator[PlatformOverride]:
     current platform; the platform of every namespace is exactly what it was before the test
     afterwards."""
     override = PlatformOverride().start()
-    try:
-        yield override
-    finally:
-        override.stop()
+    yield override
+    override.stop()
 
 
 @pytest.fixture
@@ -126,10 +118,8 @@ def fake_distributions(
     ``load_plugins()`` state, hooks registered by the fake plugins, their imported modules and the
     path entry are all gone afterwards."""
     site = FakeDistributions(tmp_path / "fake-site").start()
-    try:
-        yield site
-    finally:
-        site.stop()
+    yield site
+    site.stop()
 
 
 @pytest.fixture

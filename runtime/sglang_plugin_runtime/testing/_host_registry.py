@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import sys
 import types
 from collections.abc import Iterator
@@ -25,15 +24,13 @@ _MISSING: Any = object()
 def _import_owner(target: str) -> tuple[Any, list[str]]:
     """The module ``target`` starts in (imported; the longest importable prefix of a dotted target)
     and the names after it."""
-    if ":" in target:
-        module, _, path = target.partition(":")
-        return importlib.import_module(module), path.split(".")
-    parts = target.split(".")
-    for depth in range(len(parts) - 1, 0, -1):
-        if (owner := import_if_module(".".join(parts[:depth]))) is not None:
-            return owner, parts[depth:]
+    from ..plugins.hook_registry import Target
+
+    for module, path in Target.parse(target).splits():
+        if (owner := import_if_module(module)) is not None:
+            return owner, path
     raise ModuleNotFoundError(
-        f"no module of the hook target {target!r} can be imported", name=parts[0]
+        f"no module of the hook target {target!r} can be imported", name=target.split(".")[0]
     )
 
 

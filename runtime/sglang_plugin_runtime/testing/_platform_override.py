@@ -37,23 +37,17 @@ class PlatformOverride:
     def set(self, platform: Any, namespace: str | PluginNamespace = "srt") -> Any:
         """Make ``platform`` (an instance, or a class to instantiate) current; returns the
         instance."""
-        namespace = self._remember(namespace)
-        _selection.set_current_platform(platform, namespace)
+        _selection.set_current_platform(platform, self._remember(namespace))
         return _selection.get_current_platform(namespace)
 
     def reset(self, namespace: str | PluginNamespace = "srt", *, rescan: bool = False) -> None:
         """Forget the current platform, so the next access runs the real selection (``rescan``:
         rescan too)."""
-        from .._discovery import refresh_discovery
-
-        _selection.reset_current_platform(self._remember(namespace))
-        if rescan:
-            refresh_discovery()
+        _selection.reset_current_platform(self._remember(namespace), rescan=rescan)
 
     def select(self, namespace: str | PluginNamespace = "srt") -> PlatformSelection:
         """Run the real selection now (with the current environment) and return its provenance."""
-        namespace = self._remember(namespace)
-        _selection.reset_current_platform(namespace)
+        _selection.reset_current_platform(self._remember(namespace))
         return _selection.current_platform_selection(namespace)
 
     def current(self, namespace: str | PluginNamespace = "srt") -> Any:

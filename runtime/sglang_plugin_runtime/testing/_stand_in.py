@@ -55,17 +55,15 @@ class StandInModules:
         # What start-up found, in order: each replaced sys.modules entry, and each attribute set on
         # a module it did not make (``_MISSING``: none).
         self._saved: list[tuple[MutableMapping[str, Any], str, Any]] = []
-        self._imported_before: set[str] = set()
-        self._started = False
+        #: What ``sys.modules`` held at start (``None``: not started).
+        self._imported_before: set[str] | None = None
 
     def start(self) -> StandInModules:
-        if not self._started:
+        if self._imported_before is None:
             self._imported_before = set(sys.modules)
-            self._started = True
         return self
 
-    def __enter__(self) -> StandInModules:
-        return self.start()
+    __enter__ = start
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
@@ -73,7 +71,7 @@ class StandInModules:
     def __call__(self, name: str, /, **attributes: Any) -> ModuleType:
         """The stand-in for module ``name`` (created now, or the one made earlier), with
         ``attributes`` set on it."""
-        if not self._started:
+        if self._imported_before is None:
             raise RuntimeError(
                 "StandInModules.start() must be called before adding stand-in modules"
             )
@@ -137,7 +135,7 @@ class StandInModules:
         back what was there; the parents imported before the test lose the attributes added to
         them."""
         prefixes = tuple(f"{name}." for name in self._created)
-        imported_since = set(sys.modules) - self._imported_before - set(self._created)
+        imported_since = set(sys.modules) - (self._imported_before or set()) - set(self._created)
         for name in [n for n in imported_since if n.startswith(prefixes)]:
             del sys.modules[name]  # imported under a stand-in package during the test
         for namespace, name, value in reversed(self._saved):

@@ -8,14 +8,18 @@ when the registry does.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ..._lazy_exports import old_attribute
 from ..._plugin_code import resolution_sources, resolution_wrappers
+from ._missing import missing_module
 from ._types import (
     MISSING,
+    HookStatus,
     HookType,
     Registration,
     Slot,
@@ -23,7 +27,6 @@ from ._types import (
     describe_callable,
     format_source,
     ordered,
-    subclasses_left,
 )
 
 
@@ -103,9 +106,10 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
     slot = record.slot
     records = slot.records if slot else [record]
     regs = ordered(records)
-    replaces = [r for r in regs if r.hook_type is HookType.REPLACE]
-    others = [r for r in regs if r.hook_type is not HookType.REPLACE]
-    conflicts = [Conflict(kind, message) for kind, message in find_conflicts(regs, slot, slots)]
+    # Outermost first, REPLACEs last; the first of them is the one that runs.
+    nesting = sorted(reversed(regs), key=lambda r: r.hook_type is HookType.REPLACE)
+    winner = next((r for r in nesting if r.hook_type is HookType.REPLACE), None)
+    conflicts = [Conflict(*found) for found in find_conflicts(regs, slot, slots)]
     rebound = 0
     if slot and slot.raw is not None:
         resolved_in = {id(vars(r.found.owner)) for r in slot.records if r.found}
@@ -122,10 +126,10 @@ def report(record: TargetRecord, slots: Iterable[Slot]) -> TargetReport:
             r.source and r.source.plugin_name,
             r.source and r.source.dist_name,
             r.priority,
-            active=r.hook_type is not HookType.REPLACE or r is replaces[-1],
+            active=r.hook_type is not HookType.REPLACE or r is winner,
             target=targets[id(r)],
         )
-        for r in [*reversed(others), *reversed(replaces)]
+        for r in nesting
     )
     return TargetReport(
         str(record.target),
@@ -155,11 +159,15 @@ def find_conflicts(
         message = f"{len(arounds)} AROUND hooks ({labels}); if one skips original_fn, "
         found.append(("multiple_around", message + "the hooks inside it are bypassed"))
     if slot is not None and slot.raw is not None:
-        if left := subclasses_left(slot):
-            message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the original "
-            found.append(
-                ("class_replace_subclasses", message + f"keep inheriting: {', '.join(left)}")
-            )
+        original, hooks = slot.original.func, [r.hook for r in slot.built]
+        # A class is installed as itself: ``raw`` is the class that replaced it; the subclasses
+        # made before keep inheriting from the original (``type``'s method: not a metaclass's).
+        if isinstance(original, type) and slot.raw is not original:
+            subclasses: list[type] = type.__subclasses__(original)
+            if left := [f"{c.__module__}.{c.__qualname__}" for c in subclasses if c not in hooks]:
+                message = f"class REPLACE by {regs[-1].label()}: existing subclasses of the "
+                message += f"original keep inheriting: {', '.join(left)}"
+                found.append(("class_replace_subclasses", message))
         owner = next(
             (s for s in slots if s.raw is slot.owner and isinstance(s.original.raw, type)), None
         )
@@ -181,6 +189,35 @@ def find_conflicts(
             )
             found.append(("same_hook_twice", message))
     return found
+
+
+# ---- SGLang's private ``HookRegistry._hooks`` and ``._patched`` (hook_registry._SGLangStateView)
+
+
+def sglang_hooks(records: Iterable[TargetRecord]) -> object:
+    """``{target: [(hook type, hook, source), ...]}`` in registration order, each target spelled as
+    first registered; a missing target reads as ``[]``, as in SGLang's ``defaultdict``."""
+    # A record's registrations are kept in registration order (appended, filtered by a discard).
+    hooks = {
+        record.target.text: [(r.hook_type, r.hook, r.source) for r in record.registrations]
+        for record in records
+    }
+    return MappingProxyType(defaultdict(list, hooks))
+
+
+def sglang_patched(records: Iterable[TargetRecord]) -> object:
+    """The targets SGLang's ``apply_hooks()`` would have patched by now: those applied, and those
+    waiting for their module's first import, which can be found (SGLang imports it at once, this
+    registry patches it when the host does), each spelled as first registered."""
+    return frozenset(
+        r.target.text
+        for r in records
+        if r.status is HookStatus.APPLIED
+        or (
+            r.status is HookStatus.PENDING
+            and missing_module(r.target.dotted, imported_only=True) is None
+        )
+    )
 
 
 def describe_resolution_hooks(step: str | None = None) -> list[ResolutionHookReport]:

@@ -50,7 +50,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import importlib.util
 import inspect
 import itertools
 import logging
@@ -79,8 +78,8 @@ from ._types import (
     Unwrapped,
     describe_callable,
     format_source,
+    module_dict,
     ordered,
-    subclasses_left,
 )
 from ._wrappers import build_wrapper
 
@@ -90,7 +89,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _APPLIED, _PENDING, _REPLACE = HookStatus.APPLIED, HookStatus.PENDING, HookType.REPLACE
-_MODULE_GETATTR = types.ModuleType.__getattribute__
+#: The conflicts register() warns about when a registration makes them.
+_ON_REGISTER = ("multiple_replace", "same_hook_twice")
 _PASSES = 8  # a batch resolves again until nothing moves: a nested class REPLACE takes one more
 
 
@@ -105,24 +105,19 @@ class Unresolved(NamedTuple):
     watch: tuple[str, ...]
 
 
-def module_dict(obj: object) -> dict[str, object] | None:
-    """A module's namespace, read without running code: ``None`` for anything else, and for a
-    module whose class intercepts attribute access (``LazyLoader``'s, until it has executed)."""
-    kind = type(obj)
-    if issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR:
-        return vars(obj)
-    return None
-
-
 def resolve(target: Target) -> Resolution | Unresolved:
     """Locate ``target`` among the modules imported now."""
-    splits = target.splits()
-    for module_name, parts in splits:  # noqa: B007 (the parts of the one found)
+    # Where the module may end: where ``:`` says, else at each dot, longest module first.
+    names = target.dotted.split(".")
+    module, colon, _ = target.text.rpartition(":")
+    cuts = [module.count(".") + 1] if colon else range(len(names) - 1, 0, -1)
+    watch = tuple(".".join(names[:cut]) for cut in cuts)
+    for cut, module_name in zip(cuts, watch, strict=True):  # noqa: B007 (the one found)
         if sys.modules.get(module_name) is not None:
             break
     else:
-        watch = tuple(name for name, _rest in splits)
         return Unresolved(f"module {watch[-1]!r} is not imported yet", watch)
+    parts = names[cut:]
     owner: object = sys.modules[module_name]
     path = module_name
     for index, name in enumerate(parts):
@@ -194,7 +189,7 @@ def unwrap(raw: object, owner: object) -> Unwrapped:
         )
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
-    return Unwrapped(raw, raw, _as_is if binds else staticmethod)
+    return Unwrapped(raw, raw, (lambda wrapper: wrapper) if binds else staticmethod)
 
 
 def never_called(owner: object, name: str) -> str | None:
@@ -211,10 +206,6 @@ def never_called(owner: object, name: str) -> str | None:
             "attribute; hook the function that builds the object"
         )
     return None
-
-
-def _as_is(wrapper: object) -> object:
-    return wrapper
 
 
 def _cached_property_of(raw: functools.cached_property[object], wrapper: Hook) -> object:
@@ -340,28 +331,31 @@ class Registry:
         parsed = Target.parse(target)
         with self.lock:
             record = self.targets.setdefault(parsed.dotted, TargetRecord(parsed))
+            known = self._conflicts(record, _ON_REGISTER)
             source = source or current_source()
-            new = Registration(next(self._seq), hook_type, hook, source, priority)
-            before = {message for _, message in self._conflicts(record)}
-            record.registrations.append(new)
-            for kind, message in self._conflicts(record):
-                if kind in ("multiple_replace", "same_hook_twice") and message not in before:
+            record.registrations.append(
+                Registration(next(self._seq), hook_type, hook, source, priority)
+            )
+            for message in self._conflicts(record, _ON_REGISTER):
+                if message not in known:
                     logger.warning("Hooks on '%s': %s", target, message)
             # apply_hooks() already ran: apply now (a failure is logged, and raised by the next
             # apply_hooks(strict=True), which takes the target again)
             if self.applied:
                 self._apply([record])
 
-    def _conflicts(self, record: TargetRecord) -> list[tuple[str, str]]:
-        """What :func:`._describe.find_conflicts` finds on ``record``'s slot (none with one hook:
-        the analysis is loaded only when there is something to analyse)."""
+    def _conflicts(self, record: TargetRecord, kinds: tuple[str, ...]) -> list[str]:
+        """The messages of the conflicts of ``kinds`` on ``record``'s slot that
+        :func:`._describe.find_conflicts` finds (loaded only when there is something to analyse:
+        two hooks, or a class REPLACE)."""
         slot = record.slot
         regs = ordered(slot.records if slot else [record])
-        if len(regs) < 2 and not (slot and subclasses_left(slot)):
+        if len(regs) < 2 and not (slot and isinstance(slot.original.func, type)):
             return []
         from ._describe import find_conflicts
 
-        return find_conflicts(regs, slot, self.slots)
+        found = find_conflicts(regs, slot, self.slots)
+        return [message for kind, message in found if kind in kinds]
 
     # ------------------------------------------------------------------ applying
 
@@ -380,7 +374,7 @@ class Registry:
         ends with one walk. Raise the failures of strict targets."""
         batch = _Batch([], [])
         for _pass in range(_PASSES):
-            attached = [r for r in self.targets.values() if r.slot]
+            attached = [r for r in self.targets.values() if r.slot is not None]
             moved = [r for r in dict.fromkeys([*records, *attached]) if self._place(r, batch)]
             if _pass and not moved:
                 break
@@ -434,7 +428,7 @@ class Registry:
             self._fail([record], found.reason, batch)
         elif isinstance(found, Unresolved):
             record.status, record.error, record.watch = _PENDING, found.reason, found.watch
-            if missing := _missing_module(record.target.dotted):
+            if (missing := why_missing(record.target)) is not None:
                 record.error, certain = missing
                 if record.strict and certain:
                     self._fail([record], record.error, batch)
@@ -501,9 +495,8 @@ class Registry:
             kept = " (the previously applied hooks stay in place)" if old is not None else ""
             return self._fail(slot.records, describe_failure(call.error) + kept, batch)
         slot.raw = raw
-        for kind, message in self._conflicts(slot.records[0]):
-            if kind == "class_replace_subclasses":
-                logger.warning("Hooks on '%s': %s", slot.key, message)
+        for message in self._conflicts(slot.records[0], ("class_replace_subclasses",)):
+            logger.warning("Hooks on '%s': %s", slot.key, message)
         for record in slot.records:
             record.status, record.error = _APPLIED, None
         logger.info(
@@ -578,7 +571,7 @@ class Registry:
                 )
                 and (
                     record.status is HookStatus.FAILED
-                    or (record.status is _PENDING and _missing_module(record.target.dotted))
+                    or (record.status is _PENDING and why_missing(record.target) is not None)
                 )
             ]
 
@@ -638,6 +631,14 @@ def _compose(slot: Slot) -> object:
     return original.put_back(new)
 
 
+def why_missing(target: Target) -> tuple[str, bool] | None:
+    """Why no import can bring a pending ``target``'s module, and whether that is certain here
+    (:func:`._missing.why_missing`, loaded only when a target waits)."""
+    from ._missing import why_missing
+
+    return why_missing(target.dotted)
+
+
 def _rebind(walks: list[_Walk]) -> None:
     """Run ``walks`` in one pass over ``sys.modules`` and the namespaces their slots hold."""
     news = {  # by id: the walks keep them alive
@@ -694,32 +695,3 @@ def _after_fork() -> None:
     # A thread of the parent may have held a lock at fork time; the child has only one thread.
     for registry in (_default, _active):
         registry.lock = threading.RLock()
-
-
-def _missing_module(target: str) -> tuple[str, bool] | None:
-    """Why no import can bring ``target``'s module, and whether that is certain here: a module
-    missing below an installed package (misspelled) is; a top-level package that is not installed
-    may be installed where the hooks run (SGLang's targets in a plugin's own tests). None while an
-    import may bring it.
-
-    It reads only modules already imported: its answer can fail a strict start-up or, for the
-    selected platform's distribution, stop it, so it acts on certainties alone and never reads
-    files. ``doctor``'s deeper walk (``_cli/_gate.missing_module``: package specs not imported yet,
-    the source of their ``__init__``) reports suspicions, which may be wrong, to a person."""
-    parts = target.split(".")  # callers pass Target.dotted
-    if parts[0] not in sys.modules:
-        if importlib.util.find_spec(parts[0]) is None:
-            return f"module {parts[0]!r} cannot be found (is it installed?)", False
-        return None
-    for depth in range(1, len(parts)):
-        parent, child = ".".join(parts[:depth]), ".".join(parts[: depth + 1])
-        if child in sys.modules:
-            continue
-        namespace = module_dict(sys.modules[parent])  # never runs a lazily loaded module
-        if namespace is None or namespace.get("__path__") is None or parts[depth] in namespace:
-            return None
-        if importlib.util.find_spec(child) is None:
-            why = f"module {child!r} cannot be found: {parent!r} has no such module (misspelled?)"
-            return why, True
-        return None
-    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import functools
 import operator
+import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -20,6 +21,19 @@ from ..._plugin_code import (
 
 #: A hook, or what it hooks.
 Hook = Callable[..., object]
+
+#: ``ModuleType``'s attribute access: a module class that overrides it (``LazyLoader``'s) runs code.
+_MODULE_GETATTR = types.ModuleType.__getattribute__
+
+
+def module_dict(obj: object) -> dict[str, object] | None:
+    """A module's namespace, read without running code: ``None`` for anything else, and for a
+    module whose class intercepts attribute access (``LazyLoader``'s, until it has executed)."""
+    kind = type(obj)
+    if issubclass(kind, types.ModuleType) and kind.__getattribute__ is _MODULE_GETATTR:
+        return vars(obj)
+    return None
+
 
 #: No such attribute (the value an attribute had before a patch: nothing to restore but a deletion).
 MISSING = object()
@@ -129,14 +143,6 @@ class Target:
             raise ValueError(_INVALID.format(text or path, why))
         return names
 
-    def splits(self) -> list[tuple[str, list[str]]]:
-        """Where the module may end, longest module first: ``(module, attribute names)``."""
-        module, colon, attributes = self.text.rpartition(":")
-        if colon:
-            return [(module, attributes.split("."))]
-        names = self.dotted.split(".")
-        return [(".".join(names[:cut]), names[cut:]) for cut in range(len(names) - 1, 0, -1)]
-
     def __str__(self) -> str:
         return self.text or self.dotted
 
@@ -213,17 +219,6 @@ class Slot:
     built: list[Registration] = field(default_factory=list)  # of its last build, failed or not
     previous: object = None  # an attribute's raw value before the first patch (MISSING: none)
     raw: object = None  # the raw value installed (the callable, or a descriptor around it)
-
-
-def subclasses_left(slot: Slot) -> list[str]:
-    """The subclasses of a class that a class REPLACE replaced: they keep inheriting from it."""
-    original, hooks = slot.original.func, [r.hook for r in slot.built]
-    # A class is installed as itself: ``raw`` is the class that replaced it.
-    if not isinstance(original, type) or slot.raw in (None, original):
-        return []
-    subclasses: list[type] = type.__subclasses__(original)  # not a metaclass's override
-
-    return [f"{c.__module__}.{c.__qualname__}" for c in subclasses if c not in hooks]
 
 
 def ordered(records: Iterable[TargetRecord]) -> list[Registration]:
