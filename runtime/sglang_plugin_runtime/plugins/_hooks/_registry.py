@@ -107,17 +107,13 @@ class Unresolved(NamedTuple):
 
 def resolve(target: Target) -> Resolution | Unresolved:
     """Locate ``target`` among the modules imported now."""
-    # Where the module may end: where ``:`` says, else at each dot, longest module first.
-    names = target.dotted.split(".")
-    module, colon, _ = target.text.rpartition(":")
-    cuts = [module.count(".") + 1] if colon else range(len(names) - 1, 0, -1)
-    watch = tuple(".".join(names[:cut]) for cut in cuts)
-    for cut, module_name in zip(cuts, watch, strict=True):  # noqa: B007 (the one found)
+    splits = target.splits()
+    for module_name, parts in splits:  # noqa: B007 (the parts of the one found)
         if sys.modules.get(module_name) is not None:
             break
     else:
+        watch = tuple(name for name, _rest in splits)
         return Unresolved(f"module {watch[-1]!r} is not imported yet", watch)
-    parts = names[cut:]
     owner: object = sys.modules[module_name]
     path = module_name
     for index, name in enumerate(parts):
@@ -189,7 +185,7 @@ def unwrap(raw: object, owner: object) -> Unwrapped:
         )
     # e.g. ``f = len`` in a class body stays unbound, so its wrapper must not bind either.
     binds = not isinstance(owner, type) or hasattr(type(raw), "__get__")
-    return Unwrapped(raw, raw, (lambda wrapper: wrapper) if binds else staticmethod)
+    return Unwrapped(raw, raw, _as_is if binds else staticmethod)
 
 
 def never_called(owner: object, name: str) -> str | None:
@@ -206,6 +202,10 @@ def never_called(owner: object, name: str) -> str | None:
             "attribute; hook the function that builds the object"
         )
     return None
+
+
+def _as_is(wrapper: object) -> object:
+    return wrapper
 
 
 def _cached_property_of(raw: functools.cached_property[object], wrapper: Hook) -> object:

@@ -143,6 +143,14 @@ class Target:
             raise ValueError(_INVALID.format(text or path, why))
         return names
 
+    def splits(self) -> list[tuple[str, list[str]]]:
+        """Where the module may end, longest module first: ``(module, attribute names)``."""
+        module, colon, attributes = self.text.rpartition(":")
+        if colon:
+            return [(module, attributes.split("."))]
+        names = self.dotted.split(".")
+        return [(".".join(names[:cut]), names[cut:]) for cut in range(len(names) - 1, 0, -1)]
+
     def __str__(self) -> str:
         return self.text or self.dotted
 
