@@ -233,29 +233,35 @@ def _call_problem(raw: Any, call: dict[str, Any], name: str) -> tuple[str, str] 
     kind, shown, on_class = kind_of(raw), render_call(call, name), bool(call.get("on_class"))
     if call.get("read"):
         if kind in ("method", "classmethod", "staticmethod"):
-            why = f"the host reads it as data ({shown}); this defines a {kind}"
-        elif kind == "property" and on_class:
-            why = f"the runtime reads it on the class ({shown}), where a property is no value"
-        else:
-            return None
-    elif kind == "property":
-        why = f"the host calls it ({shown}); this defines a property"
-    elif kind == "attribute":
-        why = f"the host calls it ({shown}); this sets it to a non-callable {type(raw).__name__}"
-    else:
-        signature = bound_signature(kind, underlying(raw), on_class=on_class)
-        if signature is None:
-            return None
-        try:
-            signature.bind(*[None] * call.get("args", 0), **dict.fromkeys(call.get("kwargs", ())))
-            return None
-        except TypeError as exc:
-            if kind != "method" or not on_class:
-                bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
-                shape = signature.replace(parameters=bare, return_annotation=signature.empty)
-                return "signature", f"{name}{shape} cannot accept the host's call {shown}: {exc}"
-        why = f"the host calls it on the class ({shown}); this defines an instance method"
-    return "binding", why
+            return "binding", f"the host reads it as data ({shown}); this defines a {kind}"
+        if kind == "property" and on_class:
+            return (
+                "binding",
+                f"the runtime reads it on the class ({shown}), where a property is no value",
+            )
+        return None
+    if kind == "property":
+        return "binding", f"the host calls it ({shown}); this defines a property"
+    if kind == "attribute":
+        return (
+            "binding",
+            f"the host calls it ({shown}); this sets it to a non-callable {type(raw).__name__}",
+        )
+    signature = bound_signature(kind, underlying(raw), on_class=on_class)
+    if signature is None:
+        return None
+    try:
+        signature.bind(*[None] * call.get("args", 0), **dict.fromkeys(call.get("kwargs", ())))
+    except TypeError as exc:
+        if kind == "method" and on_class:
+            return (
+                "binding",
+                f"the host calls it on the class ({shown}); this defines an instance method",
+            )
+        bare = [p.replace(annotation=p.empty) for p in signature.parameters.values()]
+        shape = signature.replace(parameters=bare, return_annotation=signature.empty)
+        return "signature", f"{name}{shape} cannot accept the host's call {shown}: {exc}"
+    return None
 
 
 def host_call_problem(
